@@ -1,0 +1,96 @@
+import type { StopReason } from '@stepwise/shared-types';
+import { InputTimeoutError, isAbortError, StepwiseError } from '../errors.ts';
+import type { LlmClient, LlmMessage } from '../llm/llm-client.ts';
+import type { Logger } from '../logger.ts';
+import type { PromptProvider } from '../prompts/prompt-provider.ts';
+import type { ToolRegistry } from '../tools/tool-registry.ts';
+import type { AgentControl } from './agent-control.ts';
+import type { EventSink } from './event-sink.ts';
+import { runEvents } from './run-events.ts';
+import type { RunContext, RunInput, Strategy } from './strategy.ts';
+
+/** How a run ended, for the session's history and records. */
+export type RunOutcome =
+  | { status: 'completed'; steps: number; answer: string; transcript: LlmMessage[] }
+  | { status: 'stopped'; reason: StopReason; steps: number; transcript: LlmMessage[] }
+  | { status: 'failed'; message: string; steps: number; transcript: LlmMessage[] };
+
+export interface RunServices {
+  llm: LlmClient;
+  tools: ToolRegistry;
+  prompts: PromptProvider;
+  logger: Logger;
+  inputTimeoutMs: number;
+}
+
+/**
+ * Runs one strategy and owns the shared beginning and end of every run: `agent_start`, then
+ * exactly one ending (`agent_completion` with the answer, `agent_stopped`, or `agent_error`), then
+ * `response_complete`, whatever happened. Never rejects.
+ */
+export async function executeRun(
+  strategy: Strategy,
+  input: RunInput,
+  control: AgentControl,
+  sink: EventSink,
+  services: RunServices,
+  /** Persists the outcome; awaited before `response_complete`, so the next message sees it. */
+  onEnd?: (outcome: RunOutcome) => Promise<void>,
+): Promise<RunOutcome> {
+  const events = runEvents(input.runId);
+  const logger = services.logger.child({ run_id: input.runId, strategy: strategy.name });
+  const progress = { step: 0, transcript: [] as LlmMessage[] };
+  const context: RunContext = { ...services, logger, control, sink, events, progress };
+  const started = performance.now();
+  let outcome: RunOutcome;
+  try {
+    await sink.emit(events.start(input.maxSteps, strategy.name));
+    const success = await strategy.run(input, context);
+    const transcript = [...progress.transcript, { role: 'assistant', content: success.answer } as const];
+    await sink.emit(events.assistantMessage(success.answer));
+    await sink.emit(events.completion(success.steps, success.reason));
+    outcome = { status: 'completed', steps: success.steps, answer: success.answer, transcript };
+  } catch (error) {
+    outcome = await endEarly(error, control, sink, events, progress, logger);
+  }
+  try {
+    await onEnd?.(outcome);
+  } catch (error) {
+    logger.error({ err: error }, 'could not save the outcome of the run');
+  }
+  try {
+    await sink.emit(events.responseComplete());
+  } catch (error) {
+    logger.error({ err: error }, 'could not log the end of the run');
+  }
+  logger.info(
+    { status: outcome.status, steps: outcome.steps, duration_ms: Math.round(performance.now() - started) },
+    'run ended',
+  );
+  return outcome;
+}
+
+async function endEarly(
+  error: unknown,
+  control: AgentControl,
+  sink: EventSink,
+  events: ReturnType<typeof runEvents>,
+  progress: { step: number; transcript: LlmMessage[] },
+  logger: Logger,
+): Promise<RunOutcome> {
+  const { step, transcript } = progress;
+  try {
+    if (isAbortError(error, control.signal) || error instanceof InputTimeoutError) {
+      const reason: StopReason = error instanceof InputTimeoutError ? 'input_timeout' : (control.stopReason ?? 'user');
+      await sink.emit(events.stopped(reason, step));
+      return { status: 'stopped', reason, steps: step, transcript };
+    }
+    const message = error instanceof StepwiseError && error.expose ? error.message : 'The run failed on an internal error';
+    logger[error instanceof StepwiseError ? 'warn' : 'error']({ err: error, step }, 'run failed');
+    await sink.emit(events.error(step, message));
+    return { status: 'failed', message, steps: step, transcript };
+  } catch (sinkError) {
+    logger.error({ err: sinkError }, 'could not log the end of the run');
+    return { status: 'failed', message: 'The run could not be recorded', steps: step, transcript };
+  }
+}

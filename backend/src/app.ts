@@ -1,0 +1,44 @@
+import { fileURLToPath } from 'node:url';
+import type { FastifyInstance } from 'fastify';
+import { pino, type Logger as PinoLogger } from 'pino';
+import type { DependencyContainer } from 'tsyringe';
+import { type Config, loadConfig } from './config/config.ts';
+import { buildContainer } from './container.ts';
+import { buildServer } from './transport/server.ts';
+
+/** Where the repository's own folders are, for defaults that work from a fresh checkout. */
+export const REPOSITORY_PATHS = {
+  prompts: fileURLToPath(new URL('../../prompts', import.meta.url)),
+  webApp: fileURLToPath(new URL('../../frontend/dist', import.meta.url)),
+};
+
+/** Reads the settings from an environment, with the repository's defaults filled in. */
+export function configFromEnv(env: Record<string, string | undefined>): Config {
+  const config = loadConfig(env, { promptsDir: REPOSITORY_PATHS.prompts });
+  return { ...config, transport: { ...config.transport, staticDir: config.transport.staticDir ?? REPOSITORY_PATHS.webApp } };
+}
+
+export interface RunningServer {
+  app: FastifyInstance;
+  container: DependencyContainer;
+  /** The http URL the server listens on, e.g. http://127.0.0.1:8787. */
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Builds everything from the settings and starts listening. */
+export async function startServer(options: {
+  config: Config;
+  logger?: PinoLogger;
+  configure?: (container: DependencyContainer) => void;
+}): Promise<RunningServer> {
+  const { config } = options;
+  const logger = options.logger ?? pino({ level: config.logLevel });
+  const container = buildContainer(config, logger, options.configure);
+  const app = await buildServer(container, logger);
+  await app.listen({ port: config.port, host: config.host });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  return { app, container, url: `http://${host}:${port}`, close: () => app.close() };
+}

@@ -1,0 +1,188 @@
+import { randomUUID } from 'node:crypto';
+import type { AgentControlMessage, AgentUserInputMessage, ChatMessage, ClientMessage, ErrorEvent, StopReason } from '@stepwise/shared-types';
+import { AgentControl } from '../agent/agent-control.ts';
+import { executeRun } from '../agent/agent-runner.ts';
+import type { Strategy } from '../agent/strategy.ts';
+import type { Config } from '../config/config.ts';
+import { isAbortError, toClientError } from '../errors.ts';
+import type { LlmClient, LlmMessage } from '../llm/llm-client.ts';
+import type { Logger } from '../logger.ts';
+import type { PromptProvider } from '../prompts/prompt-provider.ts';
+import type { Store } from '../store/store.ts';
+import type { ToolRegistry } from '../tools/tool-registry.ts';
+import type { SessionEventLog } from './session-event-log.ts';
+
+/** The services every session shares. */
+export interface ChatDependencies {
+  config: Config;
+  llm: LlmClient;
+  tools: ToolRegistry;
+  prompts: PromptProvider;
+  store: Store;
+  strategies: ReadonlyMap<string, Strategy>;
+  logger: Logger;
+}
+
+/** What is running in a session: a plain chat answer or an agent run. */
+interface ActiveResponse {
+  control: AgentControl;
+  done: Promise<void>;
+}
+
+const reject = (code: string, message: string): ErrorEvent => ({ type: 'error', code, message });
+
+/** One chat session: plain answers, agent runs (one at a time), and the controls that steer them. */
+export class ChatService {
+  private active: ActiveResponse | undefined;
+
+  constructor(
+    readonly sessionId: string,
+    readonly log: SessionEventLog,
+    private readonly deps: ChatDependencies,
+  ) {}
+
+  /** True while an answer or a run is in progress. */
+  get busy(): boolean {
+    return this.active !== undefined;
+  }
+
+  /** Handles one validated client message; returns the error to send back to its sender, if any. */
+  handle(message: ClientMessage): ErrorEvent | undefined {
+    switch (message.type) {
+      case 'chat':
+        return this.chat(message);
+      case 'agent_control':
+        return this.control(message);
+      case 'agent_user_input':
+        return this.input(message);
+      default: {
+        const unexpected: never = message;
+        return reject('unknown_type', `Unknown message type ${JSON.stringify((unexpected as { type: unknown }).type)}`);
+      }
+    }
+  }
+
+  /** Stops whatever is running (shutdown, eviction) and waits until it has ended. */
+  async stop(reason: StopReason): Promise<void> {
+    const active = this.active;
+    if (!active) return;
+    active.control.stop(reason);
+    await active.done;
+  }
+
+  private chat(message: ChatMessage): ErrorEvent | undefined {
+    if (this.active) {
+      return reject('run_active', 'A response is still in progress: stop it or wait for response_complete');
+    }
+    const { config, tools, strategies } = this.deps;
+    if (!message.agent_mode) return this.start((control) => this.answer(message.content, control));
+
+    const toolNames = message.tools ?? tools.defaultNames();
+    const unknown = toolNames.filter((name) => !tools.has(name));
+    if (unknown.length > 0) return reject('unknown_tool', `Unknown tool(s): ${unknown.join(', ')}`);
+    const strategy = strategies.get(message.strategy ?? 'roa');
+    if (!strategy) {
+      return reject('unknown_strategy', `Unknown strategy "${message.strategy}"; known: ${[...strategies.keys()].join(', ')}`);
+    }
+    const { maxStepsDefault, maxStepsLimit } = config.agent;
+    const maxSteps = Math.min(maxStepsLimit, Math.max(1, message.agent_max_steps ?? maxStepsDefault));
+    return this.start((control) =>
+      this.runAgent({ question: message.content, toolNames: [...new Set(toolNames)], maxSteps, strategy }, control),
+    );
+  }
+
+  private control(_message: AgentControlMessage): ErrorEvent | undefined {
+    if (!this.active) return reject('no_active_run', 'There is no active run to stop');
+    this.active.control.stop('user');
+    return undefined;
+  }
+
+  private input(message: AgentUserInputMessage): ErrorEvent | undefined {
+    if (!this.active?.control.provideInput(message.content)) {
+      return reject('no_pending_input', 'The agent is not waiting for an answer');
+    }
+    return undefined;
+  }
+
+  /** Marks the session busy at once (so a second message is refused) and runs `work` in the background. */
+  private start(work: (control: AgentControl) => Promise<void>): undefined {
+    const control = new AgentControl();
+    const done = work(control)
+      .catch((error: unknown) => this.deps.logger.error({ err: error, session_id: this.sessionId }, 'response failed'))
+      .finally(() => {
+        this.active = undefined;
+      });
+    this.active = { control, done };
+    return undefined;
+  }
+
+  /** A plain chat answer, streamed. */
+  private async answer(question: string, control: AgentControl): Promise<void> {
+    const { store, llm, prompts } = this.deps;
+    const history = await store.listMessages(this.sessionId);
+    const user: LlmMessage = { role: 'user', content: question };
+    await store.appendMessages(this.sessionId, [user]);
+    try {
+      const { text } = await llm.complete({
+        purpose: 'chat',
+        messages: [{ role: 'system', content: prompts.render('chatSystem', { today: today() }) }, ...history, user],
+        signal: control.signal,
+        onDelta: (delta) => this.log.preview({ type: 'assistant_delta', delta }),
+      });
+      await this.log.emit({ type: 'assistant_message', content: text });
+      await store.appendMessages(this.sessionId, [{ role: 'assistant', content: text }]);
+    } catch (error) {
+      if (!isAbortError(error, control.signal)) {
+        this.deps.logger.warn({ err: error, session_id: this.sessionId }, 'chat answer failed');
+        this.log.broadcastError({ type: 'error', ...toClientError(error) });
+      }
+    } finally {
+      await this.log.emit({ type: 'response_complete' });
+    }
+  }
+
+  private async runAgent(
+    run: { question: string; toolNames: string[]; maxSteps: number; strategy: Strategy },
+    control: AgentControl,
+  ): Promise<void> {
+    const { store, config, llm, tools, prompts, logger } = this.deps;
+    const runId = randomUUID();
+    const history = await store.listMessages(this.sessionId);
+    await store.appendMessages(this.sessionId, [{ role: 'user', content: run.question }]);
+    await store.createRun({
+      id: runId,
+      sessionId: this.sessionId,
+      strategy: run.strategy.name,
+      maxSteps: run.maxSteps,
+      status: 'running',
+      startedAt: new Date().toISOString(),
+    });
+    await executeRun(
+      run.strategy,
+      {
+        runId,
+        sessionId: this.sessionId,
+        question: run.question,
+        history,
+        maxSteps: run.maxSteps,
+        toolNames: run.toolNames,
+        filesManifest: '',
+      },
+      control,
+      this.log,
+      { llm, tools, prompts, inputTimeoutMs: config.agent.inputTimeoutMs, logger: logger.child({ session_id: this.sessionId }) },
+      async (outcome) => {
+        await store.appendMessages(this.sessionId, outcome.transcript);
+        await store.finishRun(runId, {
+          status: outcome.status,
+          endReason: outcome.status === 'stopped' ? outcome.reason : outcome.status === 'failed' ? outcome.message : undefined,
+          steps: outcome.steps,
+        });
+      },
+    );
+  }
+}
+
+function today(): string {
+  return new Date().toISOString().slice(0, 10);
+}

@@ -1,0 +1,118 @@
+import { CLIENT_MESSAGE_TYPES, ClientMessage, type ErrorEvent, type SessionEvent } from '@stepwise/shared-types';
+import { inject, injectable } from 'tsyringe';
+import type { Config } from '../config/config.ts';
+import type { LlmClient } from '../llm/llm-client.ts';
+import type { Logger } from '../logger.ts';
+import { TOKENS } from '../tokens.ts';
+import { ToolRegistry } from '../tools/tool-registry.ts';
+import type { ChatService } from './chat-service.ts';
+import type { ClientConnection } from './client-connection.ts';
+import { SessionManager } from './session-manager.ts';
+
+/** What a transport passes on about a new connection. */
+export interface ConnectionRequest {
+  sessionId?: string | undefined;
+  afterSeq?: string | undefined;
+}
+
+/** The core's side of one connection: the transport feeds it frames. */
+export interface ConnectionSession {
+  readonly chat: ChatService;
+  onText(text: string): void;
+  onBinary(): void;
+  onClose(): void;
+}
+
+const error = (code: string, message: string): ErrorEvent => ({ type: 'error', code, message });
+
+/** Turns a transport connection into a session: greets it, replays the log, validates every frame. */
+@injectable()
+export class ConnectionHandler {
+  constructor(
+    @inject(TOKENS.Config) private readonly config: Config,
+    @inject(SessionManager) private readonly sessions: SessionManager,
+    @inject(TOKENS.LlmClient) private readonly llm: LlmClient,
+    @inject(ToolRegistry) private readonly tools: ToolRegistry,
+    @inject(TOKENS.Logger) private readonly logger: Logger,
+  ) {}
+
+  async open(connection: ClientConnection, request: ConnectionRequest): Promise<ConnectionSession> {
+    const { chat, resumed } = await this.sessions.open(request.sessionId);
+    const afterSeq = resumed ? parseAfterSeq(request.afterSeq) : 0;
+    const session: SessionEvent = {
+      type: 'session',
+      session_id: chat.sessionId,
+      protocol: 1,
+      model: this.llm.modelName,
+      demo: this.llm.isDemo,
+      resumed,
+      last_seq: chat.log.lastSeq,
+      limits: {
+        max_steps_default: this.config.agent.maxStepsDefault,
+        max_steps_limit: this.config.agent.maxStepsLimit,
+      },
+      tools: this.tools.list(),
+      strategies: this.sessions.strategyNames,
+    };
+    connection.send(session);
+    await chat.log.attach(connection, afterSeq);
+    let closed = false;
+    return {
+      chat,
+      onText: (text) => {
+        if (closed) return;
+        const parsed = parseClientMessage(text);
+        const reply = 'error' in parsed ? parsed.error : this.dispatch(chat, parsed.message);
+        if (reply) connection.send(reply);
+      },
+      onBinary: () => connection.send(error('binary_not_supported', 'Messages must be JSON text frames')),
+      onClose: () => {
+        if (closed) return;
+        closed = true;
+        chat.log.detach(connection);
+        this.sessions.release(chat);
+      },
+    };
+  }
+
+  private dispatch(chat: ChatService, message: ClientMessage): ErrorEvent | undefined {
+    try {
+      return chat.handle(message);
+    } catch (failure) {
+      this.logger.error({ err: failure, session_id: chat.sessionId }, 'message handling failed');
+      return error('internal_error', 'Internal error');
+    }
+  }
+}
+
+/** Parses one text frame into a client message, or says exactly what is wrong with it. */
+export function parseClientMessage(text: string): { message: ClientMessage } | { error: ErrorEvent } {
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch {
+    return { error: error('invalid_json', 'The message is not valid JSON') };
+  }
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) {
+    return { error: error('invalid_message', 'A message must be a JSON object with a "type"') };
+  }
+  const type = (data as { type?: unknown }).type;
+  if (typeof type !== 'string') return { error: error('invalid_message', 'The message has no "type" string') };
+  if (!(CLIENT_MESSAGE_TYPES as readonly string[]).includes(type)) {
+    return {
+      error: error('unknown_type', `Unknown message type "${type.slice(0, 100)}"; expected one of: ${CLIENT_MESSAGE_TYPES.join(', ')}`),
+    };
+  }
+  const parsed = ClientMessage.safeParse(data);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const field = issue.path.length ? issue.path.join('.') : 'message';
+    return { error: error('invalid_message', `Invalid "${type}" message: ${field}: ${issue.message}`) };
+  }
+  return { message: parsed.data };
+}
+
+function parseAfterSeq(value: string | undefined): number {
+  const number = Number(value);
+  return value !== undefined && Number.isSafeInteger(number) && number >= 0 ? number : 0;
+}

@@ -1,0 +1,111 @@
+import { randomUUID } from 'node:crypto';
+import type { StopReason } from '@stepwise/shared-types';
+import { inject, injectable } from 'tsyringe';
+import type { Strategy } from '../agent/strategy.ts';
+import type { Config } from '../config/config.ts';
+import type { LlmClient } from '../llm/llm-client.ts';
+import type { Logger } from '../logger.ts';
+import type { PromptProvider } from '../prompts/prompt-provider.ts';
+import type { Store } from '../store/store.ts';
+import { TOKENS } from '../tokens.ts';
+import { ToolRegistry } from '../tools/tool-registry.ts';
+import { type ChatDependencies, ChatService } from './chat-service.ts';
+import { SessionEventLog } from './session-event-log.ts';
+
+const SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+/** Keeps one ChatService per live session; a session outlives its sockets while a run goes on. */
+@injectable()
+export class SessionManager {
+  private readonly sessions = new Map<string, ChatService>();
+  private readonly opening = new Map<string, Promise<ChatService | undefined>>();
+  private readonly idleTimers = new Map<string, NodeJS.Timeout>();
+  private readonly deps: ChatDependencies;
+
+  constructor(
+    @inject(TOKENS.Config) private readonly config: Config,
+    @inject(TOKENS.Store) private readonly store: Store,
+    @inject(TOKENS.LlmClient) llm: LlmClient,
+    @inject(ToolRegistry) tools: ToolRegistry,
+    @inject(TOKENS.PromptProvider) prompts: PromptProvider,
+    @inject(TOKENS.Strategies) strategies: Strategy[],
+    @inject(TOKENS.Logger) logger: Logger,
+  ) {
+    this.deps = {
+      config,
+      llm,
+      tools,
+      prompts,
+      store,
+      strategies: new Map(strategies.map((strategy) => [strategy.name, strategy])),
+      logger,
+    };
+  }
+
+  /** Names of the strategies a run may use. */
+  get strategyNames(): string[] {
+    return [...this.deps.strategies.keys()];
+  }
+
+  /** Rejoins the session `requestedId` when it exists, else starts a new one. */
+  async open(requestedId: string | undefined): Promise<{ chat: ChatService; resumed: boolean }> {
+    if (requestedId && SESSION_ID.test(requestedId)) {
+      const existing = await this.find(requestedId);
+      if (existing) {
+        this.cancelEviction(requestedId);
+        return { chat: existing, resumed: true };
+      }
+    }
+    const id = randomUUID();
+    await this.store.createSession(id);
+    const chat = this.create(id, 0);
+    return { chat, resumed: false };
+  }
+
+  /** Called when a socket leaves; an idle session with no sockets is dropped from memory later. */
+  release(chat: ChatService): void {
+    if (chat.log.connectionCount > 0) return;
+    this.cancelEviction(chat.sessionId);
+    const timer = setTimeout(() => {
+      this.idleTimers.delete(chat.sessionId);
+      if (chat.busy || chat.log.connectionCount > 0) return this.release(chat);
+      this.sessions.delete(chat.sessionId);
+    }, this.config.sessionIdleTtlMs);
+    timer.unref();
+    this.idleTimers.set(chat.sessionId, timer);
+  }
+
+  /** Stops every active run (server shutdown) and waits for them to end. */
+  async stopAll(reason: StopReason): Promise<void> {
+    for (const timer of this.idleTimers.values()) clearTimeout(timer);
+    this.idleTimers.clear();
+    await Promise.all([...this.sessions.values()].map((chat) => chat.stop(reason)));
+  }
+
+  private async find(id: string): Promise<ChatService | undefined> {
+    const live = this.sessions.get(id);
+    if (live) return live;
+    // Two sockets rejoining at once must share one ChatService.
+    let pending = this.opening.get(id);
+    if (!pending) {
+      pending = (async () => {
+        if (!(await this.store.getSession(id))) return undefined;
+        return this.sessions.get(id) ?? this.create(id, await this.store.lastSeq(id));
+      })().finally(() => this.opening.delete(id));
+      this.opening.set(id, pending);
+    }
+    return pending;
+  }
+
+  private create(id: string, lastSeq: number): ChatService {
+    const chat = new ChatService(id, new SessionEventLog(id, this.store, lastSeq), this.deps);
+    this.sessions.set(id, chat);
+    return chat;
+  }
+
+  private cancelEviction(id: string): void {
+    const timer = this.idleTimers.get(id);
+    if (timer) clearTimeout(timer);
+    this.idleTimers.delete(id);
+  }
+}

@@ -1,0 +1,143 @@
+import { z } from 'zod';
+import { ConfigError } from '../errors.ts';
+
+const integer = (min: number, max = Number.MAX_SAFE_INTEGER) =>
+  z
+    .string()
+    .trim()
+    .regex(/^-?\d+$/, `must be an integer`)
+    .transform(Number)
+    .pipe(z.number().int().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
+
+const boolean = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .pipe(z.enum(['true', 'false', '1', '0', 'yes', 'no']))
+  .transform((value) => value === 'true' || value === '1' || value === 'yes');
+
+const url = z.string().trim().pipe(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }));
+const nonEmpty = z.string().trim().min(1, 'must not be empty');
+
+/** Environment variables: PROTOCOL.md's table first, then Stepwise's own tuning knobs. */
+const EnvSchema = z.object({
+  PORT: integer(0, 65535).default(8787),
+  HOST: nonEmpty.default('127.0.0.1'),
+  LLM_PROVIDER: z.enum(['openai', 'demo']).optional(),
+  OPENAI_BASE_URL: url.optional(),
+  OPENAI_API_KEY: nonEmpty.optional(),
+  LLM_MODEL: nonEmpty.default('gpt-4o-mini'),
+  AGENT_MAX_STEPS: integer(1).default(10),
+  AGENT_MAX_STEPS_LIMIT: integer(1).default(50),
+  AGENT_INPUT_TIMEOUT_MS: integer(1).default(300_000),
+  DATA_DIR: nonEmpty.default('./data'),
+  STEPWISE_CONFIG: nonEmpty.default('./stepwise.config.json'),
+  AUTH_TOKEN: nonEmpty.optional(),
+  ALLOWED_ORIGINS: z
+    .string()
+    .transform((value) => value.split(',').map((origin) => origin.trim()).filter(Boolean))
+    .pipe(z.array(z.url({ error: 'must be a comma-separated list of origins' })))
+    .optional(),
+
+  LLM_STREAMING: boolean.default(true),
+  LLM_MAX_RETRIES: integer(0, 10).default(3),
+  LLM_RETRY_BASE_MS: integer(0).default(500),
+  LLM_TIMEOUT_MS: integer(1).default(120_000),
+  LLM_TEMPERATURE: z.string().trim().transform(Number).pipe(z.number().min(0).max(2)).optional(),
+  DEMO_DELAY_MS: integer(0, 10_000).default(20),
+  PROMPTS_DIR: nonEmpty.optional(),
+  AGENT_REASON_PROMPT: nonEmpty.default('agent_reason_prompt.md'),
+  AGENT_ACT_PROMPT: nonEmpty.default('agent_act_prompt.md'),
+  AGENT_OBSERVE_PROMPT: nonEmpty.default('agent_observe_prompt.md'),
+  CHAT_SYSTEM_PROMPT: nonEmpty.default('chat_system_prompt.md'),
+  MAX_FRAME_BYTES: integer(1024).default(1024 * 1024),
+  TOOL_RESULT_MAX_CHARS: integer(100).default(16_000),
+  TOOL_TIMEOUT_MS: integer(1).default(60_000),
+  SESSION_IDLE_TTL_MS: integer(0).default(30 * 60_000),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  STATIC_DIR: nonEmpty.optional(),
+});
+
+/** The validated settings every module receives through injection. */
+export interface Config {
+  port: number;
+  host: string;
+  llm: {
+    provider: 'openai' | 'demo';
+    baseUrl: string | undefined;
+    apiKey: string | undefined;
+    model: string;
+    streaming: boolean;
+    maxRetries: number;
+    retryBaseMs: number;
+    timeoutMs: number;
+    temperature: number | undefined;
+    demoDelayMs: number;
+  };
+  agent: { maxStepsDefault: number; maxStepsLimit: number; inputTimeoutMs: number };
+  prompts: { dir: string; reason: string; act: string; observe: string; chatSystem: string };
+  tools: { resultMaxChars: number; timeoutMs: number };
+  transport: { maxFrameBytes: number; staticDir: string | undefined };
+  access: { authToken: string | undefined; allowedOrigins: string[] | undefined };
+  dataDir: string;
+  configFile: string;
+  sessionIdleTtlMs: number;
+  logLevel: string;
+}
+
+/** Reads and validates the settings; throws one ConfigError naming the first bad variable. */
+export function loadConfig(env: Record<string, string | undefined>, defaults: { promptsDir: string }): Config {
+  // An empty variable means "not set", as in most shells' `VAR= command`.
+  const present = Object.fromEntries(
+    Object.keys(EnvSchema.shape).flatMap((key) => (env[key] ? [[key, env[key]]] : [])),
+  );
+  const parsed = EnvSchema.safeParse(present);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const name = String(issue.path[0] ?? 'environment');
+    const shown = present[name] === undefined || name.includes('KEY') || name.includes('TOKEN') ? '' : ` (got "${present[name]}")`;
+    throw new ConfigError(`Invalid ${name}: ${issue.message}${shown}`);
+  }
+  const e = parsed.data;
+  if (e.AGENT_MAX_STEPS > e.AGENT_MAX_STEPS_LIMIT) {
+    throw new ConfigError(
+      `Invalid AGENT_MAX_STEPS: ${e.AGENT_MAX_STEPS} is above AGENT_MAX_STEPS_LIMIT (${e.AGENT_MAX_STEPS_LIMIT})`,
+    );
+  }
+  const provider = e.LLM_PROVIDER ?? (e.OPENAI_API_KEY || e.OPENAI_BASE_URL ? 'openai' : 'demo');
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    llm: {
+      provider,
+      baseUrl: e.OPENAI_BASE_URL,
+      apiKey: e.OPENAI_API_KEY,
+      model: e.LLM_MODEL,
+      streaming: e.LLM_STREAMING,
+      maxRetries: e.LLM_MAX_RETRIES,
+      retryBaseMs: e.LLM_RETRY_BASE_MS,
+      timeoutMs: e.LLM_TIMEOUT_MS,
+      temperature: e.LLM_TEMPERATURE,
+      demoDelayMs: e.DEMO_DELAY_MS,
+    },
+    agent: {
+      maxStepsDefault: e.AGENT_MAX_STEPS,
+      maxStepsLimit: e.AGENT_MAX_STEPS_LIMIT,
+      inputTimeoutMs: e.AGENT_INPUT_TIMEOUT_MS,
+    },
+    prompts: {
+      dir: e.PROMPTS_DIR ?? defaults.promptsDir,
+      reason: e.AGENT_REASON_PROMPT,
+      act: e.AGENT_ACT_PROMPT,
+      observe: e.AGENT_OBSERVE_PROMPT,
+      chatSystem: e.CHAT_SYSTEM_PROMPT,
+    },
+    tools: { resultMaxChars: e.TOOL_RESULT_MAX_CHARS, timeoutMs: e.TOOL_TIMEOUT_MS },
+    transport: { maxFrameBytes: e.MAX_FRAME_BYTES, staticDir: e.STATIC_DIR },
+    access: { authToken: e.AUTH_TOKEN, allowedOrigins: e.ALLOWED_ORIGINS },
+    dataDir: e.DATA_DIR,
+    configFile: e.STEPWISE_CONFIG,
+    sessionIdleTtlMs: e.SESSION_IDLE_TTL_MS,
+    logLevel: e.LOG_LEVEL,
+  };
+}

@@ -1,0 +1,45 @@
+import 'reflect-metadata';
+import { type DependencyContainer, container as rootContainer } from 'tsyringe';
+import { RoaStrategy } from './agent/roa/roa-strategy.ts';
+import type { Strategy } from './agent/strategy.ts';
+import { ConnectionHandler } from './chat/connection-handler.ts';
+import { SessionManager } from './chat/session-manager.ts';
+import type { Config } from './config/config.ts';
+import { DemoLlmClient } from './llm/demo-llm-client.ts';
+import type { LlmClient } from './llm/llm-client.ts';
+import { OpenAiLlmClient } from './llm/openai-llm-client.ts';
+import type { Logger } from './logger.ts';
+import { HandlebarsPromptProvider } from './prompts/handlebars-prompt-provider.ts';
+import { MemoryStore } from './store/memory-store.ts';
+import { TOKENS } from './tokens.ts';
+import { calculatorTool } from './tools/calculator-tool.ts';
+import { createCurrentTimeTool } from './tools/current-time-tool.ts';
+import type { Tool } from './tools/tool.ts';
+import { ToolRegistry } from './tools/tool-registry.ts';
+
+/**
+ * Every registration, in one place. `configure` runs last, so tests can replace any of them
+ * (a later registration of a token wins).
+ */
+export function buildContainer(
+  config: Config,
+  logger: Logger,
+  configure?: (container: DependencyContainer) => void,
+): DependencyContainer {
+  const container = rootContainer.createChildContainer();
+  container.register(TOKENS.Config, { useValue: config });
+  container.register(TOKENS.Logger, { useValue: logger });
+  // tsyringe builds the class itself, so its constructor parameters are its concern.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  const llmClient: new (...args: any[]) => LlmClient = config.llm.provider === 'demo' ? DemoLlmClient : OpenAiLlmClient;
+  container.registerSingleton(TOKENS.LlmClient, llmClient);
+  container.registerSingleton(TOKENS.PromptProvider, HandlebarsPromptProvider);
+  container.register(TOKENS.Store, { useValue: new MemoryStore() });
+  container.register<Tool[]>(TOKENS.BuiltinTools, { useValue: [calculatorTool, createCurrentTimeTool()] as Tool[] });
+  container.register<Strategy[]>(TOKENS.Strategies, { useValue: [new RoaStrategy()] });
+  container.registerSingleton(ToolRegistry);
+  container.registerSingleton(SessionManager);
+  container.registerSingleton(ConnectionHandler);
+  configure?.(container);
+  return container;
+}

@@ -1,0 +1,103 @@
+/** Stable error codes; the client sees these in `error` events, logs carry them too. */
+export const ERROR_CODE = {
+  config: 'config_error',
+  prompt: 'prompt_error',
+  model: 'model_error',
+  modelTimeout: 'model_timeout',
+  toolNotFound: 'unknown_tool',
+  toolArguments: 'invalid_tool_arguments',
+  toolExecution: 'tool_failed',
+  inputTimeout: 'input_timeout',
+  noPendingInput: 'no_pending_input',
+  runActive: 'run_active',
+  noActiveRun: 'no_active_run',
+  unknownStrategy: 'unknown_strategy',
+  invalidMessage: 'invalid_message',
+  internal: 'internal_error',
+} as const;
+export type ErrorCodeValue = (typeof ERROR_CODE)[keyof typeof ERROR_CODE];
+
+/** Base of every error Stepwise throws on purpose. */
+export class StepwiseError extends Error {
+  readonly code: ErrorCodeValue;
+  /** Whether the message is safe to show to a client as it is. */
+  readonly expose: boolean;
+
+  constructor(code: ErrorCodeValue, message: string, options?: { cause?: unknown; expose?: boolean }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.expose = options?.expose ?? true;
+  }
+}
+
+/** A setting is missing or invalid; startup stops. */
+export class ConfigError extends StepwiseError {
+  constructor(message: string) {
+    super(ERROR_CODE.config, message);
+  }
+}
+
+/** A prompt template is missing or refers to an unknown variable. */
+export class PromptError extends StepwiseError {
+  constructor(message: string, cause?: unknown) {
+    super(ERROR_CODE.prompt, message, { cause });
+  }
+}
+
+/** The model endpoint failed (after retries, where retrying made sense). */
+export class ModelError extends StepwiseError {
+  readonly status: number | undefined;
+  readonly retryable: boolean;
+  /** How long the server asked us to wait before retrying, when it said. */
+  readonly retryAfterMs: number | undefined;
+  constructor(
+    message: string,
+    options: { status?: number; retryable?: boolean; retryAfterMs?: number; cause?: unknown } = {},
+  ) {
+    super(ERROR_CODE.model, message, { cause: options.cause });
+    this.status = options.status;
+    this.retryable = options.retryable ?? false;
+    this.retryAfterMs = options.retryAfterMs;
+  }
+}
+
+/** A tool call named a tool that is not enabled or does not exist. */
+export class ToolNotFoundError extends StepwiseError {
+  constructor(name: string) {
+    super(ERROR_CODE.toolNotFound, `Unknown tool "${name}"`);
+  }
+}
+
+/** A tool call's arguments are not valid JSON or do not match the tool's schema. */
+export class ToolArgumentsError extends StepwiseError {
+  constructor(message: string) {
+    super(ERROR_CODE.toolArguments, message);
+  }
+}
+
+/** A tool ran and failed; the message goes back to the model. */
+export class ToolExecutionError extends StepwiseError {
+  constructor(message: string, cause?: unknown) {
+    super(ERROR_CODE.toolExecution, message, { cause });
+  }
+}
+
+/** Nobody answered the agent's question in time. */
+export class InputTimeoutError extends StepwiseError {
+  constructor(timeoutMs: number) {
+    super(ERROR_CODE.inputTimeout, `No answer within ${Math.round(timeoutMs / 1000)} s`);
+  }
+}
+
+/** True when `error` is the rejection of an aborted signal (stop, shutdown). */
+export function isAbortError(error: unknown, signal?: AbortSignal): boolean {
+  if (signal?.aborted) return true;
+  return error instanceof Error && (error.name === 'AbortError' || error.name === 'APIUserAbortError');
+}
+
+/** Turns anything thrown into what a client may see: a stable code and a readable message. */
+export function toClientError(error: unknown): { code: string; message: string } {
+  if (error instanceof StepwiseError && error.expose) return { code: error.code, message: error.message };
+  return { code: ERROR_CODE.internal, message: 'Internal error' };
+}

@@ -1,0 +1,46 @@
+import { configFromEnv, startServer } from './app.ts';
+import { StepwiseError } from './errors.ts';
+
+const SHUTDOWN_GRACE_MS = 5_000;
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = configFromEnv(process.env);
+  } catch (error) {
+    if (error instanceof StepwiseError) {
+      console.error(`stepwise: ${error.message}`);
+      process.exit(1);
+    }
+    throw error;
+  }
+  let server;
+  try {
+    server = await startServer({ config });
+  } catch (error) {
+    console.error(`stepwise: ${error instanceof Error ? error.message : String(error)}`);
+    process.exit(1);
+  }
+  const { app, url } = server;
+  const model = config.llm.provider === 'demo' ? 'the offline demo model' : `${config.llm.model} at ${config.llm.baseUrl ?? 'api.openai.com'}`;
+  app.log.info(`Stepwise is ready at ${url} (model: ${model})`);
+
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    app.log.info({ signal }, 'shutting down');
+    setTimeout(() => process.exit(1), SHUTDOWN_GRACE_MS).unref();
+    app.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        app.log.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+void main();

@@ -1,0 +1,120 @@
+import { inject, injectable } from 'tsyringe';
+import { z } from 'zod';
+import type { ToolInfo } from '@stepwise/shared-types';
+import type { Config } from '../config/config.ts';
+import { isAbortError, StepwiseError, ToolArgumentsError, ToolExecutionError, ToolNotFoundError } from '../errors.ts';
+import type { LlmToolSchema } from '../llm/llm-client.ts';
+import { TOKENS } from '../tokens.ts';
+import { abortReason, raceAbort } from '../util/abort.ts';
+import type { Tool, ToolContext } from './tool.ts';
+
+/** What running one tool call came to. `content` is what the model reads, capped in size. */
+export type ToolOutcome =
+  | { ok: true; result: unknown; content: string; durationMs: number }
+  | { ok: false; error: string; content: string; durationMs: number };
+
+/** Every tool a run may enable, by name; validates arguments and runs calls with a timeout. */
+@injectable()
+export class ToolRegistry {
+  private readonly tools = new Map<string, Tool>();
+
+  constructor(
+    @inject(TOKENS.Config) private readonly config: Config,
+    @inject(TOKENS.BuiltinTools) builtins: Tool[],
+  ) {
+    for (const tool of builtins) this.register(tool);
+  }
+
+  register(tool: Tool): void {
+    if (this.tools.has(tool.name)) throw new Error(`Tool "${tool.name}" is registered twice`);
+    this.tools.set(tool.name, tool);
+  }
+
+  has(name: string): boolean {
+    return this.tools.has(name);
+  }
+
+  /** What the `session` message lists. */
+  list(): ToolInfo[] {
+    return [...this.tools.values()].map(({ name, description, source }) => ({ name, description, source }));
+  }
+
+  /** The tools a run gets when it names none: every built-in tool. */
+  defaultNames(): string[] {
+    return [...this.tools.values()].filter((tool) => tool.source === 'builtin').map((tool) => tool.name);
+  }
+
+  /** Function schemas for the model, in the order given. */
+  schemas(names: readonly string[]): LlmToolSchema[] {
+    return names.map((name) => {
+      const tool = this.tools.get(name);
+      if (!tool) throw new ToolNotFoundError(name);
+      const { $schema: _ignored, ...parameters } = tool.jsonSchema ?? z.toJSONSchema(tool.parameters, { io: 'input' });
+      return { name: tool.name, description: tool.description, parameters };
+    });
+  }
+
+  /** Parses raw JSON arguments the way execute will; for showing them before the call runs. */
+  parseArguments(rawArguments: string): Record<string, unknown> {
+    if (!rawArguments.trim()) return {};
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(rawArguments);
+    } catch {
+      throw new ToolArgumentsError('The arguments are not valid JSON');
+    }
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+      throw new ToolArgumentsError('The arguments must be a JSON object');
+    }
+    return parsed as Record<string, unknown>;
+  }
+
+  /**
+   * Runs one call of an enabled tool. Never throws for the tool's own faults: they become an
+   * outcome the model can read. Rejects only when the run's signal aborts.
+   */
+  async execute(
+    call: { name: string; arguments: string },
+    enabled: ReadonlySet<string>,
+    context: ToolContext,
+  ): Promise<ToolOutcome> {
+    const started = performance.now();
+    const elapsed = () => Math.round(performance.now() - started);
+    try {
+      const tool = enabled.has(call.name) ? this.tools.get(call.name) : undefined;
+      if (!tool) throw new ToolNotFoundError(call.name);
+      const parsed = tool.parameters.safeParse(this.parseArguments(call.arguments));
+      if (!parsed.success) {
+        const issues = parsed.error.issues.map((issue) => `${issue.path.join('.') || 'arguments'}: ${issue.message}`);
+        throw new ToolArgumentsError(`Invalid arguments for ${call.name}: ${issues.join('; ')}`);
+      }
+      const timeout = AbortSignal.timeout(this.config.tools.timeoutMs);
+      const signal = AbortSignal.any([context.signal, timeout]);
+      let result: unknown;
+      try {
+        result = await raceAbort(tool.execute(parsed.data, { ...context, signal }), signal);
+      } catch (error) {
+        if (timeout.aborted && !context.signal.aborted) {
+          throw new ToolExecutionError(`${call.name} timed out after ${this.config.tools.timeoutMs} ms`);
+        }
+        throw error;
+      }
+      const capped = this.cap(result);
+      return { ok: true, result: capped.result, content: capped.content, durationMs: elapsed() };
+    } catch (error) {
+      if (isAbortError(error, context.signal)) throw abortReason(context.signal);
+      const message =
+        error instanceof StepwiseError ? error.message : `${call.name} failed: ${(error as Error)?.message ?? error}`;
+      return { ok: false, error: message, content: `Error: ${message}`, durationMs: elapsed() };
+    }
+  }
+
+  /** Caps a result so neither the model's context nor the client's socket is flooded. */
+  private cap(result: unknown): { result: unknown; content: string } {
+    const max = this.config.tools.resultMaxChars;
+    const content = typeof result === 'string' ? result : (JSON.stringify(result) ?? 'null');
+    if (content.length <= max) return { result: result === undefined ? null : result, content };
+    const truncated = `${content.slice(0, max)}… [truncated ${content.length - max} characters]`;
+    return { result: truncated, content: truncated };
+  }
+}

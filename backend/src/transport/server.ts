@@ -1,0 +1,47 @@
+import { existsSync } from 'node:fs';
+import fastifyStatic from '@fastify/static';
+import fastifyWebsocket from '@fastify/websocket';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import type { Logger as PinoLogger } from 'pino';
+import type { DependencyContainer } from 'tsyringe';
+import { ConnectionHandler } from '../chat/connection-handler.ts';
+import { SessionManager } from '../chat/session-manager.ts';
+import type { Config } from '../config/config.ts';
+import { TOKENS } from '../tokens.ts';
+import { registerWebSocketRoute } from './websocket-route.ts';
+
+const PLACEHOLDER_PAGE = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Stepwise</title></head>
+<body><h1>Stepwise</h1><p>The server is running. The web app has not been built yet: run <code>npx -y pnpm@10 build</code>.</p>
+<p>Clients connect to <code>/ws</code>.</p></body></html>`;
+
+/** Builds the Fastify app: external plugins, then app services, then routes. */
+export async function buildServer(container: DependencyContainer, logger: PinoLogger): Promise<FastifyInstance> {
+  const config = container.resolve<Config>(TOKENS.Config);
+  const handler = container.resolve(ConnectionHandler);
+  const sessions = container.resolve(SessionManager);
+
+  const app = Fastify({
+    loggerInstance: logger as FastifyBaseLogger,     logController: new LogController({ disableRequestLogging: true }),
+    forceCloseConnections: true,
+  });
+
+  await app.register(fastifyWebsocket, {
+    options: { maxPayload: config.transport.maxFrameBytes },
+    // Stop runs first, so their clients still hear agent_stopped before the sockets close.
+    preClose: async function closeSockets(this: FastifyInstance) {
+      await sessions.stopAll('shutdown');
+      for (const client of this.websocketServer.clients) client.close(1001, 'Server shutting down');
+      await new Promise<void>((resolve) => this.websocketServer.close(() => resolve()));
+    },
+  });
+  const staticDir = config.transport.staticDir;
+  if (staticDir && existsSync(staticDir)) {
+    await app.register(fastifyStatic, { root: staticDir, prefix: '/', wildcard: false, index: ['index.html'] });
+  } else {
+    app.get('/', (_request, reply) => reply.type('text/html').send(PLACEHOLDER_PAGE));
+  }
+
+  app.get('/api/health', () => ({ status: 'ok' }));
+  registerWebSocketRoute(app, handler);
+  return app;
+}

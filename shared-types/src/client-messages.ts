@@ -1,0 +1,40 @@
+import { z } from 'zod';
+
+/** Longest chat message accepted, in characters (frames are capped separately, in bytes). */
+export const MAX_CONTENT_CHARS = 100_000;
+
+/** A user message: a plain chat answer, or an agent run when `agent_mode` is true. */
+export const ChatMessage = z.object({
+  type: z.literal('chat'),
+  content: z.string().trim().min(1, 'must not be empty').max(MAX_CONTENT_CHARS),
+  agent_mode: z.boolean().optional(),
+  agent_max_steps: z.number().int().optional(),
+  tools: z.array(z.string().min(1).max(200)).max(200).optional(),
+  strategy: z.string().min(1).max(64).optional(),
+});
+export type ChatMessage = z.infer<typeof ChatMessage>;
+
+/** Stop this session's active run. */
+export const AgentControlMessage = z.object({
+  type: z.literal('agent_control'),
+  action: z.literal('stop'),
+});
+export type AgentControlMessage = z.infer<typeof AgentControlMessage>;
+
+/** The answer to a pending `agent_request_input`. */
+export const AgentUserInputMessage = z.object({
+  type: z.literal('agent_user_input'),
+  content: z.string().max(MAX_CONTENT_CHARS),
+});
+export type AgentUserInputMessage = z.infer<typeof AgentUserInputMessage>;
+
+/** Everything a client may send. */
+export const ClientMessage = z.discriminatedUnion('type', [
+  ChatMessage,
+  AgentControlMessage,
+  AgentUserInputMessage,
+]);
+export type ClientMessage = z.infer<typeof ClientMessage>;
+
+/** The `type` values a client may send, for error messages. */
+export const CLIENT_MESSAGE_TYPES = ['chat', 'agent_control', 'agent_user_input'] as const;

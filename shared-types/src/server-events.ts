@@ -1,0 +1,169 @@
+import { z } from 'zod';
+
+/** Fields every logged event carries: its place in the session's log and when it happened. */
+const logged = {
+  seq: z.number().int().positive(),
+  ts: z.string(),
+  run_id: z.string().optional(),
+};
+
+const agentUpdate = <T extends string, S extends z.ZodRawShape>(updateType: T, shape: S) =>
+  z.object({ type: z.literal('agent_update'), update_type: z.literal(updateType), ...logged, ...shape });
+
+/** Why a run was stopped. */
+export const StopReason = z.enum(['user', 'input_timeout', 'shutdown', 'server_restart', 'timeout']);
+export type StopReason = z.infer<typeof StopReason>;
+
+/** How a completed run ended: with an answer, or at its step limit. */
+export const CompletionReason = z.enum(['answered', 'max_steps']);
+export type CompletionReason = z.infer<typeof CompletionReason>;
+
+export const AgentStart = agentUpdate('agent_start', {
+  max_steps: z.number().int(),
+  strategy: z.string().optional(),
+});
+export type AgentStart = z.infer<typeof AgentStart>;
+export const AgentTurnStart = agentUpdate('agent_turn_start', { step: z.number().int() });
+export type AgentTurnStart = z.infer<typeof AgentTurnStart>;
+export const AgentReason = agentUpdate('agent_reason', { content: z.string(), step: z.number().int() });
+export type AgentReason = z.infer<typeof AgentReason>;
+export const AgentRequestInput = agentUpdate('agent_request_input', {
+  question: z.string(),
+  step: z.number().int(),
+  tool_call_id: z.string().optional(),
+  /** When the question stops waiting (ISO-8601). */
+  deadline: z.string().optional(),
+});
+export type AgentRequestInput = z.infer<typeof AgentRequestInput>;
+export const AgentRequestInputTimeout = agentUpdate('agent_request_input_timeout', {
+  step: z.number().int(),
+});
+export type AgentRequestInputTimeout = z.infer<typeof AgentRequestInputTimeout>;
+export const AgentObserve = agentUpdate('agent_observe', { content: z.string(), step: z.number().int() });
+export type AgentObserve = z.infer<typeof AgentObserve>;
+export const AgentStopped = agentUpdate('agent_stopped', {
+  reason: StopReason.optional(),
+  step: z.number().int().optional(),
+});
+export type AgentStopped = z.infer<typeof AgentStopped>;
+export const AgentError = agentUpdate('agent_error', { message: z.string(), step: z.number().int() });
+export type AgentError = z.infer<typeof AgentError>;
+export const AgentCompletion = agentUpdate('agent_completion', {
+  steps: z.number().int(),
+  reason: CompletionReason.optional(),
+});
+export type AgentCompletion = z.infer<typeof AgentCompletion>;
+
+/** Every logged `agent_update`. */
+export const AgentUpdate = z.discriminatedUnion('update_type', [
+  AgentStart,
+  AgentTurnStart,
+  AgentReason,
+  AgentRequestInput,
+  AgentRequestInputTimeout,
+  AgentObserve,
+  AgentStopped,
+  AgentError,
+  AgentCompletion,
+]);
+export type AgentUpdate = z.infer<typeof AgentUpdate>;
+
+const toolEvent = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) =>
+  z.object({
+    type: z.literal(type),
+    ...logged,
+    step: z.number().int(),
+    tool_call_id: z.string(),
+    tool_name: z.string(),
+    ...shape,
+  });
+
+export const ToolStart = toolEvent('tool_start', { arguments: z.record(z.string(), z.unknown()) });
+export type ToolStart = z.infer<typeof ToolStart>;
+export const ToolComplete = toolEvent('tool_complete', {
+  result: z.unknown(),
+  duration_ms: z.number().optional(),
+});
+export type ToolComplete = z.infer<typeof ToolComplete>;
+export const ToolError = toolEvent('tool_error', {
+  error: z.string(),
+  duration_ms: z.number().optional(),
+});
+export type ToolError = z.infer<typeof ToolError>;
+
+export const AssistantMessage = z.object({ type: z.literal('assistant_message'), ...logged, content: z.string() });
+export type AssistantMessage = z.infer<typeof AssistantMessage>;
+export const ResponseComplete = z.object({ type: z.literal('response_complete'), ...logged });
+export type ResponseComplete = z.infer<typeof ResponseComplete>;
+
+/** Every event that is part of a session's log (carries `seq`). */
+export const LoggedEvent = z.union([AgentUpdate, ToolStart, ToolComplete, ToolError, AssistantMessage, ResponseComplete]);
+export type LoggedEvent = z.infer<typeof LoggedEvent>;
+
+/** Streaming previews; the full event always follows. Not logged. */
+export const AgentTextDelta = z.object({
+  type: z.literal('agent_update'),
+  update_type: z.enum(['agent_reason_delta', 'agent_observe_delta']),
+  delta: z.string(),
+  step: z.number().int(),
+  run_id: z.string().optional(),
+});
+export type AgentTextDelta = z.infer<typeof AgentTextDelta>;
+export const AssistantDelta = z.object({
+  type: z.literal('assistant_delta'),
+  delta: z.string(),
+  run_id: z.string().optional(),
+});
+export type AssistantDelta = z.infer<typeof AssistantDelta>;
+export const DeltaEvent = z.union([AgentTextDelta, AssistantDelta]);
+export type DeltaEvent = z.infer<typeof DeltaEvent>;
+
+/** Stable codes of `error` replies. */
+export const ERROR_CODES = {
+  invalid_json: 'invalid_json',
+  invalid_message: 'invalid_message',
+  unknown_type: 'unknown_type',
+  binary_not_supported: 'binary_not_supported',
+  frame_too_large: 'frame_too_large',
+  run_active: 'run_active',
+  no_active_run: 'no_active_run',
+  no_pending_input: 'no_pending_input',
+  unknown_tool: 'unknown_tool',
+  unknown_strategy: 'unknown_strategy',
+  model_error: 'model_error',
+  internal_error: 'internal_error',
+} as const;
+export const ErrorCode = z.enum(Object.values(ERROR_CODES) as [string, ...string[]]);
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** A client message was rejected; the connection stays open. Not logged. */
+export const ErrorEvent = z.object({ type: z.literal('error'), code: z.string(), message: z.string() });
+export type ErrorEvent = z.infer<typeof ErrorEvent>;
+
+/** A tool a run may enable. */
+export const ToolInfo = z.object({ name: z.string(), description: z.string(), source: z.string() });
+export type ToolInfo = z.infer<typeof ToolInfo>;
+
+/** Sent right after the upgrade. */
+export const SessionEvent = z.object({
+  type: z.literal('session'),
+  session_id: z.string(),
+  protocol: z.literal(1),
+  model: z.string(),
+  /** True when the model is the offline demo stand-in. */
+  demo: z.boolean().optional(),
+  resumed: z.boolean().optional(),
+  last_seq: z.number().int().optional(),
+  limits: z.object({ max_steps_default: z.number().int(), max_steps_limit: z.number().int() }),
+  tools: z.array(ToolInfo),
+  strategies: z.array(z.string()).optional(),
+});
+export type SessionEvent = z.infer<typeof SessionEvent>;
+
+/** Everything a server may send. */
+export const ServerEvent = z.union([SessionEvent, ErrorEvent, DeltaEvent, LoggedEvent]);
+export type ServerEvent = z.infer<typeof ServerEvent>;
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+/** A logged event before the session log stamps it with `seq` and `ts`. */
+export type LoggedEventBody = DistributiveOmit<LoggedEvent, 'seq' | 'ts'>;
