@@ -99,7 +99,7 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
     throw new ConfigError(`Invalid ${name}: ${issue.message}${shown}`);
   }
   const e = parsed.data;
-  if (e.AGENT_MAX_STEPS > e.AGENT_MAX_STEPS_LIMIT) {
+  if (present.AGENT_MAX_STEPS !== undefined && e.AGENT_MAX_STEPS > e.AGENT_MAX_STEPS_LIMIT) {
     throw new ConfigError(
       `Invalid AGENT_MAX_STEPS: ${e.AGENT_MAX_STEPS} is above AGENT_MAX_STEPS_LIMIT (${e.AGENT_MAX_STEPS_LIMIT})`,
     );
@@ -121,7 +121,8 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
       demoDelayMs: e.DEMO_DELAY_MS,
     },
     agent: {
-      maxStepsDefault: e.AGENT_MAX_STEPS,
+      // The built-in default yields to a lower limit; an explicit default above it is an error (above).
+      maxStepsDefault: Math.min(e.AGENT_MAX_STEPS, e.AGENT_MAX_STEPS_LIMIT),
       maxStepsLimit: e.AGENT_MAX_STEPS_LIMIT,
       inputTimeoutMs: e.AGENT_INPUT_TIMEOUT_MS,
     },

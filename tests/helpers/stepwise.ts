@@ -1,0 +1,29 @@
+import { configFromEnv, type RunningServer, startServer } from '@stepwise/backend';
+import type { DependencyContainer } from 'tsyringe';
+
+/** A real Stepwise server on an ephemeral port of 127.0.0.1. */
+export interface TestServer extends RunningServer {
+  wsUrl: string;
+}
+
+/** Starts the real server with these environment variables on top of quiet test defaults. */
+export async function startStepwise(
+  env: Record<string, string> = {},
+  configure?: (container: DependencyContainer) => void,
+): Promise<TestServer> {
+  const config = configFromEnv({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'silent',
+    DEMO_DELAY_MS: '0',
+    LLM_RETRY_BASE_MS: '1',
+    ...env,
+  });
+  const server = await startServer({ config, ...(configure ? { configure } : {}) });
+  return { ...server, wsUrl: `${server.url.replace(/^http/, 'ws')}/ws` };
+}
+
+/** Starts Stepwise against an OpenAI-compatible endpoint. */
+export function startStepwiseWithModel(baseUrl: string, env: Record<string, string> = {}): Promise<TestServer> {
+  return startStepwise({ LLM_PROVIDER: 'openai', OPENAI_BASE_URL: baseUrl, OPENAI_API_KEY: 'test-key', ...env });
+}

@@ -1,0 +1,11 @@
+import './node-compat.ts';
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['unit/**/*.test.ts', 'integration/**/*.test.ts'],
+    setupFiles: ['./node-compat.ts'],
+    testTimeout: 20_000,
+    hookTimeout: 20_000,
+  },
+});
