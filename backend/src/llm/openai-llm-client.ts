@@ -84,6 +84,10 @@ export class OpenAiLlmClient implements LlmClient {
           request.onDelta?.(delta);
         }
       }
+      if (!assembler.finished) {
+        // A cut connection can end an event stream quietly; only a finish_reason says the model finished.
+        throw new ModelError('The model stream ended before the model finished', { retryable: true });
+      }
       return assembler.result();
     } catch (error) {
       if (isAbortError(error, request.signal)) throw abortReason(request.signal);
@@ -102,13 +106,17 @@ class StreamAssembler {
   private text = '';
   private readonly calls = new Map<number, { id: string; name: string; arguments: string }>();
   private usage: CompletionResult['usage'];
+  /** True once a chunk carried a finish_reason. */
+  finished = false;
 
   /** Adds one chunk; returns its text delta, if any. */
   add(chunk: ChatCompletionChunk): string {
     if (chunk.usage) {
       this.usage = { promptTokens: chunk.usage.prompt_tokens, completionTokens: chunk.usage.completion_tokens };
     }
-    const delta = chunk.choices?.[0]?.delta;
+    const choice = chunk.choices?.[0];
+    if (choice?.finish_reason) this.finished = true;
+    const delta = choice?.delta;
     if (!delta) return '';
     for (const [position, call] of (delta.tool_calls ?? []).entries()) {
       const index = call.index ?? position;
