@@ -155,7 +155,8 @@ class Parser {
   }
 
   private name(name: string, at: number): number {
-    const fn = FUNCTIONS[name];
+    // Own properties only: names like "constructor" must not reach Object.prototype.
+    const fn = Object.hasOwn(FUNCTIONS, name) ? FUNCTIONS[name] : undefined;
     if (fn && this.peek().kind === 'open') {
       this.next();
       const args = [this.expression(0)];
@@ -170,7 +171,7 @@ class Parser {
       }
       return fn.apply(...args);
     }
-    const constant = CONSTANTS[name];
+    const constant = Object.hasOwn(CONSTANTS, name) ? CONSTANTS[name] : undefined;
     if (constant !== undefined) return constant;
     throw new ExpressionError(
       fn ? `${name} is a function: write ${name}(…)` : `Unknown name "${name}" at position ${at + 1}`,

@@ -1,0 +1,27 @@
+// Small helpers shared by the workspace scripts: run a command, find a package's binary.
+import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** Runs a command with inherited output; resolves with its exit code. */
+export function run(command, args, options = {}) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: 'inherit', cwd: root, ...options });
+    child.on('error', reject);
+    child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
+  });
+}
+
+/** Path of a package's file as resolved from one workspace package (e.g. 'tsx/cli' from 'backend'). */
+export function resolveFrom(workspacePackage, specifier) {
+  return createRequire(join(root, workspacePackage, 'package.json')).resolve(specifier);
+}
+
+/** Runs a package's bin script (a JS file) with this Node. */
+export function runNodeBin(workspacePackage, packageName, binPath, args, options = {}) {
+  const packageJson = resolveFrom(workspacePackage, `${packageName}/package.json`);
+  return run(process.execPath, [join(dirname(packageJson), binPath), ...args], options);
+}

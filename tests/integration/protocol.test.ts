@@ -1,0 +1,193 @@
+import WebSocket from 'ws';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
+import { summarize, TestClient } from '../helpers/ws-client.ts';
+
+let llm: ScriptedLlmServer;
+let server: TestServer;
+let client: TestClient;
+
+beforeEach(async () => {
+  llm = await ScriptedLlmServer.start();
+  server = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'scripted-model' });
+  client = await TestClient.connect(server.wsUrl);
+});
+
+afterEach(async () => {
+  await client?.close();
+  await server?.close();
+  await llm?.close();
+});
+
+describe('the session message', () => {
+  it('names the session, the model, the limits and the tools', () => {
+    const session = client.session;
+    expect(session).toMatchObject({
+      type: 'session',
+      protocol: 1,
+      model: 'scripted-model',
+      demo: false,
+      resumed: false,
+      last_seq: 0,
+      limits: { max_steps_default: 10, max_steps_limit: 50 },
+    });
+    expect(String(session.session_id)).toMatch(/^[0-9a-f-]{36}$/);
+    expect((session.tools as { name: string; source: string }[]).map(({ name, source }) => [name, source])).toEqual([
+      ['calculator', 'builtin'],
+      ['current_time', 'builtin'],
+    ]);
+  });
+
+  it('answers GET /api/health', async () => {
+    const response = await fetch(`${server.url}/api/health`);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ status: 'ok' });
+  });
+});
+
+describe('bad client messages', () => {
+  const cases: [string, string, string][] = [
+    ['not JSON', '{"type": "chat", ', 'invalid_json'],
+    ['not an object', '[1, 2, 3]', 'invalid_message'],
+    ['without a type', '{"content": "hi"}', 'invalid_message'],
+    ['of an unknown type', '{"type": "launch_missiles"}', 'unknown_type'],
+    ['chat without content', '{"type": "chat"}', 'invalid_message'],
+    ['chat with empty content', '{"type": "chat", "content": "   "}', 'invalid_message'],
+    ['chat with a wrong field type', '{"type": "chat", "content": "hi", "agent_mode": "yes"}', 'invalid_message'],
+    ['chat with fractional max steps', '{"type": "chat", "content": "hi", "agent_max_steps": 2.5}', 'invalid_message'],
+    ['an unknown control action', '{"type": "agent_control", "action": "explode"}', 'invalid_message'],
+    ['input without content', '{"type": "agent_user_input"}', 'invalid_message'],
+    ['an agent run with an unknown tool', '{"type": "chat", "content": "hi", "agent_mode": true, "tools": ["nope"]}', 'unknown_tool'],
+  ];
+
+  it.each(cases)('rejects a message %s with a typed error and keeps the socket usable', async (_name, frame, code) => {
+    client.send(frame);
+    const error = await client.waitFor('error');
+    expect(error).toMatchObject({ type: 'error', code });
+    expect(String(error.message).length).toBeGreaterThan(5);
+    expect(llm.requests).toHaveLength(0);
+
+    llm.enqueue({ text: 'Still fine.' });
+    client.chat('Hello');
+    const events = await client.untilComplete();
+    expect(summarize(events).slice(-2)).toEqual(['assistant_message', 'response_complete']);
+  });
+
+  it('rejects binary frames', async () => {
+    client.socket.send(Buffer.from([1, 2, 3]), { binary: true });
+    expect(await client.waitFor('error')).toMatchObject({ code: 'binary_not_supported' });
+  });
+
+  it('closes the socket with 1009 on a frame over 1 MiB, and the server keeps serving', async () => {
+    client.send(JSON.stringify({ type: 'chat', content: 'x'.repeat(1024 * 1024 + 10) }));
+    expect(await client.closed()).toBe(1009);
+    const fresh = await TestClient.connect(server.wsUrl);
+    llm.enqueue({ text: 'Alive.' });
+    fresh.chat('Hello');
+    expect(summarize(await fresh.untilComplete())).toEqual(['assistant_message', 'response_complete']);
+    await fresh.close();
+  });
+});
+
+describe('plain chat', () => {
+  it('streams the answer and remembers the conversation', async () => {
+    llm.enqueue({ text: 'Nice to meet you, Ada.' }, { text: 'Your name is Ada.' });
+    client.chat('My name is Ada.');
+    const first = await client.untilComplete();
+    expect(first.filter((event) => event.type === 'assistant_delta').map((event) => event.delta).join('')).toBe(
+      'Nice to meet you, Ada.',
+    );
+    expect(summarize(first)).toEqual(['assistant_message', 'response_complete']);
+
+    const from = client.events.length;
+    client.chat('What is my name?');
+    const second = await client.untilComplete({ from });
+    expect(second.find((event) => event.type === 'assistant_message')!.content).toBe('Your name is Ada.');
+    const messages = llm.requests[1]!.body.messages.map(({ role, content }) => [role, content]);
+    expect(messages.slice(1)).toEqual([
+      ['user', 'My name is Ada.'],
+      ['assistant', 'Nice to meet you, Ada.'],
+      ['user', 'What is my name?'],
+    ]);
+    expect(llm.requests[1]!.toolNames).toEqual([]);
+  });
+
+  it('can be stopped mid-answer', async () => {
+    llm.enqueue({ hang: true });
+    client.chat('Tell me a long story');
+    const request = await llm.waitFor(() => true);
+    client.send({ type: 'agent_control', action: 'stop' });
+    expect(summarize(await client.untilComplete())).toEqual(['response_complete']);
+    await llm.waitForAbort(request);
+  });
+});
+
+describe('reconnecting', () => {
+  it('replays the log after after_seq, then goes on live, with no gap and no duplicate', async () => {
+    llm.enqueue(
+      { text: reasonText('Ask first.') },
+      { toolCalls: [{ id: 'ask', name: 'request_input', arguments: { question: 'Which unit?' } }] },
+    );
+    client.chat('Convert it', { agent_mode: true });
+    const question = await client.waitFor('agent_request_input');
+    const sessionId = String(client.session.session_id);
+    const seenSeq = Number(question.seq) - 2;
+    await client.close();
+
+    const rejoined = await TestClient.connect(server.wsUrl, { session_id: sessionId, after_seq: seenSeq });
+    try {
+      expect(rejoined.session).toMatchObject({ session_id: sessionId, resumed: true, last_seq: question.seq });
+      await rejoined.waitFor('agent_request_input');
+      llm.enqueue({ text: observeText('Metres.', { final_answer: 'In metres.' }) });
+      rejoined.send({ type: 'agent_user_input', content: 'metres' });
+      await rejoined.untilComplete();
+      const seqs = rejoined.logged.map((event) => Number(event.seq));
+      expect(seqs[0]).toBe(seenSeq + 1);
+      expect(seqs).toEqual(seqs.map((_, index) => seenSeq + 1 + index));
+      expect(rejoined.logged.at(-1)!.type).toBe('response_complete');
+    } finally {
+      await rejoined.close();
+    }
+  });
+
+  it('starts a new session for an unknown session id', async () => {
+    const stranger = await TestClient.connect(server.wsUrl, {
+      session_id: '00000000-0000-4000-8000-000000000000',
+      after_seq: 3,
+    });
+    expect(stranger.session.resumed).toBe(false);
+    expect(stranger.session.session_id).not.toBe('00000000-0000-4000-8000-000000000000');
+    await stranger.close();
+  });
+
+  it('keeps a run going while its socket is away', async () => {
+    llm.enqueue({ text: reasonText('Slow.'), delayMs: 150 }, { text: 'No tool.' }, { text: observeText('ok', { final_answer: 'Done meanwhile.' }) });
+    client.chat('Work while I am gone', { agent_mode: true });
+    await client.waitFor('agent_turn_start');
+    const sessionId = String(client.session.session_id);
+    client.socket.terminate();
+    await llm.waitFor((request) => request.phase === 'observe');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const back = await TestClient.connect(server.wsUrl, { session_id: sessionId, after_seq: 0 });
+    try {
+      const events = await back.untilComplete();
+      expect(events.find((event) => event.type === 'assistant_message')!.content).toBe('Done meanwhile.');
+    } finally {
+      await back.close();
+    }
+  });
+});
+
+describe('a socket that sends before the session is open', () => {
+  it('handles frames in order once the session is ready', async () => {
+    const socket = new WebSocket(server.wsUrl);
+    const received: { type: string; code?: string }[] = [];
+    socket.on('message', (data) => received.push(JSON.parse(data.toString())));
+    await new Promise((resolve) => socket.once('open', resolve));
+    socket.send('nope');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(received.map((event) => event.code ?? event.type)).toEqual(['session', 'invalid_json']);
+    socket.close();
+  });
+});

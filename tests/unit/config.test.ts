@@ -1,0 +1,81 @@
+import { ConfigError, loadConfig } from '@stepwise/backend';
+import { describe, expect, it } from 'vitest';
+
+const load = (env: Record<string, string>) => loadConfig(env, { promptsDir: '/prompts' });
+
+describe('the configuration', () => {
+  it('has defaults that run the demo model locally', () => {
+    const config = load({});
+    expect(config).toMatchObject({
+      port: 8787,
+      host: '127.0.0.1',
+      llm: { provider: 'demo', model: 'gpt-4o-mini', streaming: true },
+      agent: { maxStepsDefault: 10, maxStepsLimit: 50, inputTimeoutMs: 300_000 },
+      dataDir: './data',
+      configFile: './stepwise.config.json',
+      prompts: { dir: '/prompts', reason: 'agent_reason_prompt.md', observe: 'agent_observe_prompt.md' },
+    });
+    expect(config.access).toEqual({ authToken: undefined, allowedOrigins: undefined });
+  });
+
+  it('uses the openai provider when a key or a base URL is given', () => {
+    expect(load({ OPENAI_API_KEY: 'sk-x' }).llm.provider).toBe('openai');
+    expect(load({ OPENAI_BASE_URL: 'http://127.0.0.1:11434/v1' }).llm).toMatchObject({
+      provider: 'openai',
+      baseUrl: 'http://127.0.0.1:11434/v1',
+    });
+    expect(load({ OPENAI_API_KEY: 'sk-x', LLM_PROVIDER: 'demo' }).llm.provider).toBe('demo');
+  });
+
+  it('reads every variable of the protocol', () => {
+    const config = load({
+      PORT: '9000',
+      HOST: '0.0.0.0',
+      LLM_MODEL: 'llama3',
+      AGENT_MAX_STEPS: '4',
+      AGENT_MAX_STEPS_LIMIT: '8',
+      AGENT_INPUT_TIMEOUT_MS: '1000',
+      DATA_DIR: '/var/lib/stepwise',
+      STEPWISE_CONFIG: '/etc/stepwise.json',
+      AUTH_TOKEN: 'secret-token',
+      ALLOWED_ORIGINS: 'https://a.example, https://b.example',
+    });
+    expect(config).toMatchObject({
+      port: 9000,
+      host: '0.0.0.0',
+      llm: { model: 'llama3' },
+      agent: { maxStepsDefault: 4, maxStepsLimit: 8, inputTimeoutMs: 1000 },
+      dataDir: '/var/lib/stepwise',
+      configFile: '/etc/stepwise.json',
+      access: { authToken: 'secret-token', allowedOrigins: ['https://a.example', 'https://b.example'] },
+    });
+  });
+
+  it('lowers the built-in default max steps to a lower limit', () => {
+    expect(load({ AGENT_MAX_STEPS_LIMIT: '3' }).agent.maxStepsDefault).toBe(3);
+  });
+
+  it.each([
+    [{ PORT: 'eighty' }, /^Invalid PORT: must be an integer \(got "eighty"\)$/],
+    [{ PORT: '70000' }, /^Invalid PORT: must be at most 65535/],
+    [{ LLM_PROVIDER: 'anthropic' }, /^Invalid LLM_PROVIDER:/],
+    [{ OPENAI_BASE_URL: 'not a url' }, /^Invalid OPENAI_BASE_URL: must be an http\(s\) URL/],
+    [{ AGENT_MAX_STEPS: '0' }, /^Invalid AGENT_MAX_STEPS: must be at least 1/],
+    [{ AGENT_MAX_STEPS: '20', AGENT_MAX_STEPS_LIMIT: '10' }, /^Invalid AGENT_MAX_STEPS: 20 is above AGENT_MAX_STEPS_LIMIT \(10\)$/],
+    [{ AGENT_INPUT_TIMEOUT_MS: '-5' }, /^Invalid AGENT_INPUT_TIMEOUT_MS:/],
+    [{ ALLOWED_ORIGINS: 'example.com' }, /^Invalid ALLOWED_ORIGINS:/],
+    [{ LLM_STREAMING: 'sometimes' }, /^Invalid LLM_STREAMING:/],
+  ])('stops on %j with one line naming the variable', (env, message) => {
+    expect(() => load(env)).toThrow(ConfigError);
+    expect(() => load(env)).toThrow(message);
+  });
+
+  it('never repeats a secret in its error', () => {
+    expect(() => load({ OPENAI_API_KEY: ' ' })).not.toThrow(/ " "/);
+    try {
+      load({ AUTH_TOKEN: '   ' });
+    } catch (error) {
+      expect((error as Error).message).toBe('Invalid AUTH_TOKEN: must not be empty');
+    }
+  });
+});
