@@ -1,0 +1,54 @@
+import type { StepView } from '../state/view-state.ts';
+import { Markdown } from './Markdown.tsx';
+import { ToolCallCard } from './ToolCallCard.tsx';
+
+const QUESTION_STATUS = {
+  pending: 'waiting for your answer',
+  answered: 'answered',
+  timed_out: 'no answer in time',
+  stopped: 'not answered',
+} as const;
+
+/** One reason → act → observe step; foldable once finished. */
+export function StepCard({ step, maxSteps, current }: { step: StepView; maxSteps: number; current: boolean }) {
+  const tools = step.tools.filter((tool) => tool.name !== 'request_input');
+  return (
+    <details className={`step-card ${current ? 'step-current' : ''}`} open data-testid="step-card">
+      <summary>
+        <span className="step-badge">
+          Step {step.step} of {maxSteps || '?'}
+        </span>
+        {current && !step.observeDone && <span className="spinner small" aria-label="in progress" />}
+      </summary>
+      <section className="phase phase-reason" aria-label={`Reason, step ${step.step}`}>
+        <h4>Reason</h4>
+        {step.reason ? <Markdown text={step.reason} /> : <p className="muted">Thinking…</p>}
+      </section>
+      {(tools.length > 0 || step.question) && (
+        <section className="phase phase-act" aria-label={`Act, step ${step.step}`}>
+          <h4>Act</h4>
+          {tools.map((tool) => (
+            <ToolCallCard key={tool.id} tool={tool} />
+          ))}
+          {step.question && (
+            <div className={`question-record question-${step.question.status}`}>
+              <span className="muted">Asked you:</span> {step.question.text}{' '}
+              <span className="muted">({QUESTION_STATUS[step.question.status]})</span>
+              {step.question.answer && (
+                <div>
+                  <span className="muted">You answered:</span> {step.question.answer}
+                </div>
+              )}
+            </div>
+          )}
+        </section>
+      )}
+      {(step.observe || step.reasonDone) && (
+        <section className="phase phase-observe" aria-label={`Observe, step ${step.step}`}>
+          <h4>Observe</h4>
+          {step.observe ? <Markdown text={step.observe} /> : <p className="muted">…</p>}
+        </section>
+      )}
+    </details>
+  );
+}

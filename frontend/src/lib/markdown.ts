@@ -1,0 +1,33 @@
+import DOMPurify from 'dompurify';
+import { Marked } from 'marked';
+
+const escapeHtml = (text: string) =>
+  text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
+
+const SAFE_URL = /^(https?:|mailto:|#|\/)/i;
+
+/**
+ * Markdown for model output. Raw HTML in the text is shown as text, never parsed; links keep
+ * only safe schemes; and DOMPurify checks the result once more before it reaches the DOM.
+ */
+const marked = new Marked({
+  gfm: true,
+  breaks: true,
+  async: false,
+  renderer: {
+    html: ({ text }) => escapeHtml(text),
+    link({ href, title, tokens }) {
+      const label = this.parser.parseInline(tokens);
+      if (!SAFE_URL.test(href)) return label;
+      const titleAttribute = title ? ` title="${escapeHtml(title)}"` : '';
+      return `<a href="${escapeHtml(href)}"${titleAttribute} target="_blank" rel="noopener noreferrer">${label}</a>`;
+    },
+    image: ({ text }) => escapeHtml(text),
+  },
+});
+
+/** Renders model Markdown to sanitized HTML. */
+export function renderMarkdown(text: string): string {
+  const html = marked.parse(text) as string;
+  return DOMPurify.sanitize(html, { ADD_ATTR: ['target'], FORBID_TAGS: ['style', 'img', 'form', 'input'] });
+}

@@ -1,0 +1,59 @@
+import type { ClientMessage } from '@stepwise/shared-types';
+import { useCallback, useEffect, useMemo, useReducer, useRef } from 'react';
+import { reduce } from '../state/reducer.ts';
+import { initialViewState } from '../state/view-state.ts';
+import { StepwiseSocket } from './socket-client.ts';
+
+/** The socket URL of the server that served this page. */
+export function defaultSocketUrl(): string {
+  const { protocol, host } = window.location;
+  return `${protocol === 'https:' ? 'wss' : 'ws'}://${host}/ws`;
+}
+
+/** Connects the reducer to the socket: a thin layer, all logic lives in those two. */
+export function useStepwise(url: string = defaultSocketUrl()) {
+  const [state, dispatch] = useReducer(reduce, initialViewState);
+  const socketRef = useRef<StepwiseSocket | null>(null);
+
+  useEffect(() => {
+    const socket = new StepwiseSocket({ url });
+    socketRef.current = socket;
+    const offEvent = socket.onEvent((event) => dispatch({ kind: 'server_event', event }));
+    const offState = socket.onState((connection) => dispatch({ kind: 'connection', state: connection }));
+    socket.connect();
+    return () => {
+      offEvent();
+      offState();
+      socket.close();
+    };
+  }, [url]);
+
+  const send = useCallback((message: ClientMessage): boolean => socketRef.current?.send(message) ?? false, []);
+
+  const actions = useMemo(
+    () => ({
+      chat(content: string, options: { agentMode: boolean; maxSteps: number; tools: string[] }): boolean {
+        const message: ClientMessage = options.agentMode
+          ? { type: 'chat', content, agent_mode: true, agent_max_steps: options.maxSteps, tools: options.tools }
+          : { type: 'chat', content };
+        if (!send(message)) return false;
+        dispatch({ kind: 'user_message', id: crypto.randomUUID(), content });
+        return true;
+      },
+      stop(): void {
+        if (send({ type: 'agent_control', action: 'stop' })) dispatch({ kind: 'stop_requested' });
+      },
+      answer(runId: string, content: string): boolean {
+        if (!send({ type: 'agent_user_input', content })) return false;
+        dispatch({ kind: 'answer_sent', runId, answer: content });
+        return true;
+      },
+      dismissNotice(): void {
+        dispatch({ kind: 'dismiss_notice' });
+      },
+    }),
+    [send],
+  );
+
+  return { state, actions };
+}

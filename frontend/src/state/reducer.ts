@@ -1,0 +1,240 @@
+import type { ServerEvent, SessionEvent } from '@stepwise/shared-types';
+import type { ChatItem, ConnectionState, RunView, StepView, ToolCallView, ViewState } from './view-state.ts';
+
+/** Everything that changes what the web app shows. */
+export type Action =
+  | { kind: 'server_event'; event: ServerEvent | { type: string } }
+  | { kind: 'connection'; state: ConnectionState }
+  | { kind: 'user_message'; id: string; content: string }
+  | { kind: 'stop_requested' }
+  | { kind: 'answer_sent'; runId: string; answer: string }
+  | { kind: 'dismiss_notice' };
+
+type Logged = Extract<ServerEvent, { seq: number }>;
+
+/** Error codes with which the server refuses a chat message. */
+const CHAT_REFUSALS = new Set(['invalid_json', 'invalid_message', 'unknown_type', 'unknown_tool', 'unknown_strategy', 'run_active']);
+
+/** The web app's one reducer: pure, event by event. */
+export function reduce(state: ViewState, action: Action): ViewState {
+  switch (action.kind) {
+    case 'connection':
+      return { ...state, connection: action.state };
+    case 'user_message':
+      return {
+        ...state,
+        busy: true,
+        stopping: false,
+        notice: undefined,
+        items: [...state.items, { kind: 'user', id: action.id, content: action.content }],
+      };
+    case 'stop_requested':
+      return state.busy ? { ...state, stopping: true } : state;
+    case 'answer_sent':
+      return updateRun(state, action.runId, (run) =>
+        updateQuestion(run, (question) => ({ ...question, status: 'answered', answer: action.answer })),
+      );
+    case 'dismiss_notice':
+      return { ...state, notice: undefined };
+    case 'server_event':
+      return applyEvent(state, action.event);
+    default: {
+      const unexpected: never = action;
+      return unexpected;
+    }
+  }
+}
+
+function applyEvent(state: ViewState, event: ServerEvent | { type: string }): ViewState {
+  if (!isKnown(event)) return state;
+  if (event.type === 'session') return applySession(state, event);
+  if (event.type === 'error') {
+    // An error that refuses a chat message means nothing will answer it.
+    const refused = CHAT_REFUSALS.has(event.code) && !state.activeRunId && state.streamingAnswer === undefined;
+    return { ...state, notice: { code: event.code, message: event.message }, ...(refused ? { busy: false, stopping: false } : {}) };
+  }
+  if (event.type === 'assistant_delta') {
+    return event.run_id ? state : { ...state, busy: true, streamingAnswer: (state.streamingAnswer ?? '') + event.delta };
+  }
+  if (event.type === 'agent_update' && (event.update_type === 'agent_reason_delta' || event.update_type === 'agent_observe_delta')) {
+    if (!event.run_id || state.runs[event.run_id]?.complete) return state;
+    const field = event.update_type === 'agent_reason_delta' ? 'reason' : 'observe';
+    return updateStep(state, event.run_id, event.step, (step) =>
+      step[`${field}Done`] ? step : { ...step, [field]: step[field] + event.delta },
+    );
+  }
+  if (!('seq' in event)) return state;
+  if (event.seq <= state.lastSeq) return state; // replayed or duplicated
+  return applyLogged({ ...state, lastSeq: event.seq }, event);
+}
+
+function applySession(state: ViewState, session: SessionEvent): ViewState {
+  // A different session (the server did not know ours) starts a fresh view.
+  if (state.session && state.session.session_id !== session.session_id) {
+    return { ...state, session, lastSeq: 0, items: [], runs: {}, activeRunId: undefined, busy: false, stopping: false, streamingAnswer: undefined };
+  }
+  return { ...state, session };
+}
+
+function applyLogged(state: ViewState, event: Logged): ViewState {
+  const runId = event.run_id;
+  switch (event.type) {
+    case 'assistant_message': {
+      const item: ChatItem = { kind: 'assistant', id: `a${event.seq}`, content: event.content, ...(runId ? { runId } : {}) };
+      return { ...state, streamingAnswer: undefined, items: [...state.items, item] };
+    }
+    case 'response_complete': {
+      const next = { ...state, busy: false, stopping: false, streamingAnswer: undefined, activeRunId: undefined };
+      return runId ? updateRun(next, runId, (run) => ({ ...run, complete: true })) : next;
+    }
+    case 'tool_start':
+      if (!runId) return state;
+      return updateStep(state, runId, event.step, (step) =>
+        upsertTool(step, event.tool_call_id, { name: event.tool_name, arguments: event.arguments, status: 'running' }),
+      );
+    case 'tool_complete':
+      if (!runId) return state;
+      return updateStep(state, runId, event.step, (step) =>
+        upsertTool(step, event.tool_call_id, {
+          name: event.tool_name,
+          status: 'done',
+          result: event.result,
+          ...(event.duration_ms === undefined ? {} : { durationMs: event.duration_ms }),
+        }),
+      );
+    case 'tool_error':
+      if (!runId) return state;
+      return updateStep(state, runId, event.step, (step) =>
+        upsertTool(step, event.tool_call_id, {
+          name: event.tool_name,
+          status: 'error',
+          error: event.error,
+          ...(event.duration_ms === undefined ? {} : { durationMs: event.duration_ms }),
+        }),
+      );
+    case 'agent_update':
+      return runId ? applyAgentUpdate(state, runId, event) : state;
+    default: {
+      const unexpected: never = event;
+      return unexpected;
+    }
+  }
+}
+
+function applyAgentUpdate(state: ViewState, runId: string, event: Extract<Logged, { type: 'agent_update' }>): ViewState {
+  switch (event.update_type) {
+    case 'agent_start': {
+      const withRun = ensureRun(state, runId);
+      return {
+        ...updateRun(withRun, runId, (run) => ({ ...run, maxSteps: event.max_steps })),
+        activeRunId: runId,
+        busy: true,
+      };
+    }
+    case 'agent_turn_start':
+      return updateStep(state, runId, event.step, (step) => step);
+    case 'agent_reason':
+      return updateStep(state, runId, event.step, (step) => ({ ...step, reason: event.content, reasonDone: true }));
+    case 'agent_observe':
+      return updateStep(state, runId, event.step, (step) => ({ ...step, observe: event.content, observeDone: true }));
+    case 'agent_request_input':
+      return updateStep(state, runId, event.step, (step) => ({
+        ...step,
+        question: {
+          text: event.question,
+          status: 'pending',
+          ...(event.tool_call_id ? { toolCallId: event.tool_call_id } : {}),
+        },
+      }));
+    case 'agent_request_input_timeout':
+      return updateStep(state, runId, event.step, (step) =>
+        step.question ? { ...step, question: { ...step.question, status: 'timed_out' } } : step,
+      );
+    case 'agent_stopped':
+      return updateRun(state, runId, (run) =>
+        settleRun({ ...run, end: event.reason === 'input_timeout' ? { kind: 'input_timeout' } : { kind: 'stopped', reason: event.reason ?? 'user' } }),
+      );
+    case 'agent_error':
+      return updateRun(state, runId, (run) => settleRun({ ...run, end: { kind: 'failed', message: event.message } }));
+    case 'agent_completion':
+      return updateRun(state, runId, (run) => ({
+        ...run,
+        end: { kind: event.reason === 'max_steps' ? 'max_steps' : 'answered', steps: event.steps },
+      }));
+    default: {
+      const unexpected: never = event;
+      return unexpected;
+    }
+  }
+}
+
+/** The question the run is waiting on, if any. */
+export function pendingQuestion(state: ViewState): { runId: string; step: number; text: string } | undefined {
+  for (const run of Object.values(state.runs)) {
+    if (run.complete || run.end) continue;
+    for (const step of run.steps) {
+      if (step.question?.status === 'pending') return { runId: run.id, step: step.step, text: step.question.text };
+    }
+  }
+  return undefined;
+}
+
+function isKnown(event: ServerEvent | { type: string }): event is ServerEvent {
+  return typeof event === 'object' && event !== null && typeof event.type === 'string';
+}
+
+function ensureRun(state: ViewState, runId: string): ViewState {
+  if (state.runs[runId]) return state;
+  const run: RunView = { id: runId, maxSteps: 0, steps: [], complete: false };
+  return {
+    ...state,
+    runs: { ...state.runs, [runId]: run },
+    items: [...state.items, { kind: 'run', id: `r${runId}`, runId }],
+  };
+}
+
+function updateRun(state: ViewState, runId: string, change: (run: RunView) => RunView): ViewState {
+  const withRun = ensureRun(state, runId);
+  return { ...withRun, runs: { ...withRun.runs, [runId]: change(withRun.runs[runId]!) } };
+}
+
+function updateStep(state: ViewState, runId: string, stepNumber: number, change: (step: StepView) => StepView): ViewState {
+  return updateRun(state, runId, (run) => {
+    const index = run.steps.findIndex((step) => step.step === stepNumber);
+    const current = index >= 0 ? run.steps[index]! : emptyStep(stepNumber);
+    const steps = index >= 0 ? run.steps.with(index, change(current)) : [...run.steps, change(current)];
+    return { ...run, steps: steps.sort((a, b) => a.step - b.step) };
+  });
+}
+
+function updateQuestion(run: RunView, change: (question: NonNullable<StepView['question']>) => StepView['question']): RunView {
+  return {
+    ...run,
+    steps: run.steps.map((step) => (step.question?.status === 'pending' ? { ...step, question: change(step.question) } : step)),
+  };
+}
+
+function upsertTool(step: StepView, id: string, fields: Partial<ToolCallView> & { name: string }): StepView {
+  const index = step.tools.findIndex((tool) => tool.id === id);
+  if (index < 0) return { ...step, tools: [...step.tools, { id, arguments: {}, status: 'running', ...fields }] };
+  const current = step.tools[index]!;
+  // A late tool_start must not undo a result that already arrived.
+  const status = fields.status === 'running' && current.status !== 'running' ? current.status : (fields.status ?? current.status);
+  return { ...step, tools: step.tools.with(index, { ...current, ...fields, status }) };
+}
+
+/** A run that ended early: whatever still ran was cut off. */
+function settleRun(run: RunView): RunView {
+  return {
+    ...run,
+    steps: run.steps.map((step) => ({
+      ...step,
+      tools: step.tools.map((tool) => (tool.status === 'running' ? { ...tool, status: 'stopped' } : tool)),
+      ...(step.question?.status === 'pending' ? { question: { ...step.question, status: 'stopped' } } : {}),
+    })),
+  };
+}
+
+function emptyStep(step: number): StepView {
+  return { step, reason: '', reasonDone: false, tools: [], observe: '', observeDone: false };
+}

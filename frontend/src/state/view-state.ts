@@ -1,0 +1,92 @@
+import type { SessionEvent } from '@stepwise/shared-types';
+
+/** The socket's state as the user sees it. */
+export type ConnectionState = 'connecting' | 'live' | 'reconnecting';
+
+/** One tool call in a step. */
+export interface ToolCallView {
+  id: string;
+  name: string;
+  arguments: Record<string, unknown>;
+  status: 'running' | 'done' | 'error' | 'stopped';
+  result?: unknown;
+  error?: string;
+  durationMs?: number;
+}
+
+/** A question the agent asked in a step. */
+export interface QuestionView {
+  text: string;
+  toolCallId?: string;
+  status: 'pending' | 'answered' | 'timed_out' | 'stopped';
+  answer?: string;
+}
+
+/** One reason → act → observe step. */
+export interface StepView {
+  step: number;
+  reason: string;
+  reasonDone: boolean;
+  tools: ToolCallView[];
+  question?: QuestionView;
+  observe: string;
+  observeDone: boolean;
+}
+
+/** How a run ended, once it has. */
+export type RunEnd =
+  | { kind: 'answered'; steps: number }
+  | { kind: 'max_steps'; steps: number }
+  | { kind: 'stopped'; reason: string }
+  | { kind: 'input_timeout' }
+  | { kind: 'failed'; message: string };
+
+/** One agent run, as its timeline shows it. */
+export interface RunView {
+  id: string;
+  maxSteps: number;
+  steps: StepView[];
+  end?: RunEnd;
+  /** True once response_complete arrived. */
+  complete: boolean;
+}
+
+/** One item of the conversation. */
+export type ChatItem =
+  | { kind: 'user'; id: string; content: string }
+  | { kind: 'assistant'; id: string; content: string; runId?: string }
+  | { kind: 'run'; id: string; runId: string };
+
+/** A problem to show the user (a rejected message, a failed answer). */
+export interface Notice {
+  code: string;
+  message: string;
+}
+
+/** Everything the web app shows; only the reducer makes new ones. */
+export interface ViewState {
+  connection: ConnectionState;
+  session?: SessionEvent;
+  /** The highest seq applied; replayed events at or below it are ignored. */
+  lastSeq: number;
+  items: ChatItem[];
+  runs: Record<string, RunView>;
+  /** The run in progress, if any. */
+  activeRunId?: string;
+  /** True from sending a chat message until its response_complete. */
+  busy: boolean;
+  /** True after Stop was pressed, until the run ends. */
+  stopping: boolean;
+  /** A plain chat answer while it streams. */
+  streamingAnswer?: string;
+  notice?: Notice;
+}
+
+export const initialViewState: ViewState = {
+  connection: 'connecting',
+  lastSeq: 0,
+  items: [],
+  runs: {},
+  busy: false,
+  stopping: false,
+};
