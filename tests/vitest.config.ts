@@ -3,9 +3,9 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['unit/**/*.test.ts', 'integration/**/*.test.ts'],
+    include: ['unit/**/*.test.ts', 'integration/**/*.test.ts', 'e2e/**/*.test.ts'],
     setupFiles: ['./node-compat.ts'],
     testTimeout: 20_000,
-    hookTimeout: 20_000,
+    hookTimeout: 30_000,
   },
 });

@@ -138,7 +138,7 @@ function observeReply(situation: Situation): string {
   if (calculation !== undefined) {
     const failed = calculation.startsWith('Error:');
     findings.push(failed ? `The calculator could not evaluate it (${calculation}).` : `The calculator returned ${calculation}.`);
-    answers.push(failed ? `I could not evaluate \`${expression}\`: ${calculation.replace(/^Error:\s*/, '')}` : `**${expression} = ${calculation}**`);
+    answers.push(failed ? `I could not evaluate \`${expression}\`: ${calculation.replace(/^Error:\s*/, '')}` : `\`${expression}\` = **${calculation}**`);
   }
   const time = results.get('current_time');
   if (time !== undefined) {

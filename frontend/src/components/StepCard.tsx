@@ -43,10 +43,10 @@ export function StepCard({ step, maxSteps, current }: { step: StepView; maxSteps
           )}
         </section>
       )}
-      {(step.observe || step.reasonDone) && (
+      {(step.observe || step.observeDone) && (
         <section className="phase phase-observe" aria-label={`Observe, step ${step.step}`}>
           <h4>Observe</h4>
-          {step.observe ? <Markdown text={step.observe} /> : <p className="muted">…</p>}
+          <Markdown text={step.observe} />
         </section>
       )}
     </details>

@@ -115,8 +115,9 @@ function applyLogged(state: ViewState, event: Logged): ViewState {
     case 'agent_update':
       return runId ? applyAgentUpdate(state, runId, event) : state;
     default: {
-      const unexpected: never = event;
-      return unexpected;
+      // A newer server may send events this app does not know: they change nothing.
+      const _unknown: never = event;
+      return state;
     }
   }
 }
@@ -162,8 +163,9 @@ function applyAgentUpdate(state: ViewState, runId: string, event: Extract<Logged
         end: { kind: event.reason === 'max_steps' ? 'max_steps' : 'answered', steps: event.steps },
       }));
     default: {
-      const unexpected: never = event;
-      return unexpected;
+      // A newer server may send events this app does not know: they change nothing.
+      const _unknown: never = event;
+      return state;
     }
   }
 }

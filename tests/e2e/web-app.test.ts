@@ -1,0 +1,152 @@
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
+import { launchBrowser, screenshot } from './browser.ts';
+
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+let llm: ScriptedLlmServer;
+let server: TestServer;
+let dialogs: string[];
+
+beforeAll(async () => {
+  browser = await launchBrowser();
+});
+
+afterAll(async () => {
+  await browser?.close();
+});
+
+beforeEach(async () => {
+  llm = await ScriptedLlmServer.start();
+  server = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'scripted-model', AGENT_MAX_STEPS: '3', AGENT_MAX_STEPS_LIMIT: '6' });
+  context = await browser.newContext({ viewport: { width: 1000, height: 900 } });
+  page = await context.newPage();
+  dialogs = [];
+  page.on('dialog', (dialog) => {
+    dialogs.push(dialog.message());
+    void dialog.dismiss();
+  });
+  await page.goto(server.url);
+  await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+});
+
+afterEach(async () => {
+  await context?.close();
+  await server?.close();
+  await llm?.close();
+});
+
+async function ask(text: string): Promise<void> {
+  await page.getByRole('textbox', { name: 'Message' }).fill(text);
+  await page.getByRole('button', { name: 'Send' }).click();
+}
+
+describe('the web app', () => {
+  it('shows the model in use and the agent controls with the server’s limits', async () => {
+    await expect(page.getByTestId('model').textContent()).resolves.toContain('scripted-model');
+    expect(await page.getByRole('switch', { name: 'Agent mode' }).isChecked()).toBe(true);
+    const maxIterations = page.getByRole('spinbutton', { name: 'Max iterations' });
+    expect(await maxIterations.inputValue()).toBe('3');
+    await maxIterations.fill('999');
+    await maxIterations.blur();
+    expect(await maxIterations.inputValue()).toBe('6');
+    await maxIterations.fill('0');
+    await maxIterations.blur();
+    expect(await maxIterations.inputValue()).toBe('1');
+  });
+
+  it('renders a full agent run step by step, with the answer as the assistant’s turn', async () => {
+    llm.enqueue(
+      { text: reasonText('First, multiply 17 by 3.'), delayMs: 100 },
+      { toolCalls: [{ name: 'calculator', arguments: { expression: '17*3' } }] },
+      { text: observeText('17*3 is 51; now add 75.', { should_continue: true }) },
+      { text: reasonText('Add 75 to 51.') },
+      { toolCalls: [{ name: 'calculator', arguments: { expression: '51+75' } }] },
+      { text: observeText('That makes 126.', { should_continue: false, final_answer: 'The result is **126**.' }) },
+    );
+    await ask('What is 17*3 + 75?');
+    await page.getByText('Step 1 of 3').waitFor();
+    await page.getByText('Answered in 2 steps').waitFor();
+
+    const steps = page.getByTestId('step-card');
+    expect(await steps.count()).toBe(2);
+    await expect(steps.nth(0).textContent()).resolves.toMatch(/Step 1 of 3.*Reason.*First, multiply 17 by 3\..*Act.*calculator.*51.*Observe.*17\*3 is 51/s);
+    await expect(steps.nth(1).textContent()).resolves.toMatch(/Step 2 of 3.*Add 75 to 51\..*calculator.*126.*That makes 126\./s);
+    const tools = page.getByTestId('tool-card');
+    await expect(tools.nth(1).textContent()).resolves.toMatch(/calculator.*done.*ms.*"expression": "51\+75".*126/s);
+    const answer = page.getByTestId('assistant-turn');
+    expect(await answer.locator('strong').textContent()).toBe('126');
+    await expect(page.getByRole('button', { name: 'Send' }).isVisible()).resolves.toBe(true);
+
+    // Finished steps fold.
+    await steps.nth(0).locator('summary').click();
+    expect(await steps.nth(0).getAttribute('open')).toBeNull();
+    await screenshot(page, 'finished-run.png');
+  });
+
+  it('stops a run at once with the Stop button, cancelling the model request', async () => {
+    llm.enqueue({ text: reasonText('Use a tool.') }, { hang: true });
+    await ask('Do something slow');
+    const act = await llm.waitFor((request) => request.phase === 'act');
+    await page.getByRole('button', { name: 'Stop' }).click();
+    await page.getByTestId('run-end').getByText('Stopped').waitFor();
+    await llm.waitForAbort(act);
+    await page.getByRole('button', { name: 'Send' }).waitFor();
+  });
+
+  it('shows the agent’s question, takes the answer, and finishes the run', async () => {
+    llm.enqueue(
+      { text: reasonText('The city is missing.') },
+      { toolCalls: [{ id: 'ask', name: 'request_input', arguments: { question: 'Which city do you mean?' } }] },
+      { text: observeText('The user means Oslo.', { final_answer: 'Oslo it is.' }) },
+    );
+    await ask('What is the weather like?');
+    const banner = page.getByRole('alertdialog');
+    await banner.getByText('Which city do you mean?').waitFor();
+    const answerBox = page.getByRole('textbox', { name: 'Your answer' });
+    await page.waitForFunction(() => document.activeElement?.getAttribute('aria-label') === 'Your answer');
+    await screenshot(page, 'pending-question.png');
+    await answerBox.fill('Oslo');
+    await page.getByRole('button', { name: 'Answer' }).click();
+    await page.getByText('Answered in 1 step').waitFor();
+    expect(await banner.count()).toBe(0);
+    expect(await page.getByTestId('assistant-turn').textContent()).toContain('Oslo it is.');
+    const toolMessage = llm.requests[2]!.body.messages.find((message) => message.role === 'tool');
+    expect(toolMessage?.content).toBe('Oslo');
+  });
+
+  it('respects the max iterations set for the run', async () => {
+    llm.respond((request) => ({
+      text: request.phase === 'observe' ? observeText(`Still going (${request.index}).`) : reasonText('Keep going.'),
+    }));
+    await page.getByRole('spinbutton', { name: 'Max iterations' }).fill('2');
+    await ask('Never finish');
+    await page.getByText(/Max steps reached \(2\)/).waitFor();
+    expect(await page.getByTestId('step-card').count()).toBe(2);
+    await page.getByText('Step 2 of 2').waitFor();
+    expect(llm.requests.filter((request) => request.phase === 'reason')).toHaveLength(2);
+  });
+
+  it('renders HTML in a model answer as text, never as markup', async () => {
+    const payload = '<img src=x onerror=alert(1)>';
+    llm.enqueue({ text: reasonText('Answer directly.', { finish: true }) }, { text: observeText('Done.', { final_answer: `Here: ${payload}` }) });
+    await ask('Say something dangerous');
+    const answer = page.getByTestId('assistant-turn');
+    await answer.waitFor();
+    expect(await answer.textContent()).toContain(payload);
+    expect(await page.locator('main img').count()).toBe(0);
+    await page.waitForTimeout(100);
+    expect(dialogs).toEqual([]);
+  });
+
+  it('answers in plain chat when agent mode is off', async () => {
+    llm.enqueue({ text: 'Hello from the model.' });
+    await page.getByRole('switch', { name: 'Agent mode' }).uncheck();
+    await ask('Hi');
+    await page.getByTestId('assistant-turn').getByText('Hello from the model.').waitFor();
+    expect(await page.getByTestId('step-card').count()).toBe(0);
+  });
+});

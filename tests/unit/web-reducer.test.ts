@@ -1,0 +1,180 @@
+import { describe, expect, it } from 'vitest';
+import { type Action, pendingQuestion, reduce } from '../../frontend/src/state/reducer.ts';
+import { initialViewState, type ViewState } from '../../frontend/src/state/view-state.ts';
+
+const run = 'run-1';
+let seq = 0;
+const ts = '2026-01-01T00:00:00.000Z';
+const logged = (event: Record<string, unknown>) => ({ ...event, seq: ++seq, ts, run_id: run });
+const update = (updateType: string, fields: Record<string, unknown> = {}) =>
+  logged({ type: 'agent_update', update_type: updateType, ...fields });
+const event = (value: Record<string, unknown>): Action => ({ kind: 'server_event', event: value as never });
+const apply = (state: ViewState, ...values: Record<string, unknown>[]) => values.reduce((next, value) => reduce(next, event(value)), state);
+
+const session = {
+  type: 'session',
+  session_id: 's-1',
+  protocol: 1,
+  model: 'Demo model',
+  demo: true,
+  limits: { max_steps_default: 4, max_steps_limit: 8 },
+  tools: [{ name: 'calculator', description: 'math', source: 'builtin' }],
+};
+
+function started(): ViewState {
+  seq = 0;
+  let state = reduce(initialViewState, { kind: 'connection', state: 'live' });
+  state = apply(state, session);
+  state = reduce(state, { kind: 'user_message', id: 'u1', content: 'What is 6*7?' });
+  return apply(state, update('agent_start', { max_steps: 3 }), update('agent_turn_start', { step: 1 }));
+}
+
+describe('the web app reducer', () => {
+  it('keeps the session and the connection state', () => {
+    const state = started();
+    expect(state.connection).toBe('live');
+    expect(state.session?.model).toBe('Demo model');
+    expect(state.busy).toBe(true);
+    expect(state.items.map((item) => item.kind)).toEqual(['user', 'run']);
+    expect(state.runs[run]).toMatchObject({ maxSteps: 3, complete: false });
+  });
+
+  it('streams reason text, then replaces it with the full event', () => {
+    let state = started();
+    state = apply(state, { type: 'agent_update', update_type: 'agent_reason_delta', delta: 'I will ', step: 1, run_id: run });
+    state = apply(state, { type: 'agent_update', update_type: 'agent_reason_delta', delta: 'multiply', step: 1, run_id: run });
+    expect(state.runs[run]!.steps[0]).toMatchObject({ reason: 'I will multiply', reasonDone: false });
+    state = apply(state, update('agent_reason', { step: 1, content: 'I will multiply 6 by 7.' }));
+    expect(state.runs[run]!.steps[0]).toMatchObject({ reason: 'I will multiply 6 by 7.', reasonDone: true });
+    // A late delta must not spoil the full text.
+    state = apply(state, { type: 'agent_update', update_type: 'agent_reason_delta', delta: 'late', step: 1, run_id: run });
+    expect(state.runs[run]!.steps[0]!.reason).toBe('I will multiply 6 by 7.');
+  });
+
+  it('tracks a tool call from start to result', () => {
+    let state = apply(started(), logged({ type: 'tool_start', step: 1, tool_call_id: 'c1', tool_name: 'calculator', arguments: { expression: '6*7' } }));
+    expect(state.runs[run]!.steps[0]!.tools).toEqual([
+      { id: 'c1', name: 'calculator', arguments: { expression: '6*7' }, status: 'running' },
+    ]);
+    state = apply(state, logged({ type: 'tool_complete', step: 1, tool_call_id: 'c1', tool_name: 'calculator', result: 42, duration_ms: 3 }));
+    expect(state.runs[run]!.steps[0]!.tools[0]).toMatchObject({ status: 'done', result: 42, durationMs: 3, arguments: { expression: '6*7' } });
+  });
+
+  it('shows a tool error', () => {
+    const state = apply(started(), logged({ type: 'tool_error', step: 1, tool_call_id: 'c1', tool_name: 'calculator', error: 'Division by zero' }));
+    expect(state.runs[run]!.steps[0]!.tools[0]).toMatchObject({ status: 'error', error: 'Division by zero' });
+  });
+
+  it('copes with a tool result that arrives before its start', () => {
+    let state = apply(started(), logged({ type: 'tool_complete', step: 1, tool_call_id: 'c1', tool_name: 'calculator', result: 1 }));
+    state = apply(state, logged({ type: 'tool_start', step: 1, tool_call_id: 'c1', tool_name: 'calculator', arguments: { expression: '1' } }));
+    expect(state.runs[run]!.steps[0]!.tools[0]).toMatchObject({ status: 'done', result: 1, arguments: { expression: '1' } });
+  });
+
+  it('creates the run and step when events arrive for one it has not seen', () => {
+    seq = 100;
+    const state = apply(initialViewState, update('agent_observe', { step: 2, content: 'Seen late.' }));
+    expect(state.runs[run]!.steps).toMatchObject([{ step: 2, observe: 'Seen late.', observeDone: true }]);
+    expect(state.items).toEqual([{ kind: 'run', id: `r${run}`, runId: run }]);
+  });
+
+  it('keeps steps in order when they arrive out of order', () => {
+    let state = started();
+    state = apply(state, update('agent_reason', { step: 3, content: 'three' }), update('agent_reason', { step: 2, content: 'two' }));
+    expect(state.runs[run]!.steps.map((step) => step.step)).toEqual([1, 2, 3]);
+  });
+
+  it('ignores replayed events it has already applied', () => {
+    const state = started();
+    const replayed = apply(state, { type: 'agent_update', update_type: 'agent_turn_start', step: 9, seq: 1, ts, run_id: run });
+    expect(replayed).toBe(state);
+  });
+
+  it('ignores unknown events and malformed ones', () => {
+    const state = started();
+    // Its seq still counts, so a reconnect does not ask for it again.
+    expect(apply(state, { type: 'from_the_future', seq: 99 })).toEqual({ ...state, lastSeq: 99 });
+    expect(reduce(state, { kind: 'server_event', event: null as never })).toBe(state);
+    expect(apply(state, { type: 'agent_update', update_type: 'agent_reason_delta', delta: 'x', step: 1 })).toBe(state);
+  });
+
+  it('shows a pending question until it is answered', () => {
+    let state = apply(started(), update('agent_request_input', { step: 1, question: 'Which unit?', tool_call_id: 'q1' }));
+    expect(pendingQuestion(state)).toEqual({ runId: run, step: 1, text: 'Which unit?' });
+    state = reduce(state, { kind: 'answer_sent', runId: run, answer: 'metres' });
+    expect(pendingQuestion(state)).toBeUndefined();
+    expect(state.runs[run]!.steps[0]!.question).toMatchObject({ status: 'answered', answer: 'metres' });
+  });
+
+  it('marks a question that timed out, and the run as ended by the timeout', () => {
+    let state = apply(started(), update('agent_request_input', { step: 1, question: 'Which unit?' }));
+    state = apply(state, update('agent_request_input_timeout', { step: 1 }), update('agent_stopped', { reason: 'input_timeout', step: 1 }));
+    expect(state.runs[run]!.steps[0]!.question!.status).toBe('timed_out');
+    expect(state.runs[run]!.end).toEqual({ kind: 'input_timeout' });
+    expect(pendingQuestion(state)).toBeUndefined();
+  });
+
+  it('ends a completed run with the answer as the assistant turn', () => {
+    let state = apply(
+      started(),
+      logged({ type: 'assistant_message', content: '**42**' }),
+      update('agent_completion', { steps: 1, reason: 'answered' }),
+    );
+    expect(state.busy).toBe(true);
+    state = apply(state, logged({ type: 'response_complete' }));
+    expect(state.busy).toBe(false);
+    expect(state.activeRunId).toBeUndefined();
+    expect(state.runs[run]).toMatchObject({ end: { kind: 'answered', steps: 1 }, complete: true });
+    expect(state.items.at(-1)).toMatchObject({ kind: 'assistant', content: '**42**', runId: run });
+  });
+
+  it('says when max steps was reached', () => {
+    const state = apply(started(), update('agent_completion', { steps: 3, reason: 'max_steps' }));
+    expect(state.runs[run]!.end).toEqual({ kind: 'max_steps', steps: 3 });
+  });
+
+  it('marks running tools as stopped when the run is stopped', () => {
+    let state = apply(started(), logged({ type: 'tool_start', step: 1, tool_call_id: 'c1', tool_name: 'slow', arguments: {} }));
+    state = reduce(state, { kind: 'stop_requested' });
+    expect(state.stopping).toBe(true);
+    state = apply(state, update('agent_stopped', { reason: 'user', step: 1 }), logged({ type: 'response_complete' }));
+    expect(state.runs[run]!.steps[0]!.tools[0]!.status).toBe('stopped');
+    expect(state.runs[run]!.end).toEqual({ kind: 'stopped', reason: 'user' });
+    expect(state).toMatchObject({ busy: false, stopping: false });
+  });
+
+  it('shows why a run failed', () => {
+    const state = apply(started(), update('agent_error', { step: 1, message: 'The model endpoint answered 503' }));
+    expect(state.runs[run]!.end).toEqual({ kind: 'failed', message: 'The model endpoint answered 503' });
+  });
+
+  it('streams a plain chat answer', () => {
+    seq = 0;
+    let state = reduce(apply(initialViewState, session), { kind: 'user_message', id: 'u1', content: 'Hi' });
+    state = apply(state, { type: 'assistant_delta', delta: 'Hel' }, { type: 'assistant_delta', delta: 'lo' });
+    expect(state.streamingAnswer).toBe('Hello');
+    state = apply(state, { type: 'assistant_message', content: 'Hello!', seq: 1, ts }, { type: 'response_complete', seq: 2, ts });
+    expect(state.streamingAnswer).toBeUndefined();
+    expect(state.items.map((item) => item.kind)).toEqual(['user', 'assistant']);
+    expect(state.busy).toBe(false);
+  });
+
+  it('shows a refused chat message as a notice and frees the composer', () => {
+    seq = 0;
+    let state = reduce(apply(initialViewState, session), { kind: 'user_message', id: 'u1', content: 'Hi' });
+    state = apply(state, { type: 'error', code: 'unknown_tool', message: 'Unknown tool(s): nope' });
+    expect(state.notice).toEqual({ code: 'unknown_tool', message: 'Unknown tool(s): nope' });
+    expect(state.busy).toBe(false);
+    expect(reduce(state, { kind: 'dismiss_notice' }).notice).toBeUndefined();
+  });
+
+  it('keeps a running run busy when a stray error arrives', () => {
+    const state = apply(started(), { type: 'error', code: 'no_pending_input', message: 'not waiting' });
+    expect(state.busy).toBe(true);
+  });
+
+  it('starts afresh when the server hands out a different session', () => {
+    const state = apply(started(), { ...session, session_id: 's-2' });
+    expect(state).toMatchObject({ lastSeq: 0, items: [], runs: {}, busy: false });
+  });
+});
