@@ -1,9 +1,13 @@
+import 'reflect-metadata';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import { pino, type Logger as PinoLogger } from 'pino';
 import type { DependencyContainer } from 'tsyringe';
 import { type Config, loadConfig } from './config/config.ts';
+import { SessionManager } from './chat/session-manager.ts';
 import { buildContainer } from './container.ts';
+import { openStore } from './store/open-store.ts';
+import type { Store } from './store/store.ts';
 import { buildServer } from './transport/server.ts';
 
 /** Where the repository's own folders are, for defaults that work from a fresh checkout. */
@@ -30,12 +34,18 @@ export interface RunningServer {
 export async function startServer(options: {
   config: Config;
   logger?: PinoLogger;
+  /** A store to use instead of opening the configured one; the caller closes it. */
+  store?: Store;
   configure?: (container: DependencyContainer) => void;
 }): Promise<RunningServer> {
   const { config } = options;
   const logger = options.logger ?? pino({ level: config.logLevel });
-  const container = buildContainer(config, logger, options.configure);
+  const store = options.store ?? (await openStore(config, logger));
+  const container = buildContainer(config, logger, store, options.configure);
   const app = await buildServer(container, logger);
+  // The store closes last, after every run has stopped and logged its end.
+  if (!options.store) app.addHook('onClose', () => store.close());
+  await container.resolve(SessionManager).recover();
   await app.listen({ port: config.port, host: config.host });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;

@@ -10,7 +10,7 @@ import type { LlmClient } from './llm/llm-client.ts';
 import { OpenAiLlmClient } from './llm/openai-llm-client.ts';
 import type { Logger } from './logger.ts';
 import { HandlebarsPromptProvider } from './prompts/handlebars-prompt-provider.ts';
-import { MemoryStore } from './store/memory-store.ts';
+import type { Store } from './store/store.ts';
 import { TOKENS } from './tokens.ts';
 import { calculatorTool } from './tools/calculator-tool.ts';
 import { createCurrentTimeTool } from './tools/current-time-tool.ts';
@@ -24,6 +24,7 @@ import { ToolRegistry } from './tools/tool-registry.ts';
 export function buildContainer(
   config: Config,
   logger: Logger,
+  store: Store,
   configure?: (container: DependencyContainer) => void,
 ): DependencyContainer {
   const container = rootContainer.createChildContainer();
@@ -34,7 +35,7 @@ export function buildContainer(
   const llmClient: new (...args: any[]) => LlmClient = config.llm.provider === 'demo' ? DemoLlmClient : OpenAiLlmClient;
   container.registerSingleton(TOKENS.LlmClient, llmClient);
   container.registerSingleton(TOKENS.PromptProvider, HandlebarsPromptProvider);
-  container.register(TOKENS.Store, { useValue: new MemoryStore() });
+  container.register(TOKENS.Store, { useValue: store });
   container.register<Tool[]>(TOKENS.BuiltinTools, { useValue: [calculatorTool, createCurrentTimeTool()] as Tool[] });
   container.register<Strategy[]>(TOKENS.Strategies, { useValue: [new RoaStrategy()] });
   container.registerSingleton(ToolRegistry);

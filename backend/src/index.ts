@@ -1,3 +1,4 @@
+import 'reflect-metadata';
 export { configFromEnv, REPOSITORY_PATHS, type RunningServer, startServer } from './app.ts';
 export { AgentControl } from './agent/agent-control.ts';
 export { executeRun, type RunOutcome } from './agent/agent-runner.ts';
@@ -20,3 +21,12 @@ export { createCurrentTimeTool } from './tools/current-time-tool.ts';
 export { evaluateExpression, ExpressionError } from './tools/expression.ts';
 export type { Tool } from './tools/tool.ts';
 export { ToolRegistry } from './tools/tool-registry.ts';
+export { PLAIN_CHAT } from './chat/chat-service.ts';
+export { SessionManager } from './chat/session-manager.ts';
+export { MIGRATIONS, migrate } from './store/migrations.ts';
+export { EMBEDDED_DATABASE_FOLDER, openSqlStore, openStore } from './store/open-store.ts';
+export { PgliteDatabase } from './store/pglite-database.ts';
+export { PostgresDatabase } from './store/postgres-database.ts';
+export type { SqlDatabase } from './store/sql-database.ts';
+export { SqlStore } from './store/sql-store.ts';
+export type { MessageRecord, RunRecord, SessionRecord, Store } from './store/store.ts';

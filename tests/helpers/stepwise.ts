@@ -1,4 +1,4 @@
-import { configFromEnv, type RunningServer, startServer } from '@stepwise/backend';
+import { configFromEnv, openSqlStore, PgliteDatabase, type RunningServer, type Store, startServer } from '@stepwise/backend';
 import type { DependencyContainer } from 'tsyringe';
 
 /** A real Stepwise server on an ephemeral port of 127.0.0.1. */
@@ -6,10 +6,22 @@ export interface TestServer extends RunningServer {
   wsUrl: string;
 }
 
+let shared: Promise<Store> | undefined;
+
+/**
+ * One embedded PostgreSQL per test file, shared by its servers: starting one costs seconds and
+ * hundreds of megabytes, and sessions keep the tests apart anyway.
+ */
+export function sharedTestStore(): Promise<Store> {
+  shared ??= PgliteDatabase.inMemory().then((db) => openSqlStore(db));
+  return shared;
+}
+
 /** Starts the real server with these environment variables on top of quiet test defaults. */
 export async function startStepwise(
   env: Record<string, string> = {},
   configure?: (container: DependencyContainer) => void,
+  store?: Store,
 ): Promise<TestServer> {
   const config = configFromEnv({
     PORT: '0',
@@ -19,7 +31,11 @@ export async function startStepwise(
     LLM_RETRY_BASE_MS: '1',
     ...env,
   });
-  const server = await startServer({ config, ...(configure ? { configure } : {}) });
+  const server = await startServer({
+    config,
+    store: store ?? (env.DATA_DIR || env.DATABASE_URL ? undefined : await sharedTestStore()),
+    ...(configure ? { configure } : {}),
+  } as Parameters<typeof startServer>[0]);
   return { ...server, wsUrl: `${server.url.replace(/^http/, 'ws')}/ws` };
 }
 

@@ -1,19 +1,26 @@
 import type { StopReason } from '@stepwise/shared-types';
 import { InputTimeoutError, isAbortError, StepwiseError } from '../errors.ts';
-import type { LlmClient, LlmMessage } from '../llm/llm-client.ts';
+import type { LlmClient, LlmMessage, TokenUsage } from '../llm/llm-client.ts';
 import type { Logger } from '../logger.ts';
 import type { PromptProvider } from '../prompts/prompt-provider.ts';
 import type { ToolRegistry } from '../tools/tool-registry.ts';
 import type { AgentControl } from './agent-control.ts';
 import type { EventSink } from './event-sink.ts';
-import { runEvents } from './run-events.ts';
+import { type RunEvents, runEvents } from './run-events.ts';
 import type { RunContext, RunInput, Strategy } from './strategy.ts';
 
 /** How a run ended, for the session's history and records. */
-export type RunOutcome =
-  | { status: 'completed'; steps: number; answer: string; transcript: LlmMessage[] }
-  | { status: 'stopped'; reason: StopReason; steps: number; transcript: LlmMessage[] }
-  | { status: 'failed'; message: string; steps: number; transcript: LlmMessage[] };
+export type RunOutcome = (
+  | { status: 'completed'; answer: string }
+  | { status: 'stopped'; reason: StopReason }
+  | { status: 'failed'; message: string }
+) & { steps: number; transcript: LlmMessage[]; usage: TokenUsage };
+
+/** What a run waiting for the user saves: its input, and the strategy's own state. */
+export interface RunCheckpoint {
+  input: RunInput;
+  state: unknown;
+}
 
 export interface RunServices {
   llm: LlmClient;
@@ -21,6 +28,15 @@ export interface RunServices {
   prompts: PromptProvider;
   logger: Logger;
   inputTimeoutMs: number;
+}
+
+export interface RunHooks {
+  /** Persists the outcome; awaited before `response_complete`, so the next message sees it. */
+  onEnd?: (outcome: RunOutcome) => Promise<void>;
+  /** Persists (or with null, clears) the checkpoint of a run that waits for the user. */
+  saveCheckpoint?: (checkpoint: RunCheckpoint | null) => Promise<void>;
+  /** Resume from a saved strategy state instead of starting afresh. */
+  resume?: unknown;
 }
 
 /**
@@ -34,27 +50,39 @@ export async function executeRun(
   control: AgentControl,
   sink: EventSink,
   services: RunServices,
-  /** Persists the outcome; awaited before `response_complete`, so the next message sees it. */
-  onEnd?: (outcome: RunOutcome) => Promise<void>,
+  hooks: RunHooks = {},
 ): Promise<RunOutcome> {
   const events = runEvents(input.runId);
   const logger = services.logger.child({ run_id: input.runId, strategy: strategy.name });
   const progress = { step: 0, transcript: [] as LlmMessage[] };
-  const context: RunContext = { ...services, logger, control, sink, events, progress };
+  const usage: TokenUsage = { promptTokens: 0, completionTokens: 0 };
+  const context: RunContext = {
+    ...services,
+    llm: countingUsage(services.llm, usage),
+    logger,
+    control,
+    sink,
+    events,
+    progress,
+    checkpoints: {
+      save: async (state) => hooks.saveCheckpoint?.({ input, state }),
+      clear: async () => hooks.saveCheckpoint?.(null),
+    },
+  };
   const started = performance.now();
   let outcome: RunOutcome;
   try {
-    await sink.emit(events.start(input.maxSteps, strategy.name));
-    const success = await strategy.run(input, context);
+    if (hooks.resume === undefined) await sink.emit(events.start(input.maxSteps, strategy.name));
+    const success = await strategy.run(input, context, hooks.resume);
     const transcript = [...progress.transcript, { role: 'assistant', content: success.answer } as const];
     await sink.emit(events.assistantMessage(success.answer));
     await sink.emit(events.completion(success.steps, success.reason));
-    outcome = { status: 'completed', steps: success.steps, answer: success.answer, transcript };
+    outcome = { status: 'completed', steps: success.steps, answer: success.answer, transcript, usage };
   } catch (error) {
-    outcome = await endEarly(error, control, sink, events, progress, logger);
+    outcome = { ...(await endEarly(error, control, sink, events, progress.step, logger)), steps: progress.step, transcript: progress.transcript, usage };
   }
   try {
-    await onEnd?.(outcome);
+    await hooks.onEnd?.(outcome);
   } catch (error) {
     logger.error({ err: error }, 'could not save the outcome of the run');
   }
@@ -64,7 +92,7 @@ export async function executeRun(
     logger.error({ err: error }, 'could not log the end of the run');
   }
   logger.info(
-    { status: outcome.status, steps: outcome.steps, duration_ms: Math.round(performance.now() - started) },
+    { status: outcome.status, steps: outcome.steps, duration_ms: Math.round(performance.now() - started), ...usage },
     'run ended',
   );
   return outcome;
@@ -74,23 +102,36 @@ async function endEarly(
   error: unknown,
   control: AgentControl,
   sink: EventSink,
-  events: ReturnType<typeof runEvents>,
-  progress: { step: number; transcript: LlmMessage[] },
+  events: RunEvents,
+  step: number,
   logger: Logger,
-): Promise<RunOutcome> {
-  const { step, transcript } = progress;
+): Promise<{ status: 'stopped'; reason: StopReason } | { status: 'failed'; message: string }> {
   try {
     if (isAbortError(error, control.signal) || error instanceof InputTimeoutError) {
       const reason: StopReason = error instanceof InputTimeoutError ? 'input_timeout' : (control.stopReason ?? 'user');
       await sink.emit(events.stopped(reason, step));
-      return { status: 'stopped', reason, steps: step, transcript };
+      return { status: 'stopped', reason };
     }
     const message = error instanceof StepwiseError && error.expose ? error.message : 'The run failed on an internal error';
     logger[error instanceof StepwiseError ? 'warn' : 'error']({ err: error, step }, 'run failed');
     await sink.emit(events.error(step, message));
-    return { status: 'failed', message, steps: step, transcript };
+    return { status: 'failed', message };
   } catch (sinkError) {
     logger.error({ err: sinkError }, 'could not log the end of the run');
-    return { status: 'failed', message: 'The run could not be recorded', steps: step, transcript };
+    return { status: 'failed', message: 'The run could not be recorded' };
   }
+}
+
+/** The model client, adding each call's reported token usage to `usage`. */
+function countingUsage(llm: LlmClient, usage: TokenUsage): LlmClient {
+  return {
+    modelName: llm.modelName,
+    isDemo: llm.isDemo,
+    async complete(request) {
+      const result = await llm.complete(request);
+      usage.promptTokens += result.usage?.promptTokens ?? 0;
+      usage.completionTokens += result.usage?.completionTokens ?? 0;
+      return result;
+    },
+  };
 }

@@ -41,6 +41,11 @@ export interface RunContext {
   progress: RunProgress;
   inputTimeoutMs: number;
   logger: Logger;
+  /** Saves what the strategy needs to go on after a restart while it waits for the user; clear once answered. */
+  checkpoints: {
+    save(state: unknown): Promise<void>;
+    clear(): Promise<void>;
+  };
 }
 
 /** How a run that was not stopped and did not fail ended. */
@@ -53,8 +58,9 @@ export interface RunSuccess {
 /**
  * One agent strategy. `run` resolves when the run has an answer (or reached its step limit), and
  * rejects on stop (the signal's abort error), on input timeout (InputTimeoutError) or on failure.
+ * Given `resume` (a state it saved through `context.checkpoints`), it goes on from there.
  */
 export interface Strategy {
   readonly name: string;
-  run(input: RunInput, context: RunContext): Promise<RunSuccess>;
+  run(input: RunInput, context: RunContext, resume?: unknown): Promise<RunSuccess>;
 }

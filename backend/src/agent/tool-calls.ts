@@ -10,32 +10,44 @@ export interface ToolCallRecord {
   summary: string;
 }
 
+/** How far the calls of one act phase have got; saved while a question waits, so it can resume. */
+export interface ToolCallsProgress {
+  /** Finished calls, by call id. */
+  done: Record<string, ToolCallRecord>;
+  /** The question being waited on, if any. */
+  awaiting?: { callId: string; question: string; deadline: string } | undefined;
+}
+
 const SUMMARY_MAX_CHARS = 2_000;
 
 /**
  * Runs the tool calls of one act phase. Ordinary tools run in parallel (they are independent by
  * construction: the model issued them together); `request_input` questions are asked one at a
- * time. Results come back in the model's order. Rejects on stop and on input timeout.
+ * time. Results come back in the model's order. Calls already in `progress.done` are not run
+ * again, and an `awaiting` question is waited on without being asked twice. `onAwaitInput` runs
+ * once a question is shown and before the wait, `onAnswered` once it is answered. Rejects on stop
+ * and on input timeout.
  */
 export async function runToolCalls(
   calls: LlmToolCall[],
   step: number,
   input: RunInput,
   context: RunContext,
+  progress: ToolCallsProgress = { done: {} },
+  hooks: { onAwaitInput?: (progress: ToolCallsProgress) => Promise<void>; onAnswered?: () => Promise<void> } = {},
 ): Promise<ToolCallRecord[]> {
   const enabled = new Set(input.toolNames);
-  const ordinary = calls.filter((call) => call.name !== REQUEST_INPUT_TOOL);
-  const settled = await Promise.allSettled(ordinary.map((call) => runOrdinary(call, step, enabled, input, context)));
+  const pending = calls.filter((call) => call.name !== REQUEST_INPUT_TOOL && !progress.done[call.id]);
+  const settled = await Promise.allSettled(pending.map((call) => runOrdinary(call, step, enabled, input, context)));
   const failure = settled.find((result) => result.status === 'rejected');
   if (failure) throw failure.reason;
-  const records = new Map<LlmToolCall, ToolCallRecord>();
-  settled.forEach((result, index) => {
-    if (result.status === 'fulfilled') records.set(ordinary[index]!, result.value);
-  });
+  for (const result of settled) if (result.status === 'fulfilled') progress.done[result.value.call.id] = result.value;
+
   for (const call of calls) {
-    if (call.name === REQUEST_INPUT_TOOL) records.set(call, await askUser(call, step, context));
+    if (call.name !== REQUEST_INPUT_TOOL || progress.done[call.id]) continue;
+    progress.done[call.id] = await askUser(call, step, context, progress, hooks);
   }
-  return calls.map((call) => records.get(call)!);
+  return calls.map((call) => progress.done[call.id]!);
 }
 
 /** The assistant's tool-call message followed by each call's result, as the model expects them. */
@@ -75,33 +87,57 @@ async function runOrdinary(
 }
 
 /** The virtual request_input tool: show the question, wait for the answer, return it as the result. */
-async function askUser(call: LlmToolCall, step: number, context: RunContext): Promise<ToolCallRecord> {
+async function askUser(
+  call: LlmToolCall,
+  step: number,
+  context: RunContext,
+  progress: ToolCallsProgress,
+  hooks: { onAwaitInput?: (progress: ToolCallsProgress) => Promise<void>; onAnswered?: () => Promise<void> },
+): Promise<ToolCallRecord> {
   const { events, sink, control, inputTimeoutMs } = context;
-  let question = '';
-  try {
-    const args = context.tools.parseArguments(call.arguments);
-    question = typeof args.question === 'string' ? args.question.trim() : '';
-  } catch {
-    // Handled below: a question we cannot read is reported to the model.
-  }
-  if (!question) {
-    const error = 'request_input needs a non-empty "question" string';
-    await sink.emit(events.toolStart(step, call.id, call.name, { raw: call.arguments }));
-    await sink.emit(events.toolError(step, call.id, call.name, error, 0));
-    return { call, content: `Error: ${error}`, summary: summarize(REQUEST_INPUT_TOOL, `Error: ${error}`) };
+  let awaiting = progress.awaiting?.callId === call.id ? progress.awaiting : undefined;
+  if (!awaiting) {
+    const question = readQuestion(call, context);
+    if (!question) {
+      const error = 'request_input needs a non-empty "question" string';
+      await sink.emit(events.toolStart(step, call.id, call.name, { raw: call.arguments }));
+      await sink.emit(events.toolError(step, call.id, call.name, error, 0));
+      return { call, content: `Error: ${error}`, summary: summarize(REQUEST_INPUT_TOOL, `Error: ${error}`) };
+    }
+    const deadline = new Date(Date.now() + inputTimeoutMs);
+    await sink.emit(events.toolStart(step, call.id, call.name, { question }));
+    await sink.emit(events.requestInput(step, question, call.id, deadline));
+    awaiting = { callId: call.id, question, deadline: deadline.toISOString() };
+    progress.awaiting = awaiting;
+    await hooks.onAwaitInput?.(progress);
   }
   const started = performance.now();
-  await sink.emit(events.toolStart(step, call.id, call.name, { question }));
-  await sink.emit(events.requestInput(step, question, call.id, new Date(Date.now() + inputTimeoutMs)));
   let answer: string;
   try {
-    answer = await control.waitForInput(inputTimeoutMs, control.signal);
+    // After a restart the deadline still counts from when the question was first asked.
+    const remaining = Math.max(0, Date.parse(awaiting.deadline) - Date.now());
+    answer = await control.waitForInput(remaining, control.signal);
   } catch (error) {
     if (!isAbortError(error, control.signal)) await sink.emit(events.requestInputTimeout(step));
     throw error;
   }
+  progress.awaiting = undefined;
+  await hooks.onAnswered?.();
   await sink.emit(events.toolComplete(step, call.id, call.name, answer, Math.round(performance.now() - started)));
-  return { call, content: answer, summary: summarize(`asked the user "${question}"`, `the user answered: ${answer}`) };
+  return {
+    call,
+    content: answer,
+    summary: summarize(`asked the user "${awaiting.question}"`, `the user answered: ${answer}`),
+  };
+}
+
+function readQuestion(call: LlmToolCall, context: RunContext): string {
+  try {
+    const args = context.tools.parseArguments(call.arguments);
+    return typeof args.question === 'string' ? args.question.trim() : '';
+  } catch {
+    return '';
+  }
 }
 
 function summarize(what: string, result: string): string {

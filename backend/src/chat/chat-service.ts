@@ -1,14 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { AgentControlMessage, AgentUserInputMessage, ChatMessage, ClientMessage, ErrorEvent, StopReason } from '@stepwise/shared-types';
 import { AgentControl } from '../agent/agent-control.ts';
-import { executeRun } from '../agent/agent-runner.ts';
-import type { Strategy } from '../agent/strategy.ts';
+import { executeRun, type RunCheckpoint } from '../agent/agent-runner.ts';
+import { runEvents } from '../agent/run-events.ts';
+import type { RunInput, Strategy } from '../agent/strategy.ts';
 import type { Config } from '../config/config.ts';
 import { isAbortError, toClientError } from '../errors.ts';
 import type { LlmClient, LlmMessage } from '../llm/llm-client.ts';
 import type { Logger } from '../logger.ts';
 import type { PromptProvider } from '../prompts/prompt-provider.ts';
-import type { Store } from '../store/store.ts';
+import type { RunEnd, RunRecord, Store } from '../store/store.ts';
 import type { ToolRegistry } from '../tools/tool-registry.ts';
 import type { SessionEventLog } from './session-event-log.ts';
 
@@ -30,6 +31,9 @@ interface ActiveResponse {
 }
 
 const reject = (code: string, message: string): ErrorEvent => ({ type: 'error', code, message });
+
+/** The run records of plain chat answers carry this strategy name. */
+export const PLAIN_CHAT = 'chat';
 
 /** One chat session: plain answers, agent runs (one at a time), and the controls that steer them. */
 export class ChatService {
@@ -116,27 +120,61 @@ export class ChatService {
     return undefined;
   }
 
+  /** Goes on with a run that waited for the user when the server stopped. */
+  resume(run: RunRecord, checkpoint: RunCheckpoint): void {
+    const strategy = this.deps.strategies.get(run.strategy);
+    if (!strategy || this.active) {
+      void this.closeInterrupted(run);
+      return;
+    }
+    this.start((control) => this.execute(strategy, checkpoint.input, control, checkpoint.state));
+  }
+
+  /** Closes a run the server was in the middle of when it stopped: nothing of it can go on. */
+  async closeInterrupted(run: RunRecord): Promise<void> {
+    const { store } = this.deps;
+    if (run.strategy === PLAIN_CHAT) {
+      await this.log.emit({ type: 'response_complete' });
+    } else {
+      const events = runEvents(run.id);
+      const step = await this.lastStep(run.id);
+      await this.log.emit(events.stopped('server_restart', step));
+      await this.log.emit(events.responseComplete());
+    }
+    await store.finishRun(run.id, { status: 'stopped', endReason: 'server_restart' });
+  }
+
   /** A plain chat answer, streamed. */
   private async answer(question: string, control: AgentControl): Promise<void> {
     const { store, llm, prompts } = this.deps;
-    const history = await store.listMessages(this.sessionId);
+    const runId = randomUUID();
+    const history = await this.history();
     const user: LlmMessage = { role: 'user', content: question };
-    await store.appendMessages(this.sessionId, [user]);
+    await store.appendMessages(this.sessionId, [user], this.log.lastSeq);
+    // Recorded like a run, so a restart in the middle of it still ends with response_complete.
+    await store.createRun({ id: runId, sessionId: this.sessionId, strategy: PLAIN_CHAT, maxSteps: 0 });
+    let end: RunEnd = { status: 'completed' };
     try {
-      const { text } = await llm.complete({
+      const { text, usage } = await llm.complete({
         purpose: 'chat',
         messages: [{ role: 'system', content: prompts.render('chatSystem', { today: today() }) }, ...history, user],
         signal: control.signal,
         onDelta: (delta) => this.log.preview({ type: 'assistant_delta', delta }),
       });
       await this.log.emit({ type: 'assistant_message', content: text });
-      await store.appendMessages(this.sessionId, [{ role: 'assistant', content: text }]);
+      await store.appendMessages(this.sessionId, [{ role: 'assistant', content: text }], this.log.lastSeq);
+      end = { status: 'completed', usage };
     } catch (error) {
-      if (!isAbortError(error, control.signal)) {
+      if (isAbortError(error, control.signal)) {
+        end = { status: 'stopped', endReason: control.stopReason ?? 'user' };
+      } else {
         this.deps.logger.warn({ err: error, session_id: this.sessionId }, 'chat answer failed');
-        this.log.broadcastError({ type: 'error', ...toClientError(error) });
+        const clientError = toClientError(error);
+        this.log.broadcastError({ type: 'error', ...clientError });
+        end = { status: 'failed', endReason: clientError.message };
       }
     } finally {
+      await store.finishRun(runId, end).catch((error: unknown) => this.deps.logger.error({ err: error }, 'could not save the run'));
       await this.log.emit({ type: 'response_complete' });
     }
   }
@@ -145,41 +183,58 @@ export class ChatService {
     run: { question: string; toolNames: string[]; maxSteps: number; strategy: Strategy },
     control: AgentControl,
   ): Promise<void> {
-    const { store, config, llm, tools, prompts, logger } = this.deps;
+    const { store } = this.deps;
     const runId = randomUUID();
-    const history = await store.listMessages(this.sessionId);
-    await store.appendMessages(this.sessionId, [{ role: 'user', content: run.question }]);
-    await store.createRun({
-      id: runId,
+    const history = await this.history();
+    await store.appendMessages(this.sessionId, [{ role: 'user', content: run.question }], this.log.lastSeq);
+    await store.createRun({ id: runId, sessionId: this.sessionId, strategy: run.strategy.name, maxSteps: run.maxSteps });
+    const input: RunInput = {
+      runId,
       sessionId: this.sessionId,
-      strategy: run.strategy.name,
+      question: run.question,
+      history,
       maxSteps: run.maxSteps,
-      status: 'running',
-      startedAt: new Date().toISOString(),
-    });
+      toolNames: run.toolNames,
+      filesManifest: '',
+    };
+    await this.execute(run.strategy, input, control);
+  }
+
+  private async execute(strategy: Strategy, input: RunInput, control: AgentControl, resume?: unknown): Promise<void> {
+    const { store, config, llm, tools, prompts, logger } = this.deps;
     await executeRun(
-      run.strategy,
-      {
-        runId,
-        sessionId: this.sessionId,
-        question: run.question,
-        history,
-        maxSteps: run.maxSteps,
-        toolNames: run.toolNames,
-        filesManifest: '',
-      },
+      strategy,
+      input,
       control,
       this.log,
       { llm, tools, prompts, inputTimeoutMs: config.agent.inputTimeoutMs, logger: logger.child({ session_id: this.sessionId }) },
-      async (outcome) => {
-        await store.appendMessages(this.sessionId, outcome.transcript);
-        await store.finishRun(runId, {
-          status: outcome.status,
-          endReason: outcome.status === 'stopped' ? outcome.reason : outcome.status === 'failed' ? outcome.message : undefined,
-          steps: outcome.steps,
-        });
+      {
+        resume,
+        saveCheckpoint: (checkpoint) => store.saveCheckpoint(input.runId, checkpoint),
+        onEnd: async (outcome) => {
+          await store.appendMessages(this.sessionId, outcome.transcript, this.log.lastSeq);
+          await store.finishRun(input.runId, {
+            status: outcome.status,
+            endReason: outcome.status === 'stopped' ? outcome.reason : outcome.status === 'failed' ? outcome.message : undefined,
+            steps: outcome.steps,
+            usage: outcome.usage,
+          });
+        },
       },
     );
+  }
+
+  /** The conversation so far, as the model sees it. */
+  private async history(): Promise<LlmMessage[]> {
+    return (await this.deps.store.listMessages(this.sessionId)).map((record) => record.message);
+  }
+
+  /** The last step a run reached, read back from the log. */
+  private async lastStep(runId: string): Promise<number> {
+    const events = await this.deps.store.listEvents(this.sessionId, 0);
+    let step = 0;
+    for (const event of events) if (event.run_id === runId && 'step' in event && typeof event.step === 'number') step = event.step;
+    return step;
   }
 }
 

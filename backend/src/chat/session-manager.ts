@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { StopReason } from '@stepwise/shared-types';
 import { inject, injectable } from 'tsyringe';
+import type { RunCheckpoint } from '../agent/agent-runner.ts';
 import type { Strategy } from '../agent/strategy.ts';
 import type { Config } from '../config/config.ts';
 import type { LlmClient } from '../llm/llm-client.ts';
@@ -29,7 +30,7 @@ export class SessionManager {
     @inject(ToolRegistry) tools: ToolRegistry,
     @inject(TOKENS.PromptProvider) prompts: PromptProvider,
     @inject(TOKENS.Strategies) strategies: Strategy[],
-    @inject(TOKENS.Logger) logger: Logger,
+    @inject(TOKENS.Logger) private readonly logger: Logger,
   ) {
     this.deps = {
       config,
@@ -75,6 +76,29 @@ export class SessionManager {
     this.idleTimers.set(chat.sessionId, timer);
   }
 
+  /**
+   * After a restart: runs that were waiting for the user's answer go on waiting (their deadline
+   * still counts from when they asked); runs caught in the middle of anything else are closed.
+   */
+  async recover(): Promise<{ resumed: number; closed: number }> {
+    let resumed = 0;
+    let closed = 0;
+    for (const run of await this.store.listRunningRuns()) {
+      const chat = await this.find(run.sessionId);
+      if (!chat) continue;
+      if (isRunCheckpoint(run.checkpoint)) {
+        chat.resume(run, run.checkpoint);
+        resumed++;
+      } else {
+        await chat.closeInterrupted(run);
+        closed++;
+      }
+      this.release(chat);
+    }
+    if (resumed + closed > 0) this.logger.info({ resumed, closed }, 'recovered runs interrupted by a restart');
+    return { resumed, closed };
+  }
+
   /** Stops every active run (server shutdown) and waits for them to end. */
   async stopAll(reason: StopReason): Promise<void> {
     for (const timer of this.idleTimers.values()) clearTimeout(timer);
@@ -108,4 +132,8 @@ export class SessionManager {
     if (timer) clearTimeout(timer);
     this.idleTimers.delete(id);
   }
+}
+
+function isRunCheckpoint(value: unknown): value is RunCheckpoint {
+  return typeof value === 'object' && value !== null && 'input' in value && 'state' in value;
 }

@@ -31,6 +31,7 @@ const EnvSchema = z.object({
   AGENT_MAX_STEPS_LIMIT: integer(1).default(50),
   AGENT_INPUT_TIMEOUT_MS: integer(1).default(300_000),
   DATA_DIR: nonEmpty.default('./data'),
+  DATABASE_URL: z.string().trim().pipe(z.url({ protocol: /^postgres(ql)?$/, error: 'must be a postgres:// URL' })).optional(),
   STEPWISE_CONFIG: nonEmpty.default('./stepwise.config.json'),
   AUTH_TOKEN: nonEmpty.optional(),
   ALLOWED_ORIGINS: z
@@ -40,6 +41,7 @@ const EnvSchema = z.object({
     .optional(),
 
   LLM_STREAMING: boolean.default(true),
+  LLM_STREAM_USAGE: boolean.default(true),
   LLM_MAX_RETRIES: integer(0, 10).default(3),
   LLM_RETRY_BASE_MS: integer(0).default(500),
   LLM_TIMEOUT_MS: integer(1).default(120_000),
@@ -68,6 +70,8 @@ export interface Config {
     apiKey: string | undefined;
     model: string;
     streaming: boolean;
+    /** Ask streamed replies for token usage (stream_options.include_usage). */
+    streamUsage: boolean;
     maxRetries: number;
     retryBaseMs: number;
     timeoutMs: number;
@@ -80,6 +84,8 @@ export interface Config {
   transport: { maxFrameBytes: number; staticDir: string | undefined };
   access: { authToken: string | undefined; allowedOrigins: string[] | undefined };
   dataDir: string;
+  /** A PostgreSQL server to use instead of the embedded database. */
+  databaseUrl: string | undefined;
   configFile: string;
   sessionIdleTtlMs: number;
   logLevel: string;
@@ -95,7 +101,8 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const name = String(issue.path[0] ?? 'environment');
-    const shown = present[name] === undefined || name.includes('KEY') || name.includes('TOKEN') ? '' : ` (got "${present[name]}")`;
+    const secret = /KEY|TOKEN|DATABASE_URL/.test(name);
+    const shown = present[name] === undefined || secret ? '' : ` (got "${present[name]}")`;
     throw new ConfigError(`Invalid ${name}: ${issue.message}${shown}`);
   }
   const e = parsed.data;
@@ -114,6 +121,7 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
       apiKey: e.OPENAI_API_KEY,
       model: e.LLM_MODEL,
       streaming: e.LLM_STREAMING,
+      streamUsage: e.LLM_STREAM_USAGE,
       maxRetries: e.LLM_MAX_RETRIES,
       retryBaseMs: e.LLM_RETRY_BASE_MS,
       timeoutMs: e.LLM_TIMEOUT_MS,
@@ -137,6 +145,7 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
     transport: { maxFrameBytes: e.MAX_FRAME_BYTES, staticDir: e.STATIC_DIR },
     access: { authToken: e.AUTH_TOKEN, allowedOrigins: e.ALLOWED_ORIGINS },
     dataDir: e.DATA_DIR,
+    databaseUrl: e.DATABASE_URL,
     configFile: e.STEPWISE_CONFIG,
     sessionIdleTtlMs: e.SESSION_IDLE_TTL_MS,
     logLevel: e.LOG_LEVEL,

@@ -75,7 +75,10 @@ export class OpenAiLlmClient implements LlmClient {
         const response = await this.client.chat.completions.create({ ...body, stream: false }, { signal: request.signal });
         return fromCompletion(response);
       }
-      const stream = await this.client.chat.completions.create({ ...body, stream: true }, { signal: request.signal });
+      const stream = await this.client.chat.completions.create(
+        { ...body, stream: true, ...(this.config.llm.streamUsage ? { stream_options: { include_usage: true } } : {}) },
+        { signal: request.signal },
+      );
       const assembler = new StreamAssembler();
       for await (const chunk of stream) {
         const delta = assembler.add(chunk);

@@ -1,70 +1,115 @@
 import type { LoggedEvent } from '@stepwise/shared-types';
 import type { LlmMessage } from '../llm/llm-client.ts';
-import type { RunRecord, SessionRecord, Store } from './store.ts';
+import { type MessageRecord, type RunEnd, type RunRecord, type SessionRecord, type Store, titleFrom } from './store.ts';
 
 interface SessionData {
   record: SessionRecord;
-  messages: LlmMessage[];
+  messages: MessageRecord[];
   events: LoggedEvent[];
 }
 
-/** Keeps everything in memory: for unit tests and until a database adapter replaces it. */
+/** Keeps everything in memory: for unit tests of the modules above it. */
 export class MemoryStore implements Store {
   private readonly sessions = new Map<string, SessionData>();
   private readonly runs = new Map<string, RunRecord>();
+  private clock = 0;
 
   async createSession(id: string): Promise<SessionRecord> {
-    const record = { id, createdAt: new Date().toISOString() };
+    if (this.sessions.has(id)) throw new Error(`Session ${id} exists`);
+    const now = this.now();
+    const record = { id, title: null, createdAt: now, updatedAt: now };
     this.sessions.set(id, { record, messages: [], events: [] });
-    return record;
+    return { ...record };
   }
 
   async getSession(id: string): Promise<SessionRecord | undefined> {
-    return this.sessions.get(id)?.record;
+    const record = this.sessions.get(id)?.record;
+    return record && { ...record };
   }
 
-  async deleteSession(id: string): Promise<void> {
-    this.sessions.delete(id);
+  async listSessions(limit: number): Promise<SessionRecord[]> {
+    return [...this.sessions.values()]
+      .map((session) => ({ ...session.record }))
+      .sort((a, b) => b.updatedAt.localeCompare(a.updatedAt))
+      .slice(0, limit);
+  }
+
+  async deleteSession(id: string): Promise<boolean> {
     for (const [runId, run] of this.runs) if (run.sessionId === id) this.runs.delete(runId);
+    return this.sessions.delete(id);
   }
 
-  async appendMessages(sessionId: string, messages: LlmMessage[]): Promise<void> {
-    this.session(sessionId).messages.push(...structuredClone(messages));
+  async appendMessages(sessionId: string, messages: LlmMessage[], afterSeq: number): Promise<void> {
+    const session = this.session(sessionId);
+    session.messages.push(...structuredClone(messages).map((message) => ({ message, afterSeq })));
+    const firstUser = messages.find((message) => message.role === 'user');
+    if (firstUser && session.record.title === null) session.record.title = titleFrom(firstUser.content);
+    session.record.updatedAt = this.now();
   }
 
-  async listMessages(sessionId: string): Promise<LlmMessage[]> {
+  async listMessages(sessionId: string): Promise<MessageRecord[]> {
     return structuredClone(this.session(sessionId).messages);
   }
 
-  async createRun(run: RunRecord): Promise<void> {
-    this.runs.set(run.id, { ...run });
+  async createRun(run: Pick<RunRecord, 'id' | 'sessionId' | 'strategy' | 'maxSteps'>): Promise<void> {
+    this.runs.set(run.id, { ...run, status: 'running', promptTokens: 0, completionTokens: 0, startedAt: this.now() });
   }
 
-  async finishRun(runId: string, end: Pick<RunRecord, 'status' | 'endReason' | 'steps'>): Promise<void> {
+  async finishRun(runId: string, end: RunEnd): Promise<void> {
     const run = this.runs.get(runId);
-    if (run) Object.assign(run, end, { endedAt: new Date().toISOString() });
+    if (!run) return;
+    Object.assign(run, {
+      status: end.status,
+      endReason: end.endReason,
+      steps: end.steps,
+      endedAt: this.now(),
+      checkpoint: undefined,
+      promptTokens: run.promptTokens + (end.usage?.promptTokens ?? 0),
+      completionTokens: run.completionTokens + (end.usage?.completionTokens ?? 0),
+    });
+  }
+
+  async saveCheckpoint(runId: string, checkpoint: unknown): Promise<void> {
+    const run = this.runs.get(runId);
+    if (run) run.checkpoint = checkpoint === null ? undefined : structuredClone(checkpoint);
   }
 
   async getRun(runId: string): Promise<RunRecord | undefined> {
     const run = this.runs.get(runId);
-    return run && { ...run };
+    return run && structuredClone(run);
+  }
+
+  async listRuns(sessionId: string): Promise<RunRecord[]> {
+    return [...this.runs.values()].filter((run) => run.sessionId === sessionId).map((run) => structuredClone(run));
+  }
+
+  async listRunningRuns(): Promise<RunRecord[]> {
+    return [...this.runs.values()].filter((run) => run.status === 'running').map((run) => structuredClone(run));
   }
 
   async appendEvent(sessionId: string, event: LoggedEvent): Promise<void> {
-    const events = this.session(sessionId).events;
-    const expected = (events.at(-1)?.seq ?? 0) + 1;
+    const session = this.session(sessionId);
+    const expected = (session.events.at(-1)?.seq ?? 0) + 1;
     if (event.seq !== expected) throw new Error(`Event seq ${event.seq} out of order (expected ${expected})`);
-    events.push(event);
+    session.events.push(structuredClone(event));
+    session.record.updatedAt = this.now();
   }
 
   async listEvents(sessionId: string, afterSeq: number): Promise<LoggedEvent[]> {
     const events = this.sessions.get(sessionId)?.events ?? [];
-    // seq starts at 1 without gaps, so the position of seq N is N - 1.
-    return events.slice(Math.max(0, afterSeq));
+    return structuredClone(events.filter((event) => event.seq > afterSeq));
   }
 
   async lastSeq(sessionId: string): Promise<number> {
     return this.sessions.get(sessionId)?.events.at(-1)?.seq ?? 0;
+  }
+
+  async close(): Promise<void> {}
+
+  /** Strictly increasing times, so "newest first" is well defined even within one millisecond. */
+  private now(): string {
+    this.clock = Math.max(this.clock + 1, Date.now());
+    return new Date(this.clock).toISOString();
   }
 
   private session(id: string): SessionData {

@@ -3,7 +3,18 @@ import type { LlmMessage } from '../llm/llm-client.ts';
 
 export interface SessionRecord {
   id: string;
+  /** From the first user message; null until there is one. */
+  title: string | null;
   createdAt: string;
+  /** The last activity: the newest message or event. */
+  updatedAt: string;
+}
+
+/** A message of the history, with the log position it was accepted at. */
+export interface MessageRecord {
+  message: LlmMessage;
+  /** The session's last seq when the message was stored; its response's events come after. */
+  afterSeq: number;
 }
 
 export type RunStatus = 'running' | 'completed' | 'stopped' | 'failed';
@@ -14,27 +25,58 @@ export interface RunRecord {
   strategy: string;
   maxSteps: number;
   status: RunStatus;
-  endReason?: string;
-  steps?: number;
+  endReason?: string | undefined;
+  steps?: number | undefined;
+  promptTokens: number;
+  completionTokens: number;
   startedAt: string;
-  endedAt?: string;
+  endedAt?: string | undefined;
+  /** What a run waiting for the user's answer needs to go on after a restart. */
+  checkpoint?: unknown;
 }
 
-/** Persistence of sessions, their conversation history, runs and event logs. */
+export interface RunEnd {
+  status: Exclude<RunStatus, 'running'>;
+  endReason?: string | undefined;
+  steps?: number | undefined;
+  usage?: { promptTokens: number; completionTokens: number } | undefined;
+}
+
+/** Persistence of sessions, their history, runs and event logs. Every write is committed when it resolves. */
 export interface Store {
   createSession(id: string): Promise<SessionRecord>;
   getSession(id: string): Promise<SessionRecord | undefined>;
-  deleteSession(id: string): Promise<void>;
-  /** Appends to the history the model sees on the session's next turns. */
-  appendMessages(sessionId: string, messages: LlmMessage[]): Promise<void>;
-  listMessages(sessionId: string): Promise<LlmMessage[]>;
-  createRun(run: RunRecord): Promise<void>;
-  finishRun(runId: string, end: Pick<RunRecord, 'status' | 'endReason' | 'steps'>): Promise<void>;
+  /** Newest activity first. */
+  listSessions(limit: number): Promise<SessionRecord[]>;
+  /** Deletes the session with its messages, runs and events; false when there was none. */
+  deleteSession(id: string): Promise<boolean>;
+
+  /** Appends to the history the model sees; the first user message names the session. */
+  appendMessages(sessionId: string, messages: LlmMessage[], afterSeq: number): Promise<void>;
+  listMessages(sessionId: string): Promise<MessageRecord[]>;
+
+  createRun(run: Pick<RunRecord, 'id' | 'sessionId' | 'strategy' | 'maxSteps'>): Promise<void>;
+  finishRun(runId: string, end: RunEnd): Promise<void>;
+  /** Saves (or with null, clears) what the run needs to resume. */
+  saveCheckpoint(runId: string, checkpoint: unknown): Promise<void>;
   getRun(runId: string): Promise<RunRecord | undefined>;
-  /** Appends one event; `seq` must be the session's next. */
+  /** A session's runs, oldest first. */
+  listRuns(sessionId: string): Promise<RunRecord[]>;
+  /** Runs not finished: after a restart, these were interrupted. */
+  listRunningRuns(): Promise<RunRecord[]>;
+
+  /** Appends one event; its `seq` must be the session's next. */
   appendEvent(sessionId: string, event: LoggedEvent): Promise<void>;
   /** Logged events with `seq > afterSeq`, in order. */
   listEvents(sessionId: string, afterSeq: number): Promise<LoggedEvent[]>;
   /** The highest stored `seq`, 0 when the log is empty. */
   lastSeq(sessionId: string): Promise<number>;
+
+  close(): Promise<void>;
+}
+
+/** The title a session gets from its first user message. */
+export function titleFrom(content: string): string {
+  const line = content.replace(/\s+/g, ' ').trim();
+  return line.length > 80 ? `${line.slice(0, 79)}…` : line;
 }

@@ -1,15 +1,30 @@
 import { injectable } from 'tsyringe';
-import type { LlmMessage } from '../../llm/llm-client.ts';
+import type { LlmMessage, LlmToolCall } from '../../llm/llm-client.ts';
 import { requestInputSchema } from '../../tools/request-input-tool.ts';
 import { ObserveControl, parseControlBlock, ReasonControl } from '../control-block.ts';
 import type { RunContext, RunInput, RunSuccess, Strategy } from '../strategy.ts';
-import { runToolCalls, toolCallMessages } from '../tool-calls.ts';
+import { runToolCalls, type ToolCallsProgress, toolCallMessages } from '../tool-calls.ts';
 
 /** What the loop does after a step's observe phase. */
 type Next =
   | { kind: 'continue'; observation: string }
   | { kind: 'finish'; answer: string }
   | { kind: 'max_steps'; observation: string };
+
+/** What carries over from one step to the next. */
+interface LoopState {
+  lastObservation: string;
+  bestAnswer: string;
+}
+
+/** Saved while the act phase waits for the user's answer: enough to go on after a restart. */
+export interface RoaCheckpoint {
+  version: 1;
+  step: number;
+  loop: LoopState;
+  transcript: LlmMessage[];
+  act: { text: string; calls: LlmToolCall[]; progress: ToolCallsProgress };
+}
 
 /** Stop conditions are small predicates, so the loop reads as the phases alone. */
 const reachedMaxSteps = ({ step, maxSteps }: { step: number; maxSteps: number }) => step >= maxSteps;
@@ -22,17 +37,24 @@ const reachedMaxSteps = ({ step, maxSteps }: { step: number; maxSteps: number })
 export class RoaStrategy implements Strategy {
   readonly name = 'roa';
 
-  async run(input: RunInput, context: RunContext): Promise<RunSuccess> {
+  async run(input: RunInput, context: RunContext, resume?: unknown): Promise<RunSuccess> {
     const { control, progress } = context;
-    let lastObservation = '';
-    let bestAnswer = '';
-    for (let step = 1; ; step++) {
-      progress.step = step;
-      await context.sink.emit(context.events.turnStart(step));
+    const saved = isCheckpoint(resume) ? resume : undefined;
+    const loop: LoopState = saved ? { ...saved.loop } : { lastObservation: '', bestAnswer: '' };
+    if (saved) progress.transcript.push(...saved.transcript);
 
-      const reason = await this.reason(step, lastObservation, input, context);
-      control.throwIfStopped();
-      const toolSummaries = reason.finish ? [] : await this.act(step, reason.plan, input, context);
+    for (let step = saved?.step ?? 1; ; step++) {
+      progress.step = step;
+      let toolSummaries: string[];
+      if (saved && step === saved.step) {
+        // Resumed in the middle of this step's act phase: reason and the act call already ran.
+        toolSummaries = await this.runCalls(step, saved.act.text, saved.act.calls, saved.act.progress, loop, input, context);
+      } else {
+        await context.sink.emit(context.events.turnStart(step));
+        const reason = await this.reason(step, loop.lastObservation, input, context);
+        control.throwIfStopped();
+        toolSummaries = reason.finish ? [] : await this.act(step, reason.plan, loop, input, context);
+      }
       control.throwIfStopped();
       const next = await this.observe(step, toolSummaries, input, context);
 
@@ -40,10 +62,10 @@ export class RoaStrategy implements Strategy {
         case 'finish':
           return { answer: next.answer, steps: step, reason: 'answered' };
         case 'max_steps':
-          return { answer: next.observation || bestAnswer || noAnswer(input.maxSteps), steps: step, reason: 'max_steps' };
+          return { answer: next.observation || loop.bestAnswer || noAnswer(input.maxSteps), steps: step, reason: 'max_steps' };
         case 'continue':
-          lastObservation = next.observation;
-          bestAnswer = next.observation || bestAnswer;
+          loop.lastObservation = next.observation;
+          loop.bestAnswer = next.observation || loop.bestAnswer;
           break;
         default: {
           const unexpected: never = next;
@@ -77,7 +99,7 @@ export class RoaStrategy implements Strategy {
   }
 
   /** Act: one model call with the tools; run what it asks for. Returns a summary line per call. */
-  private async act(step: number, plan: string, input: RunInput, context: RunContext): Promise<string[]> {
+  private async act(step: number, plan: string, loop: LoopState, input: RunInput, context: RunContext): Promise<string[]> {
     const system = context.prompts.render('act', {
       question: input.question,
       plan,
@@ -95,7 +117,25 @@ export class RoaStrategy implements Strategy {
       if (text.trim()) context.progress.transcript.push({ role: 'assistant', content: text.trim() });
       return [];
     }
-    const records = await runToolCalls(toolCalls, step, input, context);
+    return this.runCalls(step, text, toolCalls, { done: {} }, loop, input, context);
+  }
+
+  /** Runs (or resumes) an act phase's tool calls, saving a checkpoint while a question waits. */
+  private async runCalls(
+    step: number,
+    text: string,
+    calls: LlmToolCall[],
+    progress: ToolCallsProgress,
+    loop: LoopState,
+    input: RunInput,
+    context: RunContext,
+  ): Promise<string[]> {
+    const transcript = [...context.progress.transcript];
+    const records = await runToolCalls(calls, step, input, context, progress, {
+      onAwaitInput: (current) =>
+        context.checkpoints.save({ version: 1, step, loop, transcript, act: { text, calls, progress: current } } satisfies RoaCheckpoint),
+      onAnswered: () => context.checkpoints.clear(),
+    });
     // The call and its results join the transcript together, so it never holds a call without a result.
     context.progress.transcript.push(...toolCallMessages(text, records));
     return records.map((record) => record.summary);
@@ -143,4 +183,8 @@ function conversation(system: string, input: RunInput, context: RunContext): Llm
 
 function noAnswer(maxSteps: number): string {
   return `I could not reach an answer within ${maxSteps} step${maxSteps === 1 ? '' : 's'}.`;
+}
+
+function isCheckpoint(value: unknown): value is RoaCheckpoint {
+  return typeof value === 'object' && value !== null && (value as RoaCheckpoint).version === 1 && 'act' in value;
 }

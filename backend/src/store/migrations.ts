@@ -1,0 +1,79 @@
+import type { SqlDatabase } from './sql-database.ts';
+
+/** Versioned schema changes, applied in order at startup; never edit one that has shipped. */
+export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
+  {
+    version: 1,
+    name: 'sessions, messages, runs and event logs',
+    sql: `
+      create table sessions (
+        id uuid primary key,
+        title text,
+        created_at timestamptz not null default now(),
+        updated_at timestamptz not null default now()
+      );
+      create index sessions_updated_at on sessions (updated_at desc);
+
+      create table messages (
+        session_id uuid not null references sessions (id) on delete cascade,
+        position integer not null,
+        message json not null,
+        after_seq integer not null default 0,
+        created_at timestamptz not null default now(),
+        primary key (session_id, position)
+      );
+
+      create table runs (
+        id uuid primary key,
+        session_id uuid not null references sessions (id) on delete cascade,
+        strategy text not null,
+        max_steps integer not null,
+        status text not null,
+        end_reason text,
+        steps integer,
+        prompt_tokens integer not null default 0,
+        completion_tokens integer not null default 0,
+        started_at timestamptz not null default now(),
+        ended_at timestamptz,
+        checkpoint json
+      );
+      create index runs_session on runs (session_id, started_at);
+      create index runs_running on runs (status) where status = 'running';
+
+      create table events (
+        session_id uuid not null references sessions (id) on delete cascade,
+        seq integer not null,
+        run_id uuid,
+        payload json not null,
+        primary key (session_id, seq)
+      );
+    `,
+  },
+];
+
+/** Brings the schema up to date; each migration commits with its version, so a crash leaves no half. */
+export async function migrate(db: SqlDatabase): Promise<number[]> {
+  await db.exec(
+    'create table if not exists schema_migrations (version integer primary key, name text not null, applied_at timestamptz not null default now())',
+  );
+  const applied = new Set(
+    (await db.query<{ version: number }>('select version from schema_migrations')).map((row) => row.version),
+  );
+  const done: number[] = [];
+  for (const migration of MIGRATIONS) {
+    if (applied.has(migration.version)) continue;
+    await db.transaction(async (tx) => {
+      for (const statement of splitStatements(migration.sql)) await tx.query(statement);
+      await tx.query('insert into schema_migrations (version, name) values ($1, $2)', [migration.version, migration.name]);
+    });
+    done.push(migration.version);
+  }
+  return done;
+}
+
+function splitStatements(sql: string): string[] {
+  return sql
+    .split(/;\s*$/m)
+    .map((statement) => statement.trim())
+    .filter(Boolean);
+}

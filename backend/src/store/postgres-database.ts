@@ -1,0 +1,43 @@
+import pg from 'pg';
+import type { SqlDatabase, SqlExecutor } from './sql-database.ts';
+
+/** A PostgreSQL server at DATABASE_URL, through a connection pool. */
+export class PostgresDatabase implements SqlDatabase {
+  readonly description: string;
+  private readonly pool: pg.Pool;
+
+  constructor(url: string) {
+    this.pool = new pg.Pool({ connectionString: url, max: 10 });
+    // An idle client that loses its server must not take the process down.
+    this.pool.on('error', () => undefined);
+    const parsed = new URL(url);
+    this.description = `PostgreSQL at ${parsed.hostname}:${parsed.port || 5432}${parsed.pathname}`;
+  }
+
+  async query<T>(sql: string, params: unknown[] = []): Promise<T[]> {
+    return (await this.pool.query(sql, params)).rows as T[];
+  }
+
+  async exec(sql: string): Promise<void> {
+    await this.pool.query(sql);
+  }
+
+  async transaction<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('begin');
+      const result = await work({ query: async <R>(sql: string, params: unknown[] = []) => (await client.query(sql, params)).rows as R[] });
+      await client.query('commit');
+      return result;
+    } catch (error) {
+      await client.query('rollback').catch(() => undefined);
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+
+  close(): Promise<void> {
+    return this.pool.end();
+  }
+}

@@ -1,0 +1,15 @@
+/** Runs SQL; the one surface both PostgreSQL adapters (embedded and server) offer the store. */
+export interface SqlExecutor {
+  query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
+}
+
+/** A PostgreSQL database: PGlite under DATA_DIR, or a server at DATABASE_URL. */
+export interface SqlDatabase extends SqlExecutor {
+  /** Runs several statements separated by semicolons (migrations). */
+  exec(sql: string): Promise<void>;
+  /** Runs `work` in one transaction: all of it commits, or none. */
+  transaction<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+  /** Names the database for logs, without secrets. */
+  readonly description: string;
+}
