@@ -1,8 +1,9 @@
-// The whole test suite: type checks, the web app build, then unit, integration and end-to-end
-// tests (vitest). Extra arguments go to vitest, e.g. `pnpm test unit/calculator`.
+// The whole test suite: type checks, the web app build, a throwaway PostgreSQL server, then unit,
+// contract, integration and end-to-end tests (vitest). Extra arguments go to vitest, e.g. `pnpm test unit/calculator`.
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { startTestPostgres } from './postgres.mjs';
 import { root, run, runNodeBin } from './run.mjs';
 
 const args = process.argv.slice(2);
@@ -39,5 +40,13 @@ if (args.length === 0 || args.some((arg) => arg.includes('e2e'))) {
   if (code !== 0) process.exit(code);
 }
 
-const code = await runNodeBin('tests', 'vitest', 'vitest.mjs', ['run', ...args], { cwd: join(root, 'tests') });
+// The store's contract tests and the PostgreSQL integration tests run against a real server.
+const postgres = process.env.TEST_DATABASE_URL ? undefined : await startTestPostgres();
+const env = { ...process.env, REQUIRE_POSTGRES: '1', TEST_DATABASE_URL: process.env.TEST_DATABASE_URL ?? postgres.url };
+let code;
+try {
+  code = await runNodeBin('tests', 'vitest', 'vitest.mjs', ['run', ...args], { cwd: join(root, 'tests'), env });
+} finally {
+  await postgres?.stop();
+}
 process.exit(code);

@@ -3,7 +3,7 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['unit/**/*.test.ts', 'integration/**/*.test.ts', 'e2e/**/*.test.ts'],
+    include: ['unit/**/*.test.ts', 'contract/**/*.test.ts', 'integration/**/*.test.ts', 'e2e/**/*.test.ts'],
     setupFiles: ['./node-compat.ts'],
     testTimeout: 20_000,
     hookTimeout: 30_000,

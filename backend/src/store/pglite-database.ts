@@ -2,20 +2,6 @@ import { mkdirSync } from 'node:fs';
 import { PGlite, type Transaction } from '@electric-sql/pglite';
 import type { SqlDatabase, SqlExecutor } from './sql-database.ts';
 
-/** PGlite's own start parameters, plus no WAL segment recycling (see `open`). */
-const START_PARAMS = [
-  '--single', '-F', '-O', '-j',
-  '-c', 'search_path=public',
-  '-c', 'exit_on_error=false',
-  '-c', 'log_checkpoints=false',
-  '-c', 'max_worker_processes=0',
-  '-c', 'max_parallel_workers=0',
-  '-c', 'max_parallel_workers_per_gather=0',
-  '-c', 'io_method=sync',
-  '-c', 'max_parallel_maintenance_workers=0',
-  '-c', 'wal_recycle=off',
-];
-
 /** Embedded PostgreSQL (WASM), its files under a folder of DATA_DIR. */
 export class PgliteDatabase implements SqlDatabase {
   private constructor(
@@ -23,15 +9,18 @@ export class PgliteDatabase implements SqlDatabase {
     readonly description: string,
   ) {}
 
-  /**
-   * Opens (or creates) the database in `dir`. WAL segments are created afresh rather than
-   * recycled by renaming, because PGlite's file system cannot rename atomically and a kill in
-   * the middle of a recycle could lose a segment.
-   */
+  /** Opens (or creates) the database in `dir`. */
   static async open(dir: string): Promise<PgliteDatabase> {
     mkdirSync(dir, { recursive: true });
-    const db = await PGlite.create(dir, { startParams: START_PARAMS });
-    return new PgliteDatabase(db, `embedded PostgreSQL in ${dir}`);
+    try {
+      return new PgliteDatabase(await PGlite.create(dir), `embedded PostgreSQL in ${dir}`);
+    } catch (error) {
+      throw new Error(
+        `The embedded database in ${dir} could not be opened (${(error as Error).message}). ` +
+          'If it was damaged, restore it from a backup or move the folder aside to start afresh.',
+        { cause: error },
+      );
+    }
   }
 
   /** An in-memory instance, for tests. */

@@ -1,0 +1,95 @@
+// A throwaway PostgreSQL server for the test suite: Debian's package (installed when missing),
+// a fresh cluster in a temporary folder, listening on 127.0.0.1 only, removed afterwards.
+import { execFileSync, spawn } from 'node:child_process';
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { run } from './run.mjs';
+
+const isRoot = process.getuid?.() === 0;
+
+function findBinDir() {
+  const base = '/usr/lib/postgresql';
+  if (!existsSync(base)) return undefined;
+  const versions = readdirSync(base)
+    .filter((version) => existsSync(join(base, version, 'bin', 'postgres')))
+    .sort((a, b) => Number(b) - Number(a));
+  return versions[0] && join(base, versions[0], 'bin');
+}
+
+async function install() {
+  console.log('Installing PostgreSQL for the store tests (Debian package "postgresql")…');
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  const apt = (...args) => (isRoot ? run('apt-get', args, { env }) : run('sudo', ['-n', 'apt-get', ...args], { env }));
+  if ((await apt('update', '-qq')) !== 0 || (await apt('install', '-y', '-qq', 'postgresql')) !== 0) {
+    throw new Error('Could not install PostgreSQL; install Debian\'s "postgresql" package or set TEST_DATABASE_URL.');
+  }
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+    server.on('error', reject);
+  });
+}
+
+/** Runs a PostgreSQL program as the postgres user when we are root (the server refuses to run as root). */
+function asPostgres(binary, args) {
+  return isRoot ? ['runuser', ['-u', 'postgres', '--', binary, ...args]] : [binary, args];
+}
+
+/** Starts the server; resolves with its URL and a stop function. */
+export async function startTestPostgres() {
+  let bin = findBinDir();
+  if (!bin) {
+    await install();
+    bin = findBinDir();
+    if (!bin) throw new Error('PostgreSQL was installed but its programs were not found under /usr/lib/postgresql');
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'stepwise-pg-'));
+  if (isRoot) {
+    const uid = Number(execFileSync('id', ['-u', 'postgres']).toString());
+    const gid = Number(execFileSync('id', ['-g', 'postgres']).toString());
+    chownSync(dir, uid, gid);
+  }
+  const [initdb, initdbArgs] = asPostgres(join(bin, 'initdb'), ['-D', dir, '-A', 'trust', '-U', 'stepwise', '-E', 'UTF8', '--no-sync']);
+  execFileSync(initdb, initdbArgs, { stdio: 'ignore' });
+
+  const port = await freePort();
+  const [postgres, postgresArgs] = asPostgres(join(bin, 'postgres'), [
+    '-D', dir, '-h', '127.0.0.1', '-p', String(port), '-k', dir,
+    '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=200',
+  ]);
+  const server = spawn(postgres, postgresArgs, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  server.stderr.on('data', (chunk) => (log += chunk));
+  const exited = new Promise((resolve) => server.on('exit', resolve));
+
+  const ready = join(bin, 'pg_isready');
+  for (let attempt = 0; ; attempt++) {
+    try {
+      execFileSync(ready, ['-h', '127.0.0.1', '-p', String(port), '-U', 'stepwise', '-q']);
+      break;
+    } catch {
+      if (attempt > 100 || server.exitCode !== null) {
+        server.kill('SIGKILL');
+        throw new Error(`PostgreSQL did not start:\n${log}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  return {
+    url: `postgres://stepwise@127.0.0.1:${port}/postgres`,
+    async stop() {
+      server.kill('SIGINT'); // fast shutdown
+      await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5_000))]);
+      if (server.exitCode === null) server.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

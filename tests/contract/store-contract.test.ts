@@ -1,0 +1,191 @@
+import { randomUUID } from 'node:crypto';
+import { MemoryStore, MIGRATIONS, migrate, openSqlStore, type SqlDatabase, type Store } from '@stepwise/backend';
+import type { LoggedEvent } from '@stepwise/shared-types';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { freshPostgresDatabase, inMemoryPglite, postgresUrl } from '../helpers/databases.ts';
+
+interface Adapter {
+  name: string;
+  /** A store over an empty database. */
+  open: () => Promise<Store>;
+  teardown: () => Promise<void>;
+  db?: () => SqlDatabase;
+}
+
+function sqlAdapter(name: string, create: () => Promise<{ db: SqlDatabase; drop?: () => Promise<void> }>): Adapter {
+  let db: SqlDatabase | undefined;
+  let drop: (() => Promise<void>) | undefined;
+  let store: Store | undefined;
+  return {
+    name,
+    db: () => db!,
+    async open() {
+      if (!db) {
+        ({ db, drop } = await create());
+        store = await openSqlStore(db);
+      }
+      await db.exec('truncate sessions cascade');
+      return store!;
+    },
+    async teardown() {
+      if (drop) await drop();
+      else await db?.close();
+    },
+  };
+}
+
+const url = postgresUrl();
+const adapters: Adapter[] = [
+  { name: 'memory', open: async () => new MemoryStore(), teardown: async () => undefined },
+  sqlAdapter('embedded PostgreSQL (PGlite)', async () => ({ db: await inMemoryPglite() })),
+  ...(url ? [sqlAdapter('PostgreSQL server', () => freshPostgresDatabase(url))] : []),
+];
+
+const event = (seq: number, fields: Record<string, unknown> = {}): LoggedEvent =>
+  ({ type: 'agent_update', update_type: 'agent_turn_start', step: seq, seq, ts: new Date().toISOString(), run_id: randomUUID(), ...fields }) as LoggedEvent;
+
+describe.each(adapters)('the store on $name', (adapter) => {
+  let store: Store;
+
+  beforeAll(async () => {
+    store = await adapter.open();
+  });
+  beforeEach(async () => {
+    store = await adapter.open();
+  });
+  afterAll(() => adapter.teardown());
+
+  it('creates and reads sessions, titled by their first user message', async () => {
+    const id = randomUUID();
+    const created = await store.createSession(id);
+    expect(created).toMatchObject({ id, title: null });
+    await store.appendMessages(id, [{ role: 'user', content: '  What is\n(17+25)*3?  ' }], 0);
+    await store.appendMessages(id, [{ role: 'user', content: 'second' }], 3);
+    const session = await store.getSession(id);
+    expect(session?.title).toBe('What is (17+25)*3?');
+    expect(Date.parse(session!.updatedAt)).toBeGreaterThanOrEqual(Date.parse(created.createdAt));
+    expect(await store.getSession(randomUUID())).toBeUndefined();
+  });
+
+  it('keeps every kind of message in order, with the seq it was accepted at', async () => {
+    const id = randomUUID();
+    await store.createSession(id);
+    await store.appendMessages(id, [{ role: 'user', content: 'q' }], 0);
+    await store.appendMessages(
+      id,
+      [
+        { role: 'assistant', content: null, toolCalls: [{ id: 'c1', name: 'calculator', arguments: '{"expression":"1+1"}' }] },
+        { role: 'tool', toolCallId: 'c1', content: '2' },
+        { role: 'assistant', content: 'It is 2 — “ünïcödé” ✓' },
+      ],
+      7,
+    );
+    expect(await store.listMessages(id)).toEqual([
+      { message: { role: 'user', content: 'q' }, afterSeq: 0 },
+      {
+        message: { role: 'assistant', content: null, toolCalls: [{ id: 'c1', name: 'calculator', arguments: '{"expression":"1+1"}' }] },
+        afterSeq: 7,
+      },
+      { message: { role: 'tool', toolCallId: 'c1', content: '2' }, afterSeq: 7 },
+      { message: { role: 'assistant', content: 'It is 2 — “ünïcödé” ✓' }, afterSeq: 7 },
+    ]);
+  });
+
+  it('appends and replays the event log after a seq, exactly as written', async () => {
+    const id = randomUUID();
+    await store.createSession(id);
+    const events = [1, 2, 3, 4].map((seq) => event(seq, { nested: { list: [1, 'two', null], ok: true } }));
+    for (const logged of events) await store.appendEvent(id, logged);
+    expect(await store.lastSeq(id)).toBe(4);
+    expect(await store.listEvents(id, 0)).toEqual(events);
+    expect(await store.listEvents(id, 2)).toEqual(events.slice(2));
+    expect(await store.listEvents(id, 4)).toEqual([]);
+    expect(await store.lastSeq(randomUUID())).toBe(0);
+  });
+
+  it('refuses a seq that is already taken', async () => {
+    const id = randomUUID();
+    await store.createSession(id);
+    await store.appendEvent(id, event(1));
+    await expect(store.appendEvent(id, event(1))).rejects.toThrow();
+    expect(await store.listEvents(id, 0)).toHaveLength(1);
+  });
+
+  it('keeps each session’s log apart', async () => {
+    const [a, b] = [randomUUID(), randomUUID()];
+    await store.createSession(a);
+    await store.createSession(b);
+    await store.appendEvent(a, event(1));
+    await store.appendEvent(b, event(1));
+    await store.appendEvent(b, event(2));
+    expect(await store.lastSeq(a)).toBe(1);
+    expect((await store.listEvents(b, 0)).map((logged) => logged.seq)).toEqual([1, 2]);
+  });
+
+  it('records runs from start to end, with token usage', async () => {
+    const sessionId = randomUUID();
+    const runId = randomUUID();
+    await store.createSession(sessionId);
+    await store.createRun({ id: runId, sessionId, strategy: 'roa', maxSteps: 5 });
+    expect(await store.getRun(runId)).toMatchObject({ id: runId, sessionId, strategy: 'roa', maxSteps: 5, status: 'running', promptTokens: 0 });
+    expect((await store.listRunningRuns()).map((run) => run.id)).toEqual([runId]);
+    await store.finishRun(runId, { status: 'completed', steps: 3, usage: { promptTokens: 120, completionTokens: 30 } });
+    const run = await store.getRun(runId);
+    expect(run).toMatchObject({ status: 'completed', steps: 3, promptTokens: 120, completionTokens: 30 });
+    expect(run?.endedAt).toBeDefined();
+    expect(await store.listRunningRuns()).toEqual([]);
+  });
+
+  it('saves and clears a run’s checkpoint', async () => {
+    const sessionId = randomUUID();
+    const runId = randomUUID();
+    await store.createSession(sessionId);
+    await store.createRun({ id: runId, sessionId, strategy: 'roa', maxSteps: 5 });
+    const checkpoint = { input: { question: 'q', history: [] }, state: { step: 2, deadline: '2030-01-01T00:00:00.000Z' } };
+    await store.saveCheckpoint(runId, checkpoint);
+    expect((await store.listRunningRuns())[0]?.checkpoint).toEqual(checkpoint);
+    await store.saveCheckpoint(runId, null);
+    expect((await store.getRun(runId))?.checkpoint).toBeUndefined();
+  });
+
+  it('lists a session’s runs oldest first', async () => {
+    const sessionId = randomUUID();
+    await store.createSession(sessionId);
+    const ids = [randomUUID(), randomUUID(), randomUUID()];
+    for (const id of ids) await store.createRun({ id, sessionId, strategy: 'roa', maxSteps: 1 });
+    expect((await store.listRuns(sessionId)).map((run) => run.id).sort()).toEqual([...ids].sort());
+  });
+
+  it('lists sessions by last activity, newest first', async () => {
+    const [older, newer] = [randomUUID(), randomUUID()];
+    await store.createSession(older);
+    await store.createSession(newer);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    await store.appendEvent(older, event(1));
+    const listed = (await store.listSessions(10)).map((session) => session.id);
+    expect(listed.indexOf(older)).toBeLessThan(listed.indexOf(newer));
+    expect(await store.listSessions(1)).toHaveLength(1);
+  });
+
+  it('deletes a session with everything in it', async () => {
+    const sessionId = randomUUID();
+    const runId = randomUUID();
+    await store.createSession(sessionId);
+    await store.appendMessages(sessionId, [{ role: 'user', content: 'x' }], 0);
+    await store.createRun({ id: runId, sessionId, strategy: 'roa', maxSteps: 1 });
+    await store.appendEvent(sessionId, event(1));
+    expect(await store.deleteSession(sessionId)).toBe(true);
+    expect(await store.getSession(sessionId)).toBeUndefined();
+    expect(await store.getRun(runId)).toBeUndefined();
+    expect(await store.listEvents(sessionId, 0)).toEqual([]);
+    expect(await store.deleteSession(sessionId)).toBe(false);
+  });
+
+  if (adapter.db) {
+    it('applies each migration once', async () => {
+      expect(await migrate(adapter.db!())).toEqual([]);
+      const rows = await adapter.db!().query<{ version: number }>('select version from schema_migrations order by version');
+      expect(rows.map((row) => row.version)).toEqual(MIGRATIONS.map((migration) => migration.version));
+    });
+  }
+});
