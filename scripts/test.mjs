@@ -42,7 +42,7 @@ if (args.length === 0 || args.some((arg) => arg.includes('e2e'))) {
 
 // The store's contract tests and the PostgreSQL integration tests run against a real server.
 const postgres = process.env.TEST_DATABASE_URL ? undefined : await startTestPostgres();
-const env = { ...process.env, REQUIRE_POSTGRES: '1', TEST_DATABASE_URL: process.env.TEST_DATABASE_URL ?? postgres.url };
+const env = { ...process.env, REQUIRE_POSTGRES: '1', TEST_DATABASE_URL: process.env.TEST_DATABASE_URL || postgres.url };
 let code;
 try {
   code = await runNodeBin('tests', 'vitest', 'vitest.mjs', ['run', ...args], { cwd: join(root, 'tests'), env });

@@ -3,6 +3,7 @@ import { type DependencyContainer, container as rootContainer } from 'tsyringe';
 import { RoaStrategy } from './agent/roa/roa-strategy.ts';
 import type { Strategy } from './agent/strategy.ts';
 import { ConnectionHandler } from './chat/connection-handler.ts';
+import { HistoryService } from './chat/history-service.ts';
 import { SessionManager } from './chat/session-manager.ts';
 import type { Config } from './config/config.ts';
 import { DemoLlmClient } from './llm/demo-llm-client.ts';
@@ -41,6 +42,7 @@ export function buildContainer(
   container.registerSingleton(ToolRegistry);
   container.registerSingleton(SessionManager);
   container.registerSingleton(ConnectionHandler);
+  container.registerSingleton(HistoryService);
   configure?.(container);
   return container;
 }

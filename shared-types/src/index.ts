@@ -1,2 +1,3 @@
 export * from './client-messages.ts';
 export * from './server-events.ts';
+export * from './rest.ts';

@@ -99,6 +99,15 @@ export class SessionManager {
     return { resumed, closed };
   }
 
+  /** Stops the session's run, if any, and drops it from memory (before its deletion). */
+  async forget(id: string): Promise<void> {
+    const chat = this.sessions.get(id);
+    if (!chat) return;
+    await chat.stop('user');
+    this.cancelEviction(id);
+    this.sessions.delete(id);
+  }
+
   /** Stops every active run (server shutdown) and waits for them to end. */
   async stopAll(reason: StopReason): Promise<void> {
     for (const timer of this.idleTimers.values()) clearTimeout(timer);

@@ -5,9 +5,11 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import type { Logger as PinoLogger } from 'pino';
 import type { DependencyContainer } from 'tsyringe';
 import { ConnectionHandler } from '../chat/connection-handler.ts';
+import { HistoryService } from '../chat/history-service.ts';
 import { SessionManager } from '../chat/session-manager.ts';
 import type { Config } from '../config/config.ts';
 import { TOKENS } from '../tokens.ts';
+import { registerRestRoutes } from './rest-routes.ts';
 import { registerWebSocketRoute } from './websocket-route.ts';
 
 const PLACEHOLDER_PAGE = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Stepwise</title></head>
@@ -42,6 +44,7 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
   }
 
   app.get('/api/health', () => ({ status: 'ok' }));
+  registerRestRoutes(app, container.resolve(HistoryService));
   registerWebSocketRoute(app, handler);
   return app;
 }

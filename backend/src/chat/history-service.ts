@@ -1,0 +1,94 @@
+import type { HistoryMessage, LoggedEvent, RunSummary, SessionDetail, SessionSummary } from '@stepwise/shared-types';
+import { inject, injectable } from 'tsyringe';
+import type { RunRecord, SessionRecord, Store } from '../store/store.ts';
+import { TOKENS } from '../tokens.ts';
+import { SessionManager } from './session-manager.ts';
+
+const SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Why a history request could not be answered. */
+export class HistoryError extends Error {
+  constructor(
+    readonly status: 400 | 404,
+    readonly code: 'invalid_id' | 'invalid_query' | 'not_found',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'HistoryError';
+  }
+}
+
+/** Past sessions for the history API: what they said, their runs, their event logs. */
+@injectable()
+export class HistoryService {
+  constructor(
+    @inject(TOKENS.Store) private readonly store: Store,
+    @inject(SessionManager) private readonly sessions: SessionManager,
+  ) {}
+
+  async list(limit = 100): Promise<SessionSummary[]> {
+    return (await this.store.listSessions(limit)).map(toSummary);
+  }
+
+  async get(id: string): Promise<SessionDetail> {
+    const session = await this.find(id);
+    const [messages, runs, lastSeq] = await Promise.all([
+      this.store.listMessages(id),
+      this.store.listRuns(id),
+      this.store.lastSeq(id),
+    ]);
+    return {
+      session: toSummary(session),
+      messages: messages.flatMap(({ message, afterSeq }): HistoryMessage[] =>
+        (message.role === 'user' || message.role === 'assistant') && typeof message.content === 'string' && message.content
+          ? [{ role: message.role, content: message.content, after_seq: afterSeq }]
+          : [],
+      ),
+      runs: runs.map(toRunSummary),
+      last_seq: lastSeq,
+    };
+  }
+
+  async events(id: string, afterSeqText: string | undefined): Promise<{ events: LoggedEvent[]; last_seq: number }> {
+    const afterSeq = afterSeqText === undefined ? 0 : Number(afterSeqText);
+    if (!Number.isSafeInteger(afterSeq) || afterSeq < 0) {
+      throw new HistoryError(400, 'invalid_query', 'after_seq must be a non-negative integer');
+    }
+    await this.find(id);
+    const events = await this.store.listEvents(id, afterSeq);
+    return { events, last_seq: events.at(-1)?.seq ?? (await this.store.lastSeq(id)) };
+  }
+
+  /** Deletes a session and everything in it, stopping its run first. */
+  async delete(id: string): Promise<void> {
+    await this.find(id);
+    await this.sessions.forget(id);
+    await this.store.deleteSession(id);
+  }
+
+  private async find(id: string): Promise<SessionRecord> {
+    if (!SESSION_ID.test(id)) throw new HistoryError(400, 'invalid_id', 'A session id is a UUID');
+    const session = await this.store.getSession(id);
+    if (!session) throw new HistoryError(404, 'not_found', 'No such session');
+    return session;
+  }
+}
+
+function toSummary(session: SessionRecord): SessionSummary {
+  return { id: session.id, title: session.title, created_at: session.createdAt, last_activity_at: session.updatedAt };
+}
+
+function toRunSummary(run: RunRecord): RunSummary {
+  return {
+    id: run.id,
+    strategy: run.strategy,
+    max_steps: run.maxSteps,
+    status: run.status,
+    end_reason: run.endReason ?? null,
+    steps: run.steps ?? null,
+    prompt_tokens: run.promptTokens,
+    completion_tokens: run.completionTokens,
+    started_at: run.startedAt,
+    ended_at: run.endedAt ?? null,
+  };
+}

@@ -1,0 +1,54 @@
+import { z } from 'zod';
+import { LoggedEvent } from './server-events.ts';
+
+/** One session in the history list. */
+export const SessionSummary = z.object({
+  id: z.string(),
+  title: z.string().nullable(),
+  created_at: z.string(),
+  last_activity_at: z.string(),
+});
+export type SessionSummary = z.infer<typeof SessionSummary>;
+
+/** `GET /api/sessions`: newest activity first. */
+export const SessionList = z.object({ sessions: z.array(SessionSummary) });
+export type SessionList = z.infer<typeof SessionList>;
+
+/** A message of a session as people read it; `after_seq` places it among the logged events. */
+export const HistoryMessage = z.object({
+  role: z.enum(['user', 'assistant']),
+  content: z.string(),
+  after_seq: z.number().int(),
+});
+export type HistoryMessage = z.infer<typeof HistoryMessage>;
+
+export const RunSummary = z.object({
+  id: z.string(),
+  strategy: z.string(),
+  max_steps: z.number().int(),
+  status: z.enum(['running', 'completed', 'stopped', 'failed']),
+  end_reason: z.string().nullable(),
+  steps: z.number().int().nullable(),
+  prompt_tokens: z.number().int(),
+  completion_tokens: z.number().int(),
+  started_at: z.string(),
+  ended_at: z.string().nullable(),
+});
+export type RunSummary = z.infer<typeof RunSummary>;
+
+/** `GET /api/sessions/:id`. */
+export const SessionDetail = z.object({
+  session: SessionSummary,
+  messages: z.array(HistoryMessage),
+  runs: z.array(RunSummary),
+  last_seq: z.number().int(),
+});
+export type SessionDetail = z.infer<typeof SessionDetail>;
+
+/** `GET /api/sessions/:id/events?after_seq=N`. */
+export const SessionEvents = z.object({ events: z.array(LoggedEvent), last_seq: z.number().int() });
+export type SessionEvents = z.infer<typeof SessionEvents>;
+
+/** Every REST error body. */
+export const ApiError = z.object({ error: z.object({ code: z.string(), message: z.string() }) });
+export type ApiError = z.infer<typeof ApiError>;

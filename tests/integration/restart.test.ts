@@ -1,0 +1,165 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { freshPostgresDatabase, postgresUrl } from '../helpers/databases.ts';
+import { startStepwiseProcess, type StepwiseProcess } from '../helpers/process.ts';
+import { summarize, TestClient } from '../helpers/ws-client.ts';
+
+interface StoreSetup {
+  name: string;
+  env: () => Promise<{ env: Record<string, string>; cleanup: () => Promise<void> }>;
+}
+
+const url = postgresUrl();
+const stores: StoreSetup[] = [
+  {
+    name: 'the embedded database',
+    env: async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'stepwise-data-'));
+      return { env: { DATA_DIR: dir }, cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
+    },
+  },
+  ...(url
+    ? [
+        {
+          name: 'a PostgreSQL server',
+          env: async () => {
+            const database = await freshPostgresDatabase(url);
+            await database.db.close();
+            return { env: { DATABASE_URL: database.url }, cleanup: database.drop };
+          },
+        },
+      ]
+    : []),
+];
+
+describe.each(stores)('a server killed with SIGKILL, on $name', (setup) => {
+  let llm: ScriptedLlmServer;
+  let env: Record<string, string>;
+  let cleanup: () => Promise<void>;
+  const processes: StepwiseProcess[] = [];
+  const clients: TestClient[] = [];
+
+  beforeAll(async () => {
+    llm = await ScriptedLlmServer.start();
+  });
+  afterAll(async () => {
+    await llm.close();
+  });
+  afterEach(async () => {
+    for (const client of clients.splice(0)) await client.close().catch(() => undefined);
+    for (const running of processes.splice(0)) {
+      running.process.kill('SIGKILL');
+      await running.exited;
+    }
+    await cleanup?.();
+    llm.requests.length = 0;
+  });
+
+  async function start(extra: Record<string, string> = {}): Promise<StepwiseProcess> {
+    const running = await startStepwiseProcess({ ...env, LLM_PROVIDER: 'openai', OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'k', ...extra });
+    processes.push(running);
+    return running;
+  }
+
+  async function connect(wsUrl: string, query: Record<string, string | number> = {}): Promise<TestClient> {
+    const client = await TestClient.connect(wsUrl, query);
+    clients.push(client);
+    return client;
+  }
+
+  async function kill(running: StepwiseProcess): Promise<void> {
+    running.process.kill('SIGKILL');
+    await running.exited;
+  }
+
+  async function prepare() {
+    ({ env, cleanup } = await setup.env());
+  }
+
+  it('keeps every event a client saw, closes the interrupted run, and takes new messages', async () => {
+    await prepare();
+    const first = await start();
+    llm.respond((request) => (request.phase === 'act' ? { hang: true } : { text: reasonText('Thinking.') }));
+    const client = await connect(first.wsUrl);
+    client.chat('Do a slow thing', { agent_mode: true });
+    await llm.waitFor((request) => request.phase === 'act');
+    await client.waitFor('agent_reason');
+    const seen = client.logged.map((event) => [event.seq, summarize([event])[0]]);
+    const sessionId = String(client.session.session_id);
+    await kill(first);
+
+    const second = await start();
+    const rejoined = await connect(second.wsUrl, { session_id: sessionId, after_seq: 0 });
+    expect(rejoined.session).toMatchObject({ session_id: sessionId, resumed: true });
+    const events = await rejoined.untilComplete();
+    expect(events.filter((event) => 'seq' in event).slice(0, seen.length).map((event) => [event.seq, summarize([event])[0]])).toEqual(seen);
+    expect(summarize(events).slice(-2)).toEqual(['agent_stopped:server_restart', 'response_complete']);
+    expect(events.at(-1)!.run_id).toBe(rejoined.logged[0]!.run_id);
+
+    llm.respond(() => ({ text: 'Back again.' }));
+    const from = rejoined.events.length;
+    rejoined.chat('Are you back?');
+    const next = await rejoined.untilComplete({ from });
+    expect(summarize(next)).toEqual(['assistant_message', 'response_complete']);
+    // The conversation survived: the model sees the earlier question.
+    expect(llm.requests.at(-1)!.body.messages.some((message) => message.content === 'Do a slow thing')).toBe(true);
+  });
+
+  it('keeps a pending question across the restart, and the answer finishes the run', async () => {
+    await prepare();
+    const first = await start();
+    llm.respond((request) => {
+      if (request.phase === 'reason') return { text: reasonText('Need the city.') };
+      if (request.phase === 'act') return { toolCalls: [{ id: 'ask_city', name: 'request_input', arguments: { question: 'Which city?' } }] };
+      return { text: observeText('Got it.', { final_answer: 'Weather for the city you named.' }) };
+    });
+    const client = await connect(first.wsUrl);
+    client.chat('Weather please', { agent_mode: true });
+    const question = await client.waitFor('agent_request_input');
+    const sessionId = String(client.session.session_id);
+    await kill(first);
+
+    const second = await start();
+    const rejoined = await connect(second.wsUrl, { session_id: sessionId, after_seq: 0 });
+    const replayed = await rejoined.next((event) => event.seq === question.seq);
+    expect(replayed).toMatchObject({ update_type: 'agent_request_input', question: 'Which city?' });
+
+    rejoined.send({ type: 'agent_user_input', content: 'Lisbon' });
+    const events = await rejoined.untilComplete();
+    expect(summarize(events).slice(-5)).toEqual([
+      'tool_complete:request_input',
+      'agent_observe:1',
+      'assistant_message',
+      'agent_completion:answered',
+      'response_complete',
+    ]);
+    const seqs = rejoined.logged.map((event) => Number(event.seq));
+    expect(seqs).toEqual(seqs.map((_, index) => index + 1));
+    const observe = llm.requests.filter((request) => request.phase === 'observe').at(-1)!;
+    expect(observe.body.messages.find((message) => message.role === 'tool')).toMatchObject({ tool_call_id: 'ask_city', content: 'Lisbon' });
+  });
+
+  it('counts the question’s timeout from before the restart', async () => {
+    await prepare();
+    const first = await start({ AGENT_INPUT_TIMEOUT_MS: '1500' });
+    llm.respond((request) =>
+      request.phase === 'reason'
+        ? { text: reasonText('Ask.') }
+        : { toolCalls: [{ id: 'ask', name: 'request_input', arguments: { question: 'Anyone there?' } }] },
+    );
+    const client = await connect(first.wsUrl);
+    client.chat('Ask me something', { agent_mode: true });
+    await client.waitFor('agent_request_input');
+    const sessionId = String(client.session.session_id);
+    await kill(first);
+    await new Promise((resolve) => setTimeout(resolve, 1_600));
+
+    const second = await start({ AGENT_INPUT_TIMEOUT_MS: '60000' });
+    const rejoined = await connect(second.wsUrl, { session_id: sessionId, after_seq: 0 });
+    const events = await rejoined.untilComplete({ timeoutMs: 10_000 });
+    expect(summarize(events).slice(-3)).toEqual(['agent_request_input_timeout:1', 'agent_stopped:input_timeout', 'response_complete']);
+  });
+});
