@@ -1,0 +1,111 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
+import { TestClient } from '../helpers/ws-client.ts';
+
+let llm: ScriptedLlmServer;
+let server: TestServer;
+
+beforeEach(async () => {
+  llm = await ScriptedLlmServer.start();
+  server = await startStepwiseWithModel(llm.url);
+});
+
+afterEach(async () => {
+  await server?.close();
+  await llm?.close();
+});
+
+async function api(path: string, init?: RequestInit): Promise<{ status: number; body: any }> {
+  const response = await fetch(`${server.url}${path}`, init);
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : undefined };
+}
+
+async function sessionWithOneRun(question: string): Promise<{ client: TestClient; id: string }> {
+  const client = await TestClient.connect(server.wsUrl);
+  llm.enqueue(
+    { text: reasonText('Compute.') },
+    { toolCalls: [{ name: 'calculator', arguments: { expression: '6*7' } }] },
+    { text: observeText('42.', { final_answer: 'It is 42.' }), usage: { prompt_tokens: 11, completion_tokens: 4 } },
+  );
+  client.chat(question, { agent_mode: true });
+  await client.untilComplete();
+  return { client, id: String(client.session.session_id) };
+}
+
+describe('the history API', () => {
+  it('lists sessions newest first, titled by their first message', async () => {
+    const first = await sessionWithOneRun('First question about 6*7');
+    const second = await sessionWithOneRun('Second question');
+    const { status, body } = await api('/api/sessions');
+    expect(status).toBe(200);
+    const ids = body.sessions.map((session: { id: string }) => session.id);
+    expect(ids.indexOf(second.id)).toBeLessThan(ids.indexOf(first.id));
+    expect(body.sessions.find((session: { id: string }) => session.id === first.id)).toMatchObject({
+      title: 'First question about 6*7',
+      last_activity_at: expect.any(String),
+    });
+    await first.client.close();
+    await second.client.close();
+  });
+
+  it('returns a session’s messages and runs', async () => {
+    const { client, id } = await sessionWithOneRun('What is 6*7?');
+    const { status, body } = await api(`/api/sessions/${id}`);
+    expect(status).toBe(200);
+    expect(body.messages).toEqual([
+      { role: 'user', content: 'What is 6*7?', after_seq: 0 },
+      expect.objectContaining({ role: 'assistant', content: 'Compute.' }),
+      expect.objectContaining({ role: 'assistant', content: '42.' }),
+      expect.objectContaining({ role: 'assistant', content: 'It is 42.' }),
+    ]);
+    expect(body.runs).toEqual([
+      expect.objectContaining({ strategy: 'roa', status: 'completed', steps: 1, max_steps: 10, completion_tokens: 14, prompt_tokens: 31 }),
+    ]);
+    expect(body.last_seq).toBe(client.logged.at(-1)!.seq);
+    await client.close();
+  });
+
+  it('returns the event log after a seq', async () => {
+    const { client, id } = await sessionWithOneRun('Log?');
+    const all = await api(`/api/sessions/${id}/events`);
+    expect(all.body.events).toEqual(client.logged);
+    const tail = await api(`/api/sessions/${id}/events?after_seq=3`);
+    expect(tail.body.events.map((event: { seq: number }) => event.seq)[0]).toBe(4);
+    expect(tail.body.last_seq).toBe(client.logged.at(-1)!.seq);
+    await client.close();
+  });
+
+  it('deletes a session, stopping its run', async () => {
+    const client = await TestClient.connect(server.wsUrl);
+    llm.enqueue({ hang: true });
+    client.chat('Slow', { agent_mode: true });
+    const request = await llm.waitFor(() => true);
+    const id = String(client.session.session_id);
+    expect((await api(`/api/sessions/${id}`, { method: 'DELETE' })).status).toBe(204);
+    await llm.waitForAbort(request);
+    expect((await api(`/api/sessions/${id}`)).status).toBe(404);
+    expect((await api(`/api/sessions/${id}`, { method: 'DELETE' })).status).toBe(404);
+    await client.close();
+  });
+
+  it.each([
+    ['/api/sessions/not-a-uuid', 400, 'invalid_id'],
+    ['/api/sessions/00000000-0000-4000-8000-000000000000', 404, 'not_found'],
+    ['/api/sessions/00000000-0000-4000-8000-000000000000/events', 404, 'not_found'],
+    ['/api/sessions/not-a-uuid/events', 400, 'invalid_id'],
+    ['/api/nothing-here', 404, 'not_found'],
+  ])('answers %s with %d and a JSON error', async (path, status, code) => {
+    const response = await api(path);
+    expect(response.status).toBe(status);
+    expect(response.body).toEqual({ error: { code, message: expect.any(String) } });
+  });
+
+  it('refuses a bad after_seq', async () => {
+    const { client, id } = await sessionWithOneRun('x');
+    const response = await api(`/api/sessions/${id}/events?after_seq=-1`);
+    expect(response).toEqual({ status: 400, body: { error: { code: 'invalid_query', message: expect.any(String) } } });
+    await client.close();
+  });
+});
