@@ -2,16 +2,23 @@ import { Composer } from './components/Composer.tsx';
 import { Conversation } from './components/Conversation.tsx';
 import { Header } from './components/Header.tsx';
 import { QuestionBanner } from './components/QuestionBanner.tsx';
+import { SessionSidebar } from './components/SessionSidebar.tsx';
 import { useStepwise } from './lib/use-stepwise.ts';
+import { useState } from 'react';
 import { pendingQuestion } from './state/reducer.ts';
 
 /** The whole app: state comes from the reducer, components only render it and send messages. */
 export function App() {
   const { state, actions } = useStepwise();
   const question = pendingQuestion(state);
+  const [sidebarOpen, setSidebarOpen] = useState(false);
+  // The list refreshes when a response completes (a new title, a new last activity).
+  const refreshKey = state.busy ? -1 : state.lastSeq;
   return (
-    <div className="app">
-      <Header session={state.session} connection={state.connection} />
+    <div className="layout">
+      <SessionSidebar currentId={state.session?.session_id} refreshKey={refreshKey} open={sidebarOpen} onClose={() => setSidebarOpen(false)} />
+      <div className="app">
+      <Header session={state.session} connection={state.connection} onToggleSidebar={() => setSidebarOpen((open) => !open)} />
       <Conversation state={state} />
       <div className="dock">
         {question && (
@@ -34,6 +41,7 @@ export function App() {
           onSend={actions.chat}
           onStop={actions.stop}
         />
+      </div>
       </div>
     </div>
   );

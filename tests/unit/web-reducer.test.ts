@@ -75,7 +75,7 @@ describe('the web app reducer', () => {
     seq = 100;
     const state = apply(initialViewState, update('agent_observe', { step: 2, content: 'Seen late.' }));
     expect(state.runs[run]!.steps).toMatchObject([{ step: 2, observe: 'Seen late.', observeDone: true }]);
-    expect(state.items).toEqual([{ kind: 'run', id: `r${run}`, runId: run }]);
+    expect(state.items).toEqual([{ kind: 'run', id: `r${run}`, runId: run, order: 101 }]);
   });
 
   it('keeps steps in order when they arrive out of order', () => {
@@ -171,6 +171,38 @@ describe('the web app reducer', () => {
   it('keeps a running run busy when a stray error arrives', () => {
     const state = apply(started(), { type: 'error', code: 'no_pending_input', message: 'not waiting' });
     expect(state.busy).toBe(true);
+  });
+
+  it('rebuilds a session from the history and the replayed log, in order, with finished runs marked', () => {
+    seq = 0;
+    let state = apply(initialViewState, { ...session, last_seq: 4, resumed: true });
+    // The log replays first; the history API's messages arrive later and slot in between.
+    state = apply(state, update('agent_start', { max_steps: 2 }), logged({ type: 'assistant_message', content: 'A1' }), logged({ type: 'response_complete' }));
+    state = apply(state, { type: 'assistant_message', content: 'A2', seq: 4, ts });
+    state = reduce(state, {
+      kind: 'history_loaded',
+      sessionId: 's-1',
+      messages: [
+        { role: 'user', content: 'Q1', after_seq: 0 },
+        { role: 'assistant', content: 'A1', after_seq: 2 },
+        { role: 'user', content: 'Q2', after_seq: 3 },
+      ],
+    });
+    expect(state.items.map((item) => (item.kind === 'run' ? 'run' : `${item.kind}:${item.content}`))).toEqual([
+      'user:Q1',
+      'run',
+      'assistant:A1',
+      'user:Q2',
+      'assistant:A2',
+    ]);
+    expect(state.runs[run]).toMatchObject({ complete: true, replayed: true });
+    // Loading the same history twice adds nothing.
+    expect(reduce(state, { kind: 'history_loaded', sessionId: 's-1', messages: [{ role: 'user', content: 'Q1', after_seq: 0 }] }).items).toHaveLength(5);
+  });
+
+  it('ignores history of another session', () => {
+    const state = started();
+    expect(reduce(state, { kind: 'history_loaded', sessionId: 'other', messages: [{ role: 'user', content: 'x', after_seq: 0 }] })).toBe(state);
   });
 
   it('starts afresh when the server hands out a different session', () => {

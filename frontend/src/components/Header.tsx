@@ -8,9 +8,20 @@ const CONNECTION_LABEL: Record<ConnectionState, string> = {
 };
 
 /** The app bar: name, the model in use, and the connection. */
-export function Header({ session, connection }: { session: SessionEvent | undefined; connection: ConnectionState }) {
+export function Header({
+  session,
+  connection,
+  onToggleSidebar,
+}: {
+  session: SessionEvent | undefined;
+  connection: ConnectionState;
+  onToggleSidebar: () => void;
+}) {
   return (
     <header className="app-header">
+      <button type="button" className="ghost sidebar-toggle" onClick={onToggleSidebar} aria-label="Chats">
+        ☰
+      </button>
       <div className="brand">
         <span className="logo" aria-hidden="true">◆</span> Stepwise
       </div>

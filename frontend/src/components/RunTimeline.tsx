@@ -28,7 +28,13 @@ export function RunTimeline({ run }: { run: RunView }) {
   return (
     <div className="run" aria-label="Agent run" data-testid="run">
       {run.steps.map((step) => (
-        <StepCard key={step.step} step={step} maxSteps={run.maxSteps} current={running && step.step === lastStep} />
+        <StepCard
+          key={step.step}
+          step={step}
+          maxSteps={run.maxSteps}
+          current={running && step.step === lastStep}
+          folded={run.complete && run.replayed === true}
+        />
       ))}
       {run.end && (
         <div className={`run-end run-end-${run.end.kind}`} role="status" data-testid="run-end">

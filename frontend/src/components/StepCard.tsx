@@ -1,3 +1,4 @@
+import { useEffect, useState } from 'react';
 import type { StepView } from '../state/view-state.ts';
 import { Markdown } from './Markdown.tsx';
 import { ToolCallCard } from './ToolCallCard.tsx';
@@ -10,10 +11,20 @@ const QUESTION_STATUS = {
 } as const;
 
 /** One reason → act → observe step; foldable once finished. */
-export function StepCard({ step, maxSteps, current }: { step: StepView; maxSteps: number; current: boolean }) {
+export function StepCard({ step, maxSteps, current, folded }: { step: StepView; maxSteps: number; current: boolean; folded: boolean }) {
   const tools = step.tools.filter((tool) => tool.name !== 'request_input');
+  // Runs rebuilt from the log start folded; live ones stay open until the user folds them.
+  const [open, setOpen] = useState(!folded);
+  useEffect(() => {
+    if (folded) setOpen(false);
+  }, [folded]);
   return (
-    <details className={`step-card ${current ? 'step-current' : ''}`} open data-testid="step-card">
+    <details
+      className={`step-card ${current ? 'step-current' : ''}`}
+      open={open}
+      onToggle={(event) => setOpen(event.currentTarget.open)}
+      data-testid="step-card"
+    >
       <summary>
         <span className="step-badge">
           Step {step.step} of {maxSteps || '?'}

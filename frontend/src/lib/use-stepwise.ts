@@ -2,6 +2,7 @@ import type { ClientMessage } from '@stepwise/shared-types';
 import { useCallback, useEffect, useMemo, useReducer, useRef } from 'react';
 import { reduce } from '../state/reducer.ts';
 import { initialViewState } from '../state/view-state.ts';
+import { api, sessionInUrl } from './api.ts';
 import { StepwiseSocket } from './socket-client.ts';
 
 /** The socket URL of the server that served this page. */
@@ -16,9 +17,20 @@ export function useStepwise(url: string = defaultSocketUrl()) {
   const socketRef = useRef<StepwiseSocket | null>(null);
 
   useEffect(() => {
-    const socket = new StepwiseSocket({ url });
+    const requested = sessionInUrl.read();
+    const socket = new StepwiseSocket({ url, ...(requested ? { sessionId: requested } : {}) });
     socketRef.current = socket;
-    const offEvent = socket.onEvent((event) => dispatch({ kind: 'server_event', event }));
+    if (requested) {
+      // The log replays the runs; the user's own messages come from the history API.
+      api
+        .session(requested)
+        .then((detail) => detail && dispatch({ kind: 'history_loaded', sessionId: requested, messages: detail.messages }))
+        .catch(() => undefined);
+    }
+    const offEvent = socket.onEvent((event) => {
+      if (event.type === 'session' && 'session_id' in event) sessionInUrl.write(event.session_id);
+      dispatch({ kind: 'server_event', event });
+    });
     const offState = socket.onState((connection) => dispatch({ kind: 'connection', state: connection }));
     socket.connect();
     return () => {

@@ -1,4 +1,4 @@
-import type { ServerEvent, SessionEvent } from '@stepwise/shared-types';
+import type { HistoryMessage, ServerEvent, SessionEvent } from '@stepwise/shared-types';
 import type { ChatItem, ConnectionState, RunView, StepView, ToolCallView, ViewState } from './view-state.ts';
 
 /** Everything that changes what the web app shows. */
@@ -6,6 +6,7 @@ export type Action =
   | { kind: 'server_event'; event: ServerEvent | { type: string } }
   | { kind: 'connection'; state: ConnectionState }
   | { kind: 'user_message'; id: string; content: string }
+  | { kind: 'history_loaded'; sessionId: string; messages: HistoryMessage[] }
   | { kind: 'stop_requested' }
   | { kind: 'answer_sent'; runId: string; answer: string }
   | { kind: 'dismiss_notice' };
@@ -26,8 +27,20 @@ export function reduce(state: ViewState, action: Action): ViewState {
         busy: true,
         stopping: false,
         notice: undefined,
-        items: [...state.items, { kind: 'user', id: action.id, content: action.content }],
+        items: insertItem(state.items, { kind: 'user', id: action.id, content: action.content, order: state.lastSeq + 0.5 }),
       };
+    case 'history_loaded': {
+      // Messages come from the history API; the replayed log brings everything else.
+      if (state.session && state.session.session_id !== action.sessionId) return state;
+      let items = state.items;
+      for (const message of action.messages) {
+        if (message.role !== 'user') continue;
+        const order = message.after_seq + 0.5;
+        if (items.some((item) => item.kind === 'user' && item.order === order && item.content === message.content)) continue;
+        items = insertItem(items, { kind: 'user', id: `h${order}`, content: message.content, order });
+      }
+      return { ...state, items };
+    }
     case 'stop_requested':
       return state.busy ? { ...state, stopping: true } : state;
     case 'answer_sent':
@@ -80,12 +93,13 @@ function applyLogged(state: ViewState, event: Logged): ViewState {
   const runId = event.run_id;
   switch (event.type) {
     case 'assistant_message': {
-      const item: ChatItem = { kind: 'assistant', id: `a${event.seq}`, content: event.content, ...(runId ? { runId } : {}) };
-      return { ...state, streamingAnswer: undefined, items: [...state.items, item] };
+      const item: ChatItem = { kind: 'assistant', id: `a${event.seq}`, content: event.content, order: event.seq, ...(runId ? { runId } : {}) };
+      return { ...state, streamingAnswer: undefined, items: insertItem(state.items, item) };
     }
     case 'response_complete': {
       const next = { ...state, busy: false, stopping: false, streamingAnswer: undefined, activeRunId: undefined };
-      return runId ? updateRun(next, runId, (run) => ({ ...run, complete: true })) : next;
+      const replayed = event.seq <= (state.session?.last_seq ?? 0);
+      return runId ? updateRun(next, runId, (run) => ({ ...run, complete: true, replayed })) : next;
     }
     case 'tool_start':
       if (!runId) return state;
@@ -191,8 +205,15 @@ function ensureRun(state: ViewState, runId: string): ViewState {
   return {
     ...state,
     runs: { ...state.runs, [runId]: run },
-    items: [...state.items, { kind: 'run', id: `r${runId}`, runId }],
+    // lastSeq is already the seq of the event that brought the run.
+    items: insertItem(state.items, { kind: 'run', id: `r${runId}`, runId, order: state.lastSeq }),
   };
+}
+
+/** Inserts an item in order; items of equal order keep their arrival order. */
+function insertItem(items: ChatItem[], item: ChatItem): ChatItem[] {
+  const index = items.findIndex((existing) => existing.order > item.order);
+  return index < 0 ? [...items, item] : [...items.slice(0, index), item, ...items.slice(index)];
 }
 
 function updateRun(state: ViewState, runId: string, change: (run: RunView) => RunView): ViewState {

@@ -49,13 +49,19 @@ export interface RunView {
   end?: RunEnd;
   /** True once response_complete arrived. */
   complete: boolean;
+  /** True when the run ended before this page joined: it was rebuilt from the log. */
+  replayed?: boolean;
 }
 
-/** One item of the conversation. */
-export type ChatItem =
+/**
+ * One item of the conversation. `order` places it: a logged item's seq, and for a user message
+ * the seq it was sent after plus one half (its response's events come after it).
+ */
+export type ChatItem = { order: number } & (
   | { kind: 'user'; id: string; content: string }
   | { kind: 'assistant'; id: string; content: string; runId?: string }
-  | { kind: 'run'; id: string; runId: string };
+  | { kind: 'run'; id: string; runId: string }
+);
 
 /** A problem to show the user (a rejected message, a failed answer). */
 export interface Notice {

@@ -1,0 +1,34 @@
+import { type SessionDetail, SessionDetail as SessionDetailSchema, type SessionSummary, SessionList } from '@stepwise/shared-types';
+
+/** The history API, from the page's own origin. */
+export const api = {
+  async sessions(): Promise<SessionSummary[]> {
+    const response = await fetch('/api/sessions');
+    if (!response.ok) throw new Error(`Could not load the sessions (${response.status})`);
+    return SessionList.parse(await response.json()).sessions;
+  },
+  /** A session's messages and runs; undefined when the server does not know it. */
+  async session(id: string): Promise<SessionDetail | undefined> {
+    const response = await fetch(`/api/sessions/${encodeURIComponent(id)}`);
+    if (response.status === 404 || response.status === 400) return undefined;
+    if (!response.ok) throw new Error(`Could not load the session (${response.status})`);
+    return SessionDetailSchema.parse(await response.json());
+  },
+  async deleteSession(id: string): Promise<void> {
+    const response = await fetch(`/api/sessions/${encodeURIComponent(id)}`, { method: 'DELETE' });
+    if (!response.ok && response.status !== 404) throw new Error(`Could not delete the session (${response.status})`);
+  },
+};
+
+/** The session the page shows, kept in the URL so that a reload rejoins it. */
+export const sessionInUrl = {
+  read(): string | undefined {
+    return new URLSearchParams(window.location.search).get('session') ?? undefined;
+  },
+  write(id: string): void {
+    const url = new URL(window.location.href);
+    if (url.searchParams.get('session') === id) return;
+    url.searchParams.set('session', id);
+    window.history.replaceState(null, '', url);
+  },
+};

@@ -1,0 +1,110 @@
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
+import { launchBrowser } from './browser.ts';
+
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+let llm: ScriptedLlmServer;
+let server: TestServer;
+
+beforeAll(async () => {
+  browser = await launchBrowser();
+});
+afterAll(async () => {
+  await browser?.close();
+});
+beforeEach(async () => {
+  llm = await ScriptedLlmServer.start();
+  server = await startStepwiseWithModel(llm.url);
+  context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
+  page = await context.newPage();
+  await page.goto(server.url);
+  await live();
+});
+afterEach(async () => {
+  await context?.close();
+  await server?.close();
+  await llm?.close();
+});
+
+const live = () => page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+
+async function ask(text: string): Promise<void> {
+  await page.getByRole('textbox', { name: 'Message' }).fill(text);
+  await page.getByRole('button', { name: 'Send' }).click();
+}
+
+describe('the web app across reloads', () => {
+  it('keeps the session in the URL and rejoins a run after a reload mid-run', async () => {
+    llm.enqueue(
+      { text: reasonText('Thinking slowly.'), delayMs: 1_000 },
+      { toolCalls: [{ name: 'calculator', arguments: { expression: '2*21' } }] },
+      { text: observeText('42.', { final_answer: 'The answer is 42.' }) },
+    );
+    await ask('What is 2*21?');
+    await page.getByText('Step 1 of 10').waitFor();
+    const url = new URL(page.url());
+    expect(url.searchParams.get('session')).toMatch(/^[0-9a-f-]{36}$/);
+
+    await page.reload();
+    await live();
+    await page.getByText('Answered in 1 step').waitFor();
+    expect(new URL(page.url()).searchParams.get('session')).toBe(url.searchParams.get('session'));
+    await page.getByTestId('user-turn').getByText('What is 2*21?').waitFor();
+    expect(await page.getByTestId('assistant-turn').textContent()).toContain('The answer is 42.');
+    expect(await page.getByTestId('tool-card').textContent()).toContain('42');
+  });
+
+  it('shows a pending question again after a reload, and the answer finishes the run', async () => {
+    llm.enqueue(
+      { text: reasonText('Need a city.') },
+      { toolCalls: [{ id: 'ask', name: 'request_input', arguments: { question: 'Which city?' } }] },
+      { text: observeText('Oslo.', { final_answer: 'Oslo weather.' }) },
+    );
+    await ask('Weather?');
+    await page.getByRole('alertdialog').getByText('Which city?').waitFor();
+    await page.reload();
+    await live();
+    await page.getByRole('alertdialog').getByText('Which city?').waitFor();
+    await page.getByRole('textbox', { name: 'Your answer' }).fill('Oslo');
+    await page.getByRole('button', { name: 'Answer' }).click();
+    await page.getByText('Answered in 1 step').waitFor();
+    expect(await page.getByTestId('assistant-turn').textContent()).toContain('Oslo weather.');
+  });
+
+  it('lists past sessions, opens one with its runs folded, starts new chats and deletes', async () => {
+    llm.enqueue(
+      { text: reasonText('Multiply.') },
+      { toolCalls: [{ name: 'calculator', arguments: { expression: '6*7' } }] },
+      { text: observeText('42.', { final_answer: 'Forty-two.' }) },
+    );
+    await ask('Six times seven');
+    await page.getByText('Answered in 1 step').waitFor();
+    const chats = page.getByRole('navigation', { name: 'Chats' });
+    await chats.getByRole('link', { name: /Six times seven/ }).waitFor();
+
+    await chats.getByRole('link', { name: 'New chat' }).click();
+    await live();
+    expect(new URL(page.url()).searchParams.get('session')).not.toBeNull();
+    expect(await page.getByTestId('step-card').count()).toBe(0);
+
+    await chats.getByRole('link', { name: /Six times seven/ }).click();
+    await live();
+    await page.getByText('Answered in 1 step').waitFor();
+    const step = page.getByTestId('step-card').first();
+    expect(await step.getAttribute('open')).toBeNull();
+    await page.getByTestId('user-turn').getByText('Six times seven').waitFor();
+
+    const deletedId = new URL(page.url()).searchParams.get('session')!;
+    await chats.getByRole('button', { name: 'Delete “Six times seven”' }).click();
+    // Deleting the open session leaves it for a new chat.
+    await page.waitForURL((current) => current.searchParams.get('session') !== deletedId);
+    await live();
+    expect((await fetch(`${server.url}/api/sessions/${deletedId}`)).status).toBe(404);
+    await chats.getByText('New chat').first().waitFor();
+    expect(await chats.getByRole('link', { name: /Six times seven/ }).count()).toBe(0);
+  });
+});
