@@ -2,6 +2,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { resolveFrom, root, run } from './run.mjs';
 
 if (!existsSync(join(root, 'frontend', 'dist', 'index.html'))) {
@@ -10,11 +11,12 @@ if (!existsSync(join(root, 'frontend', 'dist', 'index.html'))) {
   if (code !== 0) process.exit(code);
 }
 
-const tsx = resolveFrom('backend', 'tsx/cli');
-const server = spawn(
-  process.execPath,
-  [tsx, '--tsconfig', join(root, 'backend', 'tsconfig.json'), join(root, 'backend', 'src', 'main.ts')],
-  { stdio: 'inherit', cwd: root },
-);
+// One process: TypeScript is loaded in it (tsx's loader), so signals reach the server itself.
+const tsx = pathToFileURL(resolveFrom('backend', 'tsx')).href;
+const server = spawn(process.execPath, ['--import', tsx, join(root, 'backend', 'src', 'main.ts')], {
+  stdio: 'inherit',
+  cwd: root,
+  env: { ...process.env, TSX_TSCONFIG_PATH: join(root, 'backend', 'tsconfig.json') },
+});
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => server.kill(signal));
 server.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

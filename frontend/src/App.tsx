@@ -3,17 +3,19 @@ import { Conversation } from './components/Conversation.tsx';
 import { Header } from './components/Header.tsx';
 import { QuestionBanner } from './components/QuestionBanner.tsx';
 import { SessionSidebar } from './components/SessionSidebar.tsx';
+import { TokenPrompt } from './components/TokenPrompt.tsx';
 import { useStepwise } from './lib/use-stepwise.ts';
 import { useState } from 'react';
 import { pendingQuestion } from './state/reducer.ts';
 
 /** The whole app: state comes from the reducer, components only render it and send messages. */
 export function App() {
-  const { state, actions } = useStepwise();
+  const { state, actions, access } = useStepwise();
   const question = pendingQuestion(state);
   const [sidebarOpen, setSidebarOpen] = useState(false);
   // The list refreshes when a response completes (a new title, a new last activity).
   const refreshKey = state.busy ? -1 : state.lastSeq;
+  if (access === 'token_required') return <TokenPrompt />;
   return (
     <div className="layout">
       <SessionSidebar currentId={state.session?.session_id} refreshKey={refreshKey} open={sidebarOpen} onClose={() => setSidebarOpen(false)} />

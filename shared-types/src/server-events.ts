@@ -11,7 +11,7 @@ const agentUpdate = <T extends string, S extends z.ZodRawShape>(updateType: T, s
   z.object({ type: z.literal('agent_update'), update_type: z.literal(updateType), ...logged, ...shape });
 
 /** Why a run was stopped. */
-export const StopReason = z.enum(['user', 'input_timeout', 'shutdown', 'server_restart', 'timeout']);
+export const StopReason = z.enum(['user', 'input_timeout', 'shutdown', 'server_restart', 'timeout', 'token_budget']);
 export type StopReason = z.infer<typeof StopReason>;
 
 /** How a completed run ended: with an answer, or at its step limit. */
@@ -131,6 +131,8 @@ export const ERROR_CODES = {
   unknown_tool: 'unknown_tool',
   unknown_strategy: 'unknown_strategy',
   model_error: 'model_error',
+  rate_limited: 'rate_limited',
+  server_busy: 'server_busy',
   internal_error: 'internal_error',
 } as const;
 export const ErrorCode = z.enum(Object.values(ERROR_CODES) as [string, ...string[]]);

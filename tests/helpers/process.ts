@@ -1,9 +1,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 
 const root = join(import.meta.dirname, '..', '..');
-const tsx = createRequire(join(root, 'backend', 'package.json')).resolve('tsx/cli');
+const tsx = pathToFileURL(createRequire(join(root, 'backend', 'package.json')).resolve('tsx')).href;
 
 /** Stepwise as its own process (`main.ts`), for tests that kill and restart it. */
 export interface StepwiseProcess {
@@ -17,9 +18,10 @@ export interface StepwiseProcess {
 
 /** Starts the server process and waits until it says it is ready. */
 export async function startStepwiseProcess(env: Record<string, string>): Promise<StepwiseProcess> {
-  const child = spawn(process.execPath, [tsx, '--tsconfig', join(root, 'backend', 'tsconfig.json'), join(root, 'backend', 'src', 'main.ts')], {
+  // The server runs in this one process (tsx as a loader), so a signal reaches the server itself.
+  const child = spawn(process.execPath, ['--import', tsx, join(root, 'backend', 'src', 'main.ts')], {
     cwd: root,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', DEMO_DELAY_MS: '0', LLM_RETRY_BASE_MS: '1', ...env },
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, TSX_TSCONFIG_PATH: join(root, 'backend', 'tsconfig.json'), PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', DEMO_DELAY_MS: '0', LLM_RETRY_BASE_MS: '1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

@@ -28,6 +28,8 @@ export interface RunServices {
   prompts: PromptProvider;
   logger: Logger;
   inputTimeoutMs: number;
+  /** The run's budgets: wall-clock time, and tokens (0: none). Beyond either, the run is stopped. */
+  budget: { timeoutMs: number; tokens: number };
 }
 
 export interface RunHooks {
@@ -56,9 +58,17 @@ export async function executeRun(
   const logger = services.logger.child({ run_id: input.runId, strategy: strategy.name });
   const progress = { step: 0, transcript: [] as LlmMessage[] };
   const usage: TokenUsage = { promptTokens: 0, completionTokens: 0 };
+  const overBudget = () => {
+    if (services.budget.tokens > 0 && usage.promptTokens + usage.completionTokens > services.budget.tokens) {
+      logger.warn({ ...usage, budget: services.budget.tokens }, 'run over its token budget');
+      control.stop('token_budget');
+    }
+  };
+  const timer = setTimeout(() => control.stop('timeout'), services.budget.timeoutMs);
+  timer.unref?.();
   const context: RunContext = {
     ...services,
-    llm: countingUsage(services.llm, usage),
+    llm: observedModel(services.llm, usage, logger, overBudget),
     logger,
     control,
     sink,
@@ -70,6 +80,7 @@ export async function executeRun(
     },
   };
   const started = performance.now();
+  logger.info({ max_steps: input.maxSteps, tools: input.toolNames, resumed: hooks.resume !== undefined }, 'run started');
   let outcome: RunOutcome;
   try {
     if (hooks.resume === undefined) await sink.emit(events.start(input.maxSteps, strategy.name));
@@ -80,6 +91,8 @@ export async function executeRun(
     outcome = { status: 'completed', steps: success.steps, answer: success.answer, transcript, usage };
   } catch (error) {
     outcome = { ...(await endEarly(error, control, sink, events, progress.step, logger)), steps: progress.step, transcript: progress.transcript, usage };
+  } finally {
+    clearTimeout(timer);
   }
   try {
     await hooks.onEnd?.(outcome);
@@ -122,15 +135,29 @@ async function endEarly(
   }
 }
 
-/** The model client, adding each call's reported token usage to `usage`. */
-function countingUsage(llm: LlmClient, usage: TokenUsage): LlmClient {
+/**
+ * The model client as a run sees it: each call's reported token usage adds to `usage` (and is
+ * checked against the budget), and each call, one per phase, leaves one log line without contents.
+ */
+function observedModel(llm: LlmClient, usage: TokenUsage, logger: Logger, checkBudget: () => void): LlmClient {
   return {
     modelName: llm.modelName,
     isDemo: llm.isDemo,
     async complete(request) {
+      const started = performance.now();
       const result = await llm.complete(request);
       usage.promptTokens += result.usage?.promptTokens ?? 0;
       usage.completionTokens += result.usage?.completionTokens ?? 0;
+      logger.info(
+        {
+          phase: request.purpose,
+          duration_ms: Math.round(performance.now() - started),
+          tool_calls: result.toolCalls.length,
+          ...(result.usage ? { prompt_tokens: result.usage.promptTokens, completion_tokens: result.usage.completionTokens } : {}),
+        },
+        'phase done',
+      );
+      checkBudget();
       return result;
     },
   };

@@ -14,8 +14,8 @@ export interface ToolCallRecord {
 export interface ToolCallsProgress {
   /** Finished calls, by call id. */
   done: Record<string, ToolCallRecord>;
-  /** The question being waited on, if any. */
-  awaiting?: { callId: string; question: string; deadline: string } | undefined;
+  /** The question being waited on, if any; `announced` once its agent_request_input is logged. */
+  awaiting?: { callId: string; question: string; deadline: string; announced: boolean } | undefined;
 }
 
 const SUMMARY_MAX_CHARS = 2_000;
@@ -78,6 +78,7 @@ async function runOrdinary(
     sessionId: input.sessionId,
     runId: input.runId,
   });
+  context.logger.info({ step, tool: call.name, ok: outcome.ok, duration_ms: outcome.durationMs }, 'tool done');
   if (outcome.ok) {
     await sink.emit(events.toolComplete(step, call.id, call.name, outcome.result, outcome.durationMs));
   } else {
@@ -104,10 +105,16 @@ async function askUser(
       await sink.emit(events.toolError(step, call.id, call.name, error, 0));
       return { call, content: `Error: ${error}`, summary: summarize(REQUEST_INPUT_TOOL, `Error: ${error}`) };
     }
-    const deadline = new Date(Date.now() + inputTimeoutMs);
     await sink.emit(events.toolStart(step, call.id, call.name, { question }));
-    await sink.emit(events.requestInput(step, question, call.id, deadline));
-    awaiting = { callId: call.id, question, deadline: deadline.toISOString() };
+    awaiting = { callId: call.id, question, deadline: new Date(Date.now() + inputTimeoutMs).toISOString(), announced: false };
+  }
+  if (!awaiting.announced) {
+    // The run is saved before the question is shown, so no one sees a question a restart would forget;
+    // a crash between the two shows it once more after the restart.
+    progress.awaiting = awaiting;
+    await hooks.onAwaitInput?.(progress);
+    await sink.emit(events.requestInput(step, awaiting.question, call.id, new Date(awaiting.deadline)));
+    awaiting = { ...awaiting, announced: true };
     progress.awaiting = awaiting;
     await hooks.onAwaitInput?.(progress);
   }

@@ -11,6 +11,7 @@ import type { Logger } from '../logger.ts';
 import type { PromptProvider } from '../prompts/prompt-provider.ts';
 import type { RunEnd, RunRecord, Store } from '../store/store.ts';
 import type { ToolRegistry } from '../tools/tool-registry.ts';
+import type { RunSlots } from './run-slots.ts';
 import type { SessionEventLog } from './session-event-log.ts';
 
 /** The services every session shares. */
@@ -22,6 +23,8 @@ export interface ChatDependencies {
   store: Store;
   strategies: ReadonlyMap<string, Strategy>;
   logger: Logger;
+  /** Shared by every session: the server's limit of concurrent answers and runs. */
+  runSlots: RunSlots;
 }
 
 /** What is running in a session: a plain chat answer or an agent run. */
@@ -108,12 +111,20 @@ export class ChatService {
     return undefined;
   }
 
-  /** Marks the session busy at once (so a second message is refused) and runs `work` in the background. */
-  private start(work: (control: AgentControl) => Promise<void>): undefined {
+  /**
+   * Marks the session busy at once (so a second message is refused) and runs `work` in the
+   * background, in one of the server's run slots; refuses with `server_busy` when none is free.
+   */
+  private start(work: (control: AgentControl) => Promise<void>, options: { force?: boolean } = {}): ErrorEvent | undefined {
+    const release = this.deps.runSlots.tryAcquire() ?? (options.force ? () => undefined : undefined);
+    if (!release) {
+      return reject('server_busy', `The server is at its limit of ${this.deps.runSlots.limit} concurrent runs; try again shortly`);
+    }
     const control = new AgentControl();
     const done = work(control)
       .catch((error: unknown) => this.deps.logger.error({ err: error, session_id: this.sessionId }, 'response failed'))
       .finally(() => {
+        release();
         this.active = undefined;
       });
     this.active = { control, done };
@@ -127,7 +138,8 @@ export class ChatService {
       void this.closeInterrupted(run);
       return;
     }
-    this.start((control) => this.execute(strategy, checkpoint.input, control, checkpoint.state));
+    // A run that already waited before the restart is not refused for lack of a slot.
+    this.start((control) => this.execute(strategy, checkpoint.input, control, checkpoint.state), { force: true });
   }
 
   /** Closes a run the server was in the middle of when it stopped: nothing of it can go on. */
@@ -207,7 +219,14 @@ export class ChatService {
       input,
       control,
       this.log,
-      { llm, tools, prompts, inputTimeoutMs: config.agent.inputTimeoutMs, logger: logger.child({ session_id: this.sessionId }) },
+      {
+        llm,
+        tools,
+        prompts,
+        inputTimeoutMs: config.agent.inputTimeoutMs,
+        budget: { timeoutMs: config.agent.runTimeoutMs, tokens: config.agent.runTokenBudget },
+        logger: logger.child({ session_id: this.sessionId }),
+      },
       {
         resume,
         saveCheckpoint: (checkpoint) => store.saveCheckpoint(input.runId, checkpoint),
@@ -224,9 +243,10 @@ export class ChatService {
     );
   }
 
-  /** The conversation so far, as the model sees it. */
+  /** The conversation so far, as the model sees it: whole turns, the oldest dropped beyond the context budget. */
   private async history(): Promise<LlmMessage[]> {
-    return (await this.deps.store.listMessages(this.sessionId)).map((record) => record.message);
+    const messages = (await this.deps.store.listMessages(this.sessionId)).map((record) => record.message);
+    return trimToBudget(messages, this.deps.config.agent.contextBudgetChars);
   }
 
   /** The last step a run reached, read back from the log. */
@@ -236,6 +256,25 @@ export class ChatService {
     for (const event of events) if (event.run_id === runId && 'step' in event && typeof event.step === 'number') step = event.step;
     return step;
   }
+}
+
+/**
+ * Drops the oldest turns (a user message and everything up to the next one) until the history
+ * fits `budgetChars`. Whole turns go, so a tool call never loses its result.
+ */
+export function trimToBudget(messages: LlmMessage[], budgetChars: number): LlmMessage[] {
+  const size = (message: LlmMessage) =>
+    (message.content?.length ?? 0) + (message.role === 'assistant' ? (message.toolCalls ?? []).reduce((sum, call) => sum + call.arguments.length + call.name.length, 0) : 0);
+  let total = messages.reduce((sum, message) => sum + size(message), 0);
+  let start = 0;
+  while (total > budgetChars && start < messages.length) {
+    // Drop one turn: the message at `start` and everything before the next user message.
+    let end = start + 1;
+    while (end < messages.length && messages[end]!.role !== 'user') end++;
+    for (let index = start; index < end; index++) total -= size(messages[index]!);
+    start = end;
+  }
+  return messages.slice(start);
 }
 
 function today(): string {

@@ -7,6 +7,7 @@ import { TOKENS } from '../tokens.ts';
 import { ToolRegistry } from '../tools/tool-registry.ts';
 import type { ChatService } from './chat-service.ts';
 import type { ClientConnection } from './client-connection.ts';
+import { RateLimiter } from './rate-limiter.ts';
 import { SessionManager } from './session-manager.ts';
 
 /** What a transport passes on about a new connection. */
@@ -57,15 +58,23 @@ export class ConnectionHandler {
     connection.send(session);
     await chat.log.attach(connection, afterSeq);
     let closed = false;
+    const limiter = new RateLimiter(this.config.limits.messagesPerSecond);
+    const refuseFlood = () => {
+      if (limiter.take()) return false;
+      connection.send(error('rate_limited', `Too many messages: at most ${this.config.limits.messagesPerSecond} a second`));
+      return true;
+    };
     return {
       chat,
       onText: (text) => {
-        if (closed) return;
+        if (closed || refuseFlood()) return;
         const parsed = parseClientMessage(text);
         const reply = 'error' in parsed ? parsed.error : this.dispatch(chat, parsed.message);
         if (reply) connection.send(reply);
       },
-      onBinary: () => connection.send(error('binary_not_supported', 'Messages must be JSON text frames')),
+      onBinary: () => {
+        if (!closed && !refuseFlood()) connection.send(error('binary_not_supported', 'Messages must be JSON text frames'));
+      },
       onClose: () => {
         if (closed) return;
         closed = true;

@@ -11,6 +11,7 @@ import type { Store } from '../store/store.ts';
 import { TOKENS } from '../tokens.ts';
 import { ToolRegistry } from '../tools/tool-registry.ts';
 import { type ChatDependencies, ChatService } from './chat-service.ts';
+import { RunSlots } from './run-slots.ts';
 import { SessionEventLog } from './session-event-log.ts';
 
 const SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -40,6 +41,7 @@ export class SessionManager {
       store,
       strategies: new Map(strategies.map((strategy) => [strategy.name, strategy])),
       logger,
+      runSlots: new RunSlots(config.limits.concurrentRuns),
     };
   }
 

@@ -33,7 +33,12 @@ const EnvSchema = z.object({
   DATA_DIR: nonEmpty.default('./data'),
   DATABASE_URL: z.string().trim().pipe(z.url({ protocol: /^postgres(ql)?$/, error: 'must be a postgres:// URL' })).optional(),
   STEPWISE_CONFIG: nonEmpty.default('./stepwise.config.json'),
-  AUTH_TOKEN: nonEmpty.optional(),
+  AUTH_TOKEN: z
+    .string()
+    .trim()
+    .min(16, 'must be at least 16 characters')
+    .regex(/^[A-Za-z0-9._~-]+$/, 'may hold only letters, digits and - . _ ~ (it travels in a WebSocket subprotocol)')
+    .optional(),
   ALLOWED_ORIGINS: z
     .string()
     .transform((value) => value.split(',').map((origin) => origin.trim()).filter(Boolean))
@@ -56,6 +61,12 @@ const EnvSchema = z.object({
   TOOL_RESULT_MAX_CHARS: integer(100).default(16_000),
   TOOL_TIMEOUT_MS: integer(1).default(60_000),
   SESSION_IDLE_TTL_MS: integer(0).default(30 * 60_000),
+  MAX_MESSAGES_PER_SECOND: integer(1).default(20),
+  MAX_SOCKETS_PER_ADDRESS: integer(1).default(20),
+  MAX_CONCURRENT_RUNS: integer(1).default(100),
+  AGENT_RUN_TIMEOUT_MS: integer(1).default(15 * 60_000),
+  AGENT_RUN_TOKEN_BUDGET: integer(0).default(0),
+  CONTEXT_BUDGET_CHARS: integer(1000).default(60_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   STATIC_DIR: nonEmpty.optional(),
 });
@@ -78,7 +89,18 @@ export interface Config {
     temperature: number | undefined;
     demoDelayMs: number;
   };
-  agent: { maxStepsDefault: number; maxStepsLimit: number; inputTimeoutMs: number };
+  agent: {
+    maxStepsDefault: number;
+    maxStepsLimit: number;
+    inputTimeoutMs: number;
+    /** A run's wall-clock budget. */
+    runTimeoutMs: number;
+    /** A run's token budget (prompt + completion, as the model reports them); 0: none. */
+    runTokenBudget: number;
+    /** How much earlier conversation (in characters) goes to the model; oldest turns go first. */
+    contextBudgetChars: number;
+  };
+  limits: { messagesPerSecond: number; socketsPerAddress: number; concurrentRuns: number };
   prompts: { dir: string; reason: string; act: string; observe: string; chatSystem: string };
   tools: { resultMaxChars: number; timeoutMs: number };
   transport: { maxFrameBytes: number; staticDir: string | undefined };
@@ -133,6 +155,14 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
       maxStepsDefault: Math.min(e.AGENT_MAX_STEPS, e.AGENT_MAX_STEPS_LIMIT),
       maxStepsLimit: e.AGENT_MAX_STEPS_LIMIT,
       inputTimeoutMs: e.AGENT_INPUT_TIMEOUT_MS,
+      runTimeoutMs: e.AGENT_RUN_TIMEOUT_MS,
+      runTokenBudget: e.AGENT_RUN_TOKEN_BUDGET,
+      contextBudgetChars: e.CONTEXT_BUDGET_CHARS,
+    },
+    limits: {
+      messagesPerSecond: e.MAX_MESSAGES_PER_SECOND,
+      socketsPerAddress: e.MAX_SOCKETS_PER_ADDRESS,
+      concurrentRuns: e.MAX_CONCURRENT_RUNS,
     },
     prompts: {
       dir: e.PROMPTS_DIR ?? defaults.promptsDir,

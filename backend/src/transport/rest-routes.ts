@@ -11,7 +11,13 @@ export function registerRestRoutes(app: FastifyInstance, history: HistoryService
   });
   app.setNotFoundHandler((request, reply) => sendError(reply, 404, 'not_found', `No route ${request.method} ${request.url.split('?')[0]}`));
 
-  app.get('/api/sessions', async () => ({ sessions: await history.list() }));
+  app.get<{ Querystring: { limit?: string } }>('/api/sessions', async (request) => {
+    const limit = request.query.limit === undefined ? 100 : Number(request.query.limit);
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > 500) {
+      throw new HistoryError(400, 'invalid_query', 'limit must be an integer from 1 to 500');
+    }
+    return { sessions: await history.list(limit) };
+  });
   app.get<{ Params: { id: string } }>('/api/sessions/:id', (request) => history.get(request.params.id));
   app.get<{ Params: { id: string }; Querystring: { after_seq?: string } }>('/api/sessions/:id/events', (request) =>
     history.events(request.params.id, request.query.after_seq),

@@ -9,6 +9,8 @@ import { HistoryService } from '../chat/history-service.ts';
 import { SessionManager } from '../chat/session-manager.ts';
 import type { Config } from '../config/config.ts';
 import { TOKENS } from '../tokens.ts';
+import { checkAccess, chooseSubprotocol } from './access.ts';
+import { SocketsPerAddress } from './connection-limits.ts';
 import { registerRestRoutes } from './rest-routes.ts';
 import { registerWebSocketRoute } from './websocket-route.ts';
 
@@ -28,7 +30,7 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
   });
 
   await app.register(fastifyWebsocket, {
-    options: { maxPayload: config.transport.maxFrameBytes },
+    options: { maxPayload: config.transport.maxFrameBytes, handleProtocols: chooseSubprotocol },
     // Stop runs first, so their clients still hear agent_stopped before the sockets close.
     preClose: async function closeSockets(this: FastifyInstance) {
       await sessions.stopAll('shutdown');
@@ -36,6 +38,9 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
       await new Promise<void>((resolve) => this.websocketServer.close(() => resolve()));
     },
   });
+  // Every REST call and upgrade passes the access check before any route runs. It comes after the
+  // WebSocket plugin's own onRequest hook, which must mark upgrades so that refused ones are closed.
+  app.addHook('onRequest', checkAccess(config));
   const staticDir = config.transport.staticDir;
   if (staticDir && existsSync(staticDir)) {
     await app.register(fastifyStatic, { root: staticDir, prefix: '/', wildcard: false, index: ['index.html'] });
@@ -45,6 +50,6 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
 
   app.get('/api/health', () => ({ status: 'ok' }));
   registerRestRoutes(app, container.resolve(HistoryService));
-  registerWebSocketRoute(app, handler);
+  registerWebSocketRoute(app, handler, new SocketsPerAddress(config.limits.socketsPerAddress));
   return app;
 }

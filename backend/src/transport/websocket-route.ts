@@ -1,11 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import type { RawData } from 'ws';
 import type { ConnectionHandler } from '../chat/connection-handler.ts';
+import type { SocketsPerAddress } from './connection-limits.ts';
 import { WebSocketConnection } from './websocket-connection.ts';
 
 /** `/ws`: hands each socket to the transport-free connection handler, and nothing more. */
-export function registerWebSocketRoute(app: FastifyInstance, handler: ConnectionHandler): void {
-  app.get('/ws', { websocket: true }, (socket, request) => {
+export function registerWebSocketRoute(app: FastifyInstance, handler: ConnectionHandler, limits: SocketsPerAddress): void {
+  app.get('/ws', { websocket: true, onRequest: limits.check }, (socket, request) => {
+    const countOut = limits.add(request.ip);
     const query = request.query as Record<string, string | undefined>;
     const ready = handler.open(new WebSocketConnection(socket), {
       sessionId: query.session_id,
@@ -15,7 +17,10 @@ export function registerWebSocketRoute(app: FastifyInstance, handler: Connection
     socket.on('message', (data: RawData, isBinary: boolean) => {
       void ready.then((session) => (isBinary ? session.onBinary() : session.onText(toText(data))));
     });
-    socket.on('close', () => void ready.then((session) => session.onClose()));
+    socket.on('close', () => {
+      countOut();
+      void ready.then((session) => session.onClose());
+    });
     ready.catch((error: unknown) => {
       request.log.error({ err: error }, 'could not open the session');
       socket.close(1011, 'Could not open the session');

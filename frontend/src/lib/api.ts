@@ -1,21 +1,33 @@
 import { type SessionDetail, SessionDetail as SessionDetailSchema, type SessionSummary, SessionList } from '@stepwise/shared-types';
 
+import { AuthRequiredError, authHeaders } from './auth.ts';
+
+async function call(path: string, init: RequestInit = {}): Promise<Response> {
+  const response = await fetch(path, { ...init, headers: { ...authHeaders(), ...init.headers } });
+  if (response.status === 401) throw new AuthRequiredError();
+  return response;
+}
+
 /** The history API, from the page's own origin. */
 export const api = {
+  /** Resolves when the server accepts this browser's token (or needs none); rejects with AuthRequiredError. */
+  async checkAccess(): Promise<void> {
+    await call('/api/sessions?limit=1');
+  },
   async sessions(): Promise<SessionSummary[]> {
-    const response = await fetch('/api/sessions');
+    const response = await call('/api/sessions');
     if (!response.ok) throw new Error(`Could not load the sessions (${response.status})`);
     return SessionList.parse(await response.json()).sessions;
   },
   /** A session's messages and runs; undefined when the server does not know it. */
   async session(id: string): Promise<SessionDetail | undefined> {
-    const response = await fetch(`/api/sessions/${encodeURIComponent(id)}`);
+    const response = await call(`/api/sessions/${encodeURIComponent(id)}`);
     if (response.status === 404 || response.status === 400) return undefined;
     if (!response.ok) throw new Error(`Could not load the session (${response.status})`);
     return SessionDetailSchema.parse(await response.json());
   },
   async deleteSession(id: string): Promise<void> {
-    const response = await fetch(`/api/sessions/${encodeURIComponent(id)}`, { method: 'DELETE' });
+    const response = await call(`/api/sessions/${encodeURIComponent(id)}`, { method: 'DELETE' });
     if (!response.ok && response.status !== 404) throw new Error(`Could not delete the session (${response.status})`);
   },
 };

@@ -18,6 +18,8 @@ export interface SocketClientOptions {
   /** A session to rejoin at once (from the page URL). */
   sessionId?: string;
   createSocket?: (url: string) => SocketLike;
+  /** Subprotocols to offer (the access token rides in one); read at each connection attempt. */
+  protocols?: () => string[] | undefined;
   /** First and longest wait between reconnect attempts. */
   backoff?: { initialMs: number; maxMs: number };
   random?: () => number;
@@ -50,7 +52,7 @@ export class StepwiseSocket {
 
   constructor(private readonly options: SocketClientOptions) {
     this.currentSessionId = options.sessionId;
-    this.createSocket = options.createSocket ?? ((url) => new WebSocket(url) as unknown as SocketLike);
+    this.createSocket = options.createSocket ?? ((url) => new WebSocket(url, options.protocols?.()) as unknown as SocketLike);
     this.backoff = options.backoff ?? { initialMs: 500, maxMs: 10_000 };
     this.random = options.random ?? Math.random;
   }

@@ -1,8 +1,9 @@
 import type { ClientMessage } from '@stepwise/shared-types';
-import { useCallback, useEffect, useMemo, useReducer, useRef } from 'react';
+import { useCallback, useEffect, useMemo, useReducer, useRef, useState } from 'react';
 import { reduce } from '../state/reducer.ts';
 import { initialViewState } from '../state/view-state.ts';
 import { api, sessionInUrl } from './api.ts';
+import { AuthRequiredError, socketProtocols } from './auth.ts';
 import { StepwiseSocket } from './socket-client.ts';
 
 /** The socket URL of the server that served this page. */
@@ -15,10 +16,23 @@ export function defaultSocketUrl(): string {
 export function useStepwise(url: string = defaultSocketUrl()) {
   const [state, dispatch] = useReducer(reduce, initialViewState);
   const socketRef = useRef<StepwiseSocket | null>(null);
+  const [access, setAccess] = useState<'checking' | 'granted' | 'token_required'>('checking');
 
   useEffect(() => {
+    let cancelled = false;
+    api.checkAccess().then(
+      () => !cancelled && setAccess('granted'),
+      (error: unknown) => !cancelled && setAccess(error instanceof AuthRequiredError ? 'token_required' : 'granted'),
+    );
+    return () => {
+      cancelled = true;
+    };
+  }, []);
+
+  useEffect(() => {
+    if (access !== 'granted') return;
     const requested = sessionInUrl.read();
-    const socket = new StepwiseSocket({ url, ...(requested ? { sessionId: requested } : {}) });
+    const socket = new StepwiseSocket({ url, protocols: socketProtocols, ...(requested ? { sessionId: requested } : {}) });
     socketRef.current = socket;
     if (requested) {
       // The log replays the runs; the user's own messages come from the history API.
@@ -38,7 +52,7 @@ export function useStepwise(url: string = defaultSocketUrl()) {
       offState();
       socket.close();
     };
-  }, [url]);
+  }, [url, access]);
 
   const send = useCallback((message: ClientMessage): boolean => socketRef.current?.send(message) ?? false, []);
 
@@ -67,5 +81,5 @@ export function useStepwise(url: string = defaultSocketUrl()) {
     [send],
   );
 
-  return { state, actions };
+  return { state, actions, access };
 }
