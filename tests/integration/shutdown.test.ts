@@ -1,0 +1,47 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { startStepwiseProcess, type StepwiseProcess } from '../helpers/process.ts';
+import { summarize, TestClient } from '../helpers/ws-client.ts';
+
+let llm: ScriptedLlmServer | undefined;
+let running: StepwiseProcess | undefined;
+let dataDir: string | undefined;
+
+afterEach(async () => {
+  running?.process.kill('SIGKILL');
+  await running?.exited;
+  await llm?.close();
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+});
+
+describe('SIGTERM', () => {
+  it('stops active runs with reason shutdown, keeps their end, and exits 0', async () => {
+    llm = await ScriptedLlmServer.start();
+    llm.respond((request) => (request.phase === 'act' ? { hang: true } : { text: reasonText('Working.') }));
+    dataDir = mkdtempSync(join(tmpdir(), 'stepwise-shutdown-'));
+    const env = { DATA_DIR: dataDir, LLM_PROVIDER: 'openai', OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'k' };
+    running = await startStepwiseProcess(env);
+    const client = await TestClient.connect(running.wsUrl);
+    client.chat('Long job', { agent_mode: true });
+    const act = await llm.waitFor((request) => request.phase === 'act');
+
+    running.process.kill('SIGTERM');
+    const events = await client.untilComplete();
+    expect(summarize(events).slice(-2)).toEqual(['agent_stopped:shutdown', 'response_complete']);
+    await llm.waitForAbort(act);
+    // The process forces itself out with code 1 after 5 s; 0 means it finished cleanly before.
+    expect(await running.exited).toBe(0);
+    expect(await client.closed()).toBe(1001);
+
+    // What it logged before exiting is all there after a restart, and nothing is left to recover.
+    const sessionId = String(client.session.session_id);
+    running = await startStepwiseProcess(env);
+    expect(running.output()).not.toMatch(/recovered runs/);
+    const detail = await (await fetch(`${running.url}/api/sessions/${sessionId}`)).json();
+    expect(detail.runs).toEqual([expect.objectContaining({ status: 'stopped', end_reason: 'shutdown' })]);
+    expect(detail.last_seq).toBe(client.logged.at(-1)!.seq);
+  });
+});
