@@ -21,9 +21,13 @@ export class TestClient {
   }
 
   /** Connects and waits for the `session` message. */
-  static async connect(wsUrl: string, query: Record<string, string | number> = {}): Promise<TestClient> {
+  static async connect(
+    wsUrl: string,
+    query: Record<string, string | number> = {},
+    options: { headers?: Record<string, string>; protocols?: string[] } = {},
+  ): Promise<TestClient> {
     const search = new URLSearchParams(Object.entries(query).map(([key, value]) => [key, String(value)]));
-    const socket = new WebSocket(`${wsUrl}${search.size ? `?${search}` : ''}`);
+    const socket = new WebSocket(`${wsUrl}${search.size ? `?${search}` : ''}`, options.protocols, { headers: options.headers });
     const client = new TestClient(socket);
     await client.next((event) => event.type === 'session');
     return client;

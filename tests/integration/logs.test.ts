@@ -1,0 +1,59 @@
+import { Writable } from 'node:stream';
+import { configFromEnv, startServer } from '@stepwise/backend';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { sharedTestStore } from '../helpers/stepwise.ts';
+import { TestClient } from '../helpers/ws-client.ts';
+
+const SECRET_KEY = 'sk-very-secret-api-key-1234';
+const TOKEN = 'auth-token-abcdefghijklmnop';
+const PRIVATE = 'my-private-question-7f3a';
+
+let cleanup: (() => Promise<void>) | undefined;
+afterEach(async () => cleanup?.());
+
+describe('logs', () => {
+  it('say each run phase in one structured line, with no message contents and no secrets', async () => {
+    const llm = await ScriptedLlmServer.start();
+    const raw: string[] = [];
+    const stream = new Writable({
+      write(chunk, _encoding, done) {
+        raw.push(...chunk.toString().split('\n').filter(Boolean));
+        done();
+      },
+    });
+    const config = configFromEnv({ PORT: '0', LLM_PROVIDER: 'openai', OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: SECRET_KEY, AUTH_TOKEN: TOKEN });
+    const server = await startServer({ config, logger: pino({ level: 'info' }, stream), store: await sharedTestStore() });
+    cleanup = async () => {
+      await server.close();
+      await llm.close();
+    };
+    const wsUrl = `${server.url.replace(/^http/, 'ws')}/ws`;
+    await fetch(`${server.url}/api/sessions`, { headers: { authorization: 'Bearer wrong-token-wrong-token' } });
+
+    llm.enqueue(
+      { text: reasonText(`Thinking about ${PRIVATE}.`) },
+      { toolCalls: [{ name: 'calculator', arguments: { expression: '1+1' } }] },
+      { text: observeText('Two.', { final_answer: `Answer for ${PRIVATE}` }) },
+    );
+    const client = await TestClient.connect(wsUrl, {}, { headers: { authorization: `Bearer ${TOKEN}` } });
+    client.chat(`Question: ${PRIVATE}`, { agent_mode: true });
+    await client.untilComplete();
+    await client.close();
+
+    const lines = raw.map((line) => JSON.parse(line) as Record<string, unknown>);
+    const runId = client.logged[0]!.run_id;
+    const sessionId = client.session.session_id;
+    const phases = lines.filter((line) => line.msg === 'phase done');
+    expect(phases.map((line) => line.phase)).toEqual(['reason', 'act', 'observe']);
+    for (const line of [...phases, ...lines.filter((line) => line.msg === 'tool done' || line.msg === 'run ended')]) {
+      expect(line).toMatchObject({ session_id: sessionId, run_id: runId });
+    }
+    const everything = raw.join('\n');
+    expect(everything).not.toContain(PRIVATE);
+    expect(everything).not.toContain(SECRET_KEY);
+    expect(everything).not.toContain(TOKEN);
+    expect(everything).not.toContain('wrong-token-wrong-token');
+  });
+});
