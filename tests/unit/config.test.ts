@@ -37,7 +37,7 @@ describe('the configuration', () => {
       AGENT_INPUT_TIMEOUT_MS: '1000',
       DATA_DIR: '/var/lib/stepwise',
       STEPWISE_CONFIG: '/etc/stepwise.json',
-      AUTH_TOKEN: 'secret-token',
+      AUTH_TOKEN: 'secret-token-0123456789',
       ALLOWED_ORIGINS: 'https://a.example, https://b.example',
     });
     expect(config).toMatchObject({
@@ -47,7 +47,7 @@ describe('the configuration', () => {
       agent: { maxStepsDefault: 4, maxStepsLimit: 8, inputTimeoutMs: 1000 },
       dataDir: '/var/lib/stepwise',
       configFile: '/etc/stepwise.json',
-      access: { authToken: 'secret-token', allowedOrigins: ['https://a.example', 'https://b.example'] },
+      access: { authToken: 'secret-token-0123456789', allowedOrigins: ['https://a.example', 'https://b.example'] },
     });
   });
 
@@ -71,11 +71,15 @@ describe('the configuration', () => {
   });
 
   it('never repeats a secret in its error', () => {
-    expect(() => load({ OPENAI_API_KEY: ' ' })).not.toThrow(/ " "/);
-    try {
-      load({ AUTH_TOKEN: '   ' });
-    } catch (error) {
-      expect((error as Error).message).toBe('Invalid AUTH_TOKEN: must not be empty');
-    }
+    expect(() => load({ AUTH_TOKEN: 'short-secret' })).toThrow(/^Invalid AUTH_TOKEN: must be at least 16 characters$/);
+    expect(() => load({ AUTH_TOKEN: 'a secret with spaces in it' })).toThrow(/^Invalid AUTH_TOKEN: may hold only letters/);
+    expect(() => load({ DATABASE_URL: 'mysql://user:hunter2@db/x' })).toThrow(/^Invalid DATABASE_URL: must be a postgres:\/\/ URL$/);
+  });
+
+  it('reads the limits', () => {
+    expect(load({ MAX_MESSAGES_PER_SECOND: '7', MAX_CONCURRENT_RUNS: '3', AGENT_RUN_TIMEOUT_MS: '1000' })).toMatchObject({
+      limits: { messagesPerSecond: 7, socketsPerAddress: 20, concurrentRuns: 3 },
+      agent: { runTimeoutMs: 1000, runTokenBudget: 0, contextBudgetChars: 60_000 },
+    });
   });
 });
