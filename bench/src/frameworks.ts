@@ -1,0 +1,187 @@
+import { OpenAIChatCompletionsModel, Agent as OpenAiAgent, run as runAgent, setTracingDisabled, tool as agentsTool } from '@openai/agents';
+import { createOpenAI } from '@ai-sdk/openai';
+import { tool as langchainTool } from '@langchain/core/tools';
+import { createReactAgent } from '@langchain/langgraph/prebuilt';
+import { ChatOpenAI } from '@langchain/openai';
+import { generateText, stepCountIs, tool as aiTool } from 'ai';
+import OpenAI from 'openai';
+import WebSocket from 'ws';
+import { z } from 'zod';
+
+/** One framework as the benchmarks drive it. */
+export interface Framework {
+  readonly name: string;
+  /** Runs the K-step calculator task once; resolves with the number of model calls it made. */
+  task(steps: number): Promise<number>;
+  /**
+   * Starts a task whose prompt is `marker`, aborts it once `inFlight` says its model request has
+   * reached the model server; resolves with when the abort was asked and when the caller saw it end.
+   */
+  stop(marker: string, inFlight: () => Promise<void>): Promise<{ stopAt: number; endedAt: number }>;
+  close(): Promise<void>;
+}
+
+export const now = () => performance.timeOrigin + performance.now();
+const PROMPT = 'Count with the calculator.';
+const add = (expression: string) => String(Number(expression.split('+')[0]) + 1);
+const calculatorArgs = z.object({ expression: z.string() });
+
+/** The floor: the same model calls with the bare openai SDK, tool calls answered inline. */
+export function bareOpenAi(baseURL: string): Framework {
+  const client = new OpenAI({ baseURL, apiKey: 'bench', maxRetries: 0 });
+  const tools = [{ type: 'function' as const, function: { name: 'calculator', description: 'Evaluate', parameters: z.toJSONSchema(calculatorArgs) } }];
+  return {
+    name: 'openai SDK (floor)',
+    async task() {
+      const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [{ role: 'user', content: PROMPT }];
+      for (let calls = 1; ; calls++) {
+        const response = await client.chat.completions.create({ model: 'bench', messages, tools });
+        const message = response.choices[0]!.message;
+        const call = message.tool_calls?.[0];
+        if (!call || call.type !== 'function') return calls;
+        messages.push(message, { role: 'tool', tool_call_id: call.id, content: add(JSON.parse(call.function.arguments).expression) });
+      }
+    },
+    async stop(marker, inFlight) {
+      const controller = new AbortController();
+      const done = client.chat.completions.create({ model: 'bench', messages: [{ role: 'user', content: marker }] }, { signal: controller.signal }).catch(() => undefined);
+      await inFlight();
+      const stopAt = now();
+      controller.abort();
+      await done;
+      return { stopAt, endedAt: now() };
+    },
+    async close() {},
+  };
+}
+
+export function openAiAgents(baseURL: string): Framework {
+  setTracingDisabled(true);
+  const model = new OpenAIChatCompletionsModel(new OpenAI({ baseURL, apiKey: 'bench', maxRetries: 0 }), 'bench');
+  const calculator = agentsTool({ name: 'calculator', description: 'Evaluate', parameters: calculatorArgs, execute: async ({ expression }) => add(expression) });
+  const agent = new OpenAiAgent({ name: 'bench', instructions: 'Use the calculator.', model, tools: [calculator] });
+  return {
+    name: 'OpenAI Agents SDK',
+    async task(steps) {
+      const result = await runAgent(agent, PROMPT, { maxTurns: steps + 5 });
+      return result.rawResponses.length;
+    },
+    async stop(marker, inFlight) {
+      const controller = new AbortController();
+      const done = runAgent(agent, marker, { signal: controller.signal }).catch(() => undefined);
+      await inFlight();
+      const stopAt = now();
+      controller.abort();
+      await done;
+      return { stopAt, endedAt: now() };
+    },
+    async close() {},
+  };
+}
+
+export function vercelAi(baseURL: string): Framework {
+  const model = createOpenAI({ baseURL, apiKey: 'bench' }).chat('bench');
+  const tools = { calculator: aiTool({ description: 'Evaluate', inputSchema: calculatorArgs, execute: async ({ expression }) => add(expression) }) };
+  return {
+    name: 'Vercel AI SDK',
+    async task(steps) {
+      const result = await generateText({ model, prompt: PROMPT, tools, stopWhen: stepCountIs(steps + 2), maxRetries: 0 });
+      return result.steps.length;
+    },
+    async stop(marker, inFlight) {
+      const controller = new AbortController();
+      const done = generateText({ model, prompt: marker, tools, abortSignal: controller.signal, maxRetries: 0 }).catch(() => undefined);
+      await inFlight();
+      const stopAt = now();
+      controller.abort();
+      await done;
+      return { stopAt, endedAt: now() };
+    },
+    async close() {},
+  };
+}
+
+export function langGraph(baseURL: string): Framework {
+  const llm = new ChatOpenAI({ model: 'bench', apiKey: 'bench', configuration: { baseURL }, maxRetries: 0 });
+  const calculator = langchainTool(async ({ expression }: { expression: string }) => add(expression), {
+    name: 'calculator',
+    description: 'Evaluate',
+    schema: calculatorArgs,
+  });
+  const agent = createReactAgent({ llm, tools: [calculator] });
+  return {
+    name: 'LangGraph.js',
+    async task(steps) {
+      const result = await agent.invoke({ messages: [{ role: 'user', content: PROMPT }] }, { recursionLimit: 2 * steps + 10 });
+      return result.messages.filter((message) => message.getType() === 'ai').length;
+    },
+    async stop(marker, inFlight) {
+      const controller = new AbortController();
+      const done = agent.invoke({ messages: [{ role: 'user', content: marker }] }, { signal: controller.signal }).catch(() => undefined);
+      await inFlight();
+      const stopAt = now();
+      controller.abort();
+      await done;
+      return { stopAt, endedAt: now() };
+    },
+    async close() {},
+  };
+}
+
+/** Stepwise over its real WebSocket: one session, a run per task. */
+export async function stepwise(wsUrl: string): Promise<Framework> {
+  const socket = new WebSocket(wsUrl);
+  const listeners = new Set<(event: Record<string, unknown>) => void>();
+  socket.on('message', (data) => {
+    const event = JSON.parse(data.toString()) as Record<string, unknown>;
+    for (const listener of listeners) listener(event);
+  });
+  const next = (predicate: (event: Record<string, unknown>) => boolean) =>
+    new Promise<Record<string, unknown>>((resolve) => {
+      const listener = (event: Record<string, unknown>) => {
+        if (!predicate(event)) return;
+        listeners.delete(listener);
+        resolve(event);
+      };
+      listeners.add(listener);
+    });
+  const session = next((event) => event.type === 'session');
+  await new Promise((resolve, reject) => {
+    socket.once('open', resolve);
+    socket.once('error', reject);
+  });
+  await session;
+  return {
+    name: 'Stepwise',
+    async task(steps) {
+      const complete = next((event) => event.type === 'response_complete');
+      let calls = 0;
+      const count = (event: Record<string, unknown>) => {
+        if (event.update_type === 'agent_reason' || event.update_type === 'agent_observe') calls++;
+        if (event.type === 'tool_start') calls++; // the act call that asked for it
+      };
+      listeners.add(count);
+      socket.send(JSON.stringify({ type: 'chat', content: PROMPT, agent_mode: true, agent_max_steps: steps, tools: ['calculator'] }));
+      await complete;
+      listeners.delete(count);
+      return calls;
+    },
+    async stop(marker, inFlight) {
+      const started = next((event) => event.update_type === 'agent_turn_start');
+      const stopped = next((event) => event.update_type === 'agent_stopped');
+      const complete = next((event) => event.type === 'response_complete');
+      socket.send(JSON.stringify({ type: 'chat', content: marker, agent_mode: true }));
+      await started;
+      await inFlight();
+      const stopAt = now();
+      socket.send(JSON.stringify({ type: 'agent_control', action: 'stop' }));
+      await stopped;
+      const endedAt = now();
+      await complete;
+      return { stopAt, endedAt };
+    },
+    async close() {
+      socket.close();
+    },
+  };
+}
