@@ -7,12 +7,18 @@ import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { cpuMs, currentRss, peakRss, root, startModelServer, startStepwise, startWorker } from './processes.ts';
+import { startTestPostgres } from '../../scripts/postgres.mjs';
 import { mb, median, quantile, round } from './stats.ts';
 
 const quick = process.argv.includes('--quick');
+/** `--only=overhead,concurrency` runs a subset (for profiling); the report then holds just those. */
+const only = process.argv.find((arg) => arg.startsWith('--only='))?.slice('--only='.length).split(',');
+const sessionsArg = process.argv.find((arg) => arg.startsWith('--sessions='))?.slice('--sessions='.length);
+const wanted = (name: string) => !only || only.includes(name);
 const settings = quick
   ? { steps: 3, warmup: 1, rounds: 3, stopTrials: 10, sessions: [20, 50], tokens: 2_000 }
   : { steps: 20, warmup: 3, rounds: 15, stopTrials: 200, sessions: [100, 500, 1000, 2000], tokens: 20_000 };
+if (sessionsArg) settings.sessions = sessionsArg.split(',').map(Number);
 const now = () => performance.timeOrigin + performance.now();
 const log = (line: string) => process.stdout.write(`${line}\n`);
 
@@ -150,9 +156,19 @@ function openClient(wsUrl: string): Promise<Client> {
 async function concurrency() {
   log(`3. concurrency: ${settings.sessions.join(', ')} sessions, three-step runs, 250 ms per model call`);
   const model = await startModelServer({ BENCH_MODE: 'task', BENCH_STEPS: '3', BENCH_LATENCY_MS: '250' });
+  // The default embedded database, and a PostgreSQL server (the test suite's throwaway one) when it can start.
+  const postgres = await startTestPostgres().catch((error: Error) => {
+    log(`   (no PostgreSQL: ${error.message.split('\n')[0]})`);
+    return undefined;
+  });
+  const stores = [
+    { store: 'embedded (PGlite)', env: {} as Record<string, string> },
+    ...(postgres ? [{ store: 'PostgreSQL', env: { DATABASE_URL: postgres.url } }] : []),
+  ];
   const rows = [];
-  for (const sessions of settings.sessions) {
-    const server = await startStepwise(model.url);
+  for (const { store, env } of stores) {
+   for (const sessions of settings.sessions) {
+    const server = await startStepwise(model.url, env);
     const warm = await openClient(server.wsUrl);
     warm.socket.send(JSON.stringify({ type: 'chat', content: 'warm up', agent_mode: true, agent_max_steps: 3 }));
     await warm.done;
@@ -171,6 +187,7 @@ async function concurrency() {
     const lags = clients.flatMap((client) => client.lags);
     const idealMs = 9 * 250;
     rows.push({
+      store,
       sessions,
       totalMs: round(totalMs, 0),
       idealMs,
@@ -183,10 +200,12 @@ async function concurrency() {
     log(`   ${sessions} sessions: ${JSON.stringify(rows.at(-1))}`);
     for (const client of [warm, ...clients]) client.socket.close();
     await server.stop();
+   }
   }
   await model.stop();
-  const passing = rows.filter((row) => row.lagP99Ms < 100).map((row) => row.sessions);
-  return { rows, largestUnder100ms: passing.length ? Math.max(...passing) : 0 };
+  await postgres?.stop();
+  const largest = (name: string) => Math.max(0, ...rows.filter((row) => row.store === name && row.lagP99Ms < 100).map((row) => row.sessions));
+  return { rows, largestUnder100ms: Object.fromEntries(stores.map(({ store }) => [store, largest(store)])) };
 }
 
 /** 4. A model streaming many tokens as fast as the socket takes them. */
@@ -237,12 +256,12 @@ const results = {
   date: started.toISOString(),
   quick,
   machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', memoryGb: round(totalmem() / 1024 ** 3, 0), node: process.version, platform: process.platform },
-  overhead: await overhead(),
-  stop: await stopLatency(),
-  concurrency: await concurrency(),
-  streaming: await streaming(),
+  overhead: wanted('overhead') ? await overhead() : undefined,
+  stop: wanted('stop') ? await stopLatency() : undefined,
+  concurrency: wanted('concurrency') ? await concurrency() : undefined,
+  streaming: wanted('streaming') ? await streaming() : undefined,
 };
-const folder = quick ? join(root, 'bench', 'out') : join(root, 'bench');
+const folder = quick || only ? join(root, 'bench', 'out') : join(root, 'bench');
 mkdirSync(folder, { recursive: true });
 writeFileSync(join(folder, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
 writeFileSync(join(folder, 'RESULTS.md'), (await import('./report.ts')).report(results));

@@ -41,10 +41,10 @@ export async function startModelServer(env: Record<string, string>) {
 }
 
 /** A real Stepwise server process pointed at the model server. */
-export async function startStepwise(modelUrl: string, env: Record<string, string> = {}) {
+export async function startStepwise(modelUrl: string, env: Record<string, string> = {}, nodeArgs: string[] = []) {
   const dataDir = mkdtempSync(join(tmpdir(), 'stepwise-bench-'));
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', tsxLoader, join(root, 'backend', 'src', 'main.ts')], {
+  const child = spawn(process.execPath, [...nodeArgs, '--import', tsxLoader, join(root, 'backend', 'src', 'main.ts')], {
     env: {
       ...process.env,
       TSX_TSCONFIG_PATH: tsconfig,

@@ -9,6 +9,7 @@ export function report(results: any): string {
     'Every framework talks to the same scripted OpenAI-compatible server (the tests\' fixture) in its own process on 127.0.0.1; each framework runs in one warm process of its own.',
     '',
   );
+  if (overhead) {
   lines.push(`## 1. Overhead per model call (${overhead.steps} tool steps per task, ${overhead.rounds} interleaved rounds, zero model latency)`, '');
   lines.push('| framework | model calls per task | time per call (median) | overhead per call vs floor, p50 / p95 | ratio to floor (median) | peak RSS of its process |');
   lines.push('| --- | ---: | ---: | ---: | ---: | ---: |');
@@ -16,6 +17,8 @@ export function report(results: any): string {
     const rss = row.serverRssMb === undefined ? `${row.rssMb} MB` : `${row.serverRssMb} MB server + ${row.rssMb} MB client`;
     lines.push(`| ${row.name} | ${row.calls} | ${row.perCallMs.toFixed(3)} ms | ${Math.round(row.overheadP50Us)} µs / ${Math.round(row.overheadP95Us)} µs | ${row.ratio.toFixed(2)}× | ${rss} |`);
   }
+  }
+  if (stop) {
   lines.push('', `## 2. Stop latency (${stop.trials} stops each, during a 10 s model call)`, '');
   lines.push('| framework | to the end seen by the caller, p50 / p99 / max | to the upstream request closed, p50 / p99 / max |');
   lines.push('| --- | ---: | ---: |');
@@ -23,17 +26,23 @@ export function report(results: any): string {
     const cell = (value: any) => `${value.p50} / ${value.p99} / ${value.max} ms`;
     lines.push(`| ${row.name} | ${cell(row.toEndMs)} | ${cell(row.toUpstreamCloseMs)} |`);
   }
-  lines.push('', '## 3. Concurrency (three-step runs, 250 ms per model call: 9 calls, 2.25 s ideal)', '');
-  lines.push('| sessions | total time | ideal | lag model → client, p50 / p99 | server memory per idle session | server peak RSS | server CPU |');
-  lines.push('| ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
-  for (const row of concurrency.rows) {
-    lines.push(`| ${row.sessions} | ${(row.totalMs / 1000).toFixed(2)} s | ${(row.idealMs / 1000).toFixed(2)} s | ${row.lagP50Ms} / ${row.lagP99Ms} ms | ${row.idleRssPerSessionKb} KB | ${row.peakRssMb} MB | ${row.cpuPercent}% |`);
   }
-  lines.push('', `Largest N with p99 lag under 100 ms: **${concurrency.largestUnder100ms || 'none measured'}**.`, '');
+  if (concurrency) {
+  lines.push('', '## 3. Concurrency (three-step runs, 250 ms per model call: 9 calls, 2.25 s ideal)', '');
+  lines.push('| store | sessions | total time | ideal | lag model → client, p50 / p99 | server memory per idle session | server peak RSS | server CPU |');
+  lines.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+  for (const row of concurrency.rows) {
+    lines.push(`| ${row.store} | ${row.sessions} | ${(row.totalMs / 1000).toFixed(2)} s | ${(row.idealMs / 1000).toFixed(2)} s | ${row.lagP50Ms} / ${row.lagP99Ms} ms | ${row.idleRssPerSessionKb} KB | ${row.peakRssMb} MB | ${row.cpuPercent}% |`);
+  }
+  const largest = Object.entries(concurrency.largestUnder100ms).map(([store, n]) => `${store}: **${n || 'none of those measured'}**`).join('; ');
+  lines.push('', `Largest N with p99 lag under 100 ms: ${largest}.`, '');
+  }
+  if (streaming) {
   lines.push(`## 4. Streaming relay (${streaming.tokens} tokens, as fast as the socket takes them)`, '');
   lines.push('| | |', '| --- | ---: |');
   lines.push(`| bare openai SDK stream, tokens per second | ${streaming.floorTokensPerSecond} |`);
   lines.push(`| Stepwise, deltas per second reaching the WebSocket client | ${streaming.stepwiseDeltasPerSecond} (${streaming.deltasAtClient} deltas) |`);
   lines.push(`| added latency per delta | ${streaming.addedLatencyPerDeltaUs} µs |`, '');
+  }
   return `${lines.join('\n')}\n`;
 }

@@ -103,6 +103,27 @@ describe.each(adapters)('the store on $name', (adapter) => {
     expect(await store.lastSeq(randomUUID())).toBe(0);
   });
 
+  it('writes events of many sessions at once, each committed when its call resolves', async () => {
+    const ids = Array.from({ length: 30 }, () => randomUUID());
+    for (const id of ids) await store.createSession(id);
+    await Promise.all(ids.flatMap((id) => [store.appendEvent(id, event(1))]));
+    const second = await Promise.allSettled(ids.map((id, index) => store.appendEvent(id, event(index === 7 ? 1 : 2))));
+    expect(second.filter((result) => result.status === 'rejected')).toHaveLength(1);
+    expect(second[7]!.status).toBe('rejected');
+    for (const [index, id] of ids.entries()) expect(await store.lastSeq(id)).toBe(index === 7 ? 1 : 2);
+  });
+
+  it('ends a run as the session’s last activity', async () => {
+    const [a, b] = [randomUUID(), randomUUID()];
+    await store.createSession(a);
+    await store.createSession(b);
+    const runId = randomUUID();
+    await store.createRun({ id: runId, sessionId: a, strategy: 'roa', maxSteps: 1 });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    await store.finishRun(runId, { status: 'completed' });
+    expect((await store.listSessions(2)).map((session) => session.id)).toEqual([a, b]);
+  });
+
   it('refuses a seq that is already taken', async () => {
     const id = randomUUID();
     await store.createSession(id);
@@ -161,7 +182,7 @@ describe.each(adapters)('the store on $name', (adapter) => {
     await store.createSession(older);
     await store.createSession(newer);
     await new Promise((resolve) => setTimeout(resolve, 5));
-    await store.appendEvent(older, event(1));
+    await store.appendMessages(older, [{ role: 'user', content: 'again' }], 0);
     const listed = (await store.listSessions(10)).map((session) => session.id);
     expect(listed.indexOf(older)).toBeLessThan(listed.indexOf(newer));
     expect(await store.listSessions(1)).toHaveLength(1);

@@ -58,6 +58,8 @@ export class MemoryStore implements Store {
   async finishRun(runId: string, end: RunEnd): Promise<void> {
     const run = this.runs.get(runId);
     if (!run) return;
+    const session = this.sessions.get(run.sessionId);
+    if (session) session.record.updatedAt = this.now();
     Object.assign(run, {
       status: end.status,
       endReason: end.endReason,
@@ -92,7 +94,6 @@ export class MemoryStore implements Store {
     const expected = (session.events.at(-1)?.seq ?? 0) + 1;
     if (event.seq !== expected) throw new Error(`Event seq ${event.seq} out of order (expected ${expected})`);
     session.events.push(structuredClone(event));
-    session.record.updatedAt = this.now();
   }
 
   async listEvents(sessionId: string, afterSeq: number): Promise<LoggedEvent[]> {

@@ -25,6 +25,16 @@ interface RunRow {
   checkpoint: unknown;
 }
 
+interface PendingEvent {
+  sessionId: string;
+  event: LoggedEvent;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+/** Most events written in one statement (4 parameters each, well under PostgreSQL's 65535). */
+const EVENT_BATCH_LIMIT = 1_000;
+
 const iso = (value: Date | string) => new Date(value).toISOString();
 const json = (value: unknown) => JSON.stringify(value);
 /** json columns come back parsed from both drivers; tolerate text too. */
@@ -56,25 +66,17 @@ export class SqlStore implements Store {
 
   async appendMessages(sessionId: string, messages: LlmMessage[], afterSeq: number): Promise<void> {
     if (messages.length === 0) return;
-    await this.db.transaction(async (tx) => {
-      const [{ next } = { next: 0 }] = await tx.query<{ next: number }>(
-        'select coalesce(max(position) + 1, 0)::int as next from messages where session_id = $1',
-        [sessionId],
-      );
-      for (const [index, message] of messages.entries()) {
-        await tx.query('insert into messages (session_id, position, message, after_seq) values ($1, $2, $3, $4)', [
-          sessionId,
-          next + index,
-          json(message),
-          afterSeq,
-        ]);
-      }
-      const firstUser = messages.find((message) => message.role === 'user');
-      await tx.query(
-        'update sessions set updated_at = now(), title = coalesce(title, $2) where id = $1',
-        [sessionId, firstUser ? titleFrom(firstUser.content) : null],
-      );
-    });
+    const firstUser = messages.find((message) => message.role === 'user');
+    // One statement (so one commit): the messages after the last one, and the session's activity and title.
+    await this.db.query(
+      `with next as (select coalesce(max(position) + 1, 0) as position from messages where session_id = $1),
+       inserted as (
+         insert into messages (session_id, position, message, after_seq)
+         select $1, next.position + item.ordinality - 1, item.value, $3
+         from next, json_array_elements($2::json) with ordinality as item(value, ordinality))
+       update sessions set updated_at = now(), title = coalesce(title, $4) where id = $1`,
+      [sessionId, json(messages), afterSeq, firstUser ? titleFrom(firstUser.content) : null],
+    );
   }
 
   async listMessages(sessionId: string): Promise<MessageRecord[]> {
@@ -96,9 +98,11 @@ export class SqlStore implements Store {
 
   async finishRun(runId: string, end: RunEnd): Promise<void> {
     await this.db.query(
-      `update runs set status = $2, end_reason = $3, steps = $4, ended_at = now(), checkpoint = null,
-         prompt_tokens = prompt_tokens + $5, completion_tokens = completion_tokens + $6
-       where id = $1`,
+      `with finished as (
+         update runs set status = $2, end_reason = $3, steps = $4, ended_at = now(), checkpoint = null,
+           prompt_tokens = prompt_tokens + $5, completion_tokens = completion_tokens + $6
+         where id = $1 returning session_id)
+       update sessions set updated_at = now() where id = (select session_id from finished)`,
       [runId, end.status, end.endReason ?? null, end.steps ?? null, end.usage?.promptTokens ?? 0, end.usage?.completionTokens ?? 0],
     );
   }
@@ -122,13 +126,40 @@ export class SqlStore implements Store {
     return rows.map(toRun);
   }
 
-  async appendEvent(sessionId: string, event: LoggedEvent): Promise<void> {
-    // One statement: the event and the session's last activity commit together.
-    await this.db.query(
-      `with inserted as (insert into events (session_id, seq, run_id, payload) values ($1, $2, $3, $4))
-       update sessions set updated_at = now() where id = $1`,
-      [sessionId, event.seq, event.run_id ?? null, json(event)],
-    );
+  /**
+   * Group commit: events that arrive while a write is in progress are written together in the
+   * next statement, and each caller resumes once its own event is committed. One session's events
+   * come one at a time (its log waits for each), so this only ever merges different sessions'.
+   */
+  appendEvent(sessionId: string, event: LoggedEvent): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.pendingEvents.push({ sessionId, event, resolve, reject });
+      if (!this.writingEvents) this.writingEvents = this.writeEvents();
+    });
+  }
+
+  private readonly pendingEvents: PendingEvent[] = [];
+  private writingEvents: Promise<void> | undefined;
+
+  private async writeEvents(): Promise<void> {
+    while (this.pendingEvents.length > 0) {
+      const batch = this.pendingEvents.splice(0, EVENT_BATCH_LIMIT);
+      try {
+        await this.insertEvents(batch);
+        for (const item of batch) item.resolve();
+      } catch (error) {
+        // One bad row (a seq already taken) must fail only its own caller: retry one by one.
+        if (batch.length === 1) batch[0]!.reject(error);
+        else for (const item of batch) await this.insertEvents([item]).then(item.resolve, item.reject);
+      }
+    }
+    this.writingEvents = undefined;
+  }
+
+  private async insertEvents(batch: PendingEvent[]): Promise<void> {
+    const values = batch.map((_, index) => `($${index * 4 + 1}, $${index * 4 + 2}, $${index * 4 + 3}, $${index * 4 + 4})`);
+    const params = batch.flatMap(({ sessionId, event }) => [sessionId, event.seq, event.run_id ?? null, json(event)]);
+    await this.db.query(`insert into events (session_id, seq, run_id, payload) values ${values.join(', ')}`, params);
   }
 
   async listEvents(sessionId: string, afterSeq: number): Promise<LoggedEvent[]> {

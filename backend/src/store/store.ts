@@ -6,7 +6,7 @@ export interface SessionRecord {
   /** From the first user message; null until there is one. */
   title: string | null;
   createdAt: string;
-  /** The last activity: the newest message or event. */
+  /** The last activity: the newest message, or the end of the newest run. */
   updatedAt: string;
 }
 
