@@ -1,7 +1,7 @@
 // A throwaway PostgreSQL server for the test suite: Debian's package (installed when missing),
 // a fresh cluster in a temporary folder, listening on 127.0.0.1 only, removed afterwards.
 import { execFileSync, spawn } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -86,7 +86,13 @@ export async function startTestPostgres() {
   return {
     url: `postgres://stepwise@127.0.0.1:${port}/postgres`,
     async stop() {
-      server.kill('SIGINT'); // fast shutdown
+      // Signal the server itself: runuser, its parent when we are root, does not pass signals on.
+      try {
+        const pid = Number(readFileSync(join(dir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+        if (pid > 0) process.kill(pid, 'SIGINT'); // fast shutdown
+      } catch {
+        server.kill('SIGINT');
+      }
       await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5_000))]);
       if (server.exitCode === null) server.kill('SIGKILL');
       rmSync(dir, { recursive: true, force: true });
