@@ -12,6 +12,9 @@ export class SessionEventLog implements EventSink {
   private readonly connections = new Set<ClientConnection>();
   private tail: Promise<unknown> = Promise.resolve();
   private queued = 0;
+  /** Deltas of one stream that arrived in the same turn of the event loop, sent as one. */
+  private pendingDelta: DeltaEvent | undefined;
+  private flushScheduled = false;
 
   constructor(
     private readonly sessionId: string,
@@ -33,18 +36,44 @@ export class SessionEventLog implements EventSink {
       const event = { ...body, seq: this.seq + 1, ts: new Date().toISOString() } as LoggedEvent;
       await this.store.appendEvent(this.sessionId, event);
       this.seq = event.seq;
+      this.flushDelta(); // the full event always follows its previews
       for (const connection of this.connections) connection.send(event);
     });
   }
 
+  /**
+   * Streaming previews are coalesced: deltas of the same stream that arrive in one turn of the
+   * event loop (a model often sends many in one network read) go out as one frame, at the end of
+   * that turn. This saves a frame, a syscall and a parse per token without delaying anything.
+   */
   preview(delta: DeltaEvent): void {
-    // A preview must not overtake a logged event that is still being stored.
-    if (this.queued === 0) this.sendToAll(delta);
-    else void this.enqueue(async () => this.sendToAll(delta)).catch(() => undefined);
+    const pending = this.pendingDelta;
+    if (pending && sameStream(pending, delta)) {
+      pending.delta += delta.delta;
+    } else {
+      this.flushDelta();
+      this.pendingDelta = { ...delta };
+    }
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(() => {
+      this.flushScheduled = false;
+      // A preview must not overtake a logged event that is still being stored.
+      if (this.queued === 0) this.flushDelta();
+      else void this.enqueue(async () => this.flushDelta()).catch(() => undefined);
+    });
+  }
+
+  private flushDelta(): void {
+    const pending = this.pendingDelta;
+    if (!pending) return;
+    this.pendingDelta = undefined;
+    this.sendToAll(pending);
   }
 
   /** Tells every connected client about a failure that belongs to no one message (not logged). */
   broadcastError(error: ErrorEvent): void {
+    this.flushDelta();
     this.sendToAll(error);
   }
 
@@ -71,4 +100,13 @@ export class SessionEventLog implements EventSink {
     this.tail = result.catch(() => undefined);
     return result;
   }
+}
+
+function sameStream(a: DeltaEvent, b: DeltaEvent): boolean {
+  return (
+    a.type === b.type &&
+    a.run_id === b.run_id &&
+    ('update_type' in a ? a.update_type : undefined) === ('update_type' in b ? b.update_type : undefined) &&
+    ('step' in a ? a.step : undefined) === ('step' in b ? b.step : undefined)
+  );
 }

@@ -1,0 +1,20 @@
+import WebSocket from 'ws';
+import { startTestPostgres } from '../../scripts/postgres.mjs';
+import { startModelServer, startStepwise } from './processes.ts';
+const n = Number(process.env.N ?? 300);
+const pg = await startTestPostgres();
+const model = await startModelServer({ BENCH_MODE: 'task', BENCH_STEPS: '3', BENCH_LATENCY_MS: '250' });
+const server = await startStepwise(model.url, { DATABASE_URL: pg.url }, ['--cpu-prof', `--cpu-prof-dir=${process.env.PROFILE_DIR}`]);
+const sockets = await Promise.all(Array.from({ length: n }, () => new Promise<WebSocket>((resolve) => {
+  const socket = new WebSocket(server.wsUrl);
+  socket.on('message', (data) => { if (String(data).includes('"type":"session"')) resolve(socket); });
+})));
+const started = performance.now();
+await Promise.all(sockets.map((socket) => new Promise<void>((resolve) => {
+  socket.on('message', (data) => { if (String(data).includes('"type":"response_complete"')) resolve(); });
+  socket.send(JSON.stringify({ type: 'chat', content: 'Count', agent_mode: true, agent_max_steps: 3 }));
+})));
+console.log('total ms', Math.round(performance.now() - started));
+for (const socket of sockets) socket.close();
+await server.stop(); await model.stop(); await pg.stop();
+process.exit(0);
