@@ -217,7 +217,8 @@ async function streaming() {
   const client = new OpenAI({ baseURL: model.url, apiKey: 'bench', maxRetries: 0 });
   const floor: number[] = [];
   const relay: number[] = [];
-  let stepwiseDeltas = 0;
+  let stepwiseFrames = 0;
+  let stepwiseTokens = 0;
   for (let round = 0; round < 3; round++) {
     let started = now();
     let chunks = 0;
@@ -226,15 +227,20 @@ async function streaming() {
     }
     floor.push(now() - started);
     const socket = await openClient(server.wsUrl);
-    let deltas = 0;
+    let frames = 0;
+    let characters = 0;
     socket.socket.on('message', (data) => {
-      if (data.toString().startsWith('{"type":"assistant_delta"')) deltas++;
+      const text = data.toString();
+      if (!text.startsWith('{"type":"assistant_delta"')) return;
+      frames++;
+      characters += (JSON.parse(text) as { delta: string }).delta.length;
     });
     started = now();
     socket.socket.send(JSON.stringify({ type: 'chat', content: 'stream' }));
     await socket.done;
     relay.push(now() - started);
-    stepwiseDeltas = deltas;
+    stepwiseFrames = frames;
+    stepwiseTokens = characters / 4; // the model streams 'tok ' tokens
     socket.socket.close();
     if (chunks !== settings.tokens) log(`   note: the floor saw ${chunks} chunks`);
   }
@@ -244,10 +250,11 @@ async function streaming() {
   const relayMs = median(relay);
   return {
     tokens: settings.tokens,
-    deltasAtClient: stepwiseDeltas,
+    tokensAtClient: stepwiseTokens,
+    framesAtClient: stepwiseFrames,
     floorTokensPerSecond: round(settings.tokens / (floorMs / 1000), 0),
-    stepwiseDeltasPerSecond: round(stepwiseDeltas / (relayMs / 1000), 0),
-    addedLatencyPerDeltaUs: round(((relayMs - floorMs) / settings.tokens) * 1000, 1),
+    stepwiseTokensPerSecond: round(stepwiseTokens / (relayMs / 1000), 0),
+    addedLatencyPerTokenUs: round(((relayMs - floorMs) / settings.tokens) * 1000, 1),
   };
 }
 

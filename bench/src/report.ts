@@ -1,3 +1,7 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
 /* eslint-disable @typescript-eslint/no-explicit-any */
 /** Renders the figures as Markdown tables; the reading of them is written by hand below the marker. */
 export function report(results: any): string {
@@ -41,8 +45,10 @@ export function report(results: any): string {
   lines.push(`## 4. Streaming relay (${streaming.tokens} tokens, as fast as the socket takes them)`, '');
   lines.push('| | |', '| --- | ---: |');
   lines.push(`| bare openai SDK stream, tokens per second | ${streaming.floorTokensPerSecond} |`);
-  lines.push(`| Stepwise, deltas per second reaching the WebSocket client | ${streaming.stepwiseDeltasPerSecond} (${streaming.deltasAtClient} deltas) |`);
-  lines.push(`| added latency per delta | ${streaming.addedLatencyPerDeltaUs} µs |`, '');
+  lines.push(`| Stepwise, tokens per second reaching the WebSocket client as \`assistant_delta\` | ${streaming.stepwiseTokensPerSecond} (${streaming.tokensAtClient} tokens in ${streaming.framesAtClient} frames) |`);
+  lines.push(`| added time per token, Stepwise relay vs bare SDK | ${streaming.addedLatencyPerTokenUs} µs |`, '');
   }
+  const reading = join(dirname(fileURLToPath(import.meta.url)), '..', 'READING.md');
+  if (existsSync(reading)) lines.push(readFileSync(reading, 'utf8'));
   return `${lines.join('\n')}\n`;
 }
