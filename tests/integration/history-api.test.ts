@@ -38,7 +38,11 @@ describe('the history API', () => {
   it('lists sessions newest first, titled by their first message', async () => {
     const first = await sessionWithOneRun('First question about 6*7');
     const second = await sessionWithOneRun('Second question');
+    const empty = await TestClient.connect(server.wsUrl);
     const { status, body } = await api('/api/sessions');
+    // A page that only connected, and never wrote, is not listed.
+    expect(body.sessions.map((session: { id: string }) => session.id)).not.toContain(empty.session.session_id);
+    await empty.close();
     expect(status).toBe(200);
     const ids = body.sessions.map((session: { id: string }) => session.id);
     expect(ids.indexOf(second.id)).toBeLessThan(ids.indexOf(first.id));

@@ -191,3 +191,18 @@ describe('a socket that sends before the session is open', () => {
     socket.close();
   });
 });
+
+describe('awkward text', () => {
+  it('takes messages with NUL and other control characters, in plain chat and agent runs', async () => {
+    llm.enqueue({ text: 'Got it.' });
+    client.chat('\u0000');
+    expect(summarize(await client.untilComplete())).toEqual(['assistant_message', 'response_complete']);
+    llm.enqueue({ text: reasonText('Fine.', { finish: true }) }, { text: observeText('ok', { final_answer: 'Done \u0000 too.' }) });
+    const from = client.events.length;
+    client.chat('a\u0000b\u0007c', { agent_mode: true });
+    const events = await client.untilComplete({ from });
+    expect(events.find((event) => event.type === 'assistant_message')!.content).toBe('Done \u0000 too.');
+    const sessions = await (await fetch(`${server.url}/api/sessions`)).json();
+    expect(sessions.sessions.find((session: { id: string }) => session.id === client.session.session_id).title).toBe('Untitled chat');
+  });
+});

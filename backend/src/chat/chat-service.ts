@@ -122,7 +122,12 @@ export class ChatService {
     }
     const control = new AgentControl();
     const done = work(control)
-      .catch((error: unknown) => this.deps.logger.error({ err: error, session_id: this.sessionId }, 'response failed'))
+      .catch(async (error: unknown) => {
+        // Whatever failed (the store, say), the client hears of it and is not left waiting.
+        this.deps.logger.error({ err: error, session_id: this.sessionId }, 'response failed');
+        this.log.broadcastError({ type: 'error', code: 'internal_error', message: 'The message could not be handled; nothing was run' });
+        await this.log.emit({ type: 'response_complete' }).catch(() => undefined);
+      })
       .finally(() => {
         release();
         this.active = undefined;

@@ -26,8 +26,10 @@ export class HistoryService {
     @inject(SessionManager) private readonly sessions: SessionManager,
   ) {}
 
+  /** Sessions someone wrote in (a page that only connected leaves an empty one behind), newest first. */
   async list(limit = 100): Promise<SessionSummary[]> {
-    return (await this.store.listSessions(limit)).map(toSummary);
+    const sessions = await this.store.listSessions(limit * 2);
+    return sessions.filter((session) => session.title !== null).slice(0, limit).map(toSummary);
   }
 
   async get(id: string): Promise<SessionDetail> {

@@ -77,6 +77,9 @@ export interface Store {
 
 /** The title a session gets from its first user message. */
 export function titleFrom(content: string): string {
-  const line = content.replace(/\s+/g, ' ').trim();
+  // Control characters (NUL above all, which PostgreSQL text cannot hold) become spaces.
+  // eslint-disable-next-line no-control-regex
+  const line = content.replace(/[\u0000-\u001f\u007f\s]+/g, ' ').trim();
+  if (!line) return 'Untitled chat';
   return line.length > 80 ? `${line.slice(0, 79)}…` : line;
 }

@@ -50,7 +50,7 @@ export function SessionSidebar({ currentId, refreshKey, open, onClose }: { curre
               </time>
             </a>
             <button type="button" className="ghost delete" onClick={() => void remove(session.id)} aria-label={`Delete “${session.title ?? 'New chat'}”`}>
-              🗑
+              ×
             </button>
           </li>
         ))}
