@@ -23,6 +23,17 @@ export interface Framework {
 
 export const now = () => performance.timeOrigin + performance.now();
 const PROMPT = 'Count with the calculator.';
+
+/** Starts a call with an AbortSignal, aborts it once its request is in flight, and times the end. */
+async function abortInFlight(start: (signal: AbortSignal) => Promise<unknown>, inFlight: () => Promise<void>) {
+  const controller = new AbortController();
+  const done = start(controller.signal).catch(() => undefined);
+  await inFlight();
+  const stopAt = now();
+  controller.abort();
+  await done;
+  return { stopAt, endedAt: now() };
+}
 const add = (expression: string) => String(Number(expression.split('+')[0]) + 1);
 const calculatorArgs = z.object({ expression: z.string() });
 
@@ -42,15 +53,7 @@ export function bareOpenAi(baseURL: string): Framework {
         messages.push(message, { role: 'tool', tool_call_id: call.id, content: add(JSON.parse(call.function.arguments).expression) });
       }
     },
-    async stop(marker, inFlight) {
-      const controller = new AbortController();
-      const done = client.chat.completions.create({ model: 'bench', messages: [{ role: 'user', content: marker }] }, { signal: controller.signal }).catch(() => undefined);
-      await inFlight();
-      const stopAt = now();
-      controller.abort();
-      await done;
-      return { stopAt, endedAt: now() };
-    },
+    stop: (marker, inFlight) => abortInFlight((signal) => client.chat.completions.create({ model: 'bench', messages: [{ role: 'user', content: marker }] }, { signal }), inFlight),
     async close() {},
   };
 }
@@ -66,15 +69,7 @@ export function openAiAgents(baseURL: string): Framework {
       const result = await runAgent(agent, PROMPT, { maxTurns: steps + 5 });
       return result.rawResponses.length;
     },
-    async stop(marker, inFlight) {
-      const controller = new AbortController();
-      const done = runAgent(agent, marker, { signal: controller.signal }).catch(() => undefined);
-      await inFlight();
-      const stopAt = now();
-      controller.abort();
-      await done;
-      return { stopAt, endedAt: now() };
-    },
+    stop: (marker, inFlight) => abortInFlight((signal) => runAgent(agent, marker, { signal }), inFlight),
     async close() {},
   };
 }
@@ -88,15 +83,7 @@ export function vercelAi(baseURL: string): Framework {
       const result = await generateText({ model, prompt: PROMPT, tools, stopWhen: stepCountIs(steps + 2), maxRetries: 0 });
       return result.steps.length;
     },
-    async stop(marker, inFlight) {
-      const controller = new AbortController();
-      const done = generateText({ model, prompt: marker, tools, abortSignal: controller.signal, maxRetries: 0 }).catch(() => undefined);
-      await inFlight();
-      const stopAt = now();
-      controller.abort();
-      await done;
-      return { stopAt, endedAt: now() };
-    },
+    stop: (marker, inFlight) => abortInFlight((signal) => generateText({ model, prompt: marker, tools, abortSignal: signal, maxRetries: 0 }), inFlight),
     async close() {},
   };
 }
@@ -115,15 +102,7 @@ export function langGraph(baseURL: string): Framework {
       const result = await agent.invoke({ messages: [{ role: 'user', content: PROMPT }] }, { recursionLimit: 2 * steps + 10 });
       return result.messages.filter((message) => message.getType() === 'ai').length;
     },
-    async stop(marker, inFlight) {
-      const controller = new AbortController();
-      const done = agent.invoke({ messages: [{ role: 'user', content: marker }] }, { signal: controller.signal }).catch(() => undefined);
-      await inFlight();
-      const stopAt = now();
-      controller.abort();
-      await done;
-      return { stopAt, endedAt: now() };
-    },
+    stop: (marker, inFlight) => abortInFlight((signal) => agent.invoke({ messages: [{ role: 'user', content: marker }] }, { signal }), inFlight),
     async close() {},
   };
 }
