@@ -4,8 +4,10 @@ import type { FastifyInstance } from 'fastify';
 import { pino, type Logger as PinoLogger } from 'pino';
 import type { DependencyContainer } from 'tsyringe';
 import { type Config, loadConfig } from './config/config.ts';
+import { loadConfigFile } from './config/config-file.ts';
 import { SessionManager } from './chat/session-manager.ts';
 import { buildContainer } from './container.ts';
+import { McpManager } from './mcp/mcp-manager.ts';
 import { openStore } from './store/open-store.ts';
 import type { Store } from './store/store.ts';
 import { buildServer } from './transport/server.ts';
@@ -19,7 +21,12 @@ export const REPOSITORY_PATHS = {
 /** Reads the settings from an environment, with the repository's defaults filled in. */
 export function configFromEnv(env: Record<string, string | undefined>): Config {
   const config = loadConfig(env, { promptsDir: REPOSITORY_PATHS.prompts });
-  return { ...config, transport: { ...config.transport, staticDir: config.transport.staticDir ?? REPOSITORY_PATHS.webApp } };
+  const file = loadConfigFile(config.configFile, { required: config.configFileExplicit, env });
+  return {
+    ...config,
+    mcp: { ...config.mcp, servers: file.mcpServers },
+    transport: { ...config.transport, staticDir: config.transport.staticDir ?? REPOSITORY_PATHS.webApp },
+  };
 }
 
 export interface RunningServer {
@@ -45,6 +52,10 @@ export async function startServer(options: {
   const app = await buildServer(container, logger);
   // The store closes last, after every run has stopped and logged its end.
   if (!options.store) app.addHook('onClose', () => store.close());
+  // MCP servers start in parallel (bounded wait); a server that fails keeps retrying in the background.
+  const mcp = container.resolve(McpManager);
+  app.addHook('onClose', () => mcp.close());
+  await mcp.start();
   await container.resolve(SessionManager).recover();
   await app.listen({ port: config.port, host: config.host });
   const address = app.server.address();

@@ -17,6 +17,9 @@ import { calculatorTool } from './tools/calculator-tool.ts';
 import { createCurrentTimeTool } from './tools/current-time-tool.ts';
 import type { Tool } from './tools/tool.ts';
 import { ToolRegistry } from './tools/tool-registry.ts';
+import { createFileTools } from './tools/file-tools.ts';
+import { SessionFiles } from './files/session-files.ts';
+import { McpManager } from './mcp/mcp-manager.ts';
 
 /**
  * Every registration, in one place. `configure` runs last, so tests can replace any of them
@@ -37,9 +40,17 @@ export function buildContainer(
   container.registerSingleton(TOKENS.LlmClient, llmClient);
   container.registerSingleton(TOKENS.PromptProvider, HandlebarsPromptProvider);
   container.register(TOKENS.Store, { useValue: store });
-  container.register<Tool[]>(TOKENS.BuiltinTools, { useValue: [calculatorTool, createCurrentTimeTool()] as Tool[] });
+  container.registerSingleton(SessionFiles);
+  container.register<Tool[]>(TOKENS.BuiltinTools, {
+    useFactory: (dependencies) => [
+      calculatorTool as Tool,
+      createCurrentTimeTool() as Tool,
+      ...createFileTools(dependencies.resolve(SessionFiles), { readCapBytes: Math.max(1_000, config.tools.resultMaxChars - 500) }),
+    ],
+  });
   container.register<Strategy[]>(TOKENS.Strategies, { useValue: [new RoaStrategy()] });
   container.registerSingleton(ToolRegistry);
+  container.registerSingleton(McpManager);
   container.registerSingleton(SessionManager);
   container.registerSingleton(ConnectionHandler);
   container.registerSingleton(HistoryService);

@@ -13,6 +13,11 @@ export const ERROR_CODE = {
   noActiveRun: 'no_active_run',
   unknownStrategy: 'unknown_strategy',
   invalidMessage: 'invalid_message',
+  invalidFileName: 'invalid_file_name',
+  fileNotFound: 'file_not_found',
+  fileTooLarge: 'file_too_large',
+  tooManyFiles: 'too_many_files',
+  notText: 'not_text',
   internal: 'internal_error',
 } as const;
 export type ErrorCodeValue = (typeof ERROR_CODE)[keyof typeof ERROR_CODE];
@@ -80,6 +85,18 @@ export class ToolArgumentsError extends StepwiseError {
 export class ToolExecutionError extends StepwiseError {
   constructor(message: string, cause?: unknown) {
     super(ERROR_CODE.toolExecution, message, { cause });
+  }
+}
+
+/** A session file could not be named, found, read or written; the message says why. */
+export class FileError extends StepwiseError {
+  readonly status: 400 | 404 | 413;
+  constructor(
+    code: typeof ERROR_CODE.invalidFileName | typeof ERROR_CODE.fileNotFound | typeof ERROR_CODE.fileTooLarge | typeof ERROR_CODE.tooManyFiles | typeof ERROR_CODE.notText,
+    message: string,
+  ) {
+    super(code, message);
+    this.status = code === ERROR_CODE.fileNotFound ? 404 : code === ERROR_CODE.fileTooLarge ? 413 : 400;
   }
 }
 

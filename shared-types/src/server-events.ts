@@ -96,8 +96,24 @@ export type AssistantMessage = z.infer<typeof AssistantMessage>;
 export const ResponseComplete = z.object({ type: z.literal('response_complete'), ...logged });
 export type ResponseComplete = z.infer<typeof ResponseComplete>;
 
+/** A session file as listed. */
+export const SessionFile = z.object({ name: z.string(), size: z.number().int(), modified: z.string() });
+export type SessionFile = z.infer<typeof SessionFile>;
+
+/** A file was saved into the session's folder: uploaded (`source` "user") or written by the agent or an MCP server. */
+export const FileSaved = z.object({
+  type: z.literal('file_saved'),
+  ...logged,
+  file: SessionFile,
+  source: z.string(),
+});
+export type FileSaved = z.infer<typeof FileSaved>;
+/** A file was deleted from the session's folder. */
+export const FileDeleted = z.object({ type: z.literal('file_deleted'), ...logged, name: z.string() });
+export type FileDeleted = z.infer<typeof FileDeleted>;
+
 /** Every event that is part of a session's log (carries `seq`). */
-export const LoggedEvent = z.union([AgentUpdate, ToolStart, ToolComplete, ToolError, AssistantMessage, ResponseComplete]);
+export const LoggedEvent = z.union([AgentUpdate, ToolStart, ToolComplete, ToolError, AssistantMessage, ResponseComplete, FileSaved, FileDeleted]);
 export type LoggedEvent = z.infer<typeof LoggedEvent>;
 
 /** Streaming previews; the full event always follows. Not logged. */
@@ -143,8 +159,35 @@ export const ErrorEvent = z.object({ type: z.literal('error'), code: z.string(),
 export type ErrorEvent = z.infer<typeof ErrorEvent>;
 
 /** A tool a run may enable. */
-export const ToolInfo = z.object({ name: z.string(), description: z.string(), source: z.string() });
+export const ToolInfo = z.object({
+  name: z.string(),
+  description: z.string(),
+  source: z.string(),
+  /** False while its MCP server is down (calls fail until it is back); absent means available. */
+  available: z.boolean().optional(),
+});
 export type ToolInfo = z.infer<typeof ToolInfo>;
+
+/** An MCP server from the config file and how it is doing. */
+export const McpServerStatus = z.object({
+  name: z.string(),
+  transport: z.enum(['stdio', 'http']),
+  status: z.enum(['connecting', 'connected', 'unavailable']),
+  /** Why it is unavailable, in one line. */
+  error: z.string().optional(),
+  /** When the next attempt is made (ISO-8601), while unavailable. */
+  retry_at: z.string().optional(),
+  tools: z.number().int(),
+});
+export type McpServerStatus = z.infer<typeof McpServerStatus>;
+
+/** Sent (outside the log) to every connected client when the tool list or a server's status changes. */
+export const ToolsChangedEvent = z.object({
+  type: z.literal('tools_changed'),
+  tools: z.array(ToolInfo),
+  mcp_servers: z.array(McpServerStatus),
+});
+export type ToolsChangedEvent = z.infer<typeof ToolsChangedEvent>;
 
 /** Sent right after the upgrade. */
 export const SessionEvent = z.object({
@@ -158,12 +201,14 @@ export const SessionEvent = z.object({
   last_seq: z.number().int().optional(),
   limits: z.object({ max_steps_default: z.number().int(), max_steps_limit: z.number().int() }),
   tools: z.array(ToolInfo),
+  /** The config file's MCP servers and their state. */
+  mcp_servers: z.array(McpServerStatus).optional(),
   strategies: z.array(z.string()).optional(),
 });
 export type SessionEvent = z.infer<typeof SessionEvent>;
 
 /** Everything a server may send. */
-export const ServerEvent = z.union([SessionEvent, ErrorEvent, DeltaEvent, LoggedEvent]);
+export const ServerEvent = z.union([SessionEvent, ToolsChangedEvent, ErrorEvent, DeltaEvent, LoggedEvent]);
 export type ServerEvent = z.infer<typeof ServerEvent>;
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;

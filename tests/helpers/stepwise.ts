@@ -1,3 +1,6 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { configFromEnv, openSqlStore, PgliteDatabase, type RunningServer, type Store, startServer } from '@stepwise/backend';
 import type { DependencyContainer } from 'tsyringe';
 
@@ -29,6 +32,8 @@ export async function startStepwise(
     LOG_LEVEL: 'silent',
     DEMO_DELAY_MS: '0',
     LLM_RETRY_BASE_MS: '1',
+    // Session files go to a fresh folder; the database is still the shared one unless DATA_DIR is given.
+    DATA_DIR: env.DATA_DIR ?? mkdtempSync(join(tmpdir(), 'stepwise-files-')),
     ...env,
   });
   const server = await startServer({

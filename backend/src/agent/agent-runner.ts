@@ -28,6 +28,8 @@ export interface RunServices {
   prompts: PromptProvider;
   logger: Logger;
   inputTimeoutMs: number;
+  /** The session's files for the reason prompt; '' when none. */
+  filesManifest: () => Promise<string>;
   /** The run's budgets: wall-clock time, and tokens (0: none). Beyond either, the run is stopped. */
   budget: { timeoutMs: number; tokens: number };
 }

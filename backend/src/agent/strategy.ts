@@ -17,7 +17,6 @@ export interface RunInput {
   maxSteps: number;
   /** Names of the tools enabled for this run. */
   toolNames: string[];
-  filesManifest: string;
 }
 
 /**
@@ -40,6 +39,8 @@ export interface RunContext {
   events: RunEvents;
   progress: RunProgress;
   inputTimeoutMs: number;
+  /** The session's files, one line each, for the reason prompt ('' when there are none). */
+  filesManifest(): Promise<string>;
   logger: Logger;
   /** Saves what the strategy needs to go on after a restart while it waits for the user; clear once answered. */
   checkpoints: {

@@ -1,4 +1,4 @@
-import { isAbortError } from '../errors.ts';
+import { InputTimeoutError, isAbortError } from '../errors.ts';
 import type { LlmMessage, LlmToolCall } from '../llm/llm-client.ts';
 import { REQUEST_INPUT_TOOL } from '../tools/request-input-tool.ts';
 import type { RunContext, RunInput } from './strategy.ts';
@@ -77,6 +77,7 @@ async function runOrdinary(
     signal: control.signal,
     sessionId: input.sessionId,
     runId: input.runId,
+    askUser: (question, signal) => askDuringCall(call, step, question, context, signal),
   });
   context.logger.info({ step, tool: call.name, ok: outcome.ok, duration_ms: outcome.durationMs }, 'tool done');
   if (outcome.ok) {
@@ -136,6 +137,24 @@ async function askUser(
     content: answer,
     summary: summarize(`asked the user "${awaiting.question}"`, `the user answered: ${answer}`),
   };
+}
+
+/**
+ * A question from inside a running tool (an MCP server's elicitation): shown and answered like the
+ * agent's own, under the same call id. No answer in time stops the run, as for request_input.
+ */
+async function askDuringCall(call: LlmToolCall, step: number, question: string, context: RunContext, signal?: AbortSignal): Promise<string> {
+  const { events, sink, control, inputTimeoutMs } = context;
+  await sink.emit(events.requestInput(step, question, call.id, new Date(Date.now() + inputTimeoutMs)));
+  try {
+    return await control.waitForInput(inputTimeoutMs, signal ? AbortSignal.any([control.signal, signal]) : control.signal);
+  } catch (error) {
+    if (error instanceof InputTimeoutError) {
+      await sink.emit(events.requestInputTimeout(step));
+      control.stop('input_timeout');
+    }
+    throw error;
+  }
 }
 
 function readQuestion(call: LlmToolCall, context: RunContext): string {

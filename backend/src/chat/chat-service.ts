@@ -11,6 +11,7 @@ import type { Logger } from '../logger.ts';
 import type { PromptProvider } from '../prompts/prompt-provider.ts';
 import type { RunEnd, RunRecord, Store } from '../store/store.ts';
 import type { ToolRegistry } from '../tools/tool-registry.ts';
+import type { SessionFiles } from '../files/session-files.ts';
 import type { RunSlots } from './run-slots.ts';
 import type { SessionEventLog } from './session-event-log.ts';
 
@@ -25,6 +26,7 @@ export interface ChatDependencies {
   logger: Logger;
   /** Shared by every session: the server's limit of concurrent answers and runs. */
   runSlots: RunSlots;
+  files: SessionFiles;
 }
 
 /** What is running in a session: a plain chat answer or an agent run. */
@@ -212,7 +214,6 @@ export class ChatService {
       history,
       maxSteps: run.maxSteps,
       toolNames: run.toolNames,
-      filesManifest: '',
     };
     await this.execute(run.strategy, input, control);
   }
@@ -229,6 +230,7 @@ export class ChatService {
         tools,
         prompts,
         inputTimeoutMs: config.agent.inputTimeoutMs,
+        filesManifest: () => this.deps.files.manifest(this.sessionId),
         budget: { timeoutMs: config.agent.runTimeoutMs, tokens: config.agent.runTokenBudget },
         logger: logger.child({ session_id: this.sessionId }),
       },

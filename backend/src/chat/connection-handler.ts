@@ -5,6 +5,7 @@ import type { LlmClient } from '../llm/llm-client.ts';
 import type { Logger } from '../logger.ts';
 import { TOKENS } from '../tokens.ts';
 import { ToolRegistry } from '../tools/tool-registry.ts';
+import { McpManager } from '../mcp/mcp-manager.ts';
 import type { ChatService } from './chat-service.ts';
 import type { ClientConnection } from './client-connection.ts';
 import { RateLimiter } from './rate-limiter.ts';
@@ -35,7 +36,19 @@ export class ConnectionHandler {
     @inject(TOKENS.LlmClient) private readonly llm: LlmClient,
     @inject(ToolRegistry) private readonly tools: ToolRegistry,
     @inject(TOKENS.Logger) private readonly logger: Logger,
-  ) {}
+    @inject(McpManager) private readonly mcp: McpManager,
+  ) {
+    // Clients hear when servers come and go, so the tool picker stays true without a reload.
+    let pending: NodeJS.Timeout | undefined;
+    tools.onChange(() => {
+      if (pending) return;
+      pending = setTimeout(() => {
+        pending = undefined;
+        this.sessions.broadcast({ type: 'tools_changed', tools: this.tools.list(), mcp_servers: this.mcp.status() });
+      }, 50);
+      pending.unref();
+    });
+  }
 
   async open(connection: ClientConnection, request: ConnectionRequest): Promise<ConnectionSession> {
     const { chat, resumed } = await this.sessions.open(request.sessionId);
@@ -53,6 +66,7 @@ export class ConnectionHandler {
         max_steps_limit: this.config.agent.maxStepsLimit,
       },
       tools: this.tools.list(),
+      mcp_servers: this.mcp.status(),
       strategies: this.sessions.strategyNames,
     };
     connection.send(session);

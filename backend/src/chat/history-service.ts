@@ -2,6 +2,7 @@ import type { HistoryMessage, LoggedEvent, RunSummary, SessionDetail, SessionSum
 import { inject, injectable } from 'tsyringe';
 import type { RunRecord, SessionRecord, Store } from '../store/store.ts';
 import { TOKENS } from '../tokens.ts';
+import { SessionFiles } from '../files/session-files.ts';
 import { SessionManager } from './session-manager.ts';
 
 const SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -24,7 +25,13 @@ export class HistoryService {
   constructor(
     @inject(TOKENS.Store) private readonly store: Store,
     @inject(SessionManager) private readonly sessions: SessionManager,
+    @inject(SessionFiles) private readonly files: SessionFiles,
   ) {}
+
+  /** Throws the 400/404 HistoryError unless `id` names a stored session. */
+  async requireSession(id: string): Promise<void> {
+    await this.find(id);
+  }
 
   /** Sessions someone wrote in (a page that only connected leaves an empty one behind), newest first. */
   async list(limit = 100): Promise<SessionSummary[]> {
@@ -66,6 +73,7 @@ export class HistoryService {
     await this.find(id);
     await this.sessions.forget(id);
     await this.store.deleteSession(id);
+    await this.files.removeSession(id);
   }
 
   private async find(id: string): Promise<SessionRecord> {

@@ -1,4 +1,4 @@
-import type { DeltaEvent, ErrorEvent, LoggedEvent, LoggedEventBody } from '@stepwise/shared-types';
+import type { DeltaEvent, ErrorEvent, LoggedEvent, LoggedEventBody, ToolsChangedEvent } from '@stepwise/shared-types';
 import type { EventSink } from '../agent/event-sink.ts';
 import type { Store } from '../store/store.ts';
 import type { ClientConnection } from './client-connection.ts';
@@ -77,6 +77,11 @@ export class SessionEventLog implements EventSink {
     this.sendToAll(error);
   }
 
+  /** Sends a message that is not part of the log (a change in the tool list) to every connected client. */
+  broadcast(message: ToolsChangedEvent): void {
+    this.sendToAll(message);
+  }
+
   /** Replays the events after `afterSeq` to the connection, then keeps it informed live. */
   attach(connection: ClientConnection, afterSeq: number): Promise<void> {
     return this.enqueue(async () => {
@@ -90,7 +95,7 @@ export class SessionEventLog implements EventSink {
     this.connections.delete(connection);
   }
 
-  private sendToAll(message: DeltaEvent | ErrorEvent | LoggedEvent): void {
+  private sendToAll(message: DeltaEvent | ErrorEvent | LoggedEvent | ToolsChangedEvent): void {
     for (const connection of this.connections) connection.send(message);
   }
 

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { StopReason } from '@stepwise/shared-types';
+import type { LoggedEventBody, StopReason, ToolsChangedEvent } from '@stepwise/shared-types';
 import { inject, injectable } from 'tsyringe';
 import type { RunCheckpoint } from '../agent/agent-runner.ts';
 import type { Strategy } from '../agent/strategy.ts';
 import type { Config } from '../config/config.ts';
+import { type FileListener, SessionFiles } from '../files/session-files.ts';
 import type { LlmClient } from '../llm/llm-client.ts';
 import type { Logger } from '../logger.ts';
 import type { PromptProvider } from '../prompts/prompt-provider.ts';
@@ -32,7 +33,9 @@ export class SessionManager {
     @inject(TOKENS.PromptProvider) prompts: PromptProvider,
     @inject(TOKENS.Strategies) strategies: Strategy[],
     @inject(TOKENS.Logger) private readonly logger: Logger,
+    @inject(SessionFiles) files: SessionFiles,
   ) {
+    files.onChange(this.onFileChange);
     this.deps = {
       config,
       llm,
@@ -42,8 +45,26 @@ export class SessionManager {
       strategies: new Map(strategies.map((strategy) => [strategy.name, strategy])),
       logger,
       runSlots: new RunSlots(config.limits.concurrentRuns),
+      files,
     };
   }
+
+  /** Sends a message outside the logs to every client of every live session. */
+  broadcast(message: ToolsChangedEvent): void {
+    for (const chat of this.sessions.values()) chat.log.broadcast(message);
+  }
+
+  /** A file saved or deleted goes into its session's log, so every client (and a replay) sees it. */
+  private readonly onFileChange: FileListener = async (change) => {
+    const chat = await this.find(change.sessionId);
+    if (!chat) return;
+    const event: LoggedEventBody =
+      change.kind === 'saved'
+        ? { type: 'file_saved', file: change.file, source: change.source, ...(change.runId ? { run_id: change.runId } : {}) }
+        : { type: 'file_deleted', name: change.file.name };
+    await chat.log.emit(event);
+    this.release(chat);
+  };
 
   /** Names of the strategies a run may use. */
   get strategyNames(): string[] {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ConfigError } from '../errors.ts';
+import type { McpServerConfig } from './config-file.ts';
 
 const integer = (min: number, max = Number.MAX_SAFE_INTEGER) =>
   z
@@ -67,6 +68,11 @@ const EnvSchema = z.object({
   AGENT_RUN_TIMEOUT_MS: integer(1).default(15 * 60_000),
   AGENT_RUN_TOKEN_BUDGET: integer(0).default(0),
   CONTEXT_BUDGET_CHARS: integer(1000).default(60_000),
+  FILE_MAX_BYTES: integer(1).default(10 * 1024 * 1024),
+  SESSION_FILES_MAX: integer(1).default(500),
+  MCP_STARTUP_WAIT_MS: integer(0).default(15_000),
+  MCP_RETRY_BASE_MS: integer(1).default(1_000),
+  MCP_RETRY_MAX_MS: integer(1).default(60_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   STATIC_DIR: nonEmpty.optional(),
 });
@@ -103,12 +109,24 @@ export interface Config {
   limits: { messagesPerSecond: number; socketsPerAddress: number; concurrentRuns: number };
   prompts: { dir: string; reason: string; act: string; observe: string; chatSystem: string };
   tools: { resultMaxChars: number; timeoutMs: number };
+  /** Session files: the largest upload or written file, and how many files one session may hold. */
+  files: { maxBytes: number; maxPerSession: number };
+  /** MCP servers from the config file, and how patiently they are (re)connected. */
+  mcp: {
+    servers: Record<string, McpServerConfig>;
+    /** How long startup waits for the servers before listening anyway (they keep connecting). */
+    startupWaitMs: number;
+    retryBaseMs: number;
+    retryMaxMs: number;
+  };
   transport: { maxFrameBytes: number; staticDir: string | undefined };
   access: { authToken: string | undefined; allowedOrigins: string[] | undefined };
   dataDir: string;
   /** A PostgreSQL server to use instead of the embedded database. */
   databaseUrl: string | undefined;
   configFile: string;
+  /** True when STEPWISE_CONFIG was set: then a missing file is an error, not "no file". */
+  configFileExplicit: boolean;
   sessionIdleTtlMs: number;
   logLevel: string;
 }
@@ -172,11 +190,19 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
       chatSystem: e.CHAT_SYSTEM_PROMPT,
     },
     tools: { resultMaxChars: e.TOOL_RESULT_MAX_CHARS, timeoutMs: e.TOOL_TIMEOUT_MS },
+    files: { maxBytes: e.FILE_MAX_BYTES, maxPerSession: e.SESSION_FILES_MAX },
+    mcp: {
+      servers: {},
+      startupWaitMs: e.MCP_STARTUP_WAIT_MS,
+      retryBaseMs: e.MCP_RETRY_BASE_MS,
+      retryMaxMs: Math.max(e.MCP_RETRY_MAX_MS, e.MCP_RETRY_BASE_MS),
+    },
     transport: { maxFrameBytes: e.MAX_FRAME_BYTES, staticDir: e.STATIC_DIR },
     access: { authToken: e.AUTH_TOKEN, allowedOrigins: e.ALLOWED_ORIGINS },
     dataDir: e.DATA_DIR,
     databaseUrl: e.DATABASE_URL,
     configFile: e.STEPWISE_CONFIG,
+    configFileExplicit: present.STEPWISE_CONFIG !== undefined,
     sessionIdleTtlMs: e.SESSION_IDLE_TTL_MS,
     logLevel: e.LOG_LEVEL,
   };

@@ -17,6 +17,7 @@ export type ToolOutcome =
 @injectable()
 export class ToolRegistry {
   private readonly tools = new Map<string, Tool>();
+  private readonly listeners: Array<() => void> = [];
 
   constructor(
     @inject(TOKENS.Config) private readonly config: Config,
@@ -30,13 +31,36 @@ export class ToolRegistry {
     this.tools.set(tool.name, tool);
   }
 
+  /** Replaces every tool of `source` (an MCP server's current tool list). */
+  replaceSource(source: string, tools: Tool[]): void {
+    if (source === 'builtin') throw new Error('Built-in tools cannot be replaced');
+    for (const [name, tool] of this.tools) if (tool.source === source) this.tools.delete(name);
+    for (const tool of tools) {
+      if (this.tools.has(tool.name)) continue;
+      this.tools.set(tool.name, tool);
+    }
+    for (const listener of this.listeners) listener();
+  }
+
+  /** Told when the set of tools (or whether they are available) changes. */
+  onChange(listener: () => void): void {
+    this.listeners.push(listener);
+  }
+
+  /** Call when a source's availability changed without its tools changing. */
+  changed(): void {
+    for (const listener of this.listeners) listener();
+  }
+
   has(name: string): boolean {
     return this.tools.has(name);
   }
 
   /** What the `session` message lists. */
   list(): ToolInfo[] {
-    return [...this.tools.values()].map(({ name, description, source }) => ({ name, description, source }));
+    return [...this.tools.values()].map(({ name, description, source, available }) =>
+      available ? { name, description, source, available: available() } : { name, description, source },
+    );
   }
 
   /** The tools a run gets when it names none: every built-in tool. */

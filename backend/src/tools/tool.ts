@@ -6,6 +6,11 @@ export interface ToolContext {
   signal: AbortSignal;
   sessionId: string;
   runId: string;
+  /**
+   * Asks the user a question through the run (agent_request_input) and resolves with the answer;
+   * for tools that need the user mid-call (MCP elicitation). Rejects on stop and on timeout.
+   */
+  askUser?: (question: string, signal?: AbortSignal) => Promise<string>;
 }
 
 /** The port every tool implements: built-in, and later MCP-backed. */
@@ -18,6 +23,8 @@ export interface Tool<Args = unknown> {
   readonly parameters: z.ZodType<Args>;
   /** JSON Schema for the model; derived from `parameters` when absent. */
   readonly jsonSchema?: Record<string, unknown>;
+  /** False while the tool cannot run (its MCP server is down); absent means always available. */
+  readonly available?: () => boolean;
   /** Returns a string or a JSON-serializable value. */
   execute(args: Args, context: ToolContext): Promise<unknown>;
 }

@@ -9,6 +9,7 @@ import { HistoryService } from '../chat/history-service.ts';
 import { SessionManager } from '../chat/session-manager.ts';
 import type { Config } from '../config/config.ts';
 import { TOKENS } from '../tokens.ts';
+import { SessionFiles } from '../files/session-files.ts';
 import { checkAccess, chooseSubprotocol } from './access.ts';
 import { SocketsPerAddress } from './connection-limits.ts';
 import { registerRestRoutes } from './rest-routes.ts';
@@ -49,7 +50,7 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
   }
 
   app.get('/api/health', () => ({ status: 'ok' }));
-  registerRestRoutes(app, container.resolve(HistoryService));
+  registerRestRoutes(app, container.resolve(HistoryService), container.resolve(SessionFiles));
   registerWebSocketRoute(app, handler, new SocketsPerAddress(config.limits.socketsPerAddress));
   return app;
 }

@@ -79,7 +79,7 @@ export class RoaStrategy implements Strategy {
   private async reason(step: number, lastObservation: string, input: RunInput, context: RunContext) {
     const system = context.prompts.render('reason', {
       question: input.question,
-      files_manifest: input.filesManifest,
+      files_manifest: await context.filesManifest(),
       last_observation: lastObservation,
       step,
       max_steps: input.maxSteps,

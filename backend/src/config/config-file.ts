@@ -1,0 +1,126 @@
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import { ConfigError } from '../errors.ts';
+
+/** One MCP server, as Stepwise starts or reaches it. */
+export type McpServerConfig =
+  | { transport: 'stdio'; command: string; args: string[]; env: Record<string, string>; cwd: string | undefined }
+  | { transport: 'http'; url: string; headers: Record<string, string> };
+
+/** What the config file declares. */
+export interface ConfigFile {
+  mcpServers: Record<string, McpServerConfig>;
+}
+
+/** Server names become tool-name prefixes, which models accept only from this alphabet. */
+const SERVER_NAME = /^[A-Za-z0-9_-]{1,48}$/;
+
+const strings = z.record(z.string(), z.string());
+
+// Other MCP clients put extra keys in these entries (alwaysAllow, autoApprove, …); they are ignored,
+// so an entry can be pasted in as it is.
+const StdioEntry = z.looseObject({
+  type: z.literal('stdio').optional(),
+  command: z.string().trim().min(1, 'must not be empty'),
+  args: z.array(z.string()).default([]),
+  env: strings.default({}),
+  cwd: z.string().optional(),
+  disabled: z.boolean().optional(),
+});
+
+const HttpEntry = z.looseObject({
+  type: z.enum(['http', 'streamable-http', 'streamableHttp', 'sse']).optional(),
+  url: z.string().trim(),
+  headers: strings.default({}),
+  disabled: z.boolean().optional(),
+});
+
+const FileSchema = z.looseObject({
+  mcpServers: z.record(z.string(), z.unknown()).default({}),
+});
+
+/**
+ * Reads the config file. A missing file at the default path means "no servers"; a missing file
+ * that STEPWISE_CONFIG names, bad JSON, or a bad entry stops startup with one line saying where.
+ * `${NAME}` in a command, argument, env value, URL or header is replaced by that environment
+ * variable, so secrets can stay out of the file.
+ */
+export function loadConfigFile(path: string, options: { required: boolean; env: Record<string, string | undefined> }): ConfigFile {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT' && !options.required) return { mcpServers: {} };
+    throw new ConfigError(`Cannot read the config file ${path} (STEPWISE_CONFIG): ${(error as Error).message}`);
+  }
+  return parseConfigFile(text, path, options.env);
+}
+
+/** Parses the config file's text; `path` only names it in errors. */
+export function parseConfigFile(text: string, path: string, env: Record<string, string | undefined>): ConfigFile {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new ConfigError(`The config file ${path} is not valid JSON: ${(error as Error).message}`);
+  }
+  const file = FileSchema.safeParse(json);
+  if (!file.success) throw new ConfigError(`The config file ${path} must be a JSON object with an "mcpServers" object`);
+
+  const mcpServers: Record<string, McpServerConfig> = {};
+  for (const [name, entry] of Object.entries(file.data.mcpServers)) {
+    const where = `mcpServers.${name} in ${path}`;
+    if (!SERVER_NAME.test(name)) {
+      throw new ConfigError(`Invalid server name "${name}" in ${path}: use 1-48 letters, digits, - or _ (it prefixes tool names)`);
+    }
+    const server = parseEntry(entry, where, env);
+    if (server) mcpServers[name] = server;
+  }
+  return { mcpServers };
+}
+
+function parseEntry(entry: unknown, where: string, env: Record<string, string | undefined>): McpServerConfig | undefined {
+  if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) {
+    throw new ConfigError(`Invalid ${where}: must be an object with "command" (stdio) or "url" (Streamable HTTP)`);
+  }
+  const expand = (value: string) => expandVariables(value, where, env);
+  const expandAll = (values: Record<string, string>) => Object.fromEntries(Object.entries(values).map(([key, value]) => [key, expand(value)]));
+
+  if ('command' in entry) {
+    const parsed = StdioEntry.safeParse(entry);
+    if (!parsed.success) throw new ConfigError(`Invalid ${where}: ${describe(parsed.error)}`);
+    if (parsed.data.disabled) return undefined;
+    return {
+      transport: 'stdio',
+      command: expand(parsed.data.command),
+      args: parsed.data.args.map(expand),
+      env: expandAll(parsed.data.env),
+      cwd: parsed.data.cwd === undefined ? undefined : expand(parsed.data.cwd),
+    };
+  }
+  if ('url' in entry) {
+    const parsed = HttpEntry.safeParse(entry);
+    if (!parsed.success) throw new ConfigError(`Invalid ${where}: ${describe(parsed.error)}`);
+    if (parsed.data.disabled) return undefined;
+    if (parsed.data.type === 'sse') {
+      throw new ConfigError(`Invalid ${where}: the old SSE transport is not supported; use the server's Streamable HTTP endpoint`);
+    }
+    const url = expand(parsed.data.url);
+    if (!/^https?:\/\/[^\s]+$/.test(url) || !URL.canParse(url)) throw new ConfigError(`Invalid ${where}: "url" must be an http(s) URL`);
+    return { transport: 'http', url, headers: expandAll(parsed.data.headers) };
+  }
+  throw new ConfigError(`Invalid ${where}: must have "command" (stdio) or "url" (Streamable HTTP)`);
+}
+
+function expandVariables(value: string, where: string, env: Record<string, string | undefined>): string {
+  return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_match, name: string) => {
+    const found = env[name];
+    if (found === undefined) throw new ConfigError(`Invalid ${where}: it uses \${${name}}, which is not set in the environment`);
+    return found;
+  });
+}
+
+function describe(error: z.ZodError): string {
+  const issue = error.issues[0]!;
+  return `${issue.path.join('.') || 'entry'} ${issue.message}`;
+}

@@ -1,0 +1,266 @@
+import { randomUUID } from 'node:crypto';
+import { constants, createReadStream, type ReadStream } from 'node:fs';
+import { lstat, mkdir, open, readdir, rename, rm, unlink } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { inject, injectable } from 'tsyringe';
+import type { Config } from '../config/config.ts';
+import { ERROR_CODE, FileError } from '../errors.ts';
+import { TOKENS } from '../tokens.ts';
+
+/** One file of a session, as listed. */
+export interface SessionFileInfo {
+  name: string;
+  size: number;
+  /** ISO-8601. */
+  modified: string;
+}
+
+/** Who put a file there: the user (upload), the agent (a tool), or an MCP server (a result it returned). */
+export type FileSource = 'user' | 'agent' | (string & {});
+
+/** Told whenever a file is saved or removed, so the session's log (and its clients) hear of it. */
+export type FileListener = (change: {
+  sessionId: string;
+  runId?: string | undefined;
+  kind: 'saved' | 'deleted';
+  file: SessionFileInfo;
+  source: FileSource;
+}) => void | Promise<void>;
+
+/** What one read_file call returns. */
+export interface TextSlice {
+  text: string;
+  /** Byte offsets of the slice, and the file's size in bytes. */
+  start: number;
+  end: number;
+  size: number;
+}
+
+const MAX_NAME_BYTES = 255;
+const SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const TEMP_PREFIX = '.partial-';
+// Characters that some file systems or shells treat specially; uploads get "_" instead.
+const RESERVED = /[<>:"|?*]/g;
+
+/**
+ * The files of each session, in one flat folder per session under `DATA_DIR/files`. Every name
+ * is checked before it touches the disk: no separators, no `.`/`..`, no NUL or control characters,
+ * at most 255 bytes; symbolic links are never followed, read or replaced.
+ */
+@injectable()
+export class SessionFiles {
+  readonly root: string;
+  private readonly listeners: FileListener[] = [];
+
+  constructor(@inject(TOKENS.Config) private readonly config: Config) {
+    this.root = resolve(config.dataDir, 'files');
+  }
+
+  /** The largest file a session may hold, in bytes. */
+  get maxBytes(): number {
+    return this.config.files.maxBytes;
+  }
+
+  onChange(listener: FileListener): void {
+    this.listeners.push(listener);
+  }
+
+  /** Returns `name` (NFC-normalized) when it is a safe plain file name; throws FileError otherwise. */
+  static checkName(name: unknown): string {
+    if (typeof name !== 'string' || name.length === 0) throw invalid('A file name is required');
+    const normalized = name.normalize('NFC');
+    if (normalized.includes('\0')) throw invalid('File names cannot contain NUL bytes');
+    if (/[/\\]/.test(normalized)) throw invalid(`"${printable(normalized)}" is a path; session files have plain names without / or \\`);
+    if (normalized === '.' || normalized === '..') throw invalid(`"${normalized}" is not a file name`);
+    if (normalized.startsWith('.')) throw invalid(`"${printable(normalized)}": names starting with "." are not allowed`);
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused here
+    if (/[\u0000-\u001f\u007f]/.test(normalized)) throw invalid('File names cannot contain control characters');
+    if (normalized.trim() !== normalized) throw invalid('File names cannot start or end with spaces');
+    if (Buffer.byteLength(normalized) > MAX_NAME_BYTES) throw invalid(`File names are limited to ${MAX_NAME_BYTES} bytes`);
+    return normalized;
+  }
+
+  /**
+   * The name an uploaded file is stored under: trimmed, reserved characters replaced. Anything
+   * that would reach outside the folder (separators, `..`, NUL) is refused, never rewritten.
+   */
+  static uploadName(raw: unknown): string {
+    if (typeof raw !== 'string') throw invalid('A file name is required (?name=…)');
+    return SessionFiles.checkName(raw.normalize('NFC').trim().replace(RESERVED, '_'));
+  }
+
+  async list(sessionId: string): Promise<SessionFileInfo[]> {
+    const dir = this.folder(sessionId);
+    let entries;
+    try {
+      entries = await readdir(dir, { withFileTypes: true });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw error;
+    }
+    const files: SessionFileInfo[] = [];
+    for (const entry of entries) {
+      if (!entry.isFile() || entry.name.startsWith('.')) continue;
+      const stats = await lstat(join(dir, entry.name)).catch(() => undefined);
+      if (stats?.isFile()) files.push({ name: entry.name, size: stats.size, modified: stats.mtime.toISOString() });
+    }
+    return files.sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  /** A short list for the reason prompt, or '' when the session has no files. */
+  async manifest(sessionId: string, max = 50): Promise<string> {
+    const files = await this.list(sessionId);
+    const lines = files.slice(0, max).map((file) => `- ${file.name} (${formatSize(file.size)})`);
+    if (files.length > max) lines.push(`- … and ${files.length - max} more (list_files shows them all)`);
+    return lines.join('\n');
+  }
+
+  /**
+   * Writes a whole file (replacing one of that name), through a temporary file and a rename so a
+   * reader never sees half of it. `data` may be a stream; it is cut off at the size limit.
+   */
+  async write(
+    sessionId: string,
+    rawName: string,
+    data: string | Uint8Array | AsyncIterable<Uint8Array | string>,
+    origin: { source: FileSource; runId?: string | undefined },
+  ): Promise<SessionFileInfo> {
+    const name = SessionFiles.checkName(rawName);
+    const dir = await this.ensureFolder(sessionId);
+    const target = join(dir, name);
+    const existing = await lstat(target).catch(() => undefined);
+    if (existing && !existing.isFile()) throw invalid(`"${name}" exists and is not a regular file`);
+    if (!existing && (await this.list(sessionId)).length >= this.config.files.maxPerSession) {
+      throw new FileError(ERROR_CODE.tooManyFiles, `A session holds at most ${this.config.files.maxPerSession} files`);
+    }
+    const temp = join(dir, `${TEMP_PREFIX}${randomUUID()}`);
+    const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    let size = 0;
+    try {
+      const chunks = typeof data === 'string' || data instanceof Uint8Array ? [data] : data;
+      for await (const chunk of chunks) {
+        const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+        size += bytes.byteLength;
+        if (size > this.maxBytes) {
+          throw new FileError(ERROR_CODE.fileTooLarge, `Files are limited to ${formatSize(this.maxBytes)}`);
+        }
+        await handle.write(bytes);
+      }
+      await handle.close();
+      await rename(temp, target);
+    } catch (error) {
+      await handle.close().catch(() => {});
+      await unlink(temp).catch(() => {});
+      throw error;
+    }
+    const stats = await lstat(target);
+    const file = { name, size: stats.size, modified: stats.mtime.toISOString() };
+    await this.notify({ sessionId, runId: origin.runId, kind: 'saved', file, source: origin.source });
+    return file;
+  }
+
+  /** Reads text from byte `offset`, at most `length` bytes, cut at UTF-8 character boundaries. */
+  async readText(sessionId: string, rawName: string, offset: number, length: number): Promise<TextSlice> {
+    const name = SessionFiles.checkName(rawName);
+    const handle = await this.openExisting(sessionId, name);
+    try {
+      const { size } = await handle.stat();
+      if (offset > size) throw invalid(`offset ${offset} is past the end of "${name}" (${size} bytes)`);
+      // One extra byte at each end shows where characters begin.
+      const buffer = Buffer.alloc(Math.min(length + 4, size - offset));
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, offset);
+      const bytes = buffer.subarray(0, bytesRead);
+      let start = 0;
+      while (start < bytes.length && isContinuationByte(bytes[start]!)) start++;
+      let end = Math.min(length, bytes.length);
+      if (end < bytes.length) while (end > start && isContinuationByte(bytes[end]!)) end--;
+      const slice = bytes.subarray(start, end);
+      if (slice.includes(0)) throw new FileError(ERROR_CODE.notText, `"${name}" is a binary file (${formatSize(size)}); read_file reads text`);
+      return { text: slice.toString('utf8'), start: offset + start, end: offset + end, size };
+    } finally {
+      await handle.close();
+    }
+  }
+
+  /** A stream of the whole file, for download. */
+  async openForDownload(sessionId: string, rawName: string): Promise<{ name: string; size: number; stream: ReadStream }> {
+    const name = SessionFiles.checkName(rawName);
+    const handle = await this.openExisting(sessionId, name);
+    const { size } = await handle.stat();
+    return { name, size, stream: createReadStream('', { fd: handle, autoClose: true }) };
+  }
+
+  async remove(sessionId: string, rawName: string): Promise<void> {
+    const name = SessionFiles.checkName(rawName);
+    const path = join(this.folder(sessionId), name);
+    const stats = await lstat(path).catch(() => undefined);
+    if (!stats?.isFile()) throw notFound(name);
+    await unlink(path);
+    await this.notify({ sessionId, kind: 'deleted', file: { name, size: 0, modified: new Date().toISOString() }, source: 'user' });
+  }
+
+  /** Removes the session's folder (the session is being deleted). */
+  async removeSession(sessionId: string): Promise<void> {
+    await rm(this.folder(sessionId), { recursive: true, force: true });
+  }
+
+  private async openExisting(sessionId: string, name: string) {
+    try {
+      // O_NOFOLLOW: a symbolic link (whoever put it there) is refused, not followed.
+      const handle = await open(join(this.folder(sessionId), name), constants.O_RDONLY | constants.O_NOFOLLOW);
+      if (!(await handle.stat()).isFile()) {
+        await handle.close();
+        throw invalid(`"${name}" is not a regular file`);
+      }
+      return handle;
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') throw notFound(name);
+      if (code === 'ELOOP') throw invalid(`"${name}" is a symbolic link; links are not followed`);
+      if (code === 'ENAMETOOLONG') throw invalid('File name too long');
+      throw error;
+    }
+  }
+
+  private folder(sessionId: string): string {
+    if (!SESSION_ID.test(sessionId)) throw invalid('Not a session id');
+    return join(this.root, sessionId.toLowerCase());
+  }
+
+  private async ensureFolder(sessionId: string): Promise<string> {
+    const dir = this.folder(sessionId);
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    const stats = await lstat(dir);
+    if (!stats.isDirectory()) throw invalid('The session folder is not a directory');
+    return dir;
+  }
+
+  private async notify(change: Parameters<FileListener>[0]): Promise<void> {
+    for (const listener of this.listeners) await listener(change);
+  }
+}
+
+/** 1234 → "1.2 KB". */
+export function formatSize(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KB`;
+  return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+}
+
+function isContinuationByte(byte: number): boolean {
+  return (byte & 0xc0) === 0x80;
+}
+
+function invalid(message: string): FileError {
+  return new FileError(ERROR_CODE.invalidFileName, message);
+}
+
+function notFound(name: string): FileError {
+  return new FileError(ERROR_CODE.fileNotFound, `No file "${name}" in this session`);
+}
+
+function printable(name: string): string {
+  const shown = name.length > 80 ? `${name.slice(0, 80)}…` : name;
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: shown in an error message
+  return shown.replace(/[\u0000-\u001f\u007f]/g, '?');
+}

@@ -1,0 +1,130 @@
+import { randomBytes } from 'node:crypto';
+import type { Tool as McpToolDefinition } from '@modelcontextprotocol/sdk/types.js';
+import type { McpServerStatus } from '@stepwise/shared-types';
+import { inject, injectable } from 'tsyringe';
+import { z } from 'zod';
+import type { Config } from '../config/config.ts';
+import { SessionFiles } from '../files/session-files.ts';
+import type { Logger } from '../logger.ts';
+import { TOKENS } from '../tokens.ts';
+import type { Tool } from '../tools/tool.ts';
+import { ToolRegistry } from '../tools/tool-registry.ts';
+import { McpServerConnection } from './mcp-server-connection.ts';
+import { describeToolResult, extensionFor } from './mcp-results.ts';
+
+const MAX_TOOL_NAME = 64;
+const MAX_DESCRIPTION = 1_024;
+const AnyObject = z.record(z.string(), z.unknown());
+
+/**
+ * The MCP servers of the config file. Connects them all in parallel, keeps each server's tools in
+ * the ToolRegistry as `SERVER__TOOL` (listed as unavailable while the server is down), and closes
+ * them at shutdown.
+ */
+@injectable()
+export class McpManager {
+  private readonly connections: McpServerConnection[] = [];
+  private readonly listeners: Array<() => void> = [];
+
+  constructor(
+    @inject(TOKENS.Config) private readonly config: Config,
+    @inject(ToolRegistry) private readonly registry: ToolRegistry,
+    @inject(SessionFiles) private readonly files: SessionFiles,
+    @inject(TOKENS.Logger) private readonly logger: Logger,
+  ) {
+    for (const [name, server] of Object.entries(config.mcp.servers)) {
+      const connection: McpServerConnection = new McpServerConnection(
+        name,
+        server,
+        {
+          retryBaseMs: config.mcp.retryBaseMs,
+          retryMaxMs: config.mcp.retryMaxMs,
+          connectTimeoutMs: Math.max(config.mcp.startupWaitMs, 10_000),
+          onChange: () => this.refresh(connection),
+        },
+        logger.child({ component: 'mcp' }),
+      );
+      this.connections.push(connection);
+    }
+  }
+
+  /**
+   * Starts every server at once and waits for them, at most `startupWaitMs`; servers still
+   * starting after that (or failing) keep trying in the background. Never throws.
+   */
+  async start(): Promise<void> {
+    if (this.connections.length === 0) return;
+    const all = Promise.all(this.connections.map((connection) => connection.start()));
+    let timer: NodeJS.Timeout | undefined;
+    const wait = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, this.config.mcp.startupWaitMs);
+    });
+    await Promise.race([all, wait]);
+    clearTimeout(timer);
+    const connected = this.connections.filter((connection) => connection.status === 'connected').length;
+    this.logger.info({ servers: this.connections.length, connected }, 'MCP servers started');
+  }
+
+  status(): McpServerStatus[] {
+    return this.connections.map((connection) => connection.snapshot());
+  }
+
+  /** Told when a server's status or tools change. */
+  onChange(listener: () => void): void {
+    this.listeners.push(listener);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.connections.map((connection) => connection.close()));
+  }
+
+  /** Puts the server's current tools into the registry. */
+  private refresh(connection: McpServerConnection): void {
+    const tools: Tool[] = [];
+    const taken = new Set<string>();
+    for (const definition of connection.tools) {
+      const name = toolName(connection.name, definition.name);
+      if (taken.has(name)) {
+        this.logger.warn({ mcp_server: connection.name, tool: definition.name }, 'two MCP tools map to one name; the second is left out');
+        continue;
+      }
+      taken.add(name);
+      tools.push(this.adapt(connection, definition, name));
+    }
+    this.registry.replaceSource(connection.name, tools);
+    for (const listener of this.listeners) listener();
+  }
+
+  /** One MCP tool as a Stepwise tool. */
+  private adapt(connection: McpServerConnection, definition: McpToolDefinition, name: string): Tool<Record<string, unknown>> {
+    const timeoutMs = this.config.tools.timeoutMs;
+    const files = this.files;
+    const description = (definition.description ?? definition.title ?? definition.name).slice(0, MAX_DESCRIPTION);
+    return {
+      name,
+      description,
+      source: connection.name,
+      parameters: AnyObject,
+      jsonSchema: { ...definition.inputSchema, type: 'object' },
+      available: () => connection.status === 'connected',
+      async execute(args, context) {
+        const result = await connection.callTool(definition.name, args, {
+          signal: context.signal,
+          // The registry's own timeout (the same length) aborts first, which cancels on the server.
+          timeoutMs: timeoutMs + 1_000,
+          askUser: context.askUser,
+        });
+        return describeToolResult(result, async (bytes, mimeType, kind) => {
+          const fileName = `${connection.name}-${kind}-${randomBytes(4).toString('hex')}.${extensionFor(mimeType)}`;
+          const saved = await files.write(context.sessionId, fileName, bytes, { source: connection.name, runId: context.runId });
+          return saved.name;
+        });
+      },
+    };
+  }
+}
+
+/** `SERVER__TOOL`, in the alphabet and length models accept for function names. */
+export function toolName(server: string, tool: string): string {
+  return `${server}__${tool}`.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, MAX_TOOL_NAME);
+}

@@ -1,0 +1,284 @@
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { MCP_SERVERS, STDIO_RECORDER, startEverythingHttp } from '../fixtures/mcp-servers.ts';
+import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
+import { summarize, TestClient } from '../helpers/ws-client.ts';
+
+let llm: ScriptedLlmServer;
+let server: TestServer;
+let client: TestClient;
+const cleanups: Array<() => Promise<void>> = [];
+
+type ToolInfo = { name: string; source: string; description: string; available?: boolean };
+type ServerStatus = { name: string; status: string; error?: string; tools: number };
+
+async function start(mcpServers: Record<string, unknown>, env: Record<string, string> = {}) {
+  const dir = mkdtempSync(join(tmpdir(), 'stepwise-mcp-'));
+  const configFile = join(dir, 'stepwise.config.json');
+  writeFileSync(configFile, JSON.stringify({ mcpServers }));
+  llm = await ScriptedLlmServer.start();
+  server = await startStepwiseWithModel(llm.url, {
+    STEPWISE_CONFIG: configFile,
+    MCP_RETRY_BASE_MS: '100',
+    MCP_RETRY_MAX_MS: '500',
+    ...env,
+  });
+  client = await TestClient.connect(server.wsUrl);
+  return dir;
+}
+
+afterEach(async () => {
+  await client?.close();
+  await server?.close();
+  await llm?.close();
+  for (const cleanup of cleanups.splice(0)) await cleanup();
+});
+
+/** The newest tool list the client heard: the session message's, or a later tools_changed. */
+function latest(): { tools: ToolInfo[]; servers: ServerStatus[] } {
+  const event = [...client.events].reverse().find((candidate) => candidate.type === 'tools_changed' || candidate.type === 'session')!;
+  return { tools: event.tools as ToolInfo[], servers: (event.mcp_servers ?? []) as ServerStatus[] };
+}
+
+async function waitForServer(name: string, status: string, timeoutMs = 15_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const server = latest().servers.find((candidate) => candidate.name === name);
+    if (server?.status === status) return server;
+    if (Date.now() > deadline) throw new Error(`${name} never became ${status}: ${JSON.stringify(latest().servers)}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+async function waitForTool(name: string, timeoutMs = 15_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!latest().tools.some((tool) => tool.name === name && tool.available !== false)) {
+    if (Date.now() > deadline) throw new Error(`tool ${name} never appeared`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+async function waitUntil(check: () => boolean, what: string, timeoutMs = 10_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** One step that calls `tool` with `args`, then an observe with a final answer. */
+function scriptToolStep(tool: string, args: Record<string, unknown>, id = 'call_1') {
+  llm.enqueue(
+    { text: reasonText(`Use ${tool}.`) },
+    { toolCalls: [{ id, name: tool, arguments: args }] },
+    { text: observeText('Done.', { final_answer: 'All done.' }) },
+  );
+}
+
+const recordedLines = (file: string) =>
+  existsSync(file)
+    ? readFileSync(file, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as { id?: number; method?: string; params?: Record<string, unknown> })
+    : [];
+
+const everythingStdio = { command: process.execPath, args: [MCP_SERVERS.everything, 'stdio'] };
+
+describe('an MCP server over stdio (server-everything)', () => {
+  it('lists its tools as SERVER__TOOL with their JSON schemas and the server as source', async () => {
+    await start({ everything: everythingStdio });
+    const echo = client.session.tools.find((tool) => tool.name === 'everything__echo');
+    expect(echo).toMatchObject({ source: 'everything', available: true });
+    expect(echo!.description.length).toBeGreaterThan(0);
+    expect(client.session.tools.find((tool) => tool.name === 'calculator')).toMatchObject({ source: 'builtin' });
+    expect(latest().servers).toEqual([expect.objectContaining({ name: 'everything', status: 'connected', transport: 'stdio' })]);
+
+    scriptToolStep('everything__echo', { message: 'hi' });
+    client.chat('Echo hi', { agent_mode: true, tools: ['everything__echo'] });
+    await client.untilComplete();
+    const act = llm.requests.find((request) => request.phase === 'act')!;
+    const schema = (act.body.tools as unknown as { function: { name: string; parameters: { properties: Record<string, unknown> } } }[]).find(
+      (tool) => tool.function.name === 'everything__echo',
+    );
+    expect(Object.keys(schema!.function.parameters.properties)).toContain('message');
+  });
+
+  it('runs a call: the result reaches the tool card and the model', async () => {
+    await start({ everything: everythingStdio });
+    scriptToolStep('everything__get-sum', { a: 17, b: 25 });
+    client.chat('Add 17 and 25', { agent_mode: true, tools: ['everything__get-sum'] });
+    const events = await client.untilComplete();
+    expect(summarize(events)).toContain('tool_complete:everything__get-sum');
+    const complete = events.find((event) => event.type === 'tool_complete')!;
+    expect(String(complete.result)).toContain('42');
+    const observe = llm.requests.find((request) => request.phase === 'observe')!;
+    expect(observe.body.messages.find((message) => message.role === 'tool')?.content).toContain('42');
+  });
+
+  it('Stop cancels a long-running call on the server', async () => {
+    const record = join(mkdtempSync(join(tmpdir(), 'stepwise-rec-')), 'stdin.jsonl');
+    await start({
+      everything: { command: process.execPath, args: [STDIO_RECORDER, process.execPath, MCP_SERVERS.everything, 'stdio'], env: { RECORD_FILE: record } },
+    });
+    llm.enqueue(
+      { text: reasonText('Run the long operation.') },
+      { toolCalls: [{ id: 'long_1', name: 'everything__trigger-long-running-operation', arguments: { duration: 30, steps: 30 } }] },
+    );
+    client.chat('Do the long thing', { agent_mode: true, tools: ['everything__trigger-long-running-operation'] });
+    await client.waitFor('tool_start');
+    await waitUntil(() => recordedLines(record).some((line) => line.method === 'tools/call'), 'the call to reach the server');
+    const call = recordedLines(record).find((line) => line.method === 'tools/call')!;
+
+    client.send({ type: 'agent_control', action: 'stop' });
+    const events = await client.untilComplete();
+    expect(summarize(events).slice(-2)).toEqual(['agent_stopped:user', 'response_complete']);
+    await waitUntil(
+      () => recordedLines(record).some((line) => line.method === 'notifications/cancelled' && line.params?.requestId === call.id),
+      'notifications/cancelled for the call',
+    );
+  });
+
+  it('a server that exits mid-call fails that call, is reported unavailable, and comes back', async () => {
+    const record = join(mkdtempSync(join(tmpdir(), 'stepwise-rec-')), 'stdin.jsonl');
+    await start({
+      everything: { command: process.execPath, args: [STDIO_RECORDER, process.execPath, MCP_SERVERS.everything, 'stdio'], env: { RECORD_FILE: record } },
+    });
+    llm.enqueue(
+      { text: reasonText('Run the long operation.') },
+      { toolCalls: [{ id: 'long_1', name: 'everything__trigger-long-running-operation', arguments: { duration: 30, steps: 30 } }] },
+      { text: observeText('The server went away.', { final_answer: 'The tool failed.' }) },
+    );
+    client.chat('Do the long thing', { agent_mode: true, tools: ['everything__trigger-long-running-operation'] });
+    await waitUntil(() => recordedLines(record).some((line) => line.method === 'tools/call'), 'the call to reach the server');
+    process.kill(Number(readFileSync(`${record}.pid`, 'utf8')), 'SIGKILL');
+
+    const events = await client.untilComplete();
+    const failure = events.find((event) => event.type === 'tool_error')!;
+    expect(failure).toMatchObject({ tool_name: 'everything__trigger-long-running-operation' });
+    expect(String(failure.error)).toMatch(/went away/);
+    expect(summarize(events).slice(-3)).toEqual(['assistant_message', 'agent_completion:answered', 'response_complete']);
+    const observe = llm.requests.find((request) => request.phase === 'observe')!;
+    expect(observe.body.messages.find((message) => message.role === 'tool')?.content).toMatch(/went away/);
+
+    // Reported (the tool list says so) and retried until it is back; then calls work again.
+    await client.next((event) => event.type === 'tools_changed' && (event.mcp_servers as ServerStatus[])[0]?.status === 'unavailable');
+    await waitForServer('everything', 'connected');
+    const from = client.events.length;
+    scriptToolStep('everything__echo', { message: 'again' }, 'call_2');
+    client.chat('Echo again', { agent_mode: true, tools: ['everything__echo'] });
+    const again = await client.untilComplete({ from });
+    expect(String(again.find((event) => event.type === 'tool_complete')?.result)).toContain('again');
+  });
+
+  it('a server that cannot start is reported and retried, and the app keeps serving', async () => {
+    await start({ broken: { command: 'stepwise-no-such-command-xyz', args: [] } });
+    const status = await waitForServer('broken', 'unavailable');
+    expect(status.error).toMatch(/not found|ENOENT/);
+    expect(latest().tools.some((tool) => tool.source === 'broken')).toBe(false);
+
+    llm.enqueue({ text: 'Still here.' });
+    client.chat('Hello');
+    expect(summarize(await client.untilComplete())).toEqual(['assistant_message', 'response_complete']);
+    // A run that names a tool of the broken server is refused clearly, not crashed.
+    client.chat('Use it', { agent_mode: true, tools: ['broken__anything'] });
+    expect(await client.waitFor('error')).toMatchObject({ code: 'unknown_tool' });
+  });
+
+  it('saves an image result as a session file and gives the model a reference to it', async () => {
+    await start({ everything: everythingStdio });
+    scriptToolStep('everything__get-tiny-image', {});
+    client.chat('Show me the tiny image', { agent_mode: true, tools: ['everything__get-tiny-image'] });
+    const events = await client.untilComplete();
+    const saved = events.find((event) => event.type === 'file_saved')!;
+    expect(saved).toMatchObject({ source: 'everything', file: { name: expect.stringMatching(/^everything-image-[0-9a-f]+\.png$/) } });
+    const result = String(events.find((event) => event.type === 'tool_complete')?.result);
+    expect(result).toContain(`saved as session file "${(saved.file as { name: string }).name}"`);
+    expect(result).not.toMatch(/[A-Za-z0-9+/]{200}/);
+    const listed = await fetch(`${server.url}/api/sessions/${client.session.session_id}/files`).then((response) => response.json());
+    expect(listed.files.map((file: { name: string }) => file.name)).toContain((saved.file as { name: string }).name);
+  });
+
+  it("asks the user the server's elicitation question through agent_request_input", async () => {
+    await start({ everything: everythingStdio });
+    await waitForTool('everything__trigger-elicitation-request');
+    scriptToolStep('everything__trigger-elicitation-request', {});
+    client.chat('Fill in the form', { agent_mode: true, tools: ['everything__trigger-elicitation-request'] });
+    const question = await client.waitFor('agent_request_input');
+    expect(question).toMatchObject({ step: 1, tool_call_id: 'call_1' });
+    expect(String(question.question)).toContain('- name (string, required)');
+
+    client.send({ type: 'agent_user_input', content: 'Ada Lovelace' });
+    const events = await client.untilComplete();
+    const result = String(events.find((event) => event.type === 'tool_complete')?.result);
+    expect(result).toContain('Name: Ada Lovelace');
+  });
+});
+
+describe('an MCP server over Streamable HTTP (server-everything)', () => {
+  it('lists its tools and runs a call', async () => {
+    const remote = await startEverythingHttp();
+    cleanups.push(remote.close);
+    await start({ remote: { url: remote.url } });
+    expect(latest().servers).toEqual([expect.objectContaining({ name: 'remote', status: 'connected', transport: 'http' })]);
+    expect(client.session.tools.find((tool) => tool.name === 'remote__echo')).toMatchObject({ source: 'remote' });
+
+    scriptToolStep('remote__echo', { message: 'over http' });
+    client.chat('Echo over http', { agent_mode: true, tools: ['remote__echo'] });
+    const events = await client.untilComplete();
+    expect(String(events.find((event) => event.type === 'tool_complete')?.result)).toContain('over http');
+  });
+});
+
+describe('server-filesystem in an agent run', () => {
+  it('reads and writes files through the MCP server, end to end', async () => {
+    const shared = mkdtempSync(join(tmpdir(), 'stepwise-fs-'));
+    writeFileSync(join(shared, 'notes.txt'), 'The launch code is 4242.\n');
+    await start({ fs: { command: process.execPath, args: [MCP_SERVERS.filesystem, shared] } });
+    expect(client.session.tools.map((tool) => tool.name)).toEqual(expect.arrayContaining(['fs__read_text_file', 'fs__write_file']));
+
+    llm.enqueue(
+      { text: reasonText('Read the notes.') },
+      { toolCalls: [{ id: 'read_1', name: 'fs__read_text_file', arguments: { path: join(shared, 'notes.txt') } }] },
+      { text: observeText('The code is 4242; write it down.') },
+      { text: reasonText('Write the summary.') },
+      { toolCalls: [{ id: 'write_1', name: 'fs__write_file', arguments: { path: join(shared, 'summary.txt'), content: 'code=4242' } }] },
+      { text: observeText('Written.', { final_answer: 'The launch code is 4242; saved to summary.txt.' }) },
+    );
+    client.chat('What is the launch code? Save it.', { agent_mode: true, tools: ['fs__read_text_file', 'fs__write_file'] });
+    const events = (await client.untilComplete({ timeoutMs: 15_000 })).filter((event) => 'seq' in event);
+    expect(summarize(events)).toEqual([
+      'agent_start',
+      'agent_turn_start:1',
+      'agent_reason:1',
+      'tool_start:fs__read_text_file',
+      'tool_complete:fs__read_text_file',
+      'agent_observe:1',
+      'agent_turn_start:2',
+      'agent_reason:2',
+      'tool_start:fs__write_file',
+      'tool_complete:fs__write_file',
+      'agent_observe:2',
+      'assistant_message',
+      'agent_completion:answered',
+      'response_complete',
+    ]);
+    const observe = llm.requests.filter((request) => request.phase === 'observe')[0]!;
+    expect(observe.body.messages.find((message) => message.role === 'tool')?.content).toContain('The launch code is 4242.');
+    expect(readFileSync(join(shared, 'summary.txt'), 'utf8')).toBe('code=4242');
+  });
+
+  it('refuses a path outside the allowed folder (the server says so, the run goes on)', async () => {
+    const shared = mkdtempSync(join(tmpdir(), 'stepwise-fs-'));
+    await start({ fs: { command: process.execPath, args: [MCP_SERVERS.filesystem, shared] } });
+    scriptToolStep('fs__read_text_file', { path: '/etc/passwd' });
+    client.chat('Read the password file', { agent_mode: true, tools: ['fs__read_text_file'] });
+    const events = await client.untilComplete();
+    const failure = events.find((event) => event.type === 'tool_error');
+    expect(String(failure?.error)).toMatch(/denied|outside|not allowed/i);
+    expect(summarize(events).slice(-1)).toEqual(['response_complete']);
+  });
+});
