@@ -1,4 +1,5 @@
 import { Composer } from './components/Composer.tsx';
+import { FileList } from './components/FileList.tsx';
 import { Conversation } from './components/Conversation.tsx';
 import { Header } from './components/Header.tsx';
 import { QuestionBanner } from './components/QuestionBanner.tsx';
@@ -13,13 +14,31 @@ export function App() {
   const { state, actions, access } = useStepwise();
   const question = pendingQuestion(state);
   const [sidebarOpen, setSidebarOpen] = useState(false);
+  const [dragging, setDragging] = useState(false);
   // The list refreshes when a response completes (a new title, a new last activity).
   const refreshKey = state.busy ? -1 : state.lastSeq;
   if (access === 'token_required') return <TokenPrompt />;
   return (
     <div className="layout">
       <SessionSidebar currentId={state.session?.session_id} refreshKey={refreshKey} open={sidebarOpen} onClose={() => setSidebarOpen(false)} />
-      <div className="app">
+      <div
+        className={`app${dragging ? ' dragging' : ''}`}
+        onDragOver={(event) => {
+          if (!event.dataTransfer.types.includes('Files')) return;
+          event.preventDefault();
+          setDragging(true);
+        }}
+        onDragLeave={(event) => {
+          if (event.currentTarget === event.target || !event.currentTarget.contains(event.relatedTarget as Node)) setDragging(false);
+        }}
+        onDrop={(event) => {
+          if (!event.dataTransfer.types.includes('Files')) return;
+          event.preventDefault();
+          setDragging(false);
+          void actions.attach([...event.dataTransfer.files]);
+        }}
+      >
+      {dragging && <div className="drop-hint" aria-hidden="true">Drop files to attach them to this chat</div>}
       <Header session={state.session} connection={state.connection} onToggleSidebar={() => setSidebarOpen((open) => !open)} />
       <Conversation state={state} />
       <div className="dock">
@@ -34,12 +53,15 @@ export function App() {
             </button>
           </div>
         )}
+        <FileList files={state.files} uploading={state.uploading} onDownload={actions.download} />
         <Composer
           busy={state.busy}
           stopping={state.stopping}
           connected={state.connection === 'live'}
           limits={state.session?.limits}
           tools={state.session?.tools ?? []}
+          mcpServers={state.session?.mcp_servers ?? []}
+          onAttach={(files) => void actions.attach(files)}
           onSend={actions.chat}
           onStop={actions.stop}
         />

@@ -209,4 +209,39 @@ describe('the web app reducer', () => {
     const state = apply(started(), { ...session, session_id: 's-2' });
     expect(state).toMatchObject({ lastSeq: 0, items: [], runs: {}, busy: false });
   });
+
+  it('keeps the session files from file_saved and file_deleted, a newer save replacing an older one', () => {
+    let state = started();
+    const file = (name: string, size: number) => ({ name, size, modified: ts });
+    state = apply(
+      state,
+      logged({ type: 'file_saved', file: file('notes.txt', 3), source: 'user' }),
+      logged({ type: 'file_saved', file: file('out.md', 5), source: 'agent' }),
+      logged({ type: 'file_saved', file: file('notes.txt', 9), source: 'user' }),
+    );
+    expect(state.files.map((entry) => [entry.name, entry.size, entry.source])).toEqual([
+      ['out.md', 5, 'agent'],
+      ['notes.txt', 9, 'user'],
+    ]);
+    state = apply(state, logged({ type: 'file_deleted', name: 'out.md' }));
+    expect(state.files.map((entry) => entry.name)).toEqual(['notes.txt']);
+  });
+
+  it('updates the tool list and the MCP servers when tools_changed arrives', () => {
+    const tools = [...session.tools, { name: 'everything__echo', description: 'echo', source: 'everything', available: false }];
+    const servers = [{ name: 'everything', transport: 'stdio', status: 'unavailable', error: 'exited', tools: 1 }];
+    const state = apply(started(), { type: 'tools_changed', tools, mcp_servers: servers });
+    expect(state.session?.tools).toEqual(tools);
+    expect(state.session?.mcp_servers).toEqual(servers);
+  });
+
+  it('tracks uploads in progress and shows why one failed', () => {
+    let state = reduce(started(), { kind: 'upload_started', name: 'a.txt' });
+    state = reduce(state, { kind: 'upload_started', name: 'b.txt' });
+    expect(state.uploading).toEqual(['a.txt', 'b.txt']);
+    state = reduce(state, { kind: 'upload_finished', name: 'a.txt' });
+    state = reduce(state, { kind: 'upload_finished', name: 'b.txt', error: 'Could not attach b.txt: too large' });
+    expect(state.uploading).toEqual([]);
+    expect(state.notice).toEqual({ code: 'upload_failed', message: 'Could not attach b.txt: too large' });
+  });
 });

@@ -1,5 +1,6 @@
-import type { ToolInfo } from '@stepwise/shared-types';
-import { type FormEvent, useEffect, useState } from 'react';
+import type { McpServerStatus, ToolInfo } from '@stepwise/shared-types';
+import { type FormEvent, useEffect, useRef, useState } from 'react';
+import { PaperclipIcon } from './Icons.tsx';
 
 export interface ComposerProps {
   busy: boolean;
@@ -7,6 +8,8 @@ export interface ComposerProps {
   connected: boolean;
   limits: { max_steps_default: number; max_steps_limit: number } | undefined;
   tools: ToolInfo[];
+  mcpServers: McpServerStatus[];
+  onAttach: (files: File[]) => void;
   onSend: (content: string, options: { agentMode: boolean; maxSteps: number; tools: string[] }) => boolean;
   onStop: () => void;
 }
@@ -19,7 +22,8 @@ export function correctMaxSteps(value: string, fallback: number, limit: number):
 }
 
 /** The message box with the agent controls: Agent mode, Max iterations, tools, Send or Stop. */
-export function Composer({ busy, stopping, connected, limits, tools, onSend, onStop }: ComposerProps) {
+export function Composer({ busy, stopping, connected, limits, tools, mcpServers, onAttach, onSend, onStop }: ComposerProps) {
+  const fileInput = useRef<HTMLInputElement>(null);
   const defaultSteps = limits?.max_steps_default ?? 10;
   const limit = limits?.max_steps_limit ?? 50;
   const [content, setContent] = useState('');
@@ -75,19 +79,46 @@ export function Composer({ busy, stopping, connected, limits, tools, onSend, onS
             onBlur={correct}
           />
         </label>
-        {agentMode && tools.length > 0 && (
-          <fieldset className="tool-picker">
-            <legend>Tools</legend>
-            {tools.map((tool) => (
-              <label key={tool.name} title={tool.description}>
-                <input type="checkbox" checked={enabledTools.has(tool.name)} onChange={() => toggleTool(tool.name)} />
-                <span>{tool.name}</span>
-              </label>
+        {agentMode && (tools.length > 0 || mcpServers.length > 0) && (
+          <div className="tool-picker">
+            {groupBySource(tools, mcpServers).map((group) => (
+              <fieldset key={group.source} className="tool-group">
+                <legend>
+                  {group.source === 'builtin' ? 'Tools' : group.source}
+                  {group.server && group.server.status !== 'connected' && (
+                    <span className={`server-status server-${group.server.status}`} title={group.server.error}>
+                      {group.server.status === 'connecting' ? ' connecting…' : ' unavailable, retrying'}
+                    </span>
+                  )}
+                </legend>
+                {group.tools.map((tool) => (
+                  <label key={tool.name} title={tool.description} className={tool.available === false ? 'tool-unavailable' : undefined}>
+                    <input type="checkbox" checked={enabledTools.has(tool.name)} onChange={() => toggleTool(tool.name)} />
+                    <span>{group.source === 'builtin' ? tool.name : tool.name.slice(group.source.length + 2)}</span>
+                  </label>
+                ))}
+              </fieldset>
             ))}
-          </fieldset>
+          </div>
         )}
       </div>
       <div className="composer-row">
+        <input
+          ref={fileInput}
+          type="file"
+          multiple
+          hidden
+          aria-label="Attach files"
+          onChange={(event) => {
+            const files = [...(event.target.files ?? [])];
+            event.target.value = '';
+            if (files.length) onAttach(files);
+          }}
+        />
+        <button type="button" className="attach" onClick={() => fileInput.current?.click()} disabled={!connected} title="Attach files (or drop them anywhere)">
+          <PaperclipIcon />
+          <span className="visually-hidden">Attach</span>
+        </button>
         <textarea
           aria-label="Message"
           placeholder={agentMode ? 'Ask the agent… (Enter sends, Shift+Enter breaks the line)' : 'Message… (Enter sends)'}
@@ -113,4 +144,22 @@ export function Composer({ busy, stopping, connected, limits, tools, onSend, onS
       </div>
     </form>
   );
+}
+
+interface ToolGroup {
+  source: string;
+  server: McpServerStatus | undefined;
+  tools: ToolInfo[];
+}
+
+/** Built-in tools first, then each MCP server's tools under its name (servers without tools too, with their state). */
+function groupBySource(tools: ToolInfo[], servers: McpServerStatus[]): ToolGroup[] {
+  const groups = new Map<string, ToolGroup>([['builtin', { source: 'builtin', server: undefined, tools: [] }]]);
+  for (const server of servers) groups.set(server.name, { source: server.name, server, tools: [] });
+  for (const tool of tools) {
+    const group = groups.get(tool.source) ?? { source: tool.source, server: undefined, tools: [] };
+    group.tools.push(tool);
+    groups.set(tool.source, group);
+  }
+  return [...groups.values()].filter((group) => group.tools.length > 0 || group.server);
 }

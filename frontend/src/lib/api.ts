@@ -26,11 +26,40 @@ export const api = {
     if (!response.ok) throw new Error(`Could not load the session (${response.status})`);
     return SessionDetailSchema.parse(await response.json());
   },
+  /** Uploads one file into the session's folder; rejects with the server's reason. */
+  async uploadFile(sessionId: string, file: File): Promise<void> {
+    const response = await call(`/api/sessions/${encodeURIComponent(sessionId)}/files?name=${encodeURIComponent(file.name)}`, {
+      method: 'POST',
+      body: file,
+      headers: { 'content-type': 'application/octet-stream' },
+    });
+    if (!response.ok) throw new Error(`Could not attach ${file.name}: ${await errorMessage(response)}`);
+  },
+  /** Downloads a session file through the API (so the token goes along) and saves it. */
+  async downloadFile(sessionId: string, name: string): Promise<void> {
+    const response = await call(`/api/sessions/${encodeURIComponent(sessionId)}/files/${encodeURIComponent(name)}`);
+    if (!response.ok) throw new Error(`Could not download ${name}: ${await errorMessage(response)}`);
+    const url = URL.createObjectURL(await response.blob());
+    const link = Object.assign(document.createElement('a'), { href: url, download: name });
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  },
   async deleteSession(id: string): Promise<void> {
     const response = await call(`/api/sessions/${encodeURIComponent(id)}`, { method: 'DELETE' });
     if (!response.ok && response.status !== 404) throw new Error(`Could not delete the session (${response.status})`);
   },
 };
+
+async function errorMessage(response: Response): Promise<string> {
+  try {
+    const body = (await response.json()) as { error?: { message?: string } };
+    return body.error?.message ?? `HTTP ${response.status}`;
+  } catch {
+    return `HTTP ${response.status}`;
+  }
+}
 
 /** The session the page shows, kept in the URL so that a reload rejoins it. */
 export const sessionInUrl = {

@@ -16,6 +16,7 @@ export function defaultSocketUrl(): string {
 export function useStepwise(url: string = defaultSocketUrl()) {
   const [state, dispatch] = useReducer(reduce, initialViewState);
   const socketRef = useRef<StepwiseSocket | null>(null);
+  const sessionIdRef = useRef<string | undefined>(undefined);
   const [access, setAccess] = useState<'checking' | 'granted' | 'token_required'>('checking');
 
   useEffect(() => {
@@ -42,7 +43,10 @@ export function useStepwise(url: string = defaultSocketUrl()) {
         .catch(() => undefined);
     }
     const offEvent = socket.onEvent((event) => {
-      if (event.type === 'session' && 'session_id' in event) sessionInUrl.write(event.session_id);
+      if (event.type === 'session' && 'session_id' in event) {
+        sessionInUrl.write(event.session_id);
+        sessionIdRef.current = event.session_id;
+      }
       dispatch({ kind: 'server_event', event });
     });
     const offState = socket.onState((connection) => dispatch({ kind: 'connection', state: connection }));
@@ -76,6 +80,27 @@ export function useStepwise(url: string = defaultSocketUrl()) {
       },
       dismissNotice(): void {
         dispatch({ kind: 'dismiss_notice' });
+      },
+      /** Uploads files into the session; each appears once the server announces it (file_saved). */
+      async attach(files: File[]): Promise<void> {
+        const sessionId = sessionIdRef.current;
+        if (!sessionId) return;
+        await Promise.all(
+          files.map(async (file) => {
+            dispatch({ kind: 'upload_started', name: file.name });
+            try {
+              await api.uploadFile(sessionId, file);
+              dispatch({ kind: 'upload_finished', name: file.name });
+            } catch (error) {
+              dispatch({ kind: 'upload_finished', name: file.name, error: (error as Error).message });
+            }
+          }),
+        );
+      },
+      download(name: string): void {
+        const sessionId = sessionIdRef.current;
+        if (!sessionId) return;
+        api.downloadFile(sessionId, name).catch((error: unknown) => dispatch({ kind: 'notice', code: 'download_failed', message: (error as Error).message }));
       },
     }),
     [send],

@@ -9,7 +9,10 @@ export type Action =
   | { kind: 'history_loaded'; sessionId: string; messages: HistoryMessage[] }
   | { kind: 'stop_requested' }
   | { kind: 'answer_sent'; runId: string; answer: string }
-  | { kind: 'dismiss_notice' };
+  | { kind: 'dismiss_notice' }
+  | { kind: 'notice'; code: string; message: string }
+  | { kind: 'upload_started'; name: string }
+  | { kind: 'upload_finished'; name: string; error?: string };
 
 type Logged = Extract<ServerEvent, { seq: number }>;
 
@@ -49,6 +52,15 @@ export function reduce(state: ViewState, action: Action): ViewState {
       );
     case 'dismiss_notice':
       return { ...state, notice: undefined };
+    case 'notice':
+      return { ...state, notice: { code: action.code, message: action.message } };
+    case 'upload_started':
+      return { ...state, uploading: [...state.uploading, action.name] };
+    case 'upload_finished': {
+      const index = state.uploading.indexOf(action.name);
+      const uploading = index < 0 ? state.uploading : state.uploading.toSpliced(index, 1);
+      return { ...state, uploading, ...(action.error ? { notice: { code: 'upload_failed', message: action.error } } : {}) };
+    }
     case 'server_event':
       return applyEvent(state, action.event);
     default: {
@@ -61,6 +73,9 @@ export function reduce(state: ViewState, action: Action): ViewState {
 function applyEvent(state: ViewState, event: ServerEvent | { type: string }): ViewState {
   if (!isKnown(event)) return state;
   if (event.type === 'session') return applySession(state, event);
+  if (event.type === 'tools_changed') {
+    return state.session ? { ...state, session: { ...state.session, tools: event.tools, mcp_servers: event.mcp_servers } } : state;
+  }
   if (event.type === 'error') {
     // An error that refuses a chat message means nothing will answer it.
     const refused = CHAT_REFUSALS.has(event.code) && !state.activeRunId && state.streamingAnswer === undefined;
@@ -84,7 +99,7 @@ function applyEvent(state: ViewState, event: ServerEvent | { type: string }): Vi
 function applySession(state: ViewState, session: SessionEvent): ViewState {
   // A different session (the server did not know ours) starts a fresh view.
   if (state.session && state.session.session_id !== session.session_id) {
-    return { ...state, session, lastSeq: 0, items: [], runs: {}, activeRunId: undefined, busy: false, stopping: false, streamingAnswer: undefined };
+    return { ...state, session, lastSeq: 0, items: [], runs: {}, files: [], activeRunId: undefined, busy: false, stopping: false, streamingAnswer: undefined };
   }
   return { ...state, session };
 }
@@ -128,6 +143,12 @@ function applyLogged(state: ViewState, event: Logged): ViewState {
       );
     case 'agent_update':
       return runId ? applyAgentUpdate(state, runId, event) : state;
+    case 'file_saved': {
+      const file = { ...event.file, source: event.source };
+      return { ...state, files: [...state.files.filter((existing) => existing.name !== file.name), file] };
+    }
+    case 'file_deleted':
+      return { ...state, files: state.files.filter((existing) => existing.name !== event.name) };
     default: {
       // A newer server may send events this app does not know: they change nothing.
       const _unknown: never = event;

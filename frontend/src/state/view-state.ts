@@ -63,6 +63,15 @@ export type ChatItem = { order: number } & (
   | { kind: 'run'; id: string; runId: string }
 );
 
+/** A file in the session's folder. */
+export interface FileView {
+  name: string;
+  size: number;
+  modified: string;
+  /** "user" (uploaded), "agent", or the MCP server that returned it. */
+  source: string;
+}
+
 /** A problem to show the user (a rejected message, a failed answer). */
 export interface Notice {
   code: string;
@@ -86,6 +95,10 @@ export interface ViewState {
   /** A plain chat answer while it streams. */
   streamingAnswer?: string;
   notice?: Notice;
+  /** The session's files, newest last. */
+  files: FileView[];
+  /** Names of files being uploaded. */
+  uploading: string[];
 }
 
 export const initialViewState: ViewState = {
@@ -95,4 +108,6 @@ export const initialViewState: ViewState = {
   runs: {},
   busy: false,
   stopping: false,
+  files: [],
+  uploading: [],
 };

@@ -1,0 +1,50 @@
+import type { FileView } from '../state/view-state.ts';
+import { DownloadIcon, PaperclipIcon } from './Icons.tsx';
+
+export interface FileListProps {
+  files: FileView[];
+  uploading: string[];
+  onDownload: (name: string) => void;
+}
+
+const SOURCE_LABEL: Record<string, string> = { user: 'attached', agent: 'written by the agent' };
+
+/** The session's files: what the user attached and what the agent (or a tool) wrote, each downloadable. */
+export function FileList({ files, uploading, onDownload }: FileListProps) {
+  if (files.length === 0 && uploading.length === 0) return null;
+  return (
+    <section className="file-list" aria-label="Session files">
+      <span className="file-list-title">Files</span>
+      <ul>
+        {files.map((file) => (
+          <li key={file.name} className={`file file-${file.source === 'user' ? 'user' : 'agent'}`}>
+            <button
+              type="button"
+              className="file-chip"
+              onClick={() => onDownload(file.name)}
+              aria-label={`Download ${file.name}`}
+              title={`${SOURCE_LABEL[file.source] ?? `from ${file.source}`} · ${formatSize(file.size)}`}
+            >
+              {file.source === 'user' ? <PaperclipIcon /> : <DownloadIcon />}
+              <span className="file-name">{file.name}</span>
+              <span className="file-size">{formatSize(file.size)}</span>
+            </button>
+          </li>
+        ))}
+        {uploading.map((name, index) => (
+          <li key={`uploading-${index}-${name}`} className="file file-uploading" aria-busy="true">
+            <span className="spinner" aria-hidden="true" />
+            <span className="file-name">{name}</span>
+            <span className="file-size">uploading…</span>
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}
+
+export function formatSize(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KB`;
+  return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+}

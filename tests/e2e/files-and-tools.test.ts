@@ -1,0 +1,124 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { MCP_SERVERS } from '../fixtures/mcp-servers.ts';
+import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
+import { launchBrowser, screenshot } from './browser.ts';
+
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+let llm: ScriptedLlmServer;
+let server: TestServer;
+
+beforeAll(async () => {
+  browser = await launchBrowser();
+});
+
+afterAll(async () => {
+  await browser?.close();
+});
+
+afterEach(async () => {
+  await context?.close();
+  await server?.close();
+  await llm?.close();
+});
+
+async function open(env: Record<string, string> = {}) {
+  llm = await ScriptedLlmServer.start();
+  server = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'scripted-model', ...env });
+  context = await browser.newContext({ viewport: { width: 1000, height: 900 }, acceptDownloads: true });
+  page = await context.newPage();
+  await page.goto(server.url);
+  await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+}
+
+async function ask(text: string): Promise<void> {
+  await page.getByRole('textbox', { name: 'Message' }).fill(text);
+  await page.getByRole('button', { name: 'Send' }).click();
+}
+
+describe('session files in the web app', () => {
+  it('attaches a file with the picker and watches the agent read it', async () => {
+    await open();
+    await page.getByLabel('Attach files').setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('The meeting is on Thursday at 10.') });
+    await page.getByRole('button', { name: 'Download notes.txt' }).waitFor();
+
+    llm.enqueue(
+      { text: reasonText('Read the attached notes.') },
+      { toolCalls: [{ id: 'read', name: 'read_file', arguments: { name: 'notes.txt' } }] },
+      { text: observeText('The notes say Thursday at 10.', { final_answer: 'The meeting is on **Thursday at 10**.' }) },
+    );
+    await ask('When is the meeting? See my notes.');
+    await page.getByText('Answered in 1 step').waitFor();
+    const card = page.getByTestId('tool-card');
+    await expect(card.textContent()).resolves.toMatch(/read_file.*done.*notes\.txt.*The meeting is on Thursday at 10\./s);
+    // The reason prompt listed the file for the model.
+    expect(llm.requests.find((request) => request.phase === 'reason')!.body.messages[0]!.content).toContain('notes.txt');
+    await screenshot(page, 'file-read.png');
+  });
+
+  it('attaches a file dropped anywhere on the page', async () => {
+    await open();
+    const dataTransfer = await page.evaluateHandle(() => {
+      const transfer = new DataTransfer();
+      transfer.items.add(new File(['dropped contents'], 'dropped.txt', { type: 'text/plain' }));
+      return transfer;
+    });
+    await page.dispatchEvent('.app', 'dragover', { dataTransfer });
+    await page.getByText('Drop files to attach them to this chat').waitFor();
+    await page.dispatchEvent('.app', 'drop', { dataTransfer });
+    await page.getByRole('button', { name: 'Download dropped.txt' }).waitFor();
+    expect(await page.getByText('Drop files to attach them to this chat').count()).toBe(0);
+  });
+
+  it('shows a file the agent wrote, and downloads it', async () => {
+    await open();
+    llm.enqueue(
+      { text: reasonText('Write the report.') },
+      { toolCalls: [{ id: 'write', name: 'write_file', arguments: { name: 'report.md', content: '# Report\nAll good.' } }] },
+      { text: observeText('Written.', { final_answer: 'I wrote report.md.' }) },
+    );
+    await ask('Write a report file');
+    const chip = page.getByRole('button', { name: 'Download report.md' });
+    await chip.waitFor();
+    const [download] = await Promise.all([page.waitForEvent('download'), chip.click()]);
+    expect(download.suggestedFilename()).toBe('report.md');
+    expect(readFileSync(await download.path(), 'utf8')).toBe('# Report\nAll good.');
+  });
+
+  it('says why an upload was refused', async () => {
+    await open({ FILE_MAX_BYTES: '10' });
+    await page.getByLabel('Attach files').setInputFiles({ name: 'big.txt', mimeType: 'text/plain', buffer: Buffer.alloc(100, 'a') });
+    await page.getByRole('alert').getByText(/Could not attach big\.txt: Files are limited to/).waitFor();
+  });
+});
+
+describe('MCP tools in the web app', () => {
+  it("lists a configured server's tools in the picker; ticking one lets the agent use it", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'stepwise-e2e-mcp-'));
+    const configFile = join(dir, 'stepwise.config.json');
+    writeFileSync(configFile, JSON.stringify({ mcpServers: { everything: { command: process.execPath, args: [MCP_SERVERS.everything, 'stdio'] } } }));
+    await open({ STEPWISE_CONFIG: configFile });
+
+    const group = page.getByRole('group', { name: 'everything' });
+    const echo = group.getByRole('checkbox', { name: 'echo', exact: true });
+    expect(await echo.isChecked()).toBe(false);
+    await echo.check();
+
+    llm.enqueue(
+      { text: reasonText('Echo it.') },
+      { toolCalls: [{ id: 'echo', name: 'everything__echo', arguments: { message: 'hello from MCP' } }] },
+      { text: observeText('It echoed.', { final_answer: 'The server said hello back.' }) },
+    );
+    await ask('Echo hello');
+    await page.getByText('Answered in 1 step').waitFor();
+    const act = llm.requests.find((request) => request.phase === 'act')!;
+    expect(act.toolNames).toContain('everything__echo');
+    await expect(page.getByTestId('tool-card').textContent()).resolves.toMatch(/everything__echo.*done.*Echo: hello from MCP/s);
+  });
+});

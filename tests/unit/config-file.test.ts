@@ -1,0 +1,53 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError, loadConfigFile, parseConfigFile } from '@stepwise/backend';
+import { describe, expect, it } from 'vitest';
+
+const parse = (json: unknown, env: Record<string, string> = {}) => parseConfigFile(JSON.stringify(json), 'stepwise.config.json', env);
+
+describe('the config file', () => {
+  it('reads stdio and Streamable HTTP servers in the shape other MCP clients use', () => {
+    expect(
+      parse({
+        mcpServers: {
+          everything: { command: 'npx', args: ['-y', '@modelcontextprotocol/server-everything'], alwaysAllow: ['echo'] },
+          remote: { url: 'http://127.0.0.1:3001/mcp', headers: { Authorization: 'Bearer x' } },
+          off: { command: 'x', disabled: true },
+        },
+      }),
+    ).toEqual({
+      mcpServers: {
+        everything: { transport: 'stdio', command: 'npx', args: ['-y', '@modelcontextprotocol/server-everything'], env: {}, cwd: undefined },
+        remote: { transport: 'http', url: 'http://127.0.0.1:3001/mcp', headers: { Authorization: 'Bearer x' } },
+      },
+    });
+  });
+
+  it('fills ${VARIABLES} from the environment, and names one that is missing', () => {
+    const file = parse({ mcpServers: { remote: { url: 'https://example.com/mcp', headers: { Authorization: 'Bearer ${TOKEN}' } } } }, { TOKEN: 's3cret' });
+    expect(file.mcpServers.remote).toMatchObject({ headers: { Authorization: 'Bearer s3cret' } });
+    expect(() => parse({ mcpServers: { remote: { url: 'https://example.com/${PATH_PART}' } } })).toThrow(/PATH_PART.*not set/);
+  });
+
+  it.each([
+    [{ mcpServers: { 'bad.name': { command: 'x' } } }, /Invalid server name "bad.name"/],
+    [{ mcpServers: { a: { args: [] } } }, /mcpServers.a .*"command".*"url"/],
+    [{ mcpServers: { a: { command: '' } } }, /mcpServers.a .*command must not be empty/],
+    [{ mcpServers: { a: { command: 'x', args: 'not-a-list' } } }, /mcpServers.a .*args/],
+    [{ mcpServers: { a: { url: 'ftp://example.com' } } }, /"url" must be an http\(s\) URL/],
+    [{ mcpServers: { a: { url: 'http://example.com/sse', type: 'sse' } } }, /SSE transport is not supported/],
+    [{ mcpServers: [] }, /must be a JSON object with an "mcpServers" object/],
+  ])('refuses %j with a clear error', (json, message) => {
+    expect(() => parse(json)).toThrow(ConfigError);
+    expect(() => parse(json)).toThrow(message);
+  });
+
+  it('treats a missing file at the default path as no servers, but not one that STEPWISE_CONFIG names', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'stepwise-config-'));
+    expect(loadConfigFile(join(dir, 'none.json'), { required: false, env: {} })).toEqual({ mcpServers: {} });
+    expect(() => loadConfigFile(join(dir, 'none.json'), { required: true, env: {} })).toThrow(/Cannot read the config file/);
+    writeFileSync(join(dir, 'broken.json'), '{ "mcpServers": ');
+    expect(() => loadConfigFile(join(dir, 'broken.json'), { required: false, env: {} })).toThrow(/not valid JSON/);
+  });
+});
