@@ -36,7 +36,11 @@ describe('the session message', () => {
     expect((session.tools as { name: string; source: string }[]).map(({ name, source }) => [name, source])).toEqual([
       ['calculator', 'builtin'],
       ['current_time', 'builtin'],
+      ['list_files', 'builtin'],
+      ['read_file', 'builtin'],
+      ['write_file', 'builtin'],
     ]);
+    expect(session.mcp_servers).toEqual([]);
   });
 
   it('answers GET /api/health', async () => {
