@@ -16,6 +16,31 @@ afterEach(async () => {
 });
 
 describe('the offline demo model', () => {
+  it('reads an attached file when the message names it', async () => {
+    const upload = await fetch(`${server.url}/api/sessions/${client.session.session_id}/files?name=notes.txt`, { method: 'POST', body: 'Pack the blue umbrella.' });
+    expect(upload.status).toBe(201);
+    client.chat('Summarize notes.txt for me', { agent_mode: true });
+    const events = (await client.untilComplete()).filter((event) => 'seq' in event && event.type !== 'file_saved');
+    expect(summarize(events)).toEqual([
+      'agent_start',
+      'agent_turn_start:1',
+      'agent_reason:1',
+      'tool_start:read_file',
+      'tool_complete:read_file',
+      'agent_observe:1',
+      'assistant_message',
+      'agent_completion:answered',
+      'response_complete',
+    ]);
+    expect(String(events.find((event) => event.type === 'assistant_message')!.content)).toContain('Pack the blue umbrella.');
+  });
+
+  it('does not mistake a decimal number for a file name', async () => {
+    client.chat('What is 3.14*2?', { agent_mode: true });
+    const events = await client.untilComplete();
+    expect(events.filter((event) => event.type === 'tool_start').map((event) => event.tool_name)).toEqual(['calculator']);
+  });
+
   it('is labelled as the demo in the session message', () => {
     expect(client.session.demo).toBe(true);
     expect(String(client.session.model)).toMatch(/demo/i);

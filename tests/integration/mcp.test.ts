@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MCP_SERVERS, STDIO_RECORDER, startEverythingHttp } from '../fixtures/mcp-servers.ts';
 import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
-import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
+import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
 let llm: ScriptedLlmServer;
@@ -280,5 +280,20 @@ describe('server-filesystem in an agent run', () => {
     const failure = events.find((event) => event.type === 'tool_error');
     expect(String(failure?.error)).toMatch(/denied|outside|not allowed/i);
     expect(summarize(events).slice(-1)).toEqual(['response_complete']);
+  });
+});
+
+describe('an MCP tool with the offline demo model', () => {
+  it('calls a ticked tool that the message names, so a new user sees it work without a model', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'stepwise-mcp-'));
+    const configFile = join(dir, 'stepwise.config.json');
+    writeFileSync(configFile, JSON.stringify({ mcpServers: { everything: everythingStdio } }));
+    server = await startStepwise({ LLM_PROVIDER: 'demo', STEPWISE_CONFIG: configFile });
+    client = await TestClient.connect(server.wsUrl);
+    client.chat('Please echo "hello from the demo"', { agent_mode: true, tools: ['everything__echo'] });
+    const events = await client.untilComplete();
+    expect(events.find((event) => event.type === 'tool_start')).toMatchObject({ tool_name: 'everything__echo', arguments: { message: 'hello from the demo' } });
+    expect(String(events.find((event) => event.type === 'tool_complete')?.result)).toContain('Echo: hello from the demo');
+    expect(String(events.find((event) => event.type === 'assistant_message')?.content)).toContain('hello from the demo');
   });
 });

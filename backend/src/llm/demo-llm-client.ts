@@ -18,7 +18,15 @@ interface Situation {
   results: Map<string, string>;
   clarification: string | undefined;
   offered: Set<string>;
+  /** A session file the user asks about, when read_file may be used. */
+  file: string | undefined;
+  wantsFileList: boolean;
+  /** Another enabled tool (an MCP server's, say) that the user names, with arguments for it. */
+  named: { name: string; arguments: Record<string, unknown> } | undefined;
 }
+
+type Next = 'calculator' | 'current_time' | 'read_file' | 'list_files' | 'named' | 'request_input';
+const BUILT_IN_PLANS = new Set(['calculator', 'current_time', 'read_file', 'list_files', 'write_file', 'request_input']);
 
 /**
  * An offline, deterministic stand-in for a model, so that a fresh checkout works end to end with
@@ -79,54 +87,133 @@ function read(request: CompletionRequest): Situation {
   const wantsTime = /\b(time|date|today|clock)\b/i.test(fullRequest);
   const words = question.trim().split(/\s+/).filter(Boolean);
   const vague = /\b(something|anything|stuff|it|this|that|help)\b/i.test(question);
+  const tools = availableTools(request);
+  const toolNames = new Set(tools.map((tool) => tool.name));
+  const file = toolNames.has('read_file') ? requestedFile(request, question) : undefined;
+  const wantsFileList = toolNames.has('list_files') && /\b(files?|attachments?|attached)\b/i.test(question) && !file;
+  const named = namedTool(question, tools);
   return {
     question,
     request: fullRequest,
     expression,
     wantsTime,
-    ambiguous: !expression && !wantsTime && (words.length <= 3 || (vague && words.length <= 6)),
+    ambiguous: !expression && !wantsTime && !file && !wantsFileList && !named && (words.length <= 3 || (vague && words.length <= 6)),
     results,
     clarification,
     offered: new Set((request.tools ?? []).map((tool) => tool.name)),
+    file,
+    wantsFileList,
+    named,
   };
 }
 
+/**
+ * A session file the question names. Reason sees the files listed in its prompt; act reads the
+ * file from the plan reason made.
+ */
+function requestedFile(request: CompletionRequest, question: string): string | undefined {
+  const system = systemText(request);
+  if (request.purpose === 'act') return /Read the file (.+?) with read_file\./.exec(system)?.[1];
+  const listed = [...system.matchAll(/^- (.+) \([\d.]+ [KM]?B\)$/gm)].map((match) => match[1]!);
+  return listed.sort((a, b) => b.length - a.length).find((name) => question.includes(name));
+}
+
+function systemText(request: CompletionRequest): string {
+  const content = request.messages.find((message) => message.role === 'system')?.content;
+  return typeof content === 'string' ? content : '';
+}
+
+/**
+ * The tools this phase may use: the act call lists them; the reason prompt names them in its
+ * "Tools available" line (the demo reads its prompt, as a model would).
+ */
+function availableTools(request: CompletionRequest): Array<{ name: string; parameters: Record<string, unknown> }> {
+  if (request.tools) return request.tools;
+  const line = /Tools available in the ACT phase: (.*)\./.exec(systemText(request))?.[1] ?? '';
+  return line === 'none' ? [] : line.split(', ').filter(Boolean).map((name) => ({ name, parameters: {} }));
+}
+
+/** An enabled tool that is not built in and that the question names ("echo", "everything__echo"). */
+function namedTool(question: string, tools: Array<{ name: string; parameters: Record<string, unknown> }>): Situation['named'] {
+  const text = question.toLowerCase();
+  for (const tool of tools) {
+    if (BUILT_IN_PLANS.has(tool.name)) continue;
+    const short = tool.name.includes('__') ? tool.name.slice(tool.name.indexOf('__') + 2) : tool.name;
+    const spoken = [tool.name, short, short.replace(/[-_]+/g, ' ')].map((name) => name.toLowerCase());
+    const mention = spoken.find((name) => text.includes(name));
+    if (mention === undefined) continue;
+    const rest = question.slice(text.indexOf(mention) + mention.length).replace(/^[\s:,]+/, '').trim();
+    return { name: tool.name, arguments: demoArguments(tool.parameters, rest || question) };
+  }
+  return undefined;
+}
+
+/** Arguments from a JSON schema: quoted text or the rest of the message for strings, numbers in order. */
+function demoArguments(schema: Record<string, unknown>, text: string): Record<string, unknown> {
+  const properties = (schema.properties ?? {}) as Record<string, { type?: string; enum?: unknown[]; default?: unknown }>;
+  const required = new Set((schema.required ?? []) as string[]);
+  const quoted = /"([^"]+)"|“([^”]+)”/.exec(text);
+  const numbers = (text.match(/-?\d+(?:\.\d+)?/g) ?? []).map(Number);
+  const args: Record<string, unknown> = {};
+  for (const [key, property] of Object.entries(properties)) {
+    if (!required.has(key) && property.default !== undefined) continue;
+    if (property.enum?.length) args[key] = property.enum[0];
+    else if (property.type === 'number' || property.type === 'integer') {
+      if (numbers.length) args[key] = numbers.shift();
+      else if (required.has(key)) args[key] = 1;
+    } else if (property.type === 'boolean') args[key] = true;
+    else if (property.type === 'string' || property.type === undefined) args[key] = quoted?.[1] ?? quoted?.[2] ?? text;
+  }
+  return args;
+}
+
 /** What is still to be done, in the order the demo does it. */
-function pending(situation: Situation): 'calculator' | 'current_time' | 'request_input' | undefined {
-  const { expression, wantsTime, ambiguous, results, clarification } = situation;
+function pending(situation: Situation): Next | undefined {
+  const { expression, wantsTime, ambiguous, results, clarification, file, wantsFileList, named } = situation;
   if (expression && !results.has('calculator')) return 'calculator';
   if (wantsTime && !results.has('current_time')) return 'current_time';
+  if (file && !results.has('read_file')) return 'read_file';
+  if (wantsFileList && !results.has('list_files')) return 'list_files';
+  if (named && !results.has(named.name)) return 'named';
   if (ambiguous && clarification === undefined) return 'request_input';
   return undefined;
 }
 
 function reasonReply(situation: Situation): string {
   const next = pending(situation);
-  const plans = {
+  const plans: Record<Next, string> = {
     calculator: `Evaluate ${situation.expression} with the calculator.`,
     current_time: 'Read the current time with the current_time tool.',
+    read_file: `Read the file ${situation.file} with read_file.`,
+    list_files: 'See which files this session has with list_files.',
+    named: `Call ${situation.named?.name} as the user asked.`,
     request_input: 'The request is too vague to act on, so ask the user what exactly they need.',
-  } as const;
+  };
   const plan = next ? plans[next] : 'Everything needed is known, so answer directly.';
+  const toolName = next === 'named' ? situation.named!.name : next;
   const intro = next
     ? `The user wrote: "${shorten(situation.question)}". ${plan}`
     : `I have what I need to answer "${shorten(situation.question)}".`;
-  return `${intro}\n\n\`\`\`json\n${JSON.stringify({ plan, tools_to_consider: next ? [next] : [], finish: !next })}\n\`\`\``;
+  return `${intro}\n\n\`\`\`json\n${JSON.stringify({ plan, tools_to_consider: toolName ? [toolName] : [], finish: !next })}\n\`\`\``;
 }
 
 function actReply(situation: Situation): CompletionResult {
   const next = pending(situation);
-  if (!next || (next !== 'request_input' && !situation.offered.has(next))) {
-    return { text: next ? `The ${next} tool is not enabled for this run.` : 'No tool is needed.', toolCalls: [] };
+  const name = next === 'named' ? situation.named!.name : next;
+  if (!next || !name || (next !== 'request_input' && !situation.offered.has(name))) {
+    return { text: next ? `The ${name} tool is not enabled for this run.` : 'No tool is needed.', toolCalls: [] };
   }
-  const args = {
+  const args: Record<Next, unknown> = {
     calculator: { expression: situation.expression },
     current_time: {},
+    read_file: { name: situation.file },
+    list_files: {},
+    named: situation.named?.arguments ?? {},
     request_input: {
       question: `Could you tell me a bit more about what you need with "${shorten(situation.question)}"? For example, a calculation I should do.`,
     },
-  }[next];
-  const call: LlmToolCall = { id: `call_demo_${next}`, name: next, arguments: JSON.stringify(args) };
+  };
+  const call: LlmToolCall = { id: `call_demo_${name.replace(/[^A-Za-z0-9_-]/g, '_')}`, name, arguments: JSON.stringify(args[next]) };
   return { text: '', toolCalls: [call] };
 }
 
@@ -144,6 +231,17 @@ function observeReply(situation: Situation): string {
   if (time !== undefined) {
     findings.push(`The clock says ${time}.`);
     answers.push(`It is now **${time}** (UTC).`);
+  }
+  for (const [tool, label] of [
+    ['read_file', situation.file ? `The file ${situation.file} says` : 'The file says'],
+    ['list_files', 'The session has these files'],
+    ...(situation.named ? [[situation.named.name, `${situation.named.name} returned`]] : []),
+  ] as const) {
+    const result = results.get(tool);
+    if (result === undefined) continue;
+    const failed = result.startsWith('Error:');
+    findings.push(failed ? `${tool} failed (${shorten(result)}).` : `${label}: ${shorten(result)}`);
+    answers.push(failed ? `\`${tool}\` failed: ${result.replace(/^Error:\s*/, '')}` : `${label}:\n\n\`\`\`\n${result.slice(0, 2_000)}\n\`\`\``);
   }
   if (situation.clarification !== undefined) findings.push(`The user clarified: "${shorten(situation.clarification)}".`);
   const unfinished = pending(situation);
@@ -171,7 +269,7 @@ function fallbackAnswer(situation: Situation): string {
   const about = situation.clarification ?? situation.question;
   return [
     `You asked about "${shorten(about)}". I am the offline demo model, so I cannot really answer open questions.`,
-    'What I can do: arithmetic with the calculator (try "What is (17+25)*3?" in agent mode), tell the time, and ask you when a request is unclear.',
+    'What I can do: arithmetic with the calculator (try "What is (17+25)*3?" in agent mode), tell the time, read an attached file ("summarize notes.txt"), call a tool you name (tick it first), and ask you when a request is unclear.',
     SETUP_HINT,
   ].join('\n\n');
 }

@@ -39,7 +39,8 @@ export class McpManager {
         {
           retryBaseMs: config.mcp.retryBaseMs,
           retryMaxMs: config.mcp.retryMaxMs,
-          connectTimeoutMs: Math.max(config.mcp.startupWaitMs, 10_000),
+          // Generous: a first `npx -y` may download the server before it starts.
+          connectTimeoutMs: 60_000,
           onChange: () => this.refresh(connection),
         },
         logger.child({ component: 'mcp' }),
