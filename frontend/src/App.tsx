@@ -6,6 +6,7 @@ import { QuestionBanner } from './components/QuestionBanner.tsx';
 import { SessionSidebar } from './components/SessionSidebar.tsx';
 import { TokenPrompt } from './components/TokenPrompt.tsx';
 import { useStepwise } from './lib/use-stepwise.ts';
+import { SessionFilesContext } from './lib/session-files-context.ts';
 import { useState } from 'react';
 import { pendingQuestion } from './state/reducer.ts';
 
@@ -19,6 +20,7 @@ export function App() {
   const refreshKey = state.busy ? -1 : state.lastSeq;
   if (access === 'token_required') return <TokenPrompt />;
   return (
+    <SessionFilesContext.Provider value={actions}>
     <div className="layout">
       <SessionSidebar currentId={state.session?.session_id} refreshKey={refreshKey} open={sidebarOpen} onClose={() => setSidebarOpen(false)} />
       <div
@@ -68,5 +70,6 @@ export function App() {
       </div>
       </div>
     </div>
+    </SessionFilesContext.Provider>
   );
 }

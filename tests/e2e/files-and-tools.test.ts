@@ -121,4 +121,23 @@ describe('MCP tools in the web app', () => {
     expect(act.toolNames).toContain('everything__echo');
     await expect(page.getByTestId('tool-card').textContent()).resolves.toMatch(/everything__echo.*done.*Echo: hello from MCP/s);
   });
+
+  it('shows an image a tool returned as a preview in its tool card', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'stepwise-e2e-mcp-'));
+    const configFile = join(dir, 'stepwise.config.json');
+    writeFileSync(configFile, JSON.stringify({ mcpServers: { everything: { command: process.execPath, args: [MCP_SERVERS.everything, 'stdio'] } } }));
+    await open({ STEPWISE_CONFIG: configFile });
+    await page.getByRole('group', { name: 'everything' }).getByRole('checkbox', { name: 'get-tiny-image', exact: true }).check();
+    llm.enqueue(
+      { text: reasonText('Get the image.') },
+      { toolCalls: [{ id: 'img', name: 'everything__get-tiny-image', arguments: {} }] },
+      { text: observeText('Got it.', { final_answer: 'Here is the tiny image.' }) },
+    );
+    await ask('Show me the tiny image');
+    const image = page.getByTestId('tool-card').getByRole('img');
+    await image.waitFor();
+    await page.waitForFunction(() => ((document.querySelector('.saved-file img') as HTMLImageElement | null)?.naturalWidth ?? 0) > 0);
+    expect(await image.getAttribute('alt')).toMatch(/^everything-image-[0-9a-f]+\.png$/);
+    await screenshot(page, 'mcp-image.png');
+  });
 });

@@ -1,4 +1,5 @@
 import type { ToolCallView } from '../state/view-state.ts';
+import { SavedFileReferences } from './SavedFileReferences.tsx';
 
 const STATUS_LABEL: Record<ToolCallView['status'], string> = {
   running: 'running',
@@ -24,6 +25,7 @@ export function ToolCallCard({ tool }: { tool: ToolCallView }) {
           {typeof tool.result === 'string' ? tool.result : JSON.stringify(tool.result, null, 2)}
         </pre>
       )}
+      {tool.status === 'done' && typeof tool.result === 'string' && <SavedFileReferences result={tool.result} />}
       {tool.status === 'error' && (
         <pre className="tool-error" aria-label="Error">
           {tool.error}

@@ -35,11 +35,15 @@ export const api = {
     });
     if (!response.ok) throw new Error(`Could not attach ${file.name}: ${await errorMessage(response)}`);
   },
-  /** Downloads a session file through the API (so the token goes along) and saves it. */
-  async downloadFile(sessionId: string, name: string): Promise<void> {
+  /** A session file's bytes, through the API (so the token goes along). */
+  async fileBlob(sessionId: string, name: string): Promise<Blob> {
     const response = await call(`/api/sessions/${encodeURIComponent(sessionId)}/files/${encodeURIComponent(name)}`);
     if (!response.ok) throw new Error(`Could not download ${name}: ${await errorMessage(response)}`);
-    const url = URL.createObjectURL(await response.blob());
+    return response.blob();
+  },
+  /** Downloads a session file and saves it. */
+  async downloadFile(sessionId: string, name: string): Promise<void> {
+    const url = URL.createObjectURL(await api.fileBlob(sessionId, name));
     const link = Object.assign(document.createElement('a'), { href: url, download: name });
     document.body.append(link);
     link.click();

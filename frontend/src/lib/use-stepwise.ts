@@ -97,6 +97,10 @@ export function useStepwise(url: string = defaultSocketUrl()) {
           }),
         );
       },
+      fetchBlob(name: string): Promise<Blob> {
+        const sessionId = sessionIdRef.current;
+        return sessionId ? api.fileBlob(sessionId, name) : Promise.reject(new Error('No session yet'));
+      },
       download(name: string): void {
         const sessionId = sessionIdRef.current;
         if (!sessionId) return;
