@@ -132,6 +132,19 @@ export const AssistantDelta = z.object({
 });
 export type AssistantDelta = z.infer<typeof AssistantDelta>;
 export const DeltaEvent = z.union([AgentTextDelta, AssistantDelta]);
+
+/** A running tool reported how far it has got (MCP progress). Not logged; the tool's own events follow. */
+export const ToolProgressEvent = z.object({
+  type: z.literal('tool_progress'),
+  run_id: z.string().optional(),
+  step: z.number().int(),
+  tool_call_id: z.string(),
+  tool_name: z.string(),
+  progress: z.number(),
+  total: z.number().optional(),
+  message: z.string().optional(),
+});
+export type ToolProgressEvent = z.infer<typeof ToolProgressEvent>;
 export type DeltaEvent = z.infer<typeof DeltaEvent>;
 
 /** Stable codes of `error` replies. */
@@ -208,7 +221,7 @@ export const SessionEvent = z.object({
 export type SessionEvent = z.infer<typeof SessionEvent>;
 
 /** Everything a server may send. */
-export const ServerEvent = z.union([SessionEvent, ToolsChangedEvent, ErrorEvent, DeltaEvent, LoggedEvent]);
+export const ServerEvent = z.union([SessionEvent, ToolsChangedEvent, ErrorEvent, DeltaEvent, ToolProgressEvent, LoggedEvent]);
 export type ServerEvent = z.infer<typeof ServerEvent>;
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;

@@ -140,4 +140,25 @@ describe('MCP tools in the web app', () => {
     expect(await image.getAttribute('alt')).toMatch(/^everything-image-[0-9a-f]+\.png$/);
     await screenshot(page, 'mcp-image.png');
   });
+
+  it('shows a long MCP call\'s progress, and Stop cancels it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'stepwise-e2e-mcp-'));
+    const configFile = join(dir, 'stepwise.config.json');
+    writeFileSync(configFile, JSON.stringify({ mcpServers: { everything: { command: process.execPath, args: [MCP_SERVERS.everything, 'stdio'] } } }));
+    await open({ STEPWISE_CONFIG: configFile });
+    await page.getByRole('group', { name: 'everything' }).getByRole('checkbox', { name: 'trigger-long-running-operation', exact: true }).check();
+    llm.enqueue(
+      { text: reasonText('Start the long operation.') },
+      { toolCalls: [{ id: 'long', name: 'everything__trigger-long-running-operation', arguments: { duration: 30, steps: 60 } }] },
+    );
+    await ask('Run the long operation');
+    const progress = page.getByRole('progressbar', { name: 'Progress of everything__trigger-long-running-operation' });
+    await progress.waitFor();
+    await page.getByTestId('tool-card').getByText(/of 60/).waitFor();
+    await screenshot(page, 'mcp-progress.png');
+    await page.getByRole('button', { name: 'Stop' }).click();
+    await page.getByTestId('run-end').getByText('Stopped').waitFor();
+    await expect(page.getByTestId('tool-card').textContent()).resolves.toMatch(/everything__trigger-long-running-operation.*stopped/s);
+    expect(await progress.count()).toBe(0);
+  });
 });

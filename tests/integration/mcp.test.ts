@@ -119,6 +119,25 @@ describe('an MCP server over stdio (server-everything)', () => {
     expect(observe.body.messages.find((message) => message.role === 'tool')?.content).toContain('42');
   });
 
+  it('passes a long call\'s progress reports on to the client, live and before its result', async () => {
+    await start({ everything: everythingStdio });
+    scriptToolStep('everything__trigger-long-running-operation', { duration: 0.4, steps: 4 });
+    client.chat('Run it', { agent_mode: true, tools: ['everything__trigger-long-running-operation'] });
+    const events = await client.untilComplete();
+    const progress = events.filter((event) => event.type === 'tool_progress');
+    expect(progress.map((event) => [event.progress, event.total])).toEqual([
+      [1, 4],
+      [2, 4],
+      [3, 4],
+      [4, 4],
+    ]);
+    expect(progress[0]).toMatchObject({ step: 1, tool_call_id: 'call_1', tool_name: 'everything__trigger-long-running-operation' });
+    expect(progress.every((event) => !('seq' in event))).toBe(true);
+    const order = events.map((event) => event.type);
+    expect(order.indexOf('tool_start')).toBeLessThan(order.indexOf('tool_progress'));
+    expect(order.lastIndexOf('tool_progress')).toBeLessThan(order.indexOf('tool_complete'));
+  });
+
   it('Stop cancels a long-running call on the server', async () => {
     const record = join(mkdtempSync(join(tmpdir(), 'stepwise-rec-')), 'stdin.jsonl');
     await start({
@@ -172,6 +191,26 @@ describe('an MCP server over stdio (server-everything)', () => {
     client.chat('Echo again', { agent_mode: true, tools: ['everything__echo'] });
     const again = await client.untilComplete({ from });
     expect(String(again.find((event) => event.type === 'tool_complete')?.result)).toContain('again');
+  });
+
+  it('shutting Stepwise down ends the stdio servers it started', async () => {
+    const record = join(mkdtempSync(join(tmpdir(), 'stepwise-rec-')), 'stdin.jsonl');
+    await start({
+      everything: { command: process.execPath, args: [STDIO_RECORDER, process.execPath, MCP_SERVERS.everything, 'stdio'], env: { RECORD_FILE: record } },
+    });
+    const pid = Number(readFileSync(`${record}.pid`, 'utf8'));
+    const alive = () => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    expect(alive()).toBe(true);
+    await client.close();
+    await server.close();
+    await waitUntil(() => !alive(), 'the server process to end');
   });
 
   it('a server that cannot start is reported and retried, and the app keeps serving', async () => {

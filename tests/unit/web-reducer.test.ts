@@ -244,4 +244,13 @@ describe('the web app reducer', () => {
     expect(state.uploading).toEqual([]);
     expect(state.notice).toEqual({ code: 'upload_failed', message: 'Could not attach b.txt: too large' });
   });
+
+  it('shows a running tool\'s progress and ignores reports that come after its result', () => {
+    let state = apply(started(), update('agent_reason', { step: 1, content: 'Go.' }), logged({ type: 'tool_start', step: 1, tool_call_id: 't1', tool_name: 'slow', arguments: {} }));
+    state = apply(state, { type: 'tool_progress', run_id: run, step: 1, tool_call_id: 't1', tool_name: 'slow', progress: 2, total: 5, message: 'halfway' });
+    expect(state.runs[run]!.steps[0]!.tools[0]).toMatchObject({ status: 'running', progress: { value: 2, total: 5, message: 'halfway' } });
+    state = apply(state, logged({ type: 'tool_complete', step: 1, tool_call_id: 't1', tool_name: 'slow', result: 'ok' }));
+    state = apply(state, { type: 'tool_progress', run_id: run, step: 1, tool_call_id: 't1', tool_name: 'slow', progress: 5, total: 5 });
+    expect(state.runs[run]!.steps[0]!.tools[0]).toMatchObject({ status: 'done', progress: { value: 2 } });
+  });
 });

@@ -78,6 +78,17 @@ async function runOrdinary(
     sessionId: input.sessionId,
     runId: input.runId,
     askUser: (question, signal) => askDuringCall(call, step, question, context, signal),
+    onProgress: ({ progress, total, message }) =>
+      sink.progress({
+        type: 'tool_progress',
+        run_id: input.runId,
+        step,
+        tool_call_id: call.id,
+        tool_name: call.name,
+        progress,
+        ...(total === undefined ? {} : { total }),
+        ...(message === undefined ? {} : { message: message.slice(0, 500) }),
+      }),
   });
   context.logger.info({ step, tool: call.name, ok: outcome.ok, duration_ms: outcome.durationMs }, 'tool done');
   if (outcome.ok) {

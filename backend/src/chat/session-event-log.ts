@@ -1,4 +1,4 @@
-import type { DeltaEvent, ErrorEvent, LoggedEvent, LoggedEventBody, ToolsChangedEvent } from '@stepwise/shared-types';
+import type { DeltaEvent, ErrorEvent, LoggedEvent, LoggedEventBody, ToolProgressEvent, ToolsChangedEvent } from '@stepwise/shared-types';
 import type { EventSink } from '../agent/event-sink.ts';
 import type { Store } from '../store/store.ts';
 import type { ClientConnection } from './client-connection.ts';
@@ -64,6 +64,13 @@ export class SessionEventLog implements EventSink {
     });
   }
 
+  progress(event: ToolProgressEvent): void {
+    void this.enqueue(async () => {
+      this.flushDelta();
+      this.sendToAll(event);
+    }).catch(() => undefined);
+  }
+
   private flushDelta(): void {
     const pending = this.pendingDelta;
     if (!pending) return;
@@ -95,7 +102,7 @@ export class SessionEventLog implements EventSink {
     this.connections.delete(connection);
   }
 
-  private sendToAll(message: DeltaEvent | ErrorEvent | LoggedEvent | ToolsChangedEvent): void {
+  private sendToAll(message: DeltaEvent | ErrorEvent | LoggedEvent | ToolsChangedEvent | ToolProgressEvent): void {
     for (const connection of this.connections) connection.send(message);
   }
 

@@ -114,6 +114,7 @@ export class McpManager {
           // The registry's own timeout (the same length) aborts first, which cancels on the server.
           timeoutMs: timeoutMs + 1_000,
           askUser: context.askUser,
+          onProgress: context.onProgress,
         });
         return describeToolResult(result, async (bytes, mimeType, kind) => {
           const fileName = `${connection.name}-${kind}-${randomBytes(4).toString('hex')}.${extensionFor(mimeType)}`;

@@ -72,7 +72,12 @@ export class McpServerConnection {
   async callTool(
     tool: string,
     args: Record<string, unknown>,
-    options: { signal: AbortSignal; timeoutMs: number; askUser?: CallInFlight['askUser'] },
+    options: {
+      signal: AbortSignal;
+      timeoutMs: number;
+      askUser?: CallInFlight['askUser'];
+      onProgress?: ((progress: { progress: number; total?: number | undefined; message?: string | undefined }) => void) | undefined;
+    },
   ): Promise<Record<string, unknown>> {
     const client = this.client;
     if (!client || this.status !== 'connected') {
@@ -86,7 +91,7 @@ export class McpServerConnection {
         timeout: options.timeoutMs,
         // A server that reports progress is still working.
         resetTimeoutOnProgress: true,
-        onprogress: () => {},
+        onprogress: (progress) => options.onProgress?.({ progress: progress.progress, total: progress.total, message: progress.message }),
       })) as Record<string, unknown>;
     } catch (error) {
       if (options.signal.aborted) throw error;

@@ -11,6 +11,8 @@ export interface ToolContext {
    * for tools that need the user mid-call (MCP elicitation). Rejects on stop and on timeout.
    */
   askUser?: (question: string, signal?: AbortSignal) => Promise<string>;
+  /** Reports how far a long call has got (shown live on its tool card). */
+  onProgress?: (progress: { progress: number; total?: number | undefined; message?: string | undefined }) => void;
 }
 
 /** The port every tool implements: built-in, and later MCP-backed. */

@@ -20,6 +20,19 @@ export function ToolCallCard({ tool }: { tool: ToolCallView }) {
         {tool.durationMs !== undefined && <span className="tool-duration">{formatDuration(tool.durationMs)}</span>}
       </div>
       {args !== '{}' && <pre className="tool-args" aria-label="Arguments">{args}</pre>}
+      {tool.status === 'running' && tool.progress && (
+        <div className="tool-progress">
+          <progress
+            value={tool.progress.total ? tool.progress.value : undefined}
+            max={tool.progress.total ?? undefined}
+            aria-label={`Progress of ${tool.name}`}
+          />
+          <span>
+            {tool.progress.total ? `${tool.progress.value} of ${tool.progress.total}` : `${tool.progress.value}`}
+            {tool.progress.message ? ` · ${tool.progress.message}` : ''}
+          </span>
+        </div>
+      )}
       {tool.status === 'done' && (
         <pre className="tool-result" aria-label="Result">
           {typeof tool.result === 'string' ? tool.result : JSON.stringify(tool.result, null, 2)}

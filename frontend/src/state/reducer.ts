@@ -91,6 +91,19 @@ function applyEvent(state: ViewState, event: ServerEvent | { type: string }): Vi
       step[`${field}Done`] ? step : { ...step, [field]: step[field] + event.delta },
     );
   }
+  if (event.type === 'tool_progress') {
+    const runId = event.run_id;
+    if (!runId || state.runs[runId]?.complete) return state;
+    const progress = {
+      value: event.progress,
+      ...(event.total === undefined ? {} : { total: event.total }),
+      ...(event.message === undefined ? {} : { message: event.message }),
+    };
+    return updateStep(state, runId, event.step, (step) => {
+      const tool = step.tools.find((candidate) => candidate.id === event.tool_call_id);
+      return tool && tool.status !== 'running' ? step : upsertTool(step, event.tool_call_id, { name: event.tool_name, progress });
+    });
+  }
   if (!('seq' in event)) return state;
   if (event.seq <= state.lastSeq) return state; // replayed or duplicated
   return applyLogged({ ...state, lastSeq: event.seq }, event);

@@ -12,6 +12,8 @@ export interface ToolCallView {
   result?: unknown;
   error?: string;
   durationMs?: number;
+  /** The latest progress a long call reported, while it runs. */
+  progress?: { value: number; total?: number; message?: string };
 }
 
 /** A question the agent asked in a step. */
