@@ -163,9 +163,11 @@ describe('an MCP server over stdio (server-everything)', () => {
 
   it('a server that exits mid-call fails that call, is reported unavailable, and comes back', async () => {
     const record = join(mkdtempSync(join(tmpdir(), 'stepwise-rec-')), 'stdin.jsonl');
-    await start({
-      everything: { command: process.execPath, args: [STDIO_RECORDER, process.execPath, MCP_SERVERS.everything, 'stdio'], env: { RECORD_FILE: record } },
-    });
+    await start(
+      { everything: { command: process.execPath, args: [STDIO_RECORDER, process.execPath, MCP_SERVERS.everything, 'stdio'], env: { RECORD_FILE: record } } },
+      // The first retry waits 250-500 ms: long enough that clients hear "unavailable" before "connecting".
+      { MCP_RETRY_BASE_MS: '500' },
+    );
     llm.enqueue(
       { text: reasonText('Run the long operation.') },
       { toolCalls: [{ id: 'long_1', name: 'everything__trigger-long-running-operation', arguments: { duration: 30, steps: 30 } }] },
