@@ -31,7 +31,7 @@ export type { SqlDatabase } from './store/sql-database.ts';
 export { SqlStore } from './store/sql-store.ts';
 export type { MessageRecord, RunRecord, SessionRecord, Store } from './store/store.ts';
 export { type ConfigFile, loadConfigFile, type McpServerConfig, parseConfigFile } from './config/config-file.ts';
-export { formatSize, SessionFiles } from './files/session-files.ts';
+export { SessionFiles } from './files/session-files.ts';
 export { createFileTools } from './tools/file-tools.ts';
 export { McpManager, toolName } from './mcp/mcp-manager.ts';
 export { describeToolResult, extensionFor } from './mcp/mcp-results.ts';

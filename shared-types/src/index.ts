@@ -1,3 +1,4 @@
 export * from './client-messages.ts';
 export * from './server-events.ts';
 export * from './rest.ts';
+export * from './format.ts';

@@ -23,6 +23,12 @@ export function launchBrowser(): Promise<Browser> {
   });
 }
 
+/** Types a message into the composer and sends it. */
+export async function ask(page: Page, text: string): Promise<void> {
+  await page.getByRole('textbox', { name: 'Message' }).fill(text);
+  await page.getByRole('button', { name: 'Send' }).click();
+}
+
 /** Saves a screenshot under tests/artifacts. */
 export async function screenshot(page: Page, name: string): Promise<string> {
   mkdirSync(ARTIFACTS, { recursive: true });

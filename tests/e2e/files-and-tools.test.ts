@@ -1,12 +1,10 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { MCP_SERVERS } from '../fixtures/mcp-servers.ts';
+import { EVERYTHING_STDIO, writeMcpConfig } from '../fixtures/mcp-servers.ts';
 import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
-import { launchBrowser, screenshot } from './browser.ts';
+import { ask, launchBrowser, screenshot } from './browser.ts';
 
 let browser: Browser;
 let context: BrowserContext;
@@ -37,11 +35,6 @@ async function open(env: Record<string, string> = {}) {
   await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
 }
 
-async function ask(text: string): Promise<void> {
-  await page.getByRole('textbox', { name: 'Message' }).fill(text);
-  await page.getByRole('button', { name: 'Send' }).click();
-}
-
 describe('session files in the web app', () => {
   it('attaches a file with the picker and watches the agent read it', async () => {
     await open();
@@ -53,7 +46,7 @@ describe('session files in the web app', () => {
       { toolCalls: [{ id: 'read', name: 'read_file', arguments: { name: 'notes.txt' } }] },
       { text: observeText('The notes say Thursday at 10.', { final_answer: 'The meeting is on **Thursday at 10**.' }) },
     );
-    await ask('When is the meeting? See my notes.');
+    await ask(page, 'When is the meeting? See my notes.');
     await page.getByText('Answered in 1 step').waitFor();
     const card = page.getByTestId('tool-card');
     await expect(card.textContent()).resolves.toMatch(/read_file.*done.*notes\.txt.*The meeting is on Thursday at 10\./s);
@@ -83,7 +76,7 @@ describe('session files in the web app', () => {
       { toolCalls: [{ id: 'write', name: 'write_file', arguments: { name: 'report.md', content: '# Report\nAll good.' } }] },
       { text: observeText('Written.', { final_answer: 'I wrote report.md.' }) },
     );
-    await ask('Write a report file');
+    await ask(page, 'Write a report file');
     const chip = page.getByRole('button', { name: 'Download report.md' });
     await chip.waitFor();
     const [download] = await Promise.all([page.waitForEvent('download'), chip.click()]);
@@ -100,10 +93,7 @@ describe('session files in the web app', () => {
 
 describe('MCP tools in the web app', () => {
   it("lists a configured server's tools in the picker; ticking one lets the agent use it", async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'stepwise-e2e-mcp-'));
-    const configFile = join(dir, 'stepwise.config.json');
-    writeFileSync(configFile, JSON.stringify({ mcpServers: { everything: { command: process.execPath, args: [MCP_SERVERS.everything, 'stdio'] } } }));
-    await open({ STEPWISE_CONFIG: configFile });
+    await open({ STEPWISE_CONFIG: writeMcpConfig({ everything: EVERYTHING_STDIO }) });
 
     const group = page.getByRole('group', { name: 'everything' });
     const echo = group.getByRole('checkbox', { name: 'echo', exact: true });
@@ -115,7 +105,7 @@ describe('MCP tools in the web app', () => {
       { toolCalls: [{ id: 'echo', name: 'everything__echo', arguments: { message: 'hello from MCP' } }] },
       { text: observeText('It echoed.', { final_answer: 'The server said hello back.' }) },
     );
-    await ask('Echo hello');
+    await ask(page, 'Echo hello');
     await page.getByText('Answered in 1 step').waitFor();
     const act = llm.requests.find((request) => request.phase === 'act')!;
     expect(act.toolNames).toContain('everything__echo');
@@ -123,17 +113,14 @@ describe('MCP tools in the web app', () => {
   });
 
   it('shows an image a tool returned as a preview in its tool card', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'stepwise-e2e-mcp-'));
-    const configFile = join(dir, 'stepwise.config.json');
-    writeFileSync(configFile, JSON.stringify({ mcpServers: { everything: { command: process.execPath, args: [MCP_SERVERS.everything, 'stdio'] } } }));
-    await open({ STEPWISE_CONFIG: configFile });
+    await open({ STEPWISE_CONFIG: writeMcpConfig({ everything: EVERYTHING_STDIO }) });
     await page.getByRole('group', { name: 'everything' }).getByRole('checkbox', { name: 'get-tiny-image', exact: true }).check();
     llm.enqueue(
       { text: reasonText('Get the image.') },
       { toolCalls: [{ id: 'img', name: 'everything__get-tiny-image', arguments: {} }] },
       { text: observeText('Got it.', { final_answer: 'Here is the tiny image.' }) },
     );
-    await ask('Show me the tiny image');
+    await ask(page, 'Show me the tiny image');
     const image = page.getByTestId('tool-card').getByRole('img');
     await image.waitFor();
     await page.waitForFunction(() => ((document.querySelector('.saved-file img') as HTMLImageElement | null)?.naturalWidth ?? 0) > 0);
@@ -142,16 +129,13 @@ describe('MCP tools in the web app', () => {
   });
 
   it('shows a long MCP call\'s progress, and Stop cancels it', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'stepwise-e2e-mcp-'));
-    const configFile = join(dir, 'stepwise.config.json');
-    writeFileSync(configFile, JSON.stringify({ mcpServers: { everything: { command: process.execPath, args: [MCP_SERVERS.everything, 'stdio'] } } }));
-    await open({ STEPWISE_CONFIG: configFile });
+    await open({ STEPWISE_CONFIG: writeMcpConfig({ everything: EVERYTHING_STDIO }) });
     await page.getByRole('group', { name: 'everything' }).getByRole('checkbox', { name: 'trigger-long-running-operation', exact: true }).check();
     llm.enqueue(
       { text: reasonText('Start the long operation.') },
       { toolCalls: [{ id: 'long', name: 'everything__trigger-long-running-operation', arguments: { duration: 30, steps: 60 } }] },
     );
-    await ask('Run the long operation');
+    await ask(page, 'Run the long operation');
     const progress = page.getByRole('progressbar', { name: 'Progress of everything__trigger-long-running-operation' });
     await progress.waitFor();
     await page.getByTestId('tool-card').getByText(/of 60/).waitFor();

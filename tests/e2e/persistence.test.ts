@@ -2,7 +2,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
-import { launchBrowser } from './browser.ts';
+import { ask, launchBrowser } from './browser.ts';
 
 let browser: Browser;
 let context: BrowserContext;
@@ -32,11 +32,6 @@ afterEach(async () => {
 
 const live = () => page.getByRole('status', { name: 'Connection: Live' }).waitFor();
 
-async function ask(text: string): Promise<void> {
-  await page.getByRole('textbox', { name: 'Message' }).fill(text);
-  await page.getByRole('button', { name: 'Send' }).click();
-}
-
 describe('the web app across reloads', () => {
   it('keeps the session in the URL and rejoins a run after a reload mid-run', async () => {
     llm.enqueue(
@@ -44,7 +39,7 @@ describe('the web app across reloads', () => {
       { toolCalls: [{ name: 'calculator', arguments: { expression: '2*21' } }] },
       { text: observeText('42.', { final_answer: 'The answer is 42.' }) },
     );
-    await ask('What is 2*21?');
+    await ask(page, 'What is 2*21?');
     await page.getByText('Step 1 of 10').waitFor();
     const url = new URL(page.url());
     expect(url.searchParams.get('session')).toMatch(/^[0-9a-f-]{36}$/);
@@ -64,7 +59,7 @@ describe('the web app across reloads', () => {
       { toolCalls: [{ id: 'ask', name: 'request_input', arguments: { question: 'Which city?' } }] },
       { text: observeText('Oslo.', { final_answer: 'Oslo weather.' }) },
     );
-    await ask('Weather?');
+    await ask(page, 'Weather?');
     await page.getByRole('alertdialog').getByText('Which city?').waitFor();
     await page.reload();
     await live();
@@ -81,7 +76,7 @@ describe('the web app across reloads', () => {
       { toolCalls: [{ name: 'calculator', arguments: { expression: '6*7' } }] },
       { text: observeText('42.', { final_answer: 'Forty-two.' }) },
     );
-    await ask('Six times seven');
+    await ask(page, 'Six times seven');
     await page.getByText('Answered in 1 step').waitFor();
     const chats = page.getByRole('navigation', { name: 'Chats' });
     await chats.getByRole('link', { name: /Six times seven/ }).waitFor();

@@ -2,7 +2,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
-import { launchBrowser, screenshot } from './browser.ts';
+import { ask, launchBrowser, screenshot } from './browser.ts';
 
 let browser: Browser;
 let context: BrowserContext;
@@ -39,11 +39,6 @@ afterEach(async () => {
   await llm?.close();
 });
 
-async function ask(text: string): Promise<void> {
-  await page.getByRole('textbox', { name: 'Message' }).fill(text);
-  await page.getByRole('button', { name: 'Send' }).click();
-}
-
 describe('the web app', () => {
   it('shows the model in use and the agent controls with the server’s limits', async () => {
     await expect(page.getByTestId('model').textContent()).resolves.toContain('scripted-model');
@@ -67,7 +62,7 @@ describe('the web app', () => {
       { toolCalls: [{ name: 'calculator', arguments: { expression: '51+75' } }] },
       { text: observeText('That makes 126.', { should_continue: false, final_answer: 'The result is **126**.' }) },
     );
-    await ask('What is 17*3 + 75?');
+    await ask(page, 'What is 17*3 + 75?');
     await page.getByText('Step 1 of 3').waitFor();
     await page.getByText('Answered in 2 steps').waitFor();
 
@@ -89,7 +84,7 @@ describe('the web app', () => {
 
   it('stops a run at once with the Stop button, cancelling the model request', async () => {
     llm.enqueue({ text: reasonText('Use a tool.') }, { hang: true });
-    await ask('Do something slow');
+    await ask(page, 'Do something slow');
     const act = await llm.waitFor((request) => request.phase === 'act');
     await page.getByRole('button', { name: 'Stop' }).click();
     await page.getByTestId('run-end').getByText('Stopped').waitFor();
@@ -103,7 +98,7 @@ describe('the web app', () => {
       { toolCalls: [{ id: 'ask', name: 'request_input', arguments: { question: 'Which city do you mean?' } }] },
       { text: observeText('The user means Oslo.', { final_answer: 'Oslo it is.' }) },
     );
-    await ask('What is the weather like?');
+    await ask(page, 'What is the weather like?');
     const banner = page.getByRole('alertdialog');
     await banner.getByText('Which city do you mean?').waitFor();
     const answerBox = page.getByRole('textbox', { name: 'Your answer' });
@@ -123,7 +118,7 @@ describe('the web app', () => {
       text: request.phase === 'observe' ? observeText(`Still going (${request.index}).`) : reasonText('Keep going.'),
     }));
     await page.getByRole('spinbutton', { name: 'Max iterations' }).fill('2');
-    await ask('Never finish');
+    await ask(page, 'Never finish');
     await page.getByText(/Max steps reached \(2\)/).waitFor();
     expect(await page.getByTestId('step-card').count()).toBe(2);
     await page.getByText('Step 2 of 2').waitFor();
@@ -133,7 +128,7 @@ describe('the web app', () => {
   it('renders HTML in a model answer as text, never as markup', async () => {
     const payload = '<img src=x onerror=alert(1)>';
     llm.enqueue({ text: reasonText('Answer directly.', { finish: true }) }, { text: observeText('Done.', { final_answer: `Here: ${payload}` }) });
-    await ask('Say something dangerous');
+    await ask(page, 'Say something dangerous');
     const answer = page.getByTestId('assistant-turn');
     await answer.waitFor();
     expect(await answer.textContent()).toContain(payload);
@@ -145,7 +140,7 @@ describe('the web app', () => {
   it('answers in plain chat when agent mode is off', async () => {
     llm.enqueue({ text: 'Hello from the model.' });
     await page.getByRole('switch', { name: 'Agent mode' }).uncheck();
-    await ask('Hi');
+    await ask(page, 'Hi');
     await page.getByTestId('assistant-turn').getByText('Hello from the model.').waitFor();
     expect(await page.getByTestId('step-card').count()).toBe(0);
   });

@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { MCP_SERVERS, STDIO_RECORDER, startEverythingHttp } from '../fixtures/mcp-servers.ts';
+import { EVERYTHING_STDIO, MCP_SERVERS, STDIO_RECORDER, startEverythingHttp, writeMcpConfig } from '../fixtures/mcp-servers.ts';
 import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
@@ -16,18 +16,14 @@ type ToolInfo = { name: string; source: string; description: string; available?:
 type ServerStatus = { name: string; status: string; error?: string; tools: number };
 
 async function start(mcpServers: Record<string, unknown>, env: Record<string, string> = {}) {
-  const dir = mkdtempSync(join(tmpdir(), 'stepwise-mcp-'));
-  const configFile = join(dir, 'stepwise.config.json');
-  writeFileSync(configFile, JSON.stringify({ mcpServers }));
   llm = await ScriptedLlmServer.start();
   server = await startStepwiseWithModel(llm.url, {
-    STEPWISE_CONFIG: configFile,
+    STEPWISE_CONFIG: writeMcpConfig(mcpServers),
     MCP_RETRY_BASE_MS: '100',
     MCP_RETRY_MAX_MS: '500',
     ...env,
   });
   client = await TestClient.connect(server.wsUrl);
-  return dir;
 }
 
 afterEach(async () => {
@@ -78,6 +74,13 @@ function scriptToolStep(tool: string, args: Record<string, unknown>, id = 'call_
   );
 }
 
+/** server-everything behind the recorder: what it receives goes to `record`, its pid to `record.pid`. */
+function recordedEverything() {
+  const record = join(mkdtempSync(join(tmpdir(), 'stepwise-rec-')), 'stdin.jsonl');
+  const entry = { command: process.execPath, args: [STDIO_RECORDER, process.execPath, MCP_SERVERS.everything, 'stdio'], env: { RECORD_FILE: record } };
+  return { record, entry };
+}
+
 const recordedLines = (file: string) =>
   existsSync(file)
     ? readFileSync(file, 'utf8')
@@ -86,11 +89,10 @@ const recordedLines = (file: string) =>
         .map((line) => JSON.parse(line) as { id?: number; method?: string; params?: Record<string, unknown> })
     : [];
 
-const everythingStdio = { command: process.execPath, args: [MCP_SERVERS.everything, 'stdio'] };
 
 describe('an MCP server over stdio (server-everything)', () => {
   it('lists its tools as SERVER__TOOL with their JSON schemas and the server as source', async () => {
-    await start({ everything: everythingStdio });
+    await start({ everything: EVERYTHING_STDIO });
     const echo = client.session.tools.find((tool) => tool.name === 'everything__echo');
     expect(echo).toMatchObject({ source: 'everything', available: true });
     expect(echo!.description.length).toBeGreaterThan(0);
@@ -108,7 +110,7 @@ describe('an MCP server over stdio (server-everything)', () => {
   });
 
   it('runs a call: the result reaches the tool card and the model', async () => {
-    await start({ everything: everythingStdio });
+    await start({ everything: EVERYTHING_STDIO });
     scriptToolStep('everything__get-sum', { a: 17, b: 25 });
     client.chat('Add 17 and 25', { agent_mode: true, tools: ['everything__get-sum'] });
     const events = await client.untilComplete();
@@ -120,7 +122,7 @@ describe('an MCP server over stdio (server-everything)', () => {
   });
 
   it('passes a long call\'s progress reports on to the client, live and before its result', async () => {
-    await start({ everything: everythingStdio });
+    await start({ everything: EVERYTHING_STDIO });
     scriptToolStep('everything__trigger-long-running-operation', { duration: 0.4, steps: 4 });
     client.chat('Run it', { agent_mode: true, tools: ['everything__trigger-long-running-operation'] });
     const events = await client.untilComplete();
@@ -139,10 +141,8 @@ describe('an MCP server over stdio (server-everything)', () => {
   });
 
   it('Stop cancels a long-running call on the server', async () => {
-    const record = join(mkdtempSync(join(tmpdir(), 'stepwise-rec-')), 'stdin.jsonl');
-    await start({
-      everything: { command: process.execPath, args: [STDIO_RECORDER, process.execPath, MCP_SERVERS.everything, 'stdio'], env: { RECORD_FILE: record } },
-    });
+    const { record, entry } = recordedEverything();
+    await start({ everything: entry });
     llm.enqueue(
       { text: reasonText('Run the long operation.') },
       { toolCalls: [{ id: 'long_1', name: 'everything__trigger-long-running-operation', arguments: { duration: 30, steps: 30 } }] },
@@ -162,9 +162,9 @@ describe('an MCP server over stdio (server-everything)', () => {
   });
 
   it('a server that exits mid-call fails that call, is reported unavailable, and comes back', async () => {
-    const record = join(mkdtempSync(join(tmpdir(), 'stepwise-rec-')), 'stdin.jsonl');
+    const { record, entry } = recordedEverything();
     await start(
-      { everything: { command: process.execPath, args: [STDIO_RECORDER, process.execPath, MCP_SERVERS.everything, 'stdio'], env: { RECORD_FILE: record } } },
+      { everything: entry },
       // The first retry waits 250-500 ms: long enough that clients hear "unavailable" before "connecting".
       { MCP_RETRY_BASE_MS: '500' },
     );
@@ -196,10 +196,8 @@ describe('an MCP server over stdio (server-everything)', () => {
   });
 
   it('shutting Stepwise down ends the stdio servers it started', async () => {
-    const record = join(mkdtempSync(join(tmpdir(), 'stepwise-rec-')), 'stdin.jsonl');
-    await start({
-      everything: { command: process.execPath, args: [STDIO_RECORDER, process.execPath, MCP_SERVERS.everything, 'stdio'], env: { RECORD_FILE: record } },
-    });
+    const { record, entry } = recordedEverything();
+    await start({ everything: entry });
     const pid = Number(readFileSync(`${record}.pid`, 'utf8'));
     const alive = () => {
       try {
@@ -230,7 +228,7 @@ describe('an MCP server over stdio (server-everything)', () => {
   });
 
   it('saves an image result as a session file and gives the model a reference to it', async () => {
-    await start({ everything: everythingStdio });
+    await start({ everything: EVERYTHING_STDIO });
     scriptToolStep('everything__get-tiny-image', {});
     client.chat('Show me the tiny image', { agent_mode: true, tools: ['everything__get-tiny-image'] });
     const events = await client.untilComplete();
@@ -244,7 +242,7 @@ describe('an MCP server over stdio (server-everything)', () => {
   });
 
   it("asks the user the server's elicitation question through agent_request_input", async () => {
-    await start({ everything: everythingStdio });
+    await start({ everything: EVERYTHING_STDIO });
     await waitForTool('everything__trigger-elicitation-request');
     scriptToolStep('everything__trigger-elicitation-request', {});
     client.chat('Fill in the form', { agent_mode: true, tools: ['everything__trigger-elicitation-request'] });
@@ -326,10 +324,7 @@ describe('server-filesystem in an agent run', () => {
 
 describe('an MCP tool with the offline demo model', () => {
   it('calls a ticked tool that the message names, so a new user sees it work without a model', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'stepwise-mcp-'));
-    const configFile = join(dir, 'stepwise.config.json');
-    writeFileSync(configFile, JSON.stringify({ mcpServers: { everything: everythingStdio } }));
-    server = await startStepwise({ LLM_PROVIDER: 'demo', STEPWISE_CONFIG: configFile });
+    server = await startStepwise({ LLM_PROVIDER: 'demo', STEPWISE_CONFIG: writeMcpConfig({ everything: EVERYTHING_STDIO }) });
     client = await TestClient.connect(server.wsUrl);
     client.chat('Please echo "hello from the demo"', { agent_mode: true, tools: ['everything__echo'] });
     const events = await client.untilComplete();

@@ -2,10 +2,10 @@ import type { HistoryMessage, LoggedEvent, RunSummary, SessionDetail, SessionSum
 import { inject, injectable } from 'tsyringe';
 import type { RunRecord, SessionRecord, Store } from '../store/store.ts';
 import { TOKENS } from '../tokens.ts';
+import { UUID } from '../util/ids.ts';
 import { SessionFiles } from '../files/session-files.ts';
 import { SessionManager } from './session-manager.ts';
 
-const SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Why a history request could not be answered. */
 export class HistoryError extends Error {
@@ -77,7 +77,7 @@ export class HistoryService {
   }
 
   private async find(id: string): Promise<SessionRecord> {
-    if (!SESSION_ID.test(id)) throw new HistoryError(400, 'invalid_id', 'A session id is a UUID');
+    if (!UUID.test(id)) throw new HistoryError(400, 'invalid_id', 'A session id is a UUID');
     const session = await this.store.getSession(id);
     if (!session) throw new HistoryError(404, 'not_found', 'No such session');
     return session;

@@ -2,10 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { constants, createReadStream, type ReadStream } from 'node:fs';
 import { lstat, mkdir, open, readdir, rename, rm, unlink } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import { formatSize } from '@stepwise/shared-types';
 import { inject, injectable } from 'tsyringe';
 import type { Config } from '../config/config.ts';
 import { ERROR_CODE, FileError } from '../errors.ts';
 import { TOKENS } from '../tokens.ts';
+import { UUID } from '../util/ids.ts';
 
 /** One file of a session, as listed. */
 export interface SessionFileInfo {
@@ -37,7 +39,6 @@ export interface TextSlice {
 }
 
 const MAX_NAME_BYTES = 255;
-const SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const TEMP_PREFIX = '.partial-';
 // Characters that some file systems or shells treat specially; uploads get "_" instead.
 const RESERVED = /[<>:"|?*]/g;
@@ -130,7 +131,7 @@ export class SessionFiles {
     const target = join(dir, name);
     const existing = await lstat(target).catch(() => undefined);
     if (existing && !existing.isFile()) throw invalid(`"${name}" exists and is not a regular file`);
-    if (!existing && (await this.list(sessionId)).length >= this.config.files.maxPerSession) {
+    if (!existing && (await this.count(dir)) >= this.config.files.maxPerSession) {
       throw new FileError(ERROR_CODE.tooManyFiles, `A session holds at most ${this.config.files.maxPerSession} files`);
     }
     const temp = join(dir, `${TEMP_PREFIX}${randomUUID()}`);
@@ -204,6 +205,11 @@ export class SessionFiles {
     await rm(this.folder(sessionId), { recursive: true, force: true });
   }
 
+  /** How many files a folder holds (names only: no stat per file). */
+  private async count(dir: string): Promise<number> {
+    return (await readdir(dir)).filter((name) => !name.startsWith('.')).length;
+  }
+
   private async openExisting(sessionId: string, name: string) {
     try {
       // O_NOFOLLOW: a symbolic link (whoever put it there) is refused, not followed.
@@ -223,7 +229,7 @@ export class SessionFiles {
   }
 
   private folder(sessionId: string): string {
-    if (!SESSION_ID.test(sessionId)) throw invalid('Not a session id');
+    if (!UUID.test(sessionId)) throw invalid('Not a session id');
     return join(this.root, sessionId.toLowerCase());
   }
 
@@ -238,13 +244,6 @@ export class SessionFiles {
   private async notify(change: Parameters<FileListener>[0]): Promise<void> {
     for (const listener of this.listeners) await listener(change);
   }
-}
-
-/** 1234 → "1.2 KB". */
-export function formatSize(bytes: number): string {
-  if (bytes < 1024) return `${bytes} B`;
-  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KB`;
-  return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
 }
 
 function isContinuationByte(byte: number): boolean {

@@ -1,5 +1,5 @@
+import { formatSize } from '@stepwise/shared-types';
 import { ToolExecutionError } from '../errors.ts';
-import { formatSize } from '../files/session-files.ts';
 
 /** One content block of an MCP tool result, loosely typed: servers send more than the spec lists. */
 type ContentBlock = { type: string; [key: string]: unknown };

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { formatSize, type SessionFiles } from '../files/session-files.ts';
+import { formatSize } from '@stepwise/shared-types';
+import type { SessionFiles } from '../files/session-files.ts';
 import type { Tool } from './tool.ts';
 
 const NAME_DESCRIPTION = 'A file name as list_files shows it (session files are flat: no folders)';

@@ -47,11 +47,6 @@ export class ToolRegistry {
     this.listeners.push(listener);
   }
 
-  /** Call when a source's availability changed without its tools changing. */
-  changed(): void {
-    for (const listener of this.listeners) listener();
-  }
-
   has(name: string): boolean {
     return this.tools.has(name);
   }

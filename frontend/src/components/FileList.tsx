@@ -1,3 +1,4 @@
+import { formatSize } from '@stepwise/shared-types';
 import type { FileView } from '../state/view-state.ts';
 import { DownloadIcon, PaperclipIcon } from './Icons.tsx';
 
@@ -41,10 +42,4 @@ export function FileList({ files, uploading, onDownload }: FileListProps) {
       </ul>
     </section>
   );
-}
-
-export function formatSize(bytes: number): string {
-  if (bytes < 1024) return `${bytes} B`;
-  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KB`;
-  return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
 }
