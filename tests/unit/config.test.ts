@@ -15,7 +15,7 @@ describe('the configuration', () => {
       configFile: './stepwise.config.json',
       prompts: { dir: '/prompts', reason: 'agent_reason_prompt.md', observe: 'agent_observe_prompt.md' },
     });
-    expect(config.access).toEqual({ authToken: undefined, allowedOrigins: undefined });
+    expect(config.access).toEqual({ authToken: undefined, allowedOrigins: undefined, publicOrigin: undefined, allowedHosts: [] });
   });
 
   it('uses the openai provider when a key or a base URL is given', () => {

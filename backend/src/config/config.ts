@@ -45,12 +45,21 @@ const EnvSchema = z.object({
     .transform((value) => value.split(',').map((origin) => origin.trim()).filter(Boolean))
     .pipe(z.array(z.url({ error: 'must be a comma-separated list of origins' })))
     .optional(),
+  PUBLIC_ORIGIN: z.string().trim().pipe(z.url({ protocol: /^https?$/, error: 'must be an http(s) origin, e.g. https://chat.example.com' })).optional(),
+  ALLOWED_HOSTS: z
+    .string()
+    .transform((value) => value.split(',').map((host) => host.trim().toLowerCase()).filter(Boolean))
+    .pipe(z.array(z.string().regex(/^(\*\.)?[a-z0-9.-]+$|^\[[0-9a-f:.]+\]$/, 'must be a comma-separated list of host names (no ports), e.g. chat.example.com,*.internal')))
+    .optional(),
 
   LLM_STREAMING: boolean.default(true),
   LLM_STREAM_USAGE: boolean.default(true),
   LLM_MAX_RETRIES: integer(0, 10).default(3),
   LLM_RETRY_BASE_MS: integer(0).default(500),
   LLM_TIMEOUT_MS: integer(1).default(120_000),
+  LLM_STREAM_IDLE_TIMEOUT_MS: integer(1).default(60_000),
+  LLM_TOTAL_TIMEOUT_MS: integer(1).default(10 * 60_000),
+  LLM_MAX_OUTPUT_CHARS: integer(1000).default(200_000),
   LLM_TEMPERATURE: z.string().trim().transform(Number).pipe(z.number().min(0).max(2)).optional(),
   DEMO_DELAY_MS: integer(0, 10_000).default(20),
   PROMPTS_DIR: nonEmpty.optional(),
@@ -65,6 +74,10 @@ const EnvSchema = z.object({
   MAX_MESSAGES_PER_SECOND: integer(1).default(20),
   MAX_SOCKETS_PER_ADDRESS: integer(1).default(20),
   MAX_CONCURRENT_RUNS: integer(1).default(100),
+  MAX_RUNS_PER_ADDRESS: integer(1).optional(),
+  SOCKET_MAX_BUFFERED_BYTES: integer(64 * 1024).default(8 * 1024 * 1024),
+  SOCKET_SLOW_TIMEOUT_MS: integer(1).default(10_000),
+  CHAT_TIMEOUT_MS: integer(1).default(10 * 60_000),
   AGENT_RUN_TIMEOUT_MS: integer(1).default(15 * 60_000),
   AGENT_RUN_TOKEN_BUDGET: integer(0).default(0),
   CONTEXT_BUDGET_CHARS: integer(1000).default(60_000),
@@ -91,7 +104,14 @@ export interface Config {
     streamUsage: boolean;
     maxRetries: number;
     retryBaseMs: number;
+    /** Time to the response's headers (each attempt). */
     timeoutMs: number;
+    /** Longest silence between two chunks of a streamed reply. */
+    streamIdleTimeoutMs: number;
+    /** Longest a whole call (every attempt, the streamed body included) may take. */
+    totalTimeoutMs: number;
+    /** Longest reply kept of one call: the stream is cut there and the request aborted. */
+    maxOutputChars: number;
     temperature: number | undefined;
     demoDelayMs: number;
   };
@@ -106,7 +126,18 @@ export interface Config {
     /** How much earlier conversation (in characters) goes to the model; oldest turns go first. */
     contextBudgetChars: number;
   };
-  limits: { messagesPerSecond: number; socketsPerAddress: number; concurrentRuns: number };
+  limits: {
+    messagesPerSecond: number;
+    socketsPerAddress: number;
+    concurrentRuns: number;
+    /** One client address's share of the concurrent runs. */
+    runsPerAddress: number;
+    /** A socket whose unsent bytes stay above this for `slowSocketTimeoutMs` is closed (1013). */
+    socketMaxBufferedBytes: number;
+    slowSocketTimeoutMs: number;
+    /** A plain chat answer's wall-clock budget. */
+    chatTimeoutMs: number;
+  };
   prompts: { dir: string; reason: string; act: string; observe: string; chatSystem: string };
   tools: { resultMaxChars: number; timeoutMs: number };
   /** Session files: the largest upload or written file, and how many files one session may hold. */
@@ -120,7 +151,14 @@ export interface Config {
     retryMaxMs: number;
   };
   transport: { maxFrameBytes: number; staticDir: string | undefined };
-  access: { authToken: string | undefined; allowedOrigins: string[] | undefined };
+  access: {
+    authToken: string | undefined;
+    allowedOrigins: string[] | undefined;
+    /** The origin users reach the server at (behind a proxy), e.g. https://chat.example.com. */
+    publicOrigin: string | undefined;
+    /** Host names (beyond loopback names and IP addresses) the server answers to; `*.` for subdomains. */
+    allowedHosts: string[];
+  };
   dataDir: string;
   /** A PostgreSQL server to use instead of the embedded database. */
   databaseUrl: string | undefined;
@@ -165,6 +203,9 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
       maxRetries: e.LLM_MAX_RETRIES,
       retryBaseMs: e.LLM_RETRY_BASE_MS,
       timeoutMs: e.LLM_TIMEOUT_MS,
+      streamIdleTimeoutMs: e.LLM_STREAM_IDLE_TIMEOUT_MS,
+      totalTimeoutMs: e.LLM_TOTAL_TIMEOUT_MS,
+      maxOutputChars: e.LLM_MAX_OUTPUT_CHARS,
       temperature: e.LLM_TEMPERATURE,
       demoDelayMs: e.DEMO_DELAY_MS,
     },
@@ -181,6 +222,11 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
       messagesPerSecond: e.MAX_MESSAGES_PER_SECOND,
       socketsPerAddress: e.MAX_SOCKETS_PER_ADDRESS,
       concurrentRuns: e.MAX_CONCURRENT_RUNS,
+      // By default one address may take a quarter of the slots (at least one), so nobody takes all.
+      runsPerAddress: Math.min(e.MAX_CONCURRENT_RUNS, e.MAX_RUNS_PER_ADDRESS ?? Math.max(1, Math.ceil(e.MAX_CONCURRENT_RUNS / 4))),
+      socketMaxBufferedBytes: e.SOCKET_MAX_BUFFERED_BYTES,
+      slowSocketTimeoutMs: e.SOCKET_SLOW_TIMEOUT_MS,
+      chatTimeoutMs: e.CHAT_TIMEOUT_MS,
     },
     prompts: {
       dir: e.PROMPTS_DIR ?? defaults.promptsDir,
@@ -198,7 +244,12 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
       retryMaxMs: Math.max(e.MCP_RETRY_MAX_MS, e.MCP_RETRY_BASE_MS),
     },
     transport: { maxFrameBytes: e.MAX_FRAME_BYTES, staticDir: e.STATIC_DIR },
-    access: { authToken: e.AUTH_TOKEN, allowedOrigins: e.ALLOWED_ORIGINS },
+    access: {
+      authToken: e.AUTH_TOKEN,
+      allowedOrigins: e.ALLOWED_ORIGINS,
+      publicOrigin: e.PUBLIC_ORIGIN === undefined ? undefined : new URL(e.PUBLIC_ORIGIN).origin,
+      allowedHosts: e.ALLOWED_HOSTS ?? [],
+    },
     dataDir: e.DATA_DIR,
     databaseUrl: e.DATABASE_URL,
     configFile: e.STEPWISE_CONFIG,
