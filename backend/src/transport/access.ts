@@ -1,10 +1,22 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { isIP } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config/config.ts';
 
 /** The subprotocol a browser offers (with `bearer.TOKEN`) and the server answers with. */
 export const SUBPROTOCOL = 'stepwise';
 const BEARER_PROTOCOL_PREFIX = 'bearer.';
+
+/**
+ * What a route lets through, declared in its `config.access`: `public` (the health check and the
+ * web app's files: no token), `socket` (the upgrade: token by header or subprotocol, origin
+ * checked). A route that declares nothing is `api`: token by header, origin checked when sent.
+ */
+export type RouteAccess = 'public' | 'socket' | 'api';
+
+/** Route options that mark a route as open to anyone who may reach the server. */
+export const PUBLIC_ROUTE = { config: { access: 'public' as RouteAccess } };
+export const SOCKET_ROUTE = { config: { access: 'socket' as RouteAccess } };
 
 /** Compares secrets in constant time (hashing first, so lengths leak nothing either). */
 export function sameSecret(given: string, expected: string): boolean {
@@ -24,43 +36,124 @@ export function presentedToken(request: FastifyRequest, allowSubprotocol: boolea
   return offered.find((protocol) => protocol.startsWith(BEARER_PROTOCOL_PREFIX))?.slice(BEARER_PROTOCOL_PREFIX.length);
 }
 
-/** Whether a browser origin may open the socket: the listed ones, or by default this server's own and localhost. */
-export function originAllowed(origin: string, host: string | undefined, allowed: string[] | undefined): boolean {
+/** The names a server answers to, beyond loopback names and IP addresses. */
+export interface HostPolicy {
+  publicOrigin: string | undefined;
+  allowedHosts: string[];
+  /** The bind address, when it is a name (HOST=myhost.lan). */
+  bindHost: string;
+}
+
+/** The host name of a `Host` header (or an absolute-form target's authority): lower case, no port, no trailing dot. */
+export function hostName(authority: string): string | undefined {
+  const value = authority.trim().toLowerCase();
+  const match = /^(\[[0-9a-f:.]+\]|[^:[\]/\s@]+)(?::(\d{1,5}))?$/.exec(value);
+  if (!match) return undefined;
+  return match[1]!.replace(/\.$/, '');
+}
+
+/**
+ * Whether the server answers to this host name. A DNS rebinding page reaches the server under
+ * the attacker's own name, so only names the server is meant to have pass: loopback names, IP
+ * addresses (a rebinding needs a name), the public origin's host, ALLOWED_HOSTS, the bind name.
+ */
+export function hostAllowed(name: string | undefined, policy: HostPolicy): boolean {
+  if (!name) return false;
+  const bare = name.startsWith('[') ? name.slice(1, -1) : name;
+  if (isIP(bare) !== 0) return true;
+  if (isLoopbackName(name)) return true;
+  if (policy.publicOrigin && new URL(policy.publicOrigin).hostname === name) return true;
+  if (isIP(policy.bindHost) === 0 && policy.bindHost.toLowerCase() === name) return true;
+  return listed(name, policy.allowedHosts);
+}
+
+function isLoopbackName(name: string): boolean {
+  return name === 'localhost' || name.endsWith('.localhost');
+}
+
+function listed(name: string, allowedHosts: string[]): boolean {
+  return allowedHosts.some((entry) => (entry.startsWith('*.') ? name.endsWith(entry.slice(1)) : entry === name));
+}
+
+/**
+ * Whether a browser origin may use the server: the listed ALLOWED_ORIGINS when set; otherwise
+ * loopback origins, the public origin, origins on ALLOWED_HOSTS, and the origin of the (already
+ * checked) host the request was sent to.
+ */
+export function originAllowed(origin: string, checkedHost: string | undefined, access: Config['access'], policy: HostPolicy): boolean {
   let parsed: URL;
   try {
     parsed = new URL(origin);
   } catch {
     return false;
   }
-  if (allowed) return allowed.some((entry) => new URL(entry).origin === parsed.origin);
-  if (host && parsed.host === host) return true;
-  return ['localhost', '127.0.0.1', '[::1]'].includes(parsed.hostname);
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return false;
+  if (access.allowedOrigins) return access.allowedOrigins.some((entry) => new URL(entry).origin === parsed.origin);
+  if (access.publicOrigin === parsed.origin) return true;
+  if (checkedHost && parsed.host === checkedHost.toLowerCase()) return true;
+  const name = parsed.hostname.replace(/\.$/, '');
+  return isLoopbackName(name) || name === '127.0.0.1' || name === '[::1]' || listed(name, policy.allowedHosts);
 }
 
+/** The authority of an absolute-form request target (`GET http://host/path HTTP/1.1`), if it is one. */
+function absoluteFormAuthority(rawUrl: string): string | undefined | null {
+  if (rawUrl.startsWith('/')) return undefined;
+  const match = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)/i.exec(rawUrl);
+  return match ? match[1]! : null;
+}
+
+type Refusal = { status: number; code: string; message: string; challenge?: boolean };
+
 /**
- * The access check of every REST call and socket upgrade, as PROTOCOL.md's "Access" says:
- * 401 without the right token (when AUTH_TOKEN is set), 403 for a browser origin not allowed.
+ * Decides one request. Access is decided on the route that will actually run (Fastify has
+ * matched it before any hook runs), never on the raw URL, so no encoding, case or request-target
+ * form can reach a route past its check; a route that declares nothing needs the token.
  */
-export function checkAccess(config: Config) {
-  const { authToken, allowedOrigins } = config.access;
-  return async (request: FastifyRequest, reply: FastifyReply) => {
-    const path = request.url.split('?')[0]!;
-    const isUpgrade = path === '/ws';
-    if (!isUpgrade && (!path.startsWith('/api/') || path === '/api/health')) return;
-    if (isUpgrade) {
-      const origin = request.headers.origin;
-      if (origin && !originAllowed(origin, request.headers.host, allowedOrigins)) {
-        return reply.code(403).send({ error: { code: 'forbidden_origin', message: 'This origin may not open the socket' } });
+export function decideAccess(
+  request: Pick<FastifyRequest, 'headers' | 'raw'> & { routeOptions: { config?: unknown }; ws?: boolean },
+  config: Config,
+): Refusal | undefined {
+  const access: RouteAccess = (request.routeOptions.config as { access?: RouteAccess } | undefined)?.access ?? 'api';
+  const policy: HostPolicy = { ...config.access, bindHost: config.host };
+  const isHealth = access === 'public' && (request.routeOptions.config as { health?: boolean } | undefined)?.health === true;
+
+  if (!isHealth) {
+    const target = absoluteFormAuthority(request.raw.url ?? '');
+    if (target === null) return { status: 400, code: 'bad_request', message: 'Unsupported request target' };
+    // Both the Host header and, in absolute form, the target's authority must name this server.
+    const authorities = [request.headers.host, ...(target === undefined ? [] : [target])];
+    for (const authority of authorities) {
+      if (!hostAllowed(authority === undefined ? undefined : hostName(authority), policy)) {
+        return {
+          status: 421,
+          code: 'forbidden_host',
+          message: `This server does not answer to the host "${String(authority ?? '').slice(0, 100)}"; add it to ALLOWED_HOSTS or PUBLIC_ORIGIN`,
+        };
       }
     }
-    if (!authToken) return;
-    const token = presentedToken(request, isUpgrade);
-    if (!token || !sameSecret(token, authToken)) {
-      return reply
-        .code(401)
-        .header('www-authenticate', 'Bearer')
-        .send({ error: { code: 'unauthorized', message: 'A valid token is required' } });
-    }
+  }
+  if (access === 'public') return undefined;
+
+  const origin = request.headers.origin;
+  if (origin !== undefined && !originAllowed(origin, request.headers.host, config.access, policy)) {
+    return { status: 403, code: 'forbidden_origin', message: 'This origin may not use the server' };
+  }
+  const { authToken } = config.access;
+  if (!authToken) return undefined;
+  const token = presentedToken(request as FastifyRequest, access === 'socket');
+  if (!token || !sameSecret(token, authToken)) {
+    return { status: 401, code: 'unauthorized', message: 'A valid token is required', challenge: true };
+  }
+  return undefined;
+}
+
+/** The access check of every request, as an onRequest hook (PROTOCOL.md "Access"). */
+export function checkAccess(config: Config) {
+  return async (request: FastifyRequest, reply: FastifyReply) => {
+    const refusal = decideAccess(request, config);
+    if (!refusal) return;
+    if (refusal.challenge) reply.header('www-authenticate', 'Bearer');
+    return reply.code(refusal.status).send({ error: { code: refusal.code, message: refusal.message } });
   };
 }
 

@@ -10,7 +10,7 @@ import { SessionManager } from '../chat/session-manager.ts';
 import type { Config } from '../config/config.ts';
 import { TOKENS } from '../tokens.ts';
 import { SessionFiles } from '../files/session-files.ts';
-import { checkAccess, chooseSubprotocol } from './access.ts';
+import { checkAccess, chooseSubprotocol, PUBLIC_ROUTE } from './access.ts';
 import { SocketsPerAddress } from './connection-limits.ts';
 import { registerRestRoutes } from './rest-routes.ts';
 import { registerWebSocketRoute } from './websocket-route.ts';
@@ -42,14 +42,21 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
   // Every REST call and upgrade passes the access check before any route runs. It comes after the
   // WebSocket plugin's own onRequest hook, which must mark upgrades so that refused ones are closed.
   app.addHook('onRequest', checkAccess(config));
-  const staticDir = config.transport.staticDir;
-  if (staticDir && existsSync(staticDir)) {
-    await app.register(fastifyStatic, { root: staticDir, prefix: '/', wildcard: false, index: ['index.html'] });
-  } else {
-    app.get('/', (_request, reply) => reply.type('text/html').send(PLACEHOLDER_PAGE));
-  }
+  // The web app's files are the only routes open to anyone (besides the health check); every
+  // other route, including any added later, needs the token when one is set.
+  await app.register(async (webApp) => {
+    webApp.addHook('onRoute', (route) => {
+      route.config = { ...(route.config as object), ...PUBLIC_ROUTE.config };
+    });
+    const staticDir = config.transport.staticDir;
+    if (staticDir && existsSync(staticDir)) {
+      await webApp.register(fastifyStatic, { root: staticDir, prefix: '/', wildcard: false, index: ['index.html'] });
+    } else {
+      webApp.get('/', (_request, reply) => reply.type('text/html').send(PLACEHOLDER_PAGE));
+    }
+  });
 
-  app.get('/api/health', () => ({ status: 'ok' }));
+  app.get('/api/health', { config: { ...PUBLIC_ROUTE.config, health: true } }, () => ({ status: 'ok' }));
   registerRestRoutes(app, container.resolve(HistoryService), container.resolve(SessionFiles));
   registerWebSocketRoute(app, handler, new SocketsPerAddress(config.limits.socketsPerAddress));
   return app;
