@@ -24,10 +24,13 @@ export class TestClient {
   static async connect(
     wsUrl: string,
     query: Record<string, string | number> = {},
-    options: { headers?: Record<string, string>; protocols?: string[] } = {},
+    options: { headers?: Record<string, string>; protocols?: string[]; localAddress?: string } = {},
   ): Promise<TestClient> {
     const search = new URLSearchParams(Object.entries(query).map(([key, value]) => [key, String(value)]));
-    const socket = new WebSocket(`${wsUrl}${search.size ? `?${search}` : ''}`, options.protocols, { headers: options.headers });
+    const socket = new WebSocket(`${wsUrl}${search.size ? `?${search}` : ''}`, options.protocols, {
+      headers: options.headers,
+      ...(options.localAddress ? { localAddress: options.localAddress } : {}),
+    });
     const client = new TestClient(socket);
     await client.next((event) => event.type === 'session');
     return client;

@@ -13,10 +13,21 @@ async function start(env: Record<string, string>) {
   server = await startStepwiseWithModel(llm.url, env);
 }
 
-async function connect(): Promise<TestClient> {
-  const client = await TestClient.connect(server.wsUrl);
+async function connect(options: { localAddress?: string } = {}): Promise<TestClient> {
+  const client = await TestClient.connect(server.wsUrl, {}, options);
   clients.push(client);
   return client;
+}
+
+async function retryUntilAccepted(open: () => Promise<TestClient>): Promise<TestClient> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await open();
+    } catch (error) {
+      if (attempt >= 100 || !/429/.test(String(error))) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
 }
 
 afterEach(async () => {
@@ -30,12 +41,13 @@ describe('limits', () => {
     await start({ MAX_MESSAGES_PER_SECOND: '5' });
     const client = await connect();
     for (let index = 0; index < 40; index++) client.send({ type: 'agent_control', action: 'stop' });
-    await client.next((event) => event.code === 'rate_limited');
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Every one of the 40 messages gets an answer: refused as a flood, or as having no run to stop.
+    await client.next(() => client.events.filter((event) => event.type === 'error').length >= 40, { timeoutMs: 30_000 });
     const codes = client.events.filter((event) => event.type === 'error').map((event) => event.code);
     expect(codes.filter((code) => code === 'no_active_run').length).toBeLessThanOrEqual(6);
     expect(codes.filter((code) => code === 'rate_limited').length).toBeGreaterThanOrEqual(34);
 
+    // The bucket refills with time: a second is enough for five messages, however busy the machine.
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     const from = client.events.length;
     llm.enqueue({ text: 'Calm again.' });
@@ -57,8 +69,8 @@ describe('limits', () => {
     });
     expect(status).toBe(429);
     await open[0]!.close();
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    const again = await connect();
+    // The server counts the socket out when it sees the close; until then a new one may still be refused.
+    const again = await retryUntilAccepted(connect);
     expect(again.session.type).toBe('session');
   });
 
@@ -76,6 +88,29 @@ describe('limits', () => {
     const from = second.events.length;
     second.chat('Now?');
     expect(summarize(await second.untilComplete({ from }))).toEqual(['assistant_message', 'response_complete']);
+  });
+
+  it('gives one client address only its share of the run slots, leaving the rest to others', async () => {
+    await start({ MAX_CONCURRENT_RUNS: '4', MAX_RUNS_PER_ADDRESS: '2' });
+    llm.respond(() => ({ hang: true }));
+    const greedy = [await connect(), await connect(), await connect()];
+    for (const client of greedy.slice(0, 2)) client.chat('Hold a slot', { agent_mode: true });
+    await llm.waitFor(() => llm.requests.length >= 2);
+    greedy[2]!.chat('And another', { agent_mode: true });
+    expect(await greedy[2]!.waitFor('error')).toMatchObject({ code: 'too_many_runs' });
+    // Another address (any 127.x address reaches a loopback server) still gets a slot.
+    const other = await connect({ localAddress: '127.0.0.2' });
+    other.chat('My turn', { agent_mode: true });
+    await llm.waitFor(() => llm.requests.length >= 3);
+    expect(other.events.filter((event) => event.type === 'error')).toEqual([]);
+    // Once one of its runs ends, the first address may start another.
+    greedy[0]!.send({ type: 'agent_control', action: 'stop' });
+    await greedy[0]!.untilComplete();
+    greedy[2]!.chat('Now?', { agent_mode: true });
+    await llm.waitFor(() => llm.requests.length >= 4);
+    expect(greedy[2]!.events.filter((event) => event.type === 'error')).toHaveLength(1);
+    for (const client of [greedy[1]!, greedy[2]!, other]) client.send({ type: 'agent_control', action: 'stop' });
+    await Promise.all([greedy[1]!, greedy[2]!, other].map((client) => client.untilComplete()));
   });
 
   it('stops a run that outlives its wall-clock budget, cancelling the model request', async () => {

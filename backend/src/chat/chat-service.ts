@@ -29,6 +29,11 @@ export interface ChatDependencies {
   files: SessionFiles;
 }
 
+/** Who sent a message: the client's address, whose share of the run slots a new run takes. */
+export interface MessageSender {
+  address?: string | undefined;
+}
+
 /** What is running in a session: a plain chat answer or an agent run. */
 interface ActiveResponse {
   control: AgentControl;
@@ -56,10 +61,10 @@ export class ChatService {
   }
 
   /** Handles one validated client message; returns the error to send back to its sender, if any. */
-  handle(message: ClientMessage): ErrorEvent | undefined {
+  handle(message: ClientMessage, sender: MessageSender = {}): ErrorEvent | undefined {
     switch (message.type) {
       case 'chat':
-        return this.chat(message);
+        return this.chat(message, sender);
       case 'agent_control':
         return this.control(message);
       case 'agent_user_input':
@@ -79,12 +84,12 @@ export class ChatService {
     await active.done;
   }
 
-  private chat(message: ChatMessage): ErrorEvent | undefined {
+  private chat(message: ChatMessage, sender: MessageSender): ErrorEvent | undefined {
     if (this.active) {
       return reject('run_active', 'A response is still in progress: stop it or wait for response_complete');
     }
     const { config, tools, strategies } = this.deps;
-    if (!message.agent_mode) return this.start((control) => this.answer(message.content, control));
+    if (!message.agent_mode) return this.start((control) => this.answer(message.content, control), { address: sender.address });
 
     const toolNames = message.tools ?? tools.defaultNames();
     const unknown = toolNames.filter((name) => !tools.has(name));
@@ -95,8 +100,9 @@ export class ChatService {
     }
     const { maxStepsDefault, maxStepsLimit } = config.agent;
     const maxSteps = Math.min(maxStepsLimit, Math.max(1, message.agent_max_steps ?? maxStepsDefault));
-    return this.start((control) =>
-      this.runAgent({ question: message.content, toolNames: [...new Set(toolNames)], maxSteps, strategy }, control),
+    return this.start(
+      (control) => this.runAgent({ question: message.content, toolNames: [...new Set(toolNames)], maxSteps, strategy }, control),
+      { address: sender.address },
     );
   }
 
@@ -117,10 +123,17 @@ export class ChatService {
    * Marks the session busy at once (so a second message is refused) and runs `work` in the
    * background, in one of the server's run slots; refuses with `server_busy` when none is free.
    */
-  private start(work: (control: AgentControl) => Promise<void>, options: { force?: boolean } = {}): ErrorEvent | undefined {
-    const release = this.deps.runSlots.tryAcquire() ?? (options.force ? () => undefined : undefined);
+  private start(
+    work: (control: AgentControl) => Promise<void>,
+    options: { force?: boolean; address?: string | undefined } = {},
+  ): ErrorEvent | undefined {
+    const { runSlots } = this.deps;
+    const slot = runSlots.tryAcquire(options.address);
+    const release = typeof slot === 'function' ? slot : options.force ? () => undefined : undefined;
     if (!release) {
-      return reject('server_busy', `The server is at its limit of ${this.deps.runSlots.limit} concurrent runs; try again shortly`);
+      return slot === 'address_busy'
+        ? reject('too_many_runs', `You have ${runSlots.addressLimit} runs going at once, the most one client may have; wait for one to finish`)
+        : reject('server_busy', `The server is at its limit of ${runSlots.limit} concurrent runs; try again shortly`);
     }
     const control = new AgentControl();
     const done = work(control)

@@ -6,7 +6,7 @@ import type { Logger } from '../logger.ts';
 import { TOKENS } from '../tokens.ts';
 import { ToolRegistry } from '../tools/tool-registry.ts';
 import { McpManager } from '../mcp/mcp-manager.ts';
-import type { ChatService } from './chat-service.ts';
+import type { ChatService, MessageSender } from './chat-service.ts';
 import type { ClientConnection } from './client-connection.ts';
 import { RateLimiter } from './rate-limiter.ts';
 import { SessionManager } from './session-manager.ts';
@@ -15,6 +15,8 @@ import { SessionManager } from './session-manager.ts';
 export interface ConnectionRequest {
   sessionId?: string | undefined;
   afterSeq?: string | undefined;
+  /** The client's address: its runs count against its share of the server's run slots. */
+  address?: string | undefined;
 }
 
 /** The core's side of one connection: the transport feeds it frames. */
@@ -83,7 +85,7 @@ export class ConnectionHandler {
       onText: (text) => {
         if (closed || refuseFlood()) return;
         const parsed = parseClientMessage(text);
-        const reply = 'error' in parsed ? parsed.error : this.dispatch(chat, parsed.message);
+        const reply = 'error' in parsed ? parsed.error : this.dispatch(chat, parsed.message, { address: request.address });
         if (reply) connection.send(reply);
       },
       onBinary: () => {
@@ -98,9 +100,9 @@ export class ConnectionHandler {
     };
   }
 
-  private dispatch(chat: ChatService, message: ClientMessage): ErrorEvent | undefined {
+  private dispatch(chat: ChatService, message: ClientMessage, sender: MessageSender): ErrorEvent | undefined {
     try {
-      return chat.handle(message);
+      return chat.handle(message, sender);
     } catch (failure) {
       this.logger.error({ err: failure, session_id: chat.sessionId }, 'message handling failed');
       return error('internal_error', 'Internal error');

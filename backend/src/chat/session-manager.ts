@@ -44,7 +44,7 @@ export class SessionManager {
       store,
       strategies: new Map(strategies.map((strategy) => [strategy.name, strategy])),
       logger,
-      runSlots: new RunSlots(config.limits.concurrentRuns),
+      runSlots: new RunSlots(config.limits.concurrentRuns, config.limits.runsPerAddress),
       files,
     };
   }

@@ -13,6 +13,7 @@ export function registerWebSocketRoute(app: FastifyInstance, handler: Connection
     const ready = handler.open(new WebSocketConnection(socket), {
       sessionId: query.session_id,
       afterSeq: query.after_seq,
+      address: request.ip,
     });
     // Frames that arrive while the session is being opened wait for it, in order.
     socket.on('message', (data: RawData, isBinary: boolean) => {
