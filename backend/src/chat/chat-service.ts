@@ -49,11 +49,32 @@ export const PLAIN_CHAT = 'chat';
 export class ChatService {
   private active: ActiveResponse | undefined;
 
+  /** Resolves once the session has its row in the store (made at its first write, not at connect). */
+  private stored: Promise<void> | undefined;
+
   constructor(
     readonly sessionId: string,
     readonly log: SessionEventLog,
     private readonly deps: ChatDependencies,
-  ) {}
+    options: { stored: boolean } = { stored: true },
+  ) {
+    if (options.stored) this.stored = Promise.resolve();
+  }
+
+  /**
+   * Stores the session the first time something is written in it: a page that connects and
+   * leaves (or a client cycling connections) leaves no row behind.
+   */
+  ensureStored(): Promise<void> {
+    this.stored ??= this.deps.store.createSession(this.sessionId).then(
+      () => undefined,
+      (error: unknown) => {
+        this.stored = undefined;
+        throw error;
+      },
+    );
+    return this.stored;
+  }
 
   /** True while an answer or a run is in progress. */
   get busy(): boolean {
@@ -136,7 +157,8 @@ export class ChatService {
         : reject('server_busy', `The server is at its limit of ${runSlots.limit} concurrent runs; try again shortly`);
     }
     const control = new AgentControl();
-    const done = work(control)
+    const done = this.ensureStored()
+      .then(() => work(control))
       .catch(async (error: unknown) => {
         // Whatever failed (the store, say), the client hears of it and is not left waiting.
         this.deps.logger.error({ err: error, session_id: this.sessionId }, 'response failed');

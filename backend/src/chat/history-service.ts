@@ -28,9 +28,14 @@ export class HistoryService {
     @inject(SessionFiles) private readonly files: SessionFiles,
   ) {}
 
-  /** Throws the 400/404 HistoryError unless `id` names a stored session. */
-  async requireSession(id: string): Promise<void> {
-    await this.find(id);
+  /**
+   * Throws the 400/404 HistoryError unless `id` names a session: a stored one, or a live one that
+   * nobody wrote in yet, which is stored now when the caller is about to write in it (a file
+   * attached before the first message).
+   */
+  async requireSession(id: string, options: { write?: boolean } = {}): Promise<void> {
+    if (!UUID.test(id)) throw new HistoryError(400, 'invalid_id', 'A session id is a UUID');
+    if (!(await this.sessions.exists(id, options))) throw new HistoryError(404, 'not_found', 'No such session');
   }
 
   /** Sessions someone wrote in (a page that only connected leaves an empty one behind), newest first. */

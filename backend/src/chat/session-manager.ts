@@ -58,6 +58,7 @@ export class SessionManager {
   private readonly onFileChange: FileListener = async (change) => {
     const chat = await this.find(change.sessionId);
     if (!chat) return;
+    await chat.ensureStored();
     const event: LoggedEventBody =
       change.kind === 'saved'
         ? { type: 'file_saved', file: change.file, source: change.source, ...(change.runId ? { run_id: change.runId } : {}) }
@@ -80,9 +81,8 @@ export class SessionManager {
         return { chat: existing, resumed: true };
       }
     }
-    const id = randomUUID();
-    await this.store.createSession(id);
-    const chat = this.create(id, 0);
+    // The session is stored at its first write: connecting alone leaves nothing behind.
+    const chat = this.create(randomUUID(), 0, { stored: false });
     return { chat, resumed: false };
   }
 
@@ -122,6 +122,19 @@ export class SessionManager {
     return { resumed, closed };
   }
 
+  /**
+   * Whether `id` names a session: a stored one, or a live one nobody has written in yet, which is
+   * stored now when the caller is about to write in it.
+   */
+  async exists(id: string, options: { write?: boolean } = {}): Promise<boolean> {
+    const live = this.sessions.get(id);
+    if (live) {
+      if (options.write) await live.ensureStored();
+      return true;
+    }
+    return (await this.store.getSession(id)) !== undefined;
+  }
+
   /** Stops the session's run, if any, and drops it from memory (before its deletion). */
   async forget(id: string): Promise<void> {
     const chat = this.sessions.get(id);
@@ -153,8 +166,8 @@ export class SessionManager {
     return pending;
   }
 
-  private create(id: string, lastSeq: number): ChatService {
-    const chat = new ChatService(id, new SessionEventLog(id, this.store, lastSeq), this.deps);
+  private create(id: string, lastSeq: number, options = { stored: true }): ChatService {
+    const chat = new ChatService(id, new SessionEventLog(id, this.store, lastSeq), this.deps, options);
     this.sessions.set(id, chat);
     return chat;
   }

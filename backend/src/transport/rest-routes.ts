@@ -67,7 +67,7 @@ function registerFileRoutes(app: FastifyInstance, history: HistoryService, files
     uploads.removeAllContentTypeParsers();
     uploads.addContentTypeParser('*', (_request, _payload, done) => done(null, undefined));
     uploads.post<{ Params: { id: string }; Querystring: { name?: string } }>('/api/sessions/:id/files', async (request, reply) => {
-      await history.requireSession(request.params.id);
+      await history.requireSession(request.params.id, { write: true });
       const name = SessionFiles.uploadName(request.query.name);
       const declared = Number(request.headers['content-length'] ?? 0);
       if (declared > files.maxBytes) {
