@@ -4,7 +4,16 @@ import { Marked } from 'marked';
 const escapeHtml = (text: string) =>
   text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
 
-const SAFE_URL = /^(https?:|mailto:|#|\/)/i;
+/**
+ * Links may go to http(s) and mail addresses, to anchors, and to paths of this site. A path must
+ * not start with a second slash or backslash: `//evil.example` and `/\evil.example` go to another
+ * host. Browsers drop tabs and newlines inside URLs, so any control character or space refuses it.
+ */
+export function isSafeHref(href: string): boolean {
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u0020\u007f]/.test(href)) return false;
+  return /^(https?:|mailto:)/i.test(href) || href.startsWith('#') || /^\/(?![/\\])/.test(href);
+}
 
 /**
  * Markdown for model output. Raw HTML in the text is shown as text, never parsed; links keep
@@ -18,7 +27,7 @@ const marked = new Marked({
     html: ({ text }) => escapeHtml(text),
     link({ href, title, tokens }) {
       const label = this.parser.parseInline(tokens);
-      if (!SAFE_URL.test(href)) return label;
+      if (!isSafeHref(href)) return label;
       const titleAttribute = title ? ` title="${escapeHtml(title)}"` : '';
       return `<a href="${escapeHtml(href)}"${titleAttribute} target="_blank" rel="noopener noreferrer">${label}</a>`;
     },
