@@ -124,6 +124,17 @@ describe('limits', () => {
     await llm.waitForAbort(request);
   });
 
+  it('stops a plain chat answer that outlives CHAT_TIMEOUT_MS, saying so and cancelling the model request', async () => {
+    await start({ CHAT_TIMEOUT_MS: '300' });
+    const client = await connect();
+    llm.enqueue({ hang: true });
+    client.chat('Take forever');
+    const request = await llm.waitFor(() => true);
+    const events = await client.untilComplete({ timeoutMs: 30_000 });
+    expect(summarize(events)).toEqual(['error:timeout', 'response_complete']);
+    await llm.waitForAbort(request);
+  });
+
   it('stops a run that spends more tokens than its budget', async () => {
     await start({ AGENT_RUN_TOKEN_BUDGET: '100' });
     const client = await connect();

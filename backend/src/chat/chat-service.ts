@@ -110,7 +110,12 @@ export class ChatService {
       return reject('run_active', 'A response is still in progress: stop it or wait for response_complete');
     }
     const { config, tools, strategies } = this.deps;
-    if (!message.agent_mode) return this.start((control) => this.answer(message.content, control), { address: sender.address });
+    if (!message.agent_mode) {
+      return this.start((control) => this.answer(message.content, control), {
+        address: sender.address,
+        timeoutMs: config.limits.chatTimeoutMs,
+      });
+    }
 
     const toolNames = message.tools ?? tools.defaultNames();
     const unknown = toolNames.filter((name) => !tools.has(name));
@@ -146,7 +151,7 @@ export class ChatService {
    */
   private start(
     work: (control: AgentControl) => Promise<void>,
-    options: { force?: boolean; address?: string | undefined } = {},
+    options: { force?: boolean; address?: string | undefined; timeoutMs?: number } = {},
   ): ErrorEvent | undefined {
     const { runSlots } = this.deps;
     const slot = runSlots.tryAcquire(options.address);
@@ -157,6 +162,19 @@ export class ChatService {
         : reject('server_busy', `The server is at its limit of ${runSlots.limit} concurrent runs; try again shortly`);
     }
     const control = new AgentControl();
+    // A plain answer's wall clock (runs keep their own, in the runner): the model may stall forever.
+    const timer =
+      options.timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            this.log.broadcastError({
+              type: 'error',
+              code: 'timeout',
+              message: `The answer took longer than ${Math.round(options.timeoutMs! / 1000)} s (CHAT_TIMEOUT_MS) and was stopped`,
+            });
+            control.stop('timeout');
+          }, options.timeoutMs);
+    timer?.unref();
     const done = this.ensureStored()
       .then(() => work(control))
       .catch(async (error: unknown) => {
@@ -166,6 +184,7 @@ export class ChatService {
         await this.log.emit({ type: 'response_complete' }).catch(() => undefined);
       })
       .finally(() => {
+        clearTimeout(timer);
         release();
         this.active = undefined;
       });
