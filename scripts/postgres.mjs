@@ -1,10 +1,13 @@
 // A throwaway PostgreSQL server for the test suite: Debian's package (installed when missing),
 // a fresh cluster in a temporary folder, listening on 127.0.0.1 only, removed afterwards.
-import { execFileSync, spawn } from 'node:child_process';
+// It runs in a process group of its own, so Ctrl+C reaches only the test command, which stops it
+// last; stopNow() ends it at once (for exit hooks), stop() cleanly.
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { run } from './run.mjs';
 
 const isRoot = process.getuid?.() === 0;
@@ -65,19 +68,49 @@ export async function startTestPostgres() {
     '-D', dir, '-h', '127.0.0.1', '-p', String(port), '-k', dir,
     '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=200',
   ]);
-  const server = spawn(postgres, postgresArgs, { stdio: ['ignore', 'ignore', 'pipe'] });
+  const server = spawn(postgres, postgresArgs, { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
   let log = '';
   server.stderr.on('data', (chunk) => (log += chunk));
   const exited = new Promise((resolve) => server.on('exit', resolve));
+  const running = () => server.exitCode === null && server.signalCode === null;
+
+  /** The postmaster's pid: runuser, its parent when we are root, does not pass signals on. */
+  const postmaster = () => {
+    try {
+      const pid = Number(readFileSync(join(dir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+      return pid > 0 ? pid : undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  const signal = (pid, name) => {
+    try {
+      if (pid) process.kill(pid, name);
+    } catch {
+      // Already gone.
+    }
+  };
+  let stopped = false;
+  /** At once and synchronously: immediate shutdown, then the whole process group. */
+  const stopNow = () => {
+    if (stopped) return;
+    stopped = true;
+    signal(postmaster(), 'SIGQUIT');
+    signal(-server.pid, 'SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  };
+  // Whatever ends this process (an error, process.exit), the server does not outlive it.
+  process.once('exit', stopNow);
 
   const ready = join(bin, 'pg_isready');
-  for (let attempt = 0; ; attempt++) {
+  const deadline = Date.now() + 60_000; // a busy machine
+  for (;;) {
     try {
-      execFileSync(ready, ['-h', '127.0.0.1', '-p', String(port), '-U', 'stepwise', '-q']);
+      await promisify(execFile)(ready, ['-h', '127.0.0.1', '-p', String(port), '-U', 'stepwise', '-q']);
       break;
     } catch {
-      if (attempt > 100 || server.exitCode !== null) {
-        server.kill('SIGKILL');
+      if (Date.now() > deadline || !running()) {
+        stopNow();
         throw new Error(`PostgreSQL did not start:\n${log}`);
       }
       await new Promise((resolve) => setTimeout(resolve, 100));
@@ -85,17 +118,16 @@ export async function startTestPostgres() {
   }
   return {
     url: `postgres://stepwise@127.0.0.1:${port}/postgres`,
+    /** Fast shutdown; after a grace period, the whole process group is killed. */
     async stop() {
-      // Signal the server itself: runuser, its parent when we are root, does not pass signals on.
-      try {
-        const pid = Number(readFileSync(join(dir, 'postmaster.pid'), 'utf8').split('\n')[0]);
-        if (pid > 0) process.kill(pid, 'SIGINT'); // fast shutdown
-      } catch {
-        server.kill('SIGINT');
-      }
-      await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5_000))]);
-      if (server.exitCode === null) server.kill('SIGKILL');
-      rmSync(dir, { recursive: true, force: true });
+      if (stopped) return;
+      signal(postmaster() ?? server.pid, 'SIGINT');
+      let timer;
+      await Promise.race([exited, new Promise((resolve) => (timer = setTimeout(resolve, 10_000)))]);
+      clearTimeout(timer);
+      stopNow();
+      process.off('exit', stopNow);
     },
+    stopNow,
   };
 }

@@ -1,10 +1,12 @@
 // The whole test suite: type checks, the web app build, a throwaway PostgreSQL server, then unit,
 // contract, integration and end-to-end tests (vitest). Extra arguments go to vitest, e.g. `pnpm test unit/calculator`.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { constants as osConstants } from 'node:os';
+import { dirname, join } from 'node:path';
+import { createRegistry, REGISTRY_ENV, sweepAndReport } from '../tests/helpers/process-registry.mjs';
 import { startTestPostgres } from './postgres.mjs';
-import { root, run, runNodeBin } from './run.mjs';
+import { resolveFrom, root, run, runNodeBin } from './run.mjs';
 
 const args = process.argv.slice(2);
 const chromium = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -40,13 +42,78 @@ if (args.length === 0 || args.some((arg) => arg.includes('e2e'))) {
   if (code !== 0) process.exit(code);
 }
 
+// From here on nothing may outlive the run: vitest runs in a process group of its own (with its
+// workers and what they start), the processes the tests start are written down in a registry, and
+// PostgreSQL is stopped last, also when vitest crashes or the run is interrupted.
+const registry = createRegistry();
+let postgres;
+let vitest;
+let interrupted;
+let finished = false;
+
+/** Kills whatever is left, at once; for the exit hook and a second Ctrl+C. */
+function cleanUpNow() {
+  if (finished) return;
+  finished = true;
+  if (vitest?.pid && vitest.exitCode === null && vitest.signalCode === null) signalGroup(vitest.pid, 'SIGKILL');
+  sweepAndReport(registry, 'test command', { remove: true });
+  postgres?.stopNow();
+}
+process.once('exit', cleanUpNow);
+
+function signalGroup(pid, signal) {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // Already gone.
+  }
+}
+
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.on(signal, () => {
+    if (interrupted || !vitest) {
+      // A second interruption, or one before the tests started: stop everything now.
+      cleanUpNow();
+      process.exit(128 + osConstants.signals[signal]);
+    }
+    interrupted = signal;
+    console.error(`\n${signal}: stopping the tests…`);
+    // Vitest is in its own process group, so Ctrl+C in the terminal reaches only this process.
+    signalGroup(vitest.pid, signal);
+    setTimeout(() => signalGroup(vitest.pid, 'SIGKILL'), 15_000).unref();
+  });
+}
+
 // The store's contract tests and the PostgreSQL integration tests run against a real server.
-const postgres = process.env.TEST_DATABASE_URL ? undefined : await startTestPostgres();
-const env = { ...process.env, REQUIRE_POSTGRES: '1', TEST_DATABASE_URL: process.env.TEST_DATABASE_URL || postgres.url };
+postgres = process.env.TEST_DATABASE_URL ? undefined : await startTestPostgres();
+const env = {
+  ...process.env,
+  REQUIRE_POSTGRES: '1',
+  TEST_DATABASE_URL: process.env.TEST_DATABASE_URL || postgres.url,
+  [REGISTRY_ENV]: registry,
+};
 let code;
 try {
-  code = await runNodeBin('tests', 'vitest', 'vitest.mjs', ['run', ...args], { cwd: join(root, 'tests'), env });
+  const vitestBin = join(dirname(resolveFrom('tests', 'vitest/package.json')), 'vitest.mjs');
+  vitest = spawn(process.execPath, [vitestBin, 'run', ...args], {
+    cwd: join(root, 'tests'),
+    env,
+    detached: true,
+    // No terminal input: a process outside the foreground group must not touch it.
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  code = await new Promise((resolve) => {
+    vitest.once('error', (error) => {
+      console.error(`Could not run vitest: ${error.message}`);
+      resolve(1);
+    });
+    vitest.once('exit', (exitCode, signal) => resolve(exitCode ?? 128 + (osConstants.signals[signal] ?? 0)));
+  });
+  // The workers and what they started go with vitest, even when it crashed.
+  signalGroup(vitest.pid, 'SIGKILL');
+  sweepAndReport(registry, 'test command', { remove: true });
 } finally {
   await postgres?.stop();
+  cleanUpNow();
 }
-process.exit(code);
+process.exit(interrupted ? 128 + osConstants.signals[interrupted] : code);

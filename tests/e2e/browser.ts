@@ -1,15 +1,30 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
+import { adoptProcess, childProcesses, stopProcess } from '../helpers/process.ts';
 
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 export const ARTIFACTS = join(import.meta.dirname, '..', 'artifacts');
 
-/** Debian's Chromium, headless, with nothing reaching out to the network. */
-export function launchBrowser(): Promise<Browser> {
-  return chromium.launch({
+/** A limit for the hook that launches the browser: more than the launch's own (which cleans up after itself). */
+export const BROWSER_LAUNCH_HOOK_TIMEOUT_MS = 120_000;
+/** A limit for a test that drives the browser against a server starting in the same test. */
+export const BROWSER_TEST_TIMEOUT_MS = 60_000;
+
+const browserPids = new WeakMap<Browser, number>();
+
+/**
+ * Debian's Chromium, headless, with nothing reaching out to the network. Playwright starts it in a
+ * process group of its own; that group is registered (helpers/process.ts), so closeBrowser, the
+ * worker's exit and the global teardown kill it when closing it does not work.
+ */
+export async function launchBrowser(): Promise<Browser> {
+  const before = new Set(childProcesses().map((child) => child.pid));
+  const browser = await chromium.launch({
     executablePath: CHROMIUM_PATH,
     headless: true,
+    // Playwright kills the browser itself when the launch fails or takes longer than this.
+    timeout: 90_000,
     args: [
       '--headless',
       '--no-sandbox',
@@ -21,6 +36,21 @@ export function launchBrowser(): Promise<Browser> {
       '--disable-quic',
     ],
   });
+  const launched = childProcesses().find((child) => !before.has(child.pid) && child.pgid === child.pid && child.command.includes('--remote-debugging-pipe'));
+  if (launched) {
+    adoptProcess(launched.pid, { group: true, description: `Chromium (${CHROMIUM_PATH})` });
+    browserPids.set(browser, launched.pid);
+  }
+  return browser;
+}
+
+/** Closes the browser (for afterAll); when that fails or hangs, kills its process group. */
+export async function closeBrowser(browser: Browser | undefined): Promise<void> {
+  if (!browser) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([browser.close().catch(() => undefined), new Promise((resolve) => (timer = setTimeout(resolve, 15_000)))]);
+  clearTimeout(timer);
+  await stopProcess(browserPids.get(browser), { signal: 'SIGKILL' });
 }
 
 /** Types a message into the composer and sends it. */

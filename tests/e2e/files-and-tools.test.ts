@@ -3,8 +3,9 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { EVERYTHING_STDIO, writeMcpConfig } from '../fixtures/mcp-servers.ts';
 import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { closeAll } from '../helpers/cleanup.ts';
 import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
-import { ask, launchBrowser, screenshot } from './browser.ts';
+import { ask, BROWSER_LAUNCH_HOOK_TIMEOUT_MS, BROWSER_TEST_TIMEOUT_MS, closeBrowser, launchBrowser, screenshot } from './browser.ts';
 
 let browser: Browser;
 let context: BrowserContext;
@@ -14,17 +15,22 @@ let server: TestServer;
 
 beforeAll(async () => {
   browser = await launchBrowser();
-});
+}, BROWSER_LAUNCH_HOOK_TIMEOUT_MS);
 
-afterAll(async () => {
-  await browser?.close();
-});
+afterAll(() => closeBrowser(browser), 30_000);
 
-afterEach(async () => {
-  await context?.close();
-  await server?.close();
-  await llm?.close();
-});
+afterEach(
+  () =>
+    closeAll(
+      () => context?.close(),
+      () => server?.close(),
+      () => llm?.close(),
+    ),
+  30_000,
+);
+
+/** Each test starts its server (the file's first one opens the shared embedded database) and maybe server-everything. */
+const BROWSER_FILE_TEST_TIMEOUT_MS = 2 * BROWSER_TEST_TIMEOUT_MS;
 
 async function open(env: Record<string, string> = {}) {
   llm = await ScriptedLlmServer.start();
@@ -35,7 +41,7 @@ async function open(env: Record<string, string> = {}) {
   await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
 }
 
-describe('session files in the web app', () => {
+describe('session files in the web app', { timeout: BROWSER_FILE_TEST_TIMEOUT_MS }, () => {
   it('attaches a file with the picker and watches the agent read it', async () => {
     await open();
     await page.getByLabel('Attach files').setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('The meeting is on Thursday at 10.') });
@@ -91,7 +97,7 @@ describe('session files in the web app', () => {
   });
 });
 
-describe('MCP tools in the web app', () => {
+describe('MCP tools in the web app', { timeout: BROWSER_FILE_TEST_TIMEOUT_MS }, () => {
   it("lists a configured server's tools in the picker; ticking one lets the agent use it", async () => {
     await open({ STEPWISE_CONFIG: writeMcpConfig({ everything: EVERYTHING_STDIO }) });
 

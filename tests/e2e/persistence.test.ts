@@ -1,8 +1,9 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { closeAll } from '../helpers/cleanup.ts';
 import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
-import { ask, launchBrowser } from './browser.ts';
+import { ask, BROWSER_LAUNCH_HOOK_TIMEOUT_MS, BROWSER_TEST_TIMEOUT_MS, closeBrowser, launchBrowser } from './browser.ts';
 
 let browser: Browser;
 let context: BrowserContext;
@@ -12,10 +13,9 @@ let server: TestServer;
 
 beforeAll(async () => {
   browser = await launchBrowser();
-});
-afterAll(async () => {
-  await browser?.close();
-});
+}, BROWSER_LAUNCH_HOOK_TIMEOUT_MS);
+afterAll(() => closeBrowser(browser), 30_000);
+// The first server of the file opens the shared embedded database: seconds on a busy machine.
 beforeEach(async () => {
   llm = await ScriptedLlmServer.start();
   server = await startStepwiseWithModel(llm.url);
@@ -23,16 +23,20 @@ beforeEach(async () => {
   page = await context.newPage();
   await page.goto(server.url);
   await live();
-});
-afterEach(async () => {
-  await context?.close();
-  await server?.close();
-  await llm?.close();
-});
+}, 120_000);
+afterEach(
+  () =>
+    closeAll(
+      () => context?.close(),
+      () => server?.close(),
+      () => llm?.close(),
+    ),
+  30_000,
+);
 
 const live = () => page.getByRole('status', { name: 'Connection: Live' }).waitFor();
 
-describe('the web app across reloads', () => {
+describe('the web app across reloads', { timeout: BROWSER_TEST_TIMEOUT_MS }, () => {
   it('keeps the session in the URL and rejoins a run after a reload mid-run', async () => {
     llm.enqueue(
       { text: reasonText('Thinking slowly.'), delayMs: 1_000 },

@@ -1,8 +1,9 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { closeAll } from '../helpers/cleanup.ts';
 import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
-import { ask, launchBrowser, screenshot } from './browser.ts';
+import { ask, BROWSER_LAUNCH_HOOK_TIMEOUT_MS, BROWSER_TEST_TIMEOUT_MS, closeBrowser, launchBrowser, screenshot } from './browser.ts';
 
 let browser: Browser;
 let context: BrowserContext;
@@ -13,12 +14,11 @@ let dialogs: string[];
 
 beforeAll(async () => {
   browser = await launchBrowser();
-});
+}, BROWSER_LAUNCH_HOOK_TIMEOUT_MS);
 
-afterAll(async () => {
-  await browser?.close();
-});
+afterAll(() => closeBrowser(browser), 30_000);
 
+// The first server of the file opens the shared embedded database: seconds on a busy machine.
 beforeEach(async () => {
   llm = await ScriptedLlmServer.start();
   server = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'scripted-model', AGENT_MAX_STEPS: '3', AGENT_MAX_STEPS_LIMIT: '6' });
@@ -31,15 +31,19 @@ beforeEach(async () => {
   });
   await page.goto(server.url);
   await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
-});
+}, 120_000);
 
-afterEach(async () => {
-  await context?.close();
-  await server?.close();
-  await llm?.close();
-});
+afterEach(
+  () =>
+    closeAll(
+      () => context?.close(),
+      () => server?.close(),
+      () => llm?.close(),
+    ),
+  30_000,
+);
 
-describe('the web app', () => {
+describe('the web app', { timeout: BROWSER_TEST_TIMEOUT_MS }, () => {
   it('shows the model in use and the agent controls with the server’s limits', async () => {
     await expect(page.getByTestId('model').textContent()).resolves.toContain('scripted-model');
     expect(await page.getByRole('switch', { name: 'Agent mode' }).isChecked()).toBe(true);
@@ -133,7 +137,16 @@ describe('the web app', () => {
     await answer.waitFor();
     expect(await answer.textContent()).toContain(payload);
     expect(await page.locator('main img').count()).toBe(0);
-    await page.waitForTimeout(100);
+    // Had the markup been rendered, its image would have failed to load (and alerted) by the time a
+    // probe with the same source has: an alert blocks the page until the dialog handler dismisses it.
+    await page.evaluate(
+      () =>
+        new Promise((resolve) => {
+          const probe = new Image();
+          probe.onerror = probe.onload = resolve;
+          probe.src = 'x';
+        }),
+    );
     expect(dialogs).toEqual([]);
   });
 

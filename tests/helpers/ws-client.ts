@@ -3,6 +3,21 @@ import WebSocket from 'ws';
 
 type Event = ServerEvent & Record<string, unknown>;
 
+/** How long a wait for the server may take by default: far more than it needs on an idle machine. */
+const DEFAULT_TIMEOUT_MS = 15_000;
+
+/**
+ * Messages that are not part of any chat: the session greeting, and tools_changed, which the server
+ * sends to every client whenever an MCP server connects, drops or comes back (so at any moment,
+ * also in the middle of a run). A chat's sequence leaves them out.
+ */
+const OUTSIDE_THE_CHAT = new Set(['session', 'tools_changed']);
+
+/** Whether the event belongs to a chat (not a session greeting or a tools_changed broadcast). */
+export function inChat(event: Record<string, unknown>): boolean {
+  return !OUTSIDE_THE_CHAT.has(String(event.type));
+}
+
 /** A real WebSocket client that records everything the server sends. */
 export class TestClient {
   readonly events: Event[] = [];
@@ -56,7 +71,7 @@ export class TestClient {
   /** Waits for the first event after `from` (an index into events) matching the predicate. */
   next(predicate: (event: Event) => boolean, options: { from?: number; timeoutMs?: number } = {}): Promise<Event> {
     const from = options.from ?? 0;
-    return this.until(() => this.events.slice(from).find(predicate), options.timeoutMs ?? 5_000);
+    return this.waitUntil(() => this.events.slice(from).find(predicate), options.timeoutMs);
   }
 
   /** Waits for an `agent_update` of this update_type (or an event of this type). */
@@ -64,16 +79,19 @@ export class TestClient {
     return this.next((event) => event.type === kind || event.update_type === kind, options);
   }
 
-  /** Waits for the next `response_complete` after `from`, and returns the events up to it. */
+  /**
+   * Waits for the next `response_complete` after `from`, and returns the chat's events up to it:
+   * messages outside the chat (tools_changed, which may arrive at any time) are left out.
+   */
   async untilComplete(options: { from?: number; timeoutMs?: number } = {}): Promise<Event[]> {
     const from = options.from ?? 0;
     const complete = await this.waitFor('response_complete', options);
-    return this.events.slice(from, this.events.indexOf(complete) + 1);
+    return this.events.slice(from, this.events.indexOf(complete) + 1).filter(inChat);
   }
 
   /** Waits for the socket to close; returns the close code. */
-  closed(timeoutMs = 5_000): Promise<number> {
-    return this.until(() => this.closeCode, timeoutMs);
+  closed(timeoutMs?: number): Promise<number> {
+    return this.waitUntil(() => this.closeCode, timeoutMs);
   }
 
   async close(): Promise<void> {
@@ -82,7 +100,8 @@ export class TestClient {
     await this.closed();
   }
 
-  private until<T>(find: () => T | undefined, timeoutMs: number): Promise<T> {
+  /** Waits until `find` returns something; it is asked again whenever a message arrives or the socket closes. */
+  waitUntil<T>(find: () => T | undefined, timeoutMs = DEFAULT_TIMEOUT_MS): Promise<T> {
     return new Promise((resolve, reject) => {
       const check = () => {
         const found = find();
@@ -105,10 +124,13 @@ export class TestClient {
   }
 }
 
-/** A compact, readable form of an event sequence: ['agent_turn_start:1', 'tool_start:calculator', …]. */
+/**
+ * A compact, readable form of a chat's event sequence: ['agent_turn_start:1', 'tool_start:calculator', …].
+ * Streaming deltas and messages outside the chat (session, tools_changed) are left out.
+ */
 export function summarize(events: readonly Record<string, unknown>[]): string[] {
   return events
-    .filter((event) => !String(event.update_type ?? event.type).endsWith('delta') && event.type !== 'session')
+    .filter((event) => !String(event.update_type ?? event.type).endsWith('delta') && inChat(event))
     .map((event) => {
       const kind = String(event.type === 'agent_update' ? event.update_type : event.type);
       if (event.type === 'error') return `error:${String(event.code)}`;

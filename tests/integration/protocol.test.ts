@@ -172,7 +172,14 @@ describe('reconnecting', () => {
     const sessionId = String(client.session.session_id);
     client.socket.terminate();
     await llm.waitFor((request) => request.phase === 'observe');
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The run ends while no socket is attached.
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      const detail = await (await fetch(`${server.url}/api/sessions/${sessionId}`)).json();
+      if (detail.runs.length > 0 && detail.runs.every((run: { status: string }) => run.status !== 'running')) break;
+      if (Date.now() > deadline) throw new Error(`the run did not end: ${JSON.stringify(detail.runs)}`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
     const back = await TestClient.connect(server.wsUrl, { session_id: sessionId, after_seq: 0 });
     try {
       const events = await back.untilComplete();
@@ -187,10 +194,15 @@ describe('a socket that sends before the session is open', () => {
   it('handles frames in order once the session is ready', async () => {
     const socket = new WebSocket(server.wsUrl);
     const received: { type: string; code?: string }[] = [];
-    socket.on('message', (data) => received.push(JSON.parse(data.toString())));
+    const bothArrived = new Promise<void>((resolve) =>
+      socket.on('message', (data) => {
+        received.push(JSON.parse(data.toString()));
+        if (received.length === 2) resolve();
+      }),
+    );
     await new Promise((resolve) => socket.once('open', resolve));
     socket.send('nope');
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await bothArrived;
     expect(received.map((event) => event.code ?? event.type)).toEqual(['session', 'invalid_json']);
     socket.close();
   });

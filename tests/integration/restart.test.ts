@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { freshPostgresDatabase, postgresUrl } from '../helpers/databases.ts';
-import { startStepwiseProcess, type StepwiseProcess } from '../helpers/process.ts';
+import { PROCESS_TEST_TIMEOUT_MS, startStepwiseProcess, type StepwiseProcess, stopAllProcesses } from '../helpers/process.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
 interface StoreSetup {
@@ -35,11 +35,12 @@ const stores: StoreSetup[] = [
     : []),
 ];
 
-describe.each(stores)('a server killed with SIGKILL, on $name', (setup) => {
+// Each test starts the server process twice; on the embedded database each start opens a new data
+// folder, which takes seconds on a busy machine.
+describe.each(stores)('a server killed with SIGKILL, on $name', { timeout: PROCESS_TEST_TIMEOUT_MS }, (setup) => {
   let llm: ScriptedLlmServer;
   let env: Record<string, string>;
-  let cleanup: () => Promise<void>;
-  const processes: StepwiseProcess[] = [];
+  let cleanup: (() => Promise<void>) | undefined;
   const clients: TestClient[] = [];
 
   beforeAll(async () => {
@@ -49,19 +50,16 @@ describe.each(stores)('a server killed with SIGKILL, on $name', (setup) => {
     await llm.close();
   });
   afterEach(async () => {
-    for (const client of clients.splice(0)) await client.close().catch(() => undefined);
-    for (const running of processes.splice(0)) {
-      running.process.kill('SIGKILL');
-      await running.exited;
-    }
+    for (const client of clients.splice(0)) client.socket.terminate();
+    // Every server process this test started, also one still starting when the test failed.
+    await stopAllProcesses({ signal: 'SIGKILL' });
     await cleanup?.();
+    cleanup = undefined;
     llm.requests.length = 0;
-  });
+  }, 60_000);
 
   async function start(extra: Record<string, string> = {}): Promise<StepwiseProcess> {
-    const running = await startStepwiseProcess({ ...env, LLM_PROVIDER: 'openai', OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'k', ...extra });
-    processes.push(running);
-    return running;
+    return startStepwiseProcess({ ...env, LLM_PROVIDER: 'openai', OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'k', ...extra });
   }
 
   async function connect(wsUrl: string, query: Record<string, string | number> = {}): Promise<TestClient> {
@@ -71,8 +69,8 @@ describe.each(stores)('a server killed with SIGKILL, on $name', (setup) => {
   }
 
   async function kill(running: StepwiseProcess): Promise<void> {
-    running.process.kill('SIGKILL');
-    await running.exited;
+    await running.kill();
+    expect(await running.exited).toBe('SIGKILL');
   }
 
   async function prepare() {
@@ -85,7 +83,7 @@ describe.each(stores)('a server killed with SIGKILL, on $name', (setup) => {
     llm.respond((request) => (request.phase === 'act' ? { hang: true } : { text: reasonText('Thinking.') }));
     const client = await connect(first.wsUrl);
     client.chat('Do a slow thing', { agent_mode: true });
-    await llm.waitFor((request) => request.phase === 'act');
+    await llm.waitFor((request) => request.phase === 'act', 30_000);
     await client.waitFor('agent_reason');
     const seen = client.logged.map((event) => [event.seq, summarize([event])[0]]);
     const sessionId = String(client.session.session_id);
@@ -152,14 +150,16 @@ describe.each(stores)('a server killed with SIGKILL, on $name', (setup) => {
     );
     const client = await connect(first.wsUrl);
     client.chat('Ask me something', { agent_mode: true });
-    await client.waitFor('agent_request_input');
+    const question = await client.waitFor('agent_request_input');
     const sessionId = String(client.session.session_id);
     await kill(first);
-    await new Promise((resolve) => setTimeout(resolve, 1_600));
+    // The second server comes up after the question's deadline (starting it usually takes longer anyway).
+    const untilDeadline = Date.parse(String(question.deadline)) - Date.now();
+    if (untilDeadline > 0) await new Promise((resolve) => setTimeout(resolve, untilDeadline + 10));
 
     const second = await start({ AGENT_INPUT_TIMEOUT_MS: '60000' });
     const rejoined = await connect(second.wsUrl, { session_id: sessionId, after_seq: 0 });
-    const events = await rejoined.untilComplete({ timeoutMs: 10_000 });
+    const events = await rejoined.untilComplete({ timeoutMs: 30_000 });
     expect(summarize(events).slice(-3)).toEqual(['agent_request_input_timeout:1', 'agent_stopped:input_timeout', 'response_complete']);
   });
 });

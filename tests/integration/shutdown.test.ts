@@ -3,30 +3,36 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
-import { startStepwiseProcess, type StepwiseProcess } from '../helpers/process.ts';
+import { PROCESS_TEST_TIMEOUT_MS, startStepwiseProcess, stopAllProcesses } from '../helpers/process.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
 let llm: ScriptedLlmServer | undefined;
-let running: StepwiseProcess | undefined;
+let client: TestClient | undefined;
 let dataDir: string | undefined;
 
 afterEach(async () => {
-  running?.process.kill('SIGKILL');
-  await running?.exited;
+  client?.socket.terminate();
+  client = undefined;
+  // Every server process the test started, also one still starting when the test failed.
+  await stopAllProcesses({ signal: 'SIGKILL' });
   await llm?.close();
+  llm = undefined;
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-});
+  dataDir = undefined;
+}, 60_000);
 
-describe('SIGTERM', () => {
+// The test starts the server process twice on the embedded database, each time opening its data
+// folder, which takes seconds on a busy machine.
+describe('SIGTERM', { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
   it('stops active runs with reason shutdown, keeps their end, and exits 0', async () => {
     llm = await ScriptedLlmServer.start();
     llm.respond((request) => (request.phase === 'act' ? { hang: true } : { text: reasonText('Working.') }));
     dataDir = mkdtempSync(join(tmpdir(), 'stepwise-shutdown-'));
     const env = { DATA_DIR: dataDir, LLM_PROVIDER: 'openai', OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'k' };
-    running = await startStepwiseProcess(env);
-    const client = await TestClient.connect(running.wsUrl);
+    let running = await startStepwiseProcess(env);
+    client = await TestClient.connect(running.wsUrl);
     client.chat('Long job', { agent_mode: true });
-    const act = await llm.waitFor((request) => request.phase === 'act');
+    const act = await llm.waitFor((request) => request.phase === 'act', 30_000);
 
     running.process.kill('SIGTERM');
     const events = await client.untilComplete();

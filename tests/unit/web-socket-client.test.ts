@@ -55,7 +55,7 @@ function client(options: Partial<ConstructorParameters<typeof StepwiseSocket>[0]
   return { socket, events, states };
 }
 
-async function until(check: () => boolean, timeoutMs = 2_000): Promise<void> {
+async function until(check: () => boolean, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
     if (Date.now() > deadline) throw new Error('condition not met in time');
@@ -80,13 +80,12 @@ describe('the web app socket client', () => {
   });
 
   it('reconnects after a drop and rejoins the session after the last seq it saw', async () => {
-    const { socket, states } = client();
+    const { socket, events, states } = client();
     socket.connect();
     await until(() => socket.state === 'live');
     const first = connections[0]!;
     first.socket.send(JSON.stringify({ type: 'response_complete', seq: 7, ts: '2026-01-01T00:00:00.000Z' }));
-    await until(() => socket.state === 'live' && states.length === 1);
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await until(() => events.some((event) => event.seq === 7));
     first.socket.terminate();
     await until(() => connections.length === 2 && socket.state === 'live');
     expect(states).toEqual(['live', 'reconnecting', 'live']);
@@ -96,18 +95,25 @@ describe('the web app socket client', () => {
   });
 
   it('keeps retrying while the server is away, and rejoins when it is back', async () => {
-    const { socket } = client();
+    let attempts = 0;
+    const { socket } = client({
+      createSocket: (target) => {
+        attempts++;
+        return new WebSocket(target) as unknown as SocketLike;
+      },
+    });
     socket.connect();
     await until(() => socket.state === 'live');
     const port = (server.address() as AddressInfo).port;
     for (const connection of connections) connection.socket.terminate();
     await new Promise((resolve) => server.close(resolve));
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    // Several attempts fail while the server is away, and the client keeps at it.
+    await until(() => attempts >= 4);
     expect(socket.state).toBe('reconnecting');
     // Bring the server back on the same port: the client finds it by itself.
     server = new WebSocketServer({ host: '127.0.0.1', port });
     server.on('connection', (ws) => ws.send(JSON.stringify(session('s-1'))));
-    await until(() => socket.state === 'live', 3_000);
+    await until(() => socket.state === 'live');
     socket.close();
   });
 
@@ -116,6 +122,9 @@ describe('the web app socket client', () => {
     socket.connect();
     await until(() => socket.state === 'live');
     socket.close();
+    // The server sees the socket close; a client that meant to reconnect would have done so within
+    // its longest backoff (40 ms here), so nothing arriving for twice that long is the evidence.
+    await until(() => connections[0]!.socket.readyState === WebSocket.CLOSED);
     await new Promise((resolve) => setTimeout(resolve, 80));
     expect(connections).toHaveLength(1);
   });
