@@ -1,8 +1,6 @@
 import { configFromEnv, startServer } from './app.ts';
 import { StepwiseError } from './errors.ts';
 
-const SHUTDOWN_GRACE_MS = 5_000;
-
 async function main(): Promise<void> {
   let config;
   try {
@@ -30,7 +28,7 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     app.log.info({ signal }, 'shutting down');
-    setTimeout(() => process.exit(1), SHUTDOWN_GRACE_MS).unref();
+    setTimeout(() => process.exit(1), config.shutdownTimeoutMs).unref();
     app.close().then(
       () => process.exit(0),
       (error: unknown) => {

@@ -28,7 +28,8 @@ describe('SIGTERM', { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
     llm = await ScriptedLlmServer.start();
     llm.respond((request) => (request.phase === 'act' ? { hang: true } : { text: reasonText('Working.') }));
     dataDir = mkdtempSync(join(tmpdir(), 'stepwise-shutdown-'));
-    const env = { DATA_DIR: dataDir, LLM_PROVIDER: 'openai', OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'k' };
+    // The exit code is the test's subject: give a loaded machine time to stop before the forced exit 1.
+    const env = { DATA_DIR: dataDir, LLM_PROVIDER: 'openai', OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'k', SHUTDOWN_TIMEOUT_MS: '60000' };
     let running = await startStepwiseProcess(env);
     client = await TestClient.connect(running.wsUrl);
     client.chat('Long job', { agent_mode: true });

@@ -78,6 +78,7 @@ const EnvSchema = z.object({
   SOCKET_MAX_BUFFERED_BYTES: integer(64 * 1024).default(8 * 1024 * 1024),
   SOCKET_SLOW_TIMEOUT_MS: integer(1).default(10_000),
   CHAT_TIMEOUT_MS: integer(1).default(10 * 60_000),
+  SHUTDOWN_TIMEOUT_MS: integer(1).default(5_000),
   AGENT_RUN_TIMEOUT_MS: integer(1).default(15 * 60_000),
   AGENT_RUN_TOKEN_BUDGET: integer(0).default(0),
   CONTEXT_BUDGET_CHARS: integer(1000).default(60_000),
@@ -166,6 +167,8 @@ export interface Config {
   /** True when STEPWISE_CONFIG was set: then a missing file is an error, not "no file". */
   configFileExplicit: boolean;
   sessionIdleTtlMs: number;
+  /** How long a SIGTERM may take to stop runs and close everything before the process exits anyway. */
+  shutdownTimeoutMs: number;
   logLevel: string;
 }
 
@@ -255,6 +258,7 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
     configFile: e.STEPWISE_CONFIG,
     configFileExplicit: present.STEPWISE_CONFIG !== undefined,
     sessionIdleTtlMs: e.SESSION_IDLE_TTL_MS,
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     logLevel: e.LOG_LEVEL,
   };
 }
