@@ -202,6 +202,16 @@ export const ToolsChangedEvent = z.object({
 });
 export type ToolsChangedEvent = z.infer<typeof ToolsChangedEvent>;
 
+/**
+ * The session was deleted (from another tab or through the API) while this socket was attached.
+ * Not logged (the log is gone with it); the server closes the socket right after (code 4404).
+ */
+export const SessionDeletedEvent = z.object({
+  type: z.literal('session_deleted'),
+  session_id: z.string(),
+});
+export type SessionDeletedEvent = z.infer<typeof SessionDeletedEvent>;
+
 /** Sent right after the upgrade. */
 export const SessionEvent = z.object({
   type: z.literal('session'),
@@ -221,7 +231,7 @@ export const SessionEvent = z.object({
 export type SessionEvent = z.infer<typeof SessionEvent>;
 
 /** Everything a server may send. */
-export const ServerEvent = z.union([SessionEvent, ToolsChangedEvent, ErrorEvent, DeltaEvent, ToolProgressEvent, LoggedEvent]);
+export const ServerEvent = z.union([SessionEvent, ToolsChangedEvent, SessionDeletedEvent, ErrorEvent, DeltaEvent, ToolProgressEvent, LoggedEvent]);
 export type ServerEvent = z.infer<typeof ServerEvent>;
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;

@@ -47,6 +47,12 @@ export function useStepwise(url: string = defaultSocketUrl()) {
         sessionInUrl.write(event.session_id);
         sessionIdRef.current = event.session_id;
       }
+      if (event.type === 'session_deleted') {
+        // Deleted in another tab (or through the API): this chat is gone, so start a new one.
+        socket.close();
+        window.location.assign('/');
+        return;
+      }
       dispatch({ kind: 'server_event', event });
     });
     const offState = socket.onState((connection) => dispatch({ kind: 'connection', state: connection }));
