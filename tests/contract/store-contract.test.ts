@@ -103,6 +103,28 @@ describe.each(adapters)('the store on $name', (adapter) => {
     expect(await store.lastSeq(randomUUID())).toBe(0);
   });
 
+  it('pages through the event log: at most `limit` events after a seq, the first ones, in order', async () => {
+    const id = randomUUID();
+    const other = randomUUID();
+    await store.createSession(id);
+    await store.createSession(other);
+    const events = Array.from({ length: 12 }, (_, index) => event(index + 1));
+    for (const logged of events) await store.appendEvent(id, logged);
+    await store.appendEvent(other, event(1));
+    expect(await store.listEvents(id, 0, 5)).toEqual(events.slice(0, 5));
+    expect(await store.listEvents(id, 5, 5)).toEqual(events.slice(5, 10));
+    expect(await store.listEvents(id, 10, 5)).toEqual(events.slice(10));
+    expect(await store.listEvents(id, 12, 5)).toEqual([]);
+    expect(await store.listEvents(id, 3, 1)).toEqual([events[3]]);
+    // Paging with any page size gives back the whole log, each event once.
+    const paged: LoggedEvent[] = [];
+    for (let page = await store.listEvents(id, 0, 4); page.length > 0; page = await store.listEvents(id, page.at(-1)!.seq, 4)) {
+      paged.push(...page);
+    }
+    expect(paged).toEqual(events);
+    expect(await store.listEvents(randomUUID(), 0, 5)).toEqual([]);
+  });
+
   it('writes events of many sessions at once, each committed when its call resolves', async () => {
     const ids = Array.from({ length: 30 }, () => randomUUID());
     for (const id of ids) await store.createSession(id);

@@ -2,6 +2,15 @@ import type { ServerEvent } from '@stepwise/shared-types';
 
 /** One client's connection as the core sees it; the WebSocket adapter implements it. */
 export interface ClientConnection {
-  /** Sends one message; silently drops it when the connection is already closed. */
+  /**
+   * Sends one message; silently drops it when the connection is already closed. A client that
+   * stays behind (see `congested`) is closed by the transport, and may rejoin with `after_seq`.
+   */
   send(message: ServerEvent): void;
+  /** True while more bytes wait to go out to the client than the connection allows. */
+  readonly congested: boolean;
+  /** True once the connection is closing or closed: nothing sent now arrives. */
+  readonly closed: boolean;
+  /** Resolves once the connection is no longer congested, or has closed; rejects when `signal` aborts. */
+  whenDrained(signal?: AbortSignal): Promise<void>;
 }

@@ -1,4 +1,4 @@
-import type { HistoryMessage, LoggedEvent, RunSummary, SessionDetail, SessionSummary } from '@stepwise/shared-types';
+import type { HistoryMessage, RunSummary, SessionDetail, SessionEvents, SessionSummary } from '@stepwise/shared-types';
 import { inject, injectable } from 'tsyringe';
 import type { RunRecord, SessionRecord, Store } from '../store/store.ts';
 import { TOKENS } from '../tokens.ts';
@@ -63,14 +63,17 @@ export class HistoryService {
     };
   }
 
-  async events(id: string, afterSeqText: string | undefined): Promise<{ events: LoggedEvent[]; last_seq: number }> {
-    const afterSeq = afterSeqText === undefined ? 0 : Number(afterSeqText);
-    if (!Number.isSafeInteger(afterSeq) || afterSeq < 0) {
-      throw new HistoryError(400, 'invalid_query', 'after_seq must be a non-negative integer');
-    }
+  /**
+   * One page of the event log: at most `limit` events after `afterSeq`. `last_seq` is the seq to ask
+   * after for the next page (the session's last when the page is empty); `has_more` says whether to.
+   */
+  async events(id: string, afterSeq: number, limit: number): Promise<SessionEvents> {
     await this.find(id);
-    const events = await this.store.listEvents(id, afterSeq);
-    return { events, last_seq: events.at(-1)?.seq ?? (await this.store.lastSeq(id)) };
+    // One more than asked for tells whether another page follows, without counting the rest.
+    const events = await this.store.listEvents(id, afterSeq, limit + 1);
+    const hasMore = events.length > limit;
+    if (hasMore) events.length = limit;
+    return { events, last_seq: events.at(-1)?.seq ?? (await this.store.lastSeq(id)), has_more: hasMore };
   }
 
   /** Deletes a session and everything in it, stopping its run first. */

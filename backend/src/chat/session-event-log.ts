@@ -3,13 +3,21 @@ import type { EventSink } from '../agent/event-sink.ts';
 import type { Store } from '../store/store.ts';
 import type { ClientConnection } from './client-connection.ts';
 
+/** How many logged events a replay reads from the store at a time. */
+// Small enough that a page of the largest replies (LLM_MAX_OUTPUT_CHARS each) stays in the tens of MB.
+const REPLAY_PAGE_SIZE = 100;
+
 /**
  * A session's event log and its live audience. Every event gets the next `seq`, is stored, and
- * only then goes to the connected clients (write-ahead). One queue orders storing, sending and
- * replaying, so a client that joins mid-run sees every event once, in order.
+ * only then goes to the connected clients (write-ahead). One queue orders storing and sending, and
+ * a client that joins mid-run enters the audience inside it, so it sees every event once, in order.
  */
 export class SessionEventLog implements EventSink {
   private readonly connections = new Set<ClientConnection>();
+  /** Connections still replaying the log; they join `connections` once they have caught up. */
+  private readonly joining = new Set<ClientConnection>();
+  /** Connections that missed part of a preview stream: they get no previews until the next logged event. */
+  private readonly skippingPreviews = new Set<ClientConnection>();
   private tail: Promise<unknown> = Promise.resolve();
   private queued = 0;
   /** Deltas of one stream that arrived in the same turn of the event loop, sent as one. */
@@ -27,8 +35,9 @@ export class SessionEventLog implements EventSink {
     return this.seq;
   }
 
+  /** Connected clients, counting those still replaying the log. */
   get connectionCount(): number {
-    return this.connections.size;
+    return this.connections.size + this.joining.size;
   }
 
   emit(body: LoggedEventBody): Promise<void> {
@@ -37,7 +46,10 @@ export class SessionEventLog implements EventSink {
       await this.store.appendEvent(this.sessionId, event);
       this.seq = event.seq;
       this.flushDelta(); // the full event always follows its previews
-      for (const connection of this.connections) connection.send(event);
+      for (const connection of this.connections) {
+        this.skippingPreviews.delete(connection);
+        connection.send(event);
+      }
     });
   }
 
@@ -67,7 +79,8 @@ export class SessionEventLog implements EventSink {
   progress(event: ToolProgressEvent): void {
     void this.enqueue(async () => {
       this.flushDelta();
-      this.sendToAll(event);
+      // Progress is only a hint (the tool's own events follow): a client that is behind goes without.
+      for (const connection of this.connections) if (!connection.congested) connection.send(event);
     }).catch(() => undefined);
   }
 
@@ -75,7 +88,18 @@ export class SessionEventLog implements EventSink {
     const pending = this.pendingDelta;
     if (!pending) return;
     this.pendingDelta = undefined;
-    this.sendToAll(pending);
+    for (const connection of this.connections) this.sendPreview(connection, pending);
+  }
+
+  /**
+   * A client that is behind gets no previews: they would only pile up before the logged events it
+   * needs. It skips the rest of the stream too, since a preview with a hole in it reads as garbled
+   * text; the full event that follows replaces it anyway.
+   */
+  private sendPreview(connection: ClientConnection, delta: DeltaEvent): void {
+    if (this.skippingPreviews.has(connection)) return;
+    if (connection.congested) this.skippingPreviews.add(connection);
+    else connection.send(delta);
   }
 
   /** Tells every connected client about a failure that belongs to no one message (not logged). */
@@ -89,20 +113,64 @@ export class SessionEventLog implements EventSink {
     this.sendToAll(message);
   }
 
-  /** Replays the events after `afterSeq` to the connection, then keeps it informed live. */
-  attach(connection: ClientConnection, afterSeq: number): Promise<void> {
-    return this.enqueue(async () => {
-      const events = await this.store.listEvents(this.sessionId, afterSeq);
-      for (const event of events) connection.send(event);
-      this.connections.add(connection);
-    });
+  /**
+   * Replays the events after `afterSeq` to the connection, then keeps it informed live. The replay
+   * reads the store a page at a time and sends only as fast as the client takes events in, outside
+   * the queue, so a slow client holds up neither the session's runs nor its other clients. Inside the
+   * queue, where nothing is being logged, it sends what was logged meanwhile and joins the audience.
+   * Resolves early, without joining, when the connection closes.
+   */
+  async attach(connection: ClientConnection, afterSeq: number): Promise<void> {
+    const cursor = { seq: afterSeq };
+    this.joining.add(connection);
+    try {
+      let done = false;
+      while (!done && !connection.closed) {
+        await this.replay(connection, cursor);
+        if (!connection.closed) done = await this.enqueue(() => this.join(connection, cursor));
+      }
+    } finally {
+      this.joining.delete(connection);
+    }
   }
 
   detach(connection: ClientConnection): void {
     this.connections.delete(connection);
+    this.skippingPreviews.delete(connection);
   }
 
-  private sendToAll(message: DeltaEvent | ErrorEvent | LoggedEvent | ToolsChangedEvent | ToolProgressEvent): void {
+  /** Sends the stored events after the cursor, page by page, waiting while the client is behind. */
+  private async replay(connection: ClientConnection, cursor: { seq: number }): Promise<void> {
+    for (;;) {
+      const page = await this.store.listEvents(this.sessionId, cursor.seq, REPLAY_PAGE_SIZE);
+      for (const event of page) {
+        if (connection.congested) await connection.whenDrained();
+        if (connection.closed) return;
+        connection.send(event);
+        cursor.seq = event.seq;
+      }
+      if (page.length < REPLAY_PAGE_SIZE) break;
+    }
+    // The client takes in what it has before joining, so the queue does not wait on it.
+    if (connection.congested) await connection.whenDrained();
+  }
+
+  /**
+   * Runs in the queue: sends the events logged since the replay's last page and adds the connection
+   * to the live audience (true). When more than a page came in meanwhile, it leaves that to another
+   * round of replay (false), so that the queue never waits for a slow client.
+   */
+  private async join(connection: ClientConnection, cursor: { seq: number }): Promise<boolean> {
+    if (connection.closed) return true;
+    if (this.seq - cursor.seq > REPLAY_PAGE_SIZE) return false;
+    if (this.seq > cursor.seq) {
+      for (const event of await this.store.listEvents(this.sessionId, cursor.seq, REPLAY_PAGE_SIZE)) connection.send(event);
+    }
+    this.connections.add(connection);
+    return true;
+  }
+
+  private sendToAll(message: ErrorEvent | ToolsChangedEvent): void {
     for (const connection of this.connections) connection.send(message);
   }
 

@@ -96,9 +96,11 @@ export class MemoryStore implements Store {
     session.events.push(structuredClone(event));
   }
 
-  async listEvents(sessionId: string, afterSeq: number): Promise<LoggedEvent[]> {
+  async listEvents(sessionId: string, afterSeq: number, limit?: number): Promise<LoggedEvent[]> {
     const events = this.sessions.get(sessionId)?.events ?? [];
-    return structuredClone(events.filter((event) => event.seq > afterSeq));
+    const start = events.findIndex((event) => event.seq > afterSeq);
+    if (start === -1) return [];
+    return structuredClone(events.slice(start, limit === undefined ? undefined : start + limit));
   }
 
   async lastSeq(sessionId: string): Promise<number> {

@@ -162,10 +162,10 @@ export class SqlStore implements Store {
     await this.db.query(`insert into events (session_id, seq, run_id, payload) values ${values.join(', ')}`, params);
   }
 
-  async listEvents(sessionId: string, afterSeq: number): Promise<LoggedEvent[]> {
+  async listEvents(sessionId: string, afterSeq: number, limit?: number): Promise<LoggedEvent[]> {
     const rows = await this.db.query<{ payload: unknown }>(
-      'select payload from events where session_id = $1 and seq > $2 order by seq',
-      [sessionId, afterSeq],
+      `select payload from events where session_id = $1 and seq > $2 order by seq${limit === undefined ? '' : ' limit $3'}`,
+      limit === undefined ? [sessionId, afterSeq] : [sessionId, afterSeq, limit],
     );
     return rows.map((row) => parsed<LoggedEvent>(row.payload));
   }

@@ -67,8 +67,8 @@ export interface Store {
 
   /** Appends one event; its `seq` must be the session's next. */
   appendEvent(sessionId: string, event: LoggedEvent): Promise<void>;
-  /** Logged events with `seq > afterSeq`, in order. */
-  listEvents(sessionId: string, afterSeq: number): Promise<LoggedEvent[]>;
+  /** Logged events with `seq > afterSeq`, in order; with `limit`, at most that many (the first ones). */
+  listEvents(sessionId: string, afterSeq: number, limit?: number): Promise<LoggedEvent[]>;
   /** The highest stored `seq`, 0 when the log is empty. */
   lastSeq(sessionId: string): Promise<number>;
 

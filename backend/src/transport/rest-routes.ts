@@ -26,9 +26,17 @@ export function registerRestRoutes(app: FastifyInstance, history: HistoryService
     return { sessions: await history.list(limit) };
   });
   app.get<{ Params: { id: string } }>('/api/sessions/:id', (request) => history.get(request.params.id));
-  app.get<{ Params: { id: string }; Querystring: { after_seq?: string } }>('/api/sessions/:id/events', (request) =>
-    history.events(request.params.id, request.query.after_seq),
-  );
+  app.get<{ Params: { id: string }; Querystring: { after_seq?: string; limit?: string } }>('/api/sessions/:id/events', (request) => {
+    const afterSeq = request.query.after_seq === undefined ? 0 : Number(request.query.after_seq);
+    if (!Number.isSafeInteger(afterSeq) || afterSeq < 0) {
+      throw new HistoryError(400, 'invalid_query', 'after_seq must be a non-negative integer');
+    }
+    const limit = request.query.limit === undefined ? 1000 : Number(request.query.limit);
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > 10_000) {
+      throw new HistoryError(400, 'invalid_query', 'limit must be an integer from 1 to 10000');
+    }
+    return history.events(request.params.id, afterSeq, limit);
+  });
   app.delete<{ Params: { id: string } }>('/api/sessions/:id', async (request, reply) => {
     await history.delete(request.params.id);
     return reply.code(204).send();

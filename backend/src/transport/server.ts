@@ -58,6 +58,6 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
 
   app.get('/api/health', { config: { ...PUBLIC_ROUTE.config, health: true } }, () => ({ status: 'ok' }));
   registerRestRoutes(app, container.resolve(HistoryService), container.resolve(SessionFiles));
-  registerWebSocketRoute(app, handler, new SocketsPerAddress(config.limits.socketsPerAddress));
+  registerWebSocketRoute(app, handler, new SocketsPerAddress(config.limits.socketsPerAddress), config.limits);
   return app;
 }

@@ -3,14 +3,19 @@ import type { RawData } from 'ws';
 import type { ConnectionHandler } from '../chat/connection-handler.ts';
 import type { SocketsPerAddress } from './connection-limits.ts';
 import { SOCKET_ROUTE } from './access.ts';
-import { WebSocketConnection } from './websocket-connection.ts';
+import { type BackpressureLimits, WebSocketConnection } from './websocket-connection.ts';
 
 /** `/ws`: hands each socket to the transport-free connection handler, and nothing more. */
-export function registerWebSocketRoute(app: FastifyInstance, handler: ConnectionHandler, limits: SocketsPerAddress): void {
+export function registerWebSocketRoute(
+  app: FastifyInstance,
+  handler: ConnectionHandler,
+  limits: SocketsPerAddress,
+  backpressure: BackpressureLimits,
+): void {
   app.get('/ws', { websocket: true, onRequest: limits.check, ...SOCKET_ROUTE }, (socket, request) => {
     const countOut = limits.add(request.ip);
     const query = request.query as Record<string, string | undefined>;
-    const ready = handler.open(new WebSocketConnection(socket), {
+    const ready = handler.open(new WebSocketConnection(socket, backpressure), {
       sessionId: query.session_id,
       afterSeq: query.after_seq,
       address: request.ip,
