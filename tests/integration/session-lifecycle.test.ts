@@ -1,6 +1,7 @@
 import { MemoryStore } from '@stepwise/backend';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startStepwise, type TestServer } from '../helpers/stepwise.ts';
+import { ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
 let server: TestServer;
@@ -12,9 +13,13 @@ async function connect(query: Record<string, string | number> = {}): Promise<Tes
   return client;
 }
 
+let llm: ScriptedLlmServer | undefined;
+
 afterEach(async () => {
   for (const client of clients.splice(0)) await client.close().catch(() => undefined);
   await server?.close();
+  await llm?.close();
+  llm = undefined;
 });
 
 describe('sessions nobody wrote in', () => {
@@ -52,5 +57,33 @@ describe('sessions nobody wrote in', () => {
     expect(upload.status).toBe(201);
     expect(await store.getSession(id)).toMatchObject({ id });
     expect(await client.waitFor('file_saved')).toMatchObject({ file: { name: 'notes.txt' }, seq: 1 });
+  });
+});
+
+describe('deleting a session while sockets are attached', () => {
+  it('stops its run, tells every attached socket and closes them; a rejoin starts a new session that works', async () => {
+    llm = await ScriptedLlmServer.start();
+    server = await startStepwiseWithModel(llm.url);
+    const first = await connect();
+    const id = first.session.session_id;
+    const second = await connect({ session_id: id, after_seq: 0 });
+    llm.enqueue({ hang: true });
+    first.chat('Work on it', { agent_mode: true });
+    const request = await llm.waitFor(() => true);
+
+    expect((await fetch(`${server.url}/api/sessions/${id}`, { method: 'DELETE' })).status).toBe(204);
+    for (const client of [first, second]) {
+      expect(await client.closed()).toBe(4404);
+      expect(summarize(client.events).slice(-3)).toEqual(['agent_stopped:user', 'response_complete', 'session_deleted']);
+    }
+    await llm.waitForAbort(request);
+    expect((await fetch(`${server.url}/api/sessions/${id}`)).status).toBe(404);
+
+    const again = await connect({ session_id: id, after_seq: 5 });
+    expect(again.session.resumed).toBe(false);
+    expect(again.session.session_id).not.toBe(id);
+    llm.enqueue({ text: 'Still here.' });
+    again.chat('Hello?');
+    expect(summarize(await again.untilComplete())).toEqual(['assistant_message', 'response_complete']);
   });
 });

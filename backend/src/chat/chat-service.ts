@@ -51,6 +51,7 @@ export class ChatService {
 
   /** Resolves once the session has its row in the store (made at its first write, not at connect). */
   private stored: Promise<void> | undefined;
+  private deleted = false;
 
   constructor(
     readonly sessionId: string,
@@ -81,8 +82,14 @@ export class ChatService {
     return this.active !== undefined;
   }
 
+  /** From now on every message is refused: the session is being deleted. */
+  refuseMessages(): void {
+    this.deleted = true;
+  }
+
   /** Handles one validated client message; returns the error to send back to its sender, if any. */
   handle(message: ClientMessage, sender: MessageSender = {}): ErrorEvent | undefined {
+    if (this.deleted) return reject('session_deleted', 'This chat was deleted; start a new one');
     switch (message.type) {
       case 'chat':
         return this.chat(message, sender);

@@ -13,4 +13,6 @@ export interface ClientConnection {
   readonly closed: boolean;
   /** Resolves once the connection is no longer congested, or has closed; rejects when `signal` aborts. */
   whenDrained(signal?: AbortSignal): Promise<void>;
+  /** Closes the connection after what was sent so far (a WebSocket close code and a short reason). */
+  close(code: number, reason: string): void;
 }

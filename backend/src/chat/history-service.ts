@@ -79,9 +79,10 @@ export class HistoryService {
   /** Deletes a session and everything in it, stopping its run first. */
   async delete(id: string): Promise<void> {
     await this.find(id);
-    await this.sessions.forget(id);
-    await this.store.deleteSession(id);
-    await this.files.removeSession(id);
+    await this.sessions.delete(id, async () => {
+      await this.store.deleteSession(id);
+      await this.files.removeSession(id);
+    });
   }
 
   private async find(id: string): Promise<SessionRecord> {

@@ -1,4 +1,4 @@
-import type { DeltaEvent, ErrorEvent, LoggedEvent, LoggedEventBody, ToolProgressEvent, ToolsChangedEvent } from '@stepwise/shared-types';
+import type { DeltaEvent, ErrorEvent, LoggedEvent, LoggedEventBody, SessionDeletedEvent, ToolProgressEvent, ToolsChangedEvent } from '@stepwise/shared-types';
 import type { EventSink } from '../agent/event-sink.ts';
 import type { Store } from '../store/store.ts';
 import type { ClientConnection } from './client-connection.ts';
@@ -106,6 +106,20 @@ export class SessionEventLog implements EventSink {
   broadcastError(error: ErrorEvent): void {
     this.flushDelta();
     this.sendToAll(error);
+  }
+
+  /**
+   * Says goodbye to every client, replaying or live, and closes them: the session was deleted.
+   * Nothing is logged any more (the log is gone with the session).
+   */
+  closeAll(message: SessionDeletedEvent, code: number, reason: string): void {
+    this.flushDelta();
+    for (const connection of [...this.connections, ...this.joining]) {
+      connection.send(message);
+      connection.close(code, reason);
+    }
+    this.connections.clear();
+    this.joining.clear();
   }
 
   /** Sends a message that is not part of the log (a change in the tool list) to every connected client. */

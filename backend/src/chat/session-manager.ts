@@ -15,6 +15,9 @@ import { type ChatDependencies, ChatService } from './chat-service.ts';
 import { RunSlots } from './run-slots.ts';
 import { SessionEventLog } from './session-event-log.ts';
 
+/** The close code of sockets whose session was deleted (an application code, like HTTP's 404). */
+export const SESSION_DELETED_CLOSE_CODE = 4404;
+
 const SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 /** Keeps one ChatService per live session; a session outlives its sockets while a run goes on. */
@@ -23,6 +26,8 @@ export class SessionManager {
   private readonly sessions = new Map<string, ChatService>();
   private readonly opening = new Map<string, Promise<ChatService | undefined>>();
   private readonly idleTimers = new Map<string, NodeJS.Timeout>();
+  /** Sessions being deleted: they cannot be rejoined or reopened meanwhile. */
+  private readonly deleting = new Set<string>();
   private readonly deps: ChatDependencies;
 
   constructor(
@@ -135,13 +140,26 @@ export class SessionManager {
     return (await this.store.getSession(id)) !== undefined;
   }
 
-  /** Stops the session's run, if any, and drops it from memory (before its deletion). */
-  async forget(id: string): Promise<void> {
-    const chat = this.sessions.get(id);
-    if (!chat) return;
-    await chat.stop('user');
-    this.cancelEviction(id);
-    this.sessions.delete(id);
+  /**
+   * Deletes a session: its new messages are refused, its run is stopped (its clients hear the run
+   * end), `remove` deletes what is stored, and then every socket still attached is told
+   * (`session_deleted`) and closed. Meanwhile nobody can rejoin it: a rejoin starts a new session.
+   */
+  async delete(id: string, remove: () => Promise<void>): Promise<void> {
+    this.deleting.add(id);
+    try {
+      const chat = this.sessions.get(id) ?? (await this.opening.get(id));
+      if (chat) {
+        chat.refuseMessages();
+        await chat.stop('user');
+        this.cancelEviction(id);
+        this.sessions.delete(id);
+      }
+      await remove();
+      chat?.log.closeAll({ type: 'session_deleted', session_id: id }, SESSION_DELETED_CLOSE_CODE, 'Session deleted');
+    } finally {
+      this.deleting.delete(id);
+    }
   }
 
   /** Stops every active run (server shutdown) and waits for them to end. */
@@ -152,13 +170,14 @@ export class SessionManager {
   }
 
   private async find(id: string): Promise<ChatService | undefined> {
+    if (this.deleting.has(id)) return undefined;
     const live = this.sessions.get(id);
     if (live) return live;
     // Two sockets rejoining at once must share one ChatService.
     let pending = this.opening.get(id);
     if (!pending) {
       pending = (async () => {
-        if (!(await this.store.getSession(id))) return undefined;
+        if (!(await this.store.getSession(id)) || this.deleting.has(id)) return undefined;
         return this.sessions.get(id) ?? this.create(id, await this.store.lastSeq(id));
       })().finally(() => this.opening.delete(id));
       this.opening.set(id, pending);

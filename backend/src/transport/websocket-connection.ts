@@ -42,6 +42,10 @@ export class WebSocketConnection implements ClientConnection {
     this.watch(wasCongested);
   }
 
+  close(code: number, reason: string): void {
+    if (!this.closed) this.socket.close(code, reason);
+  }
+
   whenDrained(signal?: AbortSignal): Promise<void> {
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (!this.congested || this.closed) return Promise.resolve();
