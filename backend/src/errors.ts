@@ -58,9 +58,16 @@ export class ModelError extends StepwiseError {
   readonly retryAfterMs: number | undefined;
   constructor(
     message: string,
-    options: { status?: number; retryable?: boolean; retryAfterMs?: number; cause?: unknown } = {},
+    options: {
+      status?: number;
+      retryable?: boolean;
+      retryAfterMs?: number;
+      cause?: unknown;
+      /** model_timeout when the call ran out of time (LLM_TOTAL_TIMEOUT_MS). */
+      code?: typeof ERROR_CODE.model | typeof ERROR_CODE.modelTimeout;
+    } = {},
   ) {
-    super(ERROR_CODE.model, message, { cause: options.cause });
+    super(options.code ?? ERROR_CODE.model, message, { cause: options.cause });
     this.status = options.status;
     this.retryable = options.retryable ?? false;
     this.retryAfterMs = options.retryAfterMs;

@@ -11,6 +11,8 @@ export { type Config, loadConfig } from './config/config.ts';
 export { buildContainer } from './container.ts';
 export * from './errors.ts';
 export { DemoLlmClient, findExpression } from './llm/demo-llm-client.ts';
+export { OpenAiLlmClient } from './llm/openai-llm-client.ts';
+export { readTokenUsage, tokenCount } from './llm/token-usage.ts';
 export type { CompletionRequest, CompletionResult, LlmClient, LlmMessage } from './llm/llm-client.ts';
 export type { Logger } from './logger.ts';
 export { HandlebarsPromptProvider } from './prompts/handlebars-prompt-provider.ts';

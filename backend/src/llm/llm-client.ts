@@ -41,6 +41,8 @@ export interface CompletionResult {
   text: string;
   toolCalls: LlmToolCall[];
   usage?: TokenUsage;
+  /** The reply passed LLM_MAX_OUTPUT_CHARS: the text ends in a note saying so, cut tool calls are left out. */
+  truncated?: boolean;
 }
 
 /** The port every model adapter implements. */

@@ -1,19 +1,21 @@
 import OpenAI from 'openai';
-import type {
-  ChatCompletionChunk,
-  ChatCompletionCreateParamsBase,
-  ChatCompletionMessageParam,
-} from 'openai/resources/chat/completions';
+import type { ChatCompletionCreateParamsBase, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { inject, injectable } from 'tsyringe';
 import type { Config } from '../config/config.ts';
-import { isAbortError, ModelError } from '../errors.ts';
+import { ERROR_CODE, ModelError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { TOKENS } from '../tokens.ts';
 import { abortReason } from '../util/abort.ts';
-import type { CompletionRequest, CompletionResult, LlmClient, LlmMessage, LlmToolCall } from './llm-client.ts';
+import type { CompletionRequest, CompletionResult, LlmClient, LlmMessage } from './llm-client.ts';
+import type { ReplyAssembler } from './reply-assembler.ts';
+import { readStreamedReply, readWholeReply } from './reply-reader.ts';
+import { fetchWithBoundedErrorBodies, seconds } from './response-body.ts';
 import { withRetries } from './retry.ts';
+import { readTokenUsage } from './token-usage.ts';
 
 const MAX_RETRY_DELAY_MS = 30_000;
+/** Only the first lines of an error body are ever shown; the rest is not read. */
+const MAX_ERROR_BODY_BYTES = 64 * 1024;
 
 /** Talks Chat Completions to any OpenAI-compatible endpoint: OpenAI, Ollama, vLLM, llama.cpp, LM Studio. */
 @injectable()
@@ -33,30 +35,80 @@ export class OpenAiLlmClient implements LlmClient {
       baseURL: config.llm.baseUrl ?? 'https://api.openai.com/v1',
       // Retries are ours, so that they honour the run's signal and never repeat streamed text.
       maxRetries: 0,
+      // The SDK's timeout covers the wait for the response's headers; the body has its own clocks below.
       timeout: config.llm.timeoutMs,
+      fetch: fetchWithBoundedErrorBodies(MAX_ERROR_BODY_BYTES),
     });
   }
 
-  complete(request: CompletionRequest): Promise<CompletionResult> {
+  async complete(request: CompletionRequest): Promise<CompletionResult> {
+    const { totalTimeoutMs } = this.config.llm;
+    const deadline = callDeadline(request.signal, totalTimeoutMs);
     const policy = {
       maxRetries: this.config.llm.maxRetries,
       baseDelayMs: this.config.llm.retryBaseMs,
       maxDelayMs: MAX_RETRY_DELAY_MS,
     };
-    return withRetries(
-      () => this.attempt(request),
-      policy,
-      request.signal,
-      (error, delayMs, attemptNumber) =>
-        this.logger.warn(
-          { purpose: request.purpose, status: error.status, delayMs: Math.round(delayMs), attempt: attemptNumber },
-          'model call failed, retrying',
-        ),
-    );
+    try {
+      const result = await withRetries(
+        () => this.attempt(request, deadline.signal),
+        policy,
+        deadline.signal,
+        (error, delayMs, attemptNumber) =>
+          this.logger.warn(
+            { purpose: request.purpose, status: error.status, delayMs: Math.round(delayMs), attempt: attemptNumber },
+            'model call failed, retrying',
+          ),
+      );
+      // A stop that came as the reply finished still wins: the caller asked for nothing more.
+      if (request.signal.aborted) throw abortReason(request.signal);
+      return result;
+    } catch (error) {
+      // A stop is the caller's, and rejects as before; running out of time is a model failure.
+      if (request.signal.aborted) throw abortReason(request.signal);
+      if (deadline.expired()) {
+        throw new ModelError(`The model did not finish within ${seconds(totalTimeoutMs)} (LLM_TOTAL_TIMEOUT_MS)`, {
+          code: ERROR_CODE.modelTimeout,
+          cause: error,
+        });
+      }
+      throw error;
+    } finally {
+      deadline.dispose();
+    }
   }
 
-  private async attempt(request: CompletionRequest): Promise<CompletionResult> {
-    const body: ChatCompletionCreateParamsBase = {
+  /** One request. `signal` aborts on a stop and when the whole call's time is up. */
+  private async attempt(request: CompletionRequest, signal: AbortSignal): Promise<CompletionResult> {
+    const { streaming, streamUsage } = this.config.llm;
+    let streamedText = false;
+    try {
+      // The raw response, so that its body is read here, in bounded pieces, never buffered whole.
+      const usageOption = streaming && streamUsage ? { stream_options: { include_usage: true } } : {};
+      const response = await this.client.chat.completions
+        .create({ ...this.requestBody(request), stream: streaming, ...usageOption }, { signal })
+        .asResponse();
+      if (!response.body) throw new ModelError('The model endpoint sent a response without a body', { retryable: true });
+      const reading = { signal, idleTimeoutMs: this.config.llm.streamIdleTimeoutMs, maxOutputChars: this.config.llm.maxOutputChars };
+      if (!streaming) return this.finish(await readWholeReply(response.body, reading), request, { streamed: false });
+      const reply = await readStreamedReply(response.body, reading, (delta) => {
+        streamedText = true;
+        request.onDelta?.(delta);
+      });
+      return this.finish(reply, request, { streamed: true });
+    } catch (error) {
+      if (signal.aborted) throw error; // complete() tells a stop from the deadline
+      const modelError = toModelError(error);
+      // Text already shown to the user must not be streamed twice, so a broken stream is final.
+      if (streamedText && modelError.retryable) {
+        throw new ModelError(`The model's stream broke off: ${modelError.message}`, { cause: error });
+      }
+      throw modelError;
+    }
+  }
+
+  private requestBody(request: CompletionRequest): ChatCompletionCreateParamsBase {
+    return {
       model: this.config.llm.model,
       messages: request.messages.map(toOpenAiMessage),
       ...(this.config.llm.temperature === undefined ? {} : { temperature: this.config.llm.temperature }),
@@ -69,94 +121,56 @@ export class OpenAiLlmClient implements LlmClient {
           }
         : {}),
     };
-    let streamedText = false;
-    try {
-      if (!this.config.llm.streaming) {
-        const response = await this.client.chat.completions.create({ ...body, stream: false }, { signal: request.signal });
-        return fromCompletion(response);
-      }
-      const stream = await this.client.chat.completions.create(
-        { ...body, stream: true, ...(this.config.llm.streamUsage ? { stream_options: { include_usage: true } } : {}) },
-        { signal: request.signal },
+  }
+
+  /** The assembled reply, its usage checked; a reply past the cap ends with a note saying so. */
+  private finish(assembler: ReplyAssembler, request: CompletionRequest, how: { streamed: boolean }): CompletionResult {
+    const usage = readTokenUsage(assembler.reportedUsage, (field) =>
+      this.logger.warn({ purpose: request.purpose, field }, 'the model reported an invalid token count; it is ignored'),
+    );
+    const { text, toolCalls } = assembler.result();
+    const result: CompletionResult = { text, toolCalls, ...(usage ? { usage } : {}) };
+    if (!assembler.truncated) return result;
+    const { maxOutputChars } = this.config.llm;
+    this.logger.warn({ purpose: request.purpose, max_output_chars: maxOutputChars }, 'model reply cut at LLM_MAX_OUTPUT_CHARS');
+    if (!text.trim() && toolCalls.length === 0) {
+      throw new ModelError(
+        `The model's reply passed ${formatCount(maxOutputChars)} characters (LLM_MAX_OUTPUT_CHARS) before anything usable`,
       );
-      const assembler = new StreamAssembler();
-      for await (const chunk of stream) {
-        const delta = assembler.add(chunk);
-        if (delta) {
-          streamedText = true;
-          request.onDelta?.(delta);
-        }
-      }
-      if (!assembler.finished) {
-        // A cut connection can end an event stream quietly; only a finish_reason says the model finished.
-        throw new ModelError('The model stream ended before the model finished', { retryable: true });
-      }
-      return assembler.result();
-    } catch (error) {
-      if (isAbortError(error, request.signal)) throw abortReason(request.signal);
-      const modelError = toModelError(error);
-      // Text already shown to the user must not be streamed twice, so a broken stream is final.
-      if (streamedText && modelError.retryable) {
-        throw new ModelError(`The model's stream broke off: ${modelError.message}`, { cause: error });
-      }
-      throw modelError;
     }
+    const note = `\n\n[Reply cut at ${formatCount(maxOutputChars)} characters: LLM_MAX_OUTPUT_CHARS]`;
+    if (how.streamed) request.onDelta?.(note);
+    return { ...result, text: text + note, truncated: true };
   }
 }
 
-/** Collects streamed chunks into text and complete tool calls. */
-class StreamAssembler {
-  private text = '';
-  private readonly calls = new Map<number, { id: string; name: string; arguments: string }>();
-  private usage: CompletionResult['usage'];
-  /** True once a chunk carried a finish_reason. */
-  finished = false;
-
-  /** Adds one chunk; returns its text delta, if any. */
-  add(chunk: ChatCompletionChunk): string {
-    if (chunk.usage) {
-      this.usage = { promptTokens: chunk.usage.prompt_tokens, completionTokens: chunk.usage.completion_tokens };
-    }
-    const choice = chunk.choices?.[0];
-    if (choice?.finish_reason) this.finished = true;
-    const delta = choice?.delta;
-    if (!delta) return '';
-    for (const [position, call] of (delta.tool_calls ?? []).entries()) {
-      const index = call.index ?? position;
-      const current = this.calls.get(index) ?? { id: '', name: '', arguments: '' };
-      if (call.id) current.id = call.id;
-      if (call.function?.name) current.name += call.function.name;
-      if (call.function?.arguments) current.arguments += call.function.arguments;
-      this.calls.set(index, current);
-    }
-    const text = typeof delta.content === 'string' ? delta.content : '';
-    this.text += text;
-    return text;
-  }
-
-  result(): CompletionResult {
-    const toolCalls = [...this.calls.entries()]
-      .sort(([a], [b]) => a - b)
-      .map(([index, call]) => ({ ...call, id: call.id || `call_${index}` }));
-    return { text: this.text, toolCalls, ...(this.usage ? { usage: this.usage } : {}) };
-  }
-}
-
-function fromCompletion(response: OpenAI.Chat.Completions.ChatCompletion): CompletionResult {
-  const message = response?.choices?.[0]?.message;
-  if (!message) throw new ModelError('The model endpoint sent a malformed response (no choices)', { retryable: true });
-  const toolCalls: LlmToolCall[] = (message.tool_calls ?? []).flatMap((call, index) =>
-    call.type === 'function'
-      ? [{ id: call.id || `call_${index}`, name: call.function.name, arguments: call.function.arguments ?? '' }]
-      : [],
-  );
+/**
+ * The signal one call runs under: it aborts when the caller's does, or when `timeoutMs` have
+ * passed (then `expired()` says so). `dispose()` stops the clock and lets go of the caller's signal.
+ */
+function callDeadline(caller: AbortSignal, timeoutMs: number): { signal: AbortSignal; expired: () => boolean; dispose: () => void } {
+  const controller = new AbortController();
+  let expired = false;
+  const onAbort = () => controller.abort(caller.reason);
+  const timer = setTimeout(() => {
+    expired = true;
+    controller.abort(new DOMException('The model call ran out of time', 'AbortError'));
+  }, timeoutMs);
+  timer.unref();
+  if (caller.aborted) onAbort();
+  else caller.addEventListener('abort', onAbort, { once: true });
   return {
-    text: message.content ?? '',
-    toolCalls,
-    ...(response.usage
-      ? { usage: { promptTokens: response.usage.prompt_tokens, completionTokens: response.usage.completion_tokens } }
-      : {}),
+    signal: controller.signal,
+    expired: () => expired && !caller.aborted,
+    dispose: () => {
+      clearTimeout(timer);
+      caller.removeEventListener('abort', onAbort);
+    },
   };
+}
+
+function formatCount(count: number): string {
+  return count.toLocaleString('en-US');
 }
 
 function toOpenAiMessage(message: LlmMessage): ChatCompletionMessageParam {
@@ -215,8 +229,8 @@ function retryAfterMs(headers: Headers | undefined): number | undefined {
   if (Number.isFinite(milliseconds) && milliseconds > 0) return milliseconds;
   const value = headers?.get('retry-after');
   if (!value) return undefined;
-  const seconds = Number(value);
-  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
+  const delaySeconds = Number(value);
+  if (Number.isFinite(delaySeconds)) return Math.max(0, delaySeconds * 1000);
   const date = Date.parse(value);
   return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
 }

@@ -1,0 +1,116 @@
+import { ModelError } from '../errors.ts';
+import type { LlmToolCall } from './llm-client.ts';
+
+interface PartialToolCall {
+  id: string;
+  name: string;
+  arguments: string;
+  /** Part of it did not fit under the cap: it must not run. */
+  cut: boolean;
+}
+
+type Fields = Record<string, unknown>;
+
+/**
+ * Collects a reply's chunks into text and tool calls, keeping at most `maxChars` characters of
+ * what the model wrote (text, tool ids, names and arguments together). What passes the cap is
+ * dropped and `truncated` says so; the caller then stops reading.
+ */
+export class ReplyAssembler {
+  private text = '';
+  private readonly calls = new Map<number, PartialToolCall>();
+  private used = 0;
+  /** The usage object as the endpoint reported it, not checked yet. */
+  reportedUsage: unknown;
+  /** True once a chunk carried a finish_reason. */
+  finished = false;
+  /** True once something did not fit under the cap. */
+  truncated = false;
+
+  constructor(private readonly maxChars: number) {}
+
+  /** Adds one chunk (parsed JSON of any shape); returns the text it adds, if any. */
+  add(chunk: unknown): string {
+    if (!isFields(chunk)) return '';
+    if (chunk.usage !== undefined && chunk.usage !== null) this.reportedUsage = chunk.usage;
+    const choice: unknown = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
+    if (!isFields(choice)) return '';
+    if (choice.finish_reason) this.finished = true;
+    const delta = choice.delta;
+    if (!isFields(delta)) return '';
+    const text = this.take(typeof delta.content === 'string' ? delta.content : '');
+    this.text += text;
+    const toolCalls: unknown[] = Array.isArray(delta.tool_calls) ? delta.tool_calls : [];
+    for (const [position, call] of toolCalls.entries()) {
+      if (isFields(call)) this.addToolCall(call, position);
+    }
+    return text;
+  }
+
+  /** The reply so far. Tool calls that were cut are left out: half an argument list must not run. */
+  result(): { text: string; toolCalls: LlmToolCall[] } {
+    const toolCalls = [...this.calls.entries()]
+      .filter(([, call]) => !call.cut)
+      .sort(([a], [b]) => a - b)
+      .map(([index, call]) => ({ id: call.id || `call_${index}`, name: call.name, arguments: call.arguments }));
+    return { text: this.text, toolCalls };
+  }
+
+  private addToolCall(call: Fields, position: number): void {
+    const index = typeof call.index === 'number' && Number.isSafeInteger(call.index) ? call.index : position;
+    let current = this.calls.get(index);
+    if (!current) {
+      // A new call costs a character, so a flood of empty calls meets the cap too.
+      if (this.take(' ') === '') return;
+      current = { id: '', name: '', arguments: '', cut: false };
+      this.calls.set(index, current);
+    }
+    const fn = isFields(call.function) ? call.function : {};
+    for (const [key, piece] of [
+      ['id', call.id],
+      ['name', fn.name],
+      ['arguments', fn.arguments],
+    ] as const) {
+      if (typeof piece !== 'string' || piece === '') continue;
+      const kept = this.take(piece);
+      if (kept.length < piece.length) current.cut = true;
+      // Ids come whole in one chunk; names and arguments arrive in pieces.
+      current[key] = key === 'id' ? kept : current[key] + kept;
+    }
+  }
+
+  /** As much of `piece` as still fits under the cap. */
+  private take(piece: string): string {
+    const room = this.maxChars - this.used;
+    if (piece.length > room) {
+      this.truncated = true;
+      piece = piece.slice(0, room);
+    }
+    this.used += piece.length;
+    return piece;
+  }
+}
+
+/**
+ * A whole (not streamed) completion as one chunk, so the same assembly and cap apply to it.
+ * Throws a retryable ModelError when it holds no message.
+ */
+export function completionAsChunk(completion: unknown): unknown {
+  const fields = isFields(completion) ? completion : {};
+  const choice: unknown = Array.isArray(fields.choices) ? fields.choices[0] : undefined;
+  const message = isFields(choice) ? choice.message : undefined;
+  if (!isFields(choice) || !isFields(message)) {
+    throw new ModelError('The model endpoint sent a malformed response (no choices)', { retryable: true });
+  }
+  const toolCalls = (Array.isArray(message.tool_calls) ? message.tool_calls : [])
+    .filter((call): call is Fields => isFields(call) && call.type === 'function')
+    .map((call, index) => ({ index, id: call.id, function: call.function }));
+  return {
+    usage: fields.usage,
+    choices: [{ finish_reason: choice.finish_reason ?? 'stop', delta: { content: message.content, tool_calls: toolCalls } }],
+  };
+}
+
+function isFields(value: unknown): value is Fields {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
