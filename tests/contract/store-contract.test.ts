@@ -179,6 +179,15 @@ describe.each(adapters)('the store on $name', (adapter) => {
     expect(await store.listRunningRuns()).toEqual([]);
   });
 
+  it('keeps token counts past 32 bits as numbers, and where a run began in the log', async () => {
+    const sessionId = randomUUID();
+    const runId = randomUUID();
+    await store.createSession(sessionId);
+    await store.createRun({ id: runId, sessionId, strategy: 'chat', maxSteps: 0, afterSeq: 7 });
+    await store.finishRun(runId, { status: 'completed', usage: { promptTokens: 3_000_000_000, completionTokens: 2 ** 40 } });
+    expect(await store.getRun(runId)).toMatchObject({ status: 'completed', promptTokens: 3_000_000_000, completionTokens: 2 ** 40, afterSeq: 7 });
+  });
+
   it('saves and clears a run’s checkpoint', async () => {
     const sessionId = randomUUID();
     const runId = randomUUID();

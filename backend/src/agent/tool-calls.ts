@@ -23,19 +23,22 @@ const SUMMARY_MAX_CHARS = 2_000;
 /**
  * Runs the tool calls of one act phase. Ordinary tools run in parallel (they are independent by
  * construction: the model issued them together); `request_input` questions are asked one at a
- * time. Results come back in the model's order. Calls already in `progress.done` are not run
- * again, and an `awaiting` question is waited on without being asked twice. `onAwaitInput` runs
- * once a question is shown and before the wait, `onAnswered` once it is answered. Rejects on stop
- * and on input timeout.
+ * time. Results come back in the model's order, each under its call's id, made unique first (see
+ * withUniqueIds). Calls already in `progress.done` are not run again, and an `awaiting` question
+ * is waited on without being asked twice. `onAwaitInput` runs once a question is shown and before
+ * the wait, `onAnswered` once it is answered. Rejects on stop and on input timeout; on stop only
+ * once every call in flight has settled (the registry bounds how long that may take), so no tool
+ * of the run is still at work when its ending is logged.
  */
 export async function runToolCalls(
-  calls: LlmToolCall[],
+  modelCalls: LlmToolCall[],
   step: number,
   input: RunInput,
   context: RunContext,
   progress: ToolCallsProgress = { done: {} },
   hooks: { onAwaitInput?: (progress: ToolCallsProgress) => Promise<void>; onAnswered?: () => Promise<void> } = {},
 ): Promise<ToolCallRecord[]> {
+  const calls = withUniqueIds(modelCalls);
   const enabled = new Set(input.toolNames);
   const pending = calls.filter((call) => call.name !== REQUEST_INPUT_TOOL && !progress.done[call.id]);
   const settled = await Promise.allSettled(pending.map((call) => runOrdinary(call, step, enabled, input, context)));
@@ -48,6 +51,24 @@ export async function runToolCalls(
     progress.done[call.id] = await askUser(call, step, context, progress, hooks);
   }
   return calls.map((call) => progress.done[call.id]!);
+}
+
+/**
+ * Gives every call of one reply its own id. Some endpoints repeat an id within a reply, and the
+ * next request must answer each call exactly once, so a repeat gets a suffix (`a`, `a_2`, `a_3`…)
+ * that no other call of the reply has. The records carry the new ids into both the assistant
+ * message and the tool results. Deterministic, so a resumed act phase names its calls the same way.
+ */
+export function withUniqueIds(calls: LlmToolCall[]): LlmToolCall[] {
+  const original = new Set(calls.map((call) => call.id));
+  const used = new Set<string>();
+  return calls.map((call) => {
+    let id = call.id;
+    // A suffixed id must not be one that another call of the reply came with.
+    for (let suffix = 2; used.has(id) || (id !== call.id && original.has(id)); suffix++) id = `${call.id}_${suffix}`;
+    used.add(id);
+    return id === call.id ? call : { ...call, id };
+  });
 }
 
 /** The assistant's tool-call message followed by each call's result, as the model expects them. */

@@ -12,6 +12,7 @@ import type { PromptProvider } from '../prompts/prompt-provider.ts';
 import type { RunEnd, RunRecord, Store } from '../store/store.ts';
 import type { ToolRegistry } from '../tools/tool-registry.ts';
 import type { SessionFiles } from '../files/session-files.ts';
+import { readLoggedRun, saveRunEnd } from './run-endings.ts';
 import type { RunSlots } from './run-slots.ts';
 import type { SessionEventLog } from './session-event-log.ts';
 
@@ -210,18 +211,25 @@ export class ChatService {
     this.start((control) => this.execute(strategy, checkpoint.input, control, checkpoint.state), { force: true });
   }
 
-  /** Closes a run the server was in the middle of when it stopped: nothing of it can go on. */
+  /**
+   * Closes a run the server was in the middle of when it stopped: nothing of it can go on. A run
+   * ends once: what its log already holds of its ending is not logged again (a run whose end could
+   * not be saved has its response_complete logged, and is only marked finished in the store).
+   */
   async closeInterrupted(run: RunRecord): Promise<void> {
-    const { store } = this.deps;
-    if (run.strategy === PLAIN_CHAT) {
-      await this.log.emit({ type: 'response_complete' });
-    } else {
-      const events = runEvents(run.id);
-      const step = await this.lastStep(run.id);
-      await this.log.emit(events.stopped('server_restart', step));
-      await this.log.emit(events.responseComplete());
+    const { store, logger } = this.deps;
+    const plainChat = run.strategy === PLAIN_CHAT;
+    const logged = await readLoggedRun(store, run, { plainChat });
+    if (!logged.complete) {
+      if (plainChat) {
+        await this.log.emit({ type: 'response_complete' });
+      } else {
+        const events = runEvents(run.id);
+        if (!logged.end) await this.log.emit(events.stopped('server_restart', logged.step));
+        await this.log.emit(events.responseComplete());
+      }
     }
-    await store.finishRun(run.id, { status: 'stopped', endReason: 'server_restart' });
+    await saveRunEnd(store, run.id, logged.end ?? { status: 'stopped', endReason: 'server_restart' }, logger);
   }
 
   /** A plain chat answer, streamed. */
@@ -230,9 +238,11 @@ export class ChatService {
     const runId = randomUUID();
     const history = await this.history();
     const user: LlmMessage = { role: 'user', content: question };
-    await store.appendMessages(this.sessionId, [user], this.log.lastSeq);
-    // Recorded like a run, so a restart in the middle of it still ends with response_complete.
-    await store.createRun({ id: runId, sessionId: this.sessionId, strategy: PLAIN_CHAT, maxSteps: 0 });
+    const afterSeq = this.log.lastSeq;
+    await store.appendMessages(this.sessionId, [user], afterSeq);
+    // Recorded like a run, so a restart in the middle of it still ends with response_complete; its
+    // events carry no run id, so the record says where in the log they begin.
+    await store.createRun({ id: runId, sessionId: this.sessionId, strategy: PLAIN_CHAT, maxSteps: 0, afterSeq });
     let end: RunEnd = { status: 'completed' };
     try {
       const { text, usage } = await llm.complete({
@@ -254,7 +264,7 @@ export class ChatService {
         end = { status: 'failed', endReason: clientError.message };
       }
     } finally {
-      await store.finishRun(runId, end).catch((error: unknown) => this.deps.logger.error({ err: error }, 'could not save the run'));
+      await saveRunEnd(store, runId, end, this.deps.logger.child({ session_id: this.sessionId }));
       await this.log.emit({ type: 'response_complete' });
     }
   }
@@ -299,13 +309,24 @@ export class ChatService {
         resume,
         saveCheckpoint: (checkpoint) => store.saveCheckpoint(input.runId, checkpoint),
         onEnd: async (outcome) => {
-          await store.appendMessages(this.sessionId, outcome.transcript, this.log.lastSeq);
-          await store.finishRun(input.runId, {
-            status: outcome.status,
-            endReason: outcome.status === 'stopped' ? outcome.reason : outcome.status === 'failed' ? outcome.message : undefined,
-            steps: outcome.steps,
-            usage: outcome.usage,
-          });
+          const runLogger = logger.child({ session_id: this.sessionId });
+          try {
+            await store.appendMessages(this.sessionId, outcome.transcript, this.log.lastSeq);
+          } catch (error) {
+            // The run still ends in the store, or a restart would end it a second time.
+            runLogger.error({ err: error, run_id: input.runId }, 'could not save the messages of the run');
+          }
+          await saveRunEnd(
+            store,
+            input.runId,
+            {
+              status: outcome.status,
+              endReason: outcome.status === 'stopped' ? outcome.reason : outcome.status === 'failed' ? outcome.message : undefined,
+              steps: outcome.steps,
+              usage: outcome.usage,
+            },
+            runLogger,
+          );
         },
       },
     );
@@ -315,14 +336,6 @@ export class ChatService {
   private async history(): Promise<LlmMessage[]> {
     const messages = (await this.deps.store.listMessages(this.sessionId)).map((record) => record.message);
     return trimToBudget(messages, this.deps.config.agent.contextBudgetChars);
-  }
-
-  /** The last step a run reached, read back from the log. */
-  private async lastStep(runId: string): Promise<number> {
-    const events = await this.deps.store.listEvents(this.sessionId, 0);
-    let step = 0;
-    for (const event of events) if (event.run_id === runId && 'step' in event && typeof event.step === 'number') step = event.step;
-    return step;
   }
 }
 

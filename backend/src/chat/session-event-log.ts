@@ -23,6 +23,8 @@ export class SessionEventLog implements EventSink {
   /** Deltas of one stream that arrived in the same turn of the event loop, sent as one. */
   private pendingDelta: DeltaEvent | undefined;
   private flushScheduled = false;
+  /** Runs whose response_complete is logged or queued: nothing of theirs may follow it. */
+  private readonly endedRuns = new Set<string>();
 
   constructor(
     private readonly sessionId: string,
@@ -40,7 +42,13 @@ export class SessionEventLog implements EventSink {
     return this.connections.size + this.joining.size;
   }
 
+  /** Whether the run's response_complete is logged, or queued to be (so anything emitted now comes after it). */
+  hasEnded(runId: string): boolean {
+    return this.endedRuns.has(runId);
+  }
+
   emit(body: LoggedEventBody): Promise<void> {
+    if (body.type === 'response_complete' && body.run_id) this.endedRuns.add(body.run_id);
     return this.enqueue(async () => {
       const event = { ...body, seq: this.seq + 1, ts: new Date().toISOString() } as LoggedEvent;
       await this.store.appendEvent(this.sessionId, event);

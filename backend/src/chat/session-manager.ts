@@ -11,7 +11,8 @@ import type { PromptProvider } from '../prompts/prompt-provider.ts';
 import type { Store } from '../store/store.ts';
 import { TOKENS } from '../tokens.ts';
 import { ToolRegistry } from '../tools/tool-registry.ts';
-import { type ChatDependencies, ChatService } from './chat-service.ts';
+import { type ChatDependencies, ChatService, PLAIN_CHAT } from './chat-service.ts';
+import { hasEnded, readLoggedRun } from './run-endings.ts';
 import { RunSlots } from './run-slots.ts';
 import { SessionEventLog } from './session-event-log.ts';
 
@@ -59,14 +60,25 @@ export class SessionManager {
     for (const chat of this.sessions.values()) chat.log.broadcast(message);
   }
 
-  /** A file saved or deleted goes into its session's log, so every client (and a replay) sees it. */
+  /**
+   * A file saved or deleted goes into its session's log, so every client (and a replay) sees it.
+   * A run's response_complete is its last event: a change that a tool of the run makes after it
+   * (a tool that ignored the stop for longer than the act phase waits) is logged without the run's
+   * id. It is logged all the same, since the file did change and every file list must say so.
+   */
   private readonly onFileChange: FileListener = async (change) => {
     const chat = await this.find(change.sessionId);
     if (!chat) return;
     await chat.ensureStored();
+    // Checked right before emit, which queues the event at once: nothing can slip in between.
+    let runId = change.runId;
+    if (runId && chat.log.hasEnded(runId)) {
+      this.logger.warn({ session_id: change.sessionId, run_id: runId, file: change.file.name }, 'file saved after its run ended');
+      runId = undefined;
+    }
     const event: LoggedEventBody =
       change.kind === 'saved'
-        ? { type: 'file_saved', file: change.file, source: change.source, ...(change.runId ? { run_id: change.runId } : {}) }
+        ? { type: 'file_saved', file: change.file, source: change.source, ...(runId ? { run_id: runId } : {}) }
         : { type: 'file_deleted', name: change.file.name };
     await chat.log.emit(event);
     this.release(chat);
@@ -107,21 +119,28 @@ export class SessionManager {
   /**
    * After a restart: runs that were waiting for the user's answer go on waiting (their deadline
    * still counts from when they asked); runs caught in the middle of anything else are closed.
+   * A run whose ending is already logged (its end could not be saved) never goes on, and is not
+   * ended twice. One run that cannot be recovered does not keep the server from starting.
    */
   async recover(): Promise<{ resumed: number; closed: number }> {
     let resumed = 0;
     let closed = 0;
     for (const run of await this.store.listRunningRuns()) {
-      const chat = await this.find(run.sessionId);
-      if (!chat) continue;
-      if (isRunCheckpoint(run.checkpoint)) {
-        chat.resume(run, run.checkpoint);
-        resumed++;
-      } else {
-        await chat.closeInterrupted(run);
-        closed++;
+      try {
+        const chat = await this.find(run.sessionId);
+        if (!chat) continue;
+        const checkpoint = isRunCheckpoint(run.checkpoint) ? run.checkpoint : undefined;
+        if (checkpoint && !hasEnded(await readLoggedRun(this.store, run, { plainChat: run.strategy === PLAIN_CHAT }))) {
+          chat.resume(run, checkpoint);
+          resumed++;
+        } else {
+          await chat.closeInterrupted(run);
+          closed++;
+        }
+        this.release(chat);
+      } catch (error) {
+        this.logger.error({ err: error, run_id: run.id, session_id: run.sessionId }, 'could not recover a run interrupted by a restart');
       }
-      this.release(chat);
     }
     if (resumed + closed > 0) this.logger.info({ resumed, closed }, 'recovered runs interrupted by a restart');
     return { resumed, closed };

@@ -7,6 +7,7 @@ import { inject, injectable } from 'tsyringe';
 import type { Config } from '../config/config.ts';
 import { ERROR_CODE, FileError } from '../errors.ts';
 import { TOKENS } from '../tokens.ts';
+import { abortReason } from '../util/abort.ts';
 import { UUID } from '../util/ids.ts';
 
 /** One file of a session, as listed. */
@@ -28,6 +29,13 @@ export type FileListener = (change: {
   file: SessionFileInfo;
   source: FileSource;
 }) => void | Promise<void>;
+
+/** Who writes a file, and the signal that cancels the write (a stopped run's). */
+export interface WriteOptions {
+  source: FileSource;
+  runId?: string | undefined;
+  signal?: AbortSignal | undefined;
+}
 
 /** What one read_file call returns. */
 export interface TextSlice {
@@ -52,6 +60,10 @@ const RESERVED = /[<>:"|?*]/g;
 export class SessionFiles {
   readonly root: string;
   private readonly listeners: FileListener[] = [];
+  /** Per session folder: the tail of its queue of count checks and commits. */
+  private readonly locks = new Map<string, Promise<unknown>>();
+  /** Per session folder: names being written, each holding a place under the limit until it is done. */
+  private readonly reservations = new Map<string, Map<string, number>>();
 
   constructor(@inject(TOKENS.Config) private readonly config: Config) {
     this.root = resolve(config.dataDir, 'files');
@@ -118,45 +130,55 @@ export class SessionFiles {
 
   /**
    * Writes a whole file (replacing one of that name), through a temporary file and a rename so a
-   * reader never sees half of it. `data` may be a stream; it is cut off at the size limit.
+   * reader never sees half of it. `data` may be a stream; it is cut off at the size limit. The
+   * name holds its place under the session's file limit from before the first byte until it is
+   * done, so parallel writers cannot overshoot the limit. Once `options.signal` aborts, nothing
+   * more is done: no temporary file is created, no chunk written, no rename made.
    */
   async write(
     sessionId: string,
     rawName: string,
     data: string | Uint8Array | AsyncIterable<Uint8Array | string>,
-    origin: { source: FileSource; runId?: string | undefined },
+    options: WriteOptions,
   ): Promise<SessionFileInfo> {
+    const { signal } = options;
+    throwIfAborted(signal);
     const name = SessionFiles.checkName(rawName);
     const dir = await this.ensureFolder(sessionId);
     const target = join(dir, name);
     const existing = await lstat(target).catch(() => undefined);
     if (existing && !existing.isFile()) throw invalid(`"${name}" exists and is not a regular file`);
-    if (!existing && (await this.count(dir)) >= this.config.files.maxPerSession) {
-      throw new FileError(ERROR_CODE.tooManyFiles, `A session holds at most ${this.config.files.maxPerSession} files`);
-    }
-    const temp = join(dir, `${TEMP_PREFIX}${randomUUID()}`);
-    const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
-    let size = 0;
+    const release = await this.reserve(dir, name);
     try {
-      const chunks = typeof data === 'string' || data instanceof Uint8Array ? [data] : data;
-      for await (const chunk of chunks) {
-        const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
-        size += bytes.byteLength;
-        if (size > this.maxBytes) {
-          throw new FileError(ERROR_CODE.fileTooLarge, `Files are limited to ${formatSize(this.maxBytes)}`);
+      throwIfAborted(signal);
+      const temp = join(dir, `${TEMP_PREFIX}${randomUUID()}`);
+      const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+      let size = 0;
+      try {
+        const chunks = typeof data === 'string' || data instanceof Uint8Array ? [data] : data;
+        for await (const chunk of chunks) {
+          throwIfAborted(signal);
+          const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+          size += bytes.byteLength;
+          if (size > this.maxBytes) {
+            throw new FileError(ERROR_CODE.fileTooLarge, `Files are limited to ${formatSize(this.maxBytes)}`);
+          }
+          await handle.write(bytes);
         }
-        await handle.write(bytes);
+        await handle.close();
+        throwIfAborted(signal);
+        await rename(temp, target);
+      } catch (error) {
+        await handle.close().catch(() => {});
+        await unlink(temp).catch(() => {});
+        throw error;
       }
-      await handle.close();
-      await rename(temp, target);
-    } catch (error) {
-      await handle.close().catch(() => {});
-      await unlink(temp).catch(() => {});
-      throw error;
+    } finally {
+      release();
     }
     const stats = await lstat(target);
     const file = { name, size: stats.size, modified: stats.mtime.toISOString() };
-    await this.notify({ sessionId, runId: origin.runId, kind: 'saved', file, source: origin.source });
+    await this.notify({ sessionId, runId: options.runId, kind: 'saved', file, source: options.source });
     return file;
   }
 
@@ -191,11 +213,14 @@ export class SessionFiles {
     return { name, size, stream: createReadStream('', { fd: handle, autoClose: true }) };
   }
 
-  async remove(sessionId: string, rawName: string): Promise<void> {
+  /** Deletes a file; nothing is deleted once `options.signal` has aborted. */
+  async remove(sessionId: string, rawName: string, options: { signal?: AbortSignal | undefined } = {}): Promise<void> {
+    throwIfAborted(options.signal);
     const name = SessionFiles.checkName(rawName);
     const path = join(this.folder(sessionId), name);
     const stats = await lstat(path).catch(() => undefined);
     if (!stats?.isFile()) throw notFound(name);
+    throwIfAborted(options.signal);
     await unlink(path);
     await this.notify({ sessionId, kind: 'deleted', file: { name, size: 0, modified: new Date().toISOString() }, source: 'user' });
   }
@@ -205,9 +230,46 @@ export class SessionFiles {
     await rm(this.folder(sessionId), { recursive: true, force: true });
   }
 
-  /** How many files a folder holds (names only: no stat per file). */
-  private async count(dir: string): Promise<number> {
-    return (await readdir(dir)).filter((name) => !name.startsWith('.')).length;
+  /**
+   * Takes a place for `name` under the session's file limit, or throws too_many_files. The places
+   * taken are the names in the folder and the names being written, counted once each (replacing a
+   * file takes no new place). Checks run one at a time per session, so two writers never both take
+   * the last place. Returns the function that gives the place back (the file, if written, then
+   * holds it in the folder).
+   */
+  private reserve(dir: string, name: string): Promise<() => void> {
+    return this.exclusive(dir, async () => {
+      const inFolder = new Set((await readdir(dir)).filter((entry) => !entry.startsWith('.')));
+      const writing = this.reservations.get(dir) ?? new Map<string, number>();
+      if (!inFolder.has(name) && !writing.has(name)) {
+        const taken = inFolder.size + [...writing.keys()].filter((pending) => !inFolder.has(pending)).length;
+        if (taken >= this.config.files.maxPerSession) {
+          throw new FileError(ERROR_CODE.tooManyFiles, `A session holds at most ${this.config.files.maxPerSession} files`);
+        }
+      }
+      writing.set(name, (writing.get(name) ?? 0) + 1);
+      this.reservations.set(dir, writing);
+      let released = false;
+      return () => {
+        if (released) return;
+        released = true;
+        const left = (writing.get(name) ?? 1) - 1;
+        if (left > 0) writing.set(name, left);
+        else writing.delete(name);
+        if (writing.size === 0 && this.reservations.get(dir) === writing) this.reservations.delete(dir);
+      };
+    });
+  }
+
+  /** Runs `work` after every earlier call for the same key has finished. */
+  private exclusive<T>(key: string, work: () => Promise<T>): Promise<T> {
+    const result = (this.locks.get(key) ?? Promise.resolve()).then(work);
+    const tail = result.catch(() => undefined);
+    this.locks.set(key, tail);
+    void tail.then(() => {
+      if (this.locks.get(key) === tail) this.locks.delete(key);
+    });
+    return result;
   }
 
   private async openExisting(sessionId: string, name: string) {
@@ -244,6 +306,10 @@ export class SessionFiles {
   private async notify(change: Parameters<FileListener>[0]): Promise<void> {
     for (const listener of this.listeners) await listener(change);
   }
+}
+
+function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw abortReason(signal);
 }
 
 function isContinuationByte(byte: number): boolean {

@@ -1,6 +1,6 @@
 import type { LoggedEvent } from '@stepwise/shared-types';
 import type { LlmMessage } from '../llm/llm-client.ts';
-import { type MessageRecord, type RunEnd, type RunRecord, type SessionRecord, type Store, titleFrom } from './store.ts';
+import { type MessageRecord, type NewRun, type RunEnd, type RunRecord, type SessionRecord, type Store, titleFrom } from './store.ts';
 
 interface SessionData {
   record: SessionRecord;
@@ -51,7 +51,7 @@ export class MemoryStore implements Store {
     return structuredClone(this.session(sessionId).messages);
   }
 
-  async createRun(run: Pick<RunRecord, 'id' | 'sessionId' | 'strategy' | 'maxSteps'>): Promise<void> {
+  async createRun(run: NewRun): Promise<void> {
     this.runs.set(run.id, { ...run, status: 'running', promptTokens: 0, completionTokens: 0, startedAt: this.now() });
   }
 

@@ -49,6 +49,17 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
       );
     `,
   },
+  {
+    version: 2,
+    name: 'token counts as 64-bit integers; where each run begins in its log',
+    // A model may report counts past 2^31 - 1 (in error, or across a long run): an integer column
+    // would refuse the run's end and leave the run open. after_seq tells a restart which logged
+    // events came after the run began, for runs whose events carry no run id (plain chat answers).
+    sql: `
+      alter table runs alter column prompt_tokens type bigint, alter column completion_tokens type bigint;
+      alter table runs add column after_seq integer;
+    `,
+  },
 ];
 
 /** Brings the schema up to date; each migration commits with its version, so a crash leaves no half. */

@@ -1,7 +1,7 @@
 import type { LoggedEvent } from '@stepwise/shared-types';
 import type { LlmMessage } from '../llm/llm-client.ts';
 import type { SqlDatabase } from './sql-database.ts';
-import { type MessageRecord, type RunEnd, type RunRecord, type SessionRecord, type Store, titleFrom } from './store.ts';
+import { type MessageRecord, type NewRun, type RunEnd, type RunRecord, type SessionRecord, type Store, titleFrom } from './store.ts';
 
 interface SessionRow {
   id: string;
@@ -18,8 +18,10 @@ interface RunRow {
   status: RunRecord['status'];
   end_reason: string | null;
   steps: number | null;
-  prompt_tokens: number;
-  completion_tokens: number;
+  /** bigint: node-postgres reads it as a string, PGlite as a number (or a bigint past 2^53). */
+  prompt_tokens: number | string | bigint;
+  completion_tokens: number | string | bigint;
+  after_seq: number | null;
   started_at: Date | string;
   ended_at: Date | string | null;
   checkpoint: unknown;
@@ -37,6 +39,12 @@ const EVENT_BATCH_LIMIT = 1_000;
 
 const iso = (value: Date | string) => new Date(value).toISOString();
 const json = (value: unknown) => JSON.stringify(value);
+/**
+ * A token count to add to a run's total: a whole number from 0 to Number.MAX_SAFE_INTEGER, so that
+ * totals (capped there too) read back as exact numbers.
+ */
+const tokenCount = (value: number | undefined) =>
+  value !== undefined && Number.isFinite(value) && value > 0 ? Math.min(Math.floor(value), Number.MAX_SAFE_INTEGER) : 0;
 /** json columns come back parsed from both drivers; tolerate text too. */
 const parsed = <T>(value: unknown): T => (typeof value === 'string' ? (JSON.parse(value) as T) : (value as T));
 
@@ -87,23 +95,30 @@ export class SqlStore implements Store {
     return rows.map((row) => ({ message: parsed<LlmMessage>(row.message), afterSeq: row.after_seq }));
   }
 
-  async createRun(run: Pick<RunRecord, 'id' | 'sessionId' | 'strategy' | 'maxSteps'>): Promise<void> {
-    await this.db.query("insert into runs (id, session_id, strategy, max_steps, status) values ($1, $2, $3, $4, 'running')", [
-      run.id,
-      run.sessionId,
-      run.strategy,
-      run.maxSteps,
-    ]);
+  async createRun(run: NewRun): Promise<void> {
+    await this.db.query(
+      "insert into runs (id, session_id, strategy, max_steps, status, after_seq) values ($1, $2, $3, $4, 'running', $5)",
+      [run.id, run.sessionId, run.strategy, run.maxSteps, run.afterSeq ?? null],
+    );
   }
 
   async finishRun(runId: string, end: RunEnd): Promise<void> {
     await this.db.query(
       `with finished as (
          update runs set status = $2, end_reason = $3, steps = $4, ended_at = now(), checkpoint = null,
-           prompt_tokens = prompt_tokens + $5, completion_tokens = completion_tokens + $6
+           prompt_tokens = least(prompt_tokens + $5::bigint, $7::bigint),
+           completion_tokens = least(completion_tokens + $6::bigint, $7::bigint)
          where id = $1 returning session_id)
        update sessions set updated_at = now() where id = (select session_id from finished)`,
-      [runId, end.status, end.endReason ?? null, end.steps ?? null, end.usage?.promptTokens ?? 0, end.usage?.completionTokens ?? 0],
+      [
+        runId,
+        end.status,
+        end.endReason ?? null,
+        end.steps ?? null,
+        tokenCount(end.usage?.promptTokens),
+        tokenCount(end.usage?.completionTokens),
+        Number.MAX_SAFE_INTEGER,
+      ],
     );
   }
 
@@ -195,8 +210,9 @@ function toRun(row: RunRow): RunRecord {
     status: row.status,
     endReason: row.end_reason ?? undefined,
     steps: row.steps ?? undefined,
-    promptTokens: row.prompt_tokens,
-    completionTokens: row.completion_tokens,
+    promptTokens: Number(row.prompt_tokens),
+    completionTokens: Number(row.completion_tokens),
+    afterSeq: row.after_seq ?? undefined,
     startedAt: iso(row.started_at),
     endedAt: row.ended_at ? iso(row.ended_at) : undefined,
     checkpoint: row.checkpoint === null ? undefined : parsed(row.checkpoint),

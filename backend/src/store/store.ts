@@ -29,11 +29,16 @@ export interface RunRecord {
   steps?: number | undefined;
   promptTokens: number;
   completionTokens: number;
+  /** The session's last seq when the run began (its events come after); unknown for older runs. */
+  afterSeq?: number | undefined;
   startedAt: string;
   endedAt?: string | undefined;
   /** What a run waiting for the user's answer needs to go on after a restart. */
   checkpoint?: unknown;
 }
+
+/** What a run is created with. */
+export type NewRun = Pick<RunRecord, 'id' | 'sessionId' | 'strategy' | 'maxSteps' | 'afterSeq'>;
 
 export interface RunEnd {
   status: Exclude<RunStatus, 'running'>;
@@ -55,7 +60,7 @@ export interface Store {
   appendMessages(sessionId: string, messages: LlmMessage[], afterSeq: number): Promise<void>;
   listMessages(sessionId: string): Promise<MessageRecord[]>;
 
-  createRun(run: Pick<RunRecord, 'id' | 'sessionId' | 'strategy' | 'maxSteps'>): Promise<void>;
+  createRun(run: NewRun): Promise<void>;
   finishRun(runId: string, end: RunEnd): Promise<void>;
   /** Saves (or with null, clears) what the run needs to resume. */
   saveCheckpoint(runId: string, checkpoint: unknown): Promise<void>;

@@ -55,8 +55,9 @@ export function createFileTools(files: SessionFiles, options: { readCapBytes: nu
     description: "Write a text file into this session's folder (the user can download it). Replaces a file of the same name.",
     source: 'builtin',
     parameters: WriteFileArgs,
-    async execute({ name, content }, { sessionId, runId }) {
-      const file = await files.write(sessionId, name, content, { source: 'agent', runId });
+    async execute({ name, content }, { sessionId, runId, signal }) {
+      // The run's signal reaches the write: after a stop, no file is created or replaced.
+      const file = await files.write(sessionId, name, content, { source: 'agent', runId, signal });
       return `Wrote ${file.name} (${formatSize(file.size)})`;
     },
   };

@@ -13,6 +13,13 @@ export type ToolOutcome =
   | { ok: true; result: unknown; content: string; durationMs: number }
   | { ok: false; error: string; content: string; durationMs: number };
 
+/**
+ * How long a stopped call (the run was stopped, or the call timed out) may take to wind down before
+ * it is given up. A tool that honours its signal settles well within it; one that ignores it cannot
+ * hold the run's ending for longer.
+ */
+export const TOOL_STOP_GRACE_MS = 3_000;
+
 /** Every tool a run may enable, by name; validates arguments and runs calls with a timeout. */
 @injectable()
 export class ToolRegistry {
@@ -90,7 +97,9 @@ export class ToolRegistry {
 
   /**
    * Runs one call of an enabled tool. Never throws for the tool's own faults: they become an
-   * outcome the model can read. Rejects only when the run's signal aborts.
+   * outcome the model can read. Rejects only when the run's signal aborts, and then only once the
+   * call has settled (or TOOL_STOP_GRACE_MS have passed), so that what it was doing is over before
+   * the run's ending is logged. A call is not started once the signal has aborted.
    */
   async execute(
     call: { name: string; arguments: string },
@@ -100,6 +109,7 @@ export class ToolRegistry {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
     try {
+      if (context.signal.aborted) throw abortReason(context.signal);
       const tool = enabled.has(call.name) ? this.tools.get(call.name) : undefined;
       if (!tool) throw new ToolNotFoundError(call.name);
       const parsed = tool.parameters.safeParse(this.parseArguments(call.arguments));
@@ -109,10 +119,12 @@ export class ToolRegistry {
       }
       const timeout = AbortSignal.timeout(this.config.tools.timeoutMs);
       const signal = AbortSignal.any([context.signal, timeout]);
+      const running = tool.execute(parsed.data, { ...context, signal });
       let result: unknown;
       try {
-        result = await raceAbort(tool.execute(parsed.data, { ...context, signal }), signal);
+        result = await raceAbort(running, signal);
       } catch (error) {
+        if (signal.aborted) await settledWithin(running, TOOL_STOP_GRACE_MS);
         if (timeout.aborted && !context.signal.aborted) {
           throw new ToolExecutionError(`${call.name} timed out after ${this.config.tools.timeoutMs} ms`);
         }
@@ -136,4 +148,16 @@ export class ToolRegistry {
     const truncated = `${content.slice(0, max)}… [truncated ${content.length - max} characters]`;
     return { result: truncated, content: truncated };
   }
+}
+
+/** Resolves once `promise` has settled, or after `ms`, whichever comes first; never rejects. */
+function settledWithin(promise: Promise<unknown>, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    promise.then(done, done);
+  });
 }

@@ -1,0 +1,94 @@
+import type { LoggedEvent } from '@stepwise/shared-types';
+import type { Logger } from '../logger.ts';
+import type { RunEnd, RunRecord, Store } from '../store/store.ts';
+
+/** How many logged events a scan of the log reads at a time. */
+const SCAN_PAGE_SIZE = 1_000;
+
+/**
+ * Saves how a run ended. When the store refuses that (a value it cannot hold, say), it tries once
+ * more with the status and reason alone: a run left open in the store would be ended a second time
+ * by the next restart. Never rejects; false when neither write went through.
+ */
+export async function saveRunEnd(store: Store, runId: string, end: RunEnd, logger: Logger): Promise<boolean> {
+  try {
+    await store.finishRun(runId, end);
+    return true;
+  } catch (error) {
+    logger.error({ err: error, run_id: runId }, 'could not save the end of the run; saving its status alone');
+  }
+  try {
+    await store.finishRun(runId, { status: end.status, endReason: end.endReason });
+    return true;
+  } catch (error) {
+    logger.error({ err: error, run_id: runId }, 'could not save the end of the run');
+    return false;
+  }
+}
+
+/** What a session's log holds of one run. */
+export interface LoggedRun {
+  /** The last step its events name; 0 when none does. */
+  step: number;
+  /** What its logged ending says, when one is logged. */
+  end?: RunEnd | undefined;
+  /** True once its response_complete is logged: the run has ended, whatever the store says. */
+  complete: boolean;
+}
+
+/**
+ * Reads a run back from its session's log, for a restart that finds it still running in the store.
+ * An agent run's events carry its id. A plain chat answer's do not: its events are the ones after
+ * the seq it began at, up to the first response_complete (a session answers one message at a
+ * time); without that seq (a run stored before it was kept) nothing is known of it.
+ */
+export async function readLoggedRun(store: Store, run: RunRecord, options: { plainChat: boolean }): Promise<LoggedRun> {
+  const logged: LoggedRun = { step: 0, complete: false };
+  if (options.plainChat && run.afterSeq === undefined) return logged;
+  const read = options.plainChat ? readPlainChatEvent : readAgentEvent;
+  let after = run.afterSeq ?? 0;
+  while (!logged.complete) {
+    const page = await store.listEvents(run.sessionId, after, SCAN_PAGE_SIZE);
+    for (const event of page) {
+      read(logged, event, run.id);
+      if (logged.complete) break;
+    }
+    if (page.length < SCAN_PAGE_SIZE) break;
+    after = page.at(-1)!.seq;
+  }
+  return logged;
+}
+
+/** True when the log shows the run's ending, or its response_complete: nothing of it may run again. */
+export function hasEnded(logged: LoggedRun): boolean {
+  return logged.complete || logged.end !== undefined;
+}
+
+function readAgentEvent(logged: LoggedRun, event: LoggedEvent, runId: string): void {
+  if (event.run_id !== runId) return;
+  if ('step' in event && typeof event.step === 'number') logged.step = event.step;
+  if (event.type === 'response_complete') logged.complete = true;
+  if (event.type !== 'agent_update') return;
+  switch (event.update_type) {
+    case 'agent_completion':
+      logged.end = { status: 'completed', steps: event.steps };
+      break;
+    case 'agent_stopped':
+      logged.end = { status: 'stopped', endReason: event.reason ?? 'user', steps: logged.step };
+      break;
+    case 'agent_error':
+      logged.end = { status: 'failed', endReason: event.message, steps: logged.step };
+      break;
+    default:
+      break;
+  }
+}
+
+function readPlainChatEvent(logged: LoggedRun, event: LoggedEvent): void {
+  // An answer that was shown completed the run; one that ended without an answer was cut short.
+  if (event.type === 'assistant_message') logged.end = { status: 'completed' };
+  if (event.type === 'response_complete') {
+    logged.end ??= { status: 'stopped' };
+    logged.complete = true;
+  }
+}
