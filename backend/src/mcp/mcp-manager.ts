@@ -118,7 +118,7 @@ export class McpManager {
         });
         return describeToolResult(result, async (bytes, mimeType, kind) => {
           const fileName = `${connection.name}-${kind}-${randomBytes(4).toString('hex')}.${extensionFor(mimeType)}`;
-          const saved = await files.write(context.sessionId, fileName, bytes, { source: connection.name, runId: context.runId });
+          const saved = await files.write(context.sessionId, fileName, bytes, { source: connection.name, runId: context.runId, signal: context.signal });
           return saved.name;
         });
       },
