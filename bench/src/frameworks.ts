@@ -11,6 +11,8 @@ import { z } from 'zod';
 /** One framework as the benchmarks drive it. */
 export interface Framework {
   readonly name: string;
+  /** Gets ready for the next task outside the timed part (Stepwise with a new chat: opens its socket). */
+  prepare?(): Promise<void>;
   /** Runs the K-step calculator task once; resolves with the number of model calls it made. */
   task(steps: number): Promise<number>;
   /**
@@ -107,8 +109,81 @@ export function langGraph(baseURL: string): Framework {
   };
 }
 
-/** Stepwise over its real WebSocket: one session, a run per task. */
-export async function stepwise(wsUrl: string): Promise<Framework> {
+/**
+ * N sessions in lockstep with the bare openai SDK: all start at once, each makes `calls` model
+ * calls one after another (its conversation growing as a chat's would), and notes the lag between
+ * the model server stamping each reply and this process having it parsed. The same shape of load
+ * as N Stepwise sessions running at once, with nothing but the SDK between model and caller.
+ */
+export async function bareLockstep(baseURL: string, sessions: number, calls: number): Promise<{ totalMs: number; lags: number[] }> {
+  const client = new OpenAI({ baseURL, apiKey: 'bench', maxRetries: 0, timeout: 600_000 });
+  const lags: number[] = [];
+  const session = async () => {
+    const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [{ role: 'user', content: 'lockstep' }];
+    for (let call = 0; call < calls; call++) {
+      const response = await client.chat.completions.create({ model: 'bench', messages });
+      const received = now();
+      const content = response.choices[0]!.message.content ?? '';
+      const sentAt = Number(/(\d{13}\.\d+)/.exec(content)?.[1]);
+      if (sentAt) lags.push(received - sentAt);
+      messages.push({ role: 'assistant', content }, { role: 'user', content: 'lockstep, next' });
+    }
+  };
+  const started = now();
+  await Promise.all(Array.from({ length: sessions }, session));
+  return { totalMs: now() - started, lags };
+}
+
+/** How the Stepwise worker uses chats: a new one per task, or one for every task (its history growing). */
+export type StepwiseChat = 'fresh' | 'growing';
+
+/** Stepwise over its real WebSocket, a run per task, in a new session per task or in one growing session. */
+export async function stepwise(wsUrl: string, chat: StepwiseChat): Promise<Framework> {
+  let connection = await connect(wsUrl);
+  return {
+    name: 'Stepwise',
+    async prepare() {
+      if (chat === 'growing') return;
+      await connection.close();
+      connection = await connect(wsUrl);
+    },
+    async task(steps) {
+      const { next, listeners, socket } = connection;
+      const complete = next((event) => event.type === 'response_complete');
+      let calls = 0;
+      const count = (event: Record<string, unknown>) => {
+        if (event.update_type === 'agent_reason' || event.update_type === 'agent_observe') calls++;
+        if (event.type === 'tool_start') calls++; // the act call that asked for it
+      };
+      listeners.add(count);
+      socket.send(JSON.stringify({ type: 'chat', content: PROMPT, agent_mode: true, agent_max_steps: steps, tools: ['calculator'] }));
+      await complete;
+      listeners.delete(count);
+      return calls;
+    },
+    async stop(marker, inFlight) {
+      const { next, socket } = connection;
+      const started = next((event) => event.update_type === 'agent_turn_start');
+      const stopped = next((event) => event.update_type === 'agent_stopped');
+      const complete = next((event) => event.type === 'response_complete');
+      socket.send(JSON.stringify({ type: 'chat', content: marker, agent_mode: true }));
+      await started;
+      await inFlight();
+      const stopAt = now();
+      socket.send(JSON.stringify({ type: 'agent_control', action: 'stop' }));
+      await stopped;
+      const endedAt = now();
+      await complete;
+      return { stopAt, endedAt };
+    },
+    async close() {
+      await connection.close();
+    },
+  };
+}
+
+/** One Stepwise session: a socket, open once the server has sent `session`. */
+async function connect(wsUrl: string) {
   const socket = new WebSocket(wsUrl);
   const listeners = new Set<(event: Record<string, unknown>) => void>();
   socket.on('message', (data) => {
@@ -131,36 +206,15 @@ export async function stepwise(wsUrl: string): Promise<Framework> {
   });
   await session;
   return {
-    name: 'Stepwise',
-    async task(steps) {
-      const complete = next((event) => event.type === 'response_complete');
-      let calls = 0;
-      const count = (event: Record<string, unknown>) => {
-        if (event.update_type === 'agent_reason' || event.update_type === 'agent_observe') calls++;
-        if (event.type === 'tool_start') calls++; // the act call that asked for it
-      };
-      listeners.add(count);
-      socket.send(JSON.stringify({ type: 'chat', content: PROMPT, agent_mode: true, agent_max_steps: steps, tools: ['calculator'] }));
-      await complete;
-      listeners.delete(count);
-      return calls;
-    },
-    async stop(marker, inFlight) {
-      const started = next((event) => event.update_type === 'agent_turn_start');
-      const stopped = next((event) => event.update_type === 'agent_stopped');
-      const complete = next((event) => event.type === 'response_complete');
-      socket.send(JSON.stringify({ type: 'chat', content: marker, agent_mode: true }));
-      await started;
-      await inFlight();
-      const stopAt = now();
-      socket.send(JSON.stringify({ type: 'agent_control', action: 'stop' }));
-      await stopped;
-      const endedAt = now();
-      await complete;
-      return { stopAt, endedAt };
-    },
-    async close() {
-      socket.close();
-    },
+    socket,
+    listeners,
+    next,
+    /** Closes the socket and waits for the server's close frame, so its cleanup is not timed with the next task. */
+    close: () =>
+      new Promise<void>((resolve) => {
+        if (socket.readyState === WebSocket.CLOSED) return resolve();
+        socket.once('close', () => resolve());
+        socket.close();
+      }),
   };
 }

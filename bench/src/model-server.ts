@@ -3,8 +3,10 @@
 //   BENCH_STEPS      tool steps per task (default 3)
 //   BENCH_LATENCY_MS time before each reply (default 0)
 //   BENCH_MODE       'task' (default), 'slow' (every reply takes 10 s), 'stream' (BENCH_TOKENS tokens, fast)
+// In 'task' mode a conversation whose last user message starts with "lockstep" gets a stamped
+// text reply each call (the bare-SDK side of the concurrency benchmark).
 import { once } from 'node:events';
-import { createServer } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { observeText, reasonText, ScriptedLlmServer, type RecordedRequest, type ScriptedReply } from '../../tests/fixtures/scripted-llm-server.ts';
 
@@ -17,6 +19,7 @@ const streamText = 'tok '.repeat(tokens);
 /** What the model says next in the K-step calculator task, for Stepwise's phases and for a plain tool loop. */
 function taskReply(request: RecordedRequest): ScriptedReply {
   const delayMs = latency || undefined;
+  if (request.phase === 'chat' && markerOf(request).startsWith('lockstep')) return { text: 'Lockstep {{sent_at}}', stampSentAt: true, delayMs };
   const messages = request.body.messages;
   const toolResults = messages.filter((message) => message.role === 'tool').length;
   const calculator = { toolCalls: [{ name: 'calculator', arguments: { expression: `${toolResults}+1` } }], delayMs };
@@ -49,7 +52,19 @@ function markerOf(request: RecordedRequest): string {
 /** Requests of the stop benchmark by their marker (the last user message), to report when each was closed. */
 const watched = new Map<string, RecordedRequest>();
 
+/** Sizes of the request bodies received since the stats port was last asked (GET /bodies). */
+const bodies = { requests: 0, bytes: 0, maxBytes: 0 };
+
 const server = await ScriptedLlmServer.start();
+// The fixture keeps its HTTP server to itself; its request headers are all the tally needs
+// (every client here sends a Content-Length), so nothing is parsed twice. Should the fixture
+// change shape, the sizes are simply not reported.
+(server as unknown as { server?: Server }).server?.prependListener('request', (request: IncomingMessage) => {
+  const length = Number(request.headers['content-length'] ?? 0);
+  bodies.requests++;
+  bodies.bytes += length;
+  bodies.maxBytes = Math.max(bodies.maxBytes, length);
+});
 server.respond((request) => {
   // Keep no history: the benchmarks send hundreds of thousands of requests.
   server.requests.length = 0;
@@ -61,13 +76,19 @@ server.respond((request) => {
   return taskReply(request);
 });
 // On the stats port, GET /received?marker=… and /closed?marker=…: when the request with that marker
-// arrived, and when it was closed (/closed forgets it).
+// arrived, and when it was closed (/closed forgets it); GET /bodies: the request bodies' sizes since
+// the last time it was asked.
 const stats = createServer((request, response) => {
   const url = new URL(request.url ?? '/', 'http://x');
+  response.setHeader('content-type', 'application/json');
+  if (url.pathname === '/bodies') {
+    response.end(JSON.stringify(bodies));
+    Object.assign(bodies, { requests: 0, bytes: 0, maxBytes: 0 });
+    return;
+  }
   const marker = url.searchParams.get('marker') ?? '';
   const recorded = watched.get(marker);
   if (url.pathname === '/closed' && recorded?.aborted) watched.delete(marker);
-  response.setHeader('content-type', 'application/json');
   response.end(JSON.stringify(recorded ? { receivedAt: recorded.receivedAt, closedAt: recorded.abortedAt ?? null } : {}));
 });
 stats.listen(0, '127.0.0.1');

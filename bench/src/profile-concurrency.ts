@@ -1,16 +1,17 @@
 // Profiles the Stepwise server (node --cpu-prof) under N concurrent three-step runs.
 // N=300 PROFILE_DIR=/tmp/prof [STORE=postgres] node --import tsx bench/src/profile-concurrency.ts
 import WebSocket from 'ws';
-import { startTestPostgres } from '../../scripts/postgres.mjs';
-import { startModelServer, startStepwise } from './processes.ts';
+import { startBenchPostgres } from './postgres.ts';
+import { startModelServer } from './processes.ts';
+import { startStepwise } from './stepwise-server.ts';
 
 const n = Number(process.env.N ?? 200);
-const postgres = process.env.STORE === 'postgres' ? await startTestPostgres() : undefined;
+const postgres = process.env.STORE === 'postgres' ? await startBenchPostgres() : undefined;
 const model = await startModelServer({ BENCH_MODE: 'task', BENCH_STEPS: '3', BENCH_LATENCY_MS: '250' });
-const server = await startStepwise(model.url, postgres ? { DATABASE_URL: postgres.url } : {}, [
-  '--cpu-prof',
-  `--cpu-prof-dir=${process.env.PROFILE_DIR}`,
-]);
+const server = await startStepwise(model.url, {
+  env: postgres ? { DATABASE_URL: await postgres.newDatabase() } : {},
+  nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${process.env.PROFILE_DIR}`],
+});
 const sockets = await Promise.all(
   Array.from({ length: n }, () =>
     new Promise<WebSocket>((resolve) => {

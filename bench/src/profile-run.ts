@@ -1,8 +1,15 @@
 // Drives Stepwise with the overhead task while its server writes a CPU profile (node --cpu-prof).
-import { startModelServer, startStepwise, startWorker } from './processes.ts';
+// PROFILE_DIR=/tmp/prof [EXTRA='{"DB_SYNC":"full"}'] [CHAT=growing] node --import tsx bench/src/profile-run.ts
+import { startModelServer, startWorker } from './processes.ts';
+import { startStepwise } from './stepwise-server.ts';
+import { median } from './stats.ts';
+
 const model = await startModelServer({ BENCH_MODE: 'task', BENCH_STEPS: '20' });
-const server = await startStepwise(model.url, process.env.EXTRA ? JSON.parse(process.env.EXTRA) : {}, ['--cpu-prof', `--cpu-prof-dir=${process.env.PROFILE_DIR}`]);
-const worker = await startWorker('stepwise', server.wsUrl);
+const server = await startStepwise(model.url, {
+  env: process.env.EXTRA ? JSON.parse(process.env.EXTRA) : {},
+  nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${process.env.PROFILE_DIR}`],
+});
+const worker = await startWorker(process.env.CHAT === 'growing' ? 'stepwise-growing' : 'stepwise-fresh', server.wsUrl);
 const floor = await startWorker('floor', model.url);
 for (let i = 0; i < 3; i++) await worker.task(20);
 const times: number[] = [];
@@ -13,9 +20,7 @@ for (let i = 0; i < 15; i++) {
   const r = await worker.task(20);
   times.push(r.ms / r.calls);
 }
-times.sort((a, b) => a - b);
-floors.sort((a, b) => a - b);
-console.log('stepwise per call median ms', times[7]!.toFixed(3), 'floor', floors[7]!.toFixed(3));
+console.log(`${server.store.label}: stepwise per call median ms ${median(times).toFixed(3)}, floor ${median(floors).toFixed(3)}`);
 await worker.exit();
 await floor.exit();
 await server.stop();

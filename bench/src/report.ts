@@ -1,52 +1,122 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { assessTargets } from './targets.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
-/** Renders the figures as Markdown tables; the reading of them is written by hand below the marker. */
+const known = (value: unknown) => value !== undefined && value !== null && !Number.isNaN(value);
+const show = (value: unknown, format: (value: any) => string) => (known(value) ? format(value) : '—');
+const us = (value: number) => `${Math.round(value)} µs`;
+const kb = (value: number) => `${value < 10 ? value.toFixed(1) : Math.round(value)} KiB`;
+
+/** Renders the figures as Markdown tables; the reading of them is written by hand in READING.md, appended. */
 export function report(results: any): string {
-  const { machine, overhead, stop, concurrency, streaming } = results;
+  const { machine, overhead, stop, concurrency, streaming, footprint, stores } = results;
   const lines: string[] = [];
   lines.push('# Benchmark results', '');
   lines.push(
     `Run ${results.date}${results.quick ? ' (quick smoke run: small N, figures not meaningful)' : ''} on ${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGb} GiB, Node ${machine.node}.`,
-    'Every framework talks to the same scripted OpenAI-compatible server (the tests\' fixture) in its own process on 127.0.0.1; each framework runs in one warm process of its own.',
-    '',
+    "Every framework talks to the same scripted OpenAI-compatible server (the tests' fixture) in its own process on 127.0.0.1; each framework runs in one warm process of its own, and Stepwise's server in another.",
   );
+  if (stores) {
+    const postgres = stores.postgresVersion
+      ? ` PostgreSQL: ${stores.postgresVersion}, ${Object.entries(stores.postgresSettings ?? {}).map(([name, value]) => `${name}=${value}`).join(', ')}, a new database per server.`
+      : '';
+    lines.push(`Stores: the embedded store as the server reports it (${stores.embeddedDescription ?? 'it reported nothing'}), on a new DATA_DIR per server on a disk-backed file system.${postgres}`);
+  }
+  lines.push('');
+
+  const verdicts = assessTargets(results);
+  if (verdicts.length) {
+    lines.push('## Targets', '');
+    lines.push('| target | Stepwise configuration | measured | verdict |', '| --- | --- | --- | --- |');
+    for (const verdict of verdicts) {
+      const word = verdict.met === undefined ? 'not shown by this run' : verdict.met ? '**met**' : '**missed**';
+      lines.push(`| ${verdict.target} | ${verdict.subject} | ${verdict.measured} | ${word} |`);
+    }
+    lines.push('');
+  }
+
+  if (footprint) {
+    const starts = footprint.rows[0]?.starts ?? 0;
+    lines.push(`## 0. Cold start and idle memory (${starts} start${starts === 1 ? '' : 's'} per store)`, '');
+    lines.push('| store | cold start to a healthy /api/health, median (min – max) | idle server RSS, median |', '| --- | ---: | ---: |');
+    for (const row of footprint.rows) {
+      lines.push(`| ${row.store} | ${(row.coldStartMs / 1000).toFixed(2)} s (${(row.coldStartMinMs / 1000).toFixed(2)} – ${(row.coldStartMaxMs / 1000).toFixed(2)} s) | ${row.idleRssMb} MB |`);
+    }
+    lines.push(
+      '',
+      `Cold start: from spawning \`node --import tsx backend/src/main.ts\` (as \`pnpm start\` runs it) on a new, empty DATA_DIR to the first 200 from \`/api/health\`, asked every 5 ms. Idle RSS: the server's VmRSS after that start, one three-step agent chat in a new session and ${footprint.settleMs / 1000} s of quiet.`,
+      '',
+    );
+  }
+
   if (overhead) {
-  lines.push(`## 1. Overhead per model call (${overhead.steps} tool steps per task, ${overhead.rounds} interleaved rounds, zero model latency)`, '');
-  lines.push('| framework | model calls per task | time per call (median) | overhead per call vs floor, p50 / p95 | ratio to floor (median) | peak RSS of its process |');
-  lines.push('| --- | ---: | ---: | ---: | ---: | ---: |');
-  for (const row of overhead.rows) {
-    const rss = row.serverRssMb === undefined ? `${row.rssMb} MB` : `${row.serverRssMb} MB server + ${row.rssMb} MB client`;
-    lines.push(`| ${row.name} | ${row.calls} | ${row.perCallMs.toFixed(3)} ms | ${Math.round(row.overheadP50Us)} µs / ${Math.round(row.overheadP95Us)} µs | ${row.ratio.toFixed(2)}× | ${rss} |`);
+    lines.push(`## 1. Overhead per model call (${overhead.steps} tool steps per task, ${overhead.rounds} interleaved rounds, zero model latency)`, '');
+    lines.push('| framework | model calls per task | time per call (median) | overhead per call vs floor, p50 / p95 | ratio to floor (median) | CPU per call, its own process | Stepwise server CPU per call | request body per call, mean / max | peak RSS of its process |');
+    lines.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+    for (const row of overhead.rows) {
+      const rss = row.serverRssMb === undefined ? `${row.rssMb} MB` : `${row.serverRssMb} MB server + ${row.rssMb} MB client`;
+      const body = known(row.requestKbMean) ? `${kb(row.requestKbMean)} / ${kb(row.requestKbMax)}` : '—';
+      lines.push(
+        `| ${row.name} | ${row.calls} | ${row.perCallMs.toFixed(3)} ms | ${us(row.overheadP50Us)} / ${us(row.overheadP95Us)} | ${row.ratio.toFixed(2)}× | ${show(row.cpuUsPerCall, us)} | ${show(row.serverCpuUsPerCall, us)} | ${body} | ${rss} |`,
+      );
+    }
+    const fresh = overhead.rows.find((row: any) => row.newChatMs !== undefined);
+    const method = overhead.rows.some((row: any) => row.kind !== undefined);
+    if (!method) {
+      lines.push('', '(Figures of an older harness: Stepwise ran every task in one growing chat; CPU and request sizes were not measured.)', '');
+    } else {
+      lines.push(
+        '',
+        'Stepwise opens a new chat (a new WebSocket session) for every task, outside the timed part, as a user starting a conversation would; ' +
+          'the row marked "one growing chat" runs every task in one session instead, so its requests carry the whole history (see their size) and its ratio grows with the number of rounds: it is not a per-call figure.' +
+          (fresh ? ` Opening a new chat (socket open to \`session\`) took ${fresh.newChatMs.toFixed(1)} ms (median, ${fresh.name}).` : ''),
+        "Each run is paired with a floor run just before it; ratio and overhead are taken within each pair, medians over rounds. CPU per call: the process's user + system time over the measured runs divided by their model calls (a framework's own process: `process.cpuUsage()` around each run; Stepwise's server: /proc/PID/stat around each run, opening its new chat included, in 10 ms ticks, summed; with PostgreSQL, the database's own processes are not counted). Stepwise makes three model calls per step (reason, act, observe), the peers one.",
+        '',
+      );
+    }
   }
-  }
+
   if (stop) {
-  lines.push('', `## 2. Stop latency (${stop.trials} stops each, during a 10 s model call)`, '');
-  lines.push('| framework | to the end seen by the caller, p50 / p99 / max | to the upstream request closed, p50 / p99 / max |');
-  lines.push('| --- | ---: | ---: |');
-  for (const row of stop.rows) {
-    const cell = (value: any) => `${value.p50} / ${value.p99} / ${value.max} ms`;
-    lines.push(`| ${row.name} | ${cell(row.toEndMs)} | ${cell(row.toUpstreamCloseMs)} |`);
+    lines.push(`## 2. Stop latency (${stop.trials} stops each, during a 10 s model call)`, '');
+    lines.push('| framework | to the end seen by the caller, p50 / p99 / max | to the upstream request closed, p50 / p99 / max |');
+    lines.push('| --- | ---: | ---: |');
+    for (const row of stop.rows) {
+      const cell = (value: any) => `${value.p50} / ${value.p99} / ${value.max} ms`;
+      lines.push(`| ${row.name} | ${cell(row.toEndMs)} | ${cell(row.toUpstreamCloseMs)} |`);
+    }
+    lines.push('');
   }
-  }
+
   if (concurrency) {
-  lines.push('', '## 3. Concurrency (three-step runs, 250 ms per model call: 9 calls, 2.25 s ideal)', '');
-  lines.push('| store | sessions | total time | ideal | lag model → client, p50 / p99 | server memory per idle session | server peak RSS | server CPU |');
-  lines.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
-  for (const row of concurrency.rows) {
-    lines.push(`| ${row.store} | ${row.sessions} | ${(row.totalMs / 1000).toFixed(2)} s | ${(row.idealMs / 1000).toFixed(2)} s | ${row.lagP50Ms} / ${row.lagP99Ms} ms | ${row.idleRssPerSessionKb} KB | ${row.peakRssMb} MB | ${row.cpuPercent}% |`);
+    const latency = concurrency.latencyMs ?? 250;
+    const calls = concurrency.calls ?? 9;
+    lines.push(`## 3. Concurrency (N sessions in lockstep, three-step runs, ${latency} ms per model call: ${calls} calls, ${((latency * calls) / 1000).toFixed(2)} s ideal)`, '');
+    lines.push('| system | sessions | total time | ideal | lag model → client, p50 / p99 | memory per idle session | peak RSS | CPU | CPU per model call |');
+    lines.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+    for (const row of concurrency.rows) {
+      const system = row.system ?? row.store;
+      lines.push(
+        `| ${system} | ${row.sessions} | ${(row.totalMs / 1000).toFixed(2)} s | ${(row.idealMs / 1000).toFixed(2)} s | ${row.lagP50Ms} / ${row.lagP99Ms} ms | ${show(row.idleRssPerSessionKb, (value) => `${value} KB`)} | ${row.peakRssMb} MB | ${row.cpuPercent}% | ${show(row.cpuUsPerCall, us)} |`,
+      );
+    }
+    const largest = Object.entries(concurrency.largestUnder100ms).map(([system, n]) => `${system}: **${n || 'none of those measured'}**`).join('; ');
+    lines.push(
+      '',
+      `Largest N with p99 lag under 100 ms: ${largest}.`,
+      '',
+      "The bare SDK rows make the same calls for N sessions from one process of their own, each session's conversation growing call by call; their lag is from the model server stamping a reply to that process having it parsed, for every call. Stepwise's lag is to the session's WebSocket client (in the runner's process) receiving the agent_reason or agent_observe event that carries the reply. RSS and CPU are the process that makes the model calls: the worker, or Stepwise's server.",
+      '',
+    );
   }
-  const largest = Object.entries(concurrency.largestUnder100ms).map(([store, n]) => `${store}: **${n || 'none of those measured'}**`).join('; ');
-  lines.push('', `Largest N with p99 lag under 100 ms: ${largest}.`, '');
-  }
+
   if (streaming) {
-  lines.push(`## 4. Streaming relay (${streaming.tokens} tokens, as fast as the socket takes them)`, '');
-  lines.push('| | |', '| --- | ---: |');
-  lines.push(`| bare openai SDK stream, tokens per second | ${streaming.floorTokensPerSecond} |`);
-  lines.push(`| Stepwise, tokens per second reaching the WebSocket client as \`assistant_delta\` | ${streaming.stepwiseTokensPerSecond} (${streaming.tokensAtClient} tokens in ${streaming.framesAtClient} frames) |`);
-  lines.push(`| added time per token, Stepwise relay vs bare SDK | ${streaming.addedLatencyPerTokenUs} µs |`, '');
+    lines.push(`## 4. Streaming relay (${streaming.tokens} tokens, as fast as the socket takes them)`, '');
+    lines.push('| | |', '| --- | ---: |');
+    lines.push(`| bare openai SDK stream, tokens per second | ${streaming.floorTokensPerSecond} |`);
+    lines.push(`| Stepwise, tokens per second reaching the WebSocket client as \`assistant_delta\` | ${streaming.stepwiseTokensPerSecond} (${streaming.tokensAtClient} tokens in ${streaming.framesAtClient} frames) |`);
+    lines.push(`| added time per token, Stepwise relay vs bare SDK | ${streaming.addedLatencyPerTokenUs} µs |`, '');
   }
   const reading = join(dirname(fileURLToPath(import.meta.url)), '..', 'READING.md');
   if (existsSync(reading)) lines.push(readFileSync(reading, 'utf8'));

@@ -1,11 +1,16 @@
 // One framework in one warm process, driven over IPC by the benchmark runner.
 import './guard.ts';
-import { bareOpenAi, type Framework, langGraph, now, openAiAgents, stepwise, vercelAi } from './frameworks.ts';
+import { bareLockstep, bareOpenAi, type Framework, langGraph, now, openAiAgents, stepwise, vercelAi } from './frameworks.ts';
 
-export type WorkerCommand = { cmd: 'task'; steps: number } | { cmd: 'stop'; marker: string; stats: string } | { cmd: 'exit' };
+export type WorkerCommand =
+  | { cmd: 'task'; steps: number }
+  | { cmd: 'stop'; marker: string; stats: string }
+  | { cmd: 'lockstep'; sessions: number; calls: number }
+  | { cmd: 'exit' };
 export type WorkerReply =
-  | { ok: true; ms: number; calls: number; rss: number }
+  | { ok: true; ms: number; calls: number; rss: number; cpuUs: number; prepareMs: number }
   | { ok: true; stopAt: number; endedAt: number }
+  | { ok: true; totalMs: number; lags: number[]; rss: number; cpuUs: number }
   | { ok: false; error: string };
 
 const [name, target] = process.argv.slice(2) as [string, string];
@@ -14,36 +19,64 @@ const factories: Record<string, () => Framework | Promise<Framework>> = {
   agents: () => openAiAgents(target),
   ai: () => vercelAi(target),
   langgraph: () => langGraph(target),
-  stepwise: () => stepwise(target),
+  'stepwise-fresh': () => stepwise(target, 'fresh'),
+  'stepwise-growing': () => stepwise(target, 'growing'),
 };
 const framework = await factories[name]!();
 let peakRss = process.memoryUsage().rss;
+const cpuUs = (since: NodeJS.CpuUsage) => {
+  const used = process.cpuUsage(since);
+  return used.user + used.system;
+};
 
 process.on('message', async (command: WorkerCommand) => {
   try {
-    if (command.cmd === 'exit') {
-      await framework.close();
-      process.exit(0);
-    }
-    if (command.cmd === 'task') {
-      const started = now();
-      const calls = await framework.task(command.steps);
-      const ms = now() - started;
-      peakRss = Math.max(peakRss, process.memoryUsage().rss);
-      process.send!({ ok: true, ms, calls, rss: peakRss } satisfies WorkerReply);
-    } else {
-      const { marker, stats } = command;
-      const inFlight = async () => {
-        for (;;) {
-          const seen = (await (await fetch(`${stats}/received?marker=${encodeURIComponent(marker)}`)).json()) as { receivedAt?: number };
-          if (seen.receivedAt) return;
-          await new Promise((resolve) => setTimeout(resolve, 1));
-        }
-      };
-      process.send!({ ok: true, ...(await framework.stop(marker, inFlight)) } satisfies WorkerReply);
+    switch (command.cmd) {
+      case 'exit':
+        await framework.close();
+        process.exit(0);
+        break;
+      case 'task': {
+        const prepared = now();
+        await framework.prepare?.();
+        const prepareMs = now() - prepared;
+        const cpu = process.cpuUsage();
+        const started = now();
+        const calls = await framework.task(command.steps);
+        const ms = now() - started;
+        const used = cpuUs(cpu);
+        peakRss = Math.max(peakRss, process.memoryUsage().rss);
+        process.send!({ ok: true, ms, calls, rss: peakRss, cpuUs: used, prepareMs } satisfies WorkerReply);
+        break;
+      }
+      case 'lockstep': {
+        const cpu = process.cpuUsage();
+        const { totalMs, lags } = await bareLockstep(target, command.sessions, command.calls);
+        const used = cpuUs(cpu);
+        peakRss = Math.max(peakRss, process.memoryUsage().rss);
+        process.send!({ ok: true, totalMs, lags, rss: peakRss, cpuUs: used } satisfies WorkerReply);
+        break;
+      }
+      case 'stop': {
+        const { marker, stats } = command;
+        await framework.prepare?.();
+        const inFlight = async () => {
+          for (;;) {
+            const seen = (await (await fetch(`${stats}/received?marker=${encodeURIComponent(marker)}`)).json()) as { receivedAt?: number };
+            if (seen.receivedAt) return;
+            await new Promise((resolve) => setTimeout(resolve, 1));
+          }
+        };
+        process.send!({ ok: true, ...(await framework.stop(marker, inFlight)) } satisfies WorkerReply);
+        break;
+      }
+      default: {
+        const unknown: never = command;
+        throw new Error(`unknown command ${JSON.stringify(unknown)}`);
+      }
     }
   } catch (error) {
     process.send!({ ok: false, error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) } satisfies WorkerReply);
   }
 });
-process.send!({ ok: true, ms: 0, calls: 0, rss: peakRss } satisfies WorkerReply);
+process.send!({ ok: true, ms: 0, calls: 0, rss: peakRss, cpuUs: 0, prepareMs: 0 } satisfies WorkerReply);

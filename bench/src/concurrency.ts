@@ -1,0 +1,109 @@
+// 3. N sessions in lockstep, each a three-step run (9 model calls) against a model that takes
+// 250 ms per call: how late each reply reaches its client. Stepwise on each store, against the
+// bare openai SDK making the same calls for N sessions in one process of its own (the floor: what
+// any server built on that SDK starts from), each N in turn on every side.
+import { cpuMs, currentRss, peakRss, startModelServer, startWorker } from './processes.ts';
+import { log, now, type Settings, sleep } from './settings.ts';
+import { mb, median, quantile, round } from './stats.ts';
+import { startStepwise } from './stepwise-server.ts';
+import type { StoreSetup, Stores } from './stores.ts';
+import { AGENT_RUN, type Client, openClient, warmUpChat } from './ws-client.ts';
+
+const LATENCY_MS = 250;
+const CALLS = 9;
+export const BARE_SDK = 'bare openai SDK client';
+
+/** One system at one N. */
+interface ConcurrencyRow {
+  system: string;
+  sessions: number;
+  totalMs: number;
+  idealMs: number;
+  lagP50Ms: number;
+  lagP99Ms: number;
+  /** Stepwise only: the server's growth per connected, idle session. */
+  idleRssPerSessionKb: number | undefined;
+  peakRssMb: number;
+  cpuPercent: number;
+  cpuUsPerCall: number;
+}
+
+export async function concurrency(settings: Settings, stores: Stores) {
+  log(`3. concurrency: ${settings.sessions.join(', ')} sessions in lockstep, three-step runs, ${LATENCY_MS} ms per model call`);
+  const model = await startModelServer({ BENCH_MODE: 'task', BENCH_STEPS: '3', BENCH_LATENCY_MS: String(LATENCY_MS) });
+  const stepwiseStores = [stores.embedded, ...(stores.postgres ? [stores.postgres] : [])];
+  const rows: ConcurrencyRow[] = [];
+  for (const sessions of settings.sessions) {
+    rows.push(await bare(model.url, sessions));
+    log(`   ${JSON.stringify(rows.at(-1))}`);
+    for (const store of stepwiseStores) {
+      rows.push(await stepwise(model.url, store, sessions));
+      log(`   ${JSON.stringify(rows.at(-1))}`);
+    }
+  }
+  await model.stop();
+  const systems = [BARE_SDK, ...stepwiseStores.map((store) => `Stepwise, ${store.label}`)];
+  const largest = (system: string) => Math.max(0, ...rows.filter((row) => row.system === system && row.lagP99Ms < 100).map((row) => row.sessions));
+  return {
+    latencyMs: LATENCY_MS,
+    calls: CALLS,
+    sessions: settings.sessions,
+    rows,
+    largestUnder100ms: Object.fromEntries(systems.map((system) => [system, largest(system)])),
+  };
+}
+
+/** N lockstep sessions of bare SDK calls in a new worker process. */
+async function bare(modelUrl: string, sessions: number): Promise<ConcurrencyRow> {
+  const worker = await startWorker('floor', modelUrl);
+  await worker.lockstep(1, CALLS); // the warm-up chat each Stepwise server gets too
+  const result = await worker.lockstep(sessions, CALLS);
+  await worker.exit();
+  return {
+    system: BARE_SDK,
+    sessions,
+    totalMs: round(result.totalMs, 0),
+    idealMs: CALLS * LATENCY_MS,
+    lagP50Ms: round(median(result.lags), 1),
+    lagP99Ms: round(quantile(result.lags, 0.99), 1),
+    idleRssPerSessionKb: undefined,
+    peakRssMb: mb(result.rss),
+    cpuPercent: round((result.cpuUs / 1000 / result.totalMs) * 100, 0),
+    cpuUsPerCall: round(result.cpuUs / (sessions * CALLS), 0),
+  };
+}
+
+/** N lockstep sessions against a new Stepwise server, each from its own WebSocket in this process. */
+async function stepwise(modelUrl: string, store: StoreSetup, sessions: number): Promise<ConcurrencyRow> {
+  const server = await startStepwise(modelUrl, { env: await store.env() });
+  await warmUpChat(server.wsUrl);
+  const before = currentRss(server.pid);
+  const clients: Client[] = [];
+  for (let index = 0; index < sessions; index += 50) {
+    clients.push(...(await Promise.all(Array.from({ length: Math.min(50, sessions - index) }, () => openClient(server.wsUrl)))));
+  }
+  await sleep(500);
+  const idleRssPerSessionKb = (currentRss(server.pid) - before) / sessions / 1024;
+  const cpuBefore = cpuMs(server.pid);
+  const started = now();
+  for (const client of clients) client.socket.send(AGENT_RUN);
+  await Promise.all(clients.map((client) => client.done));
+  const totalMs = now() - started;
+  const serverCpuMs = cpuMs(server.pid) - cpuBefore;
+  const lags = clients.flatMap((client) => client.lags);
+  const row: ConcurrencyRow = {
+    system: `Stepwise, ${store.label}`,
+    sessions,
+    totalMs: round(totalMs, 0),
+    idealMs: CALLS * LATENCY_MS,
+    lagP50Ms: round(median(lags), 1),
+    lagP99Ms: round(quantile(lags, 0.99), 1),
+    idleRssPerSessionKb: round(idleRssPerSessionKb, 0),
+    peakRssMb: mb(peakRss(server.pid)),
+    cpuPercent: round((serverCpuMs / totalMs) * 100, 0),
+    cpuUsPerCall: round((serverCpuMs * 1000) / (sessions * CALLS), 0),
+  };
+  for (const client of clients) client.socket.close();
+  await server.stop();
+  return row;
+}

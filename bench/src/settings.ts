@@ -1,0 +1,48 @@
+// What a run of the benchmarks measures, from its command line:
+//   --quick                 small N and few rounds, to check the harness (CI); writes to bench/out/
+//   --only=a,b              a subset of sections: overhead, stop, concurrency, streaming, footprint
+//   --sessions=10,100       the session counts of the concurrency section
+//   --db-sync=full,normal   the embedded store's DB_SYNC settings the overhead section compares
+//                           (default: both when the embedded store is SQLite; "none" for neither)
+//   --store-label=NAME      the name the embedded store is shown under, instead of what it reports
+//   --no-postgres           leave PostgreSQL out
+
+/** The sections, in the order they run. */
+export const SECTIONS = ['footprint', 'overhead', 'stop', 'concurrency', 'streaming'] as const;
+export type Section = (typeof SECTIONS)[number];
+
+function option(name: string): string | undefined {
+  return process.argv.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3);
+}
+const list = (value: string | undefined) => value?.split(',').map((item) => item.trim()).filter(Boolean);
+
+const quick = process.argv.includes('--quick');
+const only = list(option('only'));
+const unknown = only?.filter((name) => !(SECTIONS as readonly string[]).includes(name));
+if (unknown?.length) throw new Error(`--only: unknown section(s) ${unknown.join(', ')}; known: ${SECTIONS.join(', ')}`);
+
+export const settings = {
+  quick,
+  /** A partial run (--only) writes to bench/out/ like a quick one. */
+  partial: only !== undefined,
+  sections: SECTIONS.filter((section) => !only || only.includes(section)),
+  steps: quick ? 3 : 20,
+  warmup: quick ? 1 : 3,
+  rounds: quick ? 3 : 15,
+  stopTrials: quick ? 5 : 200,
+  sessions: list(option('sessions'))?.map(Number) ?? (quick ? [10, 30] : [10, 25, 50, 100, 250, 500, 1000, 2000]),
+  tokens: quick ? 2_000 : 20_000,
+  /** Server starts per store for the cold-start and idle-memory measures. */
+  starts: quick ? 1 : 7,
+  /** How long a server is left alone after its chat before its idle memory is read. */
+  settleMs: quick ? 1_000 : 2_000,
+  /** Explicit DB_SYNC settings, or undefined to decide from the store the server reports. */
+  dbSync: list(option('db-sync'))?.filter((value) => value !== 'none'),
+  storeLabel: option('store-label'),
+  postgres: !process.argv.includes('--no-postgres'),
+};
+export type Settings = typeof settings;
+
+export const now = () => performance.timeOrigin + performance.now();
+export const log = (line: string) => process.stdout.write(`${line}\n`);
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
