@@ -25,6 +25,8 @@ export type AgentControlMessage = z.infer<typeof AgentControlMessage>;
 export const AgentUserInputMessage = z.object({
   type: z.literal('agent_user_input'),
   content: z.string().max(MAX_CONTENT_CHARS),
+  /** Which question this answers; may be left out while exactly one is pending. */
+  question_id: z.string().min(1).max(200).optional(),
 });
 export type AgentUserInputMessage = z.infer<typeof AgentUserInputMessage>;
 

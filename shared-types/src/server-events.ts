@@ -30,6 +30,13 @@ export type AgentReason = z.infer<typeof AgentReason>;
 export const AgentRequestInput = agentUpdate('agent_request_input', {
   question: z.string(),
   step: z.number().int(),
+  /** Names the question; an answer carries it (required while several questions wait). Always sent; absent only in logs written before it existed. */
+  question_id: z.string().optional(),
+  /** Answers to offer as buttons, e.g. ["Yes","No"]. */
+  choices: z.array(z.string()).optional(),
+  kind: z.enum(['question', 'confirm']).optional(),
+  /** The branch of the run that asks (a plan step, a task), in strategies that branch. */
+  node_id: z.string().optional(),
   tool_call_id: z.string().optional(),
   /** When the question stops waiting (ISO-8601). */
   deadline: z.string().optional(),

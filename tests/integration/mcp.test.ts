@@ -290,6 +290,39 @@ describe('an MCP server over stdio (server-everything)', { timeout: MCP_TEST_TIM
   });
 });
 
+describe('two questions pending at once (two calls that each elicit)', { timeout: MCP_TEST_TIMEOUT_MS }, () => {
+  it('answers each by its question_id, out of order; an answer without id is ambiguous', async () => {
+    await start({ everything: EVERYTHING_STDIO });
+    const tool = 'everything__trigger-elicitation-request';
+    await waitForTool(tool);
+    llm.enqueue(
+      { text: reasonText('Ask twice.') },
+      { toolCalls: [{ id: 'call_a', name: tool, arguments: {} }, { id: 'call_b', name: tool, arguments: {} }] },
+      { text: observeText('Done.', { final_answer: 'Both forms filled.' }) },
+    );
+    client.chat('Fill in two forms', { agent_mode: true, tools: [tool] });
+    const questions = () => client.events.filter((event) => event.update_type === 'agent_request_input');
+    await client.waitUntil(() => (questions().length >= 2 ? true : undefined), WAIT_MS);
+    const [first, second] = questions() as { question_id?: string }[];
+    expect(first!.question_id).toMatch(/^q_/);
+    expect(second!.question_id).toMatch(/^q_/);
+    expect(first!.question_id).not.toBe(second!.question_id);
+
+    const from = client.events.length;
+    client.send({ type: 'agent_user_input', content: 'Nobody' });
+    expect(await client.next((event) => event.type === 'error', { from })).toMatchObject({ code: 'ambiguous_input' });
+    client.send({ type: 'agent_user_input', content: 'Grace Hopper', question_id: second!.question_id });
+    client.send({ type: 'agent_user_input', content: 'Ada Lovelace', question_id: first!.question_id });
+    const events = await client.untilComplete();
+    const results = events.filter((event) => event.type === 'tool_complete').map((event) => String(event.result));
+    expect(results).toHaveLength(2);
+    // Each answer reached exactly one call, and no answer was lost or given twice.
+    expect(results.filter((result) => result.includes('Name: Ada Lovelace'))).toHaveLength(1);
+    expect(results.filter((result) => result.includes('Name: Grace Hopper'))).toHaveLength(1);
+    expect(client.events.filter((event) => event.type === 'error').map((event) => event.code)).toEqual(['ambiguous_input']);
+  });
+});
+
 describe('an MCP server over Streamable HTTP (server-everything)', { timeout: MCP_TEST_TIMEOUT_MS }, () => {
   it('lists its tools and runs a call', async () => {
     const remote = await startEverythingHttp();

@@ -3,12 +3,17 @@ import { InputTimeoutError } from '../errors.ts';
 import { abortReason } from '../util/abort.ts';
 
 interface Waiter {
+  questionId: string;
   resolve: (answer: string) => void;
 }
 
+/** What became of an answer: given to its question, or why not. */
+export type InputOutcome = 'answered' | 'no_pending_input' | 'unknown_question' | 'ambiguous_input';
+
 /**
  * The controls of one active run: a stop signal that every model call, tool and wait receives,
- * and the queue through which the user's answers reach a waiting `request_input`.
+ * and the questions waiting for the user, each under its own id, so that answers to several
+ * questions pending at once (parallel tool calls that each ask) never swap.
  */
 export class AgentControl {
   private readonly controller = new AbortController();
@@ -44,14 +49,20 @@ export class AgentControl {
     if (this.controller.signal.aborted) throw abortReason(this.controller.signal);
   }
 
+  /** The ids of the questions waiting now, oldest first. */
+  get pendingQuestions(): string[] {
+    return this.waiters.map((waiter) => waiter.questionId);
+  }
+
   /**
-   * Resolves with the user's next answer. Rejects with InputTimeoutError after `timeoutMs`,
-   * or with the abort error as soon as `signal` aborts.
+   * Resolves with the answer to question `questionId`. Rejects with InputTimeoutError after
+   * `timeoutMs`, or with the abort error as soon as `signal` aborts.
    */
-  waitForInput(timeoutMs: number, signal: AbortSignal = this.signal): Promise<string> {
+  waitForInput(questionId: string, timeoutMs: number, signal: AbortSignal = this.signal): Promise<string> {
     return new Promise((resolve, reject) => {
       if (signal.aborted) return reject(abortReason(signal));
       const waiter: Waiter = {
+        questionId,
         resolve: (answer) => {
           settle();
           resolve(answer);
@@ -76,11 +87,16 @@ export class AgentControl {
     });
   }
 
-  /** Hands the user's answer to the oldest waiting question; false when nothing is waiting. */
-  provideInput(answer: string): boolean {
-    const waiter = this.waiters[0];
-    if (!waiter) return false;
+  /**
+   * Hands the user's answer to the question it names; without a `questionId`, to the only question
+   * waiting (with several waiting, that is ambiguous and nothing is answered).
+   */
+  provideInput(answer: string, questionId?: string): InputOutcome {
+    if (this.waiters.length === 0) return 'no_pending_input';
+    if (questionId === undefined && this.waiters.length > 1) return 'ambiguous_input';
+    const waiter = questionId === undefined ? this.waiters[0] : this.waiters.find((candidate) => candidate.questionId === questionId);
+    if (!waiter) return 'unknown_question';
     waiter.resolve(answer);
-    return true;
+    return 'answered';
   }
 }

@@ -13,8 +13,14 @@ export function runEvents(runId: string) {
     start: (maxSteps: number, strategy: string) => update('agent_start', { max_steps: maxSteps, strategy }),
     turnStart: (step: number) => update('agent_turn_start', { step }),
     reason: (step: number, content: string) => update('agent_reason', { content, step }),
-    requestInput: (step: number, question: string, toolCallId: string, deadline: Date) =>
-      update('agent_request_input', { question, step, tool_call_id: toolCallId, deadline: deadline.toISOString() }),
+    requestInput: (step: number, question: string, toolCallId: string, questionId: string, deadline: Date) =>
+      update('agent_request_input', {
+        question,
+        step,
+        question_id: questionId,
+        tool_call_id: toolCallId,
+        deadline: deadline.toISOString(),
+      }),
     requestInputTimeout: (step: number) => update('agent_request_input_timeout', { step }),
     observe: (step: number, content: string) => update('agent_observe', { content, step }),
     stopped: (reason: StopReason, step: number) => update('agent_stopped', { reason, step }),

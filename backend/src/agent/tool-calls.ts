@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { InputTimeoutError, isAbortError } from '../errors.ts';
 import type { LlmMessage, LlmToolCall } from '../llm/llm-client.ts';
 import { REQUEST_INPUT_TOOL } from '../tools/request-input-tool.ts';
@@ -15,10 +16,15 @@ export interface ToolCallsProgress {
   /** Finished calls, by call id. */
   done: Record<string, ToolCallRecord>;
   /** The question being waited on, if any; `announced` once its agent_request_input is logged. */
-  awaiting?: { callId: string; question: string; deadline: string; announced: boolean } | undefined;
+  awaiting?: { callId: string; questionId?: string; question: string; deadline: string; announced: boolean } | undefined;
 }
 
 const SUMMARY_MAX_CHARS = 2_000;
+
+/** A question's id: unique, so answers find their question wherever it came from. */
+function newQuestionId(): string {
+  return `q_${randomUUID()}`;
+}
 
 /**
  * Runs the tool calls of one act phase. Ordinary tools run in parallel (they are independent by
@@ -139,14 +145,23 @@ async function askUser(
       return { call, content: `Error: ${error}`, summary: summarize(REQUEST_INPUT_TOOL, `Error: ${error}`) };
     }
     await sink.emit(events.toolStart(step, call.id, call.name, { question }));
-    awaiting = { callId: call.id, question, deadline: new Date(Date.now() + inputTimeoutMs).toISOString(), announced: false };
+    awaiting = {
+      callId: call.id,
+      questionId: newQuestionId(),
+      question,
+      deadline: new Date(Date.now() + inputTimeoutMs).toISOString(),
+      announced: false,
+    };
   }
+  // A question saved before ids existed gets one now, kept with it from here on.
+  if (!awaiting.questionId) awaiting = { ...awaiting, questionId: newQuestionId() };
+  const questionId = awaiting.questionId!;
   if (!awaiting.announced) {
     // The run is saved before the question is shown, so no one sees a question a restart would forget;
     // a crash between the two shows it once more after the restart.
     progress.awaiting = awaiting;
     await hooks.onAwaitInput?.(progress);
-    await sink.emit(events.requestInput(step, awaiting.question, call.id, new Date(awaiting.deadline)));
+    await sink.emit(events.requestInput(step, awaiting.question, call.id, questionId, new Date(awaiting.deadline)));
     awaiting = { ...awaiting, announced: true };
     progress.awaiting = awaiting;
     await hooks.onAwaitInput?.(progress);
@@ -156,7 +171,7 @@ async function askUser(
   try {
     // After a restart the deadline still counts from when the question was first asked.
     const remaining = Math.max(0, Date.parse(awaiting.deadline) - Date.now());
-    answer = await control.waitForInput(remaining, control.signal);
+    answer = await control.waitForInput(questionId, remaining, control.signal);
   } catch (error) {
     if (!isAbortError(error, control.signal)) await sink.emit(events.requestInputTimeout(step));
     throw error;
@@ -177,9 +192,10 @@ async function askUser(
  */
 async function askDuringCall(call: LlmToolCall, step: number, question: string, context: RunContext, signal?: AbortSignal): Promise<string> {
   const { events, sink, control, inputTimeoutMs } = context;
-  await sink.emit(events.requestInput(step, question, call.id, new Date(Date.now() + inputTimeoutMs)));
+  const questionId = newQuestionId();
+  await sink.emit(events.requestInput(step, question, call.id, questionId, new Date(Date.now() + inputTimeoutMs)));
   try {
-    return await control.waitForInput(inputTimeoutMs, signal ? AbortSignal.any([control.signal, signal]) : control.signal);
+    return await control.waitForInput(questionId, inputTimeoutMs, signal ? AbortSignal.any([control.signal, signal]) : control.signal);
   } catch (error) {
     if (error instanceof InputTimeoutError) {
       await sink.emit(events.requestInputTimeout(step));

@@ -147,11 +147,23 @@ export class ChatService {
   }
 
   private input(message: AgentUserInputMessage): ErrorEvent | undefined {
-    if (!this.active?.control.provideInput(message.content)) {
-      return reject('no_pending_input', 'The agent is not waiting for an answer');
+    const outcome = this.active?.control.provideInput(message.content, message.question_id) ?? 'no_pending_input';
+    switch (outcome) {
+      case 'answered':
+        return undefined;
+      case 'no_pending_input':
+        return reject('no_pending_input', 'The agent is not waiting for an answer');
+      case 'unknown_question':
+        return reject('no_pending_input', `No question with id "${message.question_id!.slice(0, 100)}" is waiting`);
+      case 'ambiguous_input':
+        return reject('ambiguous_input', 'Several questions are waiting: say which one this answers with question_id');
+      default: {
+        const unexpected: never = outcome;
+        return reject('internal_error', `Unexpected outcome ${String(unexpected)}`);
+      }
     }
-    return undefined;
   }
+
 
   /**
    * Marks the session busy at once (so a second message is refused) and runs `work` in the
