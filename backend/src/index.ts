@@ -26,7 +26,19 @@ export { ToolRegistry } from './tools/tool-registry.ts';
 export { PLAIN_CHAT } from './chat/chat-service.ts';
 export { SessionManager } from './chat/session-manager.ts';
 export { MIGRATIONS, migrate } from './store/migrations.ts';
-export { EMBEDDED_DATABASE_FOLDER, openSqlStore, openStore } from './store/open-store.ts';
+export {
+  EMBEDDED_DATABASE_FOLDER,
+  migrateEmbeddedData,
+  openEmbeddedStore,
+  openSqliteStore,
+  openSqlStore,
+  openStore,
+  SQLITE_DATABASE_FILE,
+} from './store/open-store.ts';
+export type { PgliteImport } from './store/pglite-import.ts';
+export { openSqliteDatabase, type SqliteConnection, type SqliteSync } from './store/sqlite-database.ts';
+export { migrateSqlite, SQLITE_MIGRATIONS } from './store/sqlite-migrations.ts';
+export { SqliteStore } from './store/sqlite-store.ts';
 export { PgliteDatabase } from './store/pglite-database.ts';
 export { PostgresDatabase } from './store/postgres-database.ts';
 export type { SqlDatabase } from './store/sql-database.ts';

@@ -3,6 +3,7 @@ import { MemoryStore, MIGRATIONS, migrate, openSqlStore, type SqlDatabase, type 
 import type { LoggedEvent } from '@stepwise/shared-types';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { freshPostgresDatabase, inMemoryPglite, postgresUrl } from '../helpers/databases.ts';
+import { sqliteTestStores } from '../helpers/sqlite-stores.ts';
 
 interface Adapter {
   name: string;
@@ -38,6 +39,8 @@ const url = postgresUrl();
 const adapters: Adapter[] = [
   { name: 'memory', open: async () => new MemoryStore(), teardown: async () => undefined },
   sqlAdapter('embedded PostgreSQL (PGlite)', async () => ({ db: await inMemoryPglite() })),
+  { name: 'SQLite in a file', ...sqliteTestStores('file') },
+  { name: 'SQLite in memory', ...sqliteTestStores('memory') },
   ...(url ? [sqlAdapter('PostgreSQL server', () => freshPostgresDatabase(url))] : []),
 ];
 

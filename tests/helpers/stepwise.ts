@@ -1,7 +1,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { configFromEnv, openSqlStore, PgliteDatabase, type RunningServer, type Store, startServer } from '@stepwise/backend';
+import { configFromEnv, openSqliteStore, type RunningServer, type Store, startServer } from '@stepwise/backend';
 import type { DependencyContainer } from 'tsyringe';
 
 /** A real Stepwise server on an ephemeral port of 127.0.0.1. */
@@ -11,12 +11,9 @@ export interface TestServer extends RunningServer {
 
 let shared: Promise<Store> | undefined;
 
-/**
- * One embedded PostgreSQL per test file, shared by its servers: starting one costs seconds and
- * hundreds of megabytes, and sessions keep the tests apart anyway.
- */
+/** One in-memory embedded database per test file, shared by its servers: sessions keep the tests apart. */
 export function sharedTestStore(): Promise<Store> {
-  shared ??= PgliteDatabase.inMemory().then((db) => openSqlStore(db));
+  shared ??= Promise.resolve(openSqliteStore(':memory:'));
   return shared;
 }
 

@@ -33,6 +33,7 @@ const EnvSchema = z.object({
   AGENT_INPUT_TIMEOUT_MS: integer(1).default(300_000),
   DATA_DIR: nonEmpty.default('./data'),
   DATABASE_URL: z.string().trim().pipe(z.url({ protocol: /^postgres(ql)?$/, error: 'must be a postgres:// URL' })).optional(),
+  DB_SYNC: z.string().trim().toLowerCase().pipe(z.enum(['normal', 'full'], { error: 'must be normal or full' })).default('full'),
   STEPWISE_CONFIG: nonEmpty.default('./stepwise.config.json'),
   AUTH_TOKEN: z
     .string()
@@ -163,6 +164,12 @@ export interface Config {
   dataDir: string;
   /** A PostgreSQL server to use instead of the embedded database. */
   databaseUrl: string | undefined;
+  /**
+   * How the embedded SQLite database syncs its write-ahead log: `full` fsyncs at every commit (an
+   * acknowledged write survives a power cut); `normal` only at checkpoints (it survives a crash of
+   * the process, not of the machine) and commits several times faster.
+   */
+  dbSync: 'normal' | 'full';
   configFile: string;
   /** True when STEPWISE_CONFIG was set: then a missing file is an error, not "no file". */
   configFileExplicit: boolean;
@@ -255,6 +262,7 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
     },
     dataDir: e.DATA_DIR,
     databaseUrl: e.DATABASE_URL,
+    dbSync: e.DB_SYNC,
     configFile: e.STEPWISE_CONFIG,
     configFileExplicit: present.STEPWISE_CONFIG !== undefined,
     sessionIdleTtlMs: e.SESSION_IDLE_TTL_MS,

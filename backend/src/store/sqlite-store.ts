@@ -1,0 +1,216 @@
+import type { LoggedEvent } from '@stepwise/shared-types';
+import type { LlmMessage } from '../llm/llm-client.ts';
+import { closeSqliteDatabase, type SqliteConnection } from './sqlite-database.ts';
+import { type MessageRecord, type NewRun, type RunEnd, type RunRecord, type SessionRecord, type Store, titleFrom } from './store.ts';
+
+interface SessionRow {
+  id: string;
+  title: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+interface RunRow {
+  id: string;
+  session_id: string;
+  strategy: string;
+  max_steps: number;
+  status: RunRecord['status'];
+  end_reason: string | null;
+  steps: number | null;
+  prompt_tokens: number;
+  completion_tokens: number;
+  after_seq: number | null;
+  started_at: string;
+  ended_at: string | null;
+  checkpoint: string | null;
+}
+
+const SESSION_COLUMNS = 'id, title, created_at, updated_at';
+const RUN_COLUMNS =
+  'id, session_id, strategy, max_steps, status, end_reason, steps, prompt_tokens, completion_tokens, after_seq, started_at, ended_at, checkpoint';
+
+/**
+ * A token count to add to a run's total: a whole number from 0 to Number.MAX_SAFE_INTEGER, so that
+ * totals (capped there too) read back as exact numbers.
+ */
+const tokenCount = (value: number | undefined) =>
+  value !== undefined && Number.isFinite(value) && value > 0 ? Math.min(Math.floor(value), Number.MAX_SAFE_INTEGER) : 0;
+
+/** Every statement the store runs, prepared once when it opens. */
+function prepareStatements(db: SqliteConnection) {
+  return {
+    insertSession: db.prepare(`insert into sessions (id, title, created_at, updated_at) values (?, null, ?, ?) returning ${SESSION_COLUMNS}`),
+    getSession: db.prepare(`select ${SESSION_COLUMNS} from sessions where id = ?`),
+    listSessions: db.prepare(`select ${SESSION_COLUMNS} from sessions order by updated_at desc, created_at desc limit ?`),
+    deleteSession: db.prepare('delete from sessions where id = ?'),
+    nextPosition: db.prepare('select coalesce(max(position) + 1, 0) as position from messages where session_id = ?'),
+    insertMessage: db.prepare('insert into messages (session_id, position, message, after_seq, created_at) values (?, ?, ?, ?, ?)'),
+    touchSession: db.prepare('update sessions set updated_at = ?, title = coalesce(title, ?) where id = ?'),
+    listMessages: db.prepare('select message, after_seq from messages where session_id = ? order by position'),
+    insertRun: db.prepare(
+      "insert into runs (id, session_id, strategy, max_steps, status, after_seq, started_at) values (?, ?, ?, ?, 'running', ?, ?)",
+    ),
+    finishRun: db.prepare(
+      `update runs set status = ?, end_reason = ?, steps = ?, ended_at = ?, checkpoint = null,
+         prompt_tokens = min(prompt_tokens + ?, ${Number.MAX_SAFE_INTEGER}),
+         completion_tokens = min(completion_tokens + ?, ${Number.MAX_SAFE_INTEGER})
+       where id = ? returning session_id`,
+    ),
+    saveCheckpoint: db.prepare('update runs set checkpoint = ? where id = ?'),
+    getRun: db.prepare(`select ${RUN_COLUMNS} from runs where id = ?`),
+    listRuns: db.prepare(`select ${RUN_COLUMNS} from runs where session_id = ? order by started_at, id`),
+    listRunningRuns: db.prepare(`select ${RUN_COLUMNS} from runs where status = 'running' order by started_at`),
+    insertEvent: db.prepare('insert into events (session_id, seq, run_id, payload) values (?, ?, ?, ?)'),
+    // A negative limit is SQLite's "no limit".
+    listEvents: db.prepare('select payload from events where session_id = ? and seq > ? order by seq limit ?'),
+    lastSeq: db.prepare('select coalesce(max(seq), 0) as seq from events where session_id = ?'),
+  };
+}
+
+/**
+ * The Store on SQLite (the embedded default), over libsql's synchronous API: every write is one
+ * prepared statement, or one transaction, that has committed when the call returns, so an event is
+ * on disk before anyone is sent it.
+ *
+ * It is a store of its own rather than SqlStore under a dialect layer: the two stores want
+ * different SQL (PostgreSQL writes a batch of messages in one `json_array_elements` statement and
+ * group-commits events from many callers into one insert, because each round trip is costly;
+ * SQLite commits in microseconds, in process, so plain statements in a transaction are simpler
+ * and faster), and a query layer wide enough for both would hide exactly the parts each is good
+ * at. Two small stores held to one contract suite read better than one store full of branches.
+ */
+export class SqliteStore implements Store {
+  private readonly statements: ReturnType<typeof prepareStatements>;
+  private clock = 0;
+
+  /** Takes a connection already migrated (see openSqliteStore); the store closes it. */
+  constructor(
+    private readonly db: SqliteConnection,
+    /** Names the database for logs. */
+    readonly description: string,
+  ) {
+    this.statements = prepareStatements(db);
+  }
+
+  async createSession(id: string): Promise<SessionRecord> {
+    const now = this.now();
+    return toSession(this.statements.insertSession.get([id, now, now]) as SessionRow);
+  }
+
+  async getSession(id: string): Promise<SessionRecord | undefined> {
+    const row = this.statements.getSession.get([id]) as SessionRow | undefined;
+    return row && toSession(row);
+  }
+
+  async listSessions(limit: number): Promise<SessionRecord[]> {
+    return (this.statements.listSessions.all([limit]) as SessionRow[]).map(toSession);
+  }
+
+  async deleteSession(id: string): Promise<boolean> {
+    return this.statements.deleteSession.run([id]).changes > 0;
+  }
+
+  async appendMessages(sessionId: string, messages: LlmMessage[], afterSeq: number): Promise<void> {
+    if (messages.length === 0) return;
+    const firstUser = messages.find((message) => message.role === 'user');
+    const title = firstUser ? titleFrom(firstUser.content) : null;
+    const now = this.now();
+    this.db
+      .transaction(() => {
+        let { position } = this.statements.nextPosition.get([sessionId]) as { position: number };
+        for (const message of messages) this.statements.insertMessage.run([sessionId, position++, JSON.stringify(message), afterSeq, now]);
+        this.statements.touchSession.run([now, title, sessionId]);
+      })
+      .immediate();
+  }
+
+  async listMessages(sessionId: string): Promise<MessageRecord[]> {
+    const rows = this.statements.listMessages.all([sessionId]) as { message: string; after_seq: number }[];
+    return rows.map((row) => ({ message: JSON.parse(row.message) as LlmMessage, afterSeq: row.after_seq }));
+  }
+
+  async createRun(run: NewRun): Promise<void> {
+    this.statements.insertRun.run([run.id, run.sessionId, run.strategy, run.maxSteps, run.afterSeq ?? null, this.now()]);
+  }
+
+  async finishRun(runId: string, end: RunEnd): Promise<void> {
+    const now = this.now();
+    this.db
+      .transaction(() => {
+        const finished = this.statements.finishRun.get([
+          end.status,
+          end.endReason ?? null,
+          end.steps ?? null,
+          now,
+          tokenCount(end.usage?.promptTokens),
+          tokenCount(end.usage?.completionTokens),
+          runId,
+        ]) as { session_id: string } | undefined;
+        if (finished) this.statements.touchSession.run([now, null, finished.session_id]);
+      })
+      .immediate();
+  }
+
+  async saveCheckpoint(runId: string, checkpoint: unknown): Promise<void> {
+    this.statements.saveCheckpoint.run([checkpoint === null ? null : JSON.stringify(checkpoint), runId]);
+  }
+
+  async getRun(runId: string): Promise<RunRecord | undefined> {
+    const row = this.statements.getRun.get([runId]) as RunRow | undefined;
+    return row && toRun(row);
+  }
+
+  async listRuns(sessionId: string): Promise<RunRecord[]> {
+    return (this.statements.listRuns.all([sessionId]) as RunRow[]).map(toRun);
+  }
+
+  async listRunningRuns(): Promise<RunRecord[]> {
+    return (this.statements.listRunningRuns.all([]) as RunRow[]).map(toRun);
+  }
+
+  async appendEvent(sessionId: string, event: LoggedEvent): Promise<void> {
+    this.statements.insertEvent.run([sessionId, event.seq, event.run_id ?? null, JSON.stringify(event)]);
+  }
+
+  async listEvents(sessionId: string, afterSeq: number, limit?: number): Promise<LoggedEvent[]> {
+    const rows = this.statements.listEvents.all([sessionId, afterSeq, limit ?? -1]) as { payload: string }[];
+    return rows.map((row) => JSON.parse(row.payload) as LoggedEvent);
+  }
+
+  async lastSeq(sessionId: string): Promise<number> {
+    return (this.statements.lastSeq.get([sessionId]) as { seq: number }).seq;
+  }
+
+  async close(): Promise<void> {
+    closeSqliteDatabase(this.db);
+  }
+
+  /** Strictly increasing times, so "newest first" is well defined even within one millisecond. */
+  private now(): string {
+    this.clock = Math.max(this.clock + 1, Date.now());
+    return new Date(this.clock).toISOString();
+  }
+}
+
+function toSession(row: SessionRow): SessionRecord {
+  return { id: row.id, title: row.title, createdAt: row.created_at, updatedAt: row.updated_at };
+}
+
+function toRun(row: RunRow): RunRecord {
+  return {
+    id: row.id,
+    sessionId: row.session_id,
+    strategy: row.strategy,
+    maxSteps: row.max_steps,
+    status: row.status,
+    endReason: row.end_reason ?? undefined,
+    steps: row.steps ?? undefined,
+    promptTokens: row.prompt_tokens,
+    completionTokens: row.completion_tokens,
+    afterSeq: row.after_seq ?? undefined,
+    startedAt: row.started_at,
+    endedAt: row.ended_at ?? undefined,
+    checkpoint: row.checkpoint === null ? undefined : JSON.parse(row.checkpoint),
+  };
+}

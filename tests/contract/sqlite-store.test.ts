@@ -1,0 +1,129 @@
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  ConfigError,
+  EMBEDDED_DATABASE_FOLDER,
+  loadConfig,
+  type Logger,
+  migrateSqlite,
+  openSqliteDatabase,
+  openSqliteStore,
+  openStore,
+  SQLITE_DATABASE_FILE,
+  SQLITE_MIGRATIONS,
+  SqliteStore,
+  type Store,
+} from '@stepwise/backend';
+import type { LoggedEvent } from '@stepwise/shared-types';
+import { afterEach, describe, expect, it } from 'vitest';
+
+const config = (env: Record<string, string>) => loadConfig(env, { promptsDir: '' });
+
+const silent: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined, child: () => silent };
+
+let dataDir: string;
+const stores: Store[] = [];
+afterEach(async () => {
+  for (const store of stores.splice(0)) await store.close();
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+});
+
+function newDataDir(): string {
+  dataDir = mkdtempSync(join(tmpdir(), 'stepwise-sqlite-'));
+  return dataDir;
+}
+
+async function open(env: Record<string, string>, logger: Logger = silent): Promise<Store> {
+  const store = await openStore(config(env), logger);
+  stores.push(store);
+  return store;
+}
+
+describe('the DB_SYNC setting', () => {
+  it('syncs every commit by default, and takes normal or full in any case', () => {
+    expect(config({}).dbSync).toBe('full');
+    expect(config({ DB_SYNC: 'NORMAL' }).dbSync).toBe('normal');
+    expect(config({ DB_SYNC: ' full ' }).dbSync).toBe('full');
+  });
+
+  it('refuses anything else, naming the variable', () => {
+    expect(() => config({ DB_SYNC: 'off' })).toThrow(ConfigError);
+    expect(() => config({ DB_SYNC: 'off' })).toThrow(/^Invalid DB_SYNC: must be normal or full \(got "off"\)$/);
+  });
+});
+
+describe('the embedded store', () => {
+  it('is SQLite in DATA_DIR/stepwise.db, in WAL mode, synced as DB_SYNC says', async () => {
+    const dir = newDataDir();
+    const store = await open({ DATA_DIR: dir, DB_SYNC: 'normal' });
+    expect(store).toBeInstanceOf(SqliteStore);
+    expect((store as SqliteStore).description).toBe(`embedded SQLite in ${join(dir, SQLITE_DATABASE_FILE)} (synchronous=normal)`);
+    expect(readdirSync(dir)).toContain(SQLITE_DATABASE_FILE);
+    expect(readdirSync(dir)).not.toContain(EMBEDDED_DATABASE_FOLDER);
+    const db = openSqliteDatabase(join(dir, SQLITE_DATABASE_FILE), 'full');
+    try {
+      expect(db.prepare('pragma journal_mode').get([])).toMatchObject({ journal_mode: 'wal' });
+    } finally {
+      db.close();
+    }
+  });
+
+  it('keeps everything across a close and a reopen, and folds its log into the file on close', async () => {
+    const dir = newDataDir();
+    const sessionId = randomUUID();
+    const runId = randomUUID();
+    const first = await open({ DATA_DIR: dir });
+    await first.createSession(sessionId);
+    await first.appendMessages(sessionId, [{ role: 'user', content: 'Hello' }], 0);
+    await first.createRun({ id: runId, sessionId, strategy: 'chat', maxSteps: 0, afterSeq: 0 });
+    const event = { type: 'assistant_message', content: 'Hi', seq: 1, ts: new Date().toISOString(), run_id: runId } as LoggedEvent;
+    await first.appendEvent(sessionId, event);
+    await first.saveCheckpoint(runId, { step: 1 });
+    await first.close();
+    stores.length = 0;
+    // A clean close leaves the database in one file (the write-ahead log is empty).
+    const wal = join(dir, `${SQLITE_DATABASE_FILE}-wal`);
+    expect(existsSync(wal) ? statSync(wal).size : 0).toBe(0);
+
+    const second = await open({ DATA_DIR: dir });
+    expect(await second.getSession(sessionId)).toMatchObject({ title: 'Hello' });
+    expect(await second.listEvents(sessionId, 0)).toEqual([event]);
+    expect(await second.listRunningRuns()).toMatchObject([{ id: runId, checkpoint: { step: 1 } }]);
+  });
+
+  it('applies each migration once, in a schema_migrations table', () => {
+    const dir = newDataDir();
+    const path = join(dir, SQLITE_DATABASE_FILE);
+    stores.push(openSqliteStore(path));
+    const db = openSqliteDatabase(path, 'full');
+    try {
+      expect(migrateSqlite(db)).toEqual([]);
+      const rows = db.prepare('select version from schema_migrations order by version').all([]) as { version: number }[];
+      expect(rows.map((row) => row.version)).toEqual(SQLITE_MIGRATIONS.map((migration) => migration.version));
+    } finally {
+      db.close();
+    }
+  });
+
+  it('leaves an old embedded PostgreSQL folder beside an existing SQLite file alone, and says so', async () => {
+    const dir = newDataDir();
+    await open({ DATA_DIR: dir });
+    await stores.pop()!.close();
+    mkdirSync(join(dir, EMBEDDED_DATABASE_FOLDER));
+    const warnings: string[] = [];
+    const logger: Logger = { ...silent, warn: (_object, message) => void warnings.push(String(message)), child: () => logger };
+    await open({ DATA_DIR: dir }, logger);
+    expect(warnings).toEqual([expect.stringMatching(/old embedded PostgreSQL folder sits beside stepwise\.db and is not read/)]);
+    expect(readdirSync(dir)).toContain(EMBEDDED_DATABASE_FOLDER);
+  });
+
+  it('refuses an event of a session that does not exist', async () => {
+    const store = openSqliteStore(':memory:');
+    stores.push(store);
+    const event = { type: 'assistant_message', content: 'x', seq: 1, ts: new Date().toISOString() } as LoggedEvent;
+    await expect(store.appendEvent(randomUUID(), event)).rejects.toThrow(/FOREIGN KEY/);
+    await expect(store.appendMessages(randomUUID(), [{ role: 'user', content: 'x' }], 0)).rejects.toThrow(/FOREIGN KEY/);
+  });
+});
