@@ -1,6 +1,6 @@
 // The stores Stepwise runs on in the benchmarks: the embedded one, named by what the server
-// reports (PGlite until the SQLite store lands; then SQLite, with DB_SYNC=full and normal compared
-// where it matters), and a PostgreSQL server with durable settings when one can start.
+// reports (SQLite, with DB_SYNC=full and normal compared where it matters), and a PostgreSQL
+// server with durable settings when one can start.
 import { type BenchPostgres, startBenchPostgres } from './postgres.ts';
 import { setEmbeddedStoreLabel, startStepwise } from './stepwise-server.ts';
 import { log, type Settings } from './settings.ts';

@@ -9,8 +9,8 @@ const root = join(import.meta.dirname, '..', '..');
 const tsx = pathToFileURL(createRequire(join(root, 'backend', 'package.json')).resolve('tsx')).href;
 
 /**
- * The overall limit for a test that starts Stepwise as its own process on the embedded database:
- * a new data folder takes PGlite 5–21 s on a busy machine, and such a test may start two.
+ * The overall limit for a test that starts Stepwise as its own process (one may start two): about
+ * a second each when idle, many times that on a loaded machine; only a failing test waits this long.
  */
 export const PROCESS_TEST_TIMEOUT_MS = 120_000;
 /** How long a server process may take to say it is ready. */

@@ -3,7 +3,7 @@ export interface SqlExecutor {
   query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
 }
 
-/** A PostgreSQL database: PGlite under DATA_DIR, or a server at DATABASE_URL. */
+/** A PostgreSQL database: a server at DATABASE_URL, or an old PGlite folder under DATA_DIR being migrated. */
 export interface SqlDatabase extends SqlExecutor {
   /** Runs several statements separated by semicolons (migrations). */
   exec(sql: string): Promise<void>;

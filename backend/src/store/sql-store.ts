@@ -48,7 +48,7 @@ const tokenCount = (value: number | undefined) =>
 /** json columns come back parsed from both drivers; tolerate text too. */
 const parsed = <T>(value: unknown): T => (typeof value === 'string' ? (JSON.parse(value) as T) : (value as T));
 
-/** The Store on PostgreSQL: the same SQL for the embedded database and for a server. */
+/** The Store on PostgreSQL (a server at DATABASE_URL; PGlite only to read data from before the SQLite store). */
 export class SqlStore implements Store {
   constructor(private readonly db: SqlDatabase) {}
 
