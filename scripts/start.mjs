@@ -18,5 +18,12 @@ const server = spawn(process.execPath, ['--import', tsx, join(root, 'backend', '
   cwd: root,
   env: { ...process.env, TSX_TSCONFIG_PATH: join(root, 'backend', 'tsconfig.json') },
 });
-for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => server.kill(signal));
-server.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+let stopSignal;
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.on(signal, () => {
+    stopSignal = signal;
+    server.kill(signal);
+  });
+}
+// Stopped as asked (Ctrl+C): that is a clean end, not a failure for pnpm to report.
+server.on('exit', (code, signal) => process.exit(code ?? (signal && signal === stopSignal ? 0 : 1)));

@@ -5,6 +5,7 @@ import { Header } from './components/Header.tsx';
 import { QuestionBanner } from './components/QuestionBanner.tsx';
 import { SessionSidebar } from './components/SessionSidebar.tsx';
 import { TokenPrompt } from './components/TokenPrompt.tsx';
+import { useNow } from './lib/use-now.ts';
 import { useStepwise } from './lib/use-stepwise.ts';
 import { SessionFilesContext } from './lib/session-files-context.ts';
 import { useState } from 'react';
@@ -16,6 +17,7 @@ export function App() {
   const question = pendingQuestion(state);
   const [sidebarOpen, setSidebarOpen] = useState(false);
   const [dragging, setDragging] = useState(false);
+  const now = useNow();
   // The list refreshes when a response completes (a new title, a new last activity).
   const refreshKey = state.busy ? -1 : state.lastSeq;
   if (access === 'token_required') return <TokenPrompt />;
@@ -42,10 +44,10 @@ export function App() {
       >
       {dragging && <div className="drop-hint" aria-hidden="true">Drop files to attach them to this chat</div>}
       <Header session={state.session} connection={state.connection} onToggleSidebar={() => setSidebarOpen((open) => !open)} />
-      <Conversation state={state} />
+      <Conversation state={state} now={now} />
       <div className="dock">
         {question && (
-          <QuestionBanner key={`${question.runId}:${question.step}:${question.text}`} question={question.text} onAnswer={(answer) => actions.answer(question.runId, answer)} />
+          <QuestionBanner key={`${question.runId}:${question.step}:${question.text}`} question={question.text} deadline={question.deadline} now={now} />
         )}
         {state.notice && (
           <div className="notice" role="alert">
@@ -63,8 +65,11 @@ export function App() {
           limits={state.session?.limits}
           tools={state.session?.tools ?? []}
           mcpServers={state.session?.mcp_servers ?? []}
+          question={question?.text}
           onAttach={(files) => void actions.attach(files)}
           onSend={actions.chat}
+          onAnswer={(answer) => (question ? actions.answer(question.runId, answer, question.questionId) : false)}
+          onBlockedSend={actions.explainBusy}
           onStop={actions.stop}
         />
       </div>

@@ -44,7 +44,7 @@ describe('the web app across reloads', { timeout: BROWSER_TEST_TIMEOUT_MS }, () 
       { text: observeText('42.', { final_answer: 'The answer is 42.' }) },
     );
     await ask(page, 'What is 2*21?');
-    await page.getByText('Step 1 of 10').waitFor();
+    await page.getByTestId('step-card').first().waitFor();
     const url = new URL(page.url());
     expect(url.searchParams.get('session')).toMatch(/^[0-9a-f-]{36}$/);
 

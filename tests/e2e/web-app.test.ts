@@ -67,22 +67,24 @@ describe('the web app', { timeout: BROWSER_TEST_TIMEOUT_MS }, () => {
       { text: observeText('That makes 126.', { should_continue: false, final_answer: 'The result is **126**.' }) },
     );
     await ask(page, 'What is 17*3 + 75?');
-    await page.getByText('Step 1 of 3').waitFor();
+    await page.getByTestId('run-budget').filter({ hasText: 'budget: 3 steps' }).waitFor();
     await page.getByText('Answered in 2 steps').waitFor();
 
     const steps = page.getByTestId('step-card');
     expect(await steps.count()).toBe(2);
-    await expect(steps.nth(0).textContent()).resolves.toMatch(/Step 1 of 3.*Reason.*First, multiply 17 by 3\..*Act.*calculator.*51.*Observe.*17\*3 is 51/s);
-    await expect(steps.nth(1).textContent()).resolves.toMatch(/Step 2 of 3.*Add 75 to 51\..*calculator.*126.*That makes 126\./s);
+    await expect(steps.nth(0).textContent()).resolves.toMatch(/Step 1.*Reason.*First, multiply 17 by 3\..*Act.*calculator.*51.*Observe.*17\*3 is 51/s);
+    await expect(steps.nth(1).textContent()).resolves.toMatch(/Step 2.*Add 75 to 51\..*calculator.*126.*That makes 126\./s);
     const tools = page.getByTestId('tool-card');
     await expect(tools.nth(1).textContent()).resolves.toMatch(/calculator.*done.*ms.*"expression": "51\+75".*126/s);
     const answer = page.getByTestId('assistant-turn');
     expect(await answer.locator('strong').textContent()).toBe('126');
     await expect(page.getByRole('button', { name: 'Send' }).isVisible()).resolves.toBe(true);
 
-    // Finished steps fold.
-    await steps.nth(0).locator('summary').click();
+    // Finished steps fold as the run goes on (the last one stays open); a click opens one again.
     expect(await steps.nth(0).getAttribute('open')).toBeNull();
+    expect(await steps.nth(1).getAttribute('open')).not.toBeNull();
+    await steps.nth(0).locator('summary').click();
+    expect(await steps.nth(0).getAttribute('open')).not.toBeNull();
     await screenshot(page, 'finished-run.png');
   });
 
@@ -125,7 +127,7 @@ describe('the web app', { timeout: BROWSER_TEST_TIMEOUT_MS }, () => {
     await ask(page, 'Never finish');
     await page.getByText(/Max steps reached \(2\)/).waitFor();
     expect(await page.getByTestId('step-card').count()).toBe(2);
-    await page.getByText('Step 2 of 2').waitFor();
+    await page.getByTestId('run-budget').filter({ hasText: 'budget: 2 steps' }).waitFor();
     expect(llm.requests.filter((request) => request.phase === 'reason')).toHaveLength(2);
   });
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type Action, pendingQuestion, reduce } from '../../frontend/src/state/reducer.ts';
+import { isStepFolded, phaseText, stepSummary } from '../../frontend/src/state/step-summary.ts';
 import { initialViewState, type ViewState } from '../../frontend/src/state/view-state.ts';
 
 const run = 'run-1';
@@ -252,5 +253,65 @@ describe('the web app reducer', () => {
     state = apply(state, logged({ type: 'tool_complete', step: 1, tool_call_id: 't1', tool_name: 'slow', result: 'ok' }));
     state = apply(state, { type: 'tool_progress', run_id: run, step: 1, tool_call_id: 't1', tool_name: 'slow', progress: 5, total: 5 });
     expect(state.runs[run]!.steps[0]!.tools[0]).toMatchObject({ status: 'done', progress: { value: 2 } });
+  });
+  it('never shows control-block JSON while reason streams or after stop', () => {
+    let state = started();
+    const raw = 'Evaluate 6*7*2 with the calculator.\n\n```json\n{"plan": "Evaluate 6*7*2", "tools_to_consider": ["calculator"], "fin';
+    for (const delta of raw.match(/[\s\S]{1,7}/g)!) {
+      state = apply(state, { type: 'agent_update', update_type: 'agent_reason_delta', delta, step: 1, run_id: run });
+      expect(phaseText(state.runs[run]!.steps[0]!, 'reason')).not.toMatch(/[`{]|plan/);
+    }
+    state = reduce(state, { kind: 'stop_requested' });
+    state = apply(state, update('agent_stopped', { reason: 'user' }), update('response_complete'));
+    const step = state.runs[run]!.steps[0]!;
+    expect(step.reasonDone).toBe(false);
+    expect(phaseText(step, 'reason')).toBe('Evaluate 6*7*2 with the calculator.');
+    expect(state.runs[run]!.end).toEqual({ kind: 'stopped', reason: 'user' });
+  });
+
+  it('shows the server’s finished reason text as it came, asterisks included', () => {
+    const state = apply(started(), update('agent_reason', { step: 1, content: 'Evaluate 6*7*2 with the calculator.' }));
+    expect(phaseText(state.runs[run]!.steps[0]!, 'reason')).toBe('Evaluate 6*7*2 with the calculator.');
+  });
+
+  it('folds a finished step as soon as the next one begins, with a one-line summary of its tool and result', () => {
+    let state = apply(
+      started(),
+      update('agent_reason', { step: 1, content: 'Multiply first.' }),
+      logged({ type: 'tool_start', step: 1, tool_call_id: 'c1', tool_name: 'calculator', arguments: { expression: '6*7' } }),
+      logged({ type: 'tool_complete', step: 1, tool_call_id: 'c1', tool_name: 'calculator', result: '42' }),
+      update('agent_observe', { step: 1, content: 'It is 42. Now double it.' }),
+    );
+    const first = () => state.runs[run]!.steps[0]!;
+    expect(isStepFolded(state.runs[run]!, first())).toBe(false);
+    state = apply(state, update('agent_turn_start', { step: 2 }));
+    expect(isStepFolded(state.runs[run]!, first())).toBe(true);
+    expect(isStepFolded(state.runs[run]!, state.runs[run]!.steps[1]!)).toBe(false);
+    expect(stepSummary(first())).toBe('calculator: 6*7 → 42');
+    // The step the run ended in stays open next to the answer.
+    state = apply(state, update('agent_observe', { step: 2, content: 'Done.' }), update('agent_completion', { steps: 2, reason: 'answered' }), update('response_complete'));
+    expect(isStepFolded(state.runs[run]!, state.runs[run]!.steps[1]!)).toBe(false);
+  });
+
+  it('sums up a step without tools by its first sentence, and a question (with its id and deadline) with its answer', () => {
+    let state = apply(started(), update('agent_reason', { step: 1, content: 'Nothing to compute. I know this.' }), update('agent_observe', { step: 1, content: 'The answer is known. Finish.' }));
+    expect(stepSummary(state.runs[run]!.steps[0]!)).toBe('The answer is known.');
+    state = apply(
+      state,
+      update('agent_turn_start', { step: 2 }),
+      logged({ type: 'tool_start', step: 2, tool_call_id: 'q', tool_name: 'request_input', arguments: { question: 'Which city?' } }),
+      update('agent_request_input', { step: 2, question: 'Which city?', tool_call_id: 'q', question_id: 'q-1', deadline: '2026-01-01T00:05:00.000Z' }),
+    );
+    expect(pendingQuestion(state)).toMatchObject({ text: 'Which city?', questionId: 'q-1', deadline: '2026-01-01T00:05:00.000Z' });
+    expect(stepSummary(state.runs[run]!.steps[1]!)).toBe('asked “Which city?” (waiting)');
+    state = reduce(state, { kind: 'answer_sent', runId: run, answer: 'Oslo' });
+    expect(stepSummary(state.runs[run]!.steps[1]!)).toBe('asked “Which city?” → “Oslo”');
+  });
+
+  it('keeps when a run started and ended, for human times and its duration', () => {
+    let state = started();
+    expect(state.runs[run]!.startedAt).toBe(ts);
+    state = apply(state, { ...update('agent_completion', { steps: 1, reason: 'answered' }), ts: '2026-01-01T00:00:04.200Z' });
+    expect(state.runs[run]).toMatchObject({ startedAt: ts, endedAt: '2026-01-01T00:00:04.200Z', maxSteps: 3 });
   });
 });

@@ -1,6 +1,7 @@
 import type { McpServerStatus, ToolInfo } from '@stepwise/shared-types';
-import { type FormEvent, useEffect, useRef, useState } from 'react';
-import { PaperclipIcon } from './Icons.tsx';
+import { type FormEvent, useEffect, useId, useRef, useState } from 'react';
+import { PaperclipIcon, SlidersIcon } from './Icons.tsx';
+import { ToolPicker } from './ToolPicker.tsx';
 
 export interface ComposerProps {
   busy: boolean;
@@ -9,8 +10,13 @@ export interface ComposerProps {
   limits: { max_steps_default: number; max_steps_limit: number } | undefined;
   tools: ToolInfo[];
   mcpServers: McpServerStatus[];
+  /** The question the agent waits on: the box then takes the answer. */
+  question: string | undefined;
   onAttach: (files: File[]) => void;
   onSend: (content: string, options: { agentMode: boolean; maxSteps: number; tools: string[] }) => boolean;
+  onAnswer: (answer: string) => boolean;
+  /** The user tried to send while a run works: say why nothing was sent. */
+  onBlockedSend: () => void;
   onStop: () => void;
 }
 
@@ -21,15 +27,28 @@ export function correctMaxSteps(value: string, fallback: number, limit: number):
   return Math.min(limit, Math.max(1, number));
 }
 
-/** The message box with the agent controls: Agent mode, Max iterations, tools, Send or Stop. */
-export function Composer({ busy, stopping, connected, limits, tools, mcpServers, onAttach, onSend, onStop }: ComposerProps) {
+/**
+ * The message box with the agent controls (Agent mode, Max iterations, tools; folded behind a
+ * toggle on narrow screens), Send or Stop. While the agent asks something, the box takes the answer.
+ */
+export function Composer(props: ComposerProps) {
+  const { busy, stopping, connected, limits, tools, mcpServers, question, onAttach, onSend, onAnswer, onBlockedSend, onStop } = props;
   const fileInput = useRef<HTMLInputElement>(null);
+  const textarea = useRef<HTMLTextAreaElement>(null);
+  const optionsId = useId();
   const defaultSteps = limits?.max_steps_default ?? 10;
   const limit = limits?.max_steps_limit ?? 50;
   const [content, setContent] = useState('');
+  const [answer, setAnswer] = useState('');
   const [agentMode, setAgentMode] = useState(true);
   const [maxSteps, setMaxSteps] = useState(String(defaultSteps));
   const [enabled, setEnabled] = useState<Set<string> | undefined>(undefined);
+  const [optionsOpen, setOptionsOpen] = useState(false);
+
+  // A new question takes the focus, so that typing answers it.
+  useEffect(() => {
+    if (question !== undefined) textarea.current?.focus();
+  }, [question]);
 
   // Until the user picks, the run gets every built-in tool; defaults follow the server's limits.
   useEffect(() => setMaxSteps(String(defaultSteps)), [defaultSteps]);
@@ -43,8 +62,17 @@ export function Composer({ busy, stopping, connected, limits, tools, mcpServers,
 
   const submit = (event?: FormEvent) => {
     event?.preventDefault();
+    if (question !== undefined) {
+      const text = answer.trim();
+      if (text && onAnswer(text)) setAnswer('');
+      return;
+    }
     const text = content.trim();
-    if (!text || busy) return;
+    if (!text) return;
+    if (busy) {
+      onBlockedSend();
+      return;
+    }
     const sent = onSend(text, { agentMode, maxSteps: correct(), tools: tools.map((tool) => tool.name).filter((name) => enabledTools.has(name)) });
     if (sent) setContent('');
   };
@@ -56,9 +84,27 @@ export function Composer({ busy, stopping, connected, limits, tools, mcpServers,
     setEnabled(next);
   };
 
+  const enabledCount = tools.filter((tool) => enabledTools.has(tool.name)).length;
+  const optionsSummary = agentMode ? `Agent · up to ${maxSteps} steps · ${enabledCount} tool${enabledCount === 1 ? '' : 's'}` : 'Plain chat';
+  // Short, so that the box stays one line on a phone; Enter sends, Shift+Enter breaks the line.
+  const placeholder = question !== undefined ? 'Your answer…' : busy ? 'The agent is working…' : agentMode ? 'Ask the agent…' : 'Message…';
+
   return (
-    <form className="composer" onSubmit={submit}>
-      <div className="agent-controls">
+    <form className={`composer${question !== undefined ? ' composer-answering' : ''}`} onSubmit={submit}>
+      <button
+        type="button"
+        className="ghost options-toggle"
+        aria-expanded={optionsOpen}
+        aria-controls={optionsId}
+        onClick={() => setOptionsOpen((open) => !open)}
+      >
+        <SlidersIcon />
+        <span>{optionsSummary}</span>
+        <span aria-hidden="true" className="options-caret">
+          {optionsOpen ? '▴' : '▾'}
+        </span>
+      </button>
+      <div className={`agent-controls${optionsOpen ? ' agent-controls-open' : ''}`} id={optionsId}>
         <label className="switch">
           <input type="checkbox" role="switch" checked={agentMode} onChange={(event) => setAgentMode(event.target.checked)} aria-label="Agent mode" />
           <span className="switch-track" aria-hidden="true" />
@@ -80,26 +126,7 @@ export function Composer({ busy, stopping, connected, limits, tools, mcpServers,
           />
         </label>
         {agentMode && (tools.length > 0 || mcpServers.length > 0) && (
-          <div className="tool-picker">
-            {groupBySource(tools, mcpServers).map((group) => (
-              <fieldset key={group.source} className="tool-group">
-                <legend>
-                  {group.source === 'builtin' ? 'Tools' : group.source}
-                  {group.server && group.server.status !== 'connected' && (
-                    <span className={`server-status server-${group.server.status}`} title={group.server.error}>
-                      {group.server.status === 'connecting' ? ' connecting…' : ' unavailable, retrying'}
-                    </span>
-                  )}
-                </legend>
-                {group.tools.map((tool) => (
-                  <label key={tool.name} title={tool.description} className={tool.available === false ? 'tool-unavailable' : undefined}>
-                    <input type="checkbox" checked={enabledTools.has(tool.name)} onChange={() => toggleTool(tool.name)} />
-                    <span>{group.source === 'builtin' ? tool.name : tool.name.slice(group.source.length + 2)}</span>
-                  </label>
-                ))}
-              </fieldset>
-            ))}
-          </div>
+          <ToolPicker tools={tools} mcpServers={mcpServers} enabled={enabledTools} onToggle={toggleTool} />
         )}
       </div>
       <div className="composer-row">
@@ -120,11 +147,13 @@ export function Composer({ busy, stopping, connected, limits, tools, mcpServers,
           <span className="visually-hidden">Attach</span>
         </button>
         <textarea
-          aria-label="Message"
-          placeholder={agentMode ? 'Ask the agent… (Enter sends, Shift+Enter breaks the line)' : 'Message… (Enter sends)'}
-          value={content}
+          ref={textarea}
+          aria-label={question !== undefined ? 'Your answer' : 'Message'}
+          placeholder={placeholder}
+          value={question !== undefined ? answer : content}
           rows={2}
-          onChange={(event) => setContent(event.target.value)}
+          title="Enter sends, Shift+Enter breaks the line"
+          onChange={(event) => (question !== undefined ? setAnswer : setContent)(event.target.value)}
           onKeyDown={(event) => {
             if (event.key === 'Enter' && !event.shiftKey && !event.nativeEvent.isComposing) {
               event.preventDefault();
@@ -132,6 +161,11 @@ export function Composer({ busy, stopping, connected, limits, tools, mcpServers,
             }
           }}
         />
+        {question !== undefined && (
+          <button type="submit" className="primary" disabled={!connected || !answer.trim()}>
+            Answer
+          </button>
+        )}
         {busy ? (
           <button type="button" className="danger" onClick={onStop} disabled={stopping} aria-label="Stop">
             {stopping ? 'Stopping…' : 'Stop'}
@@ -144,22 +178,4 @@ export function Composer({ busy, stopping, connected, limits, tools, mcpServers,
       </div>
     </form>
   );
-}
-
-interface ToolGroup {
-  source: string;
-  server: McpServerStatus | undefined;
-  tools: ToolInfo[];
-}
-
-/** Built-in tools first, then each MCP server's tools under its name (servers without tools too, with their state). */
-function groupBySource(tools: ToolInfo[], servers: McpServerStatus[]): ToolGroup[] {
-  const groups = new Map<string, ToolGroup>([['builtin', { source: 'builtin', server: undefined, tools: [] }]]);
-  for (const server of servers) groups.set(server.name, { source: server.name, server, tools: [] });
-  for (const tool of tools) {
-    const group = groups.get(tool.source) ?? { source: tool.source, server: undefined, tools: [] };
-    group.tools.push(tool);
-    groups.set(tool.source, group);
-  }
-  return [...groups.values()].filter((group) => group.tools.length > 0 || group.server);
 }

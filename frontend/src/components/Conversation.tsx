@@ -4,7 +4,7 @@ import { Markdown } from './Markdown.tsx';
 import { RunTimeline } from './RunTimeline.tsx';
 
 /** The conversation: user turns, agent runs, assistant answers. */
-export function Conversation({ state }: { state: ViewState }) {
+export function Conversation({ state, now }: { state: ViewState; now: Date }) {
   const endRef = useRef<HTMLDivElement>(null);
   const last = state.items.at(-1);
   useEffect(() => {
@@ -16,7 +16,16 @@ export function Conversation({ state }: { state: ViewState }) {
       {state.items.length === 0 && (
         <div className="empty">
           <h2>Watch the agent think, act and observe.</h2>
-          <p>Switch on Agent mode, set the max iterations, and ask something. Try “What is (17+25)*3?”.</p>
+          <p>
+            In Agent mode each step shows how the agent <strong>reasons</strong>, which tools it calls to <strong>act</strong>, and what it{' '}
+            <strong>observes</strong> in the results. Try “What is (17+25)*3?”.
+          </p>
+          {state.session?.demo && (
+            <p className="demo-hint">
+              You are talking to the offline demo model. To use a real one, start Stepwise with <code>OPENAI_BASE_URL</code> (and{' '}
+              <code>OPENAI_API_KEY</code>) pointing at any OpenAI-compatible endpoint.
+            </p>
+          )}
         </div>
       )}
       {state.items.map((item) => {
@@ -35,7 +44,7 @@ export function Conversation({ state }: { state: ViewState }) {
             );
           case 'run': {
             const run = state.runs[item.runId];
-            return run ? <RunTimeline key={item.id} run={run} /> : null;
+            return run ? <RunTimeline key={item.id} run={run} now={now} /> : null;
           }
           default: {
             const unexpected: never = item;

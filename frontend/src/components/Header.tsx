@@ -7,7 +7,10 @@ const CONNECTION_LABEL: Record<ConnectionState, string> = {
   reconnecting: 'Reconnecting…',
 };
 
-/** The app bar: name, the model in use, and the connection. */
+/** What the demo badge says on hover; the empty conversation says it in full. */
+export const DEMO_HINT = 'This is the offline demo model. To use a real one, start Stepwise with OPENAI_BASE_URL (and OPENAI_API_KEY) pointing at any OpenAI-compatible endpoint.';
+
+/** The app bar, one line on every screen: name, the model in use, and the connection. */
 export function Header({
   session,
   connection,
@@ -26,23 +29,22 @@ export function Header({
         <span className="logo" aria-hidden="true">◆</span> Stepwise
       </div>
       <div className="model" data-testid="model">
-        {session && (
-          <>
-            <span className="model-name">{session.model}</span>
-            {session.demo && <span className="badge demo-badge">Demo model</span>}
-          </>
-        )}
+        {session &&
+          (session.demo ? (
+            // The demo's own name says "demo" at length; the badge says it in a word, and the rest on hover.
+            <span className="badge demo-badge" title={`${session.model}. ${DEMO_HINT}`}>
+              Demo model
+            </span>
+          ) : (
+            <span className="model-name" title={session.model}>
+              {session.model}
+            </span>
+          ))}
       </div>
-      <div className={`connection connection-${connection}`} role="status" aria-label={`Connection: ${CONNECTION_LABEL[connection]}`}>
+      <div className={`connection connection-${connection}`} role="status" aria-label={`Connection: ${CONNECTION_LABEL[connection]}`} title={CONNECTION_LABEL[connection]}>
         <span className="connection-dot" aria-hidden="true" />
-        {CONNECTION_LABEL[connection]}
+        <span className="connection-label">{CONNECTION_LABEL[connection]}</span>
       </div>
-      {session?.demo && (
-        <p className="demo-hint">
-          This is the offline demo model. To use a real one, start Stepwise with <code>OPENAI_BASE_URL</code> (and{' '}
-          <code>OPENAI_API_KEY</code>) pointing at any OpenAI-compatible endpoint.
-        </p>
-      )}
     </header>
   );
 }

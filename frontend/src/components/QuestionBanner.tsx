@@ -1,46 +1,38 @@
-import { type FormEvent, useEffect, useId, useRef, useState } from 'react';
+import { useEffect, useId } from 'react';
+import { formatClock, formatFull } from '../lib/time.ts';
 
 const FLASH_TITLE = '❓ The agent asks you';
 
-/** The agent's question: flashes softly, takes focus, and flashes the tab title while the tab is hidden. */
-export function QuestionBanner({ question, onAnswer }: { question: string; onAnswer: (answer: string) => boolean }) {
-  const [answer, setAnswer] = useState('');
-  const inputRef = useRef<HTMLTextAreaElement>(null);
+/**
+ * The agent's question, above the message box that takes the answer: it flashes softly, and
+ * flashes the tab title while the tab is hidden.
+ */
+export function QuestionBanner({ question, deadline, now }: { question: string; deadline: string | undefined; now: Date }) {
   const questionId = useId();
-
-  useEffect(() => {
-    inputRef.current?.focus();
-  }, [question]);
+  const hintId = useId();
 
   useEffect(() => flashTitleWhileHidden(), [question]);
 
-  const submit = (event: FormEvent) => {
-    event.preventDefault();
-    const text = answer.trim();
-    if (text && onAnswer(text)) setAnswer('');
-  };
-
   return (
-    <div className="question-banner" role="alertdialog" aria-labelledby={questionId} aria-modal="false">
-      <p className="question-label">The agent asks:</p>
+    <div className="question-banner" role="alertdialog" aria-labelledby={questionId} aria-describedby={hintId} aria-modal="false">
+      <p className="question-label">
+        The agent asks you{' '}
+        <span id={hintId} className="question-hint">
+          · answer below
+          {deadline && (
+            <>
+              {' '}
+              by{' '}
+              <time dateTime={deadline} title={formatFull(deadline)}>
+                {formatClock(deadline, now)}
+              </time>
+            </>
+          )}
+        </span>
+      </p>
       <p id={questionId} className="question-text">
         {question}
       </p>
-      <form onSubmit={submit} className="question-form">
-        <textarea
-          ref={inputRef}
-          aria-label="Your answer"
-          value={answer}
-          rows={2}
-          onChange={(event) => setAnswer(event.target.value)}
-          onKeyDown={(event) => {
-            if (event.key === 'Enter' && !event.shiftKey && !event.nativeEvent.isComposing) submit(event);
-          }}
-        />
-        <button type="submit" className="primary" disabled={!answer.trim()}>
-          Answer
-        </button>
-      </form>
     </div>
   );
 }

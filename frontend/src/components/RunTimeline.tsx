@@ -1,3 +1,5 @@
+import { formatClock, formatDuration, formatFull } from '../lib/time.ts';
+import { isStepFolded } from '../state/step-summary.ts';
 import type { RunEnd, RunView } from '../state/view-state.ts';
 import { StepCard } from './StepCard.tsx';
 
@@ -21,24 +23,33 @@ export function describeEnd(end: RunEnd): string {
   }
 }
 
-/** A run's steps, live, and how it ended. */
-export function RunTimeline({ run }: { run: RunView }) {
+/** A run's header, its steps (live), and how it ended. */
+export function RunTimeline({ run, now }: { run: RunView; now: Date }) {
   const running = !run.end && !run.complete;
   const lastStep = run.steps.at(-1)?.step;
+  const took = run.startedAt && run.endedAt ? Date.parse(run.endedAt) - Date.parse(run.startedAt) : undefined;
   return (
     <div className="run" aria-label="Agent run" data-testid="run">
+      <div className="run-head">
+        <span className="run-title">Agent run</span>
+        {run.startedAt && (
+          <time dateTime={run.startedAt} title={formatFull(run.startedAt)}>
+            {formatClock(run.startedAt, now)}
+          </time>
+        )}
+        {run.maxSteps > 0 && (
+          <span className="run-budget" data-testid="run-budget" title="The most steps this run may take (Max iterations)">
+            budget: {run.maxSteps} step{run.maxSteps === 1 ? '' : 's'}
+          </span>
+        )}
+      </div>
       {run.steps.map((step) => (
-        <StepCard
-          key={step.step}
-          step={step}
-          maxSteps={run.maxSteps}
-          current={running && step.step === lastStep}
-          folded={run.complete && run.replayed === true}
-        />
+        <StepCard key={step.step} step={step} running={running} current={running && step.step === lastStep} folded={isStepFolded(run, step)} />
       ))}
       {run.end && (
         <div className={`run-end run-end-${run.end.kind}`} role="status" data-testid="run-end">
           {describeEnd(run.end)}
+          {took !== undefined && took >= 0 && <span className="run-took"> · {formatDuration(took)}</span>}
         </div>
       )}
     </div>

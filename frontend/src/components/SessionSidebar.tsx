@@ -1,11 +1,20 @@
 import type { SessionSummary } from '@stepwise/shared-types';
-import { useCallback, useEffect, useState } from 'react';
+import { useCallback, useEffect, useRef, useState } from 'react';
 import { api } from '../lib/api.ts';
+import { DeferredDeletes, type PendingDeletion } from '../lib/deferred-deletes.ts';
+import { formatFull, formatWhen } from '../lib/time.ts';
+import { useNow } from '../lib/use-now.ts';
+import { UndoToast } from './UndoToast.tsx';
 
-/** Past sessions: open one, start a new chat, delete. Opening one loads the page for it. */
+/** How long a deleted chat can be brought back before the request goes out. */
+export const UNDO_DELETE_MS = 5_000;
+
+/** Past sessions: open one, start a new chat, delete (with a few seconds to undo). Opening one loads the page for it. */
 export function SessionSidebar({ currentId, refreshKey, open, onClose }: { currentId: string | undefined; refreshKey: number; open: boolean; onClose: () => void }) {
   const [sessions, setSessions] = useState<SessionSummary[]>([]);
   const [error, setError] = useState<string | undefined>();
+  const [pending, setPending] = useState<PendingDeletion[]>([]);
+  const now = useNow();
 
   const load = useCallback(() => {
     api.sessions().then(
@@ -19,49 +28,79 @@ export function SessionSidebar({ currentId, refreshKey, open, onClose }: { curre
 
   useEffect(load, [load, refreshKey]);
 
-  const remove = async (id: string) => {
-    try {
-      await api.deleteSession(id);
-      if (id === currentId) window.location.assign('/');
-      else load();
-    } catch (failure) {
-      setError((failure as Error).message);
-    }
-  };
+  // Deleting the open chat leaves it for a new one; any other deletion refreshes the list.
+  const afterDelete = useRef<(id: string) => void>(() => undefined);
+  useEffect(() => {
+    afterDelete.current = (id) => (id === currentId ? window.location.assign('/') : load());
+  }, [currentId, load]);
+  const [deletes] = useState(
+    () =>
+      new DeferredDeletes({
+        delayMs: UNDO_DELETE_MS,
+        remove: (id, options) => api.deleteSession(id, options),
+        onChange: setPending,
+        onDeleted: (id) => afterDelete.current(id),
+        onError: (_id, failure) => setError(failure.message),
+      }),
+  );
+
+  // Leaving the page must not lose a deletion the user meant: what still waits goes out at once.
+  useEffect(() => {
+    const flush = () => deletes.flush();
+    window.addEventListener('pagehide', flush);
+    return () => window.removeEventListener('pagehide', flush);
+  }, [deletes]);
+
+  const visible = sessions.filter((session) => !pending.some((deletion) => deletion.id === session.id));
 
   return (
-    <nav className={`sidebar ${open ? 'sidebar-open' : ''}`} aria-label="Chats">
-      <div className="sidebar-head">
-        <a className="button primary new-chat" href="/">
-          New chat
-        </a>
-        <button type="button" className="ghost sidebar-close" onClick={onClose} aria-label="Close the chat list">
-          ×
-        </button>
-      </div>
-      {error && <p className="sidebar-error">{error}</p>}
-      <ul className="session-list">
-        {sessions.map((session) => (
-          <li key={session.id} className={session.id === currentId ? 'current' : ''}>
-            <a href={`/?session=${encodeURIComponent(session.id)}`} aria-current={session.id === currentId ? 'page' : undefined}>
-              <span className="session-title">{session.title ?? 'New chat'}</span>
-              <time className="session-time" dateTime={session.last_activity_at}>
-                {formatWhen(session.last_activity_at)}
-              </time>
-            </a>
-            <button type="button" className="ghost delete" onClick={() => void remove(session.id)} aria-label={`Delete “${session.title ?? 'New chat'}”`}>
-              ×
-            </button>
-          </li>
-        ))}
-        {sessions.length === 0 && !error && <li className="muted empty-list">No chats yet.</li>}
-      </ul>
-    </nav>
+    <>
+      {open && <div className="sidebar-backdrop" aria-hidden="true" onClick={onClose} />}
+      <nav className={`sidebar ${open ? 'sidebar-open' : ''}`} aria-label="Chats">
+        <div className="sidebar-head">
+          <a className="button primary new-chat" href="/">
+            New chat
+          </a>
+          <button type="button" className="ghost sidebar-close" onClick={onClose} aria-label="Close the chat list">
+            ×
+          </button>
+        </div>
+        {error && <p className="sidebar-error">{error}</p>}
+        <ul className="session-list">
+          {visible.map((session) => (
+            <li key={session.id} className={session.id === currentId ? 'current' : ''}>
+              <a href={`/?session=${encodeURIComponent(session.id)}`} aria-current={session.id === currentId ? 'page' : undefined}>
+                <span className="session-title">{session.title ?? 'New chat'}</span>
+                <time className="session-time" dateTime={session.last_activity_at} title={formatFull(session.last_activity_at)}>
+                  {formatWhen(session.last_activity_at, now)}
+                </time>
+              </a>
+              <button
+                type="button"
+                className="ghost delete"
+                onClick={() => deletes.schedule(session.id, session.title ?? 'New chat')}
+                aria-label={`Delete “${session.title ?? 'New chat'}”`}
+                title="Delete this chat and its files"
+              >
+                ×
+              </button>
+            </li>
+          ))}
+          {visible.length === 0 && !error && <li className="muted empty-list">No chats yet.</li>}
+        </ul>
+      </nav>
+      {pending.length > 0 && (
+        <div className="toasts">
+          {pending.map((deletion) => (
+            <UndoToast
+              key={deletion.id}
+              message={deletion.id === currentId ? `Deleting this chat “${deletion.title}” and its files` : `Deleted “${deletion.title}” and its files`}
+              durationMs={UNDO_DELETE_MS}
+              onUndo={() => deletes.undo(deletion.id)}
+            />
+          ))}
+        </div>
+      )}
+    </>
   );
-}
-
-function formatWhen(iso: string): string {
-  const date = new Date(iso);
-  const sameDay = date.toDateString() === new Date().toDateString();
-  return sameDay ? date.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }) : date.toLocaleDateString();
 }

@@ -1,6 +1,7 @@
-import { useEffect, useState } from 'react';
+import { useState } from 'react';
+import { phaseText, stepSummary } from '../state/step-summary.ts';
 import type { StepView } from '../state/view-state.ts';
-import { Markdown } from './Markdown.tsx';
+import { AgentText } from './AgentText.tsx';
 import { ToolCallCard } from './ToolCallCard.tsx';
 
 const QUESTION_STATUS = {
@@ -10,41 +11,68 @@ const QUESTION_STATUS = {
   stopped: 'not answered',
 } as const;
 
-/** One reason → act → observe step; foldable once finished. */
-export function StepCard({ step, maxSteps, current, folded }: { step: StepView; maxSteps: number; current: boolean; folded: boolean }) {
+/** What each phase is, for the headings' tooltips. */
+export const PHASE_HINTS = {
+  reason: 'Reason: the agent thinks about what it knows and plans this step',
+  act: 'Act: the tools the agent called for this step, with their arguments and results',
+  observe: 'Observe: the agent reads the results and decides whether it has the answer or needs another step',
+} as const;
+
+export interface StepCardProps {
+  step: StepView;
+  /** True while this is the step the run is working on. */
+  current: boolean;
+  /** True while the run goes on (or waits); false once it ended. */
+  running: boolean;
+  /** Whether the step shows folded until the user opens or closes it. */
+  folded: boolean;
+}
+
+/** One reason → act → observe step; folds to a one-line summary once a later step begins. */
+export function StepCard({ step, current, running, folded }: StepCardProps) {
   const tools = step.tools.filter((tool) => tool.name !== 'request_input');
-  // Runs rebuilt from the log start folded; live ones stay open until the user folds them.
-  const [open, setOpen] = useState(!folded);
-  useEffect(() => {
-    if (folded) setOpen(false);
-  }, [folded]);
+  // The user's choice wins over the automatic folding.
+  const [chosen, setChosen] = useState<boolean | undefined>(undefined);
+  const open = chosen ?? !folded;
+  const reason = phaseText(step, 'reason');
+  const observe = phaseText(step, 'observe');
   return (
-    <details
-      className={`step-card ${current ? 'step-current' : ''}`}
-      open={open}
-      onToggle={(event) => setOpen(event.currentTarget.open)}
-      data-testid="step-card"
-    >
-      <summary>
-        <span className="step-badge">
-          Step {step.step} of {maxSteps || '?'}
-        </span>
+    <details className={`step-card ${current ? 'step-current' : ''}`} open={open} data-testid="step-card">
+      <summary
+        onClick={(event) => {
+          event.preventDefault();
+          setChosen(!open);
+        }}
+      >
+        <span className="step-badge">Step {step.step}</span>
         {current && !step.observeDone && <span className="spinner small" aria-label="in progress" />}
+        {!open && (
+          <span className="step-summary" data-testid="step-summary">
+            {stepSummary(step)}
+          </span>
+        )}
       </summary>
       <section className="phase phase-reason" aria-label={`Reason, step ${step.step}`}>
-        <h4>Reason</h4>
-        {step.reason ? <Markdown text={step.reason} /> : <p className="muted">Thinking…</p>}
+        <h4 title={PHASE_HINTS.reason}>Reason</h4>
+        {reason ? <AgentText text={reason} /> : <p className="muted">{running ? 'Thinking…' : 'Stopped before any reasoning.'}</p>}
       </section>
       {(tools.length > 0 || step.question) && (
         <section className="phase phase-act" aria-label={`Act, step ${step.step}`}>
-          <h4>Act</h4>
+          <h4 title={PHASE_HINTS.act}>Act</h4>
           {tools.map((tool) => (
             <ToolCallCard key={tool.id} tool={tool} />
           ))}
           {step.question && (
             <div className={`question-record question-${step.question.status}`}>
-              <span className="muted">Asked you:</span> {step.question.text}{' '}
-              <span className="muted">({QUESTION_STATUS[step.question.status]})</span>
+              {step.question.status === 'pending' ? (
+                // The banner above the message box shows the question; saying it twice costs a phone half its screen.
+                <span className="muted">Asked you a question: waiting for your answer below.</span>
+              ) : (
+                <>
+                  <span className="muted">Asked you:</span> {step.question.text}{' '}
+                  <span className="muted">({QUESTION_STATUS[step.question.status]})</span>
+                </>
+              )}
               {step.question.answer && (
                 <div>
                   <span className="muted">You answered:</span> {step.question.answer}
@@ -54,10 +82,10 @@ export function StepCard({ step, maxSteps, current, folded }: { step: StepView; 
           )}
         </section>
       )}
-      {(step.observe || step.observeDone) && (
+      {(observe || step.observeDone) && (
         <section className="phase phase-observe" aria-label={`Observe, step ${step.step}`}>
-          <h4>Observe</h4>
-          <Markdown text={step.observe} />
+          <h4 title={PHASE_HINTS.observe}>Observe</h4>
+          <AgentText text={observe} />
         </section>
       )}
     </details>

@@ -1,3 +1,4 @@
+import { formatDuration, localTimeOf } from '../lib/time.ts';
 import type { ToolCallView } from '../state/view-state.ts';
 import { SavedFileReferences } from './SavedFileReferences.tsx';
 
@@ -38,6 +39,9 @@ export function ToolCallCard({ tool }: { tool: ToolCallView }) {
           {typeof tool.result === 'string' ? tool.result : JSON.stringify(tool.result, null, 2)}
         </pre>
       )}
+      {tool.status === 'done' && typeof tool.result === 'string' && localTimeOf(tool.result) && (
+        <p className="tool-local-time">{localTimeOf(tool.result)}, your time</p>
+      )}
       {tool.status === 'done' && typeof tool.result === 'string' && <SavedFileReferences result={tool.result} />}
       {tool.status === 'error' && (
         <pre className="tool-error" aria-label="Error">
@@ -46,8 +50,4 @@ export function ToolCallCard({ tool }: { tool: ToolCallView }) {
       )}
     </div>
   );
-}
-
-function formatDuration(ms: number): string {
-  return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
 }

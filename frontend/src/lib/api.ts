@@ -1,6 +1,7 @@
 import { type SessionDetail, SessionDetail as SessionDetailSchema, type SessionSummary, SessionList } from '@stepwise/shared-types';
 
 import { AuthRequiredError, authHeaders } from './auth.ts';
+import { withHumanSizes } from './sizes.ts';
 
 async function call(path: string, init: RequestInit = {}): Promise<Response> {
   const response = await fetch(path, { ...init, headers: { ...authHeaders(), ...init.headers } });
@@ -33,7 +34,7 @@ export const api = {
       body: file,
       headers: { 'content-type': 'application/octet-stream' },
     });
-    if (!response.ok) throw new Error(`Could not attach ${file.name}: ${await errorMessage(response)}`);
+    if (!response.ok) throw new Error(`Could not attach ${file.name}: ${withHumanSizes(await errorMessage(response))}`);
   },
   /** A session file's bytes, through the API (so the token goes along). */
   async fileBlob(sessionId: string, name: string): Promise<Blob> {
@@ -50,8 +51,9 @@ export const api = {
     link.remove();
     setTimeout(() => URL.revokeObjectURL(url), 10_000);
   },
-  async deleteSession(id: string): Promise<void> {
-    const response = await call(`/api/sessions/${encodeURIComponent(id)}`, { method: 'DELETE' });
+  /** Deletes a session and its files; `keepalive` lets the request outlive the page. */
+  async deleteSession(id: string, options: { keepalive?: boolean } = {}): Promise<void> {
+    const response = await call(`/api/sessions/${encodeURIComponent(id)}`, { method: 'DELETE', keepalive: options.keepalive === true });
     if (!response.ok && response.status !== 404) throw new Error(`Could not delete the session (${response.status})`);
   },
 };

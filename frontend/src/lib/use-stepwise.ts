@@ -79,10 +79,18 @@ export function useStepwise(url: string = defaultSocketUrl()) {
       stop(): void {
         if (send({ type: 'agent_control', action: 'stop' })) dispatch({ kind: 'stop_requested' });
       },
-      answer(runId: string, content: string): boolean {
-        if (!send({ type: 'agent_user_input', content })) return false;
+      answer(runId: string, content: string, questionId?: string): boolean {
+        if (!send({ type: 'agent_user_input', content, ...(questionId ? { question_id: questionId } : {}) })) return false;
         dispatch({ kind: 'answer_sent', runId, answer: content });
         return true;
+      },
+      /** Enter was pressed while a run works: nothing was sent, and the user should know why. */
+      explainBusy(): void {
+        dispatch({
+          kind: 'notice',
+          code: 'run_active',
+          message: 'The agent is still working on your last message. Wait for its answer, or press Stop to send something new.',
+        });
       },
       dismissNotice(): void {
         dispatch({ kind: 'dismiss_notice' });

@@ -17,7 +17,18 @@ export type Action =
 type Logged = Extract<ServerEvent, { seq: number }>;
 
 /** Error codes with which the server refuses a chat message. */
-const CHAT_REFUSALS = new Set(['invalid_json', 'invalid_message', 'unknown_type', 'unknown_tool', 'unknown_strategy', 'run_active']);
+const CHAT_REFUSALS = new Set([
+  'invalid_json',
+  'invalid_message',
+  'unknown_type',
+  'unknown_tool',
+  'unknown_strategy',
+  'run_active',
+  'server_busy',
+  'too_many_runs',
+  'rate_limited',
+  'session_deleted',
+]);
 
 /** The web app's one reducer: pure, event by event. */
 export function reduce(state: ViewState, action: Action): ViewState {
@@ -175,7 +186,7 @@ function applyAgentUpdate(state: ViewState, runId: string, event: Extract<Logged
     case 'agent_start': {
       const withRun = ensureRun(state, runId);
       return {
-        ...updateRun(withRun, runId, (run) => ({ ...run, maxSteps: event.max_steps })),
+        ...updateRun(withRun, runId, (run) => ({ ...run, maxSteps: event.max_steps, startedAt: event.ts })),
         activeRunId: runId,
         busy: true,
       };
@@ -193,6 +204,8 @@ function applyAgentUpdate(state: ViewState, runId: string, event: Extract<Logged
           text: event.question,
           status: 'pending',
           ...(event.tool_call_id ? { toolCallId: event.tool_call_id } : {}),
+          ...(event.deadline ? { deadline: event.deadline } : {}),
+          ...(event.question_id ? { questionId: event.question_id } : {}),
         },
       }));
     case 'agent_request_input_timeout':
@@ -201,13 +214,18 @@ function applyAgentUpdate(state: ViewState, runId: string, event: Extract<Logged
       );
     case 'agent_stopped':
       return updateRun(state, runId, (run) =>
-        settleRun({ ...run, end: event.reason === 'input_timeout' ? { kind: 'input_timeout' } : { kind: 'stopped', reason: event.reason ?? 'user' } }),
+        settleRun({
+          ...run,
+          endedAt: event.ts,
+          end: event.reason === 'input_timeout' ? { kind: 'input_timeout' } : { kind: 'stopped', reason: event.reason ?? 'user' },
+        }),
       );
     case 'agent_error':
-      return updateRun(state, runId, (run) => settleRun({ ...run, end: { kind: 'failed', message: event.message } }));
+      return updateRun(state, runId, (run) => settleRun({ ...run, endedAt: event.ts, end: { kind: 'failed', message: event.message } }));
     case 'agent_completion':
       return updateRun(state, runId, (run) => ({
         ...run,
+        endedAt: event.ts,
         end: { kind: event.reason === 'max_steps' ? 'max_steps' : 'answered', steps: event.steps },
       }));
     default: {
@@ -219,11 +237,22 @@ function applyAgentUpdate(state: ViewState, runId: string, event: Extract<Logged
 }
 
 /** The question the run is waiting on, if any. */
-export function pendingQuestion(state: ViewState): { runId: string; step: number; text: string } | undefined {
+export function pendingQuestion(
+  state: ViewState,
+): { runId: string; step: number; text: string; deadline?: string; questionId?: string } | undefined {
   for (const run of Object.values(state.runs)) {
     if (run.complete || run.end) continue;
     for (const step of run.steps) {
-      if (step.question?.status === 'pending') return { runId: run.id, step: step.step, text: step.question.text };
+      const question = step.question;
+      if (question?.status === 'pending') {
+        return {
+          runId: run.id,
+          step: step.step,
+          text: question.text,
+          ...(question.deadline ? { deadline: question.deadline } : {}),
+          ...(question.questionId ? { questionId: question.questionId } : {}),
+        };
+      }
     }
   }
   return undefined;

@@ -22,6 +22,10 @@ export interface QuestionView {
   toolCallId?: string;
   status: 'pending' | 'answered' | 'timed_out' | 'stopped';
   answer?: string;
+  /** When the question stops waiting (ISO-8601), when the server set a limit. */
+  deadline?: string;
+  /** The server's id for it, sent back with the answer. */
+  questionId?: string;
 }
 
 /** One reason → act → observe step. */
@@ -46,7 +50,11 @@ export type RunEnd =
 /** One agent run, as its timeline shows it. */
 export interface RunView {
   id: string;
+  /** The run's budget: the most steps it may take. */
   maxSteps: number;
+  /** When the run started and ended (ISO-8601, from the events' `ts`). */
+  startedAt?: string;
+  endedAt?: string;
   steps: StepView[];
   end?: RunEnd;
   /** True once response_complete arrived. */
