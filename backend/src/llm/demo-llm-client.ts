@@ -12,17 +12,34 @@ interface Situation {
   question: string;
   /** The question plus the user's clarification, when one was given. */
   request: string;
+  /** The current arithmetic step's expression (the chain's next link, from the running value). */
   expression: string | undefined;
+  /** Every link of a chained calculation ("12*7, then add 15, …"), the first being an expression. */
+  chain: ChainLink[];
+  /** The calculator's results so far in this run, in order. */
+  calculations: string[];
   wantsTime: boolean;
   ambiguous: boolean;
   results: Map<string, string>;
   clarification: string | undefined;
   offered: Set<string>;
+  /** The tools this run may use (the act call's list, or the reason prompt's). */
+  tools: Set<string>;
   /** A session file the user asks about, when read_file may be used. */
   file: string | undefined;
   wantsFileList: boolean;
+  /** A file the message names that this chat does not have. */
+  missingFile: string | undefined;
   /** Another enabled tool (an MCP server's, say) that the user names, with arguments for it. */
   named: { name: string; arguments: Record<string, unknown> } | undefined;
+}
+
+/** One link of a chained calculation: the first is an expression, the others an operation on the running value. */
+interface ChainLink {
+  operator?: '+' | '-' | '*' | '/';
+  operand?: string;
+  expression?: string;
+  words: string;
 }
 
 type Next = 'calculator' | 'current_time' | 'read_file' | 'list_files' | 'named' | 'request_input';
@@ -76,31 +93,44 @@ function read(request: CompletionRequest): Situation {
   const lastUser = findLastIndex(request.messages, (message) => message.role === 'user');
   const question = lastUser >= 0 ? (request.messages[lastUser] as { content: string }).content : '';
   const results = new Map<string, string>();
+  const calculations: string[] = [];
   const callNames = new Map<string, string>();
   for (const message of request.messages.slice(lastUser + 1)) {
     if (message.role === 'assistant') for (const call of message.toolCalls ?? []) callNames.set(call.id, call.name);
-    if (message.role === 'tool') results.set(callNames.get(message.toolCallId) ?? 'unknown', message.content);
+    if (message.role === 'tool') {
+      const tool = callNames.get(message.toolCallId) ?? 'unknown';
+      results.set(tool, message.content);
+      if (tool === 'calculator') calculations.push(message.content);
+    }
   }
   const clarification = results.get('request_input');
   const fullRequest = clarification ? `${question}\n${clarification}` : question;
-  const expression = findExpression(fullRequest);
+  const chain = findChain(fullRequest);
+  const expression = nextExpression(chain, calculations);
   const wantsTime = /\b(time|date|today|clock)\b/i.test(fullRequest);
   const words = question.trim().split(/\s+/).filter(Boolean);
   const vague = /\b(something|anything|stuff|it|this|that|help)\b/i.test(question);
   const tools = availableTools(request);
   const toolNames = new Set(tools.map((tool) => tool.name));
   const file = toolNames.has('read_file') ? requestedFile(request, question) : undefined;
+  const named_file = /\b([\w-]+(?:\.[\w-]+)*\.(?:txt|md|csv|json|log|pdf|docx?|html?|xml|ya?ml))\b/i.exec(question)?.[1];
+  const missingFile = named_file && !file && request.purpose !== 'act' ? named_file : undefined;
   const wantsFileList = toolNames.has('list_files') && /\b(files?|attachments?|attached)\b/i.test(question) && !file;
   const named = namedTool(question, tools);
   return {
     question,
     request: fullRequest,
     expression,
+    chain,
+    calculations,
     wantsTime,
-    ambiguous: !expression && !wantsTime && !file && !wantsFileList && !named && (words.length <= 3 || (vague && words.length <= 6)),
+    ambiguous:
+      !expression && !wantsTime && !file && !missingFile && !wantsFileList && !named && (words.length <= 3 || (vague && words.length <= 6)),
+    missingFile,
     results,
     clarification,
     offered: new Set((request.tools ?? []).map((tool) => tool.name)),
+    tools: toolNames,
     file,
     wantsFileList,
     named,
@@ -129,7 +159,7 @@ function systemText(request: CompletionRequest): string {
  */
 function availableTools(request: CompletionRequest): Array<{ name: string; parameters: Record<string, unknown> }> {
   if (request.tools) return request.tools;
-  const line = /Tools available in the ACT phase: (.*)\./.exec(systemText(request))?.[1] ?? '';
+  const line = /Tools (?:available in the ACT phase|enabled for this run): (.*)\./.exec(systemText(request))?.[1] ?? '';
   return line === 'none' ? [] : line.split(', ').filter(Boolean).map((name) => ({ name, parameters: {} }));
 }
 
@@ -170,7 +200,7 @@ function demoArguments(schema: Record<string, unknown>, text: string): Record<st
 /** What is still to be done, in the order the demo does it. */
 function pending(situation: Situation): Next | undefined {
   const { expression, wantsTime, ambiguous, results, clarification, file, wantsFileList, named } = situation;
-  if (expression && !results.has('calculator')) return 'calculator';
+  if (expression && situation.calculations.length < Math.max(1, situation.chain.length)) return 'calculator';
   if (wantsTime && !results.has('current_time')) return 'current_time';
   if (file && !results.has('read_file')) return 'read_file';
   if (wantsFileList && !results.has('list_files')) return 'list_files';
@@ -181,8 +211,17 @@ function pending(situation: Situation): Next | undefined {
 
 function reasonReply(situation: Situation): string {
   const next = pending(situation);
+  const missing = unavailable(situation, next);
+  if (missing) {
+    const plan = `The ${missing} tool is needed but not enabled for this run, so say so instead of trying.`;
+    return `The user wrote: "${shorten(situation.question)}". ${plan}\n\n\`\`\`json\n${JSON.stringify({ plan, tools_to_consider: [], finish: true })}\n\`\`\``;
+  }
+  const link = situation.chain[situation.calculations.length];
   const plans: Record<Next, string> = {
-    calculator: `Evaluate ${situation.expression} with the calculator.`,
+    calculator:
+      situation.calculations.length > 0 && link
+        ? `The running value is ${situation.calculations.at(-1)}; next, ${link.words}: evaluate ${situation.expression} with the calculator.`
+        : `Evaluate ${situation.expression} with the calculator.`,
     current_time: 'Read the current time with the current_time tool.',
     read_file: `Read the file ${situation.file} with read_file.`,
     list_files: 'See which files this session has with list_files.',
@@ -221,19 +260,32 @@ function observeReply(situation: Situation): string {
   const { results, expression } = situation;
   const findings: string[] = [];
   const answers: string[] = [];
-  const calculation = results.get('calculator');
+  const calculation = situation.calculations.at(-1);
   if (calculation !== undefined) {
     const failed = calculation.startsWith('Error:');
-    findings.push(failed ? `The calculator could not evaluate it (${calculation}).` : `The calculator returned ${calculation}.`);
-    answers.push(failed ? `I could not evaluate \`${expression}\`: ${calculation.replace(/^Error:\s*/, '')}` : `\`${expression}\` = **${calculation}**`);
+    const done = situation.calculations.length;
+    const evaluated = done > 1 ? linkExpression(situation.chain, situation.calculations, done - 1) : (situation.chain[0]?.expression ?? expression);
+    findings.push(failed ? `The calculator could not evaluate ${evaluated} (${calculation}).` : `${evaluated} = ${calculation}.`);
+    if (failed) answers.push(`I could not evaluate \`${evaluated}\`: ${calculation.replace(/^Error:\s*/, '')}`);
+    else if (situation.chain.length > 1) answers.push(chainAnswer(situation));
+    else answers.push(`\`${evaluated}\` = **${calculation}**`);
   }
   const time = results.get('current_time');
   if (time !== undefined) {
     findings.push(`The clock says ${time}.`);
     answers.push(`It is now **${time}** (UTC).`);
   }
+  const read = results.get('read_file');
+  if (read !== undefined && !read.startsWith('Error:')) {
+    findings.push(`I read ${situation.file ?? 'the file'}.`);
+    answers.push(summarize(situation.file ?? 'the file', read));
+  }
+  if (situation.missingFile) {
+    findings.push(`There is no file ${situation.missingFile} in this chat.`);
+    answers.push(`I could not summarize **${situation.missingFile}**: this chat has no such file. Attach it with the paperclip (or drop it on the page) and ask again.`);
+  }
   for (const [tool, label] of [
-    ['read_file', situation.file ? `The file ${situation.file} says` : 'The file says'],
+    ...(read !== undefined && read.startsWith('Error:') ? [['read_file', 'The file says']] : []),
     ['list_files', 'The session has these files'],
     ...(situation.named ? [[situation.named.name, `${situation.named.name} returned`]] : []),
   ] as const) {
@@ -245,8 +297,19 @@ function observeReply(situation: Situation): string {
   }
   if (situation.clarification !== undefined) findings.push(`The user clarified: "${shorten(situation.clarification)}".`);
   const unfinished = pending(situation);
+  const missing = unavailable(situation, unfinished);
+  if (missing) {
+    const observation = `The ${missing} tool is not enabled for this run.`;
+    const answer = [
+      ...answers,
+      `The **${missing}** tool is not enabled for this run; tick it under Tools to let me ${missing === 'calculator' && situation.expression ? `compute ${situation.expression}` : 'do this'}.`,
+    ].join('\n\n');
+    return block(observation, { observation, should_continue: false, final_answer: answer });
+  }
   if (unfinished && unfinished !== 'request_input') {
-    const observation = `${findings.join(' ')} Next I need the ${unfinished} tool.`.trim();
+    const link = situation.chain[situation.calculations.length];
+    const next = unfinished === 'calculator' && link ? `Next, ${link.words}.` : `Next I need the ${unfinished} tool.`;
+    const observation = `${findings.join(' ')} ${next}`.trim();
     return block(observation, { observation, should_continue: true, final_answer: '' });
   }
   if (answers.length === 0) answers.push(fallbackAnswer(situation));
@@ -298,3 +361,73 @@ function findLastIndex<T>(items: T[], predicate: (item: T) => boolean): number {
   return -1;
 }
 
+
+/** The tool the next step needs when this run may not use it (the user did not tick it). */
+function unavailable(situation: Situation, next: Next | undefined): string | undefined {
+  if (!next || next === 'request_input' || next === 'named') return undefined;
+  return situation.tools.has(next) ? undefined : next;
+}
+
+const OPERATIONS: { pattern: RegExp; operator: ChainLink['operator'] }[] = [
+  { pattern: /\b(?:add|plus)\s+(-?\d+(?:\.\d+)?)/i, operator: '+' },
+  { pattern: /\b(?:subtract|minus|take away)\s+(-?\d+(?:\.\d+)?)/i, operator: '-' },
+  { pattern: /\b(?:multiply|times)(?:\s+(?:it|that|the result))?(?:\s+by)?\s+(-?\d+(?:\.\d+)?)/i, operator: '*' },
+  { pattern: /\b(?:divide|divided)(?:\s+(?:it|that|the result))?(?:\s+by)?\s+(-?\d+(?:\.\d+)?)/i, operator: '/' },
+];
+
+/**
+ * A chained calculation: "First compute 12*7, then add 15, divide by 3, subtract 4" is an
+ * expression followed by operations on the running value, each one calculator call of its own.
+ */
+export function findChain(text: string): ChainLink[] {
+  const parts = text.split(/,|;|\bthen\b|\band\b/i).map((part) => part.trim()).filter(Boolean);
+  const chain: ChainLink[] = [];
+  for (const part of parts) {
+    if (chain.length === 0) {
+      const expression = findExpression(part);
+      if (expression) chain.push({ expression, words: part });
+      continue;
+    }
+    const operation = OPERATIONS.map(({ pattern, operator }) => ({ match: pattern.exec(part), operator })).find(({ match }) => match);
+    if (operation?.match) chain.push({ operator: operation.operator!, operand: operation.match[1]!, words: part.replace(/^(?:then|and)\s+/i, '') });
+  }
+  if (chain.length > 1) return chain;
+  const whole = findExpression(text);
+  return whole ? [{ expression: whole, words: whole }] : [];
+}
+
+/** The expression of link `index`, applied to the running value the calculator gave for the one before. */
+function linkExpression(chain: ChainLink[], calculations: string[], index: number): string | undefined {
+  const link = chain[index];
+  if (!link) return undefined;
+  if (link.expression) return link.expression;
+  return `${calculations[index - 1]} ${link.operator} ${link.operand}`;
+}
+
+/** The next expression to evaluate: the chain's next link, or the last one when it is done. */
+function nextExpression(chain: ChainLink[], calculations: string[]): string | undefined {
+  if (chain.length === 0) return undefined;
+  const index = Math.min(calculations.length, chain.length - 1);
+  return linkExpression(chain, calculations, index);
+}
+
+/** Every step of a chained calculation with its result, then the result in bold. */
+function chainAnswer(situation: Situation): string {
+  const lines = situation.chain.map((_, index) => `${index + 1}. \`${linkExpression(situation.chain, situation.calculations, index)}\` = ${situation.calculations[index]}`);
+  return `${lines.join('\n')}\n\nThe result is **${situation.calculations.at(-1)}**.`;
+}
+
+/** A real summary of a text file: its size in lines and words, its headings, its first sentences. */
+function summarize(name: string, result: string): string {
+  // The tool's result starts with a header line ("notes.txt: bytes 0-120 of 120") and may end with a note on what is left.
+  const text = result.replace(/^[^\n]*: bytes \d+-\d+ of \d+\n/, '').replace(/\n\[\d+ more bytes: read_file with offset \d+\]$/, '');
+  const lines = text.split('\n').filter((line) => line.trim());
+  const words = text.split(/\s+/).filter(Boolean).length;
+  const headings = lines.filter((line) => /^#{1,6}\s/.test(line)).map((line) => line.replace(/^#+\s*/, ''));
+  const prose = lines.filter((line) => !/^#{1,6}\s/.test(line)).join(' ');
+  const sentences = (prose.match(/[^.!?]+[.!?]+/g) ?? [prose]).map((sentence) => sentence.trim()).filter(Boolean).slice(0, 2);
+  const parts = [`**${name}**: ${lines.length} line${lines.length === 1 ? '' : 's'}, ${words} word${words === 1 ? '' : 's'}.`];
+  if (headings.length) parts.push(`Sections: ${headings.slice(0, 8).join('; ')}.`);
+  if (sentences.length) parts.push(`It begins: ${sentences.join(' ')}`);
+  return parts.join('\n\n');
+}

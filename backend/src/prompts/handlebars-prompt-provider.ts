@@ -18,7 +18,7 @@ const SAMPLES: PromptVariables = {
     tool_names: ['calculator'],
   },
   act: { question: 'q', plan: '', step: 1, max_steps: 2, tool_names: ['calculator'] },
-  observe: { question: 'q', tool_summaries: '', step: 1, max_steps: 2, is_last_step: false },
+  observe: { question: 'q', tool_summaries: '', tool_names: ['calculator'], step: 1, max_steps: 2, is_last_step: false },
   chatSystem: { today: '2026-01-01' },
 };
 

@@ -21,6 +21,8 @@ export interface ActPromptVariables {
 export interface ObservePromptVariables {
   question: string;
   tool_summaries: string;
+  /** The tools this run may use, so the model can say when a needed one is not enabled. */
+  tool_names: string[];
   step: number;
   max_steps: number;
   is_last_step: boolean;

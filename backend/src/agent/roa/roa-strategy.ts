@@ -147,6 +147,7 @@ export class RoaStrategy implements Strategy {
     const system = context.prompts.render('observe', {
       question: input.question,
       tool_summaries: toolSummaries.join('\n'),
+      tool_names: input.toolNames,
       step,
       max_steps: input.maxSteps,
       is_last_step: isLastStep,
