@@ -11,6 +11,8 @@ export const ChatMessage = z.object({
   agent_max_steps: z.number().int().optional(),
   tools: z.array(z.string().min(1).max(200)).max(200).optional(),
   strategy: z.string().min(1).max(64).optional(),
+  /** Options of the chosen strategy, validated by it. */
+  strategy_options: z.record(z.string(), z.unknown()).optional(),
 });
 export type ChatMessage = z.infer<typeof ChatMessage>;
 

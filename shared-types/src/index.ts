@@ -2,3 +2,4 @@ export * from './client-messages.ts';
 export * from './server-events.ts';
 export * from './rest.ts';
 export * from './format.ts';
+export * from './errors.ts';

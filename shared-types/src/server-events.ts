@@ -5,22 +5,35 @@ const logged = {
   seq: z.number().int().positive(),
   ts: z.string(),
   run_id: z.string().optional(),
+  /** The branch of the run the event belongs to (a plan step "3", a research task "1.2"), in strategies that branch. */
+  node_id: z.string().optional(),
 };
 
 const agentUpdate = <T extends string, S extends z.ZodRawShape>(updateType: T, shape: S) =>
   z.object({ type: z.literal('agent_update'), update_type: z.literal(updateType), ...logged, ...shape });
 
 /** Why a run was stopped. */
-export const StopReason = z.enum(['user', 'input_timeout', 'shutdown', 'server_restart', 'timeout', 'token_budget']);
+export const StopReason = z.enum(['user', 'input_timeout', 'shutdown', 'server_restart', 'timeout', 'token_budget', 'paused']);
 export type StopReason = z.infer<typeof StopReason>;
 
-/** How a completed run ended: with an answer, or at its step limit. */
-export const CompletionReason = z.enum(['answered', 'max_steps']);
+/** How a completed run ended: with an answer, at its step limit, or a strategy's own ending. */
+export const CompletionReason = z.enum([
+  'answered',
+  'max_steps',
+  'workflow_complete',
+  'natural_stop',
+  'max_loops',
+  'verifier_blocked',
+  'wave_complete',
+  'max_cycles',
+]);
 export type CompletionReason = z.infer<typeof CompletionReason>;
 
 export const AgentStart = agentUpdate('agent_start', {
   max_steps: z.number().int(),
   strategy: z.string().optional(),
+  /** The strategy's options after defaults. */
+  options: z.record(z.string(), z.unknown()).optional(),
 });
 export type AgentStart = z.infer<typeof AgentStart>;
 export const AgentTurnStart = agentUpdate('agent_turn_start', { step: z.number().int() });
@@ -35,8 +48,6 @@ export const AgentRequestInput = agentUpdate('agent_request_input', {
   /** Answers to offer as buttons, e.g. ["Yes","No"]. */
   choices: z.array(z.string()).optional(),
   kind: z.enum(['question', 'confirm']).optional(),
-  /** The branch of the run that asks (a plan step, a task), in strategies that branch. */
-  node_id: z.string().optional(),
   tool_call_id: z.string().optional(),
   /** When the question stops waiting (ISO-8601). */
   deadline: z.string().optional(),
@@ -101,6 +112,9 @@ export type ToolError = z.infer<typeof ToolError>;
 export const AssistantMessage = z.object({ type: z.literal('assistant_message'), ...logged, content: z.string() });
 export type AssistantMessage = z.infer<typeof AssistantMessage>;
 export const ResponseComplete = z.object({ type: z.literal('response_complete'), ...logged });
+/** A plain chat answer failed (code from ERROR_CODES); logged, so a reload still shows it. */
+export const LoggedError = z.object({ type: z.literal('error'), ...logged, code: z.string(), message: z.string() });
+export type LoggedError = z.infer<typeof LoggedError>;
 export type ResponseComplete = z.infer<typeof ResponseComplete>;
 
 /** A session file as listed. */
@@ -120,7 +134,17 @@ export const FileDeleted = z.object({ type: z.literal('file_deleted'), ...logged
 export type FileDeleted = z.infer<typeof FileDeleted>;
 
 /** Every event that is part of a session's log (carries `seq`). */
-export const LoggedEvent = z.union([AgentUpdate, ToolStart, ToolComplete, ToolError, AssistantMessage, ResponseComplete, FileSaved, FileDeleted]);
+export const LoggedEvent = z.union([
+  AgentUpdate,
+  ToolStart,
+  ToolComplete,
+  ToolError,
+  AssistantMessage,
+  ResponseComplete,
+  FileSaved,
+  FileDeleted,
+  LoggedError,
+]);
 export type LoggedEvent = z.infer<typeof LoggedEvent>;
 
 /** Streaming previews; the full event always follows. Not logged. */
@@ -154,29 +178,13 @@ export const ToolProgressEvent = z.object({
 export type ToolProgressEvent = z.infer<typeof ToolProgressEvent>;
 export type DeltaEvent = z.infer<typeof DeltaEvent>;
 
-/** Stable codes of `error` replies. */
-export const ERROR_CODES = {
-  invalid_json: 'invalid_json',
-  invalid_message: 'invalid_message',
-  unknown_type: 'unknown_type',
-  binary_not_supported: 'binary_not_supported',
-  frame_too_large: 'frame_too_large',
-  run_active: 'run_active',
-  no_active_run: 'no_active_run',
-  no_pending_input: 'no_pending_input',
-  unknown_tool: 'unknown_tool',
-  unknown_strategy: 'unknown_strategy',
-  model_error: 'model_error',
-  rate_limited: 'rate_limited',
-  server_busy: 'server_busy',
-  internal_error: 'internal_error',
-} as const;
-export const ErrorCode = z.enum(Object.values(ERROR_CODES) as [string, ...string[]]);
-export type ErrorCode = keyof typeof ERROR_CODES;
-
-/** A client message was rejected; the connection stays open. Not logged. */
+/**
+ * A client message was rejected (the connection stays open; not logged), or a plain chat answer
+ * failed (logged, with `seq` and `run_id`, so a reload shows it). `code` is one of ERROR_CODES.
+ */
 export const ErrorEvent = z.object({ type: z.literal('error'), code: z.string(), message: z.string() });
 export type ErrorEvent = z.infer<typeof ErrorEvent>;
+
 
 /** A tool a run may enable. */
 export const ToolInfo = z.object({
@@ -219,6 +227,16 @@ export const SessionDeletedEvent = z.object({
 });
 export type SessionDeletedEvent = z.infer<typeof SessionDeletedEvent>;
 
+/** A strategy a run may use, as `session` lists it. */
+export const StrategyInfo = z.object({
+  name: z.string(),
+  label: z.string(),
+  description: z.string(),
+  /** JSON Schema of `strategy_options`, defaults included. */
+  options_schema: z.record(z.string(), z.unknown()),
+});
+export type StrategyInfo = z.infer<typeof StrategyInfo>;
+
 /** Sent right after the upgrade. */
 export const SessionEvent = z.object({
   type: z.literal('session'),
@@ -234,11 +252,22 @@ export const SessionEvent = z.object({
   /** The config file's MCP servers and their state. */
   mcp_servers: z.array(McpServerStatus).optional(),
   strategies: z.array(z.string()).optional(),
+  strategy_catalog: z.array(StrategyInfo).optional(),
 });
 export type SessionEvent = z.infer<typeof SessionEvent>;
 
 /** Everything a server may send. */
-export const ServerEvent = z.union([SessionEvent, ToolsChangedEvent, SessionDeletedEvent, ErrorEvent, DeltaEvent, ToolProgressEvent, LoggedEvent]);
+// A logged error (with seq) is tried before the plain one, which would drop its seq.
+export const ServerEvent = z.union([
+  SessionEvent,
+  ToolsChangedEvent,
+  SessionDeletedEvent,
+  LoggedError,
+  ErrorEvent,
+  DeltaEvent,
+  ToolProgressEvent,
+  LoggedEvent,
+]);
 export type ServerEvent = z.infer<typeof ServerEvent>;
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;

@@ -42,6 +42,14 @@ export function Conversation({ state, now }: { state: ViewState; now: Date }) {
                 <Markdown text={item.content} className="bubble" />
               </div>
             );
+          case 'failure':
+            return (
+              <div key={item.id} className="turn turn-assistant" data-testid="answer-failure">
+                <div className="bubble failure" role="status">
+                  {item.message}
+                </div>
+              </div>
+            );
           case 'run': {
             const run = state.runs[item.runId];
             return run ? <RunTimeline key={item.id} run={run} now={now} /> : null;

@@ -1,4 +1,4 @@
-import type { HistoryMessage, ServerEvent, SessionEvent } from '@stepwise/shared-types';
+import { type HistoryMessage, refusesChat, type ServerEvent, type SessionEvent } from '@stepwise/shared-types';
 import type { ChatItem, ConnectionState, RunView, StepView, ToolCallView, ViewState } from './view-state.ts';
 
 /** Everything that changes what the web app shows. */
@@ -16,19 +16,6 @@ export type Action =
 
 type Logged = Extract<ServerEvent, { seq: number }>;
 
-/** Error codes with which the server refuses a chat message. */
-const CHAT_REFUSALS = new Set([
-  'invalid_json',
-  'invalid_message',
-  'unknown_type',
-  'unknown_tool',
-  'unknown_strategy',
-  'run_active',
-  'server_busy',
-  'too_many_runs',
-  'rate_limited',
-  'session_deleted',
-]);
 
 /** The web app's one reducer: pure, event by event. */
 export function reduce(state: ViewState, action: Action): ViewState {
@@ -87,9 +74,9 @@ function applyEvent(state: ViewState, event: ServerEvent | { type: string }): Vi
   if (event.type === 'tools_changed') {
     return state.session ? { ...state, session: { ...state.session, tools: event.tools, mcp_servers: event.mcp_servers } } : state;
   }
-  if (event.type === 'error') {
+  if (event.type === 'error' && !('seq' in event)) {
     // An error that refuses a chat message means nothing will answer it.
-    const refused = CHAT_REFUSALS.has(event.code) && !state.activeRunId && state.streamingAnswer === undefined;
+    const refused = refusesChat(event.code) && !state.activeRunId && state.streamingAnswer === undefined;
     return { ...state, notice: { code: event.code, message: event.message }, ...(refused ? { busy: false, stopping: false } : {}) };
   }
   if (event.type === 'assistant_delta') {
@@ -173,6 +160,10 @@ function applyLogged(state: ViewState, event: Logged): ViewState {
     }
     case 'file_deleted':
       return { ...state, files: state.files.filter((existing) => existing.name !== event.name) };
+    case 'error': {
+      const item: ChatItem = { kind: 'failure', id: `e${event.seq}`, code: event.code, message: event.message, order: event.seq };
+      return { ...state, streamingAnswer: undefined, items: insertItem(state.items, item) };
+    }
     default: {
       // A newer server may send events this app does not know: they change nothing.
       const _unknown: never = event;

@@ -71,6 +71,8 @@ export type ChatItem = { order: number } & (
   | { kind: 'user'; id: string; content: string }
   | { kind: 'assistant'; id: string; content: string; runId?: string }
   | { kind: 'run'; id: string; runId: string }
+  /** A plain chat answer that failed: kept in the conversation, also after a reload. */
+  | { kind: 'failure'; id: string; code: string; message: string }
 );
 
 /** A file in the session's folder. */

@@ -1,0 +1,57 @@
+/**
+ * Every error code Stepwise sends, in one place: the backend throws and replies with these, the
+ * web app reads them. `refusesChat`: the code can answer a `chat` message that therefore started
+ * nothing (the web app puts the message back). `status`: the HTTP status where REST uses the code.
+ */
+export const ERROR_CODES = {
+  // A client's message was refused; nothing changed.
+  invalid_json: { refusesChat: true, summary: 'The frame is not JSON' },
+  invalid_message: { refusesChat: true, summary: 'A field is missing or invalid' },
+  unknown_type: { refusesChat: true, summary: 'No message has this type' },
+  binary_not_supported: { summary: 'Messages are JSON text frames' },
+  frame_too_large: { summary: 'The frame is over the size limit' },
+  run_active: { refusesChat: true, status: 409, summary: 'A response is still in progress' },
+  no_active_run: { summary: 'Nothing is running' },
+  no_pending_input: { summary: 'The agent is not waiting for an answer' },
+  ambiguous_input: { summary: 'Several questions wait: the answer must name one' },
+  unknown_tool: { refusesChat: true, summary: 'A named tool does not exist' },
+  unknown_strategy: { refusesChat: true, summary: 'No strategy has this name' },
+  rate_limited: { refusesChat: true, summary: 'Too many messages a second' },
+  server_busy: { refusesChat: true, summary: 'The server runs as many runs as it may' },
+  too_many_runs: { refusesChat: true, summary: 'This client runs as many runs as one client may' },
+  session_deleted: { refusesChat: true, summary: 'The chat was deleted' },
+  // A response failed or was cut short.
+  timeout: { summary: 'The answer took too long and was stopped' },
+  model_error: { summary: 'The model endpoint failed' },
+  model_timeout: { summary: 'The model endpoint took too long' },
+  input_timeout: { summary: 'Nobody answered in time' },
+  internal_error: { status: 500, summary: 'Something failed inside the server' },
+  // Tools (sent to the model as tool errors, and in logs).
+  invalid_tool_arguments: { summary: 'A tool call’s arguments do not fit its schema' },
+  tool_failed: { summary: 'A tool ran and failed' },
+  // REST and upgrades.
+  unauthorized: { status: 401, summary: 'A valid token is required' },
+  forbidden_origin: { status: 403, summary: 'This origin may not use the server' },
+  forbidden_host: { status: 421, summary: 'The server does not answer to this host name' },
+  too_many_connections: { status: 429, summary: 'Too many sockets from one address' },
+  not_found: { status: 404, summary: 'No such thing' },
+  invalid_id: { status: 400, summary: 'An id is malformed' },
+  invalid_query: { status: 400, summary: 'A query parameter is invalid' },
+  bad_request: { status: 400, summary: 'The request is malformed' },
+  invalid_file_name: { status: 400, summary: 'The file name is not allowed' },
+  file_not_found: { status: 404, summary: 'No such file' },
+  file_too_large: { status: 413, summary: 'The file is over the size limit' },
+  too_many_files: { status: 400, summary: 'The chat holds as many files as it may' },
+  not_text: { status: 400, summary: 'The file is not text' },
+  // Startup.
+  config_error: { summary: 'A setting is missing or invalid' },
+  prompt_error: { summary: 'A prompt template is missing or broken' },
+} as const satisfies Record<string, { summary: string; refusesChat?: boolean; status?: number }>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** True when `code` answers a chat message that started nothing. */
+export function refusesChat(code: string): boolean {
+  const entry = (ERROR_CODES as Record<string, { refusesChat?: boolean }>)[code];
+  return entry?.refusesChat === true;
+}
