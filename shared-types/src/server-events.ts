@@ -237,6 +237,31 @@ export const StrategyInfo = z.object({
 });
 export type StrategyInfo = z.infer<typeof StrategyInfo>;
 
+/** How the model endpoint is doing: checked at startup, then after every call that failed or succeeded. */
+export const ModelHealth = z.object({
+  status: z.enum(['unknown', 'ok', 'failing']),
+  /** What went wrong, in words ("connection refused at http://127.0.0.1:9/v1", "the key was refused (401)"). */
+  message: z.string().optional(),
+  /** What to do about it ("check OPENAI_BASE_URL", "check OPENAI_API_KEY"). */
+  hint: z.string().optional(),
+  /** When this was last learnt (ISO-8601). */
+  checked_at: z.string().optional(),
+});
+export type ModelHealth = z.infer<typeof ModelHealth>;
+
+/** Sent (outside the log) to every connected client when the model's health changes. */
+export const ModelHealthEvent = z.object({ type: z.literal('model_health'), health: ModelHealth });
+export type ModelHealthEvent = z.infer<typeof ModelHealthEvent>;
+
+/** A setting in force, for the settings panel: the variable that sets it and its value. */
+export const SettingInfo = z.object({
+  /** The environment variable, e.g. "MAX_CONCURRENT_RUNS". */
+  name: z.string(),
+  value: z.string(),
+  description: z.string(),
+});
+export type SettingInfo = z.infer<typeof SettingInfo>;
+
 /** Sent right after the upgrade. */
 export const SessionEvent = z.object({
   type: z.literal('session'),
@@ -253,6 +278,13 @@ export const SessionEvent = z.object({
   mcp_servers: z.array(McpServerStatus).optional(),
   strategies: z.array(z.string()).optional(),
   strategy_catalog: z.array(StrategyInfo).optional(),
+  /** The model endpoint's base URL, without credentials (absent for the demo model). */
+  model_endpoint: z.string().optional(),
+  model_health: ModelHealth.optional(),
+  /** The limits and settings in force, for the settings panel. */
+  settings: z.array(SettingInfo).optional(),
+  /** Where MCP servers are configured (the config file's path). */
+  config_file: z.string().optional(),
 });
 export type SessionEvent = z.infer<typeof SessionEvent>;
 
@@ -262,6 +294,7 @@ export const ServerEvent = z.union([
   SessionEvent,
   ToolsChangedEvent,
   SessionDeletedEvent,
+  ModelHealthEvent,
   LoggedError,
   ErrorEvent,
   DeltaEvent,
