@@ -7,6 +7,7 @@ import { type Config, loadConfig } from './config/config.ts';
 import { loadConfigFile } from './config/config-file.ts';
 import { SessionManager } from './chat/session-manager.ts';
 import { buildContainer } from './container.ts';
+import { ModelHealthMonitor } from './llm/model-health.ts';
 import { McpManager } from './mcp/mcp-manager.ts';
 import { openStore } from './store/open-store.ts';
 import type { Store } from './store/store.ts';
@@ -56,7 +57,13 @@ export async function startServer(options: {
   const mcp = container.resolve(McpManager);
   app.addHook('onClose', () => mcp.close());
   await mcp.start();
-  await container.resolve(SessionManager).recover();
+  const sessions = container.resolve(SessionManager);
+  await sessions.recover();
+  // The model's health goes live to every client; the first check runs alongside startup.
+  const health = container.resolve(ModelHealthMonitor);
+  const stopWatching = health.onChange((current) => sessions.broadcast({ type: 'model_health', health: current }));
+  app.addHook('onClose', async () => stopWatching());
+  void health.probe().catch((error: unknown) => logger.warn({ err: error }, 'model health check failed'));
   await app.listen({ port: config.port, host: config.host });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;

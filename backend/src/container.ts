@@ -1,13 +1,16 @@
 import 'reflect-metadata';
-import { type DependencyContainer, container as rootContainer } from 'tsyringe';
-import { RoaStrategy } from './agent/roa/roa-strategy.ts';
-import type { Strategy } from './agent/strategy.ts';
+import { type DependencyContainer, instanceCachingFactory, container as rootContainer } from 'tsyringe';
+import { type ControlBus, InProcessControlBus } from './agent/control-bus.ts';
+import { RunKernel } from './agent/run-kernel.ts';
+import { STRATEGIES } from './agent/strategies.ts';
+import type { AnyStrategy } from './agent/strategy.ts';
 import { ConnectionHandler } from './chat/connection-handler.ts';
 import { HistoryService } from './chat/history-service.ts';
 import { SessionManager } from './chat/session-manager.ts';
 import type { Config } from './config/config.ts';
 import { DemoLlmClient } from './llm/demo-llm-client.ts';
-import type { LlmClient } from './llm/llm-client.ts';
+import type { DemoResponder, LlmClient } from './llm/llm-client.ts';
+import { ModelHealthMonitor } from './llm/model-health.ts';
 import { OpenAiLlmClient } from './llm/openai-llm-client.ts';
 import type { Logger } from './logger.ts';
 import { HandlebarsPromptProvider } from './prompts/handlebars-prompt-provider.ts';
@@ -37,7 +40,14 @@ export function buildContainer(
   // tsyringe builds the class itself, so its constructor parameters are its concern.
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   const llmClient: new (...args: any[]) => LlmClient = config.llm.provider === 'demo' ? DemoLlmClient : OpenAiLlmClient;
-  container.registerSingleton(TOKENS.LlmClient, llmClient);
+  container.registerSingleton(TOKENS.ModelAdapter, llmClient);
+  container.registerSingleton(ModelHealthMonitor);
+  // The app's model client: the adapter, with every call's outcome feeding the model's health.
+  container.register<LlmClient>(TOKENS.LlmClient, {
+    useFactory: instanceCachingFactory((dependencies) =>
+      dependencies.resolve(ModelHealthMonitor).track(dependencies.resolve<LlmClient>(TOKENS.ModelAdapter)),
+    ),
+  });
   container.registerSingleton(TOKENS.PromptProvider, HandlebarsPromptProvider);
   container.register(TOKENS.Store, { useValue: store });
   container.registerSingleton(SessionFiles);
@@ -48,7 +58,14 @@ export function buildContainer(
       ...createFileTools(dependencies.resolve(SessionFiles), { readCapBytes: Math.max(1_000, config.tools.resultMaxChars - 500) }),
     ],
   });
-  container.register<Strategy[]>(TOKENS.Strategies, { useValue: [new RoaStrategy()] });
+  container.register<AnyStrategy[]>(TOKENS.Strategies, { useValue: [...STRATEGIES] });
+  // The demo model answers each strategy's calls with that strategy's own responder.
+  container.register<ReadonlyMap<string, DemoResponder>>(TOKENS.DemoResponders, {
+    useFactory: (dependencies) =>
+      new Map(dependencies.resolve<AnyStrategy[]>(TOKENS.Strategies).map((strategy) => [strategy.name, strategy.demo])),
+  });
+  container.registerSingleton(RunKernel);
+  container.register<ControlBus>(TOKENS.ControlBus, { useValue: new InProcessControlBus() });
   container.registerSingleton(ToolRegistry);
   container.registerSingleton(McpManager);
   container.registerSingleton(SessionManager);

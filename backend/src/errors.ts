@@ -1,4 +1,9 @@
-/** Stable error codes; the client sees these in `error` events, logs carry them too. */
+import type { ErrorCode } from '@stepwise/shared-types';
+
+/**
+ * The codes the backend throws with, by name; every value is one of shared-types' ERROR_CODES
+ * (the one list, which the web app reads too).
+ */
 export const ERROR_CODE = {
   config: 'config_error',
   prompt: 'prompt_error',
@@ -19,7 +24,7 @@ export const ERROR_CODE = {
   tooManyFiles: 'too_many_files',
   notText: 'not_text',
   internal: 'internal_error',
-} as const;
+} as const satisfies Record<string, ErrorCode>;
 export type ErrorCodeValue = (typeof ERROR_CODE)[keyof typeof ERROR_CODE];
 
 /** Base of every error Stepwise throws on purpose. */
@@ -56,6 +61,8 @@ export class ModelError extends StepwiseError {
   readonly retryable: boolean;
   /** How long the server asked us to wait before retrying, when it said. */
   readonly retryAfterMs: number | undefined;
+  /** What the endpoint said in its own words: logged, never sent to clients. */
+  readonly detail: string | undefined;
   constructor(
     message: string,
     options: {
@@ -63,6 +70,7 @@ export class ModelError extends StepwiseError {
       retryable?: boolean;
       retryAfterMs?: number;
       cause?: unknown;
+      detail?: string;
       /** model_timeout when the call ran out of time (LLM_TOTAL_TIMEOUT_MS). */
       code?: typeof ERROR_CODE.model | typeof ERROR_CODE.modelTimeout;
     } = {},
@@ -71,6 +79,7 @@ export class ModelError extends StepwiseError {
     this.status = options.status;
     this.retryable = options.retryable ?? false;
     this.retryAfterMs = options.retryAfterMs;
+    this.detail = options.detail;
   }
 }
 
@@ -120,8 +129,12 @@ export function isAbortError(error: unknown, signal?: AbortSignal): boolean {
   return error instanceof Error && (error.name === 'AbortError' || error.name === 'APIUserAbortError');
 }
 
-/** Turns anything thrown into what a client may see: a stable code and a readable message. */
-export function toClientError(error: unknown): { code: string; message: string } {
+/**
+ * Turns anything thrown into what a client may see: a stable code and a readable message. Only
+ * messages written for users pass (StepwiseError with `expose`); anything else, a provider's own
+ * words included, stays in the logs.
+ */
+export function toClientError(error: unknown): { code: ErrorCode; message: string } {
   if (error instanceof StepwiseError && error.expose) return { code: error.code, message: error.message };
   return { code: ERROR_CODE.internal, message: 'Internal error' };
 }

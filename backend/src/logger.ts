@@ -5,4 +5,6 @@ export interface Logger {
   warn(object: object, message?: string): void;
   error(object: object, message?: string): void;
   child(bindings: Record<string, unknown>): Logger;
+  /** Whether a level would be written (pino has it); lets hot paths skip building a debug line. */
+  isLevelEnabled?(level: string): boolean;
 }

@@ -3,8 +3,12 @@ export const TOKENS = {
   Config: Symbol('Config'),
   Logger: Symbol('Logger'),
   LlmClient: Symbol('LlmClient'),
+  /** The model adapter itself (openai or demo); LlmClient is it as the app uses it. */
+  ModelAdapter: Symbol('ModelAdapter'),
   PromptProvider: Symbol('PromptProvider'),
   Store: Symbol('Store'),
   BuiltinTools: Symbol('BuiltinTools'),
   Strategies: Symbol('Strategies'),
+  DemoResponders: Symbol('DemoResponders'),
+  ControlBus: Symbol('ControlBus'),
 } as const;

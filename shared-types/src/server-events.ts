@@ -154,6 +154,7 @@ export const AgentTextDelta = z.object({
   delta: z.string(),
   step: z.number().int(),
   run_id: z.string().optional(),
+  node_id: z.string().optional(),
 });
 export type AgentTextDelta = z.infer<typeof AgentTextDelta>;
 export const AssistantDelta = z.object({
@@ -168,6 +169,7 @@ export const DeltaEvent = z.union([AgentTextDelta, AssistantDelta]);
 export const ToolProgressEvent = z.object({
   type: z.literal('tool_progress'),
   run_id: z.string().optional(),
+  node_id: z.string().optional(),
   step: z.number().int(),
   tool_call_id: z.string(),
   tool_name: z.string(),

@@ -13,7 +13,7 @@ describe('the configuration', () => {
       agent: { maxStepsDefault: 10, maxStepsLimit: 50, inputTimeoutMs: 300_000 },
       dataDir: './data',
       configFile: './stepwise.config.json',
-      prompts: { dir: '/prompts', reason: 'agent_reason_prompt.md', observe: 'agent_observe_prompt.md' },
+      prompts: { dir: '/prompts' },
     });
     expect(config.access).toEqual({ authToken: undefined, allowedOrigins: undefined, publicOrigin: undefined, allowedHosts: [] });
   });

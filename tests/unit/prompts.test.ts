@@ -1,26 +1,32 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { configFromEnv, HandlebarsPromptProvider, PromptError, REPOSITORY_PATHS } from '@stepwise/backend';
+import { configFromEnv, HandlebarsPromptProvider, PromptError, REPOSITORY_PATHS, RunKernel, STRATEGIES } from '@stepwise/backend';
 import { describe, expect, it } from 'vitest';
 
-function providerWith(files: Record<string, string>) {
+/** A prompts folder with these files (paths relative to it, e.g. "roa/reason.md"). */
+function promptsDir(files: Record<string, string>): string {
   const dir = mkdtempSync(join(tmpdir(), 'stepwise-prompts-'));
-  for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
-  return () => new HandlebarsPromptProvider(configFromEnv({ PROMPTS_DIR: dir }));
+  for (const [name, text] of Object.entries(files)) {
+    mkdirSync(join(dir, name, '..'), { recursive: true });
+    writeFileSync(join(dir, name), text);
+  }
+  return dir;
 }
 
-const valid = {
-  'agent_reason_prompt.md': 'Reason about {{question}} at step {{step}}',
-  'agent_act_prompt.md': 'Act on {{plan}}',
-  'agent_observe_prompt.md': 'Observe {{tool_summaries}}',
-  'chat_system_prompt.md': 'Today is {{today}}',
+const samples = {
+  reason: { question: 'q', step: 1 },
+  act: { plan: 'p' },
 };
+const valid = { 'demo/reason.md': 'Reason about {{question}} at step {{step}}', 'demo/act.md': 'Act on {{plan}}' };
+const load = (files: Record<string, string>) => () =>
+  new HandlebarsPromptProvider(configFromEnv({ PROMPTS_DIR: promptsDir(files) })).load('demo', samples);
 
 describe('the prompt provider', () => {
   it('renders the repository templates with every variable', () => {
     const provider = new HandlebarsPromptProvider(configFromEnv({ PROMPTS_DIR: REPOSITORY_PATHS.prompts }));
-    const reason = provider.render('reason', {
+    const roa = STRATEGIES.find((strategy) => strategy.name === 'roa')!;
+    const reason = provider.load('roa', roa.prompts).render('reason', {
       question: 'What is 2+2?',
       files_manifest: '',
       last_observation: 'nothing yet',
@@ -34,27 +40,35 @@ describe('the prompt provider', () => {
     expect(reason).toContain('nothing yet');
   });
 
-  it('fails at startup when a template is missing', () => {
-    const { ['agent_observe_prompt.md']: _missing, ...rest } = valid;
-    expect(providerWith(rest)).toThrow(PromptError);
-    expect(providerWith(rest)).toThrow(/Prompt template "observe" not found/);
+  it('loads every strategy’s templates from the repository at startup', () => {
+    const provider = new HandlebarsPromptProvider(configFromEnv({ PROMPTS_DIR: REPOSITORY_PATHS.prompts }));
+    for (const strategy of STRATEGIES) expect(() => provider.load(strategy.name, strategy.prompts)).not.toThrow();
   });
 
-  it('fails at startup when a template uses an unknown variable', () => {
-    expect(providerWith({ ...valid, 'agent_reason_prompt.md': 'Hello {{usr_question}}' })).toThrow(
-      /Prompt template "reason" .* is invalid: "usr_question" not defined/,
-    );
+  it('renders a folder’s template with its variables', () => {
+    expect(load(valid)().render('reason', { question: 'why', step: 3 })).toBe('Reason about why at step 3');
   });
 
-  it('fails at startup on a template that does not compile', () => {
-    expect(providerWith({ ...valid, 'agent_act_prompt.md': '{{#if plan}}unclosed' })).toThrow(/"act" .* is invalid/);
+  it('fails at load when a template is missing', () => {
+    const { ['demo/act.md']: _missing, ...rest } = valid;
+    expect(load(rest)).toThrow(PromptError);
+    expect(load(rest)).toThrow(/Prompt template "demo\/act" not found/);
   });
 
-  it('takes configurable file names', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'stepwise-prompts-'));
-    for (const [name, text] of Object.entries(valid)) writeFileSync(join(dir, name), text);
-    writeFileSync(join(dir, 'custom.md'), 'Custom {{question}}');
-    const provider = new HandlebarsPromptProvider(configFromEnv({ PROMPTS_DIR: dir, AGENT_REASON_PROMPT: 'custom.md' }));
-    expect(provider.render('reason', { question: 'q', files_manifest: '', last_observation: '', step: 1, max_steps: 1, tool_names: [] })).toBe('Custom q');
+  it('fails at load when a template uses an unknown variable', () => {
+    expect(load({ ...valid, 'demo/reason.md': 'Hello {{usr_question}}' })).toThrow(/Prompt template "demo\/reason" .* is invalid: "usr_question" not defined/);
+  });
+
+  it('fails at load on a template that does not compile', () => {
+    expect(load({ ...valid, 'demo/act.md': '{{#if plan}}unclosed' })).toThrow(/"demo\/act" .* is invalid/);
+  });
+
+  it('stops startup when a strategy’s template is missing: the kernel loads every strategy’s prompts', () => {
+    const dir = promptsDir({ 'chat/system.md': 'Today is {{today}}' });
+    const config = configFromEnv({ PROMPTS_DIR: dir });
+    const silent = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
+    expect(
+      () => new RunKernel([...STRATEGIES], undefined as never, undefined as never, new HandlebarsPromptProvider(config), config, silent),
+    ).toThrow(/Prompt template "roa\/reason" not found/);
   });
 });

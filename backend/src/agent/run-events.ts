@@ -5,12 +5,19 @@ type Body<T extends LoggedEventBody['type'], U = never> = Extract<
   [U] extends [never] ? { type: T } : { type: T; update_type: U }
 >;
 
-/** Typed builders of one run's events, each stamped with the run's id. */
-export function runEvents(runId: string) {
+/**
+ * Typed builders of one run's events, each stamped with the run's id (plain chat's carry none) and,
+ * inside a branch of the run, the branch's `node_id` (see `node`).
+ */
+export function runEvents(runId: string | undefined, nodeId?: string) {
+  const stamp = { ...(runId === undefined ? {} : { run_id: runId }), ...(nodeId === undefined ? {} : { node_id: nodeId }) };
   const update = <U extends string>(updateType: U, fields: object) =>
-    ({ type: 'agent_update', update_type: updateType, run_id: runId, ...fields }) as Body<'agent_update', U>;
+    ({ type: 'agent_update', update_type: updateType, ...stamp, ...fields }) as Body<'agent_update', U>;
   return {
-    start: (maxSteps: number, strategy: string) => update('agent_start', { max_steps: maxSteps, strategy }),
+    /** The same builders for events of one branch (a plan step "3", a research task "1.2"). */
+    node: (id: string) => runEvents(runId, id),
+    start: (maxSteps: number, strategy: string, options?: Record<string, unknown>) =>
+      update('agent_start', { max_steps: maxSteps, strategy, ...(options && Object.keys(options).length ? { options } : {}) }),
     turnStart: (step: number) => update('agent_turn_start', { step }),
     reason: (step: number, content: string) => update('agent_reason', { content, step }),
     requestInput: (step: number, question: string, toolCallId: string, questionId: string, deadline: Date) =>
@@ -28,7 +35,7 @@ export function runEvents(runId: string) {
     completion: (steps: number, reason: CompletionReason) => update('agent_completion', { steps, reason }),
     toolStart: (step: number, toolCallId: string, toolName: string, args: Record<string, unknown>): Body<'tool_start'> => ({
       type: 'tool_start',
-      run_id: runId,
+      ...stamp,
       step,
       tool_call_id: toolCallId,
       tool_name: toolName,
@@ -36,7 +43,7 @@ export function runEvents(runId: string) {
     }),
     toolComplete: (step: number, toolCallId: string, toolName: string, result: unknown, durationMs: number): Body<'tool_complete'> => ({
       type: 'tool_complete',
-      run_id: runId,
+      ...stamp,
       step,
       tool_call_id: toolCallId,
       tool_name: toolName,
@@ -45,19 +52,22 @@ export function runEvents(runId: string) {
     }),
     toolError: (step: number, toolCallId: string, toolName: string, error: string, durationMs: number): Body<'tool_error'> => ({
       type: 'tool_error',
-      run_id: runId,
+      ...stamp,
       step,
       tool_call_id: toolCallId,
       tool_name: toolName,
       error,
       duration_ms: durationMs,
     }),
-    assistantMessage: (content: string): Body<'assistant_message'> => ({ type: 'assistant_message', run_id: runId, content }),
-    responseComplete: (): Body<'response_complete'> => ({ type: 'response_complete', run_id: runId }),
+    assistantMessage: (content: string): Body<'assistant_message'> => ({ type: 'assistant_message', ...stamp, content }),
+    responseComplete: (): Body<'response_complete'> => ({ type: 'response_complete', ...stamp }),
+    /** A plain chat answer failed: logged, so a reload shows it too. */
+    failed: (code: string, message: string): Body<'error'> => ({ type: 'error', ...stamp, code, message }),
     reasonDelta: (step: number, delta: string) =>
-      ({ type: 'agent_update', update_type: 'agent_reason_delta', delta, step, run_id: runId }) as const,
+      ({ type: 'agent_update', update_type: 'agent_reason_delta', delta, step, ...stamp }) as const,
     observeDelta: (step: number, delta: string) =>
-      ({ type: 'agent_update', update_type: 'agent_observe_delta', delta, step, run_id: runId }) as const,
+      ({ type: 'agent_update', update_type: 'agent_observe_delta', delta, step, ...stamp }) as const,
+    assistantDelta: (delta: string) => ({ type: 'assistant_delta', delta, ...stamp }) as const,
   };
 }
 export type RunEvents = ReturnType<typeof runEvents>;

@@ -1,26 +1,32 @@
 import type { CompletionReason } from '@stepwise/shared-types';
-import type { LlmClient, LlmMessage } from '../llm/llm-client.ts';
+import type { z } from 'zod';
+import type { DemoResponder, LlmClient } from '../llm/llm-client.ts';
 import type { Logger } from '../logger.ts';
-import type { PromptProvider } from '../prompts/prompt-provider.ts';
+import type { LlmMessage } from '../messages.ts';
+import type { PromptSamples, PromptSet } from '../prompts/prompt-provider.ts';
 import type { ToolRegistry } from '../tools/tool-registry.ts';
 import type { AgentControl } from './agent-control.ts';
 import type { EventSink } from './event-sink.ts';
 import type { RunEvents } from './run-events.ts';
 
-/** What a run is asked to do. */
+/** What a run is asked to do; saved with a checkpoint, so plain data. */
 export interface RunInput {
   runId: string;
   sessionId: string;
+  /** The strategy's name; absent in checkpoints written before strategies had options. */
+  strategy?: string;
   question: string;
   /** The session's earlier turns, oldest first. */
   history: LlmMessage[];
   maxSteps: number;
   /** Names of the tools enabled for this run. */
   toolNames: string[];
+  /** The strategy's options, defaults applied. */
+  options?: Record<string, unknown>;
 }
 
 /**
- * Where a run is; the runner reads it when the run ends early (stop, error) to report the step and
+ * Where a run is; the kernel reads it when the run ends early (stop, error) to report the step and
  * keep the finished parts of the transcript.
  */
 export interface RunProgress {
@@ -29,17 +35,24 @@ export interface RunProgress {
   transcript: LlmMessage[];
 }
 
-/** Everything a strategy works with. */
-export interface RunContext {
+/**
+ * Everything a strategy works with, in one bag: what the run is asked (its input and options), the
+ * services (model, tools, its own prompts), and the run's controls, events and progress.
+ */
+export interface Run<O = Record<string, unknown>, P extends PromptSamples = PromptSamples> {
+  readonly input: RunInput;
+  readonly options: O;
+  /** A state the strategy saved through `checkpoints` before a restart: go on from there. */
+  readonly resume: unknown;
   llm: LlmClient;
   tools: ToolRegistry;
-  prompts: PromptProvider;
+  prompts: PromptSet<P>;
   control: AgentControl;
   sink: EventSink;
   events: RunEvents;
   progress: RunProgress;
   inputTimeoutMs: number;
-  /** The session's files, one line each, for the reason prompt ('' when there are none). */
+  /** The session's files, one line each, for prompts ('' when there are none). */
   filesManifest(): Promise<string>;
   logger: Logger;
   /** Saves what the strategy needs to go on after a restart while it waits for the user; clear once answered. */
@@ -57,11 +70,35 @@ export interface RunSuccess {
 }
 
 /**
- * One agent strategy. `run` resolves when the run has an answer (or reached its step limit), and
- * rejects on stop (the signal's abort error), on input timeout (InputTimeoutError) or on failure.
- * Given `resume` (a state it saved through `context.checkpoints`), it goes on from there.
+ * One strategy, whole: who it is (for the picker), its options, its prompts (templates in
+ * `prompts/NAME/`, each with an example of its variables), the demo model's answers to its calls,
+ * and its run. `run` resolves with the answer (or at its limit), and rejects on stop (the signal's
+ * abort error), on input timeout (InputTimeoutError) or on failure; the kernel does the rest.
  */
-export interface Strategy {
+export interface StrategyDefinition<O = Record<string, unknown>, P extends PromptSamples = PromptSamples> {
   readonly name: string;
-  run(input: RunInput, context: RunContext, resume?: unknown): Promise<RunSuccess>;
+  readonly label: string;
+  readonly description: string;
+  /** The options, defaults included; unknown options are refused (a strict zod object). */
+  readonly options: z.ZodType<O>;
+  readonly prompts: P;
+  /** The demo model's answers to this strategy's calls (purposes `NAME.*`). */
+  readonly demo: DemoResponder;
+  /** Left out of the picker: plain chat, and examples for tests. */
+  readonly hidden?: boolean;
+  /**
+   * How its runs look on the wire: `agent` (agent_start … one ending, the default) or `chat` (the
+   * plain chat answer: assistant_message only, events without run id).
+   */
+  readonly wire?: 'agent' | 'chat';
+  run(run: Run<O, P>): Promise<RunSuccess>;
+}
+
+/** Any strategy, whatever its options and prompts. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyStrategy = StrategyDefinition<any, any>;
+
+/** Declares a strategy with its types inferred from its options and prompt examples. */
+export function defineStrategy<O, P extends PromptSamples>(definition: StrategyDefinition<O, P>): StrategyDefinition<O, P> {
+  return definition;
 }

@@ -1,8 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { InputTimeoutError, isAbortError } from '../errors.ts';
-import type { LlmMessage, LlmToolCall } from '../llm/llm-client.ts';
+import type { LlmMessage, LlmToolCall } from '../messages.ts';
 import { REQUEST_INPUT_TOOL } from '../tools/request-input-tool.ts';
-import type { RunContext, RunInput } from './strategy.ts';
+import type { RunEvents } from './run-events.ts';
+import type { Run } from './strategy.ts';
+
+/** The part of a run its tool calls use; `events` may be a branch's (`run.events.node(id)`). */
+type CallContext = Pick<Run, 'input' | 'tools' | 'control' | 'sink' | 'logger' | 'inputTimeoutMs'> & { events: RunEvents; nodeId?: string | undefined };
 
 /** One finished tool call: what the model reads back, and a line for the observe prompt. */
 export interface ToolCallRecord {
@@ -39,12 +43,12 @@ function newQuestionId(): string {
 export async function runToolCalls(
   modelCalls: LlmToolCall[],
   step: number,
-  input: RunInput,
-  context: RunContext,
+  context: CallContext,
   progress: ToolCallsProgress = { done: {} },
   hooks: { onAwaitInput?: (progress: ToolCallsProgress) => Promise<void>; onAnswered?: () => Promise<void> } = {},
 ): Promise<ToolCallRecord[]> {
   const calls = withUniqueIds(modelCalls);
+  const input = context.input;
   const enabled = new Set(input.toolNames);
   const pending = calls.filter((call) => call.name !== REQUEST_INPUT_TOOL && !progress.done[call.id]);
   const settled = await Promise.allSettled(pending.map((call) => runOrdinary(call, step, enabled, input, context)));
@@ -89,8 +93,8 @@ async function runOrdinary(
   call: LlmToolCall,
   step: number,
   enabled: ReadonlySet<string>,
-  input: RunInput,
-  context: RunContext,
+  input: Run['input'],
+  context: CallContext,
 ): Promise<ToolCallRecord> {
   const { events, sink, tools, control } = context;
   let args: Record<string, unknown>;
@@ -109,6 +113,7 @@ async function runOrdinary(
       sink.progress({
         type: 'tool_progress',
         run_id: input.runId,
+        ...(context.nodeId ? { node_id: context.nodeId } : {}),
         step,
         tool_call_id: call.id,
         tool_name: call.name,
@@ -130,7 +135,7 @@ async function runOrdinary(
 async function askUser(
   call: LlmToolCall,
   step: number,
-  context: RunContext,
+  context: CallContext,
   progress: ToolCallsProgress,
   hooks: { onAwaitInput?: (progress: ToolCallsProgress) => Promise<void>; onAnswered?: () => Promise<void> },
 ): Promise<ToolCallRecord> {
@@ -190,7 +195,7 @@ async function askUser(
  * A question from inside a running tool (an MCP server's elicitation): shown and answered like the
  * agent's own, under the same call id. No answer in time stops the run, as for request_input.
  */
-async function askDuringCall(call: LlmToolCall, step: number, question: string, context: RunContext, signal?: AbortSignal): Promise<string> {
+async function askDuringCall(call: LlmToolCall, step: number, question: string, context: CallContext, signal?: AbortSignal): Promise<string> {
   const { events, sink, control, inputTimeoutMs } = context;
   const questionId = newQuestionId();
   await sink.emit(events.requestInput(step, question, call.id, questionId, new Date(Date.now() + inputTimeoutMs)));
@@ -205,7 +210,7 @@ async function askDuringCall(call: LlmToolCall, step: number, question: string, 
   }
 }
 
-function readQuestion(call: LlmToolCall, context: RunContext): string {
+function readQuestion(call: LlmToolCall, context: CallContext): string {
   try {
     const args = context.tools.parseArguments(call.arguments);
     return typeof args.question === 'string' ? args.question.trim() : '';

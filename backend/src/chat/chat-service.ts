@@ -1,17 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import type { AgentControlMessage, AgentUserInputMessage, ChatMessage, ClientMessage, ErrorEvent, StopReason } from '@stepwise/shared-types';
+import type { AgentControlMessage, ErrorCode, AgentUserInputMessage, ChatMessage, ClientMessage, ErrorEvent, StopReason } from '@stepwise/shared-types';
 import { AgentControl } from '../agent/agent-control.ts';
-import { executeRun, type RunCheckpoint } from '../agent/agent-runner.ts';
+import type { ControlBus, ControlCommand, ControlOutcome } from '../agent/control-bus.ts';
+import type { RunCheckpoint, RunKernel } from '../agent/run-kernel.ts';
 import { runEvents } from '../agent/run-events.ts';
-import type { RunInput, Strategy } from '../agent/strategy.ts';
+import type { RunInput } from '../agent/strategy.ts';
 import type { Config } from '../config/config.ts';
-import { isAbortError, toClientError } from '../errors.ts';
-import type { LlmClient, LlmMessage } from '../llm/llm-client.ts';
-import type { Logger } from '../logger.ts';
-import type { PromptProvider } from '../prompts/prompt-provider.ts';
-import type { RunEnd, RunRecord, Store } from '../store/store.ts';
-import type { ToolRegistry } from '../tools/tool-registry.ts';
 import type { SessionFiles } from '../files/session-files.ts';
+import type { Logger } from '../logger.ts';
+import type { LlmMessage } from '../messages.ts';
+import type { RunRecord, Store } from '../store/store.ts';
+import type { ToolRegistry } from '../tools/tool-registry.ts';
 import { readLoggedRun, saveRunEnd } from './run-endings.ts';
 import type { RunSlots } from './run-slots.ts';
 import type { SessionEventLog } from './session-event-log.ts';
@@ -19,11 +18,10 @@ import type { SessionEventLog } from './session-event-log.ts';
 /** The services every session shares. */
 export interface ChatDependencies {
   config: Config;
-  llm: LlmClient;
+  kernel: RunKernel;
+  controlBus: ControlBus;
   tools: ToolRegistry;
-  prompts: PromptProvider;
   store: Store;
-  strategies: ReadonlyMap<string, Strategy>;
   logger: Logger;
   /** Shared by every session: the server's limit of concurrent answers and runs. */
   runSlots: RunSlots;
@@ -37,13 +35,14 @@ export interface MessageSender {
 
 /** What is running in a session: a plain chat answer or an agent run. */
 interface ActiveResponse {
+  runId: string;
   control: AgentControl;
   done: Promise<void>;
 }
 
-const reject = (code: string, message: string): ErrorEvent => ({ type: 'error', code, message });
+const reject = (code: ErrorCode, message: string): ErrorEvent => ({ type: 'error', code, message });
 
-/** The run records of plain chat answers carry this strategy name. */
+/** The run records (and the strategy) of plain chat answers carry this name. */
 export const PLAIN_CHAT = 'chat';
 
 /** One chat session: plain answers, agent runs (one at a time), and the controls that steer them. */
@@ -88,8 +87,8 @@ export class ChatService {
     this.deleted = true;
   }
 
-  /** Handles one validated client message; returns the error to send back to its sender, if any. */
-  handle(message: ClientMessage, sender: MessageSender = {}): ErrorEvent | undefined {
+  /** Handles one validated client message; resolves with the error to send back to its sender, if any. */
+  async handle(message: ClientMessage, sender: MessageSender = {}): Promise<ErrorEvent | undefined> {
     if (this.deleted) return reject('session_deleted', 'This chat was deleted; start a new one');
     switch (message.type) {
       case 'chat':
@@ -113,41 +112,44 @@ export class ChatService {
     await active.done;
   }
 
+  /** Checks a chat message and starts its run: a plain answer, or an agent run with its strategy. */
   private chat(message: ChatMessage, sender: MessageSender): ErrorEvent | undefined {
     if (this.active) {
       return reject('run_active', 'A response is still in progress: stop it or wait for response_complete');
     }
-    const { config, tools, strategies } = this.deps;
+    const { config, tools, kernel } = this.deps;
     if (!message.agent_mode) {
-      return this.start((control) => this.answer(message.content, control), {
-        address: sender.address,
-        timeoutMs: config.limits.chatTimeoutMs,
-      });
+      return this.start(
+        { strategy: PLAIN_CHAT, question: message.content, toolNames: [], maxSteps: 0, options: {} },
+        sender,
+      );
     }
-
     const toolNames = message.tools ?? tools.defaultNames();
     const unknown = toolNames.filter((name) => !tools.has(name));
     if (unknown.length > 0) return reject('unknown_tool', `Unknown tool(s): ${unknown.join(', ')}`);
-    const strategy = strategies.get(message.strategy ?? 'roa');
-    if (!strategy) {
-      return reject('unknown_strategy', `Unknown strategy "${message.strategy}"; known: ${[...strategies.keys()].join(', ')}`);
+    const strategy = message.strategy ?? 'roa';
+    if (!kernel.names.includes(strategy)) {
+      return reject('unknown_strategy', `Unknown strategy "${strategy.slice(0, 64)}"; known: ${kernel.names.join(', ')}`);
     }
+    const checked = kernel.checkOptions(strategy, message.strategy_options);
+    if (!checked.ok) return reject('invalid_message', `Invalid "chat" message: ${checked.message}`);
     const { maxStepsDefault, maxStepsLimit } = config.agent;
     const maxSteps = Math.min(maxStepsLimit, Math.max(1, message.agent_max_steps ?? maxStepsDefault));
     return this.start(
-      (control) => this.runAgent({ question: message.content, toolNames: [...new Set(toolNames)], maxSteps, strategy }, control),
-      { address: sender.address },
+      { strategy, question: message.content, toolNames: [...new Set(toolNames)], maxSteps, options: checked.options },
+      sender,
     );
   }
 
-  private control(_message: AgentControlMessage): ErrorEvent | undefined {
-    if (!this.active) return reject('no_active_run', 'There is no active run to stop');
-    this.active.control.stop('user');
+  private async control(_message: AgentControlMessage): Promise<ErrorEvent | undefined> {
+    const reply = this.active ? await this.send({ type: 'stop', reason: 'user' }) : undefined;
+    if (reply?.type !== 'stop' || reply.outcome === 'no_active_run') return reject('no_active_run', 'There is no active run to stop');
     return undefined;
   }
 
-  private input(message: AgentUserInputMessage): ErrorEvent | undefined {
-    const outcome = this.active?.control.provideInput(message.content, message.question_id) ?? 'no_pending_input';
+  private async input(message: AgentUserInputMessage): Promise<ErrorEvent | undefined> {
+    const reply = this.active ? await this.send({ type: 'answer', content: message.content, questionId: message.question_id }) : undefined;
+    const outcome = reply?.type === 'answer' ? reply.outcome : 'no_pending_input';
     switch (outcome) {
       case 'answered':
         return undefined;
@@ -164,17 +166,32 @@ export class ChatService {
     }
   }
 
+  /** Sends a command to the active run through the control bus, wherever the run executes. */
+  private send(command: ControlCommand): Promise<ControlOutcome> {
+    return this.deps.controlBus.send(this.active!.runId, command);
+  }
 
   /**
-   * Marks the session busy at once (so a second message is refused) and runs `work` in the
+   * Marks the session busy at once (so a second message is refused) and runs the request in the
    * background, in one of the server's run slots; refuses with `server_busy` when none is free.
    */
   private start(
+    request: Omit<RunInput, 'runId' | 'sessionId' | 'history'> & { strategy: string },
+    sender: MessageSender,
+  ): ErrorEvent | undefined {
+    const runId = randomUUID();
+    return this.occupy(runId, sender, { force: false }, (control) => this.launch({ ...request, runId }, control));
+  }
+
+  /** Takes a run slot and runs `work` as the session's one active response. */
+  private occupy(
+    runId: string,
+    sender: MessageSender,
+    options: { force: boolean },
     work: (control: AgentControl) => Promise<void>,
-    options: { force?: boolean; address?: string | undefined; timeoutMs?: number } = {},
   ): ErrorEvent | undefined {
     const { runSlots } = this.deps;
-    const slot = runSlots.tryAcquire(options.address);
+    const slot = runSlots.tryAcquire(sender.address);
     const release = typeof slot === 'function' ? slot : options.force ? () => undefined : undefined;
     if (!release) {
       return slot === 'address_busy'
@@ -182,19 +199,7 @@ export class ChatService {
         : reject('server_busy', `The server is at its limit of ${runSlots.limit} concurrent runs; try again shortly`);
     }
     const control = new AgentControl();
-    // A plain answer's wall clock (runs keep their own, in the runner): the model may stall forever.
-    const timer =
-      options.timeoutMs === undefined
-        ? undefined
-        : setTimeout(() => {
-            this.log.broadcastError({
-              type: 'error',
-              code: 'timeout',
-              message: `The answer took longer than ${Math.round(options.timeoutMs! / 1000)} s (CHAT_TIMEOUT_MS) and was stopped`,
-            });
-            control.stop('timeout');
-          }, options.timeoutMs);
-    timer?.unref();
+    const detach = this.deps.controlBus.attach(runId, (command) => handleCommand(control, command));
     const done = this.ensureStored()
       .then(() => work(control))
       .catch(async (error: unknown) => {
@@ -204,23 +209,23 @@ export class ChatService {
         await this.log.emit({ type: 'response_complete' }).catch(() => undefined);
       })
       .finally(() => {
-        clearTimeout(timer);
+        detach();
         release();
         this.active = undefined;
       });
-    this.active = { control, done };
+    this.active = { runId, control, done };
     return undefined;
   }
 
   /** Goes on with a run that waited for the user when the server stopped. */
   resume(run: RunRecord, checkpoint: RunCheckpoint): void {
-    const strategy = this.deps.strategies.get(run.strategy);
-    if (!strategy || this.active) {
+    if (!this.deps.kernel.has(run.strategy) || this.active) {
       void this.closeInterrupted(run);
       return;
     }
+    const input: RunInput = { ...checkpoint.input, strategy: run.strategy };
     // A run that already waited before the restart is not refused for lack of a slot.
-    this.start((control) => this.execute(strategy, checkpoint.input, control, checkpoint.state), { force: true });
+    this.occupy(run.id, {}, { force: true }, (control) => this.execute(input, control, checkpoint.state));
   }
 
   /**
@@ -244,84 +249,28 @@ export class ChatService {
     await saveRunEnd(store, run.id, logged.end ?? { status: 'stopped', endReason: 'server_restart' }, logger);
   }
 
-  /** A plain chat answer, streamed. */
-  private async answer(question: string, control: AgentControl): Promise<void> {
-    const { store, llm, prompts } = this.deps;
-    const runId = randomUUID();
-    const history = await this.history();
-    const user: LlmMessage = { role: 'user', content: question };
-    const afterSeq = this.log.lastSeq;
-    await store.appendMessages(this.sessionId, [user], afterSeq);
-    // Recorded like a run, so a restart in the middle of it still ends with response_complete; its
-    // events carry no run id, so the record says where in the log they begin.
-    await store.createRun({ id: runId, sessionId: this.sessionId, strategy: PLAIN_CHAT, maxSteps: 0, afterSeq });
-    let end: RunEnd = { status: 'completed' };
-    try {
-      const { text, usage } = await llm.complete({
-        purpose: 'chat',
-        messages: [{ role: 'system', content: prompts.render('chatSystem', { today: today() }) }, ...history, user],
-        signal: control.signal,
-        onDelta: (delta) => this.log.preview({ type: 'assistant_delta', delta }),
-      });
-      await this.log.emit({ type: 'assistant_message', content: text });
-      await store.appendMessages(this.sessionId, [{ role: 'assistant', content: text }], this.log.lastSeq);
-      end = { status: 'completed', usage };
-    } catch (error) {
-      if (isAbortError(error, control.signal)) {
-        end = { status: 'stopped', endReason: control.stopReason ?? 'user' };
-      } else {
-        this.deps.logger.warn({ err: error, session_id: this.sessionId }, 'chat answer failed');
-        const clientError = toClientError(error);
-        this.log.broadcastError({ type: 'error', ...clientError });
-        end = { status: 'failed', endReason: clientError.message };
-      }
-    } finally {
-      await saveRunEnd(store, runId, end, this.deps.logger.child({ session_id: this.sessionId }));
-      await this.log.emit({ type: 'response_complete' });
-    }
-  }
-
-  private async runAgent(
-    run: { question: string; toolNames: string[]; maxSteps: number; strategy: Strategy },
-    control: AgentControl,
-  ): Promise<void> {
+  /** Records the request (the user's message, the run) and runs it. */
+  private async launch(request: Omit<RunInput, 'sessionId' | 'history'> & { strategy: string }, control: AgentControl): Promise<void> {
     const { store } = this.deps;
-    const runId = randomUUID();
     const history = await this.history();
-    await store.appendMessages(this.sessionId, [{ role: 'user', content: run.question }], this.log.lastSeq);
-    await store.createRun({ id: runId, sessionId: this.sessionId, strategy: run.strategy.name, maxSteps: run.maxSteps });
-    const input: RunInput = {
-      runId,
-      sessionId: this.sessionId,
-      question: run.question,
-      history,
-      maxSteps: run.maxSteps,
-      toolNames: run.toolNames,
-    };
-    await this.execute(run.strategy, input, control);
+    const afterSeq = this.log.lastSeq;
+    await store.appendMessages(this.sessionId, [{ role: 'user', content: request.question }], afterSeq);
+    // Plain chat's events carry no run id, so its record says where in the log they begin.
+    const plainChat = request.strategy === PLAIN_CHAT;
+    await store.createRun({ id: request.runId, sessionId: this.sessionId, strategy: request.strategy, maxSteps: request.maxSteps, ...(plainChat ? { afterSeq } : {}) });
+    await this.execute({ ...request, sessionId: this.sessionId, history }, control);
   }
 
-  private async execute(strategy: Strategy, input: RunInput, control: AgentControl, resume?: unknown): Promise<void> {
-    const { store, config, llm, tools, prompts, logger } = this.deps;
-    await executeRun(
-      strategy,
+  private async execute(input: RunInput, control: AgentControl, resume?: unknown): Promise<void> {
+    const { store, logger, kernel } = this.deps;
+    const runLogger = logger.child({ session_id: this.sessionId });
+    await kernel.execute(
       input,
-      control,
-      this.log,
-      {
-        llm,
-        tools,
-        prompts,
-        inputTimeoutMs: config.agent.inputTimeoutMs,
-        filesManifest: () => this.deps.files.manifest(this.sessionId),
-        budget: { timeoutMs: config.agent.runTimeoutMs, tokens: config.agent.runTokenBudget },
-        logger: logger.child({ session_id: this.sessionId }),
-      },
+      { control, sink: this.log, filesManifest: () => this.deps.files.manifest(this.sessionId) },
       {
         resume,
         saveCheckpoint: (checkpoint) => store.saveCheckpoint(input.runId, checkpoint),
         onEnd: async (outcome) => {
-          const runLogger = logger.child({ session_id: this.sessionId });
           try {
             await store.appendMessages(this.sessionId, outcome.transcript, this.log.lastSeq);
           } catch (error) {
@@ -370,6 +319,17 @@ export function trimToBudget(messages: LlmMessage[], budgetChars: number): LlmMe
   return messages.slice(start);
 }
 
-function today(): string {
-  return new Date().toISOString().slice(0, 10);
+/** A run's side of the control bus: stop and answers reach its AgentControl. */
+function handleCommand(control: AgentControl, command: ControlCommand): ControlOutcome {
+  switch (command.type) {
+    case 'stop':
+      control.stop(command.reason);
+      return { type: 'stop', outcome: 'stopping' };
+    case 'answer':
+      return { type: 'answer', outcome: control.provideInput(command.content, command.questionId) };
+    default: {
+      const unexpected: never = command;
+      throw new Error(`Unknown control command ${JSON.stringify(unexpected)}`);
+    }
+  }
 }

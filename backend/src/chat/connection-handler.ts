@@ -1,6 +1,9 @@
-import { CLIENT_MESSAGE_TYPES, ClientMessage, type ErrorEvent, type SessionEvent } from '@stepwise/shared-types';
+import { CLIENT_MESSAGE_TYPES, ClientMessage, type ErrorCode, type ErrorEvent, type SessionEvent } from '@stepwise/shared-types';
 import { inject, injectable } from 'tsyringe';
+import { RunKernel } from '../agent/run-kernel.ts';
 import type { Config } from '../config/config.ts';
+import { settingsInForce } from '../config/settings-in-force.ts';
+import { ModelHealthMonitor } from '../llm/model-health.ts';
 import type { LlmClient } from '../llm/llm-client.ts';
 import type { Logger } from '../logger.ts';
 import { TOKENS } from '../tokens.ts';
@@ -27,7 +30,7 @@ export interface ConnectionSession {
   onClose(): void;
 }
 
-const error = (code: string, message: string): ErrorEvent => ({ type: 'error', code, message });
+const error = (code: ErrorCode, message: string): ErrorEvent => ({ type: 'error', code, message });
 
 /** Turns a transport connection into a session: greets it, replays the log, validates every frame. */
 @injectable()
@@ -39,6 +42,8 @@ export class ConnectionHandler {
     @inject(ToolRegistry) private readonly tools: ToolRegistry,
     @inject(TOKENS.Logger) private readonly logger: Logger,
     @inject(McpManager) private readonly mcp: McpManager,
+    @inject(RunKernel) private readonly kernel: RunKernel,
+    @inject(ModelHealthMonitor) private readonly health: ModelHealthMonitor,
   ) {
     // Clients hear when servers come and go, so the tool picker stays true without a reload.
     let pending: NodeJS.Timeout | undefined;
@@ -69,7 +74,12 @@ export class ConnectionHandler {
       },
       tools: this.tools.list(),
       mcp_servers: this.mcp.status(),
-      strategies: this.sessions.strategyNames,
+      strategies: this.kernel.names,
+      strategy_catalog: this.kernel.catalog(),
+      ...(this.health.endpoint ? { model_endpoint: this.health.endpoint } : {}),
+      model_health: this.health.current,
+      settings: settingsInForce(this.config),
+      config_file: this.config.configFile,
     };
     connection.send(session);
     await chat.log.attach(connection, afterSeq);
@@ -85,8 +95,13 @@ export class ConnectionHandler {
       onText: (text) => {
         if (closed || refuseFlood()) return;
         const parsed = parseClientMessage(text);
-        const reply = 'error' in parsed ? parsed.error : this.dispatch(chat, parsed.message, { address: request.address });
-        if (reply) connection.send(reply);
+        if ('error' in parsed) {
+          connection.send(parsed.error);
+          return;
+        }
+        void this.dispatch(chat, parsed.message, { address: request.address }).then((reply) => {
+          if (reply && !closed) connection.send(reply);
+        });
       },
       onBinary: () => {
         if (!closed && !refuseFlood()) connection.send(error('binary_not_supported', 'Messages must be JSON text frames'));
@@ -100,9 +115,9 @@ export class ConnectionHandler {
     };
   }
 
-  private dispatch(chat: ChatService, message: ClientMessage, sender: MessageSender): ErrorEvent | undefined {
+  private async dispatch(chat: ChatService, message: ClientMessage, sender: MessageSender): Promise<ErrorEvent | undefined> {
     try {
-      return chat.handle(message, sender);
+      return await chat.handle(message, sender);
     } catch (failure) {
       this.logger.error({ err: failure, session_id: chat.sessionId }, 'message handling failed');
       return error('internal_error', 'Internal error');

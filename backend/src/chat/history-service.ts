@@ -1,3 +1,4 @@
+import type { ErrorCode } from '@stepwise/shared-types';
 import type { HistoryMessage, RunSummary, SessionDetail, SessionEvents, SessionSummary } from '@stepwise/shared-types';
 import { inject, injectable } from 'tsyringe';
 import type { RunRecord, SessionRecord, Store } from '../store/store.ts';
@@ -11,7 +12,7 @@ import { SessionManager } from './session-manager.ts';
 export class HistoryError extends Error {
   constructor(
     readonly status: 400 | 404,
-    readonly code: 'invalid_id' | 'invalid_query' | 'not_found',
+    readonly code: Extract<ErrorCode, 'invalid_id' | 'invalid_query' | 'not_found'>,
     message: string,
   ) {
     super(message);

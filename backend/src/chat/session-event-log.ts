@@ -1,4 +1,4 @@
-import type { DeltaEvent, ErrorEvent, LoggedEvent, LoggedEventBody, SessionDeletedEvent, ToolProgressEvent, ToolsChangedEvent } from '@stepwise/shared-types';
+import type { DeltaEvent, ErrorEvent, LoggedEvent, LoggedEventBody, SessionDeletedEvent, ToolProgressEvent, ToolsChangedEvent, ModelHealthEvent } from '@stepwise/shared-types';
 import type { EventSink } from '../agent/event-sink.ts';
 import type { Store } from '../store/store.ts';
 import type { ClientConnection } from './client-connection.ts';
@@ -131,7 +131,7 @@ export class SessionEventLog implements EventSink {
   }
 
   /** Sends a message that is not part of the log (a change in the tool list) to every connected client. */
-  broadcast(message: ToolsChangedEvent): void {
+  broadcast(message: ToolsChangedEvent | ModelHealthEvent): void {
     this.sendToAll(message);
   }
 
@@ -192,7 +192,7 @@ export class SessionEventLog implements EventSink {
     return true;
   }
 
-  private sendToAll(message: ErrorEvent | ToolsChangedEvent): void {
+  private sendToAll(message: ErrorEvent | ToolsChangedEvent | ModelHealthEvent): void {
     for (const connection of this.connections) connection.send(message);
   }
 

@@ -1,13 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import type { LoggedEventBody, StopReason, ToolsChangedEvent } from '@stepwise/shared-types';
+import type { LoggedEventBody, ModelHealthEvent, StopReason, ToolsChangedEvent } from '@stepwise/shared-types';
 import { inject, injectable } from 'tsyringe';
-import type { RunCheckpoint } from '../agent/agent-runner.ts';
-import type { Strategy } from '../agent/strategy.ts';
+import type { ControlBus } from '../agent/control-bus.ts';
+import { type RunCheckpoint, RunKernel } from '../agent/run-kernel.ts';
 import type { Config } from '../config/config.ts';
 import { type FileListener, SessionFiles } from '../files/session-files.ts';
-import type { LlmClient } from '../llm/llm-client.ts';
 import type { Logger } from '../logger.ts';
-import type { PromptProvider } from '../prompts/prompt-provider.ts';
 import type { Store } from '../store/store.ts';
 import { TOKENS } from '../tokens.ts';
 import { ToolRegistry } from '../tools/tool-registry.ts';
@@ -34,21 +32,19 @@ export class SessionManager {
   constructor(
     @inject(TOKENS.Config) private readonly config: Config,
     @inject(TOKENS.Store) private readonly store: Store,
-    @inject(TOKENS.LlmClient) llm: LlmClient,
+    @inject(RunKernel) private readonly kernel: RunKernel,
+    @inject(TOKENS.ControlBus) controlBus: ControlBus,
     @inject(ToolRegistry) tools: ToolRegistry,
-    @inject(TOKENS.PromptProvider) prompts: PromptProvider,
-    @inject(TOKENS.Strategies) strategies: Strategy[],
     @inject(TOKENS.Logger) private readonly logger: Logger,
     @inject(SessionFiles) files: SessionFiles,
   ) {
     files.onChange(this.onFileChange);
     this.deps = {
       config,
-      llm,
+      kernel,
+      controlBus,
       tools,
-      prompts,
       store,
-      strategies: new Map(strategies.map((strategy) => [strategy.name, strategy])),
       logger,
       runSlots: new RunSlots(config.limits.concurrentRuns, config.limits.runsPerAddress),
       files,
@@ -56,7 +52,7 @@ export class SessionManager {
   }
 
   /** Sends a message outside the logs to every client of every live session. */
-  broadcast(message: ToolsChangedEvent): void {
+  broadcast(message: ToolsChangedEvent | ModelHealthEvent): void {
     for (const chat of this.sessions.values()) chat.log.broadcast(message);
   }
 
@@ -86,7 +82,7 @@ export class SessionManager {
 
   /** Names of the strategies a run may use. */
   get strategyNames(): string[] {
-    return [...this.deps.strategies.keys()];
+    return this.kernel.names;
   }
 
   /** Rejoins the session `requestedId` when it exists, else starts a new one. */

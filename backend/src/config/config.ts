@@ -61,13 +61,10 @@ const EnvSchema = z.object({
   LLM_STREAM_IDLE_TIMEOUT_MS: integer(1).default(60_000),
   LLM_TOTAL_TIMEOUT_MS: integer(1).default(10 * 60_000),
   LLM_MAX_OUTPUT_CHARS: integer(1000).default(200_000),
+  LLM_STRUCTURED_OUTPUT: boolean.default(true),
   LLM_TEMPERATURE: z.string().trim().transform(Number).pipe(z.number().min(0).max(2)).optional(),
   DEMO_DELAY_MS: integer(0, 10_000).default(20),
   PROMPTS_DIR: nonEmpty.optional(),
-  AGENT_REASON_PROMPT: nonEmpty.default('agent_reason_prompt.md'),
-  AGENT_ACT_PROMPT: nonEmpty.default('agent_act_prompt.md'),
-  AGENT_OBSERVE_PROMPT: nonEmpty.default('agent_observe_prompt.md'),
-  CHAT_SYSTEM_PROMPT: nonEmpty.default('chat_system_prompt.md'),
   MAX_FRAME_BYTES: integer(1024).default(1024 * 1024),
   TOOL_RESULT_MAX_CHARS: integer(100).default(16_000),
   TOOL_TIMEOUT_MS: integer(1).default(60_000),
@@ -114,6 +111,8 @@ export interface Config {
     totalTimeoutMs: number;
     /** Longest reply kept of one call: the stream is cut there and the request aborted. */
     maxOutputChars: number;
+    /** Data answers as `response_format` json_schema (true), or asked for in the prompt (false). */
+    structuredOutput: boolean;
     temperature: number | undefined;
     demoDelayMs: number;
   };
@@ -140,7 +139,8 @@ export interface Config {
     /** A plain chat answer's wall-clock budget. */
     chatTimeoutMs: number;
   };
-  prompts: { dir: string; reason: string; act: string; observe: string; chatSystem: string };
+  /** The prompts folder: one subfolder per strategy (and `chat`), one .md template per purpose. */
+  prompts: { dir: string };
   tools: { resultMaxChars: number; timeoutMs: number };
   /** Session files: the largest upload or written file, and how many files one session may hold. */
   files: { maxBytes: number; maxPerSession: number };
@@ -216,6 +216,7 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
       streamIdleTimeoutMs: e.LLM_STREAM_IDLE_TIMEOUT_MS,
       totalTimeoutMs: e.LLM_TOTAL_TIMEOUT_MS,
       maxOutputChars: e.LLM_MAX_OUTPUT_CHARS,
+      structuredOutput: e.LLM_STRUCTURED_OUTPUT,
       temperature: e.LLM_TEMPERATURE,
       demoDelayMs: e.DEMO_DELAY_MS,
     },
@@ -238,13 +239,7 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
       slowSocketTimeoutMs: e.SOCKET_SLOW_TIMEOUT_MS,
       chatTimeoutMs: e.CHAT_TIMEOUT_MS,
     },
-    prompts: {
-      dir: e.PROMPTS_DIR ?? defaults.promptsDir,
-      reason: e.AGENT_REASON_PROMPT,
-      act: e.AGENT_ACT_PROMPT,
-      observe: e.AGENT_OBSERVE_PROMPT,
-      chatSystem: e.CHAT_SYSTEM_PROMPT,
-    },
+    prompts: { dir: e.PROMPTS_DIR ?? defaults.promptsDir },
     tools: { resultMaxChars: e.TOOL_RESULT_MAX_CHARS, timeoutMs: e.TOOL_TIMEOUT_MS },
     files: { maxBytes: e.FILE_MAX_BYTES, maxPerSession: e.SESSION_FILES_MAX },
     mcp: {

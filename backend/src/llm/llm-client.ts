@@ -1,48 +1,50 @@
-/** One message of a conversation, in the Chat Completions shape every compatible endpoint speaks. */
-export type LlmMessage =
-  | { role: 'system'; content: string }
-  | { role: 'user'; content: string }
-  | { role: 'assistant'; content: string | null; toolCalls?: LlmToolCall[] }
-  | { role: 'tool'; toolCallId: string; content: string };
+import type { z } from 'zod';
+import type { LlmMessage, LlmToolCall, LlmToolSchema, TokenUsage } from '../messages.ts';
 
-/** A tool call as the model returned it; `arguments` is the raw JSON text. */
-export interface LlmToolCall {
-  id: string;
+/**
+ * Data the model is to answer with: a named zod schema. The openai adapter sends it as structured
+ * output (`response_format` json_schema, strict) or, with LLM_STRUCTURED_OUTPUT=false, asks for the
+ * JSON in the prompt; either way the reply is parsed leniently, validated, and asked for once more
+ * when it does not fit.
+ */
+export interface OutputSchema<T> {
+  /** The schema's name on the wire: plan, plan_viability, orchestrator_decision, task_graph, task_result, verdict, … */
   name: string;
-  arguments: string;
+  zod: z.ZodType<T>;
 }
 
-/** A function tool offered to the model. */
-export interface LlmToolSchema {
-  name: string;
-  description: string;
-  /** JSON Schema of the arguments object. */
-  parameters: Record<string, unknown>;
-}
-
-/** What a call is for; adapters may use it for logging, the demo model to decide what to say. */
-export type LlmPurpose = 'chat' | 'reason' | 'act' | 'observe';
-
-export interface CompletionRequest {
+export interface CompletionRequest<T = unknown> {
+  /**
+   * What the call is for, as `STRATEGY.PURPOSE` (`chat`, `roa.reason`, `plan_execute.plan`): sent
+   * as X-Stepwise-Purpose, logged, and how the demo model picks its responder.
+   */
+  purpose: string;
   messages: LlmMessage[];
   tools?: LlmToolSchema[];
-  purpose: LlmPurpose;
+  /** Ask for data of this shape; the result's `parsed` holds it, validated. */
+  schema?: OutputSchema<T>;
   signal: AbortSignal;
   /** Receives streamed text as it arrives. */
   onDelta?: (delta: string) => void;
+  /** The run the call belongs to (X-Stepwise-Run-Id); the kernel fills it in. */
+  runId?: string;
+  /** The branch of the run (X-Stepwise-Node): a plan step, a research task. */
+  nodeId?: string;
+  /**
+   * The values the call's prompt was rendered from. Real models read the prompt; the demo model
+   * reads these instead of parsing prompt wording.
+   */
+  variables?: Readonly<Record<string, unknown>>;
 }
 
-export interface TokenUsage {
-  promptTokens: number;
-  completionTokens: number;
-}
-
-export interface CompletionResult {
+export interface CompletionResult<T = unknown> {
   text: string;
   toolCalls: LlmToolCall[];
   usage?: TokenUsage;
   /** The reply passed LLM_MAX_OUTPUT_CHARS: the text ends in a note saying so, cut tool calls are left out. */
   truncated?: boolean;
+  /** With a `schema`: the reply as that data, validated. */
+  parsed?: T;
 }
 
 /** The port every model adapter implements. */
@@ -51,6 +53,24 @@ export interface LlmClient {
   readonly modelName: string;
   /** True for the offline demo stand-in. */
   readonly isDemo: boolean;
-  /** One model call. Rejects with ModelError on failure, or with the signal's reason when aborted. */
-  complete(request: CompletionRequest): Promise<CompletionResult>;
+  /**
+   * One model call. Rejects with ModelError on failure (also when data asked for never fitted its
+   * schema), or with the signal's reason when aborted. With a schema, `parsed` is always set.
+   */
+  complete<T = unknown>(request: CompletionRequest<T>): Promise<CompletionResult<T>>;
 }
+
+export type { LlmMessage, LlmToolCall, LlmToolSchema, TokenUsage } from '../messages.ts';
+
+/** What the demo model lends its responders: streaming text as a model would, a pause, a refusal. */
+export interface DemoKit {
+  say(text: string, request: CompletionRequest<unknown>): Promise<CompletionResult<never>>;
+  pause(signal: AbortSignal): Promise<void>;
+  unknownPurpose(request: CompletionRequest<unknown>): never;
+}
+
+/**
+ * The demo model's answers to one strategy's calls (by `request.purpose`). A call with a schema
+ * must come back with `parsed` set.
+ */
+export type DemoResponder = (request: CompletionRequest<unknown>, demo: DemoKit) => Promise<CompletionResult<unknown>>;

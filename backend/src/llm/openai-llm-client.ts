@@ -6,11 +6,12 @@ import { ERROR_CODE, ModelError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { TOKENS } from '../tokens.ts';
 import { abortReason } from '../util/abort.ts';
-import type { CompletionRequest, CompletionResult, LlmClient, LlmMessage } from './llm-client.ts';
+import type { CompletionRequest, CompletionResult, LlmClient, LlmMessage, OutputSchema, TokenUsage } from './llm-client.ts';
 import type { ReplyAssembler } from './reply-assembler.ts';
 import { readStreamedReply, readWholeReply } from './reply-reader.ts';
 import { fetchWithBoundedErrorBodies, seconds } from './response-body.ts';
 import { withRetries } from './retry.ts';
+import { askForJson, parseReply, reAsk, responseFormat } from './structured-output.ts';
 import { readTokenUsage } from './token-usage.ts';
 
 const MAX_RETRY_DELAY_MS = 30_000;
@@ -22,6 +23,8 @@ const MAX_ERROR_BODY_BYTES = 64 * 1024;
 export class OpenAiLlmClient implements LlmClient {
   readonly isDemo = false;
   readonly modelName: string;
+  /** The base URL, for messages (never with credentials). */
+  readonly endpoint: string;
   private readonly client: OpenAI;
 
   constructor(
@@ -29,6 +32,7 @@ export class OpenAiLlmClient implements LlmClient {
     @inject(TOKENS.Logger) private readonly logger: Logger,
   ) {
     this.modelName = config.llm.model;
+    this.endpoint = safeEndpoint(config.llm.baseUrl ?? 'https://api.openai.com/v1');
     this.client = new OpenAI({
       // Local servers need no key, but the SDK insists on one.
       apiKey: config.llm.apiKey ?? 'no-key',
@@ -41,7 +45,26 @@ export class OpenAiLlmClient implements LlmClient {
     });
   }
 
-  async complete(request: CompletionRequest): Promise<CompletionResult> {
+  async complete<T = unknown>(request: CompletionRequest<T>): Promise<CompletionResult<T>> {
+    const output = request.schema;
+    if (!output) return this.call(request);
+    // Data: as structured output, or asked for in the prompt; read leniently, asked for once more.
+    const messages = this.config.llm.structuredOutput ? request.messages : askForJson(request.messages, output);
+    const first = await this.call({ ...request, messages }, output);
+    const parsed = parseReply(first.text, output.zod);
+    if (parsed.ok) return { ...first, parsed: parsed.value };
+    this.logger.warn({ purpose: request.purpose, schema: output.name, problem: parsed.problem }, 'the model\'s data did not fit its schema; asking once more');
+    const second = await this.call({ ...request, messages: reAsk(messages, first.text, output, parsed.problem) }, output);
+    const again = parseReply(second.text, output.zod);
+    if (!again.ok) {
+      throw new ModelError(`The model's answer did not fit the "${output.name}" schema, twice: ${again.problem}`);
+    }
+    const usage = addUsage(first.usage, second.usage);
+    return { ...second, ...(usage ? { usage } : {}), parsed: again.value };
+  }
+
+  /** One call, retried where that is safe, within LLM_TOTAL_TIMEOUT_MS. */
+  private async call(request: CompletionRequest<unknown>, output?: OutputSchema<unknown>): Promise<CompletionResult<never>> {
     const { totalTimeoutMs } = this.config.llm;
     const deadline = callDeadline(request.signal, totalTimeoutMs);
     const policy = {
@@ -51,7 +74,7 @@ export class OpenAiLlmClient implements LlmClient {
     };
     try {
       const result = await withRetries(
-        () => this.attempt(request, deadline.signal),
+        () => this.attempt(request, deadline.signal, output),
         policy,
         deadline.signal,
         (error, delayMs, attemptNumber) =>
@@ -79,14 +102,14 @@ export class OpenAiLlmClient implements LlmClient {
   }
 
   /** One request. `signal` aborts on a stop and when the whole call's time is up. */
-  private async attempt(request: CompletionRequest, signal: AbortSignal): Promise<CompletionResult> {
+  private async attempt(request: CompletionRequest, signal: AbortSignal, output: OutputSchema<unknown> | undefined): Promise<CompletionResult<never>> {
     const { streaming, streamUsage } = this.config.llm;
     let streamedText = false;
     try {
       // The raw response, so that its body is read here, in bounded pieces, never buffered whole.
       const usageOption = streaming && streamUsage ? { stream_options: { include_usage: true } } : {};
       const response = await this.client.chat.completions
-        .create({ ...this.requestBody(request), stream: streaming, ...usageOption }, { signal })
+        .create({ ...this.requestBody(request, output), stream: streaming, ...usageOption }, { signal, headers: stepwiseHeaders(request) })
         .asResponse();
       if (!response.body) throw new ModelError('The model endpoint sent a response without a body', { retryable: true });
       const reading = { signal, idleTimeoutMs: this.config.llm.streamIdleTimeoutMs, maxOutputChars: this.config.llm.maxOutputChars };
@@ -98,7 +121,8 @@ export class OpenAiLlmClient implements LlmClient {
       return this.finish(reply, request, { streamed: true });
     } catch (error) {
       if (signal.aborted) throw error; // complete() tells a stop from the deadline
-      const modelError = toModelError(error);
+      const modelError = toModelError(error, this.endpoint);
+      if (modelError.detail) this.logger.warn({ purpose: request.purpose, status: modelError.status, detail: modelError.detail }, 'model endpoint error');
       // Text already shown to the user must not be streamed twice, so a broken stream is final.
       if (streamedText && modelError.retryable) {
         throw new ModelError(`The model's stream broke off: ${modelError.message}`, { cause: error });
@@ -107,8 +131,9 @@ export class OpenAiLlmClient implements LlmClient {
     }
   }
 
-  private requestBody(request: CompletionRequest): ChatCompletionCreateParamsBase {
+  private requestBody(request: CompletionRequest, output: OutputSchema<unknown> | undefined): ChatCompletionCreateParamsBase {
     return {
+      ...(output && this.config.llm.structuredOutput ? { response_format: responseFormat(output) } : {}),
       model: this.config.llm.model,
       messages: request.messages.map(toOpenAiMessage),
       ...(this.config.llm.temperature === undefined ? {} : { temperature: this.config.llm.temperature }),
@@ -124,12 +149,12 @@ export class OpenAiLlmClient implements LlmClient {
   }
 
   /** The assembled reply, its usage checked; a reply past the cap ends with a note saying so. */
-  private finish(assembler: ReplyAssembler, request: CompletionRequest, how: { streamed: boolean }): CompletionResult {
+  private finish(assembler: ReplyAssembler, request: CompletionRequest, how: { streamed: boolean }): CompletionResult<never> {
     const usage = readTokenUsage(assembler.reportedUsage, (field) =>
       this.logger.warn({ purpose: request.purpose, field }, 'the model reported an invalid token count; it is ignored'),
     );
     const { text, toolCalls } = assembler.result();
-    const result: CompletionResult = { text, toolCalls, ...(usage ? { usage } : {}) };
+    const result: CompletionResult<never> = { text, toolCalls, ...(usage ? { usage } : {}) };
     if (!assembler.truncated) return result;
     const { maxOutputChars } = this.config.llm;
     this.logger.warn({ purpose: request.purpose, max_output_chars: maxOutputChars }, 'model reply cut at LLM_MAX_OUTPUT_CHARS');
@@ -142,6 +167,21 @@ export class OpenAiLlmClient implements LlmClient {
     if (how.streamed) request.onDelta?.(note);
     return { ...result, text: text + note, truncated: true };
   }
+}
+
+/** What every request says of itself: X-Stepwise-Purpose, X-Stepwise-Run-Id, X-Stepwise-Node. */
+function stepwiseHeaders(request: CompletionRequest): Record<string, string> {
+  return {
+    'X-Stepwise-Purpose': request.purpose,
+    ...(request.runId ? { 'X-Stepwise-Run-Id': request.runId } : {}),
+    ...(request.nodeId ? { 'X-Stepwise-Node': request.nodeId } : {}),
+  };
+}
+
+function addUsage(first: TokenUsage | undefined, second: TokenUsage | undefined): TokenUsage | undefined {
+  if (!first) return second;
+  if (!second) return first;
+  return { promptTokens: first.promptTokens + second.promptTokens, completionTokens: first.completionTokens + second.completionTokens };
 }
 
 /**
@@ -199,29 +239,65 @@ function toOpenAiMessage(message: LlmMessage): ChatCompletionMessageParam {
   }
 }
 
-/** Maps the SDK's errors to ModelError, deciding which are worth retrying. */
-function toModelError(error: unknown): ModelError {
+/**
+ * Maps the SDK's errors to ModelError, deciding which are worth retrying. The message is for the
+ * user: what happened and what to check. What the endpoint said in its own words is kept as the
+ * error's `detail`, for the logs only.
+ */
+function toModelError(error: unknown, endpoint: string): ModelError {
   if (error instanceof ModelError) return error;
   if (error instanceof OpenAI.APIConnectionTimeoutError) {
-    return new ModelError('The model endpoint timed out', { retryable: true, cause: error });
+    return new ModelError(`The model endpoint at ${endpoint} did not answer in time (LLM_TIMEOUT_MS)`, { retryable: true, cause: error });
   }
   if (error instanceof OpenAI.APIConnectionError) {
-    return new ModelError('Could not reach the model endpoint', { retryable: true, cause: error });
+    const reason = connectionFailure(error);
+    return new ModelError(`Could not reach the model endpoint at ${endpoint}${reason ? ` (${reason})` : ''}: check OPENAI_BASE_URL and that the server is running`, {
+      retryable: true,
+      cause: error,
+    });
   }
   if (error instanceof OpenAI.APIError && error.status !== undefined) {
     const status = error.status;
     const retryable = status === 408 || status === 409 || status === 429 || status >= 500;
-    const detail = shorten(error.message.replace(/^\d{3}\s*/, ''));
-    return new ModelError(`The model endpoint answered ${status}${detail ? `: ${detail}` : ''}`, {
+    return new ModelError(`The model endpoint answered ${status}: ${statusAdvice(status)}`, {
       status,
       retryable,
       retryAfterMs: retryAfterMs(error.headers),
       cause: error,
+      detail: shorten(error.message.replace(/^\d{3}\s*/, '')),
     });
   }
   // A reset connection or a stream that ends in the middle surfaces as a plain error.
-  const detail = error instanceof Error ? shorten(error.message) : 'unknown failure';
-  return new ModelError(`The model call failed: ${detail}`, { retryable: true, cause: error });
+  return new ModelError('The model call failed on the way: the connection broke', {
+    retryable: true,
+    cause: error,
+    detail: error instanceof Error ? shorten(error.message) : 'unknown failure',
+  });
+}
+
+/** What an HTTP status from the model endpoint means for the user, and what to check. */
+function statusAdvice(status: number): string {
+  if (status === 401 || status === 403) return 'the key was refused; check OPENAI_API_KEY';
+  if (status === 404) return 'no such model or path; check LLM_MODEL and OPENAI_BASE_URL (it usually ends in /v1)';
+  if (status === 429) return 'too many requests or no quota left; try again shortly';
+  if (status === 400 || status === 413 || status === 422) return 'the request was refused (too long for the model, or an option it does not support)';
+  if (status >= 500) return 'the model server failed; try again, or check its logs';
+  return 'unexpected answer';
+}
+
+/** Why a connection failed, in words: connection refused, unknown host, … */
+function connectionFailure(error: Error): string | undefined {
+  let cause: unknown = error.cause;
+  for (let depth = 0; depth < 4 && cause; depth++) {
+    const code = (cause as { code?: unknown }).code;
+    if (code === 'ECONNREFUSED') return 'connection refused';
+    if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'unknown host';
+    if (code === 'ECONNRESET') return 'connection reset';
+    if (code === 'ETIMEDOUT' || code === 'UND_ERR_CONNECT_TIMEOUT') return 'connection timed out';
+    if (typeof code === 'string' && code.startsWith('CERT') ) return 'TLS certificate problem';
+    cause = (cause as { cause?: unknown }).cause;
+  }
+  return undefined;
 }
 
 function retryAfterMs(headers: Headers | undefined): number | undefined {
@@ -237,4 +313,14 @@ function retryAfterMs(headers: Headers | undefined): number | undefined {
 
 function shorten(text: string, max = 300): string {
   return text.length > max ? `${text.slice(0, max)}…` : text;
+}
+
+/** A base URL fit to show: without user, password, query or fragment. */
+export function safeEndpoint(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.protocol}//${parsed.host}${parsed.pathname.replace(/\/+$/, '')}`;
+  } catch {
+    return 'the configured endpoint';
+  }
 }

@@ -1,47 +1,17 @@
-/** Variables of the reason prompt: plan the step. */
-export interface ReasonPromptVariables {
-  question: string;
-  files_manifest: string;
-  last_observation: string;
-  step: number;
-  max_steps: number;
-  tool_names: string[];
+/**
+ * One example of each template's variables, by template name. A strategy declares its prompts
+ * this way: the names say which files it needs, the examples (rendered once at startup) prove each
+ * template sound, and their types are the variables `render` then asks for.
+ */
+export type PromptSamples = Record<string, Record<string, unknown>>;
+
+/** The compiled templates of one folder (a strategy's, or plain chat's). */
+export interface PromptSet<P extends PromptSamples = PromptSamples> {
+  render<K extends keyof P & string>(name: K, variables: P[K]): string;
 }
 
-/** Variables of the act prompt: call tools for the plan. */
-export interface ActPromptVariables {
-  question: string;
-  plan: string;
-  step: number;
-  max_steps: number;
-  tool_names: string[];
-}
-
-/** Variables of the observe prompt: judge this step's results. */
-export interface ObservePromptVariables {
-  question: string;
-  tool_summaries: string;
-  /** The tools this run may use, so the model can say when a needed one is not enabled. */
-  tool_names: string[];
-  step: number;
-  max_steps: number;
-  is_last_step: boolean;
-}
-
-/** Variables of the system prompt of every conversation. */
-export interface ChatSystemPromptVariables {
-  today: string;
-}
-
-export interface PromptVariables {
-  reason: ReasonPromptVariables;
-  act: ActPromptVariables;
-  observe: ObservePromptVariables;
-  chatSystem: ChatSystemPromptVariables;
-}
-export type PromptName = keyof PromptVariables;
-
-/** Renders the prompt templates; every template is compiled and checked once, at startup. */
+/** Loads prompt templates; a missing template or an unknown variable fails at load, never later. */
 export interface PromptProvider {
-  render<K extends PromptName>(name: K, variables: PromptVariables[K]): string;
+  /** Compiles FOLDER/NAME.md for every NAME of `samples` and renders each with its sample; throws PromptError. */
+  load<P extends PromptSamples>(folder: string, samples: P): PromptSet<P>;
 }

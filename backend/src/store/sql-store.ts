@@ -1,5 +1,5 @@
 import type { LoggedEvent } from '@stepwise/shared-types';
-import type { LlmMessage } from '../llm/llm-client.ts';
+import type { LlmMessage } from '../messages.ts';
 import type { SqlDatabase } from './sql-database.ts';
 import { type MessageRecord, type NewRun, type RunEnd, type RunRecord, type SessionRecord, type Store, titleFrom } from './store.ts';
 

@@ -1,5 +1,5 @@
 import type { LoggedEvent } from '@stepwise/shared-types';
-import type { LlmMessage } from '../llm/llm-client.ts';
+import type { LlmMessage } from '../messages.ts';
 
 export interface SessionRecord {
   id: string;

@@ -1,4 +1,4 @@
-import type { LlmToolSchema } from '../llm/llm-client.ts';
+import type { LlmToolSchema } from '../messages.ts';
 
 /** The name of the virtual tool the agent loop handles itself. */
 export const REQUEST_INPUT_TOOL = 'request_input';

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { ToolInfo } from '@stepwise/shared-types';
 import type { Config } from '../config/config.ts';
 import { isAbortError, StepwiseError, ToolArgumentsError, ToolExecutionError, ToolNotFoundError } from '../errors.ts';
-import type { LlmToolSchema } from '../llm/llm-client.ts';
+import type { LlmToolSchema } from '../messages.ts';
 import { TOKENS } from '../tokens.ts';
 import { abortReason, raceAbort } from '../util/abort.ts';
 import type { Tool, ToolContext } from './tool.ts';

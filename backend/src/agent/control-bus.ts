@@ -1,0 +1,42 @@
+import type { StopReason } from '@stepwise/shared-types';
+import type { InputOutcome } from './agent-control.ts';
+
+/** A command to a run, wherever it executes. Resume and snapshot commands join this union. */
+export type ControlCommand =
+  | { type: 'stop'; reason: StopReason }
+  | { type: 'answer'; content: string; questionId?: string | undefined };
+
+/** What became of a command. */
+export type ControlOutcome = { type: 'stop'; outcome: 'stopping' | 'no_active_run' } | { type: 'answer'; outcome: InputOutcome };
+
+/** A run's side of the channel: it handles the commands sent to it. */
+export type ControlHandler = (command: ControlCommand) => ControlOutcome;
+
+/**
+ * The typed control channel of runs: stop, answer by question id. In-process by default; an
+ * adapter across instances (Redis) implements the same port, so the core never changes for it.
+ */
+export interface ControlBus {
+  /** Routes commands for `runId` to `handler` until the returned function is called. */
+  attach(runId: string, handler: ControlHandler): () => void;
+  /** Delivers a command to the run; a run nobody handles answers as having none active or pending. */
+  send(runId: string, command: ControlCommand): Promise<ControlOutcome>;
+}
+
+/** The control bus of one process. */
+export class InProcessControlBus implements ControlBus {
+  private readonly handlers = new Map<string, ControlHandler>();
+
+  attach(runId: string, handler: ControlHandler): () => void {
+    this.handlers.set(runId, handler);
+    return () => {
+      if (this.handlers.get(runId) === handler) this.handlers.delete(runId);
+    };
+  }
+
+  async send(runId: string, command: ControlCommand): Promise<ControlOutcome> {
+    const handler = this.handlers.get(runId);
+    if (handler) return handler(command);
+    return command.type === 'stop' ? { type: 'stop', outcome: 'no_active_run' } : { type: 'answer', outcome: 'no_pending_input' };
+  }
+}

@@ -1,0 +1,264 @@
+import type { CompletionRequest } from '../llm/llm-client.ts';
+
+/**
+ * The demo model's understanding of a request, shared by every strategy's demo responder: the
+ * arithmetic in it (chained too), the time, a session file, a named tool, a vague request, and
+ * the tool results a run has so far. Deterministic and offline.
+ */
+
+export const SETUP_HINT =
+  'To use a real model, set `OPENAI_BASE_URL` (and `OPENAI_API_KEY` if the endpoint needs one) and restart Stepwise.';
+
+/** What the demo model reads from a conversation: the request and the results it already has. */
+export interface Situation {
+  question: string;
+  /** The question plus the user's clarification, when one was given. */
+  request: string;
+  /** The current arithmetic step's expression (the chain's next link, from the running value). */
+  expression: string | undefined;
+  /** Every link of a chained calculation ("12*7, then add 15, …"), the first being an expression. */
+  chain: ChainLink[];
+  /** The calculator's results so far in this run, in order. */
+  calculations: string[];
+  wantsTime: boolean;
+  ambiguous: boolean;
+  results: Map<string, string>;
+  clarification: string | undefined;
+  offered: Set<string>;
+  /** The tools this run may use (the act call's list, or the reason prompt's). */
+  tools: Set<string>;
+  /** A session file the user asks about, when read_file may be used. */
+  file: string | undefined;
+  wantsFileList: boolean;
+  /** A file the message names that this chat does not have. */
+  missingFile: string | undefined;
+  /** Another enabled tool (an MCP server's, say) that the user names, with arguments for it. */
+  named: { name: string; arguments: Record<string, unknown> } | undefined;
+}
+
+/** One link of a chained calculation: the first is an expression, the others an operation on the running value. */
+interface ChainLink {
+  operator?: '+' | '-' | '*' | '/';
+  operand?: string;
+  expression?: string;
+  words: string;
+}
+
+export type Next = 'calculator' | 'current_time' | 'read_file' | 'list_files' | 'named' | 'request_input';
+export const BUILT_IN_PLANS = new Set(['calculator', 'current_time', 'read_file', 'list_files', 'write_file', 'request_input']);
+
+/** Reads what the demo model needs from one call: the request, the results so far, the tools. */
+export function readSituation(request: CompletionRequest): Situation {
+  const lastUser = findLastIndex(request.messages, (message) => message.role === 'user');
+  const question = lastUser >= 0 ? (request.messages[lastUser] as { content: string }).content : '';
+  const results = new Map<string, string>();
+  const calculations: string[] = [];
+  const callNames = new Map<string, string>();
+  for (const message of request.messages.slice(lastUser + 1)) {
+    if (message.role === 'assistant') for (const call of message.toolCalls ?? []) callNames.set(call.id, call.name);
+    if (message.role === 'tool') {
+      const tool = callNames.get(message.toolCallId) ?? 'unknown';
+      results.set(tool, message.content);
+      if (tool === 'calculator') calculations.push(message.content);
+    }
+  }
+  const clarification = results.get('request_input');
+  const fullRequest = clarification ? `${question}\n${clarification}` : question;
+  const chain = findChain(fullRequest);
+  const expression = nextExpression(chain, calculations);
+  const wantsTime = /\b(time|date|today|clock)\b/i.test(fullRequest);
+  const words = question.trim().split(/\s+/).filter(Boolean);
+  const vague = /\b(something|anything|stuff|it|this|that|help)\b/i.test(question);
+  const tools = availableTools(request);
+  const toolNames = new Set(tools.map((tool) => tool.name));
+  const file = toolNames.has('read_file') ? requestedFile(request, question) : undefined;
+  const named_file = /\b([\w-]+(?:\.[\w-]+)*\.(?:txt|md|csv|json|log|pdf|docx?|html?|xml|ya?ml))\b/i.exec(question)?.[1];
+  const missingFile = named_file && !file && request.tools === undefined ? named_file : undefined;
+  const wantsFileList = toolNames.has('list_files') && /\b(files?|attachments?|attached)\b/i.test(question) && !file;
+  const named = namedTool(question, tools);
+  return {
+    question,
+    request: fullRequest,
+    expression,
+    chain,
+    calculations,
+    wantsTime,
+    ambiguous:
+      !expression && !wantsTime && !file && !missingFile && !wantsFileList && !named && (words.length <= 3 || (vague && words.length <= 6)),
+    missingFile,
+    results,
+    clarification,
+    offered: new Set((request.tools ?? []).map((tool) => tool.name)),
+    tools: toolNames,
+    file,
+    wantsFileList,
+    named,
+  };
+}
+
+/**
+ * A session file the question names, from the files the prompt was given (its `files_manifest`
+ * variable: one "- NAME (SIZE)" line a file).
+ */
+function requestedFile(request: CompletionRequest, question: string): string | undefined {
+  const manifest = typeof request.variables?.files_manifest === 'string' ? request.variables.files_manifest : '';
+  const listed = [...manifest.matchAll(/^- (.+) \([\d.]+ [KM]?B\)$/gm)].map((match) => match[1]!);
+  return listed.sort((a, b) => b.length - a.length).find((name) => question.includes(name));
+}
+
+/** The tools this call may use: those it offers, else the run's (the prompt's `tool_names` variable). */
+function availableTools(request: CompletionRequest): Array<{ name: string; parameters: Record<string, unknown> }> {
+  if (request.tools) return request.tools;
+  const names = request.variables?.tool_names;
+  return Array.isArray(names) ? names.filter((name): name is string => typeof name === 'string').map((name) => ({ name, parameters: {} })) : [];
+}
+
+/** An enabled tool that is not built in and that the question names ("echo", "everything__echo"). */
+function namedTool(question: string, tools: Array<{ name: string; parameters: Record<string, unknown> }>): Situation['named'] {
+  const text = question.toLowerCase();
+  for (const tool of tools) {
+    if (BUILT_IN_PLANS.has(tool.name)) continue;
+    const short = tool.name.includes('__') ? tool.name.slice(tool.name.indexOf('__') + 2) : tool.name;
+    const spoken = [tool.name, short, short.replace(/[-_]+/g, ' ')].map((name) => name.toLowerCase());
+    const mention = spoken.find((name) => text.includes(name));
+    if (mention === undefined) continue;
+    const rest = question.slice(text.indexOf(mention) + mention.length).replace(/^[\s:,]+/, '').trim();
+    return { name: tool.name, arguments: demoArguments(tool.parameters, rest || question) };
+  }
+  return undefined;
+}
+
+/** Arguments from a JSON schema: quoted text or the rest of the message for strings, numbers in order. */
+function demoArguments(schema: Record<string, unknown>, text: string): Record<string, unknown> {
+  const properties = (schema.properties ?? {}) as Record<string, { type?: string; enum?: unknown[]; default?: unknown }>;
+  const required = new Set((schema.required ?? []) as string[]);
+  const quoted = /"([^"]+)"|“([^”]+)”/.exec(text);
+  const numbers = (text.match(/-?\d+(?:\.\d+)?/g) ?? []).map(Number);
+  const args: Record<string, unknown> = {};
+  for (const [key, property] of Object.entries(properties)) {
+    if (!required.has(key) && property.default !== undefined) continue;
+    if (property.enum?.length) args[key] = property.enum[0];
+    else if (property.type === 'number' || property.type === 'integer') {
+      if (numbers.length) args[key] = numbers.shift();
+      else if (required.has(key)) args[key] = 1;
+    } else if (property.type === 'boolean') args[key] = true;
+    else if (property.type === 'string' || property.type === undefined) args[key] = quoted?.[1] ?? quoted?.[2] ?? text;
+  }
+  return args;
+}
+
+/** What is still to be done, in the order the demo does it. */
+export function pending(situation: Situation): Next | undefined {
+  const { expression, wantsTime, ambiguous, results, clarification, file, wantsFileList, named } = situation;
+  if (expression && situation.calculations.length < Math.max(1, situation.chain.length)) return 'calculator';
+  if (wantsTime && !results.has('current_time')) return 'current_time';
+  if (file && !results.has('read_file')) return 'read_file';
+  if (wantsFileList && !results.has('list_files')) return 'list_files';
+  if (named && !results.has(named.name)) return 'named';
+  if (ambiguous && clarification === undefined) return 'request_input';
+  return undefined;
+}
+
+export function fallbackAnswer(situation: Situation): string {
+  const about = situation.clarification ?? situation.question;
+  return [
+    `You asked about "${shorten(about)}". I am the offline demo model, so I cannot really answer open questions.`,
+    'What I can do: arithmetic with the calculator (try "What is (17+25)*3?" in agent mode), tell the time, read an attached file ("summarize notes.txt"), call a tool you name (tick it first), and ask you when a request is unclear.',
+    SETUP_HINT,
+  ].join('\n\n');
+}
+
+export function block(prose: string, control: object): string {
+  return `${prose}\n\n\`\`\`json\n${JSON.stringify(control)}\n\`\`\``;
+}
+
+const EXPRESSION_PART = /(?:\b(?:sqrt|abs|sin|cos|tan|ln|log|exp|floor|ceil|round|min|max|pow|pi)\b|\d+(?:\.\d+)?|[-+*/%^×÷(),]|\s)+/gi;
+
+/** The longest run of the text that looks like arithmetic: digits with at least one operator or function. */
+export function findExpression(text: string): string | undefined {
+  const candidates = (text.match(EXPRESSION_PART) ?? [])
+    .map((candidate) => candidate.trim().replace(/^[,)]+|[,(]+$/g, '').trim())
+    .filter((candidate) => /\d/.test(candidate) && /[-+*/%^×÷]|[a-z]\(/i.test(candidate) && !/^[-+]?\d+(\.\d+)?$/.test(candidate));
+  return candidates.sort((a, b) => b.length - a.length)[0];
+}
+
+export function shorten(text: string, max = 80): string {
+  const line = text.replace(/\s+/g, ' ').trim();
+  return line.length > max ? `${line.slice(0, max)}…` : line;
+}
+
+function findLastIndex<T>(items: T[], predicate: (item: T) => boolean): number {
+  for (let index = items.length - 1; index >= 0; index--) if (predicate(items[index]!)) return index;
+  return -1;
+}
+
+
+/** The tool the next step needs when this run may not use it (the user did not tick it). */
+export function unavailable(situation: Situation, next: Next | undefined): string | undefined {
+  if (!next || next === 'request_input' || next === 'named') return undefined;
+  return situation.tools.has(next) ? undefined : next;
+}
+
+const OPERATIONS: { pattern: RegExp; operator: ChainLink['operator'] }[] = [
+  { pattern: /\b(?:add|plus)\s+(-?\d+(?:\.\d+)?)/i, operator: '+' },
+  { pattern: /\b(?:subtract|minus|take away)\s+(-?\d+(?:\.\d+)?)/i, operator: '-' },
+  { pattern: /\b(?:multiply|times)(?:\s+(?:it|that|the result))?(?:\s+by)?\s+(-?\d+(?:\.\d+)?)/i, operator: '*' },
+  { pattern: /\b(?:divide|divided)(?:\s+(?:it|that|the result))?(?:\s+by)?\s+(-?\d+(?:\.\d+)?)/i, operator: '/' },
+];
+
+/**
+ * A chained calculation: "First compute 12*7, then add 15, divide by 3, subtract 4" is an
+ * expression followed by operations on the running value, each one calculator call of its own.
+ */
+export function findChain(text: string): ChainLink[] {
+  const parts = text.split(/,|;|\bthen\b|\band\b/i).map((part) => part.trim()).filter(Boolean);
+  const chain: ChainLink[] = [];
+  for (const part of parts) {
+    if (chain.length === 0) {
+      const expression = findExpression(part);
+      if (expression) chain.push({ expression, words: part });
+      continue;
+    }
+    const operation = OPERATIONS.map(({ pattern, operator }) => ({ match: pattern.exec(part), operator })).find(({ match }) => match);
+    if (operation?.match) chain.push({ operator: operation.operator!, operand: operation.match[1]!, words: part.replace(/^(?:then|and)\s+/i, '') });
+  }
+  if (chain.length > 1) return chain;
+  const whole = findExpression(text);
+  return whole ? [{ expression: whole, words: whole }] : [];
+}
+
+/** The expression of link `index`, applied to the running value the calculator gave for the one before. */
+export function linkExpression(chain: ChainLink[], calculations: string[], index: number): string | undefined {
+  const link = chain[index];
+  if (!link) return undefined;
+  if (link.expression) return link.expression;
+  return `${calculations[index - 1]} ${link.operator} ${link.operand}`;
+}
+
+/** The next expression to evaluate: the chain's next link, or the last one when it is done. */
+function nextExpression(chain: ChainLink[], calculations: string[]): string | undefined {
+  if (chain.length === 0) return undefined;
+  const index = Math.min(calculations.length, chain.length - 1);
+  return linkExpression(chain, calculations, index);
+}
+
+/** Every step of a chained calculation with its result, then the result in bold. */
+export function chainAnswer(situation: Situation): string {
+  const lines = situation.chain.map((_, index) => `${index + 1}. \`${linkExpression(situation.chain, situation.calculations, index)}\` = ${situation.calculations[index]}`);
+  return `${lines.join('\n')}\n\nThe result is **${situation.calculations.at(-1)}**.`;
+}
+
+/** A real summary of a text file: its size in lines and words, its headings, its first sentences. */
+export function summarize(name: string, result: string): string {
+  // The tool's result starts with a header line ("notes.txt: bytes 0-120 of 120") and may end with a note on what is left.
+  const text = result.replace(/^[^\n]*: bytes \d+-\d+ of \d+\n/, '').replace(/\n\[\d+ more bytes: read_file with offset \d+\]$/, '');
+  const lines = text.split('\n').filter((line) => line.trim());
+  const words = text.split(/\s+/).filter(Boolean).length;
+  const headings = lines.filter((line) => /^#{1,6}\s/.test(line)).map((line) => line.replace(/^#+\s*/, ''));
+  const prose = lines.filter((line) => !/^#{1,6}\s/.test(line)).join(' ');
+  const sentences = (prose.match(/[^.!?]+[.!?]+/g) ?? [prose]).map((sentence) => sentence.trim()).filter(Boolean).slice(0, 2);
+  const parts = [`**${name}**: ${lines.length} line${lines.length === 1 ? '' : 's'}, ${words} word${words === 1 ? '' : 's'}.`];
+  if (headings.length) parts.push(`Sections: ${headings.slice(0, 8).join('; ')}.`);
+  if (sentences.length) parts.push(`It begins: ${sentences.join(' ')}`);
+  return parts.join('\n\n');
+}

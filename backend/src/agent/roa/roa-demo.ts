@@ -1,0 +1,156 @@
+import type { CompletionRequest, CompletionResult, DemoKit, LlmToolCall } from '../../llm/llm-client.ts';
+import {
+  block,
+  chainAnswer,
+  fallbackAnswer,
+  linkExpression,
+  type Next,
+  pending,
+  readSituation,
+  shorten,
+  type Situation,
+  summarize,
+  unavailable,
+} from '../demo-language.ts';
+
+/** The demo model's answers to roa's calls, by purpose: it plans, calls one tool a step, observes. */
+export async function roaDemo(request: CompletionRequest, demo: DemoKit): Promise<CompletionResult> {
+  const situation = readSituation(request);
+  switch (request.purpose) {
+    case 'roa.reason':
+      return demo.say(reasonReply(situation), request);
+    case 'roa.act':
+      await demo.pause(request.signal);
+      return actReply(situation);
+    case 'roa.observe':
+      return demo.say(observeReply(situation), request);
+    case 'roa.final':
+      return demo.say(finalReply(situation), request);
+    default:
+      return demo.unknownPurpose(request);
+  }
+}
+
+function reasonReply(situation: Situation): string {
+  const next = pending(situation);
+  const missing = unavailable(situation, next);
+  if (missing) {
+    const plan = `The ${missing} tool is needed but not enabled for this run, so say so instead of trying.`;
+    return `The user wrote: "${shorten(situation.question)}". ${plan}\n\n\`\`\`json\n${JSON.stringify({ plan, tools_to_consider: [], finish: true })}\n\`\`\``;
+  }
+  const link = situation.chain[situation.calculations.length];
+  const plans: Record<Next, string> = {
+    calculator:
+      situation.calculations.length > 0 && link
+        ? `The running value is ${situation.calculations.at(-1)}; next, ${link.words}: evaluate ${situation.expression} with the calculator.`
+        : `Evaluate ${situation.expression} with the calculator.`,
+    current_time: 'Read the current time with the current_time tool.',
+    read_file: `Read the file ${situation.file} with read_file.`,
+    list_files: 'See which files this session has with list_files.',
+    named: `Call ${situation.named?.name} as the user asked.`,
+    request_input: 'The request is too vague to act on, so ask the user what exactly they need.',
+  };
+  const plan = next ? plans[next] : 'Everything needed is known, so answer directly.';
+  const toolName = next === 'named' ? situation.named!.name : next;
+  const intro = next
+    ? `The user wrote: "${shorten(situation.question)}". ${plan}`
+    : `I have what I need to answer "${shorten(situation.question)}".`;
+  return `${intro}\n\n\`\`\`json\n${JSON.stringify({ plan, tools_to_consider: toolName ? [toolName] : [], finish: !next })}\n\`\`\``;
+}
+
+function actReply(situation: Situation): CompletionResult {
+  const next = pending(situation);
+  const name = next === 'named' ? situation.named!.name : next;
+  if (!next || !name || (next !== 'request_input' && !situation.offered.has(name))) {
+    return { text: next ? `The ${name} tool is not enabled for this run.` : 'No tool is needed.', toolCalls: [] };
+  }
+  const args: Record<Next, unknown> = {
+    calculator: { expression: situation.expression },
+    current_time: {},
+    read_file: { name: situation.file },
+    list_files: {},
+    named: situation.named?.arguments ?? {},
+    request_input: {
+      question: `Could you tell me a bit more about what you need with "${shorten(situation.question)}"? For example, a calculation I should do.`,
+    },
+  };
+  const call: LlmToolCall = { id: `call_demo_${name.replace(/[^A-Za-z0-9_-]/g, '_')}`, name, arguments: JSON.stringify(args[next]) };
+  return { text: '', toolCalls: [call] };
+}
+
+function observeReply(situation: Situation): string {
+  const { results, expression } = situation;
+  const findings: string[] = [];
+  const answers: string[] = [];
+  const calculation = situation.calculations.at(-1);
+  if (calculation !== undefined) {
+    const failed = calculation.startsWith('Error:');
+    const done = situation.calculations.length;
+    const evaluated = done > 1 ? linkExpression(situation.chain, situation.calculations, done - 1) : (situation.chain[0]?.expression ?? expression);
+    findings.push(failed ? `The calculator could not evaluate ${evaluated} (${calculation}).` : `${evaluated} = ${calculation}.`);
+    if (failed) answers.push(`I could not evaluate \`${evaluated}\`: ${calculation.replace(/^Error:\s*/, '')}`);
+    else if (situation.chain.length > 1) answers.push(chainAnswer(situation));
+    else answers.push(`\`${evaluated}\` = **${calculation}**`);
+  }
+  const time = results.get('current_time');
+  if (time !== undefined) {
+    findings.push(`The clock says ${time}.`);
+    answers.push(`It is now **${time}** (UTC).`);
+  }
+  const read = results.get('read_file');
+  if (read !== undefined && !read.startsWith('Error:')) {
+    findings.push(`I read ${situation.file ?? 'the file'}.`);
+    answers.push(summarize(situation.file ?? 'the file', read));
+  }
+  if (situation.missingFile) {
+    findings.push(`There is no file ${situation.missingFile} in this chat.`);
+    answers.push(`I could not summarize **${situation.missingFile}**: this chat has no such file. Attach it with the paperclip (or drop it on the page) and ask again.`);
+  }
+  for (const [tool, label] of [
+    ...(read !== undefined && read.startsWith('Error:') ? [['read_file', 'The file says']] : []),
+    ['list_files', 'The session has these files'],
+    ...(situation.named ? [[situation.named.name, `${situation.named.name} returned`]] : []),
+  ] as const) {
+    const result = results.get(tool);
+    if (result === undefined) continue;
+    const failed = result.startsWith('Error:');
+    findings.push(failed ? `${tool} failed (${shorten(result)}).` : `${label}: ${shorten(result)}`);
+    answers.push(failed ? `\`${tool}\` failed: ${result.replace(/^Error:\s*/, '')}` : `${label}:\n\n\`\`\`\n${result.slice(0, 2_000)}\n\`\`\``);
+  }
+  if (situation.clarification !== undefined) findings.push(`The user clarified: "${shorten(situation.clarification)}".`);
+  const unfinished = pending(situation);
+  const missing = unavailable(situation, unfinished);
+  if (missing) {
+    const observation = `The ${missing} tool is not enabled for this run.`;
+    const answer = [
+      ...answers,
+      `The **${missing}** tool is not enabled for this run; tick it under Tools to let me ${missing === 'calculator' && situation.expression ? `compute ${situation.expression}` : 'do this'}.`,
+    ].join('\n\n');
+    return block(observation, { observation, should_continue: false, final_answer: answer });
+  }
+  if (unfinished && unfinished !== 'request_input') {
+    const link = situation.chain[situation.calculations.length];
+    const next = unfinished === 'calculator' && link ? `Next, ${link.words}.` : `Next I need the ${unfinished} tool.`;
+    const observation = `${findings.join(' ')} ${next}`.trim();
+    return block(observation, { observation, should_continue: true, final_answer: '' });
+  }
+  if (answers.length === 0) answers.push(fallbackAnswer(situation));
+  const observation = findings.join(' ') || 'No tool was needed.';
+  return block(`${observation} That answers the request.`, {
+    observation,
+    should_continue: false,
+    final_answer: answers.join('\n\n'),
+  });
+}
+
+
+/** At the step limit: the best answer from what was found, and what is missing. */
+function finalReply(situation: Situation): string {
+  const found = [...situation.results.entries()].filter(([, result]) => !result.startsWith('Error:'));
+  const missing = pending(situation);
+  const parts = found.length
+    ? [`Here is what I found before running out of steps:`, ...found.map(([tool, result]) => `- ${tool}: ${shorten(result, 200)}`)]
+    : ['I ran out of steps before finding anything useful.'];
+  if (missing) parts.push(`Still missing: the ${missing} step. Continue the run or raise Max iterations to let me finish.`);
+  return parts.join('\n');
+}

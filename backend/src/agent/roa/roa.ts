@@ -1,0 +1,220 @@
+import { z } from 'zod';
+import type { LlmMessage, LlmToolCall } from '../../messages.ts';
+import { requestInputSchema } from '../../tools/request-input-tool.ts';
+import { ObserveControl, ReasonControl } from '../control-block.ts';
+import { runPhase } from '../phase.ts';
+import { defineStrategy, type Run, type RunSuccess } from '../strategy.ts';
+import { runToolCalls, type ToolCallsProgress, toolCallMessages } from '../tool-calls.ts';
+import { roaDemo } from './roa-demo.ts';
+
+/** The templates in prompts/roa/, each with an example of its variables. */
+const prompts = {
+  reason: { question: 'q', files_manifest: '', last_observation: '', step: 1, max_steps: 2, tool_names: ['calculator'] },
+  act: { question: 'q', plan: '', files_manifest: '', step: 1, max_steps: 2, tool_names: ['calculator'] },
+  observe: { question: 'q', tool_summaries: '', tool_names: ['calculator'], step: 1, max_steps: 2, is_last_step: false },
+  final: { question: 'q', last_observation: '', max_steps: 2, tool_names: ['calculator'] },
+};
+
+type RoaRun = Run<Record<string, never>, typeof prompts>;
+
+/** What the loop does after a step's observe phase. */
+type Next =
+  | { kind: 'continue'; observation: string }
+  | { kind: 'finish'; answer: string }
+  | { kind: 'max_steps'; observation: string };
+
+/** What carries over from one step to the next. */
+interface LoopState {
+  lastObservation: string;
+  bestAnswer: string;
+}
+
+/** Saved while the act phase waits for the user's answer: enough to go on after a restart. */
+export interface RoaCheckpoint {
+  version: 1;
+  step: number;
+  loop: LoopState;
+  transcript: LlmMessage[];
+  act: { text: string; calls: LlmToolCall[]; progress: ToolCallsProgress };
+}
+
+/**
+ * The strict reason → act → observe loop: every step runs all three phases in order. Reason and
+ * observe are plain model calls; act offers the enabled tools plus `request_input`. At the step
+ * limit, one last call gives the best answer from what was found.
+ */
+export const roa = defineStrategy({
+  name: 'roa',
+  label: 'Reason, act, observe',
+  description: 'Every step plans, calls tools, then judges the results, until the answer is found.',
+  options: z.object({}).strict(),
+  prompts,
+  demo: roaDemo,
+  async run(run: RoaRun): Promise<RunSuccess> {
+    const { control, progress, input } = run;
+    const saved = isCheckpoint(run.resume) ? run.resume : undefined;
+    const loop: LoopState = saved ? { ...saved.loop } : { lastObservation: '', bestAnswer: '' };
+    if (saved) progress.transcript.push(...saved.transcript);
+
+    for (let step = saved?.step ?? 1; ; step++) {
+      progress.step = step;
+      let toolSummaries: string[];
+      if (saved && step === saved.step) {
+        // Resumed in the middle of this step's act phase: reason and the act call already ran.
+        toolSummaries = await runCalls(run, step, saved.act.text, saved.act.calls, saved.act.progress, loop);
+      } else {
+        await run.sink.emit(run.events.turnStart(step));
+        const reason = await reasonPhase(run, step, loop.lastObservation);
+        control.throwIfStopped();
+        toolSummaries = reason.finish ? [] : await actPhase(run, step, reason.plan, loop);
+      }
+      control.throwIfStopped();
+      const next = await observePhase(run, step, toolSummaries);
+
+      switch (next.kind) {
+        case 'finish':
+          return { answer: next.answer, steps: step, reason: 'answered' };
+        case 'max_steps': {
+          control.throwIfStopped();
+          const answer = await finalAnswer(run, next.observation || loop.bestAnswer);
+          return { answer: answer || next.observation || loop.bestAnswer || noAnswer(input.maxSteps), steps: step, reason: 'max_steps' };
+        }
+        case 'continue':
+          loop.lastObservation = next.observation;
+          loop.bestAnswer = next.observation || loop.bestAnswer;
+          break;
+        default: {
+          const unexpected: never = next;
+          throw new Error(`Unhandled next step ${JSON.stringify(unexpected)}`);
+        }
+      }
+    }
+  },
+});
+
+/** Reason: plan the step. A `finish: true` block means act makes no model call. */
+async function reasonPhase(run: RoaRun, step: number, lastObservation: string) {
+  const { input } = run;
+  const { content, control } = await runPhase(run, {
+    purpose: 'roa.reason',
+    template: 'reason',
+    variables: {
+      question: input.question,
+      files_manifest: await run.filesManifest(),
+      last_observation: lastObservation,
+      step,
+      max_steps: input.maxSteps,
+      tool_names: input.toolNames,
+    },
+    messages: (system) => conversation(system, run),
+    control: ReasonControl,
+    fallback: (block) => block.plan,
+    preview: (delta) => run.events.reasonDelta(step, delta),
+    event: (text) => run.events.reason(step, text),
+  });
+  return { plan: control?.plan ?? content, finish: control?.finish === true };
+}
+
+/** Act: one model call with the tools; run what it asks for. Returns a summary line per call. */
+async function actPhase(run: RoaRun, step: number, plan: string, loop: LoopState): Promise<string[]> {
+  const { input } = run;
+  const { text, toolCalls } = await runPhase(run, {
+    purpose: 'roa.act',
+    template: 'act',
+    variables: {
+      question: input.question,
+      plan,
+      files_manifest: await run.filesManifest(),
+      step,
+      max_steps: input.maxSteps,
+      tool_names: input.toolNames,
+    },
+    messages: (system) => conversation(system, run),
+    tools: [...run.tools.schemas(input.toolNames), requestInputSchema],
+  });
+  if (toolCalls.length === 0) return [];
+  return runCalls(run, step, text, toolCalls, { done: {} }, loop);
+}
+
+/** Runs (or resumes) an act phase's tool calls, saving a checkpoint while a question waits. */
+async function runCalls(
+  run: RoaRun,
+  step: number,
+  text: string,
+  calls: LlmToolCall[],
+  progress: ToolCallsProgress,
+  loop: LoopState,
+): Promise<string[]> {
+  const transcript = [...run.progress.transcript];
+  const records = await runToolCalls(calls, step, run, progress, {
+    onAwaitInput: (current) =>
+      run.checkpoints.save({ version: 1, step, loop, transcript, act: { text, calls, progress: current } } satisfies RoaCheckpoint),
+    onAnswered: () => run.checkpoints.clear(),
+  });
+  // The call and its results join the transcript together, so it never holds a call without a result.
+  run.progress.transcript.push(...toolCallMessages(text, records));
+  return records.map((record) => record.summary);
+}
+
+/** Observe: judge the step's results and decide whether to go on. */
+async function observePhase(run: RoaRun, step: number, toolSummaries: string[]): Promise<Next> {
+  const { input } = run;
+  const isLastStep = step >= input.maxSteps;
+  const { text, content, control } = await runPhase(run, {
+    purpose: 'roa.observe',
+    template: 'observe',
+    variables: {
+      question: input.question,
+      tool_summaries: toolSummaries.join('\n'),
+      tool_names: input.toolNames,
+      step,
+      max_steps: input.maxSteps,
+      is_last_step: isLastStep,
+    },
+    messages: (system) => conversation(system, run),
+    control: ObserveControl,
+    fallback: (block) => block.observation,
+    preview: (delta) => run.events.observeDelta(step, delta),
+    event: (body) => run.events.observe(step, body),
+  });
+  const finalAnswer = control?.final_answer?.trim();
+  if (finalAnswer) return { kind: 'finish', answer: finalAnswer };
+  const observation = control?.observation?.trim() || content || text.trim();
+  if (control?.should_continue === false) return { kind: 'finish', answer: observation };
+  if (isLastStep) return { kind: 'max_steps', observation };
+  return { kind: 'continue', observation };
+}
+
+/**
+ * At the step limit: one last call for the best answer from what the steps found, or a plain word
+ * on what is missing, so the run never ends on an internal note. Its text is the answer.
+ */
+async function finalAnswer(run: RoaRun, lastObservation: string): Promise<string> {
+  const { input } = run;
+  const system = run.prompts.render('final', {
+    question: input.question,
+    last_observation: lastObservation,
+    max_steps: input.maxSteps,
+    tool_names: input.toolNames,
+  });
+  const { text } = await run.llm.complete({
+    purpose: 'roa.final',
+    messages: conversation(system, run),
+    signal: run.control.signal,
+    variables: { question: input.question, last_observation: lastObservation, tool_names: input.toolNames },
+  });
+  return text.trim();
+}
+
+/** The messages of one phase's call: its instructions, the session so far, the question, the run so far. */
+function conversation(system: string, run: RoaRun): LlmMessage[] {
+  return [{ role: 'system', content: system }, ...run.input.history, { role: 'user', content: run.input.question }, ...run.progress.transcript];
+}
+
+function noAnswer(maxSteps: number): string {
+  return `I could not reach an answer within ${maxSteps} step${maxSteps === 1 ? '' : 's'}.`;
+}
+
+function isCheckpoint(value: unknown): value is RoaCheckpoint {
+  return typeof value === 'object' && value !== null && (value as RoaCheckpoint).version === 1 && 'act' in value;
+}

@@ -1,0 +1,243 @@
+import type { StopReason, StrategyInfo } from '@stepwise/shared-types';
+import { inject, injectable } from 'tsyringe';
+import type { z } from 'zod';
+import type { Config } from '../config/config.ts';
+import { InputTimeoutError, isAbortError, StepwiseError, toClientError } from '../errors.ts';
+import type { LlmClient } from '../llm/llm-client.ts';
+import { jsonSchemaOf } from '../llm/structured-output.ts';
+import type { Logger } from '../logger.ts';
+import type { LlmMessage, TokenUsage } from '../messages.ts';
+import type { PromptProvider, PromptSet } from '../prompts/prompt-provider.ts';
+import { TOKENS } from '../tokens.ts';
+import { ToolRegistry } from '../tools/tool-registry.ts';
+import type { AgentControl } from './agent-control.ts';
+import type { EventSink } from './event-sink.ts';
+import { type RunEvents, runEvents } from './run-events.ts';
+import type { AnyStrategy, Run, RunInput } from './strategy.ts';
+
+/** How a run ended, for the session's history and records. */
+export type RunOutcome = (
+  | { status: 'completed'; answer: string }
+  | { status: 'stopped'; reason: StopReason }
+  | { status: 'failed'; message: string }
+) & { steps: number; transcript: LlmMessage[]; usage: TokenUsage };
+
+/** What a run waiting for the user saves: its input, and the strategy's own state. */
+export interface RunCheckpoint {
+  input: RunInput;
+  state: unknown;
+}
+
+/** The session a run belongs to: its controls, where its events go, its files. */
+export interface RunSession {
+  control: AgentControl;
+  sink: EventSink;
+  /** The session's files for prompts; '' when none. */
+  filesManifest: () => Promise<string>;
+}
+
+export interface RunHooks {
+  /** Persists the outcome; awaited before `response_complete`, so the next message sees it. */
+  onEnd?: (outcome: RunOutcome) => Promise<void>;
+  /** Persists (or with null, clears) the checkpoint of a run that waits for the user. */
+  saveCheckpoint?: (checkpoint: RunCheckpoint | null) => Promise<void>;
+  /** Resume from a saved strategy state instead of starting afresh. */
+  resume?: unknown;
+}
+
+/** Options checked against a strategy's schema: the values with defaults, or what is wrong, by name. */
+export type OptionsCheck = { ok: true; options: Record<string, unknown> } | { ok: false; message: string };
+
+interface Loaded {
+  definition: AnyStrategy;
+  prompts: PromptSet;
+}
+
+/**
+ * The runtime every strategy shares. It knows the strategies (their prompts are loaded, so checked,
+ * when it is built: at startup), validates their options, and runs them: it owns the beginning and
+ * the end of every run (`agent_start`, then exactly one ending, then `response_complete`, whatever
+ * happened), its budgets (wall clock, tokens), and the model as a run sees it (usage counted, the
+ * run's id on every request).
+ */
+@injectable()
+export class RunKernel {
+  private readonly strategies = new Map<string, Loaded>();
+
+  constructor(
+    @inject(TOKENS.Strategies) definitions: AnyStrategy[],
+    @inject(TOKENS.LlmClient) private readonly llm: LlmClient,
+    @inject(ToolRegistry) private readonly tools: ToolRegistry,
+    @inject(TOKENS.PromptProvider) prompts: PromptProvider,
+    @inject(TOKENS.Config) private readonly config: Config,
+    @inject(TOKENS.Logger) private readonly logger: Logger,
+  ) {
+    for (const definition of definitions) {
+      if (this.strategies.has(definition.name)) throw new Error(`Two strategies are named "${definition.name}"`);
+      this.strategies.set(definition.name, { definition, prompts: prompts.load(definition.name, definition.prompts) });
+    }
+  }
+
+  /** The strategies offered to users, by name. */
+  get names(): string[] {
+    return [...this.strategies.values()].filter(({ definition }) => !definition.hidden).map(({ definition }) => definition.name);
+  }
+
+  has(name: string): boolean {
+    return this.strategies.has(name);
+  }
+
+  /** What `session` lists: each offered strategy with the JSON Schema of its options. */
+  catalog(): StrategyInfo[] {
+    return [...this.strategies.values()]
+      .filter(({ definition }) => !definition.hidden)
+      .map(({ definition }) => ({
+        name: definition.name,
+        label: definition.label,
+        description: definition.description,
+        options_schema: jsonSchemaOf(definition.options as z.ZodType, 'input'),
+      }));
+  }
+
+  /** Checks a chat message's `strategy_options` against the strategy's schema. */
+  checkOptions(name: string, raw: Record<string, unknown> | undefined): OptionsCheck {
+    const definition = this.strategies.get(name)?.definition;
+    if (!definition) return { ok: false, message: `Unknown strategy "${name}"` };
+    const parsed = (definition.options as z.ZodType<Record<string, unknown>>).safeParse(raw ?? {});
+    if (parsed.success) return { ok: true, options: parsed.data };
+    const issue = parsed.error.issues[0]!;
+    const keys = issue.code === 'unrecognized_keys' ? issue.keys : [];
+    const option = keys.length ? keys.join(', ') : issue.path.join('.');
+    return { ok: false, message: `strategy_options.${option || '(options)'}: ${issue.message}` };
+  }
+
+  /** Runs `input` with its strategy to its one ending. Never rejects. */
+  async execute(input: RunInput, session: RunSession, hooks: RunHooks = {}): Promise<RunOutcome> {
+    const loaded = this.strategies.get(input.strategy ?? 'roa');
+    if (!loaded) throw new Error(`Unknown strategy "${input.strategy}"`);
+    const { definition } = loaded;
+    const chatWire = definition.wire === 'chat';
+    const { control, sink } = session;
+    const events = runEvents(chatWire ? undefined : input.runId);
+    const logger = this.logger.child({ run_id: input.runId, strategy: definition.name });
+    const progress = { step: 0, transcript: [] as LlmMessage[] };
+    const usage: TokenUsage = { promptTokens: 0, completionTokens: 0 };
+    const tokenBudget = this.config.agent.runTokenBudget;
+    const timeoutMs = chatWire ? this.config.limits.chatTimeoutMs : this.config.agent.runTimeoutMs;
+    const overBudget = () => {
+      if (tokenBudget > 0 && usage.promptTokens + usage.completionTokens > tokenBudget) {
+        logger.warn({ ...usage, budget: tokenBudget }, 'run over its token budget');
+        control.stop('token_budget');
+      }
+    };
+    const timer = setTimeout(() => control.stop('timeout'), timeoutMs);
+    timer.unref?.();
+    const options = input.options ?? (this.checkOptions(definition.name, {}) as { options: Record<string, unknown> }).options ?? {};
+    const run: Run = {
+      input,
+      options,
+      resume: hooks.resume,
+      llm: observedModel(this.llm, input.runId, usage, logger, overBudget),
+      tools: this.tools,
+      prompts: loaded.prompts,
+      control,
+      sink,
+      events,
+      progress,
+      inputTimeoutMs: this.config.agent.inputTimeoutMs,
+      filesManifest: session.filesManifest,
+      logger,
+      checkpoints: {
+        save: async (state) => hooks.saveCheckpoint?.({ input, state }),
+        clear: async () => hooks.saveCheckpoint?.(null),
+      },
+    };
+    const started = performance.now();
+    logger.info({ max_steps: input.maxSteps, tools: input.toolNames, resumed: hooks.resume !== undefined }, 'run started');
+    let outcome: RunOutcome;
+    try {
+      if (hooks.resume === undefined && !chatWire) await sink.emit(events.start(input.maxSteps, definition.name, options));
+      const success = await definition.run(run);
+      const transcript = [...progress.transcript, { role: 'assistant', content: success.answer } as const];
+      await sink.emit(events.assistantMessage(success.answer));
+      if (!chatWire) await sink.emit(events.completion(success.steps, success.reason));
+      outcome = { status: 'completed', steps: success.steps, answer: success.answer, transcript, usage };
+    } catch (error) {
+      const ending = await this.endEarly(error, { control, sink, events, step: progress.step, logger, chatWire, timeoutMs });
+      outcome = { ...ending, steps: progress.step, transcript: progress.transcript, usage };
+    } finally {
+      clearTimeout(timer);
+    }
+    try {
+      await hooks.onEnd?.(outcome);
+    } catch (error) {
+      logger.error({ err: error }, 'could not save the outcome of the run');
+    }
+    try {
+      await sink.emit(events.responseComplete());
+    } catch (error) {
+      logger.error({ err: error }, 'could not log the end of the run');
+    }
+    logger.info(
+      { status: outcome.status, steps: outcome.steps, duration_ms: Math.round(performance.now() - started), ...usage },
+      'run ended',
+    );
+    return outcome;
+  }
+
+  /** Logs the one ending of a run that was stopped or failed. */
+  private async endEarly(
+    error: unknown,
+    run: { control: AgentControl; sink: EventSink; events: RunEvents; step: number; logger: Logger; chatWire: boolean; timeoutMs: number },
+  ): Promise<{ status: 'stopped'; reason: StopReason } | { status: 'failed'; message: string }> {
+    const { control, sink, events, step, logger, chatWire } = run;
+    try {
+      if (isAbortError(error, control.signal) || error instanceof InputTimeoutError) {
+        const reason: StopReason = error instanceof InputTimeoutError ? 'input_timeout' : (control.stopReason ?? 'user');
+        if (!chatWire) await sink.emit(events.stopped(reason, step));
+        else if (reason === 'timeout') {
+          await sink.emit(events.failed('timeout', `The answer took longer than ${Math.round(run.timeoutMs / 1000)} s (CHAT_TIMEOUT_MS) and was stopped`));
+        }
+        return { status: 'stopped', reason };
+      }
+      const { code, message } = toClientError(error);
+      logger[error instanceof StepwiseError ? 'warn' : 'error']({ err: error, step }, 'run failed');
+      await sink.emit(chatWire ? events.failed(code, message) : events.error(step, message));
+      return { status: 'failed', message };
+    } catch (sinkError) {
+      logger.error({ err: sinkError }, 'could not log the end of the run');
+      return { status: 'failed', message: 'The run could not be recorded' };
+    }
+  }
+}
+
+/**
+ * The model as a run sees it: every request carries the run's id; each call's reported token
+ * usage adds to `usage` (and is checked against the budget); each call leaves a debug line.
+ */
+function observedModel(llm: LlmClient, runId: string, usage: TokenUsage, logger: Logger, checkBudget: () => void): LlmClient {
+  return {
+    modelName: llm.modelName,
+    isDemo: llm.isDemo,
+    async complete(request) {
+      const started = performance.now();
+      const result = await llm.complete({ ...request, runId });
+      usage.promptTokens += result.usage?.promptTokens ?? 0;
+      usage.completionTokens += result.usage?.completionTokens ?? 0;
+      if (logger.isLevelEnabled?.('debug') ?? true) {
+        logger.debug(
+          {
+            purpose: request.purpose,
+            ...(request.nodeId ? { node_id: request.nodeId } : {}),
+            duration_ms: Math.round(performance.now() - started),
+            tool_calls: result.toolCalls.length,
+            ...(result.usage ? { prompt_tokens: result.usage.promptTokens, completion_tokens: result.usage.completionTokens } : {}),
+          },
+          'model call done',
+        );
+      }
+      checkBudget();
+      return result;
+    },
+  };
+}

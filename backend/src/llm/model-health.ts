@@ -1,0 +1,128 @@
+import type { ModelHealth } from '@stepwise/shared-types';
+import { inject, injectable } from 'tsyringe';
+import type { Config } from '../config/config.ts';
+import { ERROR_CODE, isAbortError, ModelError } from '../errors.ts';
+import type { Logger } from '../logger.ts';
+import { TOKENS } from '../tokens.ts';
+import type { LlmClient } from './llm-client.ts';
+import { safeEndpoint } from './openai-llm-client.ts';
+
+const PROBE_TIMEOUT_MS = 5_000;
+
+/**
+ * How the model endpoint is doing, as users see it in the header: learnt at startup (its model
+ * list is asked for), then from every call (a failure says what to check, a success clears it).
+ */
+@injectable()
+export class ModelHealthMonitor {
+  private state: ModelHealth = { status: 'unknown' };
+  private readonly listeners = new Set<(health: ModelHealth) => void>();
+  /** The endpoint's base URL, fit to show; undefined for the demo model. */
+  readonly endpoint: string | undefined;
+
+  constructor(
+    @inject(TOKENS.Config) private readonly config: Config,
+    @inject(TOKENS.Logger) private readonly logger: Logger,
+  ) {
+    this.endpoint = config.llm.provider === 'demo' ? undefined : safeEndpoint(config.llm.baseUrl ?? 'https://api.openai.com/v1');
+    if (config.llm.provider === 'demo') this.state = { status: 'ok', message: 'The offline demo model is built in', checked_at: now() };
+  }
+
+  get current(): ModelHealth {
+    return this.state;
+  }
+
+  /** Calls `listener` whenever the health changes. */
+  onChange(listener: (health: ModelHealth) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** The model client as the app uses it: every call's outcome updates the health. */
+  track(llm: LlmClient): LlmClient {
+    return {
+      modelName: llm.modelName,
+      isDemo: llm.isDemo,
+      complete: async (request) => {
+        try {
+          const result = await llm.complete(request);
+          this.set({ status: 'ok', checked_at: now() });
+          return result;
+        } catch (error) {
+          if (error instanceof ModelError && !isAbortError(error, request.signal)) this.set(this.fromError(error));
+          throw error;
+        }
+      },
+    };
+  }
+
+  /** Asks the endpoint for its model list, so a wrong URL or key shows before the first message. */
+  async probe(): Promise<ModelHealth> {
+    if (this.config.llm.provider === 'demo' || !this.endpoint) return this.state;
+    const base = (this.config.llm.baseUrl ?? 'https://api.openai.com/v1').replace(/\/+$/, '');
+    try {
+      const response = await fetch(`${base}/models`, {
+        headers: this.config.llm.apiKey ? { authorization: `Bearer ${this.config.llm.apiKey}` } : {},
+        signal: AbortSignal.timeout(PROBE_TIMEOUT_MS),
+      });
+      await response.body?.cancel().catch(() => undefined);
+      if (response.status === 401 || response.status === 403) {
+        this.set({ status: 'failing', message: `The endpoint refused the key (${response.status})`, hint: 'Check OPENAI_API_KEY', checked_at: now() });
+      } else if (response.status >= 500) {
+        this.set({ status: 'failing', message: `The endpoint answered ${response.status}`, hint: 'Check the model server’s logs', checked_at: now() });
+      } else if (this.state.status === 'unknown') {
+        // 200, or 404 from servers without a model list: it answers, which is what the probe asks.
+        this.set({ status: 'ok', checked_at: now() });
+      }
+    } catch (error) {
+      const reason = error instanceof Error && error.name === 'TimeoutError' ? 'no answer within 5 s' : describeFetchFailure(error);
+      this.set({
+        status: 'failing',
+        message: `Could not reach ${this.endpoint} (${reason})`,
+        hint: 'Check OPENAI_BASE_URL and that the model server is running',
+        checked_at: now(),
+      });
+    }
+    return this.state;
+  }
+
+  private fromError(error: ModelError): ModelHealth {
+    const status = error.status;
+    const hint =
+      status === 401 || status === 403
+        ? 'Check OPENAI_API_KEY'
+        : status === 404
+          ? 'Check LLM_MODEL and OPENAI_BASE_URL'
+          : status === 429
+            ? 'Wait a moment, or check the account’s quota'
+            : error.code === ERROR_CODE.modelTimeout
+              ? 'The model server is slow or stuck; check it'
+              : status === undefined
+                ? 'Check OPENAI_BASE_URL and that the model server is running'
+                : 'Check the model server’s logs';
+    return { status: 'failing', message: error.message, hint, checked_at: now() };
+  }
+
+  private set(next: ModelHealth): void {
+    const changed = next.status !== this.state.status || next.message !== this.state.message;
+    this.state = next;
+    if (!changed) return;
+    this.logger[next.status === 'failing' ? 'warn' : 'info']({ health: next.status, detail: next.message }, 'model health changed');
+    for (const listener of this.listeners) listener(next);
+  }
+}
+
+function now(): string {
+  return new Date().toISOString();
+}
+
+function describeFetchFailure(error: unknown): string {
+  let cause: unknown = (error as { cause?: unknown })?.cause;
+  for (let depth = 0; depth < 4 && cause; depth++) {
+    const code = (cause as { code?: unknown }).code;
+    if (code === 'ECONNREFUSED') return 'connection refused';
+    if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'unknown host';
+    cause = (cause as { cause?: unknown }).cause;
+  }
+  return 'the request failed';
+}
