@@ -7,11 +7,11 @@ type Event = ServerEvent & Record<string, unknown>;
 const DEFAULT_TIMEOUT_MS = 15_000;
 
 /**
- * Messages that are not part of any chat: the session greeting, and tools_changed, which the server
+ * Messages that are not part of any chat: the session greeting, and tools_changed and model_health, which the server
  * sends to every client whenever an MCP server connects, drops or comes back (so at any moment,
  * also in the middle of a run). A chat's sequence leaves them out.
  */
-const OUTSIDE_THE_CHAT = new Set(['session', 'tools_changed']);
+const OUTSIDE_THE_CHAT = new Set(['session', 'tools_changed', 'model_health']);
 
 /** Whether the event belongs to a chat (not a session greeting or a tools_changed broadcast). */
 export function inChat(event: Record<string, unknown>): boolean {

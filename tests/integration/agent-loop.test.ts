@@ -148,13 +148,15 @@ describe('the reason–act–observe loop', () => {
     expect(summarize(events).slice(-3)).toEqual(['assistant_message', 'agent_completion:answered', 'response_complete']);
   });
 
-  it('ends with the best answer so far when max steps is reached', async () => {
+  it('ends at max steps with one last call for the best answer from what was found', async () => {
     llm.respond((request) =>
       request.phase === 'observe'
         ? { text: observeText(`Progress after request ${request.index}.`, { should_continue: true }) }
         : request.phase === 'reason'
           ? { text: reasonText('Keep going.') }
-          : { text: 'No tool.' },
+          : request.phase === 'final'
+            ? { text: 'Best answer from what was found; still missing: the last part.' }
+            : { text: 'No tool.' },
     );
     client.chat('Never finish', { agent_mode: true, agent_max_steps: 2 });
     const events = await client.untilComplete();
@@ -170,9 +172,15 @@ describe('the reason–act–observe loop', () => {
       'agent_completion:max_steps',
       'response_complete',
     ]);
-    expect(events.find((event) => event.type === 'assistant_message')!.content).toBe('Progress after request 5.');
+    expect(events.find((event) => event.type === 'assistant_message')!.content).toBe(
+      'Best answer from what was found; still missing: the last part.',
+    );
     expect(events.find((event) => event.update_type === 'agent_completion')!.steps).toBe(2);
-    expect(llm.requests.at(-1)!.body.messages[0]!.content).toContain('This is the last step');
+    expect(llm.phases().slice(-2)).toEqual(['observe', 'final']);
+    expect(llm.requests.at(-2)!.body.messages[0]!.content).toContain('This is the last step');
+    // The last call sees what the last step concluded, and offers no tools.
+    expect(llm.requests.at(-1)!.body.messages[0]!.content).toContain('Progress after request 5.');
+    expect(llm.requests.at(-1)!.body.tools).toBeUndefined();
   });
 
   it('clamps agent_max_steps to the server limit', async () => {

@@ -175,7 +175,7 @@ describe('limits', () => {
     client.chat('Hello', { agent_mode: true });
     const events = await client.untilComplete();
     expect(summarize(events)).toEqual(['agent_start', 'agent_turn_start:1', 'agent_error:1', 'response_complete']);
-    expect(String(events.find((event) => event.update_type === 'agent_error')!.message)).toMatch(/timed out/);
+    expect(String(events.find((event) => event.update_type === 'agent_error')!.message)).toMatch(/did not answer in time \(LLM_TIMEOUT_MS\)/);
     expect(llm.requests).toHaveLength(2);
     await llm.waitForAbort(llm.requests[1]!);
   });

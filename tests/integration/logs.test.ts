@@ -14,7 +14,7 @@ let cleanup: (() => Promise<void>) | undefined;
 afterEach(async () => cleanup?.());
 
 describe('logs', () => {
-  it('say each run phase in one structured line, with no message contents and no secrets', async () => {
+  it('say each model call at debug and each run at info, in structured lines with no message contents and no secrets', async () => {
     const llm = await ScriptedLlmServer.start();
     const raw: string[] = [];
     const stream = new Writable({
@@ -24,7 +24,7 @@ describe('logs', () => {
       },
     });
     const config = configFromEnv({ PORT: '0', LLM_PROVIDER: 'openai', OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: SECRET_KEY, AUTH_TOKEN: TOKEN });
-    const server = await startServer({ config, logger: pino({ level: 'info' }, stream), store: await sharedTestStore() });
+    const server = await startServer({ config, logger: pino({ level: 'debug' }, stream), store: await sharedTestStore() });
     cleanup = async () => {
       await server.close();
       await llm.close();
@@ -45,8 +45,12 @@ describe('logs', () => {
     const lines = raw.map((line) => JSON.parse(line) as Record<string, unknown>);
     const runId = client.logged[0]!.run_id;
     const sessionId = client.session.session_id;
-    const phases = lines.filter((line) => line.msg === 'phase done');
-    expect(phases.map((line) => line.phase)).toEqual(['reason', 'act', 'observe']);
+    const phases = lines.filter((line) => line.msg === 'model call done');
+    expect(phases.map((line) => line.purpose)).toEqual(['roa.reason', 'roa.act', 'roa.observe']);
+    expect(phases.every((line) => line.level === 20)).toBe(true);
+    // At info, a run is one line: how it ended.
+    const runLines = lines.filter((line) => line.level === 30 && line.run_id === client.logged[0]!.run_id);
+    expect(runLines.map((line) => line.msg)).toEqual(['run ended']);
     for (const line of [...phases, ...lines.filter((line) => line.msg === 'tool done' || line.msg === 'run ended')]) {
       expect(line).toMatchObject({ session_id: sessionId, run_id: runId });
     }

@@ -119,7 +119,7 @@ export class RunKernel {
     const chatWire = definition.wire === 'chat';
     const { control, sink } = session;
     const events = runEvents(chatWire ? undefined : input.runId);
-    const logger = this.logger.child({ run_id: input.runId, strategy: definition.name });
+    const logger = this.logger.child({ session_id: input.sessionId, run_id: input.runId, strategy: definition.name });
     const progress = { step: 0, transcript: [] as LlmMessage[] };
     const usage: TokenUsage = { promptTokens: 0, completionTokens: 0 };
     const tokenBudget = this.config.agent.runTokenBudget;
@@ -153,7 +153,7 @@ export class RunKernel {
       },
     };
     const started = performance.now();
-    logger.info({ max_steps: input.maxSteps, tools: input.toolNames, resumed: hooks.resume !== undefined }, 'run started');
+    logger.debug({ max_steps: input.maxSteps, tools: input.toolNames, resumed: hooks.resume !== undefined }, 'run started');
     let outcome: RunOutcome;
     try {
       if (hooks.resume === undefined && !chatWire) await sink.emit(events.start(input.maxSteps, definition.name, options));

@@ -122,7 +122,7 @@ async function runOrdinary(
         ...(message === undefined ? {} : { message: message.slice(0, 500) }),
       }),
   });
-  context.logger.info({ step, tool: call.name, ok: outcome.ok, duration_ms: outcome.durationMs }, 'tool done');
+  context.logger.debug({ step, tool: call.name, ok: outcome.ok, duration_ms: outcome.durationMs }, 'tool done');
   if (outcome.ok) {
     await sink.emit(events.toolComplete(step, call.id, call.name, outcome.result, outcome.durationMs));
   } else {
