@@ -59,3 +59,4 @@ export { createFileTools } from './tools/file-tools.ts';
 export { McpManager, toolName } from './mcp/mcp-manager.ts';
 export { describeToolResult, extensionFor } from './mcp/mcp-results.ts';
 export { formQuestion, readFormAnswer } from './mcp/elicitation.ts';
+export { example as exampleStrategy } from './agent/example/example.ts';
