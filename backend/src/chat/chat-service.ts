@@ -1,32 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { AgentControlMessage, ErrorCode, AgentUserInputMessage, ChatMessage, ClientMessage, ErrorEvent, StopReason } from '@stepwise/shared-types';
 import { AgentControl } from '../agent/agent-control.ts';
-import type { ControlBus, ControlCommand, ControlOutcome } from '../agent/control-bus.ts';
-import type { RunCheckpoint, RunKernel } from '../agent/run-kernel.ts';
-import { runEvents } from '../agent/run-events.ts';
+import type { ControlCommand, ControlOutcome } from '../agent/control-bus.ts';
+import type { RunCheckpoint } from '../agent/run-kernel.ts';
 import type { RunInput } from '../agent/strategy.ts';
-import type { Config } from '../config/config.ts';
-import type { SessionFiles } from '../files/session-files.ts';
-import type { Logger } from '../logger.ts';
-import type { LlmMessage } from '../messages.ts';
-import type { RunRecord, Store } from '../store/store.ts';
-import type { ToolRegistry } from '../tools/tool-registry.ts';
-import { readLoggedRun, saveRunEnd } from './run-endings.ts';
-import type { RunSlots } from './run-slots.ts';
+import type { RunRecord } from '../store/store.ts';
+import type { ChatDependencies } from './chat-dependencies.ts';
+import { PLAIN_CHAT, SessionRuns } from './session-runs.ts';
 import type { SessionEventLog } from './session-event-log.ts';
-
-/** The services every session shares. */
-export interface ChatDependencies {
-  config: Config;
-  kernel: RunKernel;
-  controlBus: ControlBus;
-  tools: ToolRegistry;
-  store: Store;
-  logger: Logger;
-  /** Shared by every session: the server's limit of concurrent answers and runs. */
-  runSlots: RunSlots;
-  files: SessionFiles;
-}
 
 /** Who sent a message: the client's address, whose share of the run slots a new run takes. */
 export interface MessageSender {
@@ -42,8 +23,8 @@ interface ActiveResponse {
 
 const reject = (code: ErrorCode, message: string): ErrorEvent => ({ type: 'error', code, message });
 
-/** The run records (and the strategy) of plain chat answers carry this name. */
-export const PLAIN_CHAT = 'chat';
+export { PLAIN_CHAT };
+export type { ChatDependencies };
 
 /** One chat session: plain answers, agent runs (one at a time), and the controls that steer them. */
 export class ChatService {
@@ -52,6 +33,7 @@ export class ChatService {
   /** Resolves once the session has its row in the store (made at its first write, not at connect). */
   private stored: Promise<void> | undefined;
   private deleted = false;
+  private readonly runs: SessionRuns;
 
   constructor(
     readonly sessionId: string,
@@ -60,6 +42,7 @@ export class ChatService {
     options: { stored: boolean } = { stored: true },
   ) {
     if (options.stored) this.stored = Promise.resolve();
+    this.runs = new SessionRuns(sessionId, log, deps);
   }
 
   /**
@@ -180,7 +163,7 @@ export class ChatService {
     sender: MessageSender,
   ): ErrorEvent | undefined {
     const runId = randomUUID();
-    return this.occupy(runId, sender, { force: false }, (control) => this.launch({ ...request, runId }, control));
+    return this.occupy(runId, sender, { force: false }, (control) => this.runs.launch({ ...request, runId }, control));
   }
 
   /** Takes a run slot and runs `work` as the session's one active response. */
@@ -225,98 +208,13 @@ export class ChatService {
     }
     const input: RunInput = { ...checkpoint.input, strategy: run.strategy };
     // A run that already waited before the restart is not refused for lack of a slot.
-    this.occupy(run.id, {}, { force: true }, (control) => this.execute(input, control, checkpoint.state));
+    this.occupy(run.id, {}, { force: true }, (control) => this.runs.execute(input, control, checkpoint.state));
   }
 
-  /**
-   * Closes a run the server was in the middle of when it stopped: nothing of it can go on. A run
-   * ends once: what its log already holds of its ending is not logged again (a run whose end could
-   * not be saved has its response_complete logged, and is only marked finished in the store).
-   */
-  async closeInterrupted(run: RunRecord): Promise<void> {
-    const { store, logger } = this.deps;
-    const plainChat = run.strategy === PLAIN_CHAT;
-    const logged = await readLoggedRun(store, run, { plainChat });
-    if (!logged.complete) {
-      if (plainChat) {
-        await this.log.emit({ type: 'response_complete' });
-      } else {
-        const events = runEvents(run.id);
-        if (!logged.end) await this.log.emit(events.stopped('server_restart', logged.step));
-        await this.log.emit(events.responseComplete());
-      }
-    }
-    await saveRunEnd(store, run.id, logged.end ?? { status: 'stopped', endReason: 'server_restart' }, logger);
+  /** Closes a run the server was in the middle of when it stopped (see SessionRuns). */
+  closeInterrupted(run: RunRecord): Promise<void> {
+    return this.runs.closeInterrupted(run);
   }
-
-  /** Records the request (the user's message, the run) and runs it. */
-  private async launch(request: Omit<RunInput, 'sessionId' | 'history'> & { strategy: string }, control: AgentControl): Promise<void> {
-    const { store } = this.deps;
-    const history = await this.history();
-    const afterSeq = this.log.lastSeq;
-    await store.appendMessages(this.sessionId, [{ role: 'user', content: request.question }], afterSeq);
-    // Plain chat's events carry no run id, so its record says where in the log they begin.
-    const plainChat = request.strategy === PLAIN_CHAT;
-    await store.createRun({ id: request.runId, sessionId: this.sessionId, strategy: request.strategy, maxSteps: request.maxSteps, ...(plainChat ? { afterSeq } : {}) });
-    await this.execute({ ...request, sessionId: this.sessionId, history }, control);
-  }
-
-  private async execute(input: RunInput, control: AgentControl, resume?: unknown): Promise<void> {
-    const { store, logger, kernel } = this.deps;
-    const runLogger = logger.child({ session_id: this.sessionId });
-    await kernel.execute(
-      input,
-      { control, sink: this.log, filesManifest: () => this.deps.files.manifest(this.sessionId) },
-      {
-        resume,
-        saveCheckpoint: (checkpoint) => store.saveCheckpoint(input.runId, checkpoint),
-        onEnd: async (outcome) => {
-          try {
-            await store.appendMessages(this.sessionId, outcome.transcript, this.log.lastSeq);
-          } catch (error) {
-            // The run still ends in the store, or a restart would end it a second time.
-            runLogger.error({ err: error, run_id: input.runId }, 'could not save the messages of the run');
-          }
-          await saveRunEnd(
-            store,
-            input.runId,
-            {
-              status: outcome.status,
-              endReason: outcome.status === 'stopped' ? outcome.reason : outcome.status === 'failed' ? outcome.message : undefined,
-              steps: outcome.steps,
-              usage: outcome.usage,
-            },
-            runLogger,
-          );
-        },
-      },
-    );
-  }
-
-  /** The conversation so far, as the model sees it: whole turns, the oldest dropped beyond the context budget. */
-  private async history(): Promise<LlmMessage[]> {
-    const messages = (await this.deps.store.listMessages(this.sessionId)).map((record) => record.message);
-    return trimToBudget(messages, this.deps.config.agent.contextBudgetChars);
-  }
-}
-
-/**
- * Drops the oldest turns (a user message and everything up to the next one) until the history
- * fits `budgetChars`. Whole turns go, so a tool call never loses its result.
- */
-export function trimToBudget(messages: LlmMessage[], budgetChars: number): LlmMessage[] {
-  const size = (message: LlmMessage) =>
-    (message.content?.length ?? 0) + (message.role === 'assistant' ? (message.toolCalls ?? []).reduce((sum, call) => sum + call.arguments.length + call.name.length, 0) : 0);
-  let total = messages.reduce((sum, message) => sum + size(message), 0);
-  let start = 0;
-  while (total > budgetChars && start < messages.length) {
-    // Drop one turn: the message at `start` and everything before the next user message.
-    let end = start + 1;
-    while (end < messages.length && messages[end]!.role !== 'user') end++;
-    for (let index = start; index < end; index++) total -= size(messages[index]!);
-    start = end;
-  }
-  return messages.slice(start);
 }
 
 /** A run's side of the control bus: stop and answers reach its AgentControl. */

@@ -1,0 +1,22 @@
+import type { ControlBus } from '../agent/control-bus.ts';
+import type { RunKernel } from '../agent/run-kernel.ts';
+import type { Config } from '../config/config.ts';
+import type { SessionFiles } from '../files/session-files.ts';
+import type { Logger } from '../logger.ts';
+import type { Store } from '../store/store.ts';
+import type { ToolRegistry } from '../tools/tool-registry.ts';
+import type { RunSlots } from './run-slots.ts';
+
+/** The services every session shares. */
+export interface ChatDependencies {
+  config: Config;
+  kernel: RunKernel;
+  controlBus: ControlBus;
+  tools: ToolRegistry;
+  store: Store;
+  logger: Logger;
+  /** Shared by every session: the server's limit of concurrent answers and runs. */
+  runSlots: RunSlots;
+  files: SessionFiles;
+}
+
