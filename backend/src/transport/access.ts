@@ -1,5 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { isIP } from 'node:net';
+import type { ErrorCode } from '@stepwise/shared-types';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config/config.ts';
 
@@ -102,7 +103,7 @@ function absoluteFormAuthority(rawUrl: string): string | undefined | null {
   return match ? match[1]! : null;
 }
 
-type Refusal = { status: number; code: string; message: string; challenge?: boolean };
+type Refusal = { status: number; code: ErrorCode; message: string; challenge?: boolean };
 
 /**
  * Decides one request. Access is decided on the route that will actually run (Fastify has

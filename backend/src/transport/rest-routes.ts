@@ -1,3 +1,4 @@
+import type { ErrorCode } from '@stepwise/shared-types';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { HistoryError, type HistoryService } from '../chat/history-service.ts';
 import { FileError } from '../errors.ts';
@@ -93,6 +94,6 @@ function contentDisposition(name: string): string {
   return `attachment; filename="${fallback}"; filename*=UTF-8''${encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)}`;
 }
 
-function sendError(reply: FastifyReply, status: number, code: string, message: string) {
+function sendError(reply: FastifyReply, status: number, code: ErrorCode, message: string) {
   return reply.code(status).type('application/json').send({ error: { code, message } });
 }
