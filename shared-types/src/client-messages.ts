@@ -16,10 +16,16 @@ export const ChatMessage = z.object({
 });
 export type ChatMessage = z.infer<typeof ChatMessage>;
 
-/** Stop this session's active run. */
+/**
+ * Stop this session's active run, or continue one that ended (stopped, failed, input timed out,
+ * at its step limit): `run_id` (default: the session's last run) and `extra_steps` (default: the
+ * server's default budget) say which and how far.
+ */
 export const AgentControlMessage = z.object({
   type: z.literal('agent_control'),
-  action: z.literal('stop'),
+  action: z.enum(['stop', 'resume']),
+  run_id: z.string().min(1).max(200).optional(),
+  extra_steps: z.number().int().min(1).optional(),
 });
 export type AgentControlMessage = z.infer<typeof AgentControlMessage>;
 

@@ -13,6 +13,7 @@ export const ERROR_CODES = {
   run_active: { refusesChat: true, status: 409, summary: 'A response is still in progress' },
   no_active_run: { summary: 'Nothing is running' },
   no_pending_input: { summary: 'The agent is not waiting for an answer' },
+  not_resumable: { summary: 'That run cannot be continued' },
   ambiguous_input: { summary: 'Several questions wait: the answer must name one' },
   unknown_tool: { refusesChat: true, summary: 'A named tool does not exist' },
   unknown_strategy: { refusesChat: true, summary: 'No strategy has this name' },

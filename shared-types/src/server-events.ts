@@ -34,6 +34,10 @@ export const AgentStart = agentUpdate('agent_start', {
   strategy: z.string().optional(),
   /** The strategy's options after defaults. */
   options: z.record(z.string(), z.unknown()).optional(),
+  /** The tools enabled for the run. */
+  tools: z.array(z.string()).optional(),
+  /** The run this one continues (agent_control resume). */
+  resumed_from: z.string().optional(),
 });
 export type AgentStart = z.infer<typeof AgentStart>;
 export const AgentTurnStart = agentUpdate('agent_turn_start', { step: z.number().int() });

@@ -120,7 +120,11 @@ export class RunKernel {
     const { control, sink } = session;
     const events = runEvents(chatWire ? undefined : input.runId);
     const logger = this.logger.child({ session_id: input.sessionId, run_id: input.runId, strategy: definition.name });
-    const progress = { step: 0, transcript: [] as LlmMessage[] };
+    // A continued run starts from the earlier run's messages (a checkpoint of its own has them already);
+    // only what this run adds joins the session's history at the end.
+    const seeded = input.continuation?.transcript ?? [];
+    const progress = { step: 0, transcript: hooks.resume === undefined ? [...seeded] : ([] as LlmMessage[]) };
+    const added = () => progress.transcript.slice(seeded.length);
     const usage: TokenUsage = { promptTokens: 0, completionTokens: 0 };
     const tokenBudget = this.config.agent.runTokenBudget;
     const timeoutMs = chatWire ? this.config.limits.chatTimeoutMs : this.config.agent.runTimeoutMs;
@@ -156,15 +160,19 @@ export class RunKernel {
     logger.debug({ max_steps: input.maxSteps, tools: input.toolNames, resumed: hooks.resume !== undefined }, 'run started');
     let outcome: RunOutcome;
     try {
-      if (hooks.resume === undefined && !chatWire) await sink.emit(events.start(input.maxSteps, definition.name, options));
+      if (hooks.resume === undefined && !chatWire) {
+        await sink.emit(
+          events.start(input.maxSteps, definition.name, { options, tools: input.toolNames, resumedFrom: input.continuation?.fromRunId }),
+        );
+      }
       const success = await definition.run(run);
-      const transcript = [...progress.transcript, { role: 'assistant', content: success.answer } as const];
+      const transcript = [...added(), { role: 'assistant', content: success.answer } as const];
       await sink.emit(events.assistantMessage(success.answer));
       if (!chatWire) await sink.emit(events.completion(success.steps, success.reason));
       outcome = { status: 'completed', steps: success.steps, answer: success.answer, transcript, usage };
     } catch (error) {
       const ending = await this.endEarly(error, { control, sink, events, step: progress.step, logger, chatWire, timeoutMs });
-      outcome = { ...ending, steps: progress.step, transcript: progress.transcript, usage };
+      outcome = { ...ending, steps: progress.step, transcript: added(), usage };
     } finally {
       clearTimeout(timer);
     }

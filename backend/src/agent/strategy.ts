@@ -23,6 +23,11 @@ export interface RunInput {
   toolNames: string[];
   /** The strategy's options, defaults applied. */
   options?: Record<string, unknown>;
+  /**
+   * A run that goes on from an earlier one of the same request: its messages (steps, tool calls,
+   * results) are where this run's transcript starts, so the strategy carries on from them.
+   */
+  continuation?: { fromRunId: string; transcript: LlmMessage[] };
 }
 
 /**

@@ -77,7 +77,7 @@ export class ChatService {
       case 'chat':
         return this.chat(message, sender);
       case 'agent_control':
-        return this.control(message);
+        return this.control(message, sender);
       case 'agent_user_input':
         return this.input(message);
       default: {
@@ -124,7 +124,8 @@ export class ChatService {
     );
   }
 
-  private async control(_message: AgentControlMessage): Promise<ErrorEvent | undefined> {
+  private async control(message: AgentControlMessage, sender: MessageSender): Promise<ErrorEvent | undefined> {
+    if (message.action === 'resume') return this.continueRun(message, sender);
     const reply = this.active ? await this.send({ type: 'stop', reason: 'user' }) : undefined;
     if (reply?.type !== 'stop' || reply.outcome === 'no_active_run') return reject('no_active_run', 'There is no active run to stop');
     return undefined;
@@ -147,6 +148,17 @@ export class ChatService {
         return reject('internal_error', `Unexpected outcome ${String(unexpected)}`);
       }
     }
+  }
+
+  /** Continues a run that ended short of an answer, as a new run of the same request. */
+  private async continueRun(message: AgentControlMessage, sender: MessageSender): Promise<ErrorEvent | undefined> {
+    if (this.active) return reject('run_active', 'A response is still in progress: stop it or wait for response_complete');
+    const found = await this.runs.continuation(message.run_id, message.extra_steps);
+    if (!found.ok) return reject('not_resumable', found.message);
+    // Checked again: another message may have started something while the run was looked up.
+    if (this.active) return reject('run_active', 'A response is still in progress: stop it or wait for response_complete');
+    const runId = randomUUID();
+    return this.occupy(runId, sender, { force: false }, (control) => this.runs.launchContinuation({ ...found.request, runId }, control));
   }
 
   /** Sends a command to the active run through the control bus, wherever the run executes. */

@@ -34,6 +34,10 @@ export interface LoggedRun {
   end?: RunEnd | undefined;
   /** True once its response_complete is logged: the run has ended, whatever the store says. */
   complete: boolean;
+  /** Its agent_start: strategy, options, tools. */
+  start?: { strategy?: string | undefined; options?: Record<string, unknown> | undefined; tools?: string[] | undefined } | undefined;
+  /** Why it completed, when it did: answered, max_steps, … */
+  completionReason?: string | undefined;
 }
 
 /**
@@ -70,8 +74,12 @@ function readAgentEvent(logged: LoggedRun, event: LoggedEvent, runId: string): v
   if (event.type === 'response_complete') logged.complete = true;
   if (event.type !== 'agent_update') return;
   switch (event.update_type) {
+    case 'agent_start':
+      logged.start = { strategy: event.strategy, options: event.options, tools: event.tools };
+      break;
     case 'agent_completion':
       logged.end = { status: 'completed', steps: event.steps };
+      logged.completionReason = event.reason;
       break;
     case 'agent_stopped':
       logged.end = { status: 'stopped', endReason: event.reason ?? 'user', steps: logged.step };

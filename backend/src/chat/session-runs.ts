@@ -19,7 +19,7 @@ export class SessionRuns {
   constructor(
     private readonly sessionId: string,
     private readonly log: SessionEventLog,
-    private readonly deps: Pick<ChatDependencies, 'store' | 'kernel' | 'logger' | 'files' | 'config'>,
+    private readonly deps: Pick<ChatDependencies, 'store' | 'kernel' | 'logger' | 'files' | 'config' | 'tools'>,
   ) {}
 
   /** Records the request (the user's message, the run) and runs it. */
@@ -32,6 +32,54 @@ export class SessionRuns {
     const plainChat = request.strategy === PLAIN_CHAT;
     await store.createRun({ id: request.runId, sessionId: this.sessionId, strategy: request.strategy, maxSteps: request.maxSteps, ...(plainChat ? { afterSeq } : {}) });
     await this.execute({ ...request, sessionId: this.sessionId, history }, control);
+  }
+
+  /**
+   * What continuing a run would start, or why it cannot: the run (default: the session's last) must
+   * be an agent run, the session's last, and ended short of an answer (stopped, failed, input timed
+   * out, at its step limit). The new run has the same request, strategy, options and tools, and
+   * starts from the earlier run's messages.
+   */
+  async continuation(
+    runId: string | undefined,
+    extraSteps: number | undefined,
+  ): Promise<{ ok: true; request: Omit<RunInput, 'sessionId' | 'runId'> & { strategy: string } } | { ok: false; message: string }> {
+    const { store, config } = this.deps;
+    const runs = await store.listRuns(this.sessionId);
+    const last = runs.at(-1);
+    const target = runId === undefined ? last : runs.find((run) => run.id === runId);
+    if (!target) return { ok: false, message: runId === undefined ? 'This chat has no run to continue' : `This chat has no run "${runId.slice(0, 100)}"` };
+    if (target.strategy === PLAIN_CHAT) return { ok: false, message: 'A plain answer cannot be continued: send a new message' };
+    if (target.id !== last?.id) return { ok: false, message: 'Only the chat’s last run can be continued' };
+    if (target.status === 'running') return { ok: false, message: 'That run is still going' };
+    const logged = await readLoggedRun(store, target, { plainChat: false });
+    if (target.status === 'completed' && logged.completionReason !== 'max_steps') {
+      return { ok: false, message: 'That run answered; send a new message to go further' };
+    }
+    if (!this.deps.kernel.has(target.strategy)) return { ok: false, message: `Strategy "${target.strategy}" is not available` };
+    const messages = (await store.listMessages(this.sessionId)).map((record) => record.message);
+    const asked = messages.findLastIndex((message) => message.role === 'user');
+    if (asked < 0) return { ok: false, message: 'The run’s question is not in the history' };
+    const { maxStepsDefault, maxStepsLimit } = config.agent;
+    return {
+      ok: true,
+      request: {
+        strategy: target.strategy,
+        question: (messages[asked] as { content: string }).content,
+        history: trimToBudget(messages.slice(0, asked), config.agent.contextBudgetChars),
+        maxSteps: Math.min(maxStepsLimit, Math.max(1, extraSteps ?? maxStepsDefault)),
+        toolNames: logged.start?.tools ?? this.deps.tools.defaultNames(),
+        options: logged.start?.options ?? {},
+        // Its last message is the answer it ended with (the best so far, or a note): the new run goes on from its steps.
+        continuation: { fromRunId: target.id, transcript: withoutClosingAnswer(messages.slice(asked + 1)) },
+      },
+    };
+  }
+
+  /** Records a run that continues an earlier one (no new user message: the request is the same) and runs it. */
+  async launchContinuation(request: Omit<RunInput, 'sessionId'> & { strategy: string }, control: AgentControl): Promise<void> {
+    await this.deps.store.createRun({ id: request.runId, sessionId: this.sessionId, strategy: request.strategy, maxSteps: request.maxSteps });
+    await this.execute({ ...request, sessionId: this.sessionId }, control);
   }
 
   async execute(input: RunInput, control: AgentControl, resume?: unknown): Promise<void> {
@@ -113,3 +161,9 @@ export function trimToBudget(messages: LlmMessage[], budgetChars: number): LlmMe
   return messages.slice(start);
 }
 
+
+/** A run's messages without the plain answer it closed with, so its steps are where a continuation starts. */
+function withoutClosingAnswer(messages: LlmMessage[]): LlmMessage[] {
+  const last = messages.at(-1);
+  return last?.role === 'assistant' && !last.toolCalls?.length ? messages.slice(0, -1) : messages;
+}
