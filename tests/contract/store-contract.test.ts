@@ -203,6 +203,29 @@ describe.each(adapters)('the store on $name', (adapter) => {
     expect((await store.getRun(runId))?.checkpoint).toBeUndefined();
   });
 
+  it('keeps a run’s journal by position: replaces at a position, truncates from one, and goes with its session', async () => {
+    const sessionId = randomUUID();
+    const runId = randomUUID();
+    await store.createSession(sessionId);
+    await store.createRun({ id: runId, sessionId, strategy: 'roa', maxSteps: 5 });
+    const result = { text: 'Plan: add.', toolCalls: [{ id: 'c1', name: 'calculator', arguments: '{"expression":"1+1"}' }], usage: { promptTokens: 3, completionTokens: 4 } };
+    await store.appendJournal(runId, { position: 0, kind: 'input', key: 'input', value: { question: 'q', history: [] } });
+    await store.appendJournal(runId, { position: 1, kind: 'model', key: 'roa.reason', value: result });
+    await store.appendJournal(runId, { position: 2, kind: 'tool', key: 'calculator:c1', value: { ok: true, content: '2' } });
+    expect(await store.readJournal(runId)).toEqual([
+      { position: 0, kind: 'input', key: 'input', value: { question: 'q', history: [] } },
+      { position: 1, kind: 'model', key: 'roa.reason', value: result },
+      { position: 2, kind: 'tool', key: 'calculator:c1', value: { ok: true, content: '2' } },
+    ]);
+    await store.appendJournal(runId, { position: 2, kind: 'model', key: 'roa.observe', value: { text: 'Two.' } });
+    expect((await store.readJournal(runId)).map((entry) => entry.key)).toEqual(['input', 'roa.reason', 'roa.observe']);
+    await store.truncateJournal(runId, 1);
+    expect((await store.readJournal(runId)).map((entry) => entry.key)).toEqual(['input']);
+    expect(await store.readJournal(randomUUID())).toEqual([]);
+    await store.deleteSession(sessionId);
+    expect(await store.readJournal(runId)).toEqual([]);
+  });
+
   it('lists a session’s runs oldest first', async () => {
     const sessionId = randomUUID();
     await store.createSession(sessionId);

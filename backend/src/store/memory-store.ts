@@ -1,6 +1,6 @@
 import type { LoggedEvent } from '@stepwise/shared-types';
 import type { LlmMessage } from '../messages.ts';
-import { type MessageRecord, type NewRun, type RunEnd, type RunRecord, type SessionRecord, type Store, titleFrom } from './store.ts';
+import { type JournalEntry, type MessageRecord, type NewRun, type RunEnd, type RunRecord, type SessionRecord, type Store, titleFrom } from './store.ts';
 
 interface SessionData {
   record: SessionRecord;
@@ -12,6 +12,7 @@ interface SessionData {
 export class MemoryStore implements Store {
   private readonly sessions = new Map<string, SessionData>();
   private readonly runs = new Map<string, RunRecord>();
+  private readonly journals = new Map<string, JournalEntry[]>();
   private clock = 0;
 
   async createSession(id: string): Promise<SessionRecord> {
@@ -35,7 +36,11 @@ export class MemoryStore implements Store {
   }
 
   async deleteSession(id: string): Promise<boolean> {
-    for (const [runId, run] of this.runs) if (run.sessionId === id) this.runs.delete(runId);
+    for (const [runId, run] of this.runs) {
+      if (run.sessionId !== id) continue;
+      this.runs.delete(runId);
+      this.journals.delete(runId);
+    }
     return this.sessions.delete(id);
   }
 
@@ -105,6 +110,20 @@ export class MemoryStore implements Store {
 
   async lastSeq(sessionId: string): Promise<number> {
     return this.sessions.get(sessionId)?.events.at(-1)?.seq ?? 0;
+  }
+
+  async appendJournal(runId: string, entry: JournalEntry): Promise<void> {
+    const journal = this.journals.get(runId) ?? [];
+    journal[entry.position] = structuredClone(entry);
+    this.journals.set(runId, journal);
+  }
+
+  async readJournal(runId: string): Promise<JournalEntry[]> {
+    return structuredClone((this.journals.get(runId) ?? []).filter(Boolean));
+  }
+
+  async truncateJournal(runId: string, fromPosition: number): Promise<void> {
+    this.journals.get(runId)?.splice(fromPosition);
   }
 
   async close(): Promise<void> {}

@@ -60,6 +60,20 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
       alter table runs add column after_seq integer;
     `,
   },
+  {
+    version: 3,
+    name: 'run journal: every effect of a run, by position',
+    sql: `
+      create table run_journal (
+        run_id text not null references runs (id) on delete cascade,
+        position integer not null,
+        kind text not null,
+        key text not null,
+        value jsonb not null,
+        primary key (run_id, position)
+      );
+    `,
+  },
 ];
 
 /** Brings the schema up to date; each migration commits with its version, so a crash leaves no half. */

@@ -1,7 +1,7 @@
 import type { LoggedEvent } from '@stepwise/shared-types';
 import type { LlmMessage } from '../messages.ts';
 import type { SqlDatabase } from './sql-database.ts';
-import { type MessageRecord, type NewRun, type RunEnd, type RunRecord, type SessionRecord, type Store, titleFrom } from './store.ts';
+import { type JournalEntry, type MessageRecord, type NewRun, type RunEnd, type RunRecord, type SessionRecord, type Store, titleFrom } from './store.ts';
 
 interface SessionRow {
   id: string;
@@ -183,6 +183,26 @@ export class SqlStore implements Store {
       limit === undefined ? [sessionId, afterSeq] : [sessionId, afterSeq, limit],
     );
     return rows.map((row) => parsed<LoggedEvent>(row.payload));
+  }
+
+  async appendJournal(runId: string, entry: JournalEntry): Promise<void> {
+    await this.db.query(
+      `insert into run_journal (run_id, position, kind, key, value) values ($1, $2, $3, $4, $5)
+       on conflict (run_id, position) do update set kind = excluded.kind, key = excluded.key, value = excluded.value`,
+      [runId, entry.position, entry.kind, entry.key, json(entry.value ?? null)],
+    );
+  }
+
+  async readJournal(runId: string): Promise<JournalEntry[]> {
+    const rows = await this.db.query<{ position: number; kind: string; key: string; value: unknown }>(
+      'select position, kind, key, value from run_journal where run_id = $1 order by position',
+      [runId],
+    );
+    return rows.map((row) => ({ position: row.position, kind: row.kind, key: row.key, value: row.value }));
+  }
+
+  async truncateJournal(runId: string, fromPosition: number): Promise<void> {
+    await this.db.query('delete from run_journal where run_id = $1 and position >= $2', [runId, fromPosition]);
   }
 
   async lastSeq(sessionId: string): Promise<number> {

@@ -55,6 +55,20 @@ export const SQLITE_MIGRATIONS: { version: number; name: string; sql: string }[]
       ) strict;
     `,
   },
+  {
+    version: 2,
+    name: 'run journal: every effect of a run, by position',
+    sql: `
+      create table run_journal (
+        run_id text not null references runs (id) on delete cascade,
+        position integer not null,
+        kind text not null,
+        key text not null,
+        value text not null,
+        primary key (run_id, position)
+      ) strict;
+    `,
+  },
 ];
 
 /** Brings the schema up to date; each migration commits with its version, so a crash leaves no half. */

@@ -1,7 +1,7 @@
 import type { LoggedEvent } from '@stepwise/shared-types';
 import type { LlmMessage } from '../messages.ts';
 import { closeSqliteDatabase, type SqliteConnection } from './sqlite-database.ts';
-import { type MessageRecord, type NewRun, type RunEnd, type RunRecord, type SessionRecord, type Store, titleFrom } from './store.ts';
+import { type JournalEntry, type MessageRecord, type NewRun, type RunEnd, type RunRecord, type SessionRecord, type Store, titleFrom } from './store.ts';
 
 interface SessionRow {
   id: string;
@@ -58,6 +58,9 @@ function prepareStatements(db: SqliteConnection) {
        where id = ? returning session_id`,
     ),
     saveCheckpoint: db.prepare('update runs set checkpoint = ? where id = ?'),
+    appendJournal: db.prepare('insert or replace into run_journal (run_id, position, kind, key, value) values (?, ?, ?, ?, ?)'),
+    readJournal: db.prepare('select position, kind, key, value from run_journal where run_id = ? order by position'),
+    truncateJournal: db.prepare('delete from run_journal where run_id = ? and position >= ?'),
     getRun: db.prepare(`select ${RUN_COLUMNS} from runs where id = ?`),
     listRuns: db.prepare(`select ${RUN_COLUMNS} from runs where session_id = ? order by started_at, id`),
     listRunningRuns: db.prepare(`select ${RUN_COLUMNS} from runs where status = 'running' order by started_at`),
@@ -180,6 +183,19 @@ export class SqliteStore implements Store {
 
   async lastSeq(sessionId: string): Promise<number> {
     return (this.statements.lastSeq.get([sessionId]) as { seq: number }).seq;
+  }
+
+  async appendJournal(runId: string, entry: JournalEntry): Promise<void> {
+    this.statements.appendJournal.run([runId, entry.position, entry.kind, entry.key, JSON.stringify(entry.value ?? null)]);
+  }
+
+  async readJournal(runId: string): Promise<JournalEntry[]> {
+    const rows = this.statements.readJournal.all([runId]) as { position: number; kind: string; key: string; value: string }[];
+    return rows.map((row) => ({ position: row.position, kind: row.kind, key: row.key, value: JSON.parse(row.value) as unknown }));
+  }
+
+  async truncateJournal(runId: string, fromPosition: number): Promise<void> {
+    this.statements.truncateJournal.run([runId, fromPosition]);
   }
 
   async close(): Promise<void> {

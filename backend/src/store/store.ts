@@ -77,7 +77,26 @@ export interface Store {
   /** The highest stored `seq`, 0 when the log is empty. */
   lastSeq(sessionId: string): Promise<number>;
 
+  /** Records one entry of a run's journal (replacing one at the same position); committed when it resolves. */
+  appendJournal(runId: string, entry: JournalEntry): Promise<void>;
+  /** A run's journal, by position. */
+  readJournal(runId: string): Promise<JournalEntry[]>;
+  /** Drops a run's journal entries from `fromPosition` on (a resumed run went another way there). */
+  truncateJournal(runId: string, fromPosition: number): Promise<void>;
+
   close(): Promise<void>;
+}
+
+/**
+ * One effect of a run, recorded before the run goes on: its input, a model call's result, a tool's
+ * result, an answer. `key` says what it was (a model call's purpose, a tool call's name and id), so
+ * a replay that comes to a different effect at that position knows it has left the past.
+ */
+export interface JournalEntry {
+  position: number;
+  kind: string;
+  key: string;
+  value: unknown;
 }
 
 /** The title a session gets from its first user message. */
