@@ -24,6 +24,12 @@ export const TOOL_STOP_GRACE_MS = 3_000;
 @injectable()
 export class ToolRegistry {
   private readonly tools = new Map<string, Tool>();
+  /**
+   * Each tool's function schema, made once: every act call offers the tools again, and turning a
+   * zod schema into JSON Schema costs more than the rest of building the request. Dropped with
+   * the tool when it is replaced.
+   */
+  private readonly schemaCache = new Map<string, LlmToolSchema>();
   private readonly listeners: Array<() => void> = [];
 
   constructor(
@@ -41,7 +47,11 @@ export class ToolRegistry {
   /** Replaces every tool of `source` (an MCP server's current tool list). */
   replaceSource(source: string, tools: Tool[]): void {
     if (source === 'builtin') throw new Error('Built-in tools cannot be replaced');
-    for (const [name, tool] of this.tools) if (tool.source === source) this.tools.delete(name);
+    for (const [name, tool] of this.tools) {
+      if (tool.source !== source) continue;
+      this.tools.delete(name);
+      this.schemaCache.delete(name);
+    }
     for (const tool of tools) {
       if (this.tools.has(tool.name)) continue;
       this.tools.set(tool.name, tool);
@@ -70,13 +80,17 @@ export class ToolRegistry {
     return [...this.tools.values()].filter((tool) => tool.source === 'builtin').map((tool) => tool.name);
   }
 
-  /** Function schemas for the model, in the order given. */
+  /** Function schemas for the model, in the order given. They are shared between calls: read them, never change them. */
   schemas(names: readonly string[]): LlmToolSchema[] {
     return names.map((name) => {
+      const cached = this.schemaCache.get(name);
+      if (cached) return cached;
       const tool = this.tools.get(name);
       if (!tool) throw new ToolNotFoundError(name);
       const { $schema: _ignored, ...parameters } = tool.jsonSchema ?? z.toJSONSchema(tool.parameters, { io: 'input' });
-      return { name: tool.name, description: tool.description, parameters };
+      const schema = { name: tool.name, description: tool.description, parameters };
+      this.schemaCache.set(name, schema);
+      return schema;
     });
   }
 
