@@ -1,4 +1,5 @@
-import OpenAI from 'openai';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+// Types only: the request and its messages in the shape the API documents. The SDK's runtime is not used.
 import type { ChatCompletionCreateParamsBase, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { inject, injectable } from 'tsyringe';
 import type { Config } from '../config/config.ts';
@@ -7,9 +8,10 @@ import type { Logger } from '../logger.ts';
 import { TOKENS } from '../tokens.ts';
 import { abortReason } from '../util/abort.ts';
 import type { CompletionRequest, CompletionResult, LlmClient, LlmMessage, OutputSchema, TokenUsage } from './llm-client.ts';
+import { ConnectionFailedError, postJson, readTextPrefix, ResponseTimeoutError } from './http-transport.ts';
 import type { ReplyAssembler } from './reply-assembler.ts';
 import { readStreamedReply, readWholeReply } from './reply-reader.ts';
-import { fetchWithBoundedErrorBodies, seconds } from './response-body.ts';
+import { seconds } from './response-body.ts';
 import { withRetries } from './retry.ts';
 import { askForJson, parseReply, reAsk, responseFormat } from './structured-output.ts';
 import { readTokenUsage } from './token-usage.ts';
@@ -18,31 +20,39 @@ const MAX_RETRY_DELAY_MS = 30_000;
 /** Only the first lines of an error body are ever shown; the rest is not read. */
 const MAX_ERROR_BODY_BYTES = 64 * 1024;
 
-/** Talks Chat Completions to any OpenAI-compatible endpoint: OpenAI, Ollama, vLLM, llama.cpp, LM Studio. */
+/**
+ * Talks Chat Completions to any OpenAI-compatible endpoint: OpenAI, Ollama, vLLM, llama.cpp, LM Studio.
+ *
+ * It makes the HTTP request itself (http-transport.ts) rather than through the openai SDK: the
+ * adapter already did everything the SDK's request path adds (retries that honour the run's signal,
+ * abort on stop, reading the body in bounded pieces with idle and total clocks), and the SDK with
+ * fetch under it cost several times the CPU of a plain node:http request per call (see
+ * bench/RESULTS.md). The body is serialised once, here.
+ */
 @injectable()
 export class OpenAiLlmClient implements LlmClient {
   readonly isDemo = false;
   readonly modelName: string;
   /** The base URL, for messages (never with credentials). */
   readonly endpoint: string;
-  private readonly client: OpenAI;
+  private readonly url: URL;
+  private readonly headers: Record<string, string>;
 
   constructor(
     @inject(TOKENS.Config) private readonly config: Config,
     @inject(TOKENS.Logger) private readonly logger: Logger,
   ) {
     this.modelName = config.llm.model;
-    this.endpoint = safeEndpoint(config.llm.baseUrl ?? 'https://api.openai.com/v1');
-    this.client = new OpenAI({
-      // Local servers need no key, but the SDK insists on one.
-      apiKey: config.llm.apiKey ?? 'no-key',
-      baseURL: config.llm.baseUrl ?? 'https://api.openai.com/v1',
-      // Retries are ours, so that they honour the run's signal and never repeat streamed text.
-      maxRetries: 0,
-      // The SDK's timeout covers the wait for the response's headers; the body has its own clocks below.
-      timeout: config.llm.timeoutMs,
-      fetch: fetchWithBoundedErrorBodies(MAX_ERROR_BODY_BYTES),
-    });
+    const baseUrl = config.llm.baseUrl ?? 'https://api.openai.com/v1';
+    this.endpoint = safeEndpoint(baseUrl);
+    // The base URL with the path after it, as the openai SDK joins them.
+    this.url = new URL(`${baseUrl.replace(/\/+$/, '')}/chat/completions`);
+    this.headers = {
+      // Local servers need no key; sending a placeholder keeps servers that expect the header content.
+      authorization: `Bearer ${config.llm.apiKey ?? 'no-key'}`,
+      accept: 'application/json',
+      'user-agent': 'Stepwise',
+    };
   }
 
   async complete<T = unknown>(request: CompletionRequest<T>): Promise<CompletionResult<T>> {
@@ -103,18 +113,21 @@ export class OpenAiLlmClient implements LlmClient {
 
   /** One request. `signal` aborts on a stop and when the whole call's time is up. */
   private async attempt(request: CompletionRequest, signal: AbortSignal, output: OutputSchema<unknown> | undefined): Promise<CompletionResult<never>> {
-    const { streaming, streamUsage } = this.config.llm;
+    const { streaming } = this.config.llm;
     let streamedText = false;
     try {
-      // The raw response, so that its body is read here, in bounded pieces, never buffered whole.
-      const usageOption = streaming && streamUsage ? { stream_options: { include_usage: true } } : {};
-      const response = await this.client.chat.completions
-        .create({ ...this.requestBody(request, output), stream: streaming, ...usageOption }, { signal, headers: stepwiseHeaders(request) })
-        .asResponse();
-      if (!response.body) throw new ModelError('The model endpoint sent a response without a body', { retryable: true });
+      const response = await postJson(this.url, JSON.stringify(this.requestBody(request, output)), {
+        headers: { ...this.headers, ...stepwiseHeaders(request) },
+        signal,
+        // This clock covers the wait for the response's headers; the body has its own clocks below.
+        responseTimeoutMs: this.config.llm.timeoutMs,
+      });
+      const status = response.statusCode ?? 0;
+      if (status < 200 || status > 299) throw await statusError(response, status, signal);
+      // The body is read here, in bounded pieces, never buffered whole.
       const reading = { signal, idleTimeoutMs: this.config.llm.streamIdleTimeoutMs, maxOutputChars: this.config.llm.maxOutputChars };
-      if (!streaming) return this.finish(await readWholeReply(response.body, reading), request, { streamed: false });
-      const reply = await readStreamedReply(response.body, reading, (delta) => {
+      if (!streaming) return this.finish(await readWholeReply(response, reading), request, { streamed: false });
+      const reply = await readStreamedReply(response, reading, (delta) => {
         streamedText = true;
         request.onDelta?.(delta);
       });
@@ -131,7 +144,9 @@ export class OpenAiLlmClient implements LlmClient {
     }
   }
 
+  /** The request as the endpoint reads it. */
   private requestBody(request: CompletionRequest, output: OutputSchema<unknown> | undefined): ChatCompletionCreateParamsBase {
+    const { streaming, streamUsage } = this.config.llm;
     return {
       ...(output && this.config.llm.structuredOutput ? { response_format: responseFormat(output) } : {}),
       model: this.config.llm.model,
@@ -145,6 +160,8 @@ export class OpenAiLlmClient implements LlmClient {
             })),
           }
         : {}),
+      stream: streaming,
+      ...(streaming && streamUsage ? { stream_options: { include_usage: true } } : {}),
     };
   }
 
@@ -240,31 +257,46 @@ function toOpenAiMessage(message: LlmMessage): ChatCompletionMessageParam {
 }
 
 /**
- * Maps the SDK's errors to ModelError, deciding which are worth retrying. The message is for the
- * user: what happened and what to check. What the endpoint said in its own words is kept as the
- * error's `detail`, for the logs only.
+ * A failed status as a ModelError, deciding whether it is worth retrying. The message is for the
+ * user: what happened and what to check. What the endpoint said in its own words (the first
+ * MAX_ERROR_BODY_BYTES of its body) is kept as the error's `detail`, for the logs only.
  */
+async function statusError(response: IncomingMessage, status: number, signal: AbortSignal): Promise<ModelError> {
+  const body = await readTextPrefix(response, MAX_ERROR_BODY_BYTES, signal);
+  const retryable = status === 408 || status === 409 || status === 429 || status >= 500;
+  return new ModelError(`The model endpoint answered ${status}: ${statusAdvice(status, response.headers)}`, {
+    status,
+    retryable,
+    retryAfterMs: retryAfterMs(response.headers),
+    detail: shorten(errorDetail(body)),
+  });
+}
+
+/** The endpoint's own words for a failure: an OpenAI-style `error.message`, or what the body holds. */
+function errorDetail(body: string): string {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    return body.trim() || 'status code (no body)';
+  }
+  const error = typeof parsed === 'object' && parsed !== null ? (parsed as { error?: unknown }).error : undefined;
+  const message = typeof error === 'object' && error !== null ? (error as { message?: unknown }).message : undefined;
+  if (message) return typeof message === 'string' ? message : JSON.stringify(message);
+  return error ? JSON.stringify(error) : body.trim();
+}
+
+/** Anything else that went wrong on the way, as a ModelError. */
 function toModelError(error: unknown, endpoint: string): ModelError {
   if (error instanceof ModelError) return error;
-  if (error instanceof OpenAI.APIConnectionTimeoutError) {
+  if (error instanceof ResponseTimeoutError) {
     return new ModelError(`The model endpoint at ${endpoint} did not answer in time (LLM_TIMEOUT_MS)`, { retryable: true, cause: error });
   }
-  if (error instanceof OpenAI.APIConnectionError) {
+  if (error instanceof ConnectionFailedError) {
     const reason = connectionFailure(error);
     return new ModelError(`Could not reach the model endpoint at ${endpoint}${reason ? ` (${reason})` : ''}: check OPENAI_BASE_URL and that the server is running`, {
       retryable: true,
       cause: error,
-    });
-  }
-  if (error instanceof OpenAI.APIError && error.status !== undefined) {
-    const status = error.status;
-    const retryable = status === 408 || status === 409 || status === 429 || status >= 500;
-    return new ModelError(`The model endpoint answered ${status}: ${statusAdvice(status)}`, {
-      status,
-      retryable,
-      retryAfterMs: retryAfterMs(error.headers),
-      cause: error,
-      detail: shorten(error.message.replace(/^\d{3}\s*/, '')),
     });
   }
   // A reset connection or a stream that ends in the middle surfaces as a plain error.
@@ -276,7 +308,11 @@ function toModelError(error: unknown, endpoint: string): ModelError {
 }
 
 /** What an HTTP status from the model endpoint means for the user, and what to check. */
-function statusAdvice(status: number): string {
+function statusAdvice(status: number, headers: IncomingHttpHeaders): string {
+  if (status >= 300 && status < 400) {
+    const location = typeof headers.location === 'string' ? ` to ${safeEndpoint(headers.location)}` : '';
+    return `it redirects${location}; set OPENAI_BASE_URL to the address it points to`;
+  }
   if (status === 401 || status === 403) return 'the key was refused; check OPENAI_API_KEY';
   if (status === 404) return 'no such model or path; check LLM_MODEL and OPENAI_BASE_URL (it usually ends in /v1)';
   if (status === 429) return 'too many requests or no quota left; try again shortly';
@@ -300,10 +336,10 @@ function connectionFailure(error: Error): string | undefined {
   return undefined;
 }
 
-function retryAfterMs(headers: Headers | undefined): number | undefined {
-  const milliseconds = Number(headers?.get('retry-after-ms'));
+function retryAfterMs(headers: IncomingHttpHeaders): number | undefined {
+  const milliseconds = Number(headers['retry-after-ms']);
   if (Number.isFinite(milliseconds) && milliseconds > 0) return milliseconds;
-  const value = headers?.get('retry-after');
+  const value = headers['retry-after'];
   if (!value) return undefined;
   const delaySeconds = Number(value);
   if (Number.isFinite(delaySeconds)) return Math.max(0, delaySeconds * 1000);

@@ -1,6 +1,6 @@
 import { ModelError } from '../errors.ts';
 import { completionAsChunk, ReplyAssembler } from './reply-assembler.ts';
-import { type BodyReadOptions, readBoundedText, serverSentEvents } from './response-body.ts';
+import { type BodyReadOptions, readBoundedText, type ResponseBody, serverSentEvents } from './response-body.ts';
 
 /** How a Chat Completions reply may be read. */
 export interface ReplyReadOptions extends BodyReadOptions {
@@ -19,7 +19,7 @@ const BYTES_PER_CHAR = 6;
  * cancels the body, which closes the connection.
  */
 export async function readStreamedReply(
-  body: ReadableStream<Uint8Array>,
+  body: ResponseBody,
   options: ReplyReadOptions,
   onDelta: (delta: string) => void,
 ): Promise<ReplyAssembler> {
@@ -47,7 +47,7 @@ export async function readStreamedReply(
  * Reads a reply sent whole, up to a byte limit that any reply under the output cap fits in;
  * a larger body is refused (not retried, the next one would be as large) and not read further.
  */
-export async function readWholeReply(body: ReadableStream<Uint8Array>, options: ReplyReadOptions): Promise<ReplyAssembler> {
+export async function readWholeReply(body: ResponseBody, options: ReplyReadOptions): Promise<ReplyAssembler> {
   const text = await readBoundedText(body, { ...options, maxBytes: maxReplyBytes(options), tooLarge: () => tooLarge(options) });
   const assembler = new ReplyAssembler(options.maxOutputChars);
   assembler.add(completionAsChunk(parseJson(text, 'The model endpoint sent a malformed response')));

@@ -1,5 +1,9 @@
+import type { IncomingMessage } from 'node:http';
 import { ModelError } from '../errors.ts';
 import { abortReason } from '../util/abort.ts';
+
+/** A model response's body, as node:http hands it over (see http-transport.ts). */
+export type ResponseBody = IncomingMessage;
 
 /** How a model response body may be read. */
 export interface BodyReadOptions {
@@ -18,11 +22,12 @@ export interface ServerSentEvent {
 /**
  * Yields the body's chunks as they arrive. Rejects with a retryable ModelError when nothing comes
  * for `idleTimeoutMs`, and with the signal's reason when it aborts. Leaving early, for whatever
- * reason, cancels the body, which closes the connection: the endpoint sees the request aborted.
+ * reason, cancels the body, which closes the connection (the endpoint sees the request aborted)
+ * unless all of it had already arrived.
  */
-export async function* bodyChunks(body: ReadableStream<Uint8Array>, options: BodyReadOptions): AsyncGenerator<Uint8Array> {
+export async function* bodyChunks(body: ResponseBody, options: BodyReadOptions): AsyncGenerator<Uint8Array> {
   const { signal, idleTimeoutMs } = options;
-  const reader = body.getReader();
+  const reader = new BodyReader(body);
   let stopped: Error | undefined;
   // Cancelling ends a pending read() with done; `stopped` then says why.
   const stop = (reason: Error) => {
@@ -68,7 +73,7 @@ export async function* bodyChunks(body: ReadableStream<Uint8Array>, options: Bod
 
 /** The whole body as text. More than `maxBytes` is refused with `tooLarge()`, and the rest is never read. */
 export async function readBoundedText(
-  body: ReadableStream<Uint8Array>,
+  body: ResponseBody,
   options: BodyReadOptions & { maxBytes: number; tooLarge: () => Error },
 ): Promise<string> {
   const decoder = new TextDecoder();
@@ -88,7 +93,7 @@ export async function readBoundedText(
  * is refused with `tooLarge()` before more of it is buffered: the whole body is never held.
  */
 export async function* serverSentEvents(
-  body: ReadableStream<Uint8Array>,
+  body: ResponseBody,
   options: BodyReadOptions & { maxEventChars: number; tooLarge: () => Error },
 ): AsyncGenerator<ServerSentEvent> {
   const decoder = new TextDecoder();
@@ -176,39 +181,64 @@ class LineSplitter {
 }
 
 /**
- * A fetch whose error responses (4xx, 5xx) carry at most `maxBytes` of body: the SDK reads an
- * error body whole before it reports the status, and only the first lines of it are ever shown.
+ * Reads a Node stream one chunk at a time, as a web stream's reader does: `read()` resolves with
+ * the next chunk or with done, and `cancel()` ends a pending read with done. Cancelling a body that
+ * has not fully arrived destroys it, which closes the connection (the endpoint sees the request
+ * aborted); one that has (a stream read up to its `[DONE]`) is drained instead, so its keep-alive
+ * connection serves the next call.
  */
-export function fetchWithBoundedErrorBodies(maxBytes: number): typeof fetch {
-  return async (input, init) => {
-    const response = await fetch(input, init);
-    if (response.ok || !response.body) return response;
-    return new Response(firstBytes(response.body, maxBytes), {
-      status: response.status,
-      statusText: response.statusText,
-      headers: response.headers,
-    });
+class BodyReader {
+  private ended = false;
+  private cancelled = false;
+  private released = false;
+  private failure: Error | undefined;
+  private wake: (() => void) | undefined;
+  private readonly onReadable = () => this.wake?.();
+  private readonly onEnd = () => {
+    this.ended = true;
+    this.wake?.();
   };
-}
+  private readonly onError = (error: Error) => {
+    this.failure ??= error;
+    this.wake?.();
+  };
+  private readonly onClose = () => {
+    if (!this.ended) this.failure ??= new Error('The connection closed before the body ended');
+    this.wake?.();
+  };
 
-/** The first `maxBytes` of a body; the rest is cancelled, which closes the connection. */
-function firstBytes(body: ReadableStream<Uint8Array>, maxBytes: number): ReadableStream<Uint8Array> {
-  const reader = body.getReader();
-  let left = maxBytes;
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      const { done, value } = await reader.read();
-      if (done) return controller.close();
-      if (value.byteLength < left) {
-        left -= value.byteLength;
-        return controller.enqueue(value);
-      }
-      controller.enqueue(value.subarray(0, left));
-      controller.close();
-      await reader.cancel().catch(() => undefined);
-    },
-    cancel: (reason) => reader.cancel(reason),
-  });
+  constructor(private readonly body: ResponseBody) {
+    body.on('readable', this.onReadable).on('end', this.onEnd).on('error', this.onError).on('close', this.onClose);
+  }
+
+  async read(): Promise<{ done: true; value?: undefined } | { done: false; value: Uint8Array }> {
+    for (;;) {
+      if (this.cancelled) return { done: true };
+      const chunk = this.body.read() as Buffer | null;
+      if (chunk !== null) return { done: false, value: chunk };
+      if (this.ended) return this.release({ done: true });
+      if (this.failure) throw this.release(this.failure);
+      await new Promise<void>((resolve) => (this.wake = resolve));
+      this.wake = undefined;
+    }
+  }
+
+  async cancel(_reason?: unknown): Promise<void> {
+    if (this.cancelled) return;
+    this.cancelled = true;
+    this.release(undefined);
+    if (this.body.complete && !this.body.destroyed) this.body.resume();
+    else this.body.destroy();
+    this.wake?.();
+  }
+
+  /** Stops listening (a late error is heard by the listener postJson leaves on every response). */
+  private release<T>(value: T): T {
+    if (this.released) return value;
+    this.released = true;
+    this.body.off('readable', this.onReadable).off('end', this.onEnd).off('error', this.onError).off('close', this.onClose);
+    return value;
+  }
 }
 
 /** A duration for messages: "0.3 s", "60 s". */
