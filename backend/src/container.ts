@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { type DependencyContainer, instanceCachingFactory, container as rootContainer } from 'tsyringe';
 import { type ControlBus, InProcessControlBus } from './agent/control-bus.ts';
 import { RunKernel } from './agent/run-kernel.ts';
+import type { RunJournal } from './agent/run-journal.ts';
 import { STRATEGIES } from './agent/strategies.ts';
 import type { AnyStrategy } from './agent/strategy.ts';
 import { ConnectionHandler } from './chat/connection-handler.ts';
@@ -66,6 +67,14 @@ export function buildContainer(
   });
   container.registerSingleton(RunKernel);
   container.register<ControlBus>(TOKENS.ControlBus, { useValue: new InProcessControlBus() });
+  // Runs journal into the store: each effect committed before the run goes on.
+  container.register<RunJournal>(TOKENS.RunJournal, {
+    useValue: {
+      read: (runId) => store.readJournal(runId),
+      append: (runId, entry) => store.appendJournal(runId, entry),
+      truncate: (runId, fromPosition) => store.truncateJournal(runId, fromPosition),
+    },
+  });
   container.registerSingleton(ToolRegistry);
   container.registerSingleton(McpManager);
   container.registerSingleton(SessionManager);

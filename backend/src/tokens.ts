@@ -11,4 +11,5 @@ export const TOKENS = {
   Strategies: Symbol('Strategies'),
   DemoResponders: Symbol('DemoResponders'),
   ControlBus: Symbol('ControlBus'),
+  RunJournal: Symbol('RunJournal'),
 } as const;

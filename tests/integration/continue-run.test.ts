@@ -42,11 +42,15 @@ describe('continuing a run', () => {
     const from = client.events.length;
     client.send({ type: 'agent_control', action: 'resume', extra_steps: 3 });
     const second = await client.untilComplete({ from });
-    expect(second[0]).toMatchObject({ update_type: 'agent_start', resumed_from: firstRun, max_steps: 3, tools: ['calculator'], strategy: 'roa' });
+    // Its budget is the steps done plus the extra ones; it goes on at step 3, the first two not shown again.
+    expect(second[0]).toMatchObject({ update_type: 'agent_start', resumed_from: firstRun, max_steps: 5, tools: ['calculator'], strategy: 'roa' });
     expect(second.find((event) => event.type === 'assistant_message')).toMatchObject({ content: 'Counted to 3.' });
-    expect(summarize(second).filter((name) => name.startsWith('agent_turn_start'))).toEqual(['agent_turn_start:1']);
+    expect(summarize(second).filter((name) => name.startsWith('agent_turn_start'))).toEqual(['agent_turn_start:3']);
+    expect(summarize(second)).not.toContain('agent_reason:1');
 
-    // The continued run's first call holds the question once, then the first run's two calculator steps.
+    // No completed call was made again: the continued run's first call is step 3's reason, holding
+    // the question once, then the first run's two calculator steps.
+    expect(llm.requests[before]!.phase).toBe('reason');
     const messages = llm.requests[before]!.body.messages;
     expect(messages.filter((message) => message.role === 'user')).toHaveLength(1);
     expect(messages.filter((message) => message.role === 'tool').map((message) => message.content)).toEqual(['1', '2']);
@@ -59,6 +63,38 @@ describe('continuing a run', () => {
     };
     expect(history.messages.filter((message) => message.role === 'user')).toHaveLength(1);
     expect(history.runs).toHaveLength(2);
+  });
+
+  it('stop, then resume: the new run goes on at the step it stopped in, and no completed call is made again', async () => {
+    llm = await ScriptedLlmServer.start();
+    server = await startStepwiseWithModel(llm.url);
+    client = await TestClient.connect(server.wsUrl);
+    let hold = true;
+    llm.respond((request) => {
+      const results = request.body.messages.filter((message) => message.role === 'tool').length;
+      if (request.phase === 'observe' && results === 2 && hold) return { hang: true };
+      if (request.phase === 'reason') return { text: reasonText(`Add one (have ${results}).`) };
+      if (request.phase === 'act') return { toolCalls: [{ name: 'calculator', arguments: { expression: `${results}+1` } }] };
+      return results >= 3
+        ? { text: observeText('Enough.', { final_answer: `Counted to ${results}.`, should_continue: false }) }
+        : { text: observeText(`At ${results}.`, { should_continue: true }) };
+    });
+    client.chat('Count to three', { agent_mode: true, agent_max_steps: 5 });
+    const held = await llm.waitFor((request) => request.phase === 'observe' && request.body.messages.filter((message) => message.role === 'tool').length === 2);
+    client.send({ type: 'agent_control', action: 'stop' });
+    const first = await client.untilComplete();
+    await llm.waitForAbort(held);
+    expect(summarize(first).slice(-2)).toEqual(['agent_stopped:user', 'response_complete']);
+
+    hold = false;
+    const before = llm.requests.length;
+    const from = client.events.length;
+    client.send({ type: 'agent_control', action: 'resume', extra_steps: 2 });
+    const second = await client.untilComplete({ from });
+    expect(second.find((event) => event.type === 'assistant_message')).toMatchObject({ content: 'Counted to 3.' });
+    // Step 2's reason, act and tool were done before the stop: only its observe is made again.
+    expect(llm.requests.slice(before).map((request) => request.phase)).toEqual(['observe', 'reason', 'act', 'observe']);
+    expect(second.filter((event) => event.type === 'tool_start')).toHaveLength(1);
   });
 
   it('refuses, with not_resumable, to continue an answered run, a plain answer, or nothing; and run_active while one runs', async () => {

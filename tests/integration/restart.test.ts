@@ -77,9 +77,49 @@ describe.each(stores)('a server killed with SIGKILL, on $name', { timeout: PROCE
     ({ env, cleanup } = await setup.env());
   }
 
-  it('keeps every event a client saw, closes the interrupted run, and takes new messages', async () => {
+  it('a run killed in the middle of a step finishes by itself after the restart, every completed call made once', async () => {
     await prepare();
     const first = await start();
+    let crashed = false;
+    llm.respond((request) => {
+      const results = request.body.messages.filter((message) => message.role === 'tool').length;
+      if (request.phase === 'reason') return { text: reasonText(`Add one to ${results}.`) };
+      // The first server dies while step 2's act call is in flight.
+      if (request.phase === 'act' && results === 1 && !crashed) return { hang: true };
+      if (request.phase === 'act') return { toolCalls: [{ id: `add_${results}`, name: 'calculator', arguments: { expression: `${results}+1` } }] };
+      return results >= 3
+        ? { text: observeText('Three.', { final_answer: 'Counted to 3.', should_continue: false }) }
+        : { text: observeText(`At ${results}.`, { should_continue: true }) };
+    });
+    const client = await connect(first.wsUrl);
+    client.chat('Count to three', { agent_mode: true, agent_max_steps: 5 });
+    await llm.waitFor((request) => request.phase === 'act' && request.body.messages.some((message) => message.role === 'tool'), 30_000);
+    await client.waitFor('agent_reason', { from: client.events.findIndex((event) => event.update_type === 'agent_observe') });
+    const seen = client.logged.map((event) => [event.seq, summarize([event])[0]]);
+    const sessionId = String(client.session.session_id);
+    crashed = true;
+    await kill(first);
+    const before = llm.requests.length;
+
+    const second = await start();
+    const rejoined = await connect(second.wsUrl, { session_id: sessionId, after_seq: 0 });
+    expect(rejoined.session).toMatchObject({ session_id: sessionId, resumed: true });
+    const events = await rejoined.untilComplete({ timeoutMs: 30_000 });
+    // What the client saw is kept as it was, and the run went on after it, with no event twice.
+    expect(events.filter((event) => 'seq' in event).slice(0, seen.length).map((event) => [event.seq, summarize([event])[0]])).toEqual(seen);
+    expect(summarize(events).filter((name) => name.startsWith('agent_turn_start'))).toEqual(['agent_turn_start:1', 'agent_turn_start:2', 'agent_turn_start:3']);
+    expect(summarize(events).filter((name) => name === 'agent_start')).toHaveLength(1);
+    expect(summarize(events).slice(-3)).toEqual(['assistant_message', 'agent_completion:answered', 'response_complete']);
+    expect(events.find((event) => event.type === 'assistant_message')).toMatchObject({ content: 'Counted to 3.' });
+    // After the restart only the call in flight (step 2's act) and what followed were made.
+    expect(llm.requests.slice(before).map((request) => request.phase)).toEqual(['act', 'observe', 'reason', 'act', 'observe']);
+    const seqs = rejoined.logged.map((event) => Number(event.seq));
+    expect(seqs).toEqual(seqs.map((_, index) => index + 1));
+  });
+
+  it('with RESUME_INTERRUPTED_RUNS=false, closes the interrupted run, keeps every event a client saw, and takes new messages', async () => {
+    await prepare();
+    const first = await start({ RESUME_INTERRUPTED_RUNS: 'false' });
     llm.respond((request) => (request.phase === 'act' ? { hang: true } : { text: reasonText('Thinking.') }));
     const client = await connect(first.wsUrl);
     client.chat('Do a slow thing', { agent_mode: true });
@@ -89,7 +129,7 @@ describe.each(stores)('a server killed with SIGKILL, on $name', { timeout: PROCE
     const sessionId = String(client.session.session_id);
     await kill(first);
 
-    const second = await start();
+    const second = await start({ RESUME_INTERRUPTED_RUNS: 'false' });
     const rejoined = await connect(second.wsUrl, { session_id: sessionId, after_seq: 0 });
     expect(rejoined.session).toMatchObject({ session_id: sessionId, resumed: true });
     const events = await rejoined.untilComplete();

@@ -68,7 +68,7 @@ describe('the prompt provider', () => {
     const config = configFromEnv({ PROMPTS_DIR: dir });
     const silent = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
     expect(
-      () => new RunKernel([...STRATEGIES], undefined as never, undefined as never, new HandlebarsPromptProvider(config), config, silent),
+      () => new RunKernel([...STRATEGIES], undefined as never, undefined as never, new HandlebarsPromptProvider(config), config, silent, undefined as never),
     ).toThrow(/Prompt template "roa\/reason" not found/);
   });
 });

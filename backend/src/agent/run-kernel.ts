@@ -3,7 +3,7 @@ import { inject, injectable } from 'tsyringe';
 import type { z } from 'zod';
 import type { Config } from '../config/config.ts';
 import { InputTimeoutError, isAbortError, StepwiseError, toClientError } from '../errors.ts';
-import type { LlmClient } from '../llm/llm-client.ts';
+import type { CompletionRequest, CompletionResult, LlmClient } from '../llm/llm-client.ts';
 import { jsonSchemaOf } from '../llm/structured-output.ts';
 import type { Logger } from '../logger.ts';
 import type { LlmMessage, TokenUsage } from '../messages.ts';
@@ -13,6 +13,7 @@ import { ToolRegistry } from '../tools/tool-registry.ts';
 import type { AgentControl } from './agent-control.ts';
 import type { EventSink } from './event-sink.ts';
 import { type RunEvents, runEvents } from './run-events.ts';
+import { JOURNAL, JournalReplay, journaledTools, ReplaySink, type RunJournal, type RunPast } from './run-journal.ts';
 import type { AnyStrategy, Run, RunInput } from './strategy.ts';
 
 /** How a run ended, for the session's history and records. */
@@ -21,12 +22,6 @@ export type RunOutcome = (
   | { status: 'stopped'; reason: StopReason }
   | { status: 'failed'; message: string }
 ) & { steps: number; transcript: LlmMessage[]; usage: TokenUsage };
-
-/** What a run waiting for the user saves: its input, and the strategy's own state. */
-export interface RunCheckpoint {
-  input: RunInput;
-  state: unknown;
-}
 
 /** The session a run belongs to: its controls, where its events go, its files. */
 export interface RunSession {
@@ -39,10 +34,14 @@ export interface RunSession {
 export interface RunHooks {
   /** Persists the outcome; awaited before `response_complete`, so the next message sees it. */
   onEnd?: (outcome: RunOutcome) => Promise<void>;
-  /** Persists (or with null, clears) the checkpoint of a run that waits for the user. */
-  saveCheckpoint?: (checkpoint: RunCheckpoint | null) => Promise<void>;
-  /** Resume from a saved strategy state instead of starting afresh. */
-  resume?: unknown;
+  /**
+   * Go on from a past: this run's own (after a restart) or the run it continues. Its journaled
+   * effects are replayed, not done again; its logged events are not logged again.
+   */
+  past?: RunPast & {
+    /** How many messages of the past's transcript the session's history holds already. */
+    storedMessages: number;
+  };
 }
 
 /** Options checked against a strategy's schema: the values with defaults, or what is wrong, by name. */
@@ -71,6 +70,7 @@ export class RunKernel {
     @inject(TOKENS.PromptProvider) prompts: PromptProvider,
     @inject(TOKENS.Config) private readonly config: Config,
     @inject(TOKENS.Logger) private readonly logger: Logger,
+    @inject(TOKENS.RunJournal) private readonly journal: RunJournal,
   ) {
     for (const definition of definitions) {
       if (this.strategies.has(definition.name)) throw new Error(`Two strategies are named "${definition.name}"`);
@@ -117,14 +117,16 @@ export class RunKernel {
     if (!loaded) throw new Error(`Unknown strategy "${input.strategy}"`);
     const { definition } = loaded;
     const chatWire = definition.wire === 'chat';
-    const { control, sink } = session;
+    const { control } = session;
+    const past = hooks.past;
+    // After a restart the run goes on under its own id: its agent_start is logged already.
+    const samePast = past?.runId === input.runId;
+    const sink = past ? new ReplaySink(session.sink, past.events) : session.sink;
     const events = runEvents(chatWire ? undefined : input.runId);
     const logger = this.logger.child({ session_id: input.sessionId, run_id: input.runId, strategy: definition.name });
-    // A continued run starts from the earlier run's messages (a checkpoint of its own has them already);
-    // only what this run adds joins the session's history at the end.
-    const seeded = input.continuation?.transcript ?? [];
-    const progress = { step: 0, transcript: hooks.resume === undefined ? [...seeded] : ([] as LlmMessage[]) };
-    const added = () => progress.transcript.slice(seeded.length);
+    const progress = { step: 0, transcript: [] as LlmMessage[] };
+    // What the session's history holds already (a continued run's past) is not saved again.
+    const added = () => progress.transcript.slice(past?.storedMessages ?? 0);
     const usage: TokenUsage = { promptTokens: 0, completionTokens: 0 };
     const tokenBudget = this.config.agent.runTokenBudget;
     const timeoutMs = chatWire ? this.config.limits.chatTimeoutMs : this.config.agent.runTimeoutMs;
@@ -137,12 +139,12 @@ export class RunKernel {
     const timer = setTimeout(() => control.stop('timeout'), timeoutMs);
     timer.unref?.();
     const options = input.options ?? (this.checkOptions(definition.name, {}) as { options: Record<string, unknown> }).options ?? {};
+    const replay = new JournalReplay(this.journal, input.runId, past);
     const run: Run = {
       input,
       options,
-      resume: hooks.resume,
-      llm: observedModel(this.llm, input.runId, usage, logger, overBudget),
-      tools: this.tools,
+      llm: observedModel(this.llm, { runId: input.runId, replay, countReplayed: samePast, usage, logger, checkBudget: overBudget }),
+      tools: journaledTools(this.tools, replay, logger),
       prompts: loaded.prompts,
       control,
       sink,
@@ -151,19 +153,22 @@ export class RunKernel {
       inputTimeoutMs: this.config.agent.inputTimeoutMs,
       filesManifest: session.filesManifest,
       logger,
-      checkpoints: {
-        save: async (state) => hooks.saveCheckpoint?.({ input, state }),
-        clear: async () => hooks.saveCheckpoint?.(null),
+      effects: {
+        once: (kind, key, live) => replay.once(kind, key, live),
+        has: (kind, key) => replay.has(kind, key),
+        continues: past !== undefined && !samePast,
       },
     };
     const started = performance.now();
-    logger.debug({ max_steps: input.maxSteps, tools: input.toolNames, resumed: hooks.resume !== undefined }, 'run started');
+    logger.debug({ max_steps: input.maxSteps, tools: input.toolNames, past: past?.runId, entries: past?.entries.length }, 'run started');
     let outcome: RunOutcome;
     try {
-      if (hooks.resume === undefined && !chatWire) {
-        await sink.emit(
-          events.start(input.maxSteps, definition.name, { options, tools: input.toolNames, resumedFrom: input.continuation?.fromRunId }),
-        );
+      if (!samePast) {
+        const { history: _history, ...journaled } = input;
+        await replay.recordInput(journaled);
+        if (!chatWire) {
+          await session.sink.emit(events.start(input.maxSteps, definition.name, { options, tools: input.toolNames, resumedFrom: past?.runId }));
+        }
       }
       const success = await definition.run(run);
       const transcript = [...added(), { role: 'assistant', content: success.answer } as const];
@@ -220,22 +225,32 @@ export class RunKernel {
 }
 
 /**
- * The model as a run sees it: every request carries the run's id; each call's reported token
- * usage adds to `usage` (and is checked against the budget); each call leaves a debug line.
+ * The model as a run sees it: every request carries the run's id; each call is journaled (keyed
+ * by its purpose and branch), so a call the run's past made is not made again; each call's
+ * reported token usage adds to `usage` (a continued run's past is the other run's spending) and is
+ * checked against the budget; each call leaves a debug line.
  */
-function observedModel(llm: LlmClient, runId: string, usage: TokenUsage, logger: Logger, checkBudget: () => void): LlmClient {
+function observedModel(
+  llm: LlmClient,
+  run: { runId: string; replay: JournalReplay; countReplayed: boolean; usage: TokenUsage; logger: Logger; checkBudget: () => void },
+): LlmClient {
+  const { runId, replay, usage, logger, checkBudget } = run;
   return {
     modelName: llm.modelName,
     isDemo: llm.isDemo,
-    async complete(request) {
+    async complete<T>(request: CompletionRequest<T>): Promise<CompletionResult<T>> {
       const started = performance.now();
-      const result = await llm.complete({ ...request, runId });
-      usage.promptTokens += result.usage?.promptTokens ?? 0;
-      usage.completionTokens += result.usage?.completionTokens ?? 0;
+      const key = request.nodeId ? `${request.purpose}@${request.nodeId}` : request.purpose;
+      const { value: result, replayed } = await replay.once(JOURNAL.model, key, () => llm.complete({ ...request, runId }));
+      if (!replayed || run.countReplayed) {
+        usage.promptTokens += result.usage?.promptTokens ?? 0;
+        usage.completionTokens += result.usage?.completionTokens ?? 0;
+      }
       if (logger.isLevelEnabled?.('debug') ?? true) {
         logger.debug(
           {
             purpose: request.purpose,
+            replayed,
             ...(request.nodeId ? { node_id: request.nodeId } : {}),
             duration_ms: Math.round(performance.now() - started),
             tool_calls: result.toolCalls.length,

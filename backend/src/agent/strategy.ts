@@ -9,11 +9,11 @@ import type { AgentControl } from './agent-control.ts';
 import type { EventSink } from './event-sink.ts';
 import type { RunEvents } from './run-events.ts';
 
-/** What a run is asked to do; saved with a checkpoint, so plain data. */
+/** What a run is asked to do; journaled (its history aside), so plain data. */
 export interface RunInput {
   runId: string;
   sessionId: string;
-  /** The strategy's name; absent in checkpoints written before strategies had options. */
+  /** The strategy's name. */
   strategy?: string;
   question: string;
   /** The session's earlier turns, oldest first. */
@@ -23,11 +23,6 @@ export interface RunInput {
   toolNames: string[];
   /** The strategy's options, defaults applied. */
   options?: Record<string, unknown>;
-  /**
-   * A run that goes on from an earlier one of the same request: its messages (steps, tool calls,
-   * results) are where this run's transcript starts, so the strategy carries on from them.
-   */
-  continuation?: { fromRunId: string; transcript: LlmMessage[] };
 }
 
 /**
@@ -47,8 +42,6 @@ export interface RunProgress {
 export interface Run<O = Record<string, unknown>, P extends PromptSamples = PromptSamples> {
   readonly input: RunInput;
   readonly options: O;
-  /** A state the strategy saved through `checkpoints` before a restart: go on from there. */
-  readonly resume: unknown;
   llm: LlmClient;
   tools: ToolRegistry;
   prompts: PromptSet<P>;
@@ -60,10 +53,17 @@ export interface Run<O = Record<string, unknown>, P extends PromptSamples = Prom
   /** The session's files, one line each, for prompts ('' when there are none). */
   filesManifest(): Promise<string>;
   logger: Logger;
-  /** Saves what the strategy needs to go on after a restart while it waits for the user; clear once answered. */
-  checkpoints: {
-    save(state: unknown): Promise<void>;
-    clear(): Promise<void>;
+  /**
+   * The run's journal. Model calls and tool calls are journaled by the kernel; a strategy journals
+   * anything else it must not redo or that must come out the same when the run goes on from its
+   * past (an id, a time, a random choice): `once` returns the recorded value when the past has one,
+   * else runs `live` and records its value before the run goes on.
+   */
+  effects: {
+    once<T>(kind: string, key: string, live: () => Promise<T>): Promise<{ value: T; replayed: boolean }>;
+    has(kind: string, key: string): boolean;
+    /** True when the past is another run's: this run continues it (not the same run after a restart). */
+    readonly continues: boolean;
   };
 }
 
@@ -78,7 +78,9 @@ export interface RunSuccess {
  * One strategy, whole: who it is (for the picker), its options, its prompts (templates in
  * `prompts/NAME/`, each with an example of its variables), the demo model's answers to its calls,
  * and its run. `run` resolves with the answer (or at its limit), and rejects on stop (the signal's
- * abort error), on input timeout (InputTimeoutError) or on failure; the kernel does the rest.
+ * abort error), on input timeout (InputTimeoutError) or on failure; the kernel does the rest. A run
+ * must be deterministic given its journal: after a restart, or when a user continues it, it runs
+ * again from its start, with every recorded effect returned instead of done.
  */
 export interface StrategyDefinition<O = Record<string, unknown>, P extends PromptSamples = PromptSamples> {
   readonly name: string;

@@ -2,25 +2,21 @@ import { randomUUID } from 'node:crypto';
 import { InputTimeoutError, isAbortError } from '../errors.ts';
 import type { LlmMessage, LlmToolCall } from '../messages.ts';
 import { REQUEST_INPUT_TOOL } from '../tools/request-input-tool.ts';
+import { JOURNAL } from './run-journal.ts';
 import type { RunEvents } from './run-events.ts';
 import type { Run } from './strategy.ts';
 
 /** The part of a run its tool calls use; `events` may be a branch's (`run.events.node(id)`). */
-type CallContext = Pick<Run, 'input' | 'tools' | 'control' | 'sink' | 'logger' | 'inputTimeoutMs'> & { events: RunEvents; nodeId?: string | undefined };
+type CallContext = Pick<Run, 'input' | 'tools' | 'control' | 'sink' | 'logger' | 'inputTimeoutMs' | 'effects'> & {
+  events: RunEvents;
+  nodeId?: string | undefined;
+};
 
 /** One finished tool call: what the model reads back, and a line for the observe prompt. */
 export interface ToolCallRecord {
   call: LlmToolCall;
   content: string;
   summary: string;
-}
-
-/** How far the calls of one act phase have got; saved while a question waits, so it can resume. */
-export interface ToolCallsProgress {
-  /** Finished calls, by call id. */
-  done: Record<string, ToolCallRecord>;
-  /** The question being waited on, if any; `announced` once its agent_request_input is logged. */
-  awaiting?: { callId: string; questionId?: string; question: string; deadline: string; announced: boolean } | undefined;
 }
 
 const SUMMARY_MAX_CHARS = 2_000;
@@ -34,33 +30,26 @@ function newQuestionId(): string {
  * Runs the tool calls of one act phase. Ordinary tools run in parallel (they are independent by
  * construction: the model issued them together); `request_input` questions are asked one at a
  * time. Results come back in the model's order, each under its call's id, made unique first (see
- * withUniqueIds). Calls already in `progress.done` are not run again, and an `awaiting` question
- * is waited on without being asked twice. `onAwaitInput` runs once a question is shown and before
- * the wait, `onAnswered` once it is answered. Rejects on stop and on input timeout; on stop only
+ * withUniqueIds). Every result and answer is journaled, so a run that goes on from its past gets
+ * them back without calling or asking again. Rejects on stop and on input timeout; on stop only
  * once every call in flight has settled (the registry bounds how long that may take), so no tool
  * of the run is still at work when its ending is logged.
  */
-export async function runToolCalls(
-  modelCalls: LlmToolCall[],
-  step: number,
-  context: CallContext,
-  progress: ToolCallsProgress = { done: {} },
-  hooks: { onAwaitInput?: (progress: ToolCallsProgress) => Promise<void>; onAnswered?: () => Promise<void> } = {},
-): Promise<ToolCallRecord[]> {
+export async function runToolCalls(modelCalls: LlmToolCall[], step: number, context: CallContext): Promise<ToolCallRecord[]> {
   const calls = withUniqueIds(modelCalls);
   const input = context.input;
   const enabled = new Set(input.toolNames);
-  const pending = calls.filter((call) => call.name !== REQUEST_INPUT_TOOL && !progress.done[call.id]);
-  const settled = await Promise.allSettled(pending.map((call) => runOrdinary(call, step, enabled, input, context)));
+  const done = new Map<string, ToolCallRecord>();
+  const ordinary = calls.filter((call) => call.name !== REQUEST_INPUT_TOOL);
+  const settled = await Promise.allSettled(ordinary.map((call) => runOrdinary(call, step, enabled, input, context)));
   const failure = settled.find((result) => result.status === 'rejected');
   if (failure) throw failure.reason;
-  for (const result of settled) if (result.status === 'fulfilled') progress.done[result.value.call.id] = result.value;
+  for (const result of settled) if (result.status === 'fulfilled') done.set(result.value.call.id, result.value);
 
   for (const call of calls) {
-    if (call.name !== REQUEST_INPUT_TOOL || progress.done[call.id]) continue;
-    progress.done[call.id] = await askUser(call, step, context, progress, hooks);
+    if (call.name === REQUEST_INPUT_TOOL) done.set(call.id, await askUser(call, step, context));
   }
-  return calls.map((call) => progress.done[call.id]!);
+  return calls.map((call) => done.get(call.id)!);
 }
 
 /**
@@ -131,63 +120,45 @@ async function runOrdinary(
   return { call, content: outcome.content, summary: summarize(`${call.name}(${JSON.stringify(args)})`, outcome.content) };
 }
 
-/** The virtual request_input tool: show the question, wait for the answer, return it as the result. */
-async function askUser(
-  call: LlmToolCall,
-  step: number,
-  context: CallContext,
-  progress: ToolCallsProgress,
-  hooks: { onAwaitInput?: (progress: ToolCallsProgress) => Promise<void>; onAnswered?: () => Promise<void> },
-): Promise<ToolCallRecord> {
-  const { events, sink, control, inputTimeoutMs } = context;
-  let awaiting = progress.awaiting?.callId === call.id ? progress.awaiting : undefined;
-  if (!awaiting) {
-    const question = readQuestion(call, context);
-    if (!question) {
-      const error = 'request_input needs a non-empty "question" string';
-      await sink.emit(events.toolStart(step, call.id, call.name, { raw: call.arguments }));
-      await sink.emit(events.toolError(step, call.id, call.name, error, 0));
-      return { call, content: `Error: ${error}`, summary: summarize(REQUEST_INPUT_TOOL, `Error: ${error}`) };
-    }
-    await sink.emit(events.toolStart(step, call.id, call.name, { question }));
-    awaiting = {
-      callId: call.id,
-      questionId: newQuestionId(),
-      question,
-      deadline: new Date(Date.now() + inputTimeoutMs).toISOString(),
-      announced: false,
-    };
+/**
+ * The virtual request_input tool: show the question, wait for the answer, return it as the result.
+ * The question (its id, its deadline) and the answer are journaled: a run going on from its past
+ * shows the same question and, when it was answered, takes the answer without asking again; one
+ * that timed out is asked afresh. After a restart, a question still waiting keeps its deadline.
+ */
+async function askUser(call: LlmToolCall, step: number, context: CallContext): Promise<ToolCallRecord> {
+  const { events, sink, control, inputTimeoutMs, effects } = context;
+  const question = readQuestion(call, context);
+  if (!question) {
+    const error = 'request_input needs a non-empty "question" string';
+    await sink.emit(events.toolStart(step, call.id, call.name, { raw: call.arguments }));
+    await sink.emit(events.toolError(step, call.id, call.name, error, 0));
+    return { call, content: `Error: ${error}`, summary: summarize(REQUEST_INPUT_TOOL, `Error: ${error}`) };
   }
-  // A question saved before ids existed gets one now, kept with it from here on.
-  if (!awaiting.questionId) awaiting = { ...awaiting, questionId: newQuestionId() };
-  const questionId = awaiting.questionId!;
-  if (!awaiting.announced) {
-    // The run is saved before the question is shown, so no one sees a question a restart would forget;
-    // a crash between the two shows it once more after the restart.
-    progress.awaiting = awaiting;
-    await hooks.onAwaitInput?.(progress);
-    await sink.emit(events.requestInput(step, awaiting.question, call.id, questionId, new Date(awaiting.deadline)));
-    awaiting = { ...awaiting, announced: true };
-    progress.awaiting = awaiting;
-    await hooks.onAwaitInput?.(progress);
-  }
-  const started = performance.now();
-  let answer: string;
-  try {
-    // After a restart the deadline still counts from when the question was first asked.
-    const remaining = Math.max(0, Date.parse(awaiting.deadline) - Date.now());
-    answer = await control.waitForInput(questionId, remaining, control.signal);
-  } catch (error) {
-    if (!isAbortError(error, control.signal)) await sink.emit(events.requestInputTimeout(step));
-    throw error;
-  }
-  progress.awaiting = undefined;
-  await hooks.onAnswered?.();
-  await sink.emit(events.toolComplete(step, call.id, call.name, answer, Math.round(performance.now() - started)));
+  await sink.emit(events.toolStart(step, call.id, call.name, { question }));
+  const fresh = () => ({ id: newQuestionId(), deadline: new Date(Date.now() + inputTimeoutMs).toISOString() });
+  let asked = (await effects.once(JOURNAL.question, call.id, async () => fresh())).value;
+  // A continued run asks again, under a new id, a question of its past that nobody answered in time;
+  // after a restart the same run's question keeps its deadline.
+  if (effects.continues && !effects.has(JOURNAL.answer, call.id) && Date.parse(asked.deadline) <= Date.now()) asked = fresh();
+  await sink.emit(events.requestInput(step, question, call.id, asked.id, new Date(asked.deadline)));
+  const { answer, durationMs } = (
+    await effects.once(JOURNAL.answer, call.id, async () => {
+      const started = performance.now();
+      try {
+        const remaining = Math.max(0, Date.parse(asked.deadline) - Date.now());
+        return { answer: await control.waitForInput(asked.id, remaining, control.signal), durationMs: Math.round(performance.now() - started) };
+      } catch (error) {
+        if (!isAbortError(error, control.signal)) await sink.emit(events.requestInputTimeout(step));
+        throw error;
+      }
+    })
+  ).value;
+  await sink.emit(events.toolComplete(step, call.id, call.name, answer, durationMs));
   return {
     call,
     content: answer,
-    summary: summarize(`asked the user "${awaiting.question}"`, `the user answered: ${answer}`),
+    summary: summarize(`asked the user "${question}"`, `the user answered: ${answer}`),
   };
 }
 

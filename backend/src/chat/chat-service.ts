@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import type { AgentControlMessage, ErrorCode, AgentUserInputMessage, ChatMessage, ClientMessage, ErrorEvent, StopReason } from '@stepwise/shared-types';
 import { AgentControl } from '../agent/agent-control.ts';
 import type { ControlCommand, ControlOutcome } from '../agent/control-bus.ts';
-import type { RunCheckpoint } from '../agent/run-kernel.ts';
 import type { RunInput } from '../agent/strategy.ts';
 import type { RunRecord } from '../store/store.ts';
 import type { ChatDependencies } from './chat-dependencies.ts';
@@ -158,7 +157,7 @@ export class ChatService {
     // Checked again: another message may have started something while the run was looked up.
     if (this.active) return reject('run_active', 'A response is still in progress: stop it or wait for response_complete');
     const runId = randomUUID();
-    return this.occupy(runId, sender, { force: false }, (control) => this.runs.launchContinuation({ ...found.request, runId }, control));
+    return this.occupy(runId, sender, { force: false }, (control) => this.runs.launchContinuation({ ...found.input, runId }, found.past, control));
   }
 
   /** Sends a command to the active run through the control bus, wherever the run executes. */
@@ -212,15 +211,19 @@ export class ChatService {
     return undefined;
   }
 
-  /** Goes on with a run that waited for the user when the server stopped. */
-  resume(run: RunRecord, checkpoint: RunCheckpoint): void {
-    if (!this.deps.kernel.has(run.strategy) || this.active) {
-      void this.closeInterrupted(run);
-      return;
+  /**
+   * After a restart: a run the server was in the middle of goes on from its journal, or is closed
+   * (no journal, RESUME_INTERRUPTED_RUNS off, its ending already logged). Resolves with which.
+   */
+  async recover(run: RunRecord): Promise<'resumed' | 'closed'> {
+    const found = this.active ? undefined : await this.runs.recoverInput(run);
+    if (!found || this.active) {
+      await this.runs.closeInterrupted(run);
+      return 'closed';
     }
-    const input: RunInput = { ...checkpoint.input, strategy: run.strategy };
-    // A run that already waited before the restart is not refused for lack of a slot.
-    this.occupy(run.id, {}, { force: true }, (control) => this.runs.execute(input, control, checkpoint.state));
+    // A run that was going before the restart is not refused for lack of a slot.
+    this.occupy(run.id, {}, { force: true }, (control) => this.runs.execute(found.input, control, found.past));
+    return 'resumed';
   }
 
   /** Closes a run the server was in the middle of when it stopped (see SessionRuns). */

@@ -1,4 +1,4 @@
-import type { LoggedEvent } from '@stepwise/shared-types';
+import type { LoggedEvent, LoggedEventBody } from '@stepwise/shared-types';
 import type { Logger } from '../logger.ts';
 import type { RunEnd, RunRecord, Store } from '../store/store.ts';
 
@@ -98,5 +98,29 @@ function readPlainChatEvent(logged: LoggedRun, event: LoggedEvent): void {
   if (event.type === 'response_complete') {
     logged.end ??= { status: 'stopped' };
     logged.complete = true;
+  }
+}
+
+/** The events the kernel logs around a strategy's own: its start and its ending. */
+const KERNEL_EVENTS = new Set(['agent_start', 'agent_completion', 'agent_stopped', 'agent_error', 'assistant_message', 'response_complete']);
+
+/**
+ * The events a run's strategy logged, in order (its start and ending left out): what a run going on
+ * from that past will not log again. Plain chat answers log none of their own.
+ */
+export async function strategyEventsOf(store: Store, run: RunRecord): Promise<LoggedEventBody[]> {
+  const found: LoggedEventBody[] = [];
+  let after = run.afterSeq ?? 0;
+  for (;;) {
+    const page = await store.listEvents(run.sessionId, after, SCAN_PAGE_SIZE);
+    for (const event of page) {
+      if (event.run_id !== run.id) continue;
+      const kind = event.type === 'agent_update' ? event.update_type : event.type;
+      if (KERNEL_EVENTS.has(kind)) continue;
+      const { seq: _seq, ts: _ts, ...body } = event;
+      found.push(body as LoggedEventBody);
+    }
+    if (page.length < SCAN_PAGE_SIZE) return found;
+    after = page.at(-1)!.seq;
   }
 }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { LoggedEventBody, ModelHealthEvent, StopReason, ToolsChangedEvent } from '@stepwise/shared-types';
 import { inject, injectable } from 'tsyringe';
 import type { ControlBus } from '../agent/control-bus.ts';
-import { type RunCheckpoint, RunKernel } from '../agent/run-kernel.ts';
+import { RunKernel } from '../agent/run-kernel.ts';
 import type { Config } from '../config/config.ts';
 import { type FileListener, SessionFiles } from '../files/session-files.ts';
 import type { Logger } from '../logger.ts';
@@ -113,10 +113,10 @@ export class SessionManager {
   }
 
   /**
-   * After a restart: runs that were waiting for the user's answer go on waiting (their deadline
-   * still counts from when they asked); runs caught in the middle of anything else are closed.
-   * A run whose ending is already logged (its end could not be saved) never goes on, and is not
-   * ended twice. One run that cannot be recovered does not keep the server from starting.
+   * After a restart: runs it interrupted go on from their journals (a question keeps its deadline);
+   * without a journal, or with RESUME_INTERRUPTED_RUNS off, they are closed. A run whose ending is
+   * already logged (its end could not be saved) never goes on, and is not ended twice. One run
+   * that cannot be recovered does not keep the server from starting.
    */
   async recover(): Promise<{ resumed: number; closed: number }> {
     let resumed = 0;
@@ -125,14 +125,8 @@ export class SessionManager {
       try {
         const chat = await this.find(run.sessionId);
         if (!chat) continue;
-        const checkpoint = isRunCheckpoint(run.checkpoint) ? run.checkpoint : undefined;
-        if (checkpoint && !hasEnded(await readLoggedRun(this.store, run, { plainChat: run.strategy === PLAIN_CHAT }))) {
-          chat.resume(run, checkpoint);
-          resumed++;
-        } else {
-          await chat.closeInterrupted(run);
-          closed++;
-        }
+        if ((await chat.recover(run)) === 'resumed') resumed++;
+        else closed++;
         this.release(chat);
       } catch (error) {
         this.logger.error({ err: error, run_id: run.id, session_id: run.sessionId }, 'could not recover a run interrupted by a restart');
@@ -211,8 +205,4 @@ export class SessionManager {
     if (timer) clearTimeout(timer);
     this.idleTimers.delete(id);
   }
-}
-
-function isRunCheckpoint(value: unknown): value is RunCheckpoint {
-  return typeof value === 'object' && value !== null && 'input' in value && 'state' in value;
 }

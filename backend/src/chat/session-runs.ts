@@ -1,11 +1,15 @@
 import type { AgentControl } from '../agent/agent-control.ts';
 import { runEvents } from '../agent/run-events.ts';
+import { JOURNAL, type RunPast } from '../agent/run-journal.ts';
 import type { RunInput } from '../agent/strategy.ts';
 import type { LlmMessage } from '../messages.ts';
 import type { RunRecord } from '../store/store.ts';
 import type { ChatDependencies } from './chat-dependencies.ts';
-import { readLoggedRun, saveRunEnd } from './run-endings.ts';
+import { hasEnded, readLoggedRun, saveRunEnd, strategyEventsOf } from './run-endings.ts';
 import type { SessionEventLog } from './session-event-log.ts';
+
+/** A run's past, with how much of its transcript the session's history holds already. */
+export type RunPastWithHistory = RunPast & { storedMessages: number };
 
 /** The run records (and the strategy) of plain chat answers carry this name. */
 export const PLAIN_CHAT = 'chat';
@@ -37,13 +41,14 @@ export class SessionRuns {
   /**
    * What continuing a run would start, or why it cannot: the run (default: the session's last) must
    * be an agent run, the session's last, and ended short of an answer (stopped, failed, input timed
-   * out, at its step limit). The new run has the same request, strategy, options and tools, and
-   * starts from the earlier run's messages.
+   * out, at its step limit). The new run has the same request, strategy, options and tools, a
+   * budget of `extraSteps` more steps, and goes on from the earlier run's journal: its completed
+   * calls are not made again, its steps are not shown again.
    */
   async continuation(
     runId: string | undefined,
     extraSteps: number | undefined,
-  ): Promise<{ ok: true; request: Omit<RunInput, 'sessionId' | 'runId'> & { strategy: string } } | { ok: false; message: string }> {
+  ): Promise<{ ok: true; input: Omit<RunInput, 'runId'>; past: RunPastWithHistory } | { ok: false; message: string }> {
     const { store, config } = this.deps;
     const runs = await store.listRuns(this.sessionId);
     const last = runs.at(-1);
@@ -56,41 +61,55 @@ export class SessionRuns {
     if (target.status === 'completed' && logged.completionReason !== 'max_steps') {
       return { ok: false, message: 'That run answered; send a new message to go further' };
     }
-    if (!this.deps.kernel.has(target.strategy)) return { ok: false, message: `Strategy "${target.strategy}" is not available` };
-    const messages = (await store.listMessages(this.sessionId)).map((record) => record.message);
-    const asked = messages.findLastIndex((message) => message.role === 'user');
-    if (asked < 0) return { ok: false, message: 'The run’s question is not in the history' };
+    const past = await this.readPast(target);
+    if (!past) return { ok: false, message: 'That run was recorded before runs could be continued' };
+    if (!this.deps.kernel.has(past.input.strategy ?? target.strategy)) return { ok: false, message: `Strategy "${target.strategy}" is not available` };
     const { maxStepsDefault, maxStepsLimit } = config.agent;
+    const extra = Math.max(1, extraSteps ?? maxStepsDefault);
+    const stepsSoFar = target.steps ?? logged.step;
+    const conversation = await this.conversation();
+    // A run that completed (at its step limit) closed with an answer: its steps are the messages before it.
+    const stored = conversation.after.length - (target.status === 'completed' ? 1 : 0);
     return {
       ok: true,
-      request: {
-        strategy: target.strategy,
-        question: (messages[asked] as { content: string }).content,
-        history: trimToBudget(messages.slice(0, asked), config.agent.contextBudgetChars),
-        maxSteps: Math.min(maxStepsLimit, Math.max(1, extraSteps ?? maxStepsDefault)),
-        toolNames: logged.start?.tools ?? this.deps.tools.defaultNames(),
-        options: logged.start?.options ?? {},
-        // Its last message is the answer it ended with (the best so far, or a note): the new run goes on from its steps.
-        continuation: { fromRunId: target.id, transcript: withoutClosingAnswer(messages.slice(asked + 1)) },
-      },
+      input: { ...past.input, sessionId: this.sessionId, history: conversation.history, maxSteps: Math.min(maxStepsLimit, stepsSoFar + extra) },
+      past: { ...past.past, storedMessages: Math.max(0, stored) },
     };
   }
 
   /** Records a run that continues an earlier one (no new user message: the request is the same) and runs it. */
-  async launchContinuation(request: Omit<RunInput, 'sessionId'> & { strategy: string }, control: AgentControl): Promise<void> {
-    await this.deps.store.createRun({ id: request.runId, sessionId: this.sessionId, strategy: request.strategy, maxSteps: request.maxSteps });
-    await this.execute({ ...request, sessionId: this.sessionId }, control);
+  async launchContinuation(input: RunInput, past: RunPastWithHistory, control: AgentControl): Promise<void> {
+    await this.deps.store.createRun({ id: input.runId, sessionId: this.sessionId, strategy: input.strategy ?? 'roa', maxSteps: input.maxSteps });
+    await this.execute(input, control, past);
   }
 
-  async execute(input: RunInput, control: AgentControl, resume?: unknown): Promise<void> {
+  /**
+   * After a restart, a run the server was in the middle of goes on from its journal
+   * (RESUME_INTERRUPTED_RUNS): what it had done is not done again, what it had shown is not shown
+   * again, a question it was waiting on waits on. Without a journal (or with the setting off) it
+   * is closed. Resolves with what became of it.
+   */
+  async recoverInput(run: RunRecord): Promise<{ input: RunInput; past: RunPastWithHistory } | undefined> {
+    if (!this.deps.config.resumeInterruptedRuns || !this.deps.kernel.has(run.strategy)) return undefined;
+    const logged = await readLoggedRun(this.deps.store, run, { plainChat: run.strategy === PLAIN_CHAT });
+    if (hasEnded(logged)) return undefined;
+    const past = await this.readPast(run);
+    if (!past) return undefined;
+    const conversation = await this.conversation();
+    return {
+      input: { ...past.input, runId: run.id, sessionId: this.sessionId, history: conversation.history },
+      past: { ...past.past, storedMessages: 0 },
+    };
+  }
+
+  async execute(input: RunInput, control: AgentControl, past?: RunPastWithHistory): Promise<void> {
     const { store, logger, kernel } = this.deps;
     const runLogger = logger.child({ session_id: this.sessionId });
     await kernel.execute(
       input,
       { control, sink: this.log, filesManifest: () => this.deps.files.manifest(this.sessionId) },
       {
-        resume,
-        saveCheckpoint: (checkpoint) => store.saveCheckpoint(input.runId, checkpoint),
+        ...(past ? { past } : {}),
         onEnd: async (outcome) => {
           try {
             await store.appendMessages(this.sessionId, outcome.transcript, this.log.lastSeq);
@@ -112,6 +131,26 @@ export class SessionRuns {
         },
       },
     );
+  }
+
+  /** A run's journaled input and its past (journal and the events its strategy logged); undefined without a journal. */
+  private async readPast(run: RunRecord): Promise<{ input: Omit<RunInput, 'sessionId' | 'history'> & { runId: string }; past: RunPast } | undefined> {
+    const entries = await this.deps.store.readJournal(run.id);
+    const inputEntry = entries.find((entry) => entry.kind === JOURNAL.input);
+    if (!inputEntry) return undefined;
+    const input = { ...(inputEntry.value as Omit<RunInput, 'sessionId' | 'history'>), strategy: run.strategy };
+    const events = await strategyEventsOf(this.deps.store, run);
+    return { input, past: { runId: run.id, entries: entries.filter((entry) => entry !== inputEntry), events } };
+  }
+
+  /** The session's history split at the last question: the turns before it (trimmed to the budget), and what came after it. */
+  private async conversation(): Promise<{ history: LlmMessage[]; after: LlmMessage[] }> {
+    const messages = (await this.deps.store.listMessages(this.sessionId)).map((record) => record.message);
+    const asked = messages.findLastIndex((message) => message.role === 'user');
+    return {
+      history: trimToBudget(messages.slice(0, Math.max(0, asked)), this.deps.config.agent.contextBudgetChars),
+      after: asked < 0 ? [] : messages.slice(asked + 1),
+    };
   }
 
   /**
@@ -162,8 +201,3 @@ export function trimToBudget(messages: LlmMessage[], budgetChars: number): LlmMe
 }
 
 
-/** A run's messages without the plain answer it closed with, so its steps are where a continuation starts. */
-function withoutClosingAnswer(messages: LlmMessage[]): LlmMessage[] {
-  const last = messages.at(-1);
-  return last?.role === 'assistant' && !last.toolCalls?.length ? messages.slice(0, -1) : messages;
-}

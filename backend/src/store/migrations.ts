@@ -65,7 +65,7 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
     name: 'run journal: every effect of a run, by position',
     sql: `
       create table run_journal (
-        run_id text not null references runs (id) on delete cascade,
+        run_id uuid not null references runs (id) on delete cascade,
         position integer not null,
         kind text not null,
         key text not null,

@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import type { LlmMessage, LlmToolCall } from '../../messages.ts';
+import type { LlmMessage } from '../../messages.ts';
 import { requestInputSchema } from '../../tools/request-input-tool.ts';
 import { ObserveControl, ReasonControl } from '../control-block.ts';
 import { runPhase } from '../phase.ts';
 import { defineStrategy, type Run, type RunSuccess } from '../strategy.ts';
-import { runToolCalls, type ToolCallsProgress, toolCallMessages } from '../tool-calls.ts';
+import { runToolCalls, toolCallMessages } from '../tool-calls.ts';
 import { roaDemo } from './roa-demo.ts';
 
 /** The templates in prompts/roa/, each with an example of its variables. */
@@ -29,19 +29,11 @@ interface LoopState {
   bestAnswer: string;
 }
 
-/** Saved while the act phase waits for the user's answer: enough to go on after a restart. */
-export interface RoaCheckpoint {
-  version: 1;
-  step: number;
-  loop: LoopState;
-  transcript: LlmMessage[];
-  act: { text: string; calls: LlmToolCall[]; progress: ToolCallsProgress };
-}
-
 /**
  * The strict reason → act → observe loop: every step runs all three phases in order. Reason and
  * observe are plain model calls; act offers the enabled tools plus `request_input`. At the step
- * limit, one last call gives the best answer from what was found.
+ * limit, one last call gives the best answer from what was found. Nothing here is about restarts:
+ * the kernel's journal replays the run's past (a question that waited, a stopped run continued).
  */
 export const roa = defineStrategy({
   name: 'roa',
@@ -52,22 +44,14 @@ export const roa = defineStrategy({
   demo: roaDemo,
   async run(run: RoaRun): Promise<RunSuccess> {
     const { control, progress, input } = run;
-    const saved = isCheckpoint(run.resume) ? run.resume : undefined;
-    const loop: LoopState = saved ? { ...saved.loop } : { lastObservation: '', bestAnswer: '' };
-    if (saved) progress.transcript.push(...saved.transcript);
+    const loop: LoopState = { lastObservation: '', bestAnswer: '' };
 
-    for (let step = saved?.step ?? 1; ; step++) {
+    for (let step = 1; ; step++) {
       progress.step = step;
-      let toolSummaries: string[];
-      if (saved && step === saved.step) {
-        // Resumed in the middle of this step's act phase: reason and the act call already ran.
-        toolSummaries = await runCalls(run, step, saved.act.text, saved.act.calls, saved.act.progress, loop);
-      } else {
-        await run.sink.emit(run.events.turnStart(step));
-        const reason = await reasonPhase(run, step, loop.lastObservation);
-        control.throwIfStopped();
-        toolSummaries = reason.finish ? [] : await actPhase(run, step, reason.plan, loop);
-      }
+      await run.sink.emit(run.events.turnStart(step));
+      const reason = await reasonPhase(run, step, loop.lastObservation);
+      control.throwIfStopped();
+      const toolSummaries = reason.finish ? [] : await actPhase(run, step, reason.plan);
       control.throwIfStopped();
       const next = await observePhase(run, step, toolSummaries);
 
@@ -116,7 +100,7 @@ async function reasonPhase(run: RoaRun, step: number, lastObservation: string) {
 }
 
 /** Act: one model call with the tools; run what it asks for. Returns a summary line per call. */
-async function actPhase(run: RoaRun, step: number, plan: string, loop: LoopState): Promise<string[]> {
+async function actPhase(run: RoaRun, step: number, plan: string): Promise<string[]> {
   const { input } = run;
   const { text, toolCalls } = await runPhase(run, {
     purpose: 'roa.act',
@@ -133,24 +117,7 @@ async function actPhase(run: RoaRun, step: number, plan: string, loop: LoopState
     tools: [...run.tools.schemas(input.toolNames), requestInputSchema],
   });
   if (toolCalls.length === 0) return [];
-  return runCalls(run, step, text, toolCalls, { done: {} }, loop);
-}
-
-/** Runs (or resumes) an act phase's tool calls, saving a checkpoint while a question waits. */
-async function runCalls(
-  run: RoaRun,
-  step: number,
-  text: string,
-  calls: LlmToolCall[],
-  progress: ToolCallsProgress,
-  loop: LoopState,
-): Promise<string[]> {
-  const transcript = [...run.progress.transcript];
-  const records = await runToolCalls(calls, step, run, progress, {
-    onAwaitInput: (current) =>
-      run.checkpoints.save({ version: 1, step, loop, transcript, act: { text, calls, progress: current } } satisfies RoaCheckpoint),
-    onAnswered: () => run.checkpoints.clear(),
-  });
+  const records = await runToolCalls(toolCalls, step, run);
   // The call and its results join the transcript together, so it never holds a call without a result.
   run.progress.transcript.push(...toolCallMessages(text, records));
   return records.map((record) => record.summary);
@@ -213,8 +180,4 @@ function conversation(system: string, run: RoaRun): LlmMessage[] {
 
 function noAnswer(maxSteps: number): string {
   return `I could not reach an answer within ${maxSteps} step${maxSteps === 1 ? '' : 's'}.`;
-}
-
-function isCheckpoint(value: unknown): value is RoaCheckpoint {
-  return typeof value === 'object' && value !== null && (value as RoaCheckpoint).version === 1 && 'act' in value;
 }
