@@ -4,6 +4,7 @@ import { Conversation } from './components/Conversation.tsx';
 import { Header } from './components/Header.tsx';
 import { QuestionBanner } from './components/QuestionBanner.tsx';
 import { SessionSidebar } from './components/SessionSidebar.tsx';
+import { SettingsDialog } from './components/SettingsDialog.tsx';
 import { TokenPrompt } from './components/TokenPrompt.tsx';
 import { useNow } from './lib/use-now.ts';
 import { useStepwise } from './lib/use-stepwise.ts';
@@ -17,6 +18,7 @@ export function App() {
   const question = pendingQuestion(state);
   const [sidebarOpen, setSidebarOpen] = useState(false);
   const [dragging, setDragging] = useState(false);
+  const [settingsOpen, setSettingsOpen] = useState(false);
   const now = useNow();
   // The list refreshes when a response completes (a new title, a new last activity).
   const refreshKey = state.busy ? -1 : state.lastSeq;
@@ -43,7 +45,14 @@ export function App() {
         }}
       >
       {dragging && <div className="drop-hint" aria-hidden="true">Drop files to attach them to this chat</div>}
-      <Header session={state.session} connection={state.connection} onToggleSidebar={() => setSidebarOpen((open) => !open)} />
+      <Header
+        session={state.session}
+        connection={state.connection}
+        now={now}
+        onToggleSidebar={() => setSidebarOpen((open) => !open)}
+        onOpenSettings={() => setSettingsOpen(true)}
+      />
+      {settingsOpen && <SettingsDialog session={state.session} now={now} onClose={() => setSettingsOpen(false)} />}
       <Conversation state={state} now={now} />
       <div className="dock">
         {question && (
@@ -65,6 +74,7 @@ export function App() {
           limits={state.session?.limits}
           tools={state.session?.tools ?? []}
           mcpServers={state.session?.mcp_servers ?? []}
+          strategies={state.session?.strategy_catalog ?? []}
           question={question?.text}
           onAttach={(files) => void actions.attach(files)}
           onSend={actions.chat}

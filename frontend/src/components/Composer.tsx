@@ -1,6 +1,10 @@
-import type { McpServerStatus, ToolInfo } from '@stepwise/shared-types';
-import { type FormEvent, useEffect, useId, useRef, useState } from 'react';
+import type { McpServerStatus, StrategyInfo, ToolInfo } from '@stepwise/shared-types';
+import { type FormEvent, useEffect, useId, useMemo, useRef, useState } from 'react';
+import { loadStrategyChoice, saveStrategyChoice, type StrategyChoice } from '../lib/strategy-choice.ts';
+import { initialValues, optionFields, optionsToSend } from '../lib/strategy-options.ts';
+import type { SendOptions } from '../lib/use-stepwise.ts';
 import { PaperclipIcon, SlidersIcon } from './Icons.tsx';
+import { StrategyPicker } from './StrategyPicker.tsx';
 import { ToolPicker } from './ToolPicker.tsx';
 
 export interface ComposerProps {
@@ -10,10 +14,12 @@ export interface ComposerProps {
   limits: { max_steps_default: number; max_steps_limit: number } | undefined;
   tools: ToolInfo[];
   mcpServers: McpServerStatus[];
+  /** The session's strategy catalog: a picker shows when it offers more than one. */
+  strategies: StrategyInfo[];
   /** The question the agent waits on: the box then takes the answer. */
   question: string | undefined;
   onAttach: (files: File[]) => void;
-  onSend: (content: string, options: { agentMode: boolean; maxSteps: number; tools: string[] }) => boolean;
+  onSend: (content: string, options: SendOptions) => boolean;
   onAnswer: (answer: string) => boolean;
   /** The user tried to send while a run works: say why nothing was sent. */
   onBlockedSend: () => void;
@@ -32,7 +38,7 @@ export function correctMaxSteps(value: string, fallback: number, limit: number):
  * toggle on narrow screens), Send or Stop. While the agent asks something, the box takes the answer.
  */
 export function Composer(props: ComposerProps) {
-  const { busy, stopping, connected, limits, tools, mcpServers, question, onAttach, onSend, onAnswer, onBlockedSend, onStop } = props;
+  const { busy, stopping, connected, limits, tools, mcpServers, strategies, question, onAttach, onSend, onAnswer, onBlockedSend, onStop } = props;
   const fileInput = useRef<HTMLInputElement>(null);
   const textarea = useRef<HTMLTextAreaElement>(null);
   const optionsId = useId();
@@ -44,6 +50,16 @@ export function Composer(props: ComposerProps) {
   const [maxSteps, setMaxSteps] = useState(String(defaultSteps));
   const [enabled, setEnabled] = useState<Set<string> | undefined>(undefined);
   const [optionsOpen, setOptionsOpen] = useState(false);
+  // The strategy and its options are remembered per browser.
+  const [choice, setChoice] = useState<StrategyChoice>(() => loadStrategyChoice());
+  const offered = strategies.length > 1;
+  const strategy = strategies.find((entry) => entry.name === choice.strategy) ?? strategies.find((entry) => entry.name === 'roa') ?? strategies[0];
+  const fields = useMemo(() => optionFields(strategy?.options_schema), [strategy]);
+  const values = strategy ? initialValues(fields, choice.options[strategy.name]) : {};
+  const choose = (next: StrategyChoice) => {
+    setChoice(next);
+    saveStrategyChoice(next);
+  };
 
   // A new question takes the focus, so that typing answers it.
   useEffect(() => {
@@ -73,7 +89,13 @@ export function Composer(props: ComposerProps) {
       onBlockedSend();
       return;
     }
-    const sent = onSend(text, { agentMode, maxSteps: correct(), tools: tools.map((tool) => tool.name).filter((name) => enabledTools.has(name)) });
+    const options: SendOptions = { agentMode, maxSteps: correct(), tools: tools.map((tool) => tool.name).filter((name) => enabledTools.has(name)) };
+    if (offered && strategy) {
+      const strategyOptions = optionsToSend(fields, values);
+      options.strategy = strategy.name;
+      if (Object.keys(strategyOptions).length > 0) options.strategyOptions = strategyOptions;
+    }
+    const sent = onSend(text, options);
     if (sent) setContent('');
   };
 
@@ -85,7 +107,8 @@ export function Composer(props: ComposerProps) {
   };
 
   const enabledCount = tools.filter((tool) => enabledTools.has(tool.name)).length;
-  const optionsSummary = agentMode ? `Agent · up to ${maxSteps} steps · ${enabledCount} tool${enabledCount === 1 ? '' : 's'}` : 'Plain chat';
+  const strategyPart = offered && strategy ? ` · ${strategy.label}` : '';
+  const optionsSummary = agentMode ? `Agent${strategyPart} · up to ${maxSteps} steps · ${enabledCount} tool${enabledCount === 1 ? '' : 's'}` : 'Plain chat';
   // Short, so that the box stays one line on a phone; Enter sends, Shift+Enter breaks the line.
   const placeholder = question !== undefined ? 'Your answer…' : busy ? 'The agent is working…' : agentMode ? 'Ask the agent…' : 'Message…';
 
@@ -125,6 +148,16 @@ export function Composer(props: ComposerProps) {
             onBlur={correct}
           />
         </label>
+        {agentMode && offered && strategy && (
+          <StrategyPicker
+            strategies={strategies}
+            selected={strategy}
+            fields={fields}
+            values={values}
+            onSelect={(name) => choose({ ...choice, strategy: name })}
+            onChange={(name, value) => choose({ ...choice, options: { ...choice.options, [strategy.name]: { ...values, [name]: value } } })}
+          />
+        )}
         {agentMode && (tools.length > 0 || mcpServers.length > 0) && (
           <ToolPicker tools={tools} mcpServers={mcpServers} enabled={enabledTools} onToggle={toggleTool} />
         )}

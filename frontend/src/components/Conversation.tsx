@@ -1,4 +1,5 @@
 import { useEffect, useRef } from 'react';
+import { awaitingAnswer } from '../state/reducer.ts';
 import type { ViewState } from '../state/view-state.ts';
 import { Markdown } from './Markdown.tsx';
 import { RunTimeline } from './RunTimeline.tsx';
@@ -45,14 +46,15 @@ export function Conversation({ state, now }: { state: ViewState; now: Date }) {
           case 'failure':
             return (
               <div key={item.id} className="turn turn-assistant" data-testid="answer-failure">
-                <div className="bubble failure" role="status">
+                <div className="bubble failure" role="status" title={`The answer failed (${item.code})`}>
                   {item.message}
                 </div>
               </div>
             );
           case 'run': {
             const run = state.runs[item.runId];
-            return run ? <RunTimeline key={item.id} run={run} now={now} /> : null;
+            const label = state.session?.strategy_catalog?.find((strategy) => strategy.name === run?.strategy)?.label;
+            return run ? <RunTimeline key={item.id} run={run} now={now} {...(label ? { strategyLabel: label } : {})} /> : null;
           }
           default: {
             const unexpected: never = item;
@@ -60,6 +62,11 @@ export function Conversation({ state, now }: { state: ViewState; now: Date }) {
           }
         }
       })}
+      {awaitingAnswer(state) && (
+        <div className="turn turn-assistant pending" data-testid="assistant-pending">
+          <div className="bubble muted">Thinking…</div>
+        </div>
+      )}
       {state.streamingAnswer !== undefined && (
         <div className="turn turn-assistant streaming" data-testid="assistant-streaming">
           <Markdown text={state.streamingAnswer} className="bubble" />

@@ -1,5 +1,8 @@
 import type { SessionEvent } from '@stepwise/shared-types';
+import { healthSummary } from '../lib/model-health.ts';
+import { formatWhen } from '../lib/time.ts';
 import type { ConnectionState } from '../state/view-state.ts';
+import { GearIcon } from './Icons.tsx';
 
 const CONNECTION_LABEL: Record<ConnectionState, string> = {
   connecting: 'Connecting…',
@@ -10,16 +13,25 @@ const CONNECTION_LABEL: Record<ConnectionState, string> = {
 /** What the demo badge says on hover; the empty conversation says it in full. */
 export const DEMO_HINT = 'This is the offline demo model. To use a real one, start Stepwise with OPENAI_BASE_URL (and OPENAI_API_KEY) pointing at any OpenAI-compatible endpoint.';
 
-/** The app bar, one line on every screen: name, the model in use, and the connection. */
+/**
+ * The app bar, one line on every screen: name, the model in use and its health, Settings, and the
+ * connection. When the model fails, a warning with what to do spans a second line.
+ */
 export function Header({
   session,
   connection,
+  now,
   onToggleSidebar,
+  onOpenSettings,
 }: {
   session: SessionEvent | undefined;
   connection: ConnectionState;
+  now: Date;
   onToggleSidebar: () => void;
+  onOpenSettings: () => void;
 }) {
+  const health = healthSummary(session);
+  const checked = health.checkedAt ? ` (checked ${formatWhen(health.checkedAt, now)})` : '';
   return (
     <header className="app-header">
       <button type="button" className="ghost sidebar-toggle" onClick={onToggleSidebar} aria-label="Chats">
@@ -40,11 +52,30 @@ export function Header({
               {session.model}
             </span>
           ))}
+        {health.status === 'ok' && (
+          <span className="health-dot health-ok" role="img" aria-label={`${health.label}${checked}`} title={`${health.label}${checked}`} data-testid="model-health" />
+        )}
       </div>
+      <button type="button" className="ghost settings-button" onClick={onOpenSettings} aria-haspopup="dialog" aria-label="Settings" title="Settings">
+        <GearIcon />
+        <span className="settings-button-label" aria-hidden="true">
+          Settings
+        </span>
+      </button>
       <div className={`connection connection-${connection}`} role="status" aria-label={`Connection: ${CONNECTION_LABEL[connection]}`} title={CONNECTION_LABEL[connection]}>
         <span className="connection-dot" aria-hidden="true" />
         <span className="connection-label">{CONNECTION_LABEL[connection]}</span>
       </div>
+      {health.status === 'failing' && (
+        <div className="health-warning" role="alert" data-testid="model-health-warning">
+          <span aria-hidden="true">⚠</span> <strong>{health.label}</strong>
+          {health.message && <span className="health-warning-message">: {health.message}</span>}
+          {health.hint && <span className="health-warning-hint"> · {health.hint}</span>}{' '}
+          <button type="button" className="link-button" onClick={onOpenSettings}>
+            Details
+          </button>
+        </div>
+      )}
     </header>
   );
 }

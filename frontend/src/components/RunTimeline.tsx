@@ -1,13 +1,17 @@
 import { formatClock, formatDuration, formatFull } from '../lib/time.ts';
 import { isStepFolded } from '../state/step-summary.ts';
 import type { RunEnd, RunView } from '../state/view-state.ts';
+import { RunTree } from './RunTree.tsx';
 import { StepCard } from './StepCard.tsx';
+import { strategyPanels } from './strategy-panels.ts';
 
 /** How a run ended, in words. */
 export function describeEnd(end: RunEnd): string {
   switch (end.kind) {
     case 'answered':
-      return `Answered in ${end.steps} step${end.steps === 1 ? '' : 's'}`;
+      return end.reason
+        ? `Finished (${end.reason.replace(/_/g, ' ')}) after ${end.steps} step${end.steps === 1 ? '' : 's'}`
+        : `Answered in ${end.steps} step${end.steps === 1 ? '' : 's'}`;
     case 'max_steps':
       return `Max steps reached (${end.steps}): best answer so far`;
     case 'stopped':
@@ -23,15 +27,25 @@ export function describeEnd(end: RunEnd): string {
   }
 }
 
-/** A run's header, its steps (live), and how it ended. */
-export function RunTimeline({ run, now }: { run: RunView; now: Date }) {
+/**
+ * A run's header, its steps (live), and how it ended. A roa run shows its steps; a strategy's run
+ * shows the strategy's panel when one is registered, else the generic tree of branches and events.
+ */
+export function RunTimeline({ run, now, strategyLabel }: { run: RunView; now: Date; strategyLabel?: string }) {
   const running = !run.end && !run.complete;
+  const Panel = run.strategy ? strategyPanels[run.strategy] : undefined;
+  const tree = run.branches.length > 0 || run.strategyEvents.length > 0;
   const lastStep = run.steps.at(-1)?.step;
   const took = run.startedAt && run.endedAt ? Date.parse(run.endedAt) - Date.parse(run.startedAt) : undefined;
   return (
     <div className="run" aria-label="Agent run" data-testid="run">
       <div className="run-head">
         <span className="run-title">Agent run</span>
+        {run.strategy && run.strategy !== 'roa' && (
+          <span className="badge run-strategy" data-testid="run-strategy">
+            {strategyLabel ?? run.strategy}
+          </span>
+        )}
         {run.startedAt && (
           <time dateTime={run.startedAt} title={formatFull(run.startedAt)}>
             {formatClock(run.startedAt, now)}
@@ -43,9 +57,15 @@ export function RunTimeline({ run, now }: { run: RunView; now: Date }) {
           </span>
         )}
       </div>
-      {run.steps.map((step) => (
-        <StepCard key={step.step} step={step} running={running} current={running && step.step === lastStep} folded={isStepFolded(run, step)} />
-      ))}
+      {Panel ? (
+        <Panel run={run} running={running} now={now} />
+      ) : tree ? (
+        <RunTree run={run} running={running} />
+      ) : (
+        run.steps.map((step) => (
+          <StepCard key={step.step} step={step} running={running} current={running && step.step === lastStep} folded={isStepFolded(run, step)} />
+        ))
+      )}
       {run.end && (
         <div className={`run-end run-end-${run.end.kind}`} role="status" data-testid="run-end">
           {describeEnd(run.end)}

@@ -26,10 +26,12 @@ export interface StepCardProps {
   running: boolean;
   /** Whether the step shows folded until the user opens or closes it. */
   folded: boolean;
+  /** What its badge says: "Step 2" by default, "Iteration 5" inside a branch. */
+  label?: string;
 }
 
 /** One reason → act → observe step; folds to a one-line summary once a later step begins. */
-export function StepCard({ step, current, running, folded }: StepCardProps) {
+export function StepCard({ step, current, running, folded, label = `Step ${step.step}` }: StepCardProps) {
   const tools = step.tools.filter((tool) => tool.name !== 'request_input');
   // The user's choice wins over the automatic folding.
   const [chosen, setChosen] = useState<boolean | undefined>(undefined);
@@ -44,7 +46,7 @@ export function StepCard({ step, current, running, folded }: StepCardProps) {
           setChosen(!open);
         }}
       >
-        <span className="step-badge">Step {step.step}</span>
+        <span className="step-badge">{label}</span>
         {current && !step.observeDone && <span className="spinner small" aria-label="in progress" />}
         {!open && (
           <span className="step-summary" data-testid="step-summary">
@@ -52,12 +54,12 @@ export function StepCard({ step, current, running, folded }: StepCardProps) {
           </span>
         )}
       </summary>
-      <section className="phase phase-reason" aria-label={`Reason, step ${step.step}`}>
+      <section className="phase phase-reason" aria-label={`Reason, ${label.toLowerCase()}`}>
         <h4 title={PHASE_HINTS.reason}>Reason</h4>
         {reason ? <AgentText text={reason} /> : <p className="muted">{running ? 'Thinking…' : 'Stopped before any reasoning.'}</p>}
       </section>
       {(tools.length > 0 || step.question) && (
-        <section className="phase phase-act" aria-label={`Act, step ${step.step}`}>
+        <section className="phase phase-act" aria-label={`Act, ${label.toLowerCase()}`}>
           <h4 title={PHASE_HINTS.act}>Act</h4>
           {tools.map((tool) => (
             <ToolCallCard key={tool.id} tool={tool} />
@@ -83,7 +85,7 @@ export function StepCard({ step, current, running, folded }: StepCardProps) {
         </section>
       )}
       {(observe || step.observeDone) && (
-        <section className="phase phase-observe" aria-label={`Observe, step ${step.step}`}>
+        <section className="phase phase-observe" aria-label={`Observe, ${label.toLowerCase()}`}>
           <h4 title={PHASE_HINTS.observe}>Observe</h4>
           <AgentText text={observe} />
         </section>

@@ -1,4 +1,4 @@
-import { type ClientMessage, ServerEvent } from '@stepwise/shared-types';
+import { AgentTextDelta, AgentUpdate, type ClientMessage, ServerEvent } from '@stepwise/shared-types';
 import type { ConnectionState } from '../state/view-state.ts';
 
 /** The part of the browser's WebSocket this client uses; `ws` sockets fit too, for tests. */
@@ -27,10 +27,25 @@ export interface SocketClientOptions {
 
 const OPEN = 1;
 
-/** An event the server sent that is not part of the contract (a newer server, say). */
+/**
+ * An event the server sent that is not part of the contract this app knows (a newer server, say):
+ * its type and seq; an agent_update of an update type this app does not know (a strategy's own)
+ * keeps all its fields, unchecked, for the reducer to keep as a strategy event.
+ */
 export interface UnknownServerEvent {
   type: string;
+  seq?: number;
+  [field: string]: unknown;
 }
+
+/** The event types of the contract; a frame of one of them that fails validation is not trusted. */
+const KNOWN_TYPES: ReadonlySet<string> = new Set(literalsOf(ServerEvent, 'type'));
+
+/** The update types this app validates; any other agent_update is a strategy's own. */
+const KNOWN_UPDATE_TYPES: ReadonlySet<string> = new Set([
+  ...AgentUpdate.options.map((option) => option.shape.update_type.value),
+  ...AgentTextDelta.shape.update_type.options,
+]);
 
 /**
  * The web app's one connection: it parses what arrives, remembers the session and the last seq,
@@ -139,7 +154,12 @@ export class StepwiseSocket {
   }
 }
 
-/** Parses one frame; contract events are validated, unknown types pass through for the reducer to ignore. */
+/**
+ * Parses one frame. Contract events are validated; an event of a type this app does not know
+ * passes through as its type (and seq, so that it counts as seen), and an agent_update of an
+ * update type it does not know with all its fields, for the run's strategy events. A frame of a
+ * known type that fails validation is dropped: the reducer trusts the known types' fields.
+ */
 export function parseServerEvent(data: unknown): ServerEvent | UnknownServerEvent | undefined {
   if (typeof data !== 'string') return undefined;
   let value: unknown;
@@ -150,6 +170,25 @@ export function parseServerEvent(data: unknown): ServerEvent | UnknownServerEven
   }
   const parsed = ServerEvent.safeParse(value);
   if (parsed.success) return parsed.data;
-  const type = (value as { type?: unknown } | null)?.type;
-  return typeof type === 'string' ? { type } : undefined;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const record = value as Record<string, unknown>;
+  const { type, seq } = record;
+  if (typeof type !== 'string') return undefined;
+  const logged = typeof seq === 'number' && Number.isInteger(seq) && seq > 0;
+  if (type === 'agent_update' && typeof record.update_type === 'string' && !KNOWN_UPDATE_TYPES.has(record.update_type)) {
+    // A strategy's own event: kept whole when it is logged and says which run it belongs to.
+    return logged && typeof record.run_id === 'string' && typeof record.ts === 'string' ? (record as UnknownServerEvent) : undefined;
+  }
+  if (KNOWN_TYPES.has(type)) return undefined;
+  return logged ? { type, seq } : { type };
+}
+
+/** The literal values a field takes across a schema's unions (read through zod's public `options` and `shape`). */
+function literalsOf(schema: unknown, field: string): string[] {
+  const node = schema as { options?: unknown[]; shape?: Record<string, { value?: unknown; options?: unknown[] }> };
+  if (Array.isArray(node.options) && !node.shape) return node.options.flatMap((option) => literalsOf(option, field));
+  const literal = node.shape?.[field];
+  if (!literal) return [];
+  if (typeof literal.value === 'string') return [literal.value];
+  return Array.isArray(literal.options) ? literal.options.filter((value): value is string => typeof value === 'string') : [];
 }

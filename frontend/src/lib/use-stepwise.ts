@@ -6,6 +6,16 @@ import { api, sessionInUrl } from './api.ts';
 import { AuthRequiredError, socketProtocols } from './auth.ts';
 import { StepwiseSocket } from './socket-client.ts';
 
+/** What a message sends besides its text. `strategy` only when the server offers a choice of them. */
+export interface SendOptions {
+  agentMode: boolean;
+  maxSteps: number;
+  tools: string[];
+  strategy?: string;
+  /** The options that differ from the strategy's defaults. */
+  strategyOptions?: Record<string, unknown>;
+}
+
 /** The socket URL of the server that served this page. */
 export function defaultSocketUrl(): string {
   const { protocol, host } = window.location;
@@ -43,7 +53,7 @@ export function useStepwise(url: string = defaultSocketUrl()) {
         .catch(() => undefined);
     }
     const offEvent = socket.onEvent((event) => {
-      if (event.type === 'session' && 'session_id' in event) {
+      if (event.type === 'session' && 'session_id' in event && typeof event.session_id === 'string') {
         sessionInUrl.write(event.session_id);
         sessionIdRef.current = event.session_id;
       }
@@ -68,9 +78,17 @@ export function useStepwise(url: string = defaultSocketUrl()) {
 
   const actions = useMemo(
     () => ({
-      chat(content: string, options: { agentMode: boolean; maxSteps: number; tools: string[] }): boolean {
+      chat(content: string, options: SendOptions): boolean {
         const message: ClientMessage = options.agentMode
-          ? { type: 'chat', content, agent_mode: true, agent_max_steps: options.maxSteps, tools: options.tools }
+          ? {
+              type: 'chat',
+              content,
+              agent_mode: true,
+              agent_max_steps: options.maxSteps,
+              tools: options.tools,
+              ...(options.strategy ? { strategy: options.strategy } : {}),
+              ...(options.strategyOptions ? { strategy_options: options.strategyOptions } : {}),
+            }
           : { type: 'chat', content };
         if (!send(message)) return false;
         dispatch({ kind: 'user_message', id: crypto.randomUUID(), content });
@@ -81,7 +99,7 @@ export function useStepwise(url: string = defaultSocketUrl()) {
       },
       answer(runId: string, content: string, questionId?: string): boolean {
         if (!send({ type: 'agent_user_input', content, ...(questionId ? { question_id: questionId } : {}) })) return false;
-        dispatch({ kind: 'answer_sent', runId, answer: content });
+        dispatch({ kind: 'answer_sent', runId, answer: content, ...(questionId ? { questionId } : {}) });
         return true;
       },
       /** Enter was pressed while a run works: nothing was sent, and the user should know why. */

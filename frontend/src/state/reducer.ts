@@ -1,5 +1,6 @@
 import { type HistoryMessage, refusesChat, type ServerEvent, type SessionEvent } from '@stepwise/shared-types';
-import type { ChatItem, ConnectionState, RunView, StepView, ToolCallView, ViewState } from './view-state.ts';
+import { allSteps, emptyRun, mapRunSteps, settleRun, updateRunStep, withBranch } from './run-tree.ts';
+import type { ChatItem, ConnectionState, RunView, StepView, StrategyEventView, ToolCallView, ViewState } from './view-state.ts';
 
 /** Everything that changes what the web app shows. */
 export type Action =
@@ -8,7 +9,8 @@ export type Action =
   | { kind: 'user_message'; id: string; content: string }
   | { kind: 'history_loaded'; sessionId: string; messages: HistoryMessage[] }
   | { kind: 'stop_requested' }
-  | { kind: 'answer_sent'; runId: string; answer: string }
+  /** An answer went out: to the question with `questionId`, or (without one) to every question the run waits on. */
+  | { kind: 'answer_sent'; runId: string; answer: string; questionId?: string }
   | { kind: 'dismiss_notice' }
   | { kind: 'notice'; code: string; message: string }
   | { kind: 'upload_started'; name: string }
@@ -46,7 +48,11 @@ export function reduce(state: ViewState, action: Action): ViewState {
       return state.busy ? { ...state, stopping: true } : state;
     case 'answer_sent':
       return updateRun(state, action.runId, (run) =>
-        updateQuestion(run, (question) => ({ ...question, status: 'answered', answer: action.answer })),
+        mapRunSteps(run, (step) =>
+          step.question?.status === 'pending' && (action.questionId === undefined || step.question.questionId === action.questionId)
+            ? { ...step, question: { ...step.question, status: 'answered', answer: action.answer } }
+            : step,
+        ),
       );
     case 'dismiss_notice':
       return { ...state, notice: undefined };
@@ -74,6 +80,9 @@ function applyEvent(state: ViewState, event: ServerEvent | { type: string }): Vi
   if (event.type === 'tools_changed') {
     return state.session ? { ...state, session: { ...state.session, tools: event.tools, mcp_servers: event.mcp_servers } } : state;
   }
+  if (event.type === 'model_health') {
+    return state.session ? { ...state, session: { ...state.session, model_health: event.health } } : state;
+  }
   if (event.type === 'error' && !('seq' in event)) {
     // An error that refuses a chat message means nothing will answer it.
     const refused = refusesChat(event.code) && !state.activeRunId && state.streamingAnswer === undefined;
@@ -85,7 +94,7 @@ function applyEvent(state: ViewState, event: ServerEvent | { type: string }): Vi
   if (event.type === 'agent_update' && (event.update_type === 'agent_reason_delta' || event.update_type === 'agent_observe_delta')) {
     if (!event.run_id || state.runs[event.run_id]?.complete) return state;
     const field = event.update_type === 'agent_reason_delta' ? 'reason' : 'observe';
-    return updateStep(state, event.run_id, event.step, (step) =>
+    return updateStep(state, event.run_id, event.step, event.node_id, (step) =>
       step[`${field}Done`] ? step : { ...step, [field]: step[field] + event.delta },
     );
   }
@@ -97,7 +106,7 @@ function applyEvent(state: ViewState, event: ServerEvent | { type: string }): Vi
       ...(event.total === undefined ? {} : { total: event.total }),
       ...(event.message === undefined ? {} : { message: event.message }),
     };
-    return updateStep(state, runId, event.step, (step) => {
+    return updateStep(state, runId, event.step, event.node_id, (step) => {
       const tool = step.tools.find((candidate) => candidate.id === event.tool_call_id);
       return tool && tool.status !== 'running' ? step : upsertTool(step, event.tool_call_id, { name: event.tool_name, progress });
     });
@@ -129,12 +138,12 @@ function applyLogged(state: ViewState, event: Logged): ViewState {
     }
     case 'tool_start':
       if (!runId) return state;
-      return updateStep(state, runId, event.step, (step) =>
+      return updateStep(state, runId, event.step, event.node_id, (step) =>
         upsertTool(step, event.tool_call_id, { name: event.tool_name, arguments: event.arguments, status: 'running' }),
       );
     case 'tool_complete':
       if (!runId) return state;
-      return updateStep(state, runId, event.step, (step) =>
+      return updateStep(state, runId, event.step, event.node_id, (step) =>
         upsertTool(step, event.tool_call_id, {
           name: event.tool_name,
           status: 'done',
@@ -144,7 +153,7 @@ function applyLogged(state: ViewState, event: Logged): ViewState {
       );
     case 'tool_error':
       if (!runId) return state;
-      return updateStep(state, runId, event.step, (step) =>
+      return updateStep(state, runId, event.step, event.node_id, (step) =>
         upsertTool(step, event.tool_call_id, {
           name: event.tool_name,
           status: 'error',
@@ -161,8 +170,11 @@ function applyLogged(state: ViewState, event: Logged): ViewState {
     case 'file_deleted':
       return { ...state, files: state.files.filter((existing) => existing.name !== event.name) };
     case 'error': {
+      // A failed answer: shown where the answer would have been, and nothing streams any more.
       const item: ChatItem = { kind: 'failure', id: `e${event.seq}`, code: event.code, message: event.message, order: event.seq };
-      return { ...state, streamingAnswer: undefined, items: insertItem(state.items, item) };
+      const next = { ...state, streamingAnswer: undefined, items: insertItem(state.items, item) };
+      const run = runId ? state.runs[runId] : undefined;
+      return run && !run.end ? updateRun(next, run.id, (current) => settleRun({ ...current, endedAt: event.ts, end: { kind: 'failed', message: event.message } })) : next;
     }
     default: {
       // A newer server may send events this app does not know: they change nothing.
@@ -177,19 +189,25 @@ function applyAgentUpdate(state: ViewState, runId: string, event: Extract<Logged
     case 'agent_start': {
       const withRun = ensureRun(state, runId);
       return {
-        ...updateRun(withRun, runId, (run) => ({ ...run, maxSteps: event.max_steps, startedAt: event.ts })),
+        ...updateRun(withRun, runId, (run) => ({
+          ...run,
+          maxSteps: event.max_steps,
+          startedAt: event.ts,
+          ...(event.strategy ? { strategy: event.strategy } : {}),
+          ...(event.options ? { options: event.options } : {}),
+        })),
         activeRunId: runId,
         busy: true,
       };
     }
     case 'agent_turn_start':
-      return updateStep(state, runId, event.step, (step) => step);
+      return updateStep(state, runId, event.step, event.node_id, (step) => step);
     case 'agent_reason':
-      return updateStep(state, runId, event.step, (step) => ({ ...step, reason: event.content, reasonDone: true }));
+      return updateStep(state, runId, event.step, event.node_id, (step) => ({ ...step, reason: event.content, reasonDone: true }));
     case 'agent_observe':
-      return updateStep(state, runId, event.step, (step) => ({ ...step, observe: event.content, observeDone: true }));
+      return updateStep(state, runId, event.step, event.node_id, (step) => ({ ...step, observe: event.content, observeDone: true }));
     case 'agent_request_input':
-      return updateStep(state, runId, event.step, (step) => ({
+      return updateStep(state, runId, event.step, event.node_id, (step) => ({
         ...step,
         question: {
           text: event.question,
@@ -200,7 +218,7 @@ function applyAgentUpdate(state: ViewState, runId: string, event: Extract<Logged
         },
       }));
     case 'agent_request_input_timeout':
-      return updateStep(state, runId, event.step, (step) =>
+      return updateStep(state, runId, event.step, event.node_id, (step) =>
         step.question ? { ...step, question: { ...step.question, status: 'timed_out' } } : step,
       );
     case 'agent_stopped':
@@ -217,23 +235,41 @@ function applyAgentUpdate(state: ViewState, runId: string, event: Extract<Logged
       return updateRun(state, runId, (run) => ({
         ...run,
         endedAt: event.ts,
-        end: { kind: event.reason === 'max_steps' ? 'max_steps' : 'answered', steps: event.steps },
+        end:
+          event.reason === 'max_steps'
+            ? { kind: 'max_steps', steps: event.steps }
+            : { kind: 'answered', steps: event.steps, ...(event.reason && event.reason !== 'answered' ? { reason: event.reason } : {}) },
       }));
-    default: {
-      // A newer server may send events this app does not know: they change nothing.
-      const _unknown: never = event;
-      return state;
-    }
+    default:
+      // A strategy's own events (a plan, to-dos, a verdict…), and update types this app does not
+      // know yet, are kept as they came for the run's strategy panel.
+      return updateRun(state, runId, (run) => {
+        const added = strategyEvent(event);
+        const tree = added.nodeId === undefined ? run : withBranch(run, added.nodeId);
+        return { ...tree, strategyEvents: [...tree.strategyEvents, added] };
+      });
   }
+}
+
+/** A logged agent_update as a strategy event: its type, branch and the rest of its fields, unchecked. */
+function strategyEvent(event: { seq: number; ts: string }): StrategyEventView {
+  const { type: _type, update_type, seq, ts, run_id: _runId, node_id, ...fields } = event as Record<string, unknown> & { seq: number; ts: string };
+  return {
+    seq,
+    ts,
+    updateType: typeof update_type === 'string' ? update_type : 'unknown',
+    ...(typeof node_id === 'string' ? { nodeId: node_id } : {}),
+    fields,
+  };
 }
 
 /** The question the run is waiting on, if any. */
 export function pendingQuestion(
   state: ViewState,
-): { runId: string; step: number; text: string; deadline?: string; questionId?: string } | undefined {
+): { runId: string; step: number; text: string; deadline?: string; questionId?: string; nodeId?: string } | undefined {
   for (const run of Object.values(state.runs)) {
     if (run.complete || run.end) continue;
-    for (const step of run.steps) {
+    for (const { step, nodeId } of allSteps(run)) {
       const question = step.question;
       if (question?.status === 'pending') {
         return {
@@ -242,11 +278,20 @@ export function pendingQuestion(
           text: question.text,
           ...(question.deadline ? { deadline: question.deadline } : {}),
           ...(question.questionId ? { questionId: question.questionId } : {}),
+          ...(nodeId === undefined ? {} : { nodeId }),
         };
       }
     }
   }
   return undefined;
+}
+
+/**
+ * True while a sent message waits for the first sign of its answer (no stream, no run, no failure
+ * yet): the conversation shows "Thinking…" in the answer's place.
+ */
+export function awaitingAnswer(state: ViewState): boolean {
+  return state.busy && !state.activeRunId && state.streamingAnswer === undefined && state.items.at(-1)?.kind === 'user';
 }
 
 function isKnown(event: ServerEvent | { type: string }): event is ServerEvent {
@@ -255,7 +300,7 @@ function isKnown(event: ServerEvent | { type: string }): event is ServerEvent {
 
 function ensureRun(state: ViewState, runId: string): ViewState {
   if (state.runs[runId]) return state;
-  const run: RunView = { id: runId, maxSteps: 0, steps: [], complete: false };
+  const run: RunView = emptyRun(runId);
   return {
     ...state,
     runs: { ...state.runs, [runId]: run },
@@ -275,20 +320,9 @@ function updateRun(state: ViewState, runId: string, change: (run: RunView) => Ru
   return { ...withRun, runs: { ...withRun.runs, [runId]: change(withRun.runs[runId]!) } };
 }
 
-function updateStep(state: ViewState, runId: string, stepNumber: number, change: (step: StepView) => StepView): ViewState {
-  return updateRun(state, runId, (run) => {
-    const index = run.steps.findIndex((step) => step.step === stepNumber);
-    const current = index >= 0 ? run.steps[index]! : emptyStep(stepNumber);
-    const steps = index >= 0 ? run.steps.with(index, change(current)) : [...run.steps, change(current)];
-    return { ...run, steps: steps.sort((a, b) => a.step - b.step) };
-  });
-}
-
-function updateQuestion(run: RunView, change: (question: NonNullable<StepView['question']>) => StepView['question']): RunView {
-  return {
-    ...run,
-    steps: run.steps.map((step) => (step.question?.status === 'pending' ? { ...step, question: change(step.question) } : step)),
-  };
+/** Changes a step of a run: outside any branch, or in the branch `nodeId` names. */
+function updateStep(state: ViewState, runId: string, stepNumber: number, nodeId: string | undefined, change: (step: StepView) => StepView): ViewState {
+  return updateRun(state, runId, (run) => updateRunStep(run, stepNumber, nodeId, change));
 }
 
 function upsertTool(step: StepView, id: string, fields: Partial<ToolCallView> & { name: string }): StepView {
@@ -298,20 +332,4 @@ function upsertTool(step: StepView, id: string, fields: Partial<ToolCallView> & 
   // A late tool_start must not undo a result that already arrived.
   const status = fields.status === 'running' && current.status !== 'running' ? current.status : (fields.status ?? current.status);
   return { ...step, tools: step.tools.with(index, { ...current, ...fields, status }) };
-}
-
-/** A run that ended early: whatever still ran was cut off. */
-function settleRun(run: RunView): RunView {
-  return {
-    ...run,
-    steps: run.steps.map((step) => ({
-      ...step,
-      tools: step.tools.map((tool) => (tool.status === 'running' ? { ...tool, status: 'stopped' } : tool)),
-      ...(step.question?.status === 'pending' ? { question: { ...step.question, status: 'stopped' } } : {}),
-    })),
-  };
-}
-
-function emptyStep(step: number): StepView {
-  return { step, reason: '', reasonDone: false, tools: [], observe: '', observeDone: false };
 }

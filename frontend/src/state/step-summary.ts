@@ -10,12 +10,13 @@ export function phaseText(step: StepView, phase: 'reason' | 'observe'): string {
 }
 
 /**
- * Whether a step shows folded (until the user opens or closes it): once a later step has begun,
- * and every step of a finished run rebuilt from the log.
+ * Whether a step shows folded (until the user opens or closes it): once a later step has begun
+ * among its siblings (the run's steps, or its branch's), and every step of a finished run rebuilt
+ * from the log.
  */
-export function isStepFolded(run: RunView, step: StepView): boolean {
+export function isStepFolded(run: RunView, step: StepView, siblings: StepView[] = run.steps): boolean {
   if (run.complete && run.replayed) return true;
-  return run.steps.some((other) => other.step > step.step);
+  return siblings.some((other) => other.step > step.step);
 }
 
 const SUMMARY_LIMIT = 140;

@@ -39,23 +39,55 @@ export interface StepView {
   observeDone: boolean;
 }
 
-/** How a run ended, once it has. */
+/** A branch of a run (a plan step "3", a research task "1.2"): events with its `node_id`, in steps of its own. */
+export interface BranchView {
+  nodeId: string;
+  steps: StepView[];
+}
+
+/**
+ * A strategy's own event (a plan, a to-do list, a stage, a verdict…), kept as it came so that a
+ * strategy panel, or the generic list, can show it; also update types this app does not know.
+ */
+export interface StrategyEventView {
+  seq: number;
+  ts: string;
+  /** The event's update_type, e.g. "agent_plan". */
+  updateType: string;
+  /** The branch it belongs to, when it names one. */
+  nodeId?: string;
+  /** Every other field, unchecked (type, update_type, seq, ts, run_id and node_id left out). */
+  fields: Record<string, unknown>;
+}
+
+/** How a run ended, once it has. `reason` is a strategy's own ending (e.g. "workflow_complete"). */
 export type RunEnd =
-  | { kind: 'answered'; steps: number }
+  | { kind: 'answered'; steps: number; reason?: string }
   | { kind: 'max_steps'; steps: number }
   | { kind: 'stopped'; reason: string }
   | { kind: 'input_timeout' }
   | { kind: 'failed'; message: string };
 
-/** One agent run, as its timeline shows it. */
+/**
+ * One agent run, as its timeline shows it: a tree of steps outside any branch (roa), branches with
+ * steps of their own, and the strategy's own events.
+ */
 export interface RunView {
   id: string;
+  /** The strategy that runs it and its options after defaults (from agent_start; absent in older logs). */
+  strategy?: string;
+  options?: Record<string, unknown>;
   /** The run's budget: the most steps it may take. */
   maxSteps: number;
   /** When the run started and ended (ISO-8601, from the events' `ts`). */
   startedAt?: string;
   endedAt?: string;
+  /** Steps outside any branch. */
   steps: StepView[];
+  /** Branches by node id, in their natural order ("1.2" before "1.10"). */
+  branches: BranchView[];
+  /** The strategy's own events, in log order. */
+  strategyEvents: StrategyEventView[];
   end?: RunEnd;
   /** True once response_complete arrived. */
   complete: boolean;

@@ -1,0 +1,16 @@
+import type { ComponentType } from 'react';
+import type { RunView } from '../state/view-state.ts';
+
+/** What a strategy's panel gets: the whole run (steps, branches, strategy events) and the time now. */
+export interface StrategyPanelProps {
+  run: RunView;
+  /** True while the run goes on (or waits); false once it ended. */
+  running: boolean;
+  now: Date;
+}
+
+/**
+ * Panels that show a strategy's runs its own way (a plan board, a task graph…), by strategy name.
+ * A run whose strategy has none shows the generic tree (RunTree); roa's runs show their steps.
+ */
+export const strategyPanels: Record<string, ComponentType<StrategyPanelProps>> = {};
