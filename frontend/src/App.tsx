@@ -53,7 +53,7 @@ export function App() {
         onOpenSettings={() => setSettingsOpen(true)}
       />
       {settingsOpen && <SettingsDialog session={state.session} now={now} onClose={() => setSettingsOpen(false)} />}
-      <Conversation state={state} now={now} />
+      <Conversation state={state} now={now} onContinue={(runId, extra) => void actions.resume(runId, extra)} />
       <div className="dock">
         {question && (
           <QuestionBanner key={`${question.runId}:${question.step}:${question.text}`} question={question.text} deadline={question.deadline} now={now} />

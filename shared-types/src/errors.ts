@@ -1,7 +1,7 @@
 /**
  * Every error code Stepwise sends, in one place: the backend throws and replies with these, the
- * web app reads them. `refusesChat`: the code can answer a `chat` message that therefore started
- * nothing (the web app puts the message back). `status`: the HTTP status where REST uses the code.
+ * web app reads them. `refusesChat`: the code can answer a `chat` message (or a resume) that
+ * therefore started nothing (the web app is no longer busy). `status`: the HTTP status where REST uses the code.
  */
 export const ERROR_CODES = {
   // A client's message was refused; nothing changed.
@@ -13,7 +13,7 @@ export const ERROR_CODES = {
   run_active: { refusesChat: true, status: 409, summary: 'A response is still in progress' },
   no_active_run: { summary: 'Nothing is running' },
   no_pending_input: { summary: 'The agent is not waiting for an answer' },
-  not_resumable: { summary: 'That run cannot be continued' },
+  not_resumable: { refusesChat: true, summary: 'That run cannot be continued' },
   ambiguous_input: { summary: 'Several questions wait: the answer must name one' },
   unknown_tool: { refusesChat: true, summary: 'A named tool does not exist' },
   unknown_strategy: { refusesChat: true, summary: 'No strategy has this name' },

@@ -5,9 +5,17 @@ import { Markdown } from './Markdown.tsx';
 import { RunTimeline } from './RunTimeline.tsx';
 
 /** The conversation: user turns, agent runs, assistant answers. */
-export function Conversation({ state, now }: { state: ViewState; now: Date }) {
+export function Conversation({ state, now, onContinue }: { state: ViewState; now: Date; onContinue?: (runId: string, extraSteps: number) => void }) {
   const endRef = useRef<HTMLDivElement>(null);
   const last = state.items.at(-1);
+  // Only the chat's last run can be continued, once it ended short of an answer and nothing runs.
+  const lastRunId = [...state.items].reverse().find((item) => item.kind === 'run' || item.kind === 'user')?.kind === 'run'
+    ? (state.items.findLast((item) => item.kind === 'run') as { runId: string } | undefined)?.runId
+    : undefined;
+  const continuable = (runId: string) => {
+    const end = state.runs[runId]?.end;
+    return runId === lastRunId && !state.busy && end !== undefined && ['max_steps', 'stopped', 'input_timeout', 'failed'].includes(end.kind);
+  };
   useEffect(() => {
     endRef.current?.scrollIntoView?.({ block: 'end' });
   }, [state.items.length, last, state.streamingAnswer, state.lastSeq]);
@@ -54,7 +62,17 @@ export function Conversation({ state, now }: { state: ViewState; now: Date }) {
           case 'run': {
             const run = state.runs[item.runId];
             const label = state.session?.strategy_catalog?.find((strategy) => strategy.name === run?.strategy)?.label;
-            return run ? <RunTimeline key={item.id} run={run} now={now} {...(label ? { strategyLabel: label } : {})} /> : null;
+            return run ? (
+              <RunTimeline
+                key={item.id}
+                run={run}
+                now={now}
+                {...(label ? { strategyLabel: label } : {})}
+                {...(onContinue && continuable(item.runId)
+                  ? { onContinue: (extra: number) => onContinue(item.runId, extra), continueSteps: state.session?.limits.max_steps_default ?? 5 }
+                  : {})}
+              />
+            ) : null;
           }
           default: {
             const unexpected: never = item;

@@ -1,3 +1,4 @@
+import { useState } from 'react';
 import { formatClock, formatDuration, formatFull } from '../lib/time.ts';
 import { isStepFolded } from '../state/step-summary.ts';
 import type { RunEnd, RunView } from '../state/view-state.ts';
@@ -31,7 +32,20 @@ export function describeEnd(end: RunEnd): string {
  * A run's header, its steps (live), and how it ended. A roa run shows its steps; a strategy's run
  * shows the strategy's panel when one is registered, else the generic tree of branches and events.
  */
-export function RunTimeline({ run, now, strategyLabel }: { run: RunView; now: Date; strategyLabel?: string }) {
+export function RunTimeline({
+  run,
+  now,
+  strategyLabel,
+  onContinue,
+  continueSteps = 5,
+}: {
+  run: RunView;
+  now: Date;
+  strategyLabel?: string;
+  /** Offered under the chat's last run when it stopped, failed or reached its step limit. */
+  onContinue?: (extraSteps: number) => void;
+  continueSteps?: number;
+}) {
   const running = !run.end && !run.complete;
   const Panel = run.strategy ? strategyPanels[run.strategy] : undefined;
   const tree = run.branches.length > 0 || run.strategyEvents.length > 0;
@@ -44,6 +58,11 @@ export function RunTimeline({ run, now, strategyLabel }: { run: RunView; now: Da
         {run.strategy && run.strategy !== 'roa' && (
           <span className="badge run-strategy" data-testid="run-strategy">
             {strategyLabel ?? run.strategy}
+          </span>
+        )}
+        {run.resumedFrom && (
+          <span className="badge run-continued" data-testid="run-continued" title="This run goes on from the run above; its earlier steps are shown there">
+            continued
           </span>
         )}
         {run.startedAt && (
@@ -72,6 +91,30 @@ export function RunTimeline({ run, now, strategyLabel }: { run: RunView; now: Da
           {took !== undefined && took >= 0 && <span className="run-took"> · {formatDuration(took)}</span>}
         </div>
       )}
+      {onContinue && <ContinueRun steps={continueSteps} onContinue={onContinue} />}
+    </div>
+  );
+}
+
+/** "Continue N more steps": the run goes on where it ended, its done steps not made again. */
+function ContinueRun({ steps, onContinue }: { steps: number; onContinue: (extraSteps: number) => void }) {
+  const [extra, setExtra] = useState(steps);
+  return (
+    <div className="run-continue" data-testid="run-continue">
+      <button type="button" onClick={() => onContinue(extra)} title="Go on from where this run ended; what it did is not done again">
+        Continue
+      </button>
+      <label>
+        <input
+          type="number"
+          min={1}
+          max={50}
+          value={extra}
+          aria-label="More steps"
+          onChange={(event) => setExtra(Math.max(1, Math.min(50, Number(event.target.value) || 1)))}
+        />{' '}
+        more step{extra === 1 ? '' : 's'}
+      </label>
     </div>
   );
 }

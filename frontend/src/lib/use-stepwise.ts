@@ -97,6 +97,12 @@ export function useStepwise(url: string = defaultSocketUrl()) {
       stop(): void {
         if (send({ type: 'agent_control', action: 'stop' })) dispatch({ kind: 'stop_requested' });
       },
+      /** Continues a run that stopped, failed or reached its step limit, for `extraSteps` more steps. */
+      resume(runId: string, extraSteps: number): boolean {
+        if (!send({ type: 'agent_control', action: 'resume', run_id: runId, extra_steps: extraSteps })) return false;
+        dispatch({ kind: 'resume_requested' });
+        return true;
+      },
       answer(runId: string, content: string, questionId?: string): boolean {
         if (!send({ type: 'agent_user_input', content, ...(questionId ? { question_id: questionId } : {}) })) return false;
         dispatch({ kind: 'answer_sent', runId, answer: content, ...(questionId ? { questionId } : {}) });

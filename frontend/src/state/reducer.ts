@@ -9,6 +9,8 @@ export type Action =
   | { kind: 'user_message'; id: string; content: string }
   | { kind: 'history_loaded'; sessionId: string; messages: HistoryMessage[] }
   | { kind: 'stop_requested' }
+  /** A run was asked to continue: the session is busy until the new run ends (or is refused). */
+  | { kind: 'resume_requested' }
   /** An answer went out: to the question with `questionId`, or (without one) to every question the run waits on. */
   | { kind: 'answer_sent'; runId: string; answer: string; questionId?: string }
   | { kind: 'dismiss_notice' }
@@ -46,6 +48,8 @@ export function reduce(state: ViewState, action: Action): ViewState {
     }
     case 'stop_requested':
       return state.busy ? { ...state, stopping: true } : state;
+    case 'resume_requested':
+      return { ...state, busy: true, stopping: false };
     case 'answer_sent':
       return updateRun(state, action.runId, (run) =>
         mapRunSteps(run, (step) =>
@@ -195,6 +199,7 @@ function applyAgentUpdate(state: ViewState, runId: string, event: Extract<Logged
           startedAt: event.ts,
           ...(event.strategy ? { strategy: event.strategy } : {}),
           ...(event.options ? { options: event.options } : {}),
+          ...(event.resumed_from ? { resumedFrom: event.resumed_from } : {}),
         })),
         activeRunId: runId,
         busy: true,

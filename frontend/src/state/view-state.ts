@@ -77,6 +77,8 @@ export interface RunView {
   /** The strategy that runs it and its options after defaults (from agent_start; absent in older logs). */
   strategy?: string;
   options?: Record<string, unknown>;
+  /** The run this one continues (its earlier steps are shown there). */
+  resumedFrom?: string;
   /** The run's budget: the most steps it may take. */
   maxSteps: number;
   /** When the run started and ended (ISO-8601, from the events' `ts`). */

@@ -1,0 +1,57 @@
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { closeAll } from '../helpers/cleanup.ts';
+import { startStepwise, type TestServer } from '../helpers/stepwise.ts';
+import { ask, BROWSER_LAUNCH_HOOK_TIMEOUT_MS, BROWSER_TEST_TIMEOUT_MS, closeBrowser, launchBrowser, screenshot } from './browser.ts';
+
+let browser: Browser;
+let context: BrowserContext | undefined;
+let page: Page;
+let server: TestServer | undefined;
+
+beforeAll(async () => {
+  browser = await launchBrowser();
+}, BROWSER_LAUNCH_HOOK_TIMEOUT_MS);
+
+afterAll(() => closeBrowser(browser), 30_000);
+
+afterEach(
+  () =>
+    closeAll(
+      () => context?.close(),
+      () => server?.close(),
+    ),
+  30_000,
+);
+
+describe('continuing a run in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS }, () => {
+  it('offers Continue under a run that reached its step limit, and the run goes on to the answer', async () => {
+    server = await startStepwise({ DEMO_DELAY_MS: '1' });
+    context = await browser.newContext({ viewport: { width: 1000, height: 900 } });
+    page = await context.newPage();
+    await page.goto(server.url);
+    await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+    await page.getByRole('switch', { name: 'Agent mode' }).check();
+    await page.getByRole('spinbutton', { name: 'Max iterations' }).fill('2');
+    await ask(page, 'First compute 12*7, then add 15, divide by 3, subtract 4');
+
+    const firstRun = page.getByTestId('run').first();
+    await firstRun.getByTestId('run-end').filter({ hasText: 'Max steps reached' }).waitFor();
+    // The best answer says plainly what is missing, and Continue is offered.
+    await page.getByTestId('assistant-turn').filter({ hasText: 'Still missing' }).waitFor();
+    const offer = firstRun.getByTestId('run-continue');
+    await offer.getByRole('spinbutton', { name: 'More steps' }).fill('3');
+    await offer.getByRole('button', { name: 'Continue' }).click();
+
+    const secondRun = page.getByTestId('run').nth(1);
+    await secondRun.getByTestId('run-end').filter({ hasText: 'Answered' }).waitFor();
+    await page.getByTestId('assistant-turn').filter({ hasText: 'The result is 29' }).waitFor();
+    // The continued run shows only its own steps (3 and 4), and the offer is gone from the first.
+    const text = (await secondRun.textContent()) ?? '';
+    expect(text).toContain('Step 3');
+    expect(await secondRun.getByTestId('run-continued').count()).toBe(1);
+    expect(text).not.toContain('Step 1');
+    expect(await page.getByTestId('run-continue').count()).toBe(0);
+    await screenshot(page, 'continued-run.png');
+  });
+});
