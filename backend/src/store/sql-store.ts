@@ -27,15 +27,47 @@ interface RunRow {
   checkpoint: unknown;
 }
 
-interface PendingEvent {
-  sessionId: string;
-  event: LoggedEvent;
-  resolve: () => void;
-  reject: (error: unknown) => void;
+/** Most rows written in one statement (at most 5 parameters each, well under PostgreSQL's 65535). */
+const BATCH_LIMIT = 1_000;
+
+/**
+ * Group commit: rows that arrive while a write is in progress are written together in the next
+ * statement, and each caller resumes once its own row is committed. One session's writes come one
+ * at a time (it waits for each), so this only ever merges different sessions'.
+ */
+class GroupWriter<T> {
+  private readonly pending: { row: T; resolve: () => void; reject: (error: unknown) => void }[] = [];
+  private writing = false;
+
+  constructor(private readonly insert: (rows: T[]) => Promise<void>) {}
+
+  add(row: T): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.pending.push({ row, resolve, reject });
+      if (!this.writing) void this.drain();
+    });
+  }
+
+  private async drain(): Promise<void> {
+    this.writing = true;
+    while (this.pending.length > 0) {
+      const batch = this.pending.splice(0, BATCH_LIMIT);
+      try {
+        await this.insert(batch.map((item) => item.row));
+        for (const item of batch) item.resolve();
+      } catch (error) {
+        // One bad row (a seq already taken) must fail only its own caller: retry one by one.
+        if (batch.length === 1) batch[0]!.reject(error);
+        else for (const item of batch) await this.insert([item.row]).then(item.resolve, item.reject);
+      }
+    }
+    this.writing = false;
+  }
 }
 
-/** Most events written in one statement (4 parameters each, well under PostgreSQL's 65535). */
-const EVENT_BATCH_LIMIT = 1_000;
+/** `($1, $2), ($3, $4)`: the VALUES of `rows` rows of `width` parameters. */
+const valuesList = (rows: number, width: number) =>
+  Array.from({ length: rows }, (_, row) => `(${Array.from({ length: width }, (_, column) => `$${row * width + column + 1}`).join(', ')})`).join(', ');
 
 const iso = (value: Date | string) => new Date(value).toISOString();
 const json = (value: unknown) => JSON.stringify(value);
@@ -141,41 +173,15 @@ export class SqlStore implements Store {
     return rows.map(toRun);
   }
 
-  /**
-   * Group commit: events that arrive while a write is in progress are written together in the
-   * next statement, and each caller resumes once its own event is committed. One session's events
-   * come one at a time (its log waits for each), so this only ever merges different sessions'.
-   */
+  /** Events of many sessions at once go in one statement (see GroupWriter). */
   appendEvent(sessionId: string, event: LoggedEvent): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.pendingEvents.push({ sessionId, event, resolve, reject });
-      if (!this.writingEvents) this.writingEvents = this.writeEvents();
-    });
+    return this.events.add({ sessionId, event });
   }
 
-  private readonly pendingEvents: PendingEvent[] = [];
-  private writingEvents: Promise<void> | undefined;
-
-  private async writeEvents(): Promise<void> {
-    while (this.pendingEvents.length > 0) {
-      const batch = this.pendingEvents.splice(0, EVENT_BATCH_LIMIT);
-      try {
-        await this.insertEvents(batch);
-        for (const item of batch) item.resolve();
-      } catch (error) {
-        // One bad row (a seq already taken) must fail only its own caller: retry one by one.
-        if (batch.length === 1) batch[0]!.reject(error);
-        else for (const item of batch) await this.insertEvents([item]).then(item.resolve, item.reject);
-      }
-    }
-    this.writingEvents = undefined;
-  }
-
-  private async insertEvents(batch: PendingEvent[]): Promise<void> {
-    const values = batch.map((_, index) => `($${index * 4 + 1}, $${index * 4 + 2}, $${index * 4 + 3}, $${index * 4 + 4})`);
-    const params = batch.flatMap(({ sessionId, event }) => [sessionId, event.seq, event.run_id ?? null, json(event)]);
-    await this.db.query(`insert into events (session_id, seq, run_id, payload) values ${values.join(', ')}`, params);
-  }
+  private readonly events = new GroupWriter<{ sessionId: string; event: LoggedEvent }>(async (rows) => {
+    const params = rows.flatMap(({ sessionId, event }) => [sessionId, event.seq, event.run_id ?? null, json(event)]);
+    await this.db.query(`insert into events (session_id, seq, run_id, payload) values ${valuesList(rows.length, 4)}`, params);
+  });
 
   async listEvents(sessionId: string, afterSeq: number, limit?: number): Promise<LoggedEvent[]> {
     const rows = await this.db.query<{ payload: unknown }>(
@@ -185,13 +191,20 @@ export class SqlStore implements Store {
     return rows.map((row) => parsed<LoggedEvent>(row.payload));
   }
 
-  async appendJournal(runId: string, entry: JournalEntry): Promise<void> {
-    await this.db.query(
-      `insert into run_journal (run_id, position, kind, key, value) values ($1, $2, $3, $4, $5)
-       on conflict (run_id, position) do update set kind = excluded.kind, key = excluded.key, value = excluded.value`,
-      [runId, entry.position, entry.kind, entry.key, json(entry.value ?? null)],
-    );
+  /** Journal entries of many runs at once go in one statement (see GroupWriter). */
+  appendJournal(runId: string, entry: JournalEntry): Promise<void> {
+    return this.journal.add({ runId, entry });
   }
+
+  private readonly journal = new GroupWriter<{ runId: string; entry: JournalEntry }>(async (rows) => {
+    const params = rows.flatMap(({ runId, entry }) => [runId, entry.position, entry.kind, entry.key, json(entry.value ?? null)]);
+    // Two rows for one position in one statement would fail it; GroupWriter then writes them one by one, in order.
+    await this.db.query(
+      `insert into run_journal (run_id, position, kind, key, value) values ${valuesList(rows.length, 5)}
+       on conflict (run_id, position) do update set kind = excluded.kind, key = excluded.key, value = excluded.value`,
+      params,
+    );
+  });
 
   async readJournal(runId: string): Promise<JournalEntry[]> {
     const rows = await this.db.query<{ position: number; kind: string; key: string; value: unknown }>(
