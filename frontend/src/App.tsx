@@ -5,6 +5,7 @@ import { Header } from './components/Header.tsx';
 import { QuestionBanner } from './components/QuestionBanner.tsx';
 import { SessionSidebar } from './components/SessionSidebar.tsx';
 import { SettingsDialog } from './components/SettingsDialog.tsx';
+import { SnapshotsDialog } from './components/SnapshotsDialog.tsx';
 import { TokenPrompt } from './components/TokenPrompt.tsx';
 import { useNow } from './lib/use-now.ts';
 import { useStepwise } from './lib/use-stepwise.ts';
@@ -19,6 +20,7 @@ export function App() {
   const [sidebarOpen, setSidebarOpen] = useState(false);
   const [dragging, setDragging] = useState(false);
   const [settingsOpen, setSettingsOpen] = useState(false);
+  const [snapshotsOpen, setSnapshotsOpen] = useState(false);
   const now = useNow();
   // The list refreshes when a response completes (a new title, a new last activity).
   const refreshKey = state.busy ? -1 : state.lastSeq;
@@ -51,9 +53,30 @@ export function App() {
         now={now}
         onToggleSidebar={() => setSidebarOpen((open) => !open)}
         onOpenSettings={() => setSettingsOpen(true)}
+        onOpenSnapshots={() => setSnapshotsOpen(true)}
       />
       {settingsOpen && <SettingsDialog session={state.session} now={now} onClose={() => setSettingsOpen(false)} />}
-      <Conversation state={state} now={now} onContinue={(runId, extra) => void actions.resume(runId, extra)} />
+      {snapshotsOpen && state.session && (
+        <SnapshotsDialog
+          sessionId={state.session.session_id}
+          busy={state.busy}
+          refreshKey={state.lastSeq}
+          now={now}
+          onSave={(label) => void actions.saveSnapshot(label)}
+          onRollback={(id) => void actions.rollback(id)}
+          onResume={(id) => {
+            actions.resumeSnapshot(id);
+            setSnapshotsOpen(false);
+          }}
+          onClose={() => setSnapshotsOpen(false)}
+        />
+      )}
+      <Conversation
+        state={state}
+        now={now}
+        onContinue={(runId, extra) => void actions.resume(runId, extra)}
+        onRewind={(runId, step) => void actions.resumeSnapshot(`step:${runId}:${step}`)}
+      />
       <div className="dock">
         {question && (
           <QuestionBanner key={`${question.runId}:${question.step}:${question.text}`} question={question.text} deadline={question.deadline} now={now} />

@@ -38,13 +38,38 @@ export const AgentUserInputMessage = z.object({
 });
 export type AgentUserInputMessage = z.infer<typeof AgentUserInputMessage>;
 
+/** Keep an immutable copy of the session's working state (the model's history). */
+export const SnapshotSaveMessage = z.object({
+  type: z.literal('snapshot_save'),
+  label: z.string().trim().max(200).optional(),
+});
+export type SnapshotSaveMessage = z.infer<typeof SnapshotSaveMessage>;
+
+/** Make a snapshot (or a run's step, `step:RUN:N`) the working state again; no run starts. */
+export const SnapshotRollbackMessage = z.object({
+  type: z.literal('snapshot_rollback'),
+  snapshot_id: z.string().min(1).max(300),
+});
+export type SnapshotRollbackMessage = z.infer<typeof SnapshotRollbackMessage>;
+
+/** Roll back to a snapshot (or a run's step) and resume its run at once. */
+export const SnapshotResumeMessage = z.object({
+  type: z.literal('snapshot_resume'),
+  snapshot_id: z.string().min(1).max(300),
+  extra_steps: z.number().int().min(1).optional(),
+});
+export type SnapshotResumeMessage = z.infer<typeof SnapshotResumeMessage>;
+
 /** Everything a client may send. */
 export const ClientMessage = z.discriminatedUnion('type', [
   ChatMessage,
   AgentControlMessage,
   AgentUserInputMessage,
+  SnapshotSaveMessage,
+  SnapshotRollbackMessage,
+  SnapshotResumeMessage,
 ]);
 export type ClientMessage = z.infer<typeof ClientMessage>;
 
 /** The `type` values a client may send, for error messages. */
-export const CLIENT_MESSAGE_TYPES = ['chat', 'agent_control', 'agent_user_input'] as const;
+export const CLIENT_MESSAGE_TYPES = ['chat', 'agent_control', 'agent_user_input', 'snapshot_save', 'snapshot_rollback', 'snapshot_resume'] as const;

@@ -14,6 +14,7 @@ export const ERROR_CODES = {
   no_active_run: { summary: 'Nothing is running' },
   no_pending_input: { summary: 'The agent is not waiting for an answer' },
   not_resumable: { refusesChat: true, summary: 'That run cannot be continued' },
+  unknown_snapshot: { refusesChat: true, summary: 'No snapshot or restore point has this id' },
   ambiguous_input: { summary: 'Several questions wait: the answer must name one' },
   unknown_tool: { refusesChat: true, summary: 'A named tool does not exist' },
   unknown_strategy: { refusesChat: true, summary: 'No strategy has this name' },

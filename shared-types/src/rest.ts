@@ -55,3 +55,19 @@ export type SessionEvents = z.infer<typeof SessionEvents>;
 /** Every REST error body. */
 export const ApiError = z.object({ error: z.object({ code: z.string(), message: z.string() }) });
 export type ApiError = z.infer<typeof ApiError>;
+
+/** A snapshot or a restore point, as `GET /api/sessions/:id/snapshots` lists it. */
+export const SnapshotInfo = z.object({
+  snapshot_id: z.string(),
+  label: z.string(),
+  kind: z.enum(['manual', 'rollback', 'step']),
+  run_id: z.string().nullable(),
+  step: z.number().int().nullable(),
+  at_seq: z.number().int(),
+  created_at: z.string(),
+});
+export type SnapshotInfo = z.infer<typeof SnapshotInfo>;
+
+/** `GET /api/sessions/:id/snapshots`: manual snapshots, rollbacks and every step's end, oldest first. */
+export const SnapshotList = z.object({ snapshots: z.array(SnapshotInfo) });
+export type SnapshotList = z.infer<typeof SnapshotList>;

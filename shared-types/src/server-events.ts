@@ -116,6 +116,29 @@ export type ToolError = z.infer<typeof ToolError>;
 export const AssistantMessage = z.object({ type: z.literal('assistant_message'), ...logged, content: z.string() });
 export type AssistantMessage = z.infer<typeof AssistantMessage>;
 export const ResponseComplete = z.object({ type: z.literal('response_complete'), ...logged });
+/** A snapshot of the session's working state was kept. */
+export const SnapshotSaved = z.object({
+  type: z.literal('snapshot_saved'),
+  ...logged,
+  snapshot_id: z.string(),
+  label: z.string(),
+  at_seq: z.number().int(),
+});
+export type SnapshotSaved = z.infer<typeof SnapshotSaved>;
+
+/**
+ * The session's working state was rolled back to a snapshot (or a run's step): the model's history
+ * after `to_seq` is dropped (the log keeps it); the state before is kept as `new_snapshot_id`.
+ */
+export const SessionRolledBack = z.object({
+  type: z.literal('session_rolled_back'),
+  ...logged,
+  snapshot_id: z.string(),
+  new_snapshot_id: z.string(),
+  to_seq: z.number().int(),
+});
+export type SessionRolledBack = z.infer<typeof SessionRolledBack>;
+
 /** A plain chat answer failed (code from ERROR_CODES); logged, so a reload still shows it. */
 export const LoggedError = z.object({ type: z.literal('error'), ...logged, code: z.string(), message: z.string() });
 export type LoggedError = z.infer<typeof LoggedError>;
@@ -148,6 +171,8 @@ export const LoggedEvent = z.union([
   FileSaved,
   FileDeleted,
   LoggedError,
+  SnapshotSaved,
+  SessionRolledBack,
 ]);
 export type LoggedEvent = z.infer<typeof LoggedEvent>;
 

@@ -209,13 +209,13 @@ describe.each(adapters)('the store on $name', (adapter) => {
     await store.createSession(sessionId);
     await store.createRun({ id: runId, sessionId, strategy: 'roa', maxSteps: 5 });
     const result = { text: 'Plan: add.', toolCalls: [{ id: 'c1', name: 'calculator', arguments: '{"expression":"1+1"}' }], usage: { promptTokens: 3, completionTokens: 4 } };
-    await store.appendJournal(runId, { position: 0, kind: 'input', key: 'input', value: { question: 'q', history: [] } });
-    await store.appendJournal(runId, { position: 1, kind: 'model', key: 'roa.reason', value: result });
-    await store.appendJournal(runId, { position: 2, kind: 'tool', key: 'calculator:c1', value: { ok: true, content: '2' } });
+    await store.appendJournal(runId, { position: 0, kind: 'input', key: 'input', value: { question: 'q', history: [] }, step: 0 });
+    await store.appendJournal(runId, { position: 1, kind: 'model', key: 'roa.reason', value: result, step: 1 });
+    await store.appendJournal(runId, { position: 2, kind: 'tool', key: 'calculator:c1', value: { ok: true, content: '2' }, step: 1 });
     expect(await store.readJournal(runId)).toEqual([
-      { position: 0, kind: 'input', key: 'input', value: { question: 'q', history: [] } },
-      { position: 1, kind: 'model', key: 'roa.reason', value: result },
-      { position: 2, kind: 'tool', key: 'calculator:c1', value: { ok: true, content: '2' } },
+      { position: 0, kind: 'input', key: 'input', value: { question: 'q', history: [] }, step: 0 },
+      { position: 1, kind: 'model', key: 'roa.reason', value: result, step: 1 },
+      { position: 2, kind: 'tool', key: 'calculator:c1', value: { ok: true, content: '2' }, step: 1 },
     ]);
     await store.appendJournal(runId, { position: 2, kind: 'model', key: 'roa.observe', value: { text: 'Two.' } });
     expect((await store.readJournal(runId)).map((entry) => entry.key)).toEqual(['input', 'roa.reason', 'roa.observe']);
@@ -224,6 +224,28 @@ describe.each(adapters)('the store on $name', (adapter) => {
     expect(await store.readJournal(randomUUID())).toEqual([]);
     await store.deleteSession(sessionId);
     expect(await store.readJournal(runId)).toEqual([]);
+  });
+
+  it('keeps snapshots of a session’s history, lists them without their messages, and replaces the history in one go', async () => {
+    const sessionId = randomUUID();
+    await store.createSession(sessionId);
+    await store.appendMessages(sessionId, [{ role: 'user', content: 'first' }, { role: 'assistant', content: 'one' }], 2);
+    const messages = await store.listMessages(sessionId);
+    const id = randomUUID();
+    const saved = await store.saveSnapshot({ id, sessionId, label: 'Before', kind: 'manual', atSeq: 2, messages });
+    expect(saved.createdAt).toEqual(expect.any(String));
+    await store.appendMessages(sessionId, [{ role: 'user', content: 'second' }], 5);
+    expect(await store.listSnapshots(sessionId)).toEqual([{ id, sessionId, label: 'Before', kind: 'manual', atSeq: 2, createdAt: saved.createdAt }]);
+    expect((await store.getSnapshot(id))?.messages).toEqual(messages);
+
+    await store.replaceMessages(sessionId, (await store.getSnapshot(id))!.messages);
+    expect(await store.listMessages(sessionId)).toEqual(messages);
+    await store.appendMessages(sessionId, [{ role: 'user', content: 'third' }], 9);
+    expect((await store.listMessages(sessionId)).map((record) => record.message.content)).toEqual(['first', 'one', 'third']);
+    expect(await store.getSnapshot(randomUUID())).toBeUndefined();
+    await store.deleteSession(sessionId);
+    expect(await store.getSnapshot(id)).toBeUndefined();
+    expect(await store.listSnapshots(sessionId)).toEqual([]);
   });
 
   it('lists a session’s runs oldest first', async () => {

@@ -189,7 +189,7 @@ describe('the web app reducer', () => {
         { role: 'user', content: 'Q2', after_seq: 3 },
       ],
     });
-    expect(state.items.map((item) => (item.kind === 'run' || item.kind === 'failure' ? item.kind : `${item.kind}:${item.content}`))).toEqual([
+    expect(state.items.map((item) => (item.kind === 'run' || item.kind === 'failure' || item.kind === 'rollback' ? item.kind : `${item.kind}:${item.content}`))).toEqual([
       'user:Q1',
       'run',
       'assistant:A1',

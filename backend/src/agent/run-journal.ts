@@ -43,6 +43,8 @@ export class JournalReplay {
     private readonly journal: RunJournal,
     private readonly runId: string,
     past: RunPast | undefined,
+    /** The run's step now: each entry says in which step it was made, so a run can be rewound to a step. */
+    private readonly step: () => number = () => 0,
   ) {
     this.pending = [...(past?.entries ?? [])];
     // A continuation records the past it goes through under its own id, so it can be replayed in turn.
@@ -81,7 +83,7 @@ export class JournalReplay {
       this.pending = [];
     }
     const value = await live();
-    await this.journal.append(this.runId, { position: this.next++, kind, key, value: value ?? null });
+    await this.journal.append(this.runId, { position: this.next++, kind, key, value: value ?? null, step: this.step() });
     return { value, replayed: false };
   }
 }

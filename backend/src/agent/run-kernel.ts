@@ -139,7 +139,7 @@ export class RunKernel {
     const timer = setTimeout(() => control.stop('timeout'), timeoutMs);
     timer.unref?.();
     const options = input.options ?? (this.checkOptions(definition.name, {}) as { options: Record<string, unknown> }).options ?? {};
-    const replay = new JournalReplay(this.journal, input.runId, past);
+    const replay = new JournalReplay(this.journal, input.runId, past, () => progress.step);
     const run: Run = {
       input,
       options,

@@ -5,7 +5,8 @@ import type { ControlCommand, ControlOutcome } from '../agent/control-bus.ts';
 import type { RunInput } from '../agent/strategy.ts';
 import type { RunRecord } from '../store/store.ts';
 import type { ChatDependencies } from './chat-dependencies.ts';
-import { PLAIN_CHAT, SessionRuns } from './session-runs.ts';
+import { PLAIN_CHAT, type RunPastWithHistory, SessionRuns } from './session-runs.ts';
+import { SessionSnapshots } from './session-snapshots.ts';
 import type { SessionEventLog } from './session-event-log.ts';
 
 /** Who sent a message: the client's address, whose share of the run slots a new run takes. */
@@ -33,6 +34,9 @@ export class ChatService {
   private stored: Promise<void> | undefined;
   private deleted = false;
   private readonly runs: SessionRuns;
+  private readonly snapshots: SessionSnapshots;
+  /** True while a snapshot command works: no run may start meanwhile. */
+  private snapshotting = false;
 
   constructor(
     readonly sessionId: string,
@@ -42,6 +46,7 @@ export class ChatService {
   ) {
     if (options.stored) this.stored = Promise.resolve();
     this.runs = new SessionRuns(sessionId, log, deps);
+    this.snapshots = new SessionSnapshots(sessionId, log, deps);
   }
 
   /**
@@ -79,6 +84,14 @@ export class ChatService {
         return this.control(message, sender);
       case 'agent_user_input':
         return this.input(message);
+      case 'snapshot_save':
+        return this.whenIdle(async () => void (await this.snapshots.save(message.label)));
+      case 'snapshot_rollback':
+        return this.whenIdle(async () =>
+          (await this.snapshots.rollback(message.snapshot_id)) ? undefined : reject('unknown_snapshot', `No snapshot "${message.snapshot_id.slice(0, 100)}" in this chat`),
+        );
+      case 'snapshot_resume':
+        return this.resumeSnapshot(message.snapshot_id, message.extra_steps, sender);
       default: {
         const unexpected: never = message;
         return reject('unknown_type', `Unknown message type ${JSON.stringify((unexpected as { type: unknown }).type)}`);
@@ -96,7 +109,7 @@ export class ChatService {
 
   /** Checks a chat message and starts its run: a plain answer, or an agent run with its strategy. */
   private chat(message: ChatMessage, sender: MessageSender): ErrorEvent | undefined {
-    if (this.active) {
+    if (this.active || this.snapshotting) {
       return reject('run_active', 'A response is still in progress: stop it or wait for response_complete');
     }
     const { config, tools, kernel } = this.deps;
@@ -147,6 +160,34 @@ export class ChatService {
         return reject('internal_error', `Unexpected outcome ${String(unexpected)}`);
       }
     }
+  }
+
+  /**
+   * Runs a snapshot command while nothing runs (refused with run_active otherwise), holding the
+   * session meanwhile so that no message starts a run in the middle of it.
+   */
+  private async whenIdle(work: () => Promise<ErrorEvent | undefined>): Promise<ErrorEvent | undefined> {
+    if (this.active || this.snapshotting) return reject('run_active', 'Snapshots wait until the response in progress has ended');
+    this.snapshotting = true;
+    try {
+      await this.ensureStored();
+      return await work();
+    } finally {
+      this.snapshotting = false;
+    }
+  }
+
+  /** Rolls back to a snapshot or a step's end and resumes its run from there. */
+  private resumeSnapshot(id: string, extraSteps: number | undefined, sender: MessageSender): Promise<ErrorEvent | undefined> {
+    return this.whenIdle(async () => {
+      const found = await this.snapshots.resumable(id, extraSteps);
+      if (!found.ok) return reject(found.code, found.message);
+      await this.snapshots.rollback(id);
+      // Taken before the snapshot command lets go of the session, so nothing starts in between.
+      const runId = randomUUID();
+      const past: RunPastWithHistory = found.past;
+      return this.occupy(runId, sender, { force: false }, (control) => this.runs.launchContinuation({ ...found.input, runId }, past, control));
+    });
   }
 
   /** Continues a run that ended short of an answer, as a new run of the same request. */

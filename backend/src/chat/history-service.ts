@@ -1,4 +1,5 @@
-import type { ErrorCode } from '@stepwise/shared-types';
+import type { ErrorCode, SnapshotList } from '@stepwise/shared-types';
+import { listSnapshots } from './session-snapshots.ts';
 import type { HistoryMessage, RunSummary, SessionDetail, SessionEvents, SessionSummary } from '@stepwise/shared-types';
 import { inject, injectable } from 'tsyringe';
 import type { RunRecord, SessionRecord, Store } from '../store/store.ts';
@@ -75,6 +76,12 @@ export class HistoryService {
     const hasMore = events.length > limit;
     if (hasMore) events.length = limit;
     return { events, last_seq: events.at(-1)?.seq ?? (await this.store.lastSeq(id)), has_more: hasMore };
+  }
+
+  /** The session's snapshots and restore points (every step's end), oldest first. */
+  async snapshots(id: string): Promise<SnapshotList> {
+    await this.find(id);
+    return { snapshots: await listSnapshots(this.store, id) };
   }
 
   /** Deletes a session and everything in it, stopping its run first. */

@@ -1,6 +1,6 @@
 import type { LoggedEvent } from '@stepwise/shared-types';
 import type { LlmMessage } from '../messages.ts';
-import { type JournalEntry, type MessageRecord, type NewRun, type RunEnd, type RunRecord, type SessionRecord, type Store, titleFrom } from './store.ts';
+import { type JournalEntry, type MessageRecord, type SnapshotRecord, type NewRun, type RunEnd, type RunRecord, type SessionRecord, type Store, titleFrom } from './store.ts';
 
 interface SessionData {
   record: SessionRecord;
@@ -13,6 +13,7 @@ export class MemoryStore implements Store {
   private readonly sessions = new Map<string, SessionData>();
   private readonly runs = new Map<string, RunRecord>();
   private readonly journals = new Map<string, JournalEntry[]>();
+  private readonly snapshots = new Map<string, SnapshotRecord>();
   private clock = 0;
 
   async createSession(id: string): Promise<SessionRecord> {
@@ -124,6 +125,27 @@ export class MemoryStore implements Store {
 
   async truncateJournal(runId: string, fromPosition: number): Promise<void> {
     this.journals.get(runId)?.splice(fromPosition);
+  }
+
+  async saveSnapshot(snapshot: Omit<SnapshotRecord, 'createdAt'>): Promise<SnapshotRecord> {
+    const saved = { ...structuredClone(snapshot), createdAt: this.now() };
+    this.snapshots.set(saved.id, saved);
+    return structuredClone(saved);
+  }
+
+  async getSnapshot(id: string): Promise<SnapshotRecord | undefined> {
+    const snapshot = this.snapshots.get(id);
+    return snapshot && this.sessions.has(snapshot.sessionId) ? structuredClone(snapshot) : undefined;
+  }
+
+  async listSnapshots(sessionId: string): Promise<Omit<SnapshotRecord, 'messages'>[]> {
+    return [...this.snapshots.values()]
+      .filter((snapshot) => snapshot.sessionId === sessionId && this.sessions.has(sessionId))
+      .map(({ messages: _messages, ...rest }) => structuredClone(rest));
+  }
+
+  async replaceMessages(sessionId: string, messages: MessageRecord[]): Promise<void> {
+    this.session(sessionId).messages = structuredClone(messages);
   }
 
   async close(): Promise<void> {}

@@ -62,7 +62,7 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
   },
   {
     version: 3,
-    name: 'run journal: every effect of a run, by position',
+    name: 'run journal: every effect of a run, by position; snapshots of a session',
     sql: `
       create table run_journal (
         run_id uuid not null references runs (id) on delete cascade,
@@ -70,8 +70,22 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
         kind text not null,
         key text not null,
         value jsonb not null,
+        step integer not null default 0,
         primary key (run_id, position)
       );
+
+      create table snapshots (
+        id uuid primary key,
+        session_id uuid not null references sessions (id) on delete cascade,
+        label text not null,
+        kind text not null,
+        run_id uuid,
+        step integer,
+        at_seq integer not null,
+        messages jsonb not null,
+        created_at timestamptz not null default now()
+      );
+      create index snapshots_session on snapshots (session_id, created_at);
     `,
   },
 ];

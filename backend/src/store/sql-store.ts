@@ -1,7 +1,7 @@
 import type { LoggedEvent } from '@stepwise/shared-types';
 import type { LlmMessage } from '../messages.ts';
 import type { SqlDatabase } from './sql-database.ts';
-import { type JournalEntry, type MessageRecord, type NewRun, type RunEnd, type RunRecord, type SessionRecord, type Store, titleFrom } from './store.ts';
+import { type JournalEntry, type MessageRecord, type SnapshotRecord, type NewRun, type RunEnd, type RunRecord, type SessionRecord, type Store, titleFrom } from './store.ts';
 
 interface SessionRow {
   id: string;
@@ -197,25 +197,62 @@ export class SqlStore implements Store {
   }
 
   private readonly journal = new GroupWriter<{ runId: string; entry: JournalEntry }>(async (rows) => {
-    const params = rows.flatMap(({ runId, entry }) => [runId, entry.position, entry.kind, entry.key, json(entry.value ?? null)]);
+    const params = rows.flatMap(({ runId, entry }) => [runId, entry.position, entry.kind, entry.key, json(entry.value ?? null), entry.step ?? 0]);
     // Two rows for one position in one statement would fail it; GroupWriter then writes them one by one, in order.
     await this.db.query(
-      `insert into run_journal (run_id, position, kind, key, value) values ${valuesList(rows.length, 5)}
-       on conflict (run_id, position) do update set kind = excluded.kind, key = excluded.key, value = excluded.value`,
+      `insert into run_journal (run_id, position, kind, key, value, step) values ${valuesList(rows.length, 6)}
+       on conflict (run_id, position) do update set kind = excluded.kind, key = excluded.key, value = excluded.value, step = excluded.step`,
       params,
     );
   });
 
   async readJournal(runId: string): Promise<JournalEntry[]> {
-    const rows = await this.db.query<{ position: number; kind: string; key: string; value: unknown }>(
-      'select position, kind, key, value from run_journal where run_id = $1 order by position',
+    const rows = await this.db.query<{ position: number; kind: string; key: string; value: unknown; step: number }>(
+      'select position, kind, key, value, step from run_journal where run_id = $1 order by position',
       [runId],
     );
-    return rows.map((row) => ({ position: row.position, kind: row.kind, key: row.key, value: row.value }));
+    return rows.map((row) => ({ position: row.position, kind: row.kind, key: row.key, value: row.value, step: row.step }));
   }
 
   async truncateJournal(runId: string, fromPosition: number): Promise<void> {
     await this.db.query('delete from run_journal where run_id = $1 and position >= $2', [runId, fromPosition]);
+  }
+
+  async saveSnapshot(snapshot: Omit<SnapshotRecord, 'createdAt'>): Promise<SnapshotRecord> {
+    const [row] = await this.db.query<{ created_at: Date | string }>(
+      `insert into snapshots (id, session_id, label, kind, run_id, step, at_seq, messages)
+       values ($1, $2, $3, $4, $5, $6, $7, $8) returning created_at`,
+      [snapshot.id, snapshot.sessionId, snapshot.label, snapshot.kind, snapshot.runId ?? null, snapshot.step ?? null, snapshot.atSeq, json(snapshot.messages)],
+    );
+    return { ...snapshot, createdAt: new Date(row!.created_at).toISOString() };
+  }
+
+  async getSnapshot(id: string): Promise<SnapshotRecord | undefined> {
+    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)) return undefined;
+    const [row] = await this.db.query<SnapshotRow & { messages: unknown }>('select * from snapshots where id = $1', [id]);
+    return row && { ...toSnapshot(row), messages: parsed<MessageRecord[]>(row.messages) };
+  }
+
+  async listSnapshots(sessionId: string): Promise<Omit<SnapshotRecord, 'messages'>[]> {
+    const rows = await this.db.query<SnapshotRow>(
+      'select id, session_id, label, kind, run_id, step, at_seq, created_at from snapshots where session_id = $1 order by created_at, id',
+      [sessionId],
+    );
+    return rows.map(toSnapshot);
+  }
+
+  async replaceMessages(sessionId: string, messages: MessageRecord[]): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      await tx.query('delete from messages where session_id = $1', [sessionId]);
+      for (const [position, record] of messages.entries()) {
+        await tx.query('insert into messages (session_id, position, message, after_seq) values ($1, $2, $3, $4)', [
+          sessionId,
+          position,
+          json(record.message),
+          record.afterSeq,
+        ]);
+      }
+    });
   }
 
   async lastSeq(sessionId: string): Promise<number> {
@@ -249,5 +286,29 @@ function toRun(row: RunRow): RunRecord {
     startedAt: iso(row.started_at),
     endedAt: row.ended_at ? iso(row.ended_at) : undefined,
     checkpoint: row.checkpoint === null ? undefined : parsed(row.checkpoint),
+  };
+}
+
+interface SnapshotRow {
+  id: string;
+  session_id: string;
+  label: string;
+  kind: SnapshotRecord['kind'];
+  run_id: string | null;
+  step: number | null;
+  at_seq: number;
+  created_at: Date | string;
+}
+
+function toSnapshot(row: SnapshotRow): Omit<SnapshotRecord, 'messages'> {
+  return {
+    id: row.id,
+    sessionId: row.session_id,
+    label: row.label,
+    kind: row.kind,
+    ...(row.run_id === null ? {} : { runId: row.run_id }),
+    ...(row.step === null ? {} : { step: row.step }),
+    atSeq: row.at_seq,
+    createdAt: new Date(row.created_at).toISOString(),
   };
 }

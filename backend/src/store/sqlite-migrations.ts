@@ -57,7 +57,7 @@ export const SQLITE_MIGRATIONS: { version: number; name: string; sql: string }[]
   },
   {
     version: 2,
-    name: 'run journal: every effect of a run, by position',
+    name: 'run journal: every effect of a run, by position; snapshots of a session',
     sql: `
       create table run_journal (
         run_id text not null references runs (id) on delete cascade,
@@ -65,8 +65,22 @@ export const SQLITE_MIGRATIONS: { version: number; name: string; sql: string }[]
         kind text not null,
         key text not null,
         value text not null,
+        step integer not null default 0,
         primary key (run_id, position)
       ) strict;
+
+      create table snapshots (
+        id text primary key,
+        session_id text not null references sessions (id) on delete cascade,
+        label text not null,
+        kind text not null,
+        run_id text,
+        step integer,
+        at_seq integer not null,
+        messages text not null,
+        created_at text not null
+      ) strict;
+      create index snapshots_session on snapshots (session_id, created_at);
     `,
   },
 ];

@@ -1,7 +1,7 @@
 import type { LoggedEvent } from '@stepwise/shared-types';
 import type { LlmMessage } from '../messages.ts';
 import { closeSqliteDatabase, type SqliteConnection } from './sqlite-database.ts';
-import { type JournalEntry, type MessageRecord, type NewRun, type RunEnd, type RunRecord, type SessionRecord, type Store, titleFrom } from './store.ts';
+import { type JournalEntry, type MessageRecord, type SnapshotRecord, type NewRun, type RunEnd, type RunRecord, type SessionRecord, type Store, titleFrom } from './store.ts';
 
 interface SessionRow {
   id: string;
@@ -65,8 +65,16 @@ function prepareStatements(db: SqliteConnection) {
        where id = ? returning session_id`,
     ),
     saveCheckpoint: db.prepare('update runs set checkpoint = ? where id = ?'),
-    appendJournal: db.prepare('insert or replace into run_journal (run_id, position, kind, key, value) values (?, ?, ?, ?, ?)'),
-    readJournal: db.prepare('select position, kind, key, value from run_journal where run_id = ? order by position'),
+    appendJournal: db.prepare('insert or replace into run_journal (run_id, position, kind, key, value, step) values (?, ?, ?, ?, ?, ?)'),
+    readJournal: db.prepare('select position, kind, key, value, step from run_journal where run_id = ? order by position'),
+    insertSnapshot: db.prepare(
+      'insert into snapshots (id, session_id, label, kind, run_id, step, at_seq, messages, created_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    ),
+    getSnapshot: db.prepare('select id, session_id, label, kind, run_id, step, at_seq, messages, created_at from snapshots where id = ?'),
+    listSnapshots: db.prepare(
+      'select id, session_id, label, kind, run_id, step, at_seq, created_at from snapshots where session_id = ? order by created_at, id',
+    ),
+    deleteMessages: db.prepare('delete from messages where session_id = ?'),
     truncateJournal: db.prepare('delete from run_journal where run_id = ? and position >= ?'),
     getRun: db.prepare(`select ${RUN_COLUMNS} from runs where id = ?`),
     listRuns: db.prepare(`select ${RUN_COLUMNS} from runs where session_id = ? order by started_at, id`),
@@ -199,16 +207,55 @@ export class SqliteStore implements Store {
 
   async appendJournal(runId: string, entry: JournalEntry): Promise<void> {
     const value = JSON.stringify(entry.value ?? null);
-    return this.groupCommit(() => this.statements.appendJournal.run([runId, entry.position, entry.kind, entry.key, value]));
+    return this.groupCommit(() => this.statements.appendJournal.run([runId, entry.position, entry.kind, entry.key, value, entry.step ?? 0]));
   }
 
   async readJournal(runId: string): Promise<JournalEntry[]> {
-    const rows = this.statements.readJournal.all([runId]) as { position: number; kind: string; key: string; value: string }[];
-    return rows.map((row) => ({ position: row.position, kind: row.kind, key: row.key, value: JSON.parse(row.value) as unknown }));
+    const rows = this.statements.readJournal.all([runId]) as { position: number; kind: string; key: string; value: string; step: number }[];
+    return rows.map((row) => ({ position: row.position, kind: row.kind, key: row.key, value: JSON.parse(row.value) as unknown, step: row.step }));
   }
 
   async truncateJournal(runId: string, fromPosition: number): Promise<void> {
     this.statements.truncateJournal.run([runId, fromPosition]);
+  }
+
+  async saveSnapshot(snapshot: Omit<SnapshotRecord, 'createdAt'>): Promise<SnapshotRecord> {
+    const createdAt = this.now();
+    this.commitPending();
+    this.statements.insertSnapshot.run([
+      snapshot.id,
+      snapshot.sessionId,
+      snapshot.label,
+      snapshot.kind,
+      snapshot.runId ?? null,
+      snapshot.step ?? null,
+      snapshot.atSeq,
+      JSON.stringify(snapshot.messages),
+      createdAt,
+    ]);
+    return { ...snapshot, createdAt };
+  }
+
+  async getSnapshot(id: string): Promise<SnapshotRecord | undefined> {
+    const row = this.statements.getSnapshot.get([id]) as (SnapshotRow & { messages: string }) | undefined;
+    return row && { ...toSnapshot(row), messages: JSON.parse(row.messages) as MessageRecord[] };
+  }
+
+  async listSnapshots(sessionId: string): Promise<Omit<SnapshotRecord, 'messages'>[]> {
+    return (this.statements.listSnapshots.all([sessionId]) as SnapshotRow[]).map(toSnapshot);
+  }
+
+  async replaceMessages(sessionId: string, messages: MessageRecord[]): Promise<void> {
+    const now = this.now();
+    this.commitPending();
+    this.db
+      .transaction(() => {
+        this.statements.deleteMessages.run([sessionId]);
+        for (const [position, record] of messages.entries()) {
+          this.statements.insertMessage.run([sessionId, position, JSON.stringify(record.message), record.afterSeq, now]);
+        }
+      })
+      .immediate();
   }
 
   async close(): Promise<void> {
@@ -270,6 +317,30 @@ export class SqliteStore implements Store {
 
 function toSession(row: SessionRow): SessionRecord {
   return { id: row.id, title: row.title, createdAt: row.created_at, updatedAt: row.updated_at };
+}
+
+interface SnapshotRow {
+  id: string;
+  session_id: string;
+  label: string;
+  kind: SnapshotRecord['kind'];
+  run_id: string | null;
+  step: number | null;
+  at_seq: number;
+  created_at: string;
+}
+
+function toSnapshot(row: SnapshotRow): Omit<SnapshotRecord, 'messages'> {
+  return {
+    id: row.id,
+    sessionId: row.session_id,
+    label: row.label,
+    kind: row.kind,
+    ...(row.run_id === null ? {} : { runId: row.run_id }),
+    ...(row.step === null ? {} : { step: row.step }),
+    atSeq: row.at_seq,
+    createdAt: row.created_at,
+  };
 }
 
 function toRun(row: RunRow): RunRecord {

@@ -84,6 +84,14 @@ export interface Store {
   /** Drops a run's journal entries from `fromPosition` on (a resumed run went another way there). */
   truncateJournal(runId: string, fromPosition: number): Promise<void>;
 
+  /** Keeps a snapshot (its createdAt is set here). */
+  saveSnapshot(snapshot: Omit<SnapshotRecord, 'createdAt'>): Promise<SnapshotRecord>;
+  getSnapshot(id: string): Promise<SnapshotRecord | undefined>;
+  /** A session's snapshots, oldest first, without their messages. */
+  listSnapshots(sessionId: string): Promise<Omit<SnapshotRecord, 'messages'>[]>;
+  /** Makes `messages` the session's whole history (a rollback); one transaction. */
+  replaceMessages(sessionId: string, messages: MessageRecord[]): Promise<void>;
+
   close(): Promise<void>;
 }
 
@@ -97,6 +105,24 @@ export interface JournalEntry {
   kind: string;
   key: string;
   value: unknown;
+  /** The run's step when the entry was made (0 before its first); a run can be rewound to a step's end. */
+  step?: number;
+}
+
+/** A saved copy of a session's working state (the model's history), immutable once saved. */
+export interface SnapshotRecord {
+  id: string;
+  sessionId: string;
+  label: string;
+  /** `manual` (saved by a user) or `rollback` (the state a rollback left behind). */
+  kind: 'manual' | 'rollback';
+  /** The session's last run when it was saved, and that run's steps. */
+  runId?: string | undefined;
+  step?: number | undefined;
+  /** The session's last seq when it was saved. */
+  atSeq: number;
+  createdAt: string;
+  messages: MessageRecord[];
 }
 
 /** The title a session gets from its first user message. */

@@ -27,6 +27,7 @@ export function registerRestRoutes(app: FastifyInstance, history: HistoryService
     return { sessions: await history.list(limit) };
   });
   app.get<{ Params: { id: string } }>('/api/sessions/:id', (request) => history.get(request.params.id));
+  app.get<{ Params: { id: string } }>('/api/sessions/:id/snapshots', (request) => history.snapshots(request.params.id));
   app.get<{ Params: { id: string }; Querystring: { after_seq?: string; limit?: string } }>('/api/sessions/:id/events', (request) => {
     const afterSeq = request.query.after_seq === undefined ? 0 : Number(request.query.after_seq);
     if (!Number.isSafeInteger(afterSeq) || afterSeq < 0) {

@@ -1,11 +1,21 @@
 import { useEffect, useRef } from 'react';
 import { awaitingAnswer } from '../state/reducer.ts';
-import type { ViewState } from '../state/view-state.ts';
+import type { ChatItem, ViewState } from '../state/view-state.ts';
 import { Markdown } from './Markdown.tsx';
 import { RunTimeline } from './RunTimeline.tsx';
 
 /** The conversation: user turns, agent runs, assistant answers. */
-export function Conversation({ state, now, onContinue }: { state: ViewState; now: Date; onContinue?: (runId: string, extraSteps: number) => void }) {
+export function Conversation({
+  state,
+  now,
+  onContinue,
+  onRewind,
+}: {
+  state: ViewState;
+  now: Date;
+  onContinue?: (runId: string, extraSteps: number) => void;
+  onRewind?: (runId: string, step: number) => void;
+}) {
   const endRef = useRef<HTMLDivElement>(null);
   const last = state.items.at(-1);
   // Only the chat's last run can be continued, once it ended short of an answer and nothing runs.
@@ -19,6 +29,57 @@ export function Conversation({ state, now, onContinue }: { state: ViewState; now
   useEffect(() => {
     endRef.current?.scrollIntoView?.({ block: 'end' });
   }, [state.items.length, last, state.streamingAnswer, state.lastSeq]);
+
+  const renderItem = (item: ChatItem) => {
+    switch (item.kind) {
+          case 'user':
+        return (
+          <div key={item.id} className="turn turn-user" data-testid="user-turn">
+            <div className="bubble">{item.content}</div>
+          </div>
+        );
+      case 'assistant':
+        return (
+          <div key={item.id} className="turn turn-assistant" data-testid="assistant-turn">
+            <Markdown text={item.content} className="bubble" />
+          </div>
+        );
+      case 'failure':
+        return (
+          <div key={item.id} className="turn turn-assistant" data-testid="answer-failure">
+            <div className="bubble failure" role="status" title={`The answer failed (${item.code})`}>
+              {item.message}
+            </div>
+          </div>
+        );
+      case 'rollback':
+        return (
+          <div key={item.id} className="rollback-divider" role="separator" data-testid="rollback-divider">
+            Rolled back to {item.label}: what came after is folded above and no longer part of the conversation.
+          </div>
+        );
+      case 'run': {
+        const run = state.runs[item.runId];
+        const label = state.session?.strategy_catalog?.find((strategy) => strategy.name === run?.strategy)?.label;
+        return run ? (
+          <RunTimeline
+            key={item.id}
+            run={run}
+            now={now}
+            {...(label ? { strategyLabel: label } : {})}
+            {...(onRewind && !state.busy && !item.rolledBack && run.end ? { onRewind: (step: number) => onRewind(item.runId, step) } : {})}
+            {...(onContinue && continuable(item.runId)
+              ? { onContinue: (extra: number) => onContinue(item.runId, extra), continueSteps: state.session?.limits.max_steps_default ?? 5 }
+              : {})}
+          />
+        ) : null;
+      }
+      default: {
+        const unexpected: never = item;
+        return unexpected;
+      }
+    }
+  };
 
   return (
     <main className="conversation" aria-live="polite">
@@ -37,49 +98,16 @@ export function Conversation({ state, now, onContinue }: { state: ViewState; now
           )}
         </div>
       )}
-      {state.items.map((item) => {
-        switch (item.kind) {
-          case 'user':
-            return (
-              <div key={item.id} className="turn turn-user" data-testid="user-turn">
-                <div className="bubble">{item.content}</div>
-              </div>
-            );
-          case 'assistant':
-            return (
-              <div key={item.id} className="turn turn-assistant" data-testid="assistant-turn">
-                <Markdown text={item.content} className="bubble" />
-              </div>
-            );
-          case 'failure':
-            return (
-              <div key={item.id} className="turn turn-assistant" data-testid="answer-failure">
-                <div className="bubble failure" role="status" title={`The answer failed (${item.code})`}>
-                  {item.message}
-                </div>
-              </div>
-            );
-          case 'run': {
-            const run = state.runs[item.runId];
-            const label = state.session?.strategy_catalog?.find((strategy) => strategy.name === run?.strategy)?.label;
-            return run ? (
-              <RunTimeline
-                key={item.id}
-                run={run}
-                now={now}
-                {...(label ? { strategyLabel: label } : {})}
-                {...(onContinue && continuable(item.runId)
-                  ? { onContinue: (extra: number) => onContinue(item.runId, extra), continueSteps: state.session?.limits.max_steps_default ?? 5 }
-                  : {})}
-              />
-            ) : null;
-          }
-          default: {
-            const unexpected: never = item;
-            return unexpected;
-          }
-        }
-      })}
+      {foldRolledBack(state.items).map((group) =>
+        group.rolledBack ? (
+          <details key={`rolled-${group.items[0]!.id}`} className="rolled-back" data-testid="rolled-back">
+            <summary>Rolled back: no longer part of the conversation ({group.items.length} item{group.items.length === 1 ? '' : 's'})</summary>
+            {group.items.map(renderItem)}
+          </details>
+        ) : (
+          group.items.map(renderItem)
+        ),
+      )}
       {awaitingAnswer(state) && (
         <div className="turn turn-assistant pending" data-testid="assistant-pending">
           <div className="bubble muted">Thinking…</div>
@@ -93,4 +121,16 @@ export function Conversation({ state, now, onContinue }: { state: ViewState; now
       <div ref={endRef} />
     </main>
   );
+}
+
+/** Consecutive items a rollback dropped, grouped so they can be folded together. */
+function foldRolledBack(items: ChatItem[]): Array<{ rolledBack: boolean; items: ChatItem[] }> {
+  const groups: Array<{ rolledBack: boolean; items: ChatItem[] }> = [];
+  for (const item of items) {
+    const rolledBack = item.rolledBack === true;
+    const last = groups.at(-1);
+    if (last && last.rolledBack === rolledBack) last.items.push(item);
+    else groups.push({ rolledBack, items: [item] });
+  }
+  return groups;
 }

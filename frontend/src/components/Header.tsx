@@ -23,12 +23,14 @@ export function Header({
   now,
   onToggleSidebar,
   onOpenSettings,
+  onOpenSnapshots,
 }: {
   session: SessionEvent | undefined;
   connection: ConnectionState;
   now: Date;
   onToggleSidebar: () => void;
   onOpenSettings: () => void;
+  onOpenSnapshots?: () => void;
 }) {
   const health = healthSummary(session);
   const checked = health.checkedAt ? ` (checked ${formatWhen(health.checkedAt, now)})` : '';
@@ -56,6 +58,21 @@ export function Header({
           <span className="health-dot health-ok" role="img" aria-label={`${health.label}${checked}`} title={`${health.label}${checked}`} data-testid="model-health" />
         )}
       </div>
+      {onOpenSnapshots && (
+        <button
+          type="button"
+          className="ghost settings-button"
+          onClick={onOpenSnapshots}
+          aria-haspopup="dialog"
+          aria-label="Snapshots"
+          title="Snapshots: save the conversation, roll back, resume"
+        >
+          <span aria-hidden="true">⟲</span>
+          <span className="settings-button-label" aria-hidden="true">
+            Snapshots
+          </span>
+        </button>
+      )}
       <button type="button" className="ghost settings-button" onClick={onOpenSettings} aria-haspopup="dialog" aria-label="Settings" title="Settings">
         <GearIcon />
         <span className="settings-button-label" aria-hidden="true">

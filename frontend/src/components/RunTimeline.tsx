@@ -38,6 +38,7 @@ export function RunTimeline({
   strategyLabel,
   onContinue,
   continueSteps = 5,
+  onRewind,
 }: {
   run: RunView;
   now: Date;
@@ -45,6 +46,8 @@ export function RunTimeline({
   /** Offered under the chat's last run when it stopped, failed or reached its step limit. */
   onContinue?: (extraSteps: number) => void;
   continueSteps?: number;
+  /** Offered on the finished steps of an ended run: go back to that step's end and on from there. */
+  onRewind?: (step: number) => void;
 }) {
   const running = !run.end && !run.complete;
   const Panel = run.strategy ? strategyPanels[run.strategy] : undefined;
@@ -82,7 +85,14 @@ export function RunTimeline({
         <RunTree run={run} running={running} />
       ) : (
         run.steps.map((step) => (
-          <StepCard key={step.step} step={step} running={running} current={running && step.step === lastStep} folded={isStepFolded(run, step)} />
+          <StepCard
+            key={step.step}
+            step={step}
+            running={running}
+            current={running && step.step === lastStep}
+            folded={isStepFolded(run, step)}
+            {...(onRewind && !running ? { onRewind: () => onRewind(step.step) } : {})}
+          />
         ))
       )}
       {run.end && (

@@ -28,10 +28,12 @@ export interface StepCardProps {
   folded: boolean;
   /** What its badge says: "Step 2" by default, "Iteration 5" inside a branch. */
   label?: string;
+  /** Offered on a finished step: roll the conversation back to this step's end and go on from there. */
+  onRewind?: () => void;
 }
 
 /** One reason → act → observe step; folds to a one-line summary once a later step begins. */
-export function StepCard({ step, current, running, folded, label = `Step ${step.step}` }: StepCardProps) {
+export function StepCard({ step, current, running, folded, label = `Step ${step.step}`, onRewind }: StepCardProps) {
   const tools = step.tools.filter((tool) => tool.name !== 'request_input');
   // The user's choice wins over the automatic folding.
   const [chosen, setChosen] = useState<boolean | undefined>(undefined);
@@ -89,6 +91,13 @@ export function StepCard({ step, current, running, folded, label = `Step ${step.
           <h4 title={PHASE_HINTS.observe}>Observe</h4>
           <AgentText text={observe} />
         </section>
+      )}
+      {onRewind && step.observeDone && (
+        <div className="step-rewind">
+          <button type="button" className="ghost" onClick={onRewind} title="Roll the conversation back to the end of this step and go on from here; later steps are folded">
+            Rewind to here
+          </button>
+        </div>
       )}
     </details>
   );

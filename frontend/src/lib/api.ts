@@ -1,4 +1,4 @@
-import { type SessionDetail, SessionDetail as SessionDetailSchema, type SessionSummary, SessionList } from '@stepwise/shared-types';
+import { type SessionDetail, SessionDetail as SessionDetailSchema, type SessionSummary, SessionList, type SnapshotInfo, SnapshotList } from '@stepwise/shared-types';
 
 import { AuthRequiredError, authHeaders } from './auth.ts';
 import { withHumanSizes } from './sizes.ts';
@@ -26,6 +26,13 @@ export const api = {
     if (response.status === 404 || response.status === 400) return undefined;
     if (!response.ok) throw new Error(`Could not load the session (${response.status})`);
     return SessionDetailSchema.parse(await response.json());
+  },
+  /** The session's snapshots and restore points, oldest first. */
+  async snapshots(sessionId: string): Promise<SnapshotInfo[]> {
+    const response = await call(`/api/sessions/${encodeURIComponent(sessionId)}/snapshots`);
+    if (response.status === 404) return [];
+    if (!response.ok) throw new Error(`Could not load the snapshots (${response.status})`);
+    return SnapshotList.parse(await response.json()).snapshots;
   },
   /** Uploads one file into the session's folder; rejects with the server's reason. */
   async uploadFile(sessionId: string, file: File): Promise<void> {

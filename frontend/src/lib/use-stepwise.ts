@@ -97,6 +97,20 @@ export function useStepwise(url: string = defaultSocketUrl()) {
       stop(): void {
         if (send({ type: 'agent_control', action: 'stop' })) dispatch({ kind: 'stop_requested' });
       },
+      /** Keeps a snapshot of the conversation as it is now. */
+      saveSnapshot(label: string): boolean {
+        return send({ type: 'snapshot_save', ...(label ? { label } : {}) });
+      },
+      /** Makes a snapshot (or a step's end) the working state again. */
+      rollback(snapshotId: string): boolean {
+        return send({ type: 'snapshot_rollback', snapshot_id: snapshotId });
+      },
+      /** Rolls back to a snapshot (or a step's end) and resumes its run from there. */
+      resumeSnapshot(snapshotId: string): boolean {
+        if (!send({ type: 'snapshot_resume', snapshot_id: snapshotId })) return false;
+        dispatch({ kind: 'resume_requested' });
+        return true;
+      },
       /** Continues a run that stopped, failed or reached its step limit, for `extraSteps` more steps. */
       resume(runId: string, extraSteps: number): boolean {
         if (!send({ type: 'agent_control', action: 'resume', run_id: runId, extra_steps: extraSteps })) return false;

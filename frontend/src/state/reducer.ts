@@ -180,12 +180,33 @@ function applyLogged(state: ViewState, event: Logged): ViewState {
       const run = runId ? state.runs[runId] : undefined;
       return run && !run.end ? updateRun(next, run.id, (current) => settleRun({ ...current, endedAt: event.ts, end: { kind: 'failed', message: event.message } })) : next;
     }
+    case 'snapshot_saved':
+      return {
+        ...state,
+        snapshotLabels: { ...state.snapshotLabels, [event.snapshot_id]: event.label },
+        notice: { code: 'snapshot_saved', message: `Snapshot saved: ${event.label}` },
+      };
+    case 'session_rolled_back': {
+      // Everything between the point rolled back to and now left the model's history: fold it.
+      const label = rollbackLabel(event.snapshot_id, state.snapshotLabels);
+      const items = state.items.map((item) => (item.order > event.to_seq && item.order < event.seq ? { ...item, rolledBack: true } : item));
+      const divider: ChatItem = { kind: 'rollback', id: `r${event.seq}`, label, toSeq: event.to_seq, order: event.seq };
+      return { ...state, items: insertItem(items, divider) };
+    }
     default: {
       // A newer server may send events this app does not know: they change nothing.
       const _unknown: never = event;
       return state;
     }
   }
+}
+
+/** What a rollback went back to, in words. */
+function rollbackLabel(snapshotId: string, labels: Record<string, string> | undefined): string {
+  const step = /^step:[^:]+:(\d+)$/.exec(snapshotId);
+  if (step) return `the end of step ${step[1]}`;
+  const label = labels?.[snapshotId];
+  return label ? `“${label}”` : 'a snapshot';
 }
 
 function applyAgentUpdate(state: ViewState, runId: string, event: Extract<Logged, { type: 'agent_update' }>): ViewState {

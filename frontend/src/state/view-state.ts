@@ -101,12 +101,18 @@ export interface RunView {
  * One item of the conversation. `order` places it: a logged item's seq, and for a user message
  * the seq it was sent after plus one half (its response's events come after it).
  */
-export type ChatItem = { order: number } & (
+export type ChatItem = {
+  order: number;
+  /** Dropped from the model's history by a later rollback: shown folded under its divider. */
+  rolledBack?: boolean;
+} & (
   | { kind: 'user'; id: string; content: string }
   | { kind: 'assistant'; id: string; content: string; runId?: string }
   | { kind: 'run'; id: string; runId: string }
   /** A plain chat answer that failed: kept in the conversation, also after a reload. */
   | { kind: 'failure'; id: string; code: string; message: string }
+  /** The session was rolled back to a snapshot (or a step's end); what came after it is folded. */
+  | { kind: 'rollback'; id: string; label: string; toSeq: number }
 );
 
 /** A file in the session's folder. */
@@ -141,6 +147,8 @@ export interface ViewState {
   /** A plain chat answer while it streams. */
   streamingAnswer?: string;
   notice?: Notice;
+  /** Labels of the snapshots this session saved, by id (for rollback dividers). */
+  snapshotLabels?: Record<string, string>;
   /** The session's files, newest last. */
   files: FileView[];
   /** Names of files being uploaded. */
