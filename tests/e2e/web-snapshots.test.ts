@@ -1,0 +1,94 @@
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { closeAll } from '../helpers/cleanup.ts';
+import { startStepwise, type TestServer } from '../helpers/stepwise.ts';
+import { ask, BROWSER_LAUNCH_HOOK_TIMEOUT_MS, BROWSER_TEST_TIMEOUT_MS, closeBrowser, launchBrowser, screenshot } from './browser.ts';
+
+let browser: Browser;
+let context: BrowserContext | undefined;
+let page: Page;
+let server: TestServer | undefined;
+
+beforeAll(async () => {
+  browser = await launchBrowser();
+}, BROWSER_LAUNCH_HOOK_TIMEOUT_MS);
+
+afterAll(() => closeBrowser(browser), 30_000);
+
+afterEach(
+  () =>
+    closeAll(
+      () => context?.close(),
+      () => server?.close(),
+    ),
+  30_000,
+);
+
+async function open() {
+  server = await startStepwise({ DEMO_DELAY_MS: '1' });
+  context = await browser.newContext({ viewport: { width: 1000, height: 900 } });
+  page = await context.newPage();
+  await page.goto(server.url);
+  await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+}
+
+/** Sends a message and waits until its answer is shown (the composer is free again). */
+async function send(text: string, answers: number) {
+  await ask(page, text);
+  await page.getByTestId('assistant-turn').nth(answers - 1).waitFor();
+  await page.getByRole('button', { name: 'Send' }).waitFor();
+}
+
+const dialog = () => page.getByRole('dialog', { name: 'Snapshots' });
+
+describe('snapshots in the web app', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, () => {
+  it('saves a snapshot, rolls back to it after two more messages, and folds what came after under a divider', async () => {
+    await open();
+    await page.getByRole('switch', { name: 'Agent mode' }).check();
+    await send('What is 6*7?', 1);
+    await page.getByRole('switch', { name: 'Agent mode' }).uncheck();
+
+    await page.getByRole('button', { name: 'Snapshots' }).click();
+    await dialog().getByRole('textbox', { name: 'Snapshot label' }).fill('Checkpoint');
+    await dialog().getByRole('button', { name: 'Save snapshot' }).click();
+    await dialog().getByTestId('snapshot').filter({ hasText: 'Checkpoint' }).waitFor();
+    await page.keyboard.press('Escape');
+
+    await send('Tell me something', 2);
+    await send('And something else', 3);
+    await page.getByRole('button', { name: 'Snapshots' }).click();
+    await dialog().getByTestId('snapshot').filter({ hasText: 'Checkpoint' }).getByRole('button', { name: 'Roll back' }).click();
+    await page.getByTestId('rollback-divider').filter({ hasText: 'Rolled back to “Checkpoint”' }).waitFor();
+    // The list now has the step's end, the snapshot, and the state before the rollback.
+    await dialog().getByTestId('snapshot').filter({ hasText: 'Before rolling back' }).waitFor();
+    const kinds = await dialog().getByTestId('snapshot').evaluateAll((items) => items.map((item) => item.getAttribute('data-kind')));
+    expect([...kinds].sort()).toEqual(['manual', 'rollback', 'step']);
+    await page.keyboard.press('Escape');
+
+    const folded = page.getByTestId('rolled-back');
+    expect(await folded.count()).toBe(1);
+    expect(await folded.textContent()).toContain('Tell me something');
+    expect(await folded.textContent()).toContain('And something else');
+    await screenshot(page, 'rolled-back.png');
+  });
+
+  it('rewinds a finished run to the end of a step and goes on from there', async () => {
+    await open();
+    await page.getByRole('switch', { name: 'Agent mode' }).check();
+    await send('First compute 12*7, then add 15, divide by 3, subtract 4', 1);
+    const firstRun = page.getByTestId('run').first();
+    await firstRun.getByTestId('run-end').filter({ hasText: 'Answered in 4 steps' }).waitFor();
+
+    const step2 = firstRun.getByTestId('step-card').nth(1);
+    await step2.locator('summary').click();
+    await step2.getByRole('button', { name: 'Rewind to here' }).click();
+
+    const secondRun = page.getByTestId('run').nth(1);
+    await secondRun.getByTestId('run-end').filter({ hasText: 'Answered in 4 steps' }).waitFor();
+    expect(await secondRun.getByTestId('run-continued').count()).toBe(1);
+    const steps = await secondRun.getByTestId('step-card').allTextContents();
+    expect(steps.map((text) => /Step (\d+)/.exec(text)?.[1])).toEqual(['3', '4']);
+    await page.getByTestId('rollback-divider').filter({ hasText: 'the end of step 2' }).waitFor();
+    await page.getByTestId('assistant-turn').filter({ hasText: 'The result is 29' }).last().waitFor();
+  });
+});
