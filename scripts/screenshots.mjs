@@ -65,6 +65,8 @@ async function firstMinutes(device, viewport, url) {
   await ask('What is (17+25)*3, and what time is it?');
   await page.getByTestId('run-end').getByText(/Answered in 2 steps/).waitFor();
   await page.getByTestId('assistant-turn').waitFor();
+  // The run has ended for the page too (response_complete): Send is back, Rewind is offered.
+  await page.getByRole('button', { name: 'Send' }).waitFor();
   await settle();
   await shot('2-run-finished');
 
