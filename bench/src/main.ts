@@ -3,14 +3,16 @@
 // bench/results.json (with --quick or --only: bench/out/, so a smoke run never overwrites real
 // figures). Options: see settings.ts.
 import './guard.ts';
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { concurrency } from './concurrency.ts';
 import { footprint } from './footprint.ts';
 import { overhead } from './overhead.ts';
 import { root } from './processes.ts';
 import { report } from './report.ts';
+import { requestPaths } from './request-paths.ts';
 import { log, type Section, settings } from './settings.ts';
 import { round } from './stats.ts';
 import { prepareStores } from './stores.ts';
@@ -21,14 +23,19 @@ import { streaming } from './streaming.ts';
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => process.exit(130));
 
 const started = new Date();
+const loadAtStart = round(loadavg()[0]!, 2);
 const stores = await prepareStores(settings);
-const sections = { footprint, overhead, stop: stopLatency, concurrency, streaming } satisfies Record<Section, unknown>;
+const sections = { footprint, overhead, stop: stopLatency, concurrency, streaming, requests: requestPaths } satisfies Record<Section, unknown>;
 const figures: Partial<Record<Section, unknown>> = {};
+/** The machine's 1-minute load average as each section began and ended: other work on it shows here. */
+const load: Partial<Record<Section, { start: number; end: number }>> = {};
 try {
   for (const section of settings.sections) {
     const began = Date.now();
+    const loadBefore = loadavg()[0]!;
     figures[section] = await sections[section](settings, stores);
-    log(`   (${section}: ${round((Date.now() - began) / 1000, 0)} s)`);
+    load[section] = { start: round(loadBefore, 2), end: round(loadavg()[0]!, 2) };
+    log(`   (${section}: ${round((Date.now() - began) / 1000, 0)} s; load average ${load[section].start} → ${load[section].end})`);
   }
 } finally {
   await stores.close();
@@ -36,6 +43,8 @@ try {
 const results = {
   date: started.toISOString(),
   quick: settings.quick,
+  tree: tree(),
+  load: { atStart: loadAtStart, sections: load },
   machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', memoryGb: round(totalmem() / 1024 ** 3, 0), node: process.version, platform: process.platform },
   stores: stores.details,
   ...figures,
@@ -46,3 +55,13 @@ writeFileSync(join(folder, 'results.json'), `${JSON.stringify(results, null, 2)}
 writeFileSync(join(folder, 'RESULTS.md'), report(results));
 log(`wrote ${join(folder, 'RESULTS.md')} in ${round((Date.now() - started.getTime()) / 1000, 0)} s`);
 process.exit(0);
+
+/** The commit measured, and whether the tree had changes beyond it. */
+function tree(): { commit: string; changed: boolean } | undefined {
+  try {
+    const git = (...args: string[]) => execFileSync('git', args, { cwd: root, encoding: 'utf8' }).trim();
+    return { commit: git('rev-parse', '--short', 'HEAD'), changed: git('status', '--porcelain', '--untracked-files=no').length > 0 };
+  } catch {
+    return undefined;
+  }
+}

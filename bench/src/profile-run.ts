@@ -2,6 +2,7 @@
 // then prints the measured window and the model calls in it, for profile-summary.ts.
 // PROFILE_DIR=/tmp/prof [PROFILE_INTERVAL_US=200] [EXTRA='{"DB_SYNC":"normal","LLM_STREAMING":"false"}'] [CHAT=growing] [ROUNDS=15]
 //   node --import tsx bench/src/profile-run.ts
+// Without PROFILE_DIR it only times the rounds (a quick A/B of two trees, not a substitute for `pnpm bench`).
 // Then: node --import tsx bench/src/profile-summary.ts $PROFILE_DIR --from=… --to=… --calls=…
 import { cpuMs, startModelServer, startWorker } from './processes.ts';
 import { startStepwise } from './stepwise-server.ts';
@@ -11,7 +12,9 @@ const rounds = Number(process.env.ROUNDS ?? 15);
 const model = await startModelServer({ BENCH_MODE: 'task', BENCH_STEPS: '20' });
 const server = await startStepwise(model.url, {
   env: process.env.EXTRA ? JSON.parse(process.env.EXTRA) : {},
-  nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${process.env.PROFILE_DIR}`, `--cpu-prof-interval=${process.env.PROFILE_INTERVAL_US ?? 200}`],
+  nodeArgs: process.env.PROFILE_DIR
+    ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PROFILE_DIR}`, `--cpu-prof-interval=${process.env.PROFILE_INTERVAL_US ?? 200}`]
+    : [],
 });
 const worker = await startWorker(process.env.CHAT === 'growing' ? 'stepwise-growing' : 'stepwise-fresh', server.wsUrl);
 const floor = await startWorker('floor', model.url);
@@ -41,7 +44,8 @@ for (let i = 0; i < rounds; i++) {
   calls += r.calls;
 }
 console.log(`${server.store.label}: stepwise per call median ms ${median(times).toFixed(3)}, floor ${median(floors).toFixed(3)}, ratio of medians ${(median(times) / median(floors)).toFixed(2)}`);
-console.log(`server CPU per call ${((serverCpu * 1000) / calls).toFixed(0)} µs (from /proc, profiler included); floor client CPU per call ${(floorCpuUs / floorCalls).toFixed(0)} µs`);
+const profiler = process.env.PROFILE_DIR ? ', profiler included' : '';
+console.log(`server CPU per call ${((serverCpu * 1000) / calls).toFixed(0)} µs (from /proc${profiler}); floor client CPU per call ${(floorCpuUs / floorCalls).toFixed(0)} µs`);
 // The window spans the floor's runs between Stepwise's too; the server is idle then, which the summary leaves out.
 console.log(`profile-summary: --from=${from} --to=${to} --calls=${calls}`);
 await worker.exit();

@@ -1,6 +1,9 @@
 // Reads a CPU profile of the server (node --cpu-prof, as profile-run.ts writes it) and says where
 // its time went per model call: busy time, the largest groups (the openai SDK, undici, SQLite, …),
 // the functions with the most self time, and the inclusive time of a few frames worth watching.
+// Inclusive means "on the stack when sampled": work resumed later by a promise or an I/O callback
+// has other frames under it, so these undercount asynchronous paths; V8 also folds inlined
+// functions into their caller (JSON.stringify never shows as a frame of its own).
 //   node --import tsx bench/src/profile-summary.ts PROFILE_DIR [--from=µs --to=µs] [--calls=N] [--top=25]
 // profile-run.ts prints the --from/--to window (the measured rounds, on the same monotonic clock
 // as the profile's timestamps) and the number of model calls in it. Figures from one profile are
@@ -81,19 +84,21 @@ const shortUrl = (url: string) => url.replace(/^file:\/\/\/.*?node_modules\/\.pn
 const frameName = (frame: CallFrame) => `${frame.functionName || '(anonymous)'} ${frame.url ? `${shortUrl(frame.url)}:${frame.lineNumber + 1}` : '(native)'}`;
 
 /** Inclusive time of frames matching these tests: each sample counts once per watched frame. */
+const modelHttpPath = /node_modules\/openai\/|node:internal\/deps\/undici|node:internal\/webstreams|node:_http_|http-transport\.ts|response-body\.ts|reply-reader\.ts|reply-assembler\.ts/;
 const watched: Record<string, (frame: CallFrame) => boolean> = {
-  'JSON.stringify (anywhere)': (frame) => frame.functionName === 'stringify' && !frame.url,
-  'JSON.parse (anywhere)': (frame) => frame.functionName === 'parse' && !frame.url,
+  'the model call over HTTP: request, response, reading the reply (SDK + undici + web streams, or node:http; inclusive)': (frame) =>
+    modelHttpPath.test(frame.url) || (frame.url.endsWith('openai-llm-client.ts') && frame.functionName === 'attempt'),
   'openai SDK (inclusive of the fetch it calls)': (frame) => frame.url.includes('node_modules/openai/'),
   'undici / fetch (inclusive)': (frame) => frame.url.startsWith('node:internal/deps/undici'),
+  'node:http client (inclusive)': (frame) => frame.url.startsWith('node:_http_') || frame.url.endsWith('http-transport.ts'),
   'SQLite statements (libsql, inclusive)': (frame) => frame.url.includes('node_modules/libsql'),
-  'SessionEventLog.emit and its store write': (frame) => frame.url.endsWith('session-event-log.ts') && frame.functionName.includes('emit'),
-  'WebSocket send (ws, inclusive)': (frame) => frame.url.includes('websocket-connection.ts') && frame.functionName.includes('send'),
+  'WebSocket frames (ws, inclusive)': (frame) => frame.url.includes('node_modules/ws/'),
   'ToolRegistry.schemas': (frame) => frame.url.endsWith('tool-registry.ts') && frame.functionName.includes('schemas'),
   'prompt rendering (handlebars)': (frame) => frame.url.includes('node_modules/handlebars'),
   'zod': (frame) => frame.url.includes('node_modules/zod'),
   'pino (logs)': (frame) => frame.url.includes('node_modules/pino'),
   'reading the reply (reply-reader, response-body)': (frame) => /reply-reader\.ts|response-body\.ts|reply-assembler\.ts/.test(frame.url),
+  'reading session files for the prompt (readdir)': (frame) => frame.url.endsWith('session-files.ts'),
 };
 
 const self = new Map<string, number>();

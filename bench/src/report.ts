@@ -11,7 +11,7 @@ const kb = (value: number) => `${value < 10 ? value.toFixed(1) : Math.round(valu
 
 /** Renders the figures as Markdown tables; the reading of them is written by hand in READING.md, appended. */
 export function report(results: any): string {
-  const { machine, overhead, stop, concurrency, streaming, footprint, stores } = results;
+  const { machine, overhead, stop, concurrency, streaming, footprint, stores, requests } = results;
   const lines: string[] = [];
   lines.push('# Benchmark results', '');
   lines.push(
@@ -23,6 +23,18 @@ export function report(results: any): string {
       ? ` PostgreSQL: ${stores.postgresVersion}, ${Object.entries(stores.postgresSettings ?? {}).map(([name, value]) => `${name}=${value}`).join(', ')}, a new database per server.`
       : '';
     lines.push(`Stores: the embedded store as the server reports it (${stores.embeddedDescription ?? 'it reported nothing'}), on a new DATA_DIR per server on a disk-backed file system.${postgres}`);
+  }
+  if (results.tree) {
+    lines.push(`Tree measured: commit ${results.tree.commit}${results.tree.changed ? ', with uncommitted changes' : ', clean'}.`);
+  }
+  if (results.load) {
+    const sections = Object.entries(results.load.sections ?? {})
+      .map(([section, value]: [string, any]) => `${section} ${value.start} → ${value.end}`)
+      .join(', ');
+    lines.push(
+      `Load average (1 min) as the run began: ${results.load.atStart}; as each section began and ended: ${sections}. ` +
+        "These include the benchmark's own processes (two to four busy ones on these two cores), so 2–3 is this harness alone; more means other work on the machine.",
+    );
   }
   lines.push('');
 
@@ -117,6 +129,19 @@ export function report(results: any): string {
     lines.push(`| bare openai SDK stream, tokens per second | ${streaming.floorTokensPerSecond} |`);
     lines.push(`| Stepwise, tokens per second reaching the WebSocket client as \`assistant_delta\` | ${streaming.stepwiseTokensPerSecond} (${streaming.tokensAtClient} tokens in ${streaming.framesAtClient} frames) |`);
     lines.push(`| added time per token, Stepwise relay vs bare SDK | ${streaming.addedLatencyPerTokenUs} µs |`, '');
+  }
+  if (requests) {
+    lines.push(`## 5. One request by each HTTP path (${requests.blocks} interleaved blocks of ${requests.requests} requests, medians)`, '');
+    lines.push('| path | request body | reply | wall per request | CPU of the caller per request | CPU vs the SDK, parsed |', '| --- | --- | --- | ---: | ---: | ---: |');
+    for (const row of requests.rows) {
+      lines.push(`| ${row.path} | ${row.size} | ${row.stream ? 'streamed' : 'whole'} | ${us(row.wallUs)} | ${us(row.cpuUs)} | ${row.cpuVsSdk.toFixed(2)}× |`);
+    }
+    const serialised = requests.serialise.map((row: any) => `${row.us} µs for the ${row.size} body (${row.kb} KiB)`).join(', ');
+    lines.push(
+      '',
+      `JSON.stringify alone: ${serialised}. CPU is the calling process's (process.cpuUsage, its helper threads included), the model server runs in a process of its own.`,
+      '',
+    );
   }
   const reading = join(dirname(fileURLToPath(import.meta.url)), '..', 'READING.md');
   if (existsSync(reading)) lines.push(readFileSync(reading, 'utf8'));

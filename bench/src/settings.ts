@@ -1,6 +1,6 @@
 // What a run of the benchmarks measures, from its command line:
 //   --quick                 small N and few rounds, to check the harness (CI); writes to bench/out/
-//   --only=a,b              a subset of sections: overhead, stop, concurrency, streaming, footprint
+//   --only=a,b              a subset of sections: footprint, overhead, stop, concurrency, streaming, requests
 //   --sessions=10,100       the session counts of the concurrency section
 //   --db-sync=full,normal   the embedded store's DB_SYNC settings the overhead section compares
 //                           (default: both when the embedded store is SQLite; "none" for neither)
@@ -8,7 +8,7 @@
 //   --no-postgres           leave PostgreSQL out
 
 /** The sections, in the order they run. */
-export const SECTIONS = ['footprint', 'overhead', 'stop', 'concurrency', 'streaming'] as const;
+export const SECTIONS = ['footprint', 'overhead', 'stop', 'concurrency', 'streaming', 'requests'] as const;
 export type Section = (typeof SECTIONS)[number];
 
 function option(name: string): string | undefined {
@@ -32,6 +32,9 @@ export const settings = {
   stopTrials: quick ? 5 : 200,
   sessions: list(option('sessions'))?.map(Number) ?? (quick ? [10, 30] : [10, 25, 50, 100, 250, 500, 1000, 2000]),
   tokens: quick ? 2_000 : 20_000,
+  /** One request by each HTTP path: blocks per path and kind of request, requests per block. */
+  pathBlocks: quick ? 2 : 9,
+  pathRequests: quick ? 50 : 300,
   /** Server starts per store for the cold-start and idle-memory measures. */
   starts: quick ? 1 : 7,
   /** How long a server is left alone after its chat before its idle memory is read. */
