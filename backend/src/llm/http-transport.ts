@@ -1,4 +1,4 @@
-import { Agent as HttpAgent, type IncomingMessage, request as httpRequest } from 'node:http';
+import { type ClientRequest, Agent as HttpAgent, type IncomingMessage, type RequestOptions, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { abortReason } from '../util/abort.ts';
 
@@ -30,6 +30,29 @@ export class ResponseTimeoutError extends Error {
   }
 }
 
+/** Where requests go, worked out once from the URL (node:http would parse it again for every request). */
+export interface Endpoint {
+  readonly target: Readonly<RequestOptions>;
+  readonly send: (options: RequestOptions) => ClientRequest;
+}
+
+/** The endpoint of a URL: http or https, host, port and path, on the shared keep-alive pool. */
+export function endpointOf(url: URL): Endpoint {
+  const https = url.protocol === 'https:';
+  return {
+    target: {
+      method: 'POST',
+      protocol: url.protocol,
+      // A bracketed IPv6 address is given to the socket without its brackets.
+      hostname: url.hostname.replace(/^\[(.*)\]$/, '$1'),
+      port: url.port || (https ? 443 : 80),
+      path: `${url.pathname}${url.search}`,
+      agent: https ? agents['https:'] : agents['http:'],
+    },
+    send: https ? httpsRequest : httpRequest,
+  };
+}
+
 export interface PostOptions {
   headers: Record<string, string>;
   /** Aborts the request at once, whatever stage it is at; the promise then rejects with the signal's reason. */
@@ -49,16 +72,13 @@ export interface PostOptions {
  * call needs from HTTP; fetch and the openai SDK on top of it cost several times more CPU per call
  * (bench/src/request-paths.ts measures both).
  */
-export function postJson(url: URL, body: string, options: PostOptions): Promise<IncomingMessage> {
+export function postJson(endpoint: Endpoint, body: string, options: PostOptions): Promise<IncomingMessage> {
   const { signal, responseTimeoutMs } = options;
   if (signal.aborted) return Promise.reject(abortReason(signal));
   const payload = Buffer.from(body, 'utf8');
-  const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
-  const agent = url.protocol === 'https:' ? agents['https:'] : agents['http:'];
   return new Promise((resolve, reject) => {
-    const outgoing = send(url, {
-      method: 'POST',
-      agent,
+    const outgoing = endpoint.send({
+      ...endpoint.target,
       headers: { ...options.headers, 'content-type': 'application/json', 'content-length': String(payload.byteLength) },
     });
     let settled = false;

@@ -8,7 +8,7 @@ import type { Logger } from '../logger.ts';
 import { TOKENS } from '../tokens.ts';
 import { abortReason } from '../util/abort.ts';
 import type { CompletionRequest, CompletionResult, LlmClient, LlmMessage, OutputSchema, TokenUsage } from './llm-client.ts';
-import { ConnectionFailedError, postJson, readTextPrefix, ResponseTimeoutError } from './http-transport.ts';
+import { ConnectionFailedError, type Endpoint, endpointOf, postJson, readTextPrefix, ResponseTimeoutError } from './http-transport.ts';
 import type { ReplyAssembler } from './reply-assembler.ts';
 import { readStreamedReply, readWholeReply } from './reply-reader.ts';
 import { seconds } from './response-body.ts';
@@ -35,7 +35,7 @@ export class OpenAiLlmClient implements LlmClient {
   readonly modelName: string;
   /** The base URL, for messages (never with credentials). */
   readonly endpoint: string;
-  private readonly url: URL;
+  private readonly target: Endpoint;
   private readonly headers: Record<string, string>;
 
   constructor(
@@ -46,7 +46,7 @@ export class OpenAiLlmClient implements LlmClient {
     const baseUrl = config.llm.baseUrl ?? 'https://api.openai.com/v1';
     this.endpoint = safeEndpoint(baseUrl);
     // The base URL with the path after it, as the openai SDK joins them.
-    this.url = new URL(`${baseUrl.replace(/\/+$/, '')}/chat/completions`);
+    this.target = endpointOf(new URL(`${baseUrl.replace(/\/+$/, '')}/chat/completions`));
     this.headers = {
       // Local servers need no key; sending a placeholder keeps servers that expect the header content.
       authorization: `Bearer ${config.llm.apiKey ?? 'no-key'}`,
@@ -116,7 +116,7 @@ export class OpenAiLlmClient implements LlmClient {
     const { streaming } = this.config.llm;
     let streamedText = false;
     try {
-      const response = await postJson(this.url, JSON.stringify(this.requestBody(request, output)), {
+      const response = await postJson(this.target, JSON.stringify(this.requestBody(request, output)), {
         headers: { ...this.headers, ...stepwiseHeaders(request) },
         signal,
         // This clock covers the wait for the response's headers; the body has its own clocks below.
