@@ -9,6 +9,8 @@ export { runPhase } from './agent/phase.ts';
 export { STRATEGIES } from './agent/strategies.ts';
 export { findChain, findExpression } from './agent/demo-language.ts';
 export { roa } from './agent/roa/roa.ts';
+export { planExecute } from './agent/plan_execute/plan-execute.ts';
+export { MISSING_PREREQUISITE_KEYWORDS } from './agent/plan_execute/plan.ts';
 export { chat as plainChat } from './agent/chat/chat.ts';
 export { findLastJsonObject, ObserveControl, parseControlBlock, ReasonControl } from './agent/control-block.ts';
 export type { EventSink } from './agent/event-sink.ts';

@@ -76,6 +76,60 @@ export const AgentCompletion = agentUpdate('agent_completion', {
 });
 export type AgentCompletion = z.infer<typeof AgentCompletion>;
 
+/** A step's status in a plan (plan_execute). */
+export const PlanStepStatus = z.enum(['pending', 'running', 'done', 'failed']);
+export type PlanStepStatus = z.infer<typeof PlanStepStatus>;
+/** One step of a plan as the wire shows it. */
+export const PlanStep = z.object({
+  index: z.number().int(),
+  goal: z.string(),
+  tools: z.array(z.string()),
+  success_criteria: z.string(),
+  context: z.string(),
+  status: PlanStepStatus,
+});
+export type PlanStep = z.infer<typeof PlanStep>;
+/** Why a plan was revised. */
+export const PlanTrigger = z.enum(['failed_attempts', 'missing_prerequisite', 'not_viable']);
+export type PlanTrigger = z.infer<typeof PlanTrigger>;
+/** The plan of a plan_execute run: revision 1 is the first; later ones say what triggered them. */
+export const AgentPlan = agentUpdate('agent_plan', {
+  revision: z.number().int().positive(),
+  trigger: PlanTrigger.optional(),
+  steps: z.array(PlanStep),
+});
+export type AgentPlan = z.infer<typeof AgentPlan>;
+/** A plan step started, finished or failed. */
+export const AgentPlanStep = agentUpdate('agent_plan_step', {
+  index: z.number().int(),
+  status: z.enum(['running', 'done', 'failed']),
+  attempts: z.number().int(),
+  observation: z.string().optional(),
+});
+export type AgentPlanStep = z.infer<typeof AgentPlanStep>;
+/** What a plan_execute run did, sent before its ending. */
+export const AgentRunMetadata = agentUpdate('agent_run_metadata', {
+  planning: z.object({ revisions: z.number().int(), steps: z.number().int() }),
+  execution: z.array(
+    z.object({
+      index: z.number().int(),
+      goal: z.string(),
+      success: z.boolean(),
+      attempts: z.number().int(),
+      tools_used: z.array(z.string()),
+      observation: z.string(),
+    }),
+  ),
+  summary: z.object({
+    steps_total: z.number().int(),
+    succeeded: z.number().int(),
+    failed: z.number().int(),
+    success_rate: z.number(),
+    tool_attempts: z.number().int(),
+  }),
+});
+export type AgentRunMetadata = z.infer<typeof AgentRunMetadata>;
+
 /** Every logged `agent_update`. */
 export const AgentUpdate = z.discriminatedUnion('update_type', [
   AgentStart,
@@ -87,6 +141,9 @@ export const AgentUpdate = z.discriminatedUnion('update_type', [
   AgentStopped,
   AgentError,
   AgentCompletion,
+  AgentPlan,
+  AgentPlanStep,
+  AgentRunMetadata,
 ]);
 export type AgentUpdate = z.infer<typeof AgentUpdate>;
 

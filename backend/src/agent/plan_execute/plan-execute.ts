@@ -1,0 +1,304 @@
+import type { PlanTrigger } from '@stepwise/shared-types';
+import { z } from 'zod';
+import { ModelError } from '../../errors.ts';
+import type { LlmMessage } from '../../messages.ts';
+import { requestInputSchema } from '../../tools/request-input-tool.ts';
+import { ReasonControl } from '../control-block.ts';
+import { runPhase } from '../phase.ts';
+import { defineStrategy, type Run, type RunSuccess } from '../strategy.ts';
+import { runToolCalls, toolCallMessages } from '../tool-calls.ts';
+import {
+  MAX_REPLANS,
+  namesMissingPrerequisite,
+  PlanSchema,
+  planEvent,
+  planStatus,
+  planStepEvent,
+  planSteps,
+  quoteStart,
+  runMetadataEvent,
+  type StepState,
+  StepObserveControl,
+  VIABILITY_THRESHOLD,
+  ViabilitySchema,
+} from './plan.ts';
+import { planExecuteDemo } from './plan-execute-demo.ts';
+
+const tools = ['calculator'];
+/** The templates in prompts/plan_execute/, each with an example of its variables. */
+const prompts = {
+  plan: { question: 'q', tool_names: tools, files_manifest: '' },
+  replan: { question: 'q', tool_names: tools, files_manifest: '', plan_status: '', observations: '', trigger: 'failed_attempts', reason: '' },
+  viability: { question: 'q', plan_status: '', observation: '' },
+  reason: { question: 'q', goal: 'g', success_criteria: '', context: '', plan_status: '', observations: '', tool_names: tools, files_manifest: '', attempt: 1, max_attempts: 3 },
+  act: { question: 'q', goal: 'g', context: '', plan: '', tool_names: tools, files_manifest: '' },
+  observe: { question: 'q', goal: 'g', success_criteria: '', tool_summaries: '', attempt: 1, max_attempts: 3 },
+  synthesis: { question: 'q', steps_report: '', notes: '' },
+};
+
+const Options = z
+  .object({
+    max_step_attempts: z.number().int().min(1).max(10).default(3),
+    replan: z.boolean().default(true),
+  })
+  .strict();
+type Options = z.infer<typeof Options>;
+type PlanRun = Run<Options, typeof prompts>;
+
+/** What the run keeps across its steps. */
+interface State {
+  steps: StepState[];
+  revision: number;
+  replans: number;
+  /** Executor iterations so far, run-wide: the run's iteration budget counts these. */
+  iterations: number;
+  notes: string[];
+}
+
+/** How many earlier observations each executor call is told. */
+const RECENT_OBSERVATIONS = 5;
+
+/**
+ * Plan, then execute each step as guided reason → act → observe iterations, re-planning after a
+ * step when it failed, when its observation names something missing, or when a viability check
+ * says the plan no longer works; then one synthesis of everything the steps found.
+ */
+export const planExecute = defineStrategy({
+  name: 'plan_execute',
+  label: 'Plan and execute',
+  description: 'Makes a plan of steps, carries out each with tools, re-plans when a step fails or finds something missing, then answers.',
+  options: Options,
+  prompts,
+  demo: planExecuteDemo,
+  async run(run: PlanRun): Promise<RunSuccess> {
+    const { input, control, options } = run;
+    const stamp = { run_id: input.runId };
+    const first = await askPlan(run, 'plan_execute.plan', 'plan', { question: input.question, tool_names: input.toolNames, files_manifest: await run.filesManifest() });
+    const planned = planSteps(first, input.toolNames, 1);
+    const state: State = { steps: planned.steps, revision: 1, replans: 0, iterations: 0, notes: [...planned.notes] };
+    for (const note of planned.notes) run.logger.warn({ note }, 'plan adjusted');
+    await run.sink.emit(planEvent(stamp, state.revision, state.steps));
+
+    let outOfBudget = false;
+    for (let at = 0; at < state.steps.length; at++) {
+      const step = state.steps[at]!;
+      if (state.iterations >= input.maxSteps) {
+        outOfBudget = true;
+        break;
+      }
+      control.throwIfStopped();
+      await executeStep(run, state, step, options);
+      // The run's iteration budget ran out inside the step: no re-plan, straight to the answer.
+      if (step.status === 'failed' && step.attempts < options.max_step_attempts) {
+        outOfBudget = true;
+        break;
+      }
+      const isLast = at === state.steps.length - 1;
+      if (!isLast && options.replan) await maybeReplan(run, state, step);
+    }
+
+    control.throwIfStopped();
+    const answer = await synthesize(run, state, outOfBudget);
+    await run.sink.emit(runMetadataEvent(stamp, state.revision, state.steps));
+    return { answer, steps: state.iterations, reason: outOfBudget ? 'max_steps' : 'answered' };
+  },
+});
+
+/** The plan or re-plan call; a reply that is no plan fails the run quoting what the model said. */
+async function askPlan<K extends 'plan' | 'replan'>(run: PlanRun, purpose: string, template: K, variables: (typeof prompts)[K]) {
+  const system = run.prompts.render(template, variables);
+  try {
+    const { parsed } = await run.llm.complete({
+      purpose,
+      schema: { name: 'plan', zod: PlanSchema },
+      messages: conversation(system, run, []),
+      signal: run.control.signal,
+      variables,
+    });
+    return parsed!;
+  } catch (error) {
+    if (!(error instanceof ModelError) || run.control.signal.aborted) throw error;
+    const said = error.detail ? `: "${quoteStart(error.detail)}"` : ` (${error.message})`;
+    throw new ModelError(`The model did not give a valid plan${said}`, { cause: error });
+  }
+}
+
+/** One plan step: guided iterations until its observe says complete, or its attempts run out. */
+async function executeStep(run: PlanRun, state: State, step: StepState, options: Options): Promise<void> {
+  const { input, control, sink } = run;
+  const node = String(step.index);
+  const events = run.events.node(node);
+  const stamp = { run_id: input.runId };
+  step.status = 'running';
+  await sink.emit(planStepEvent(stamp, step));
+  const transcriptStart = run.progress.transcript.length;
+  const stepMessages = () => run.progress.transcript.slice(transcriptStart);
+  // The step's primary tools first, then every other enabled tool.
+  const toolOrder = [...step.tools.filter((tool) => input.toolNames.includes(tool)), ...input.toolNames.filter((tool) => !step.tools.includes(tool))];
+  const used = new Set<string>();
+  let complete = false;
+
+  while (step.attempts < options.max_step_attempts && state.iterations < input.maxSteps) {
+    const iteration = ++state.iterations;
+    step.attempts++;
+    run.progress.step = iteration;
+    await sink.emit(events.turnStart(iteration));
+    const files = await run.filesManifest();
+    const reason = await runPhase(run, {
+      purpose: 'plan_execute.reason',
+      nodeId: node,
+      template: 'reason',
+      variables: {
+        question: input.question,
+        goal: step.goal,
+        success_criteria: step.successCriteria,
+        context: step.context,
+        plan_status: planStatus(state.steps),
+        observations: recentObservations(state),
+        tool_names: toolOrder,
+        files_manifest: files,
+        attempt: step.attempts,
+        max_attempts: options.max_step_attempts,
+      },
+      messages: (system) => conversation(system, run, stepMessages()),
+      control: ReasonControl,
+      fallback: (block) => block.plan,
+      preview: (delta) => events.reasonDelta(iteration, delta),
+      event: (text) => events.reason(iteration, text),
+    });
+    control.throwIfStopped();
+    let summaries: string[] = [];
+    if (reason.control?.finish !== true) {
+      const act = await runPhase(run, {
+        purpose: 'plan_execute.act',
+        nodeId: node,
+        template: 'act',
+        variables: {
+          question: input.question,
+          goal: step.goal,
+          context: step.context,
+          plan: reason.control?.plan ?? reason.content,
+          tool_names: toolOrder,
+          files_manifest: files,
+        },
+        messages: (system) => conversation(system, run, stepMessages()),
+        tools: [...run.tools.schemas(toolOrder), requestInputSchema],
+      });
+      if (act.toolCalls.length) {
+        const records = await runToolCalls(act.toolCalls, iteration, { ...run, events, nodeId: node });
+        run.progress.transcript.push(...toolCallMessages(act.text, records));
+        summaries = records.map((record) => record.summary);
+        step.toolCalls += records.length;
+        for (const record of records) used.add(record.call.name);
+      }
+    }
+    control.throwIfStopped();
+    const observe = await runPhase(run, {
+      purpose: 'plan_execute.observe',
+      nodeId: node,
+      template: 'observe',
+      variables: {
+        question: input.question,
+        goal: step.goal,
+        success_criteria: step.successCriteria,
+        tool_summaries: summaries.join('\n'),
+        attempt: step.attempts,
+        max_attempts: options.max_step_attempts,
+      },
+      messages: (system) => conversation(system, run, stepMessages()),
+      control: StepObserveControl,
+      fallback: (block) => block.observation,
+      preview: (delta) => events.observeDelta(iteration, delta),
+      event: (text) => events.observe(iteration, text),
+    });
+    step.observation = observe.control?.observation?.trim() || observe.content;
+    if (observe.control?.step_complete === true) {
+      complete = true;
+      break;
+    }
+  }
+  step.toolsUsed = [...used];
+  step.status = complete ? 'done' : 'failed';
+  await sink.emit(planStepEvent(stamp, step));
+}
+
+/** After a step (not the last): re-plan when a trigger fires and the budget allows. */
+async function maybeReplan(run: PlanRun, state: State, step: StepState): Promise<void> {
+  const { input } = run;
+  let trigger: PlanTrigger | undefined;
+  let reason = step.observation;
+  if (step.status === 'failed') trigger = 'failed_attempts';
+  else if (namesMissingPrerequisite(step.observation)) trigger = 'missing_prerequisite';
+  else if (state.replans < MAX_REPLANS) {
+    run.control.throwIfStopped();
+    const variables = { question: input.question, plan_status: planStatus(state.steps), observation: step.observation };
+    const { parsed } = await run.llm.complete({
+      purpose: 'plan_execute.viability',
+      schema: { name: 'plan_viability', zod: ViabilitySchema },
+      messages: conversation(run.prompts.render('viability', variables), run, []),
+      signal: run.control.signal,
+      variables,
+    });
+    if (parsed && !parsed.viable && parsed.confidence >= VIABILITY_THRESHOLD) {
+      trigger = 'not_viable';
+      reason = parsed.reason;
+    }
+  }
+  if (!trigger) return;
+  if (state.replans >= MAX_REPLANS) {
+    const note = `The plan was not revised after step ${step.index} (${trigger}): the run had used its ${MAX_REPLANS} re-plans, so it went on with the plan it had.`;
+    if (!state.notes.includes(note)) state.notes.push(note);
+    run.logger.warn({ trigger, step: step.index }, 're-plan budget spent');
+    return;
+  }
+  run.control.throwIfStopped();
+  const kept = state.steps.filter((each) => each.status === 'done' || each.status === 'failed');
+  const reply = await askPlan(run, 'plan_execute.replan', 'replan', {
+    question: input.question,
+    tool_names: input.toolNames,
+    files_manifest: await run.filesManifest(),
+    plan_status: planStatus(state.steps),
+    observations: recentObservations(state),
+    trigger,
+    reason,
+  });
+  const fresh = planSteps(reply, input.toolNames, kept.length + 1);
+  // Completed steps stay; everything after them is the new plan's, numbered on from them.
+  kept.forEach((each, at) => (each.index = at + 1));
+  state.steps = [...kept, ...fresh.steps];
+  state.notes.push(...fresh.notes);
+  state.replans++;
+  state.revision++;
+  await run.sink.emit(planEvent({ run_id: input.runId }, state.revision, state.steps, trigger));
+}
+
+/** The answer, from every step's goal, status, tools and observation. */
+async function synthesize(run: PlanRun, state: State, outOfBudget: boolean): Promise<string> {
+  const { input } = run;
+  const notes = [...state.notes];
+  if (outOfBudget) notes.push(`The run reached its limit of ${input.maxSteps} iterations before finishing the plan.`);
+  const stepsReport = state.steps
+    .map((step) => `${step.index}. ${step.goal} — ${step.status}${step.toolsUsed.length ? ` (tools: ${step.toolsUsed.join(', ')})` : ''}${step.observation ? `: ${step.observation}` : ''}`)
+    .join('\n');
+  const variables = { question: input.question, steps_report: stepsReport, notes: notes.join('\n') };
+  const { text } = await run.llm.complete({
+    purpose: 'plan_execute.synthesis',
+    messages: conversation(run.prompts.render('synthesis', variables), run, []),
+    signal: run.control.signal,
+    variables,
+  });
+  return text.trim() || stepsReport || 'The plan had no steps and the model gave no answer.';
+}
+
+function recentObservations(state: State): string {
+  return state.steps
+    .filter((step) => step.observation)
+    .slice(-RECENT_OBSERVATIONS)
+    .map((step) => `Step ${step.index}: ${step.observation}`)
+    .join('\n');
+}
+
+/** A call's messages: its instructions, the session so far, the question, then the step's own messages. */
+function conversation(system: string, run: PlanRun, extra: LlmMessage[]): LlmMessage[] {
+  return [{ role: 'system', content: system }, ...run.input.history, { role: 'user', content: run.input.question }, ...extra];
+}
