@@ -21,6 +21,8 @@ interface ConcurrencyRow {
   idealMs: number;
   lagP50Ms: number;
   lagP99Ms: number;
+  /** Model calls (bare SDK) or runs (Stepwise) that failed; a row with failures sustained nothing. */
+  failures: number;
   /** Stepwise only: the server's growth per connected, idle session. */
   idleRssPerSessionKb: number | undefined;
   peakRssMb: number;
@@ -43,7 +45,8 @@ export async function concurrency(settings: Settings, stores: Stores) {
   }
   await model.stop();
   const systems = [BARE_SDK, ...stepwiseStores.map((store) => `Stepwise, ${store.label}`)];
-  const largest = (system: string) => Math.max(0, ...rows.filter((row) => row.system === system && row.lagP99Ms < 100).map((row) => row.sessions));
+  const largest = (system: string) =>
+    Math.max(0, ...rows.filter((row) => row.system === system && row.lagP99Ms < 100 && row.failures === 0).map((row) => row.sessions));
   return {
     latencyMs: LATENCY_MS,
     calls: CALLS,
@@ -66,6 +69,7 @@ async function bare(modelUrl: string, sessions: number): Promise<ConcurrencyRow>
     idealMs: CALLS * LATENCY_MS,
     lagP50Ms: round(median(result.lags), 1),
     lagP99Ms: round(quantile(result.lags, 0.99), 1),
+    failures: result.failedCalls,
     idleRssPerSessionKb: undefined,
     peakRssMb: mb(result.rss),
     cpuPercent: round((result.cpuUs / 1000 / result.totalMs) * 100, 0),
@@ -98,6 +102,7 @@ async function stepwise(modelUrl: string, store: StoreSetup, sessions: number): 
     idealMs: CALLS * LATENCY_MS,
     lagP50Ms: round(median(lags), 1),
     lagP99Ms: round(quantile(lags, 0.99), 1),
+    failures: clients.reduce((sum, client) => sum + client.failures, 0),
     idleRssPerSessionKb: round(idleRssPerSessionKb, 0),
     peakRssMb: mb(peakRss(server.pid)),
     cpuPercent: round((serverCpuMs / totalMs) * 100, 0),

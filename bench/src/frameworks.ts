@@ -113,17 +113,26 @@ export function langGraph(baseURL: string): Framework {
  * N sessions in lockstep with the bare openai SDK: all start at once, each makes `calls` model
  * calls one after another (its conversation growing as a chat's would), and notes the lag between
  * the model server stamping each reply and this process having it parsed. The same shape of load
- * as N Stepwise sessions running at once, with nothing but the SDK between model and caller.
+ * as N Stepwise sessions running at once, with nothing but the SDK between model and caller. A
+ * call that fails (at thousands of connections opened at once some are refused) ends its session
+ * and is counted, as a Stepwise run that fails is.
  */
-export async function bareLockstep(baseURL: string, sessions: number, calls: number): Promise<{ totalMs: number; lags: number[] }> {
+export async function bareLockstep(baseURL: string, sessions: number, calls: number): Promise<{ totalMs: number; lags: number[]; failedCalls: number }> {
   const client = new OpenAI({ baseURL, apiKey: 'bench', maxRetries: 0, timeout: 600_000 });
   const lags: number[] = [];
+  let failedCalls = 0;
   const session = async () => {
     const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [{ role: 'user', content: 'lockstep' }];
     for (let call = 0; call < calls; call++) {
-      const response = await client.chat.completions.create({ model: 'bench', messages });
+      let content: string;
+      try {
+        const response = await client.chat.completions.create({ model: 'bench', messages });
+        content = response.choices[0]!.message.content ?? '';
+      } catch {
+        failedCalls++;
+        return;
+      }
       const received = now();
-      const content = response.choices[0]!.message.content ?? '';
       const sentAt = Number(/(\d{13}\.\d+)/.exec(content)?.[1]);
       if (sentAt) lags.push(received - sentAt);
       messages.push({ role: 'assistant', content }, { role: 'user', content: 'lockstep, next' });
@@ -131,7 +140,7 @@ export async function bareLockstep(baseURL: string, sessions: number, calls: num
   };
   const started = now();
   await Promise.all(Array.from({ length: sessions }, session));
-  return { totalMs: now() - started, lags };
+  return { totalMs: now() - started, lags, failedCalls };
 }
 
 /** How the Stepwise worker uses chats: a new one per task, or one for every task (its history growing). */

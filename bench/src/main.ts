@@ -29,11 +29,18 @@ const sections = { footprint, overhead, stop: stopLatency, concurrency, streamin
 const figures: Partial<Record<Section, unknown>> = {};
 /** The machine's 1-minute load average as each section began and ended: other work on it shows here. */
 const load: Partial<Record<Section, { start: number; end: number }>> = {};
+const failed: Partial<Record<Section, string>> = {};
 try {
   for (const section of settings.sections) {
     const began = Date.now();
     const loadBefore = loadavg()[0]!;
-    figures[section] = await sections[section](settings, stores);
+    try {
+      figures[section] = await sections[section](settings, stores);
+    } catch (error) {
+      // One section's failure must not lose the others' figures: it is reported instead.
+      failed[section] = error instanceof Error ? error.message : String(error);
+      log(`   ${section} failed: ${failed[section]}`);
+    }
     load[section] = { start: round(loadBefore, 2), end: round(loadavg()[0]!, 2) };
     log(`   (${section}: ${round((Date.now() - began) / 1000, 0)} s; load average ${load[section].start} → ${load[section].end})`);
   }
@@ -45,6 +52,7 @@ const results = {
   quick: settings.quick,
   tree: tree(),
   load: { atStart: loadAtStart, sections: load },
+  failed,
   machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', memoryGb: round(totalmem() / 1024 ** 3, 0), node: process.version, platform: process.platform },
   stores: stores.details,
   ...figures,

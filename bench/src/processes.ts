@@ -106,6 +106,8 @@ export interface TaskResult {
 export interface LockstepResult {
   totalMs: number;
   lags: number[];
+  /** Calls that failed (each ends its session). */
+  failedCalls: number;
   rss: number;
   cpuUs: number;
 }

@@ -36,6 +36,7 @@ export function report(results: any): string {
         "These include the benchmark's own processes (two to four busy ones on these two cores), so 2–3 is this harness alone; more means other work on the machine.",
     );
   }
+  for (const [section, message] of Object.entries(results.failed ?? {})) lines.push('', `**The ${section} section failed:** ${message}`);
   lines.push('');
 
   const verdicts = assessTargets(results);
@@ -105,20 +106,20 @@ export function report(results: any): string {
     const latency = concurrency.latencyMs ?? 250;
     const calls = concurrency.calls ?? 9;
     lines.push(`## 3. Concurrency (N sessions in lockstep, three-step runs, ${latency} ms per model call: ${calls} calls, ${((latency * calls) / 1000).toFixed(2)} s ideal)`, '');
-    lines.push('| system | sessions | total time | ideal | lag model → client, p50 / p99 | memory per idle session | peak RSS | CPU | CPU per model call |');
-    lines.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+    lines.push('| system | sessions | total time | ideal | lag model → client, p50 / p99 | failed | memory per idle session | peak RSS | CPU | CPU per model call |');
+    lines.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
     for (const row of concurrency.rows) {
       const system = row.system ?? row.store;
       lines.push(
-        `| ${system} | ${row.sessions} | ${(row.totalMs / 1000).toFixed(2)} s | ${(row.idealMs / 1000).toFixed(2)} s | ${row.lagP50Ms} / ${row.lagP99Ms} ms | ${show(row.idleRssPerSessionKb, (value) => `${value} KB`)} | ${row.peakRssMb} MB | ${row.cpuPercent}% | ${show(row.cpuUsPerCall, us)} |`,
+        `| ${system} | ${row.sessions} | ${(row.totalMs / 1000).toFixed(2)} s | ${(row.idealMs / 1000).toFixed(2)} s | ${row.lagP50Ms} / ${row.lagP99Ms} ms | ${show(row.failures, String)} | ${show(row.idleRssPerSessionKb, (value) => `${value} KB`)} | ${row.peakRssMb} MB | ${row.cpuPercent}% | ${show(row.cpuUsPerCall, us)} |`,
       );
     }
     const largest = Object.entries(concurrency.largestUnder100ms).map(([system, n]) => `${system}: **${n || 'none of those measured'}**`).join('; ');
     lines.push(
       '',
-      `Largest N with p99 lag under 100 ms: ${largest}.`,
+      `Largest N with p99 lag under 100 ms and nothing failed: ${largest}.`,
       '',
-      "The bare SDK rows make the same calls for N sessions from one process of their own, each session's conversation growing call by call; their lag is from the model server stamping a reply to that process having it parsed, for every call. Stepwise's lag is to the session's WebSocket client (in the runner's process) receiving the agent_reason or agent_observe event that carries the reply. RSS and CPU are the process that makes the model calls: the worker, or Stepwise's server.",
+      "The bare SDK rows make the same calls for N sessions from one process of their own, each session's conversation growing call by call; their lag is from the model server stamping a reply to that process having it parsed, for every call. Stepwise's lag is to the session's WebSocket client (in the runner's process) receiving the agent_reason or agent_observe event that carries the reply. RSS and CPU are the process that makes the model calls: the worker, or Stepwise's server. Failed: model calls of the bare SDK that failed (each ends its session), or Stepwise runs that ended in an error.",
       '',
     );
   }

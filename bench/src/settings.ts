@@ -30,7 +30,7 @@ export const settings = {
   warmup: quick ? 1 : 3,
   rounds: quick ? 3 : 15,
   stopTrials: quick ? 5 : 200,
-  sessions: list(option('sessions'))?.map(Number) ?? (quick ? [10, 30] : [10, 25, 50, 100, 250, 500, 1000, 2000]),
+  sessions: list(option('sessions'))?.map(Number) ?? (quick ? [10, 30] : [10, 25, 50, 75, 100, 150, 250, 500, 1000, 2000]),
   tokens: quick ? 2_000 : 20_000,
   /** One request by each HTTP path: blocks per path and kind of request, requests per block. */
   pathBlocks: quick ? 2 : 9,

@@ -10,7 +10,7 @@ export type WorkerCommand =
 export type WorkerReply =
   | { ok: true; ms: number; calls: number; rss: number; cpuUs: number; prepareMs: number }
   | { ok: true; stopAt: number; endedAt: number }
-  | { ok: true; totalMs: number; lags: number[]; rss: number; cpuUs: number }
+  | { ok: true; totalMs: number; lags: number[]; failedCalls: number; rss: number; cpuUs: number }
   | { ok: false; error: string };
 
 const [name, target] = process.argv.slice(2) as [string, string];
@@ -51,10 +51,10 @@ process.on('message', async (command: WorkerCommand) => {
       }
       case 'lockstep': {
         const cpu = process.cpuUsage();
-        const { totalMs, lags } = await bareLockstep(target, command.sessions, command.calls);
+        const { totalMs, lags, failedCalls } = await bareLockstep(target, command.sessions, command.calls);
         const used = cpuUs(cpu);
         peakRss = Math.max(peakRss, process.memoryUsage().rss);
-        process.send!({ ok: true, totalMs, lags, rss: peakRss, cpuUs: used } satisfies WorkerReply);
+        process.send!({ ok: true, totalMs, lags, failedCalls, rss: peakRss, cpuUs: used } satisfies WorkerReply);
         break;
       }
       case 'stop': {

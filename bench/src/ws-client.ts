@@ -9,19 +9,23 @@ export interface Client {
   done: Promise<void>;
   /** Lag from the model server stamping a reply to this client receiving its agent_reason / agent_observe event, ms. */
   lags: number[];
+  /** Runs of this session that ended in an error (agent_error, or an error before response_complete). */
+  failures: number;
 }
 
 /** Opens a session; resolves once the server has sent `session`. */
 export function openClient(wsUrl: string): Promise<Client> {
   return new Promise((resolve, reject) => {
     const socket = new WebSocket(wsUrl);
-    const lags: number[] = [];
+    const client: Client = { socket, done: Promise.resolve(), lags: [], failures: 0 };
     let finish: () => void = () => undefined;
-    const done = new Promise<void>((resolveDone) => (finish = resolveDone));
+    client.done = new Promise<void>((resolveDone) => (finish = resolveDone));
+    const { lags } = client;
     socket.on('message', (data) => {
       const received = now();
       const event = JSON.parse(data.toString()) as { type: string; update_type?: string; content?: string };
-      if (event.type === 'session') resolve({ socket, done, lags });
+      if (event.type === 'session') resolve(client);
+      if (event.update_type === 'agent_error' || event.type === 'error') client.failures++;
       if (event.update_type === 'agent_reason' || event.update_type === 'agent_observe') {
         const sentAt = Number(/(\d{13}\.\d+)/.exec(event.content ?? '')?.[1]);
         if (sentAt) lags.push(received - sentAt);
