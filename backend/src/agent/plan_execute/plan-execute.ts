@@ -32,7 +32,7 @@ const prompts = {
   viability: { question: 'q', plan_status: '', observation: '' },
   reason: { question: 'q', goal: 'g', success_criteria: '', context: '', plan_status: '', observations: '', tool_names: tools, files_manifest: '', attempt: 1, max_attempts: 3 },
   act: { question: 'q', goal: 'g', context: '', plan: '', tool_names: tools, files_manifest: '' },
-  observe: { question: 'q', goal: 'g', success_criteria: '', tool_summaries: '', attempt: 1, max_attempts: 3 },
+  observe: { question: 'q', goal: 'g', success_criteria: '', context: '', tool_summaries: '', attempt: 1, max_attempts: 3 },
   synthesis: { question: 'q', steps_report: '', notes: '' },
 };
 
@@ -201,6 +201,7 @@ async function executeStep(run: PlanRun, state: State, step: StepState, options:
         question: input.question,
         goal: step.goal,
         success_criteria: step.successCriteria,
+        context: step.context,
         tool_summaries: summaries.join('\n'),
         attempt: step.attempts,
         max_attempts: options.max_step_attempts,
