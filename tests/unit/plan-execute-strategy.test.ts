@@ -1,6 +1,7 @@
 import { MISSING_PREREQUISITE_KEYWORDS, ModelError, planExecute } from '@stepwise/backend';
 import type { CompletionRequest } from '@stepwise/backend';
 import type { LoggedEventBody } from '@stepwise/shared-types';
+import type { ArraySink } from '../helpers/array-sink.ts';
 import { describe, expect, it } from 'vitest';
 import { inProcessKernel } from '../helpers/kernel.ts';
 import { type ScriptedAnswer, ScriptedLlmClient } from '../helpers/scripted-llm-client.ts';
@@ -274,5 +275,28 @@ describe('the plan_execute strategy', () => {
     expect(await outcome).toMatchObject({ status: 'stopped', reason: 'user', steps: 1 });
     expect(sink.summary().slice(-2)).toEqual(['agent_stopped:1', 'response_complete']);
     expect(llm.purposes()).toEqual(['plan_execute.plan', 'plan_execute.reason', 'plan_execute.act']);
+  });
+  it('after a restart mid-plan goes on from its journal: the plan and finished calls are not made again, nothing is logged twice', async () => {
+    const kernelEvents = new Set(['agent_start', 'agent_completion', 'agent_stopped', 'agent_error', 'assistant_message', 'response_complete']);
+    const logged = (sink: ArraySink) => sink.events.filter((event) => !kernelEvents.has(event.type === 'agent_update' ? event.update_type : event.type));
+    let acts = 0;
+    const first = model({ act: () => (++acts === 2 ? { hang: true } : { toolCalls: [{ name: 'calculator', arguments: { expression: '6*7' }, id: `c${acts}` }] }) });
+    const kernel = inProcessKernel(first, [planExecute]);
+    const crashed = kernel.start('What is 6*7 plus 1?', { strategy: 'plan_execute', runId: 'run-p' });
+    await first.untilCalls(7);
+    const events = logged(crashed.sink);
+    const entries = (await kernel.journal.read('run-p')).filter((entry) => entry.kind !== 'input');
+    crashed.control.stop('shutdown');
+    await crashed.outcome;
+
+    const second = model({});
+    const restarted = inProcessKernel(second, [planExecute]);
+    restarted.journal.runs.set('run-p', structuredClone(kernel.journal.runs.get('run-p')!));
+    const resumed = restarted.start('What is 6*7 plus 1?', { strategy: 'plan_execute', runId: 'run-p', past: { runId: 'run-p', entries, events, storedMessages: 0 } });
+    expect(await resumed.outcome).toMatchObject({ status: 'completed', steps: 2 });
+    expect(second.purposes()).toEqual(['plan_execute.act', 'plan_execute.observe', 'plan_execute.synthesis']);
+    const all = [...events, ...resumed.sink.events].map((event) => JSON.stringify(event));
+    expect(all.filter((line, at) => all.indexOf(line) !== at)).toEqual([]);
+    expect(updates(resumed.sink.events, 'agent_plan_step')).toEqual([expect.objectContaining({ index: 2, status: 'done' })]);
   });
 });
