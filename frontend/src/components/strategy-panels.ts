@@ -1,5 +1,6 @@
 import type { ComponentType } from 'react';
 import type { RunView } from '../state/view-state.ts';
+import { PlanPanel } from './PlanPanel.tsx';
 
 /** What a strategy's panel gets: the whole run (steps, branches, strategy events) and the time now. */
 export interface StrategyPanelProps {
@@ -13,4 +14,4 @@ export interface StrategyPanelProps {
  * Panels that show a strategy's runs its own way (a plan board, a task graph…), by strategy name.
  * A run whose strategy has none shows the generic tree (RunTree); roa's runs show their steps.
  */
-export const strategyPanels: Record<string, ComponentType<StrategyPanelProps>> = {};
+export const strategyPanels: Record<string, ComponentType<StrategyPanelProps>> = { plan_execute: PlanPanel };
