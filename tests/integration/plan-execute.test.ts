@@ -179,4 +179,49 @@ describe('plan_execute on the wire', () => {
     expect(kinds.slice(-4)).toEqual(['agent_run_metadata', 'assistant_message', 'agent_completion:answered', 'response_complete']);
     expect(String(events.find((event) => event.type === 'assistant_message')!.content)).toContain('= 33');
   });
+  it('stopped mid-step, then resumed: the new run goes on in that step, the plan and finished calls not asked again', async () => {
+    llm = await ScriptedLlmServer.start();
+    let hold = true;
+    llm.respond((request) => {
+      switch (request.purpose) {
+        case 'plan_execute.plan':
+          return { text: planOf('Compute 6*7', 'Add 1') };
+        case 'plan_execute.viability':
+          return { text: JSON.stringify({ viable: true, confidence: 0.9, reason: 'fine' }) };
+        case 'plan_execute.reason':
+          return { text: reasonText('Use the calculator.') };
+        case 'plan_execute.act':
+          if (request.node === '2' && hold) return { hang: true };
+          return { toolCalls: [{ name: 'calculator', arguments: { expression: request.node === '2' ? '42+1' : '6*7' } }] };
+        case 'plan_execute.observe':
+          return { text: observe(request.node === '2' ? '42+1 = 43.' : '6*7 = 42.', true) };
+        default:
+          return { text: 'It is **43**.' };
+      }
+    });
+    server = await startStepwiseWithModel(llm.url);
+    client = await TestClient.connect(server.wsUrl);
+    client.chat('What is 6*7 plus 1?', { agent_mode: true, strategy: 'plan_execute' });
+    const held = await llm.waitFor((request) => request.purpose === 'plan_execute.act' && request.node === '2');
+    hold = false;
+    client.send({ type: 'agent_control', action: 'stop' });
+    await llm.waitForAbort(held);
+    const first = await client.untilComplete();
+    expect(summarize(first).slice(-2)).toEqual(['agent_stopped:user', 'response_complete']);
+    const firstRun = first.find((event) => event.update_type === 'agent_start')!.run_id;
+
+    const before = llm.requests.length;
+    const from = client.events.length;
+    client.send({ type: 'agent_control', action: 'resume' });
+    const second = await client.untilComplete({ from });
+    expect(second[0]).toMatchObject({ update_type: 'agent_start', strategy: 'plan_execute', resumed_from: firstRun });
+    expect(llm.requests.slice(before).map((request) => [request.purpose, request.node ?? null])).toEqual([
+      ['plan_execute.act', '2'],
+      ['plan_execute.observe', '2'],
+      ['plan_execute.synthesis', null],
+    ]);
+    expect(second.filter((event) => event.update_type === 'agent_plan_step')).toEqual([expect.objectContaining({ index: 2, status: 'done', attempts: 1 })]);
+    expect(second.find((event) => event.update_type === 'agent_run_metadata')).toMatchObject({ summary: { succeeded: 2, failed: 0 } });
+    expect(second.find((event) => event.type === 'assistant_message')).toMatchObject({ content: 'It is **43**.' });
+  });
 });
