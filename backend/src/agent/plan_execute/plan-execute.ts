@@ -11,18 +11,16 @@ import {
   MAX_REPLANS,
   namesMissingPrerequisite,
   PlanSchema,
-  planEvent,
   planStatus,
-  planStepEvent,
   planSteps,
   quoteStart,
-  runMetadataEvent,
   type StepState,
   StepObserveControl,
   VIABILITY_THRESHOLD,
   ViabilitySchema,
 } from './plan.ts';
 import { planExecuteDemo } from './plan-execute-demo.ts';
+import { planEvent, planStepEvent, runMetadataEvent } from './plan-events.ts';
 
 const tools = ['calculator'];
 /** The templates in prompts/plan_execute/, each with an example of its variables. */
@@ -87,14 +85,22 @@ export const planExecute = defineStrategy({
         break;
       }
       control.throwIfStopped();
-      await executeStep(run, state, step, options);
-      // The run's iteration budget ran out inside the step: no re-plan, straight to the answer.
-      if (step.status === 'failed' && step.attempts < options.max_step_attempts) {
-        outOfBudget = true;
-        break;
+      const outcome = await executeStep(run, state, step, options);
+      switch (outcome.kind) {
+        case 'done':
+        case 'failed':
+          if (at < state.steps.length - 1 && options.replan) await maybeReplan(run, state, step);
+          break;
+        case 'out_of_budget':
+          // The run's iteration budget ran out inside the step: no re-plan, straight to the answer.
+          outOfBudget = true;
+          break;
+        default: {
+          const unexpected: never = outcome;
+          throw new Error(`Unhandled step outcome ${JSON.stringify(unexpected)}`);
+        }
       }
-      const isLast = at === state.steps.length - 1;
-      if (!isLast && options.replan) await maybeReplan(run, state, step);
+      if (outOfBudget) break;
     }
 
     control.throwIfStopped();
@@ -123,8 +129,11 @@ async function askPlan<K extends 'plan' | 'replan'>(run: PlanRun, purpose: strin
   }
 }
 
+/** How a plan step ended: its goal met, its attempts spent, or the run's iteration budget spent first. */
+type StepOutcome = { kind: 'done' } | { kind: 'failed' } | { kind: 'out_of_budget' };
+
 /** One plan step: guided iterations until its observe says complete, or its attempts run out. */
-async function executeStep(run: PlanRun, state: State, step: StepState, options: Options): Promise<void> {
+async function executeStep(run: PlanRun, state: State, step: StepState, options: Options): Promise<StepOutcome> {
   const { input, control, sink } = run;
   const node = String(step.index);
   const events = run.events.node(node);
@@ -221,6 +230,8 @@ async function executeStep(run: PlanRun, state: State, step: StepState, options:
   step.toolsUsed = [...used];
   step.status = complete ? 'done' : 'failed';
   await sink.emit(planStepEvent(stamp, step));
+  if (complete) return { kind: 'done' };
+  return step.attempts < options.max_step_attempts ? { kind: 'out_of_budget' } : { kind: 'failed' };
 }
 
 /** After a step (not the last): re-plan when a trigger fires and the budget allows. */
