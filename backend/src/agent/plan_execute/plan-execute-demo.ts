@@ -147,9 +147,12 @@ function lastToolResult(request: CompletionRequest): string | undefined {
   return undefined;
 }
 
+/** The answer from the steps (the `steps` variable): the last finding first, then how it was reached. */
 function synthesisReply(request: CompletionRequest): string {
-  const report = text(request.variables?.steps_report);
+  const steps = Array.isArray(request.variables?.steps) ? (request.variables.steps as Array<{ index: number; goal: string; status: string; observation: string }>) : [];
   const notes = text(request.variables?.notes);
-  if (!report) return fallbackAnswer(readSituation(request));
-  return [`Here is what the plan found:`, report, ...(notes ? [notes] : [])].join('\n\n');
+  if (steps.length === 0) return fallbackAnswer(readSituation(request));
+  const found = steps.filter((each) => each.status === 'done' && each.observation).at(-1);
+  const lines = steps.map((each) => `${each.index}. ${each.goal} — ${each.status}${each.observation ? `: ${each.observation}` : ''}`);
+  return [found ? `**${found.observation}**` : 'The plan did not reach an answer.', 'How I got there:', lines.join('\n'), ...(notes ? [notes] : [])].join('\n\n');
 }

@@ -31,7 +31,7 @@ const prompts = {
   reason: { question: 'q', goal: 'g', success_criteria: '', context: '', plan_status: '', observations: '', tool_names: tools, files_manifest: '', attempt: 1, max_attempts: 3 },
   act: { question: 'q', goal: 'g', context: '', plan: '', tool_names: tools, files_manifest: '' },
   observe: { question: 'q', goal: 'g', success_criteria: '', context: '', tool_summaries: '', attempt: 1, max_attempts: 3 },
-  synthesis: { question: 'q', steps_report: '', notes: '' },
+  synthesis: { question: 'q', steps_report: '', notes: '', steps: [{ index: 1, goal: 'g', status: 'done', observation: '' }] },
 };
 
 const Options = z
@@ -292,7 +292,12 @@ async function synthesize(run: PlanRun, state: State, outOfBudget: boolean): Pro
   const stepsReport = state.steps
     .map((step) => `${step.index}. ${step.goal} — ${step.status}${step.toolsUsed.length ? ` (tools: ${step.toolsUsed.join(', ')})` : ''}${step.observation ? `: ${step.observation}` : ''}`)
     .join('\n');
-  const variables = { question: input.question, steps_report: stepsReport, notes: notes.join('\n') };
+  const variables = {
+    question: input.question,
+    steps_report: stepsReport,
+    notes: notes.join('\n'),
+    steps: state.steps.map((step) => ({ index: step.index, goal: step.goal, status: step.status, observation: step.observation })),
+  };
   const { text } = await run.llm.complete({
     purpose: 'plan_execute.synthesis',
     messages: conversation(run.prompts.render('synthesis', variables), run, []),
