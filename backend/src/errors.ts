@@ -63,6 +63,8 @@ export class ModelError extends StepwiseError {
   readonly retryAfterMs: number | undefined;
   /** What the endpoint said in its own words: logged, never sent to clients. */
   readonly detail: string | undefined;
+  /** `output`: the endpoint answered, but the answer was unusable (data off its schema); says nothing of its health. */
+  readonly category: 'output' | undefined;
   constructor(
     message: string,
     options: {
@@ -71,6 +73,7 @@ export class ModelError extends StepwiseError {
       retryAfterMs?: number;
       cause?: unknown;
       detail?: string;
+      category?: 'output';
       /** model_timeout when the call ran out of time (LLM_TOTAL_TIMEOUT_MS). */
       code?: typeof ERROR_CODE.model | typeof ERROR_CODE.modelTimeout;
     } = {},
@@ -80,6 +83,7 @@ export class ModelError extends StepwiseError {
     this.retryable = options.retryable ?? false;
     this.retryAfterMs = options.retryAfterMs;
     this.detail = options.detail;
+    this.category = options.category;
   }
 }
 

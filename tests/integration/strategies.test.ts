@@ -33,9 +33,17 @@ async function start(env: Record<string, string> = {}, withExample = false) {
 describe('strategies on the wire', () => {
   it('session lists strategy_catalog with each strategy’s options schema; plain chat is not offered', async () => {
     const { client } = await start();
-    expect(client.session.strategies).toEqual(['roa']);
+    expect(client.session.strategies).toEqual(['roa', 'plan_execute']);
     expect(client.session.strategy_catalog).toEqual([
       { name: 'roa', label: 'Reason, act, observe', description: expect.any(String), options_schema: expect.objectContaining({ type: 'object' }) },
+      {
+        name: 'plan_execute',
+        label: 'Plan and execute',
+        description: expect.any(String),
+        options_schema: expect.objectContaining({
+          properties: expect.objectContaining({ max_step_attempts: expect.objectContaining({ default: 3 }), replan: expect.objectContaining({ default: true }) }),
+        }),
+      },
     ]);
   });
 
@@ -97,7 +105,7 @@ describe('strategies on the wire', () => {
 
   it('a strategy with branches and data: structured output named by its schema, X-Stepwise-Node, node_id on branch events', async () => {
     const { client, llm } = await start({}, true);
-    expect((client.session.strategy_catalog as { name: string }[]).map((entry) => entry.name)).toEqual(['roa', 'example']);
+    expect((client.session.strategy_catalog as { name: string }[]).map((entry) => entry.name)).toEqual(['roa', 'plan_execute', 'example']);
     llm.respond((request) =>
       request.purpose === 'example.points' ? { text: JSON.stringify({ points: ['cost', 'speed'] }) } : { text: `On ${request.node}.` },
     );

@@ -29,15 +29,24 @@ export interface RunPast {
   events: LoggedEventBody[];
 }
 
+/** Effects a tool call batch makes side by side: a miss among them does not end the replay of the others. */
+const CONCURRENT_KINDS = new Set<string>([JOURNAL.toolStarted, JOURNAL.tool]);
+
 /**
  * One execution's view of its journal: each effect runs once. While the past has an entry of the
- * same kind and key, its recorded value is returned and nothing is done; the first effect the past
- * does not have ends the replay (a past that went another way from there is dropped) and from then
- * on every effect is done and recorded before the run goes on.
+ * same kind and key, its recorded value is returned and nothing is done. The first sequential
+ * effect (a model call, a question) the past does not have ends the replay: what is left of the
+ * past went another way and is dropped. A tool result the past lacks does not end it, since the
+ * calls of one act phase run side by side and finish in any order. A continuation copies its
+ * whole past into its own journal first, so it can itself be replayed (or continued) from any
+ * point, also when it is stopped in the middle of its replay.
  */
 export class JournalReplay {
   private pending: JournalEntry[];
   private next: number;
+  /** Entries recorded live since the replay began (re-recorded if a later truncation drops them). */
+  private readonly recordedLive: JournalEntry[] = [];
+  private readonly copy: boolean;
 
   constructor(
     private readonly journal: RunJournal,
@@ -46,13 +55,11 @@ export class JournalReplay {
     /** The run's step now: each entry says in which step it was made, so a run can be rewound to a step. */
     private readonly step: () => number = () => 0,
   ) {
-    this.pending = [...(past?.entries ?? [])];
-    // A continuation records the past it goes through under its own id, so it can be replayed in turn.
     this.copy = past !== undefined && past.runId !== runId;
-    this.next = this.copy ? 1 : Math.max(0, ...(past?.entries ?? []).map((entry) => entry.position)) + 1;
+    // A continuation's past is renumbered from 1 under its own id (see recordInput).
+    this.pending = (past?.entries ?? []).map((entry, index) => (this.copy ? { ...entry, position: index + 1 } : { ...entry }));
+    this.next = Math.max(0, ...this.pending.map((entry) => entry.position)) + 1;
   }
-
-  private readonly copy: boolean;
 
   /** True while the run is going through its past. */
   get replaying(): boolean {
@@ -64,52 +71,62 @@ export class JournalReplay {
     return this.pending.some((entry) => entry.kind === kind && entry.key === key);
   }
 
-  /** Records the run's input (position 0). */
+  /** Records the run's input (position 0) and, for a continuation, the past it goes on from. */
   async recordInput(input: unknown): Promise<void> {
     await this.journal.append(this.runId, { position: 0, kind: JOURNAL.input, key: JOURNAL.input, value: input });
+    if (this.copy) for (const entry of this.pending) await this.journal.append(this.runId, entry);
   }
 
   async once<T>(kind: string, key: string, live: () => Promise<T>): Promise<{ value: T; replayed: boolean }> {
     const index = this.pending.findIndex((entry) => entry.kind === kind && entry.key === key);
     if (index >= 0) {
       const [entry] = this.pending.splice(index, 1);
-      if (this.copy) await this.journal.append(this.runId, { ...entry!, position: this.next++ });
       return { value: entry!.value as T, replayed: true };
     }
-    if (this.pending.length > 0) {
-      // The run went another way than its past: what is left of the past is not this run's any more.
-      if (!this.copy) await this.journal.truncate(this.runId, Math.min(...this.pending.map((entry) => entry.position)));
-      this.next = this.copy ? this.next : Math.min(this.next, ...this.pending.map((entry) => entry.position));
-      this.pending = [];
-    }
+    if (this.pending.length > 0 && !CONCURRENT_KINDS.has(kind)) await this.leavePast();
     const value = await live();
-    await this.journal.append(this.runId, { position: this.next++, kind, key, value: value ?? null, step: this.step() });
+    const entry = { position: this.next++, kind, key, value: value ?? null, step: this.step() };
+    await this.journal.append(this.runId, entry);
+    if (this.pending.length > 0) this.recordedLive.push(entry);
     return { value, replayed: false };
+  }
+
+  /** The run went another way than its past: what is left of the past is dropped from the journal. */
+  private async leavePast(): Promise<void> {
+    const from = Math.min(...this.pending.map((entry) => entry.position));
+    this.pending = [];
+    await this.journal.truncate(this.runId, from);
+    // Results recorded live meanwhile (tools of the same act phase) sit past that point: keep them.
+    for (const entry of this.recordedLive.splice(0)) if (entry.position >= from) await this.journal.append(this.runId, entry);
   }
 }
 
-/**
- * The run's sink while it goes through its past: an event the past already logged (the same event,
- * in the same order) is not logged again; from the first one that differs, everything goes through.
- */
+/** The run's sink while it goes on from a past: what the past logged is not logged again. */
 export class ReplaySink implements EventSink {
-  private index = 0;
+  /** The past's events not yet met again, by their content. */
+  private readonly unmet = new Map<string, number>();
 
   constructor(
     private readonly sink: EventSink,
-    private readonly past: LoggedEventBody[],
-  ) {}
+    past: LoggedEventBody[],
+  ) {
+    for (const event of past) {
+      const key = canonical(event);
+      this.unmet.set(key, (this.unmet.get(key) ?? 0) + 1);
+    }
+  }
 
+  /**
+   * An event the past logged already (the same content, whichever run, seq and time) is not logged
+   * again, in whatever order it comes (tools of one phase finish in any order); anything else is.
+   */
   async emit(event: LoggedEventBody): Promise<void> {
-    // Events the past logged from inside a replayed effect (a tool's own question) are not emitted
-    // again, so the match may be a little further on.
-    const end = Math.min(this.past.length, this.index + LOOK_AHEAD);
-    for (let at = this.index; at < end; at++) {
-      if (!sameEvent(this.past[at]!, event)) continue;
-      this.index = at + 1;
+    const key = canonical(event);
+    const left = this.unmet.get(key) ?? 0;
+    if (left > 0) {
+      this.unmet.set(key, left - 1);
       return;
     }
-    this.index = this.past.length;
     await this.sink.emit(event);
   }
 
@@ -121,8 +138,6 @@ export class ReplaySink implements EventSink {
     this.sink.progress(event);
   }
 }
-
-const LOOK_AHEAD = 8;
 
 /** Two events are the same when they say the same, whichever run, seq and time they carry. */
 function sameEvent(a: LoggedEventBody, b: LoggedEventBody): boolean {

@@ -164,11 +164,12 @@ export class RunKernel {
     let outcome: RunOutcome;
     try {
       if (!samePast) {
-        const { history: _history, ...journaled } = input;
-        await replay.recordInput(journaled);
+        // agent_start first: a restart finds a run whose input is journaled already started.
         if (!chatWire) {
           await session.sink.emit(events.start(input.maxSteps, definition.name, { options, tools: input.toolNames, resumedFrom: past?.runId }));
         }
+        const { history: _history, ...journaled } = input;
+        await replay.recordInput(journaled);
       }
       const success = await definition.run(run);
       const transcript = [...added(), { role: 'assistant', content: success.answer } as const];
@@ -210,6 +211,8 @@ export class RunKernel {
         if (!chatWire) await sink.emit(events.stopped(reason, step));
         else if (reason === 'timeout') {
           await sink.emit(events.failed('timeout', `The answer took longer than ${Math.round(run.timeoutMs / 1000)} s (CHAT_TIMEOUT_MS) and was stopped`));
+        } else if (reason === 'token_budget') {
+          await sink.emit(events.failed('timeout', 'The answer used more tokens than a run may (AGENT_RUN_TOKEN_BUDGET) and was stopped'));
         }
         return { status: 'stopped', reason };
       }

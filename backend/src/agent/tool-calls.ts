@@ -138,9 +138,13 @@ async function askUser(call: LlmToolCall, step: number, context: CallContext): P
   await sink.emit(events.toolStart(step, call.id, call.name, { question }));
   const fresh = () => ({ id: newQuestionId(), deadline: new Date(Date.now() + inputTimeoutMs).toISOString() });
   let asked = (await effects.once(JOURNAL.question, call.id, async () => fresh())).value;
-  // A continued run asks again, under a new id, a question of its past that nobody answered in time;
-  // after a restart the same run's question keeps its deadline.
-  if (effects.continues && !effects.has(JOURNAL.answer, call.id) && Date.parse(asked.deadline) <= Date.now()) asked = fresh();
+  // A continued run asks again, under a new id (journaled, so a restart keeps it), a question its
+  // past left unanswered (it timed out, or the run was stopped while it waited); after a restart
+  // the same run's question keeps its id and deadline.
+  const again = `${call.id}#again`;
+  if (!effects.has(JOURNAL.answer, call.id) && (effects.continues || effects.has(JOURNAL.question, again))) {
+    asked = (await effects.once(JOURNAL.question, again, async () => fresh())).value;
+  }
   await sink.emit(events.requestInput(step, question, call.id, asked.id, new Date(asked.deadline)));
   const { answer, durationMs } = (
     await effects.once(JOURNAL.answer, call.id, async () => {

@@ -167,7 +167,7 @@ export class ChatService {
    * session meanwhile so that no message starts a run in the middle of it.
    */
   private async whenIdle(work: () => Promise<ErrorEvent | undefined>): Promise<ErrorEvent | undefined> {
-    if (this.active || this.snapshotting) return reject('run_active', 'Snapshots wait until the response in progress has ended');
+    if (this.active || this.snapshotting) return reject('run_active', 'A response is still in progress: stop it or wait for response_complete');
     this.snapshotting = true;
     try {
       await this.ensureStored();
@@ -191,14 +191,14 @@ export class ChatService {
   }
 
   /** Continues a run that ended short of an answer, as a new run of the same request. */
-  private async continueRun(message: AgentControlMessage, sender: MessageSender): Promise<ErrorEvent | undefined> {
-    if (this.active) return reject('run_active', 'A response is still in progress: stop it or wait for response_complete');
-    const found = await this.runs.continuation(message.run_id, message.extra_steps);
-    if (!found.ok) return reject('not_resumable', found.message);
-    // Checked again: another message may have started something while the run was looked up.
-    if (this.active) return reject('run_active', 'A response is still in progress: stop it or wait for response_complete');
-    const runId = randomUUID();
-    return this.occupy(runId, sender, { force: false }, (control) => this.runs.launchContinuation({ ...found.input, runId }, found.past, control));
+  private continueRun(message: AgentControlMessage, sender: MessageSender): Promise<ErrorEvent | undefined> {
+    // Holds the session from the first look-up to the start, so nothing else starts in between.
+    return this.whenIdle(async () => {
+      const found = await this.runs.continuation(message.run_id, message.extra_steps);
+      if (!found.ok) return reject('not_resumable', found.message);
+      const runId = randomUUID();
+      return this.occupy(runId, sender, { force: false }, (control) => this.runs.launchContinuation({ ...found.input, runId }, found.past, control));
+    });
   }
 
   /** Sends a command to the active run through the control bus, wherever the run executes. */
@@ -225,6 +225,8 @@ export class ChatService {
     options: { force: boolean },
     work: (control: AgentControl) => Promise<void>,
   ): ErrorEvent | undefined {
+    // One response at a time, whatever asked for it (a second start must never orphan the first).
+    if (this.active) return reject('run_active', 'A response is still in progress: stop it or wait for response_complete');
     const { runSlots } = this.deps;
     const slot = runSlots.tryAcquire(sender.address);
     const release = typeof slot === 'function' ? slot : options.force ? () => undefined : undefined;

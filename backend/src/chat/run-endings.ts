@@ -35,7 +35,7 @@ export interface LoggedRun {
   /** True once its response_complete is logged: the run has ended, whatever the store says. */
   complete: boolean;
   /** Its agent_start: strategy, options, tools. */
-  start?: { strategy?: string | undefined; options?: Record<string, unknown> | undefined; tools?: string[] | undefined } | undefined;
+  start?: { strategy?: string | undefined; options?: Record<string, unknown> | undefined; tools?: string[] | undefined; resumedFrom?: string | undefined } | undefined;
   /** Why it completed, when it did: answered, max_steps, … */
   completionReason?: string | undefined;
 }
@@ -75,7 +75,7 @@ function readAgentEvent(logged: LoggedRun, event: LoggedEvent, runId: string): v
   if (event.type !== 'agent_update') return;
   switch (event.update_type) {
     case 'agent_start':
-      logged.start = { strategy: event.strategy, options: event.options, tools: event.tools };
+      logged.start = { strategy: event.strategy, options: event.options, tools: event.tools, resumedFrom: event.resumed_from };
       break;
     case 'agent_completion':
       logged.end = { status: 'completed', steps: event.steps };
@@ -108,19 +108,37 @@ const KERNEL_EVENTS = new Set(['agent_start', 'agent_completion', 'agent_stopped
  * The events a run's strategy logged, in order (its start and ending left out): what a run going on
  * from that past will not log again. Plain chat answers log none of their own.
  */
-export async function strategyEventsOf(store: Store, run: RunRecord): Promise<LoggedEventBody[]> {
+export async function strategyEventsOf(store: Store, run: RunRecord, options: { upToSeq?: number } = {}): Promise<LoggedEventBody[]> {
+  // A continued run's past includes the runs it continues: their events too.
+  const chain = new Set([run.id]);
   const found: LoggedEventBody[] = [];
-  let after = run.afterSeq ?? 0;
+  let after = 0;
+  const pages: LoggedEvent[][] = [];
   for (;;) {
     const page = await store.listEvents(run.sessionId, after, SCAN_PAGE_SIZE);
-    for (const event of page) {
-      if (event.run_id !== run.id) continue;
+    pages.push(page);
+    if (page.length < SCAN_PAGE_SIZE) break;
+    after = page.at(-1)!.seq;
+  }
+  const events = pages.flat();
+  for (let changed = true; changed; ) {
+    changed = false;
+    for (const event of events) {
+      if (event.type === 'agent_update' && event.update_type === 'agent_start' && event.run_id && chain.has(event.run_id) && event.resumed_from && !chain.has(event.resumed_from)) {
+        chain.add(event.resumed_from);
+        changed = true;
+      }
+    }
+  }
+  {
+    for (const event of events) {
+      if (!event.run_id || !chain.has(event.run_id)) continue;
+      if (options.upToSeq !== undefined && event.seq > options.upToSeq) continue;
       const kind = event.type === 'agent_update' ? event.update_type : event.type;
       if (KERNEL_EVENTS.has(kind)) continue;
       const { seq: _seq, ts: _ts, ...body } = event;
       found.push(body as LoggedEventBody);
     }
-    if (page.length < SCAN_PAGE_SIZE) return found;
-    after = page.at(-1)!.seq;
   }
+  return found;
 }

@@ -67,6 +67,9 @@ export class SessionRuns {
     const { maxStepsDefault, maxStepsLimit } = config.agent;
     const extra = Math.max(1, extraSteps ?? maxStepsDefault);
     const stepsSoFar = target.steps ?? logged.step;
+    if (stepsSoFar >= maxStepsLimit) {
+      return { ok: false, message: `That run has taken ${stepsSoFar} steps, the most a run may take (AGENT_MAX_STEPS_LIMIT)` };
+    }
     const conversation = await this.conversation();
     // A run that completed (at its step limit) closed with an answer: its steps are the messages before it.
     const stored = conversation.after.length - (target.status === 'completed' ? 1 : 0);
@@ -96,9 +99,13 @@ export class SessionRuns {
     const past = await this.readPast(run);
     if (!past) return undefined;
     const conversation = await this.conversation();
+    // A continued run goes on from runs whose messages the history holds already (one that
+    // completed, at its step limit, closed with an answer after them); a first run stored none.
+    const predecessor = logged.start?.resumedFrom ? await this.deps.store.getRun(logged.start.resumedFrom) : undefined;
+    const stored = predecessor ? conversation.after.length - (predecessor.status === 'completed' ? 1 : 0) : 0;
     return {
       input: { ...past.input, runId: run.id, sessionId: this.sessionId, history: conversation.history },
-      past: { ...past.past, storedMessages: 0 },
+      past: { ...past.past, storedMessages: Math.max(0, stored) },
     };
   }
 

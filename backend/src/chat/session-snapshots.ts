@@ -4,6 +4,7 @@ import { JOURNAL } from '../agent/run-journal.ts';
 import type { RunInput } from '../agent/strategy.ts';
 import type { MessageRecord, RunRecord, SnapshotRecord } from '../store/store.ts';
 import type { ChatDependencies } from './chat-dependencies.ts';
+import { strategyEventsOf } from './run-endings.ts';
 import type { SessionEventLog } from './session-event-log.ts';
 import { PLAIN_CHAT, type RunPastWithHistory, trimToBudget } from './session-runs.ts';
 
@@ -78,7 +79,7 @@ export class SessionSnapshots {
     if (target.step === undefined && run.status === 'completed' && (await this.answered(run))) {
       return { ok: false, code: 'not_resumable', message: 'That run answered; resume from one of its steps instead' };
     }
-    const events = (await strategyEventsWithSeq(this.deps.store, run)).filter((event) => event.seq <= target.atSeq).map(({ seq: _seq, ts: _ts, ...body }) => body as LoggedEventBody);
+    const events = await strategyEventsOf(this.deps.store, run, { upToSeq: target.atSeq });
     const question = target.messages.findLastIndex((record) => record.message.role === 'user');
     const { maxStepsDefault, maxStepsLimit } = this.deps.config.agent;
     const journaled = inputEntry.value as Omit<RunInput, 'sessionId' | 'history'>;

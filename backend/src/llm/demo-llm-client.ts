@@ -45,7 +45,9 @@ export class DemoLlmClient implements LlmClient {
     if (!request.schema) return result as CompletionResult<T>;
     // Data is checked like a real model's: a responder that answers off-schema is a bug to see.
     const parsed = request.schema.zod.safeParse(result.parsed);
-    if (!parsed.success) throw new ModelError(`The demo model's "${request.schema.name}" answer does not fit its schema: ${parsed.error.message}`);
+    if (!parsed.success) {
+      throw new ModelError(`The demo model's "${request.schema.name}" answer does not fit its schema`, { category: 'output', detail: parsed.error.message });
+    }
     return { ...result, parsed: parsed.data };
   }
 }

@@ -49,7 +49,8 @@ export class ModelHealthMonitor {
           this.set({ status: 'ok', checked_at: now() });
           return result;
         } catch (error) {
-          if (error instanceof ModelError && !isAbortError(error, request.signal)) this.set(this.fromError(error));
+          // An unusable answer (data off its schema) is the model's, not the endpoint's health.
+          if (error instanceof ModelError && error.category !== 'output' && !isAbortError(error, request.signal)) this.set(this.fromError(error));
           throw error;
         }
       },

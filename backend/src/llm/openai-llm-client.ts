@@ -67,7 +67,10 @@ export class OpenAiLlmClient implements LlmClient {
     const second = await this.call({ ...request, messages: reAsk(messages, first.text, output, parsed.problem) }, output);
     const again = parseReply(second.text, output.zod);
     if (!again.ok) {
-      throw new ModelError(`The model's answer did not fit the "${output.name}" schema, twice: ${again.problem}`);
+      throw new ModelError(`The model's answer did not fit the "${output.name}" schema, twice: ${again.problem}`, {
+        category: 'output',
+        detail: second.text.slice(0, 500),
+      });
     }
     const usage = addUsage(first.usage, second.usage);
     return { ...second, ...(usage ? { usage } : {}), parsed: again.value };

@@ -30,7 +30,9 @@ export async function readStreamedReply(
     const chunk = parseJson(event.data, 'The model endpoint sent a malformed stream event');
     const reported = typeof chunk === 'object' && chunk !== null ? (chunk as { error?: unknown }).error : undefined;
     if (event.event === 'error' || reported) {
-      throw new ModelError(`The model endpoint reported an error in its stream${describeError(reported)}`, { retryable: true });
+      // What the endpoint said goes to the logs (detail), not to users.
+      const detail = describeError(reported).replace(/^: /, '');
+      throw new ModelError('The model endpoint reported an error in its stream', { retryable: true, ...(detail ? { detail } : {}) });
     }
     const delta = assembler.add(chunk);
     if (delta) onDelta(delta);

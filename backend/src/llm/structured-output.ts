@@ -49,16 +49,9 @@ export type ParsedReply<T> = { ok: true; value: T } | { ok: false; problem: stri
 export function parseReply<T>(text: string, schema: z.ZodType<T>): ParsedReply<T> {
   const candidate = jsonCandidate(text);
   if (candidate === undefined) return { ok: false, problem: 'the reply holds no JSON object' };
-  let value: unknown;
-  try {
-    value = JSON.parse(candidate);
-  } catch {
-    try {
-      value = JSON.parse(candidate.replace(/,\s*([}\]])/g, '$1'));
-    } catch (error) {
-      return { ok: false, problem: `the JSON does not parse (${(error as Error).message})` };
-    }
-  }
+  // The problem goes back to the model and into messages: it names no part of the reply.
+  const value = lenientJson(candidate);
+  if (value === NOT_JSON) return { ok: false, problem: 'its JSON does not parse' };
   const result = schema.safeParse(value);
   if (result.success) return { ok: true, value: result.data };
   const issue = result.error.issues[0];
@@ -78,12 +71,40 @@ export function reAsk(messages: LlmMessage[], reply: string, output: OutputSchem
   ];
 }
 
-/** The outermost JSON object of a text: a fenced block's, else from the first `{` to its matching `}`. */
+/**
+ * The JSON object of a text: inside each ```fence (json-labelled first), then the text itself; in
+ * each, the first `{` whose balanced object parses. Linear in the text's length.
+ */
 function jsonCandidate(text: string): string | undefined {
-  const fenced = /```(?:json)?\s*\n?([\s\S]*?)```/i.exec(text)?.[1];
-  const source = fenced ?? text;
-  const start = source.indexOf('{');
-  if (start < 0) return undefined;
+  for (const source of [...fencedBlocks(text), text]) {
+    for (let start = source.indexOf('{'); start >= 0; start = source.indexOf('{', start + 1)) {
+      const object = balancedObject(source, start);
+      if (object === undefined) break;
+      if (parsesLeniently(object)) return object;
+    }
+  }
+  const start = text.indexOf('{');
+  return start < 0 ? undefined : (balancedObject(text, start) ?? text.slice(start));
+}
+
+/** The contents of each ``` fence, json-labelled ones first. */
+function fencedBlocks(text: string): string[] {
+  const labelled: string[] = [];
+  const other: string[] = [];
+  for (let open = text.indexOf('```'); open >= 0; ) {
+    const lineEnd = text.indexOf('\n', open + 3);
+    if (lineEnd < 0) break;
+    const close = text.indexOf('```', lineEnd + 1);
+    if (close < 0) break;
+    const label = text.slice(open + 3, lineEnd).trim().toLowerCase();
+    (label === 'json' ? labelled : other).push(text.slice(lineEnd + 1, close));
+    open = text.indexOf('```', close + 3);
+  }
+  return [...labelled, ...other];
+}
+
+/** The object from `start` to its matching `}` (strings and escapes respected), or undefined. */
+function balancedObject(source: string, start: number): string | undefined {
   let depth = 0;
   let inString = false;
   for (let index = start; index < source.length; index++) {
@@ -95,5 +116,47 @@ function jsonCandidate(text: string): string | undefined {
     else if (char === '{') depth++;
     else if (char === '}' && --depth === 0) return source.slice(start, index + 1);
   }
-  return source.slice(start);
+  return undefined;
+}
+
+function parsesLeniently(candidate: string): boolean {
+  return lenientJson(candidate) !== NOT_JSON;
+}
+
+const NOT_JSON = Symbol('not json');
+
+/** JSON.parse, and once more without trailing commas (outside strings) when that fails. */
+function lenientJson(candidate: string): unknown {
+  try {
+    return JSON.parse(candidate);
+  } catch {
+    try {
+      return JSON.parse(withoutTrailingCommas(candidate));
+    } catch {
+      return NOT_JSON;
+    }
+  }
+}
+
+/** Drops commas right before `}` or `]`, outside strings. */
+function withoutTrailingCommas(text: string): string {
+  let out = '';
+  let inString = false;
+  for (let index = 0; index < text.length; index++) {
+    const char = text[index]!;
+    if (inString) {
+      out += char;
+      if (char === '\\') out += text[++index] ?? '';
+      else if (char === '"') inString = false;
+      continue;
+    }
+    if (char === '"') inString = true;
+    if (char === ',') {
+      let ahead = index + 1;
+      while (ahead < text.length && /\s/.test(text[ahead]!)) ahead++;
+      if (text[ahead] === '}' || text[ahead] === ']') continue;
+    }
+    out += char;
+  }
+  return out;
 }

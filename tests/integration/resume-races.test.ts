@@ -1,0 +1,155 @@
+// Resume, snapshots and options sent by a hostile or hasty client: one run at a time, clean refusals.
+import { afterEach, describe, expect, it } from 'vitest';
+import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
+import { summarize, TestClient } from '../helpers/ws-client.ts';
+
+const cleanups: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
+});
+
+async function setup(env: Record<string, string> = {}) {
+  const llm = await ScriptedLlmServer.start();
+  cleanups.push(() => llm.close());
+  const server: TestServer = await startStepwiseWithModel(llm.url, env);
+  cleanups.push(() => server.close());
+  const client = await TestClient.connect(server.wsUrl);
+  cleanups.push(() => client.close());
+  return { llm, server, client };
+}
+
+function counting(llm: ScriptedLlmServer, hold: { observeAt: number }) {
+  llm.respond((request) => {
+    const results = request.body.messages.filter((message) => message.role === 'tool').length;
+    if (request.phase === 'observe' && results === hold.observeAt) return { hang: true };
+    if (request.phase === 'reason') return { text: reasonText(`Add one (have ${results}).`) };
+    if (request.phase === 'act') return { toolCalls: [{ name: 'calculator', arguments: { expression: `${results}+1` } }] };
+    if (request.phase === 'final') return { text: `Got to ${results}.` };
+    if (request.phase === 'chat') return { text: 'plain answer' };
+    return results >= 3
+      ? { text: observeText('Enough.', { final_answer: `Counted to ${results}.`, should_continue: false }) }
+      : { text: observeText(`At ${results}.`, { should_continue: true }) };
+  });
+}
+
+async function stoppedRun(llm: ScriptedLlmServer, client: TestClient) {
+  client.chat('Count', { agent_mode: true, agent_max_steps: 6, tools: ['calculator'] });
+  await llm.waitFor((request) => request.phase === 'observe' && request.body.messages.filter((m) => m.role === 'tool').length === 2);
+  client.send({ type: 'agent_control', action: 'stop' });
+  return client.untilComplete();
+}
+
+const errors = (client: TestClient, from: number) => client.events.slice(from).filter((event) => event.type === 'error').map((event) => event.code);
+const settle = () => new Promise((resolve) => setTimeout(resolve, 300));
+
+describe('client messages', () => {
+  it('snapshot_rollback and resume sent together: the resume waits or is refused (no run starts during a rollback)', async () => {
+    const { llm, client, server } = await setup();
+    const hold = { observeAt: 2 };
+    counting(llm, hold);
+    await stoppedRun(llm, client);
+    hold.observeAt = -1;
+    const snapshots = (await (await fetch(`${server.url}/api/sessions/${client.session.session_id}/snapshots`)).json()) as {
+      snapshots: { snapshot_id: string; kind: string }[];
+    };
+    const point = snapshots.snapshots.find((snapshot) => snapshot.kind === 'step')!;
+    const from = client.events.length;
+    client.send({ type: 'snapshot_rollback', snapshot_id: point.snapshot_id });
+    client.send({ type: 'agent_control', action: 'resume' });
+    await settle();
+    await client.untilComplete({ from }).catch(() => undefined);
+    const names = summarize(client.events.slice(from));
+    // Either the resume is refused (run_active) or the rollback is: not both accepted at once.
+    const accepted = names.includes('session_rolled_back') && names.includes('agent_start');
+    const history = (await (await fetch(`${server.url}/api/sessions/${client.session.session_id}`)).json()) as { messages: { role: string; content: string | null }[] };
+    console.log('rollback+resume:', names.join(' '), '\nhistory:', JSON.stringify(history.messages.map((m) => `${m.role}:${(m.content ?? '').slice(0, 30)}`)));
+    expect({ accepted, names, errors: errors(client, from) }).toMatchObject({ accepted: false });
+  });
+
+  it('snapshot_resume and resume sent together never run two runs of one session at once', async () => {
+    const { llm, client, server } = await setup();
+    const hold = { observeAt: 2 };
+    counting(llm, hold);
+    await stoppedRun(llm, client);
+    hold.observeAt = 3; // the new run(s) wait in step 3's observe
+    const snapshots = (await (await fetch(`${server.url}/api/sessions/${client.session.session_id}/snapshots`)).json()) as {
+      snapshots: { snapshot_id: string; kind: string }[];
+    };
+    const point = snapshots.snapshots.find((snapshot) => snapshot.kind === 'step')!;
+    const from = client.events.length;
+    client.send({ type: 'agent_control', action: 'resume' });
+    client.send({ type: 'snapshot_resume', snapshot_id: point.snapshot_id });
+    await settle();
+    await settle();
+    const starts = client.events.slice(from).filter((event) => event.update_type === 'agent_start').map((event) => event.run_id);
+    console.log('concurrent:', summarize(client.events.slice(from)).join(' '), errors(client, from));
+    // Stop reaches only the run the session calls active; is the session left with a run going?
+    const at = client.events.length;
+    client.send({ type: 'agent_control', action: 'stop' });
+    await settle();
+    const completes = client.events.slice(from).filter((event) => event.type === 'response_complete').map((event) => event.run_id);
+    console.log('after stop:', summarize(client.events.slice(at)).join(' '), 'completed runs', completes.length, 'of', starts.length);
+    const at2 = client.events.length;
+    client.send({ type: 'agent_control', action: 'stop' });
+    await settle();
+    console.log('second stop:', JSON.stringify(client.events.slice(at2).map((e) => `${e.type}:${e.code ?? e.update_type ?? ''}`)), 'observe requests still open:', llm.requests.filter((r) => r.phase === 'observe' && !r.aborted && r.body.messages.filter((m) => m.role === 'tool').length === 3).length);
+    expect(starts.length).toBeLessThanOrEqual(1);
+  });
+
+  it('resume that can add no step (already at AGENT_MAX_STEPS_LIMIT) is refused rather than replaying to the same end', async () => {
+    const { llm, client } = await setup({ AGENT_MAX_STEPS_LIMIT: '2' });
+    counting(llm, { observeAt: -1 });
+    client.chat('Count', { agent_mode: true, agent_max_steps: 2, tools: ['calculator'] });
+    const first = await client.untilComplete();
+    expect(first.find((event) => event.update_type === 'agent_completion')).toMatchObject({ reason: 'max_steps' });
+    const before = llm.requests.length;
+    const from = client.events.length;
+    client.send({ type: 'agent_control', action: 'resume', extra_steps: 5 });
+    await settle();
+    const after = summarize(client.events.slice(from));
+    console.log('resume at the limit:', JSON.stringify({ after, calls: llm.requests.length - before, completion: client.events.slice(from).find((e) => e.update_type === 'agent_completion'), start: client.events.slice(from).find((e) => e.update_type === 'agent_start') }));
+    expect({ errors: errors(client, from), after, calls: llm.requests.length - before }).toMatchObject({ errors: ['not_resumable'] });
+  });
+
+  it('hostile messages: nothing crashes and the session takes a message afterwards', async () => {
+    const { llm, client } = await setup();
+    counting(llm, { observeAt: -1 });
+    const from = client.events.length;
+    const hostile: unknown[] = [
+      { type: 'agent_control', action: 'resume', run_id: '00000000-0000-4000-8000-000000000000' },
+      { type: 'agent_control', action: 'resume', extra_steps: 1e300 },
+      { type: 'agent_control', action: 'resume', extra_steps: Number.MAX_SAFE_INTEGER },
+      { type: 'agent_control', action: 'resume', extra_steps: -5 },
+      { type: 'chat', content: 'x', agent_mode: true, strategy_options: [] },
+      { type: 'chat', content: 'x', agent_mode: true, strategy_options: null },
+      { type: 'chat', content: 'x', agent_mode: true, strategy_options: 'a' },
+      { type: 'chat', content: 'x', agent_mode: true, strategy_options: { nope: 1 } },
+      '{"type":"chat","content":"x","agent_mode":true,"strategy_options":{"__proto__":{"polluted":1}}}',
+      '{"type":"chat","content":"x","agent_mode":true,"strategy":"plan_execute","strategy_options":{"__proto__":{"replan":"x"}}}',
+      { type: 'chat', content: 'x', agent_mode: true, strategy: 'chat' },
+      { type: 'chat', content: 'x', agent_mode: true, strategy: 'example' },
+      { type: 'chat', content: 'x', agent_mode: true, strategy: '__proto__' },
+      { type: 'chat', content: 'x', agent_mode: true, strategy: 'constructor' },
+      { type: 'agent_user_input', content: 'x', question_id: 'q_x' },
+    ];
+    const replies: string[] = [];
+    for (const message of hostile) {
+      const at0 = client.events.length;
+      client.send(message);
+      const reply = await client.next((event) => event.type === 'error' || event.update_type === 'agent_start', { from: at0, timeoutMs: 3_000 });
+      replies.push(`${typeof message === 'string' ? message.slice(0, 90) : JSON.stringify(message).slice(0, 90)} -> ${reply.type}:${reply.code ?? ''} ${reply.message ?? JSON.stringify(reply.options)}`);
+      if (reply.update_type === 'agent_start') await client.untilComplete({ from: at0 });
+    }
+    console.log('replies:\n' + replies.join('\n'));
+    // '__proto__' as strategy options must not be accepted as a run.
+    const started = client.events.slice(from).filter((event) => event.update_type === 'agent_start');
+    const at = client.events.length;
+    client.chat('plain', {});
+    const events = await client.untilComplete({ from: at, timeoutMs: 5_000 });
+    expect(events.find((event) => event.type === 'assistant_message')).toMatchObject({ content: 'plain answer' });
+    // Holds: nothing crashed; '__proto__' options are dropped silently (not refused as unknown), nothing polluted.
+    expect(JSON.stringify(started.map((event) => event.options))).not.toContain('polluted');
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+});

@@ -1,0 +1,41 @@
+// The lenient reader of structured replies, on adversarial text.
+import { parseReply } from '@stepwise/backend';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+
+const Plan = z.object({ plan: z.string(), steps: z.array(z.string()) });
+
+describe('parseReply', () => {
+  it('a degenerate reply (an open fence, then whitespace up to the output cap) is refused, read in one pass', () => {
+    // Small local models fall into repeating newlines; the default LLM_MAX_OUTPUT_CHARS is 200 000.
+    // (The reader scans with indexOf, never a backtracking regex; bench/, not this test, times it.)
+    const text = '```json\n' + '\n'.repeat(200_000);
+    expect(parseReply(text, Plan)).toEqual({ ok: false, problem: 'the reply holds no JSON object' });
+  });
+
+  it('a fence inside a JSON string does not cut the object', () => {
+    const text = '```json\n{"plan":"run ```ls``` first","steps":["a"]}\n```';
+    expect(parseReply(text, Plan)).toMatchObject({ ok: true });
+  });
+
+  it('an unrelated code block before the JSON object does not hide it', () => {
+    const text = 'Here is how:\n```bash\nls -la\n```\nAnd the data:\n{"plan":"p","steps":["a"]}';
+    expect(parseReply(text, Plan)).toMatchObject({ ok: true });
+  });
+
+  it('a brace in the prose before the object does not hide it', () => {
+    const text = 'Use a set {a, b}. {"plan":"p","steps":["a"]}';
+    expect(parseReply(text, Plan)).toMatchObject({ ok: true });
+  });
+
+  it('holds: nested braces and escaped quotes in strings, trailing commas, prose around', () => {
+    expect(parseReply('Sure! {"plan":"a {b} \\"}\\" c","steps":["x",],} Thanks.', Plan)).toMatchObject({ ok: true, value: { plan: 'a {b} "}" c' } });
+    expect(parseReply('```json\n{"plan":"p","steps":[]}\n```', Plan)).toMatchObject({ ok: true });
+  });
+
+  it('the trailing-comma repair does not rewrite string contents', () => {
+    // Only reached when the first parse fails (here: the real trailing comma after the array).
+    const text = '{"plan":"keep this, }","steps":["a",],}';
+    expect(parseReply(text, Plan)).toMatchObject({ ok: true, value: { plan: 'keep this, }' } });
+  });
+});
