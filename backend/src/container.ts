@@ -22,6 +22,7 @@ import { createCurrentTimeTool } from './tools/current-time-tool.ts';
 import type { Tool } from './tools/tool.ts';
 import { ToolRegistry } from './tools/tool-registry.ts';
 import { createFileTools } from './tools/file-tools.ts';
+import { createNotepadTool } from './tools/notepad-tool.ts';
 import { SessionFiles } from './files/session-files.ts';
 import { McpManager } from './mcp/mcp-manager.ts';
 
@@ -57,6 +58,7 @@ export function buildContainer(
       calculatorTool as Tool,
       createCurrentTimeTool() as Tool,
       ...createFileTools(dependencies.resolve(SessionFiles), { readCapBytes: Math.max(1_000, config.tools.resultMaxChars - 500) }),
+      createNotepadTool(dependencies.resolve(SessionFiles)) as Tool,
     ],
   });
   container.register<AnyStrategy[]>(TOKENS.Strategies, { useValue: [...STRATEGIES] });

@@ -39,6 +39,7 @@ describe('the session message', () => {
       ['list_files', 'builtin'],
       ['read_file', 'builtin'],
       ['write_file', 'builtin'],
+      ['notepad', 'builtin'],
     ]);
     expect(session.mcp_servers).toEqual([]);
   });

@@ -29,6 +29,8 @@ export interface RunSession {
   sink: EventSink;
   /** The session's files for prompts; '' when none. */
   filesManifest: () => Promise<string>;
+  /** The session's notepad; '' when empty. */
+  notepad?: () => Promise<string>;
 }
 
 export interface RunHooks {
@@ -152,6 +154,7 @@ export class RunKernel {
       progress,
       inputTimeoutMs: this.config.agent.inputTimeoutMs,
       filesManifest: session.filesManifest,
+      notepad: session.notepad ?? (async () => ''),
       logger,
       effects: {
         once: (kind, key, live) => replay.once(kind, key, live),

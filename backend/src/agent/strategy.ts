@@ -52,6 +52,8 @@ export interface Run<O = Record<string, unknown>, P extends PromptSamples = Prom
   inputTimeoutMs: number;
   /** The session's files, one line each, for prompts ('' when there are none). */
   filesManifest(): Promise<string>;
+  /** The session's notepad (the `notepad` tool's notes), '' when empty or unreadable. */
+  notepad(): Promise<string>;
   logger: Logger;
   /**
    * The run's journal. Model calls and tool calls are journaled by the kernel; a strategy journals

@@ -1,6 +1,7 @@
 import type { AgentControl } from '../agent/agent-control.ts';
 import { runEvents } from '../agent/run-events.ts';
 import { JOURNAL, type RunPast } from '../agent/run-journal.ts';
+import { readNotepad } from '../tools/notepad-tool.ts';
 import type { RunInput } from '../agent/strategy.ts';
 import type { LlmMessage } from '../messages.ts';
 import type { RunRecord } from '../store/store.ts';
@@ -114,7 +115,12 @@ export class SessionRuns {
     const runLogger = logger.child({ session_id: this.sessionId });
     await kernel.execute(
       input,
-      { control, sink: this.log, filesManifest: () => this.deps.files.manifest(this.sessionId) },
+      {
+        control,
+        sink: this.log,
+        filesManifest: () => this.deps.files.manifest(this.sessionId),
+        notepad: () => readNotepad(this.deps.files, this.sessionId),
+      },
       {
         ...(past ? { past } : {}),
         onEnd: async (outcome) => {

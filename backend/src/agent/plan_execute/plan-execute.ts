@@ -25,8 +25,8 @@ import { planEvent, planStepEvent, runMetadataEvent } from './plan-events.ts';
 const tools = ['calculator'];
 /** The templates in prompts/plan_execute/, each with an example of its variables. */
 const prompts = {
-  plan: { question: 'q', tool_names: tools, files_manifest: '' },
-  replan: { question: 'q', tool_names: tools, files_manifest: '', plan_status: '', observations: '', trigger: 'failed_attempts', reason: '' },
+  plan: { question: 'q', tool_names: tools, files_manifest: '', notepad: '' },
+  replan: { question: 'q', tool_names: tools, files_manifest: '', notepad: '', plan_status: '', observations: '', trigger: 'failed_attempts', reason: '' },
   viability: { question: 'q', plan_status: '', observation: '' },
   reason: { question: 'q', goal: 'g', success_criteria: '', context: '', plan_status: '', observations: '', tool_names: tools, files_manifest: '', attempt: 1, max_attempts: 3 },
   act: { question: 'q', goal: 'g', context: '', plan: '', tool_names: tools, files_manifest: '' },
@@ -71,7 +71,13 @@ export const planExecute = defineStrategy({
   async run(run: PlanRun): Promise<RunSuccess> {
     const { input, control, options } = run;
     const stamp = { run_id: input.runId };
-    const first = await askPlan(run, 'plan_execute.plan', 'plan', { question: input.question, tool_names: input.toolNames, files_manifest: await run.filesManifest() });
+    // Pre-flight: the session's files and its notepad go into the plan (an unreadable notepad is left out).
+    const first = await askPlan(run, 'plan_execute.plan', 'plan', {
+      question: input.question,
+      tool_names: input.toolNames,
+      files_manifest: await run.filesManifest(),
+      notepad: await run.notepad(),
+    });
     const planned = planSteps(first, input.toolNames, 1);
     const state: State = { steps: planned.steps, revision: 1, replans: 0, iterations: 0, notes: [...planned.notes] };
     for (const note of planned.notes) run.logger.warn({ note }, 'plan adjusted');
@@ -269,6 +275,7 @@ async function maybeReplan(run: PlanRun, state: State, step: StepState): Promise
     question: input.question,
     tool_names: input.toolNames,
     files_manifest: await run.filesManifest(),
+    notepad: await run.notepad(),
     plan_status: planStatus(state.steps),
     observations: recentObservations(state),
     trigger,
