@@ -1,5 +1,6 @@
 // 1. Time and CPU per model call above bare openai SDK calls (the floor). Every framework runs in a
-// warm process of its own; Stepwise's server is a process of its own too, its client another. In
+// warm process of its own (each first makes settings.warmupCalls model calls, so that all are
+// measured at their steady speed); Stepwise's server is a process of its own too, its client another. In
 // each round every contender runs once, in an order that rotates from round to round, and each run
 // is paired with a floor run just before it: the ratio is taken within that pair, the median over
 // rounds, so that the machine's drift over a run falls on both sides of every ratio alike.
@@ -90,6 +91,11 @@ export async function overhead(settings: Settings, stores: Stores) {
     tally.requestMaxBytes = Math.max(tally.requestMaxBytes, sent.maxBytes);
     tally.rss = result.rss;
   };
+  // Every process to its steady speed first, the floor too (see settings.warmupCalls).
+  for (const worker of [floor, ...contenders.map((contender) => contender.worker)]) {
+    for (let calls = 0; calls < settings.warmupCalls; ) calls += (await worker.task(settings.steps)).calls;
+  }
+  log(`   every process warmed up with ${settings.warmupCalls} model calls`);
   for (let round = -settings.warmup; round < settings.rounds; round++) {
     const offset = ((round % contenders.length) + contenders.length) % contenders.length;
     for (const contender of [...contenders.slice(offset), ...contenders.slice(0, offset)]) {

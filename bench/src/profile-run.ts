@@ -18,7 +18,10 @@ const server = await startStepwise(model.url, {
 });
 const worker = await startWorker(process.env.CHAT === 'growing' ? 'stepwise-growing' : 'stepwise-fresh', server.wsUrl);
 const floor = await startWorker('floor', model.url);
-for (let i = 0; i < 3; i++) await worker.task(20);
+// Both sides to their steady speed first (see settings.warmupCalls in settings.ts).
+const WARMUP_CALLS = Number(process.env.WARMUP_CALLS ?? 3_000);
+for (let calls = 0; calls < WARMUP_CALLS; ) calls += (await worker.task(20)).calls;
+for (let calls = 0; calls < WARMUP_CALLS; ) calls += (await floor.task(20)).calls;
 const times: number[] = [];
 const floors: number[] = [];
 let calls = 0;

@@ -28,6 +28,13 @@ export const settings = {
   sections: SECTIONS.filter((section) => !only || only.includes(section)),
   steps: quick ? 3 : 20,
   warmup: quick ? 1 : 3,
+  /**
+   * Model calls each process of the overhead section makes before anything is timed. A Node
+   * process here takes about 2,000 calls to reach its steady speed (the bare SDK client's CPU per
+   * call falls from 2.5 ms to under 1 ms), and the floor runs once per contender per round, so
+   * without this the floor would be measured warm and every contender cold.
+   */
+  warmupCalls: quick ? 60 : 3_000,
   rounds: quick ? 3 : 15,
   stopTrials: quick ? 5 : 200,
   sessions: list(option('sessions'))?.map(Number) ?? (quick ? [10, 30] : [10, 25, 50, 75, 100, 150, 250, 500, 1000, 2000]),
