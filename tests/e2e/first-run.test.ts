@@ -205,7 +205,7 @@ describe('a new user’s first minutes', { timeout: BROWSER_TEST_TIMEOUT_MS }, (
     // The agent options wait behind a toggle.
     expect(await page.getByRole('switch', { name: 'Agent mode' }).isVisible()).toBe(false);
     expect((await box('.conversation')).height).toBeGreaterThanOrEqual(height * 0.7);
-    const toggle = page.getByRole('button', { name: /Agent · up to 10 steps/ });
+    const toggle = page.getByRole('button', { name: /^Agent\b.* · up to 10 steps/ });
     await toggle.click();
     expect(await page.getByRole('switch', { name: 'Agent mode' }).isVisible()).toBe(true);
     await toggle.click();

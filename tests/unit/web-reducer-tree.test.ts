@@ -93,7 +93,7 @@ describe('the run tree in the web app reducer', () => {
     state = receive(state, update('agent_plan_step', { index: 1, status: 'failed', attempts: 3, observation: 'none left' }));
     expect(branchStatus(view(), '1')).toBe('failed');
     // A revised plan renames a step.
-    state = receive(state, update('agent_plan', { revision: 2, trigger: 'not_viable', steps: [{ index: 1, goal: 'Take the train', status: 'running' }] }));
+    state = receive(state, update('agent_plan', { revision: 2, trigger: 'not_viable', steps: [{ index: 1, goal: 'Take the train', tools: [], success_criteria: 'a seat', context: '', status: 'running' }] }));
     expect(branchTitle(view(), '1')).toBe('Step 1 · Take the train');
 
     seq = 0;
