@@ -2,8 +2,8 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { resolveFrom, root, run } from './run.mjs';
+import { buildServer } from './build-server.mjs';
+import { root, run } from './run.mjs';
 
 if (!existsSync(join(root, 'frontend', 'dist', 'index.html'))) {
   console.log('Building the web app (first start only)…');
@@ -11,13 +11,17 @@ if (!existsSync(join(root, 'frontend', 'dist', 'index.html'))) {
   if (code !== 0) process.exit(code);
 }
 
-// One process: TypeScript is loaded in it (tsx's loader), so signals reach the server itself.
-const tsx = pathToFileURL(resolveFrom('backend', 'tsx')).href;
-const server = spawn(process.execPath, ['--import', tsx, join(root, 'backend', 'src', 'main.ts')], {
-  stdio: 'inherit',
-  cwd: root,
-  env: { ...process.env, TSX_TSCONFIG_PATH: join(root, 'backend', 'tsconfig.json') },
-});
+// The server compiled afresh (well under a second), then run as plain JavaScript: it starts
+// faster and lighter than through a TypeScript loader; source maps keep stack traces pointing
+// at the TypeScript files.
+let bundle;
+try {
+  bundle = await buildServer();
+} catch (error) {
+  console.error(`Could not compile the server: ${error.message}`);
+  process.exit(1);
+}
+const server = spawn(process.execPath, ['--enable-source-maps', bundle], { stdio: 'inherit', cwd: root });
 let stopSignal;
 for (const signal of ['SIGINT', 'SIGTERM']) {
   process.on(signal, () => {

@@ -1,10 +1,14 @@
+import { buildServer } from '../scripts/build-server.mjs';
 import { createRegistry, REGISTRY_ENV, sweepAndReport } from './helpers/process-registry.mjs';
 
 /**
- * Gives the run a process registry (unless the test command already made one) and, at the end,
- * kills whatever the tests left running: processes of a worker that crashed or was killed.
+ * Compiles the server as `pnpm start` does (the tests that start it as a process of its own run
+ * that file), gives the run a process registry (unless the test command already made one) and,
+ * at the end, kills whatever the tests left running: processes of a worker that crashed or was
+ * killed.
  */
-export default function setup(): () => void {
+export default async function setup(): Promise<() => void> {
+  await buildServer();
   const own = !process.env[REGISTRY_ENV];
   const dir = process.env[REGISTRY_ENV] || createRegistry();
   process.env[REGISTRY_ENV] = dir;

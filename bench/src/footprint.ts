@@ -1,6 +1,6 @@
 // 0. What a server costs before any load: the time from spawning it on a new, empty DATA_DIR to
-// the first 200 from /api/health (started as `pnpm start` starts it: Node with tsx's loader, whose
-// transform cache is warm as on every start after the first; files in the OS cache), and its
+// the first 200 from /api/health (started as `pnpm start` starts it: Node running the compiled
+// server, backend/dist/main.js, with source maps; files in the OS cache), and its
 // resident memory once it has served one chat and settled. Several starts per store, medians.
 import { currentRss, startModelServer } from './processes.ts';
 import { log, type Settings, sleep } from './settings.ts';

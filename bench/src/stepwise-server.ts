@@ -3,7 +3,10 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { folders, freePort, root, stopChild, track, tsconfig, tsxLoader } from './processes.ts';
+import { folders, freePort, root, stopChild, track } from './processes.ts';
+
+/** The compiled server, as scripts/build-server.mjs writes it. */
+const serverBundle = join(root, 'backend', 'dist', 'main.js');
 
 export interface StepwiseOptions {
   /** Extra environment (a store's settings, LLM_STREAMING, …). */
@@ -24,7 +27,8 @@ export interface ReportedStore {
 
 /**
  * A real Stepwise server process pointed at the model server, started as `pnpm start` starts it
- * (Node with tsx's loader), on a new, empty DATA_DIR. Its log (default level) goes to a file
+ * (Node running the compiled server, backend/dist/main.js, which `pnpm bench` builds first), on a
+ * new, empty DATA_DIR. Its log (default level) goes to a file
  * beside DATA_DIR, not to a pipe this process would have to drain: the cost of writing it stays
  * the product's, and the "database ready" line tells which store it opened.
  */
@@ -38,12 +42,12 @@ export async function startStepwise(modelUrl: string, options: StepwiseOptions =
   const port = await freePort();
   // Settings of the caller's shell that choose what is measured do not leak in: the options say.
   const { DATABASE_URL: _database, DB_SYNC: _sync, LLM_STREAMING: _streaming, STEPWISE_CONFIG: _config, ...inherited } = process.env;
+  if (!existsSync(serverBundle)) throw new Error(`${serverBundle} is missing: run \`node scripts/build-server.mjs\` (pnpm bench does)`);
   const spawnedAt = performance.now();
-  const child = track(spawn(process.execPath, [...(options.nodeArgs ?? []), '--import', tsxLoader, join(root, 'backend', 'src', 'main.ts')], {
+  const child = track(spawn(process.execPath, [...(options.nodeArgs ?? []), '--enable-source-maps', serverBundle], {
     cwd: base,
     env: {
       ...inherited,
-      TSX_TSCONFIG_PATH: tsconfig,
       PORT: String(port),
       HOST: '127.0.0.1',
       DATA_DIR: dataDir,

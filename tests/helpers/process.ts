@@ -1,12 +1,10 @@
 import { type ChildProcess, spawn, type SpawnOptions } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { serverBundle } from '../../scripts/build-server.mjs';
 import { forgetProcess, killRecorded, recordProcess, REGISTRY_ENV, type RecordedProcess, startTime } from './process-registry.mjs';
 
 const root = join(import.meta.dirname, '..', '..');
-const tsx = pathToFileURL(createRequire(join(root, 'backend', 'package.json')).resolve('tsx')).href;
 
 /**
  * The overall limit for a test that starts Stepwise as its own process (one may start two): about
@@ -195,12 +193,13 @@ export async function startStepwiseProcess(
   env: Record<string, string>,
   options: { readyTimeoutMs?: number } = {},
 ): Promise<StepwiseProcess> {
-  // The server runs in this one process (tsx as a loader), so a signal reaches the server itself.
-  const child = spawnTracked(process.execPath, ['--import', tsx, join(root, 'backend', 'src', 'main.ts')], {
+  // The server as `pnpm start` runs it: compiled (by the tests' global setup) into one file, in
+  // this one process, so a signal reaches the server itself.
+  const child = spawnTracked(process.execPath, ['--enable-source-maps', serverBundle], {
     cwd: root,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, TSX_TSCONFIG_PATH: join(root, 'backend', 'tsconfig.json'), PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', DEMO_DELAY_MS: '0', LLM_RETRY_BASE_MS: '1', ...env },
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', DEMO_DELAY_MS: '0', LLM_RETRY_BASE_MS: '1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
-    description: 'Stepwise (backend/src/main.ts)',
+    description: 'Stepwise (backend/dist/main.js)',
   });
   let output = '';
   const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)));
