@@ -42,8 +42,8 @@ async function open(env: Record<string, string>, logger: Logger = silent): Promi
 }
 
 describe('the DB_SYNC setting', () => {
-  it('syncs every commit by default, and takes normal or full in any case', () => {
-    expect(config({}).dbSync).toBe('full');
+  it('syncs at checkpoints by default, and takes normal or full in any case', () => {
+    expect(config({}).dbSync).toBe('normal');
     expect(config({ DB_SYNC: 'NORMAL' }).dbSync).toBe('normal');
     expect(config({ DB_SYNC: ' full ' }).dbSync).toBe('full');
   });

@@ -33,7 +33,7 @@ const EnvSchema = z.object({
   AGENT_INPUT_TIMEOUT_MS: integer(1).default(300_000),
   DATA_DIR: nonEmpty.default('./data'),
   DATABASE_URL: z.string().trim().pipe(z.url({ protocol: /^postgres(ql)?$/, error: 'must be a postgres:// URL' })).optional(),
-  DB_SYNC: z.string().trim().toLowerCase().pipe(z.enum(['normal', 'full'], { error: 'must be normal or full' })).default('full'),
+  DB_SYNC: z.string().trim().toLowerCase().pipe(z.enum(['normal', 'full'], { error: 'must be normal or full' })).default('normal'),
   STEPWISE_CONFIG: nonEmpty.default('./stepwise.config.json'),
   AUTH_TOKEN: z
     .string()
