@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { constants, createReadStream, type ReadStream } from 'node:fs';
+import { constants, createReadStream, type ReadStream, statSync } from 'node:fs';
 import { lstat, mkdir, open, readdir, rename, rm, unlink } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { formatSize } from '@stepwise/shared-types';
@@ -56,6 +56,9 @@ const RESERVED = /[<>:"|?*]/g;
  * is checked before it touches the disk: no separators, no `.`/`..`, no NUL or control characters,
  * at most 255 bytes; symbolic links are never followed, read or replaced.
  */
+/** Manifests kept at most (the oldest is dropped first): a few hundred bytes each. */
+const MANIFESTS_KEPT = 1_000;
+
 @injectable()
 export class SessionFiles {
   readonly root: string;
@@ -64,6 +67,8 @@ export class SessionFiles {
   private readonly locks = new Map<string, Promise<unknown>>();
   /** Per session folder: names being written, each holding a place under the limit until it is done. */
   private readonly reservations = new Map<string, Map<string, number>>();
+  /** Per session folder: its manifest as of the folder's modification time (see manifest()). */
+  private readonly manifests = new Map<string, { modified: number; max: number; text: string }>();
 
   constructor(@inject(TOKENS.Config) private readonly config: Config) {
     this.root = resolve(config.dataDir, 'files');
@@ -120,12 +125,24 @@ export class SessionFiles {
     return files.sort((a, b) => a.name.localeCompare(b.name));
   }
 
-  /** A short list for the reason prompt, or '' when the session has no files. */
+  /**
+   * A short list for the prompts, or '' when the session has no files. Strategies ask for it
+   * before every model call, so it is kept until the folder changes: every write and delete
+   * renames or unlinks in the folder, which moves its modification time, and one stat (a few µs,
+   * no exception for a folder not made yet) replaces a listing and a stat per file.
+   */
   async manifest(sessionId: string, max = 50): Promise<string> {
+    const folder = statSync(this.folder(sessionId), { throwIfNoEntry: false });
+    if (!folder) return '';
+    const cached = this.manifests.get(sessionId);
+    if (cached && cached.modified === folder.mtimeMs && cached.max === max) return cached.text;
     const files = await this.list(sessionId);
     const lines = files.slice(0, max).map((file) => `- ${file.name} (${formatSize(file.size)})`);
     if (files.length > max) lines.push(`- … and ${files.length - max} more (list_files shows them all)`);
-    return lines.join('\n');
+    const text = lines.join('\n');
+    if (this.manifests.size >= MANIFESTS_KEPT) this.manifests.delete(this.manifests.keys().next().value!);
+    this.manifests.set(sessionId, { modified: folder.mtimeMs, max, text });
+    return text;
   }
 
   /**
@@ -227,6 +244,7 @@ export class SessionFiles {
 
   /** Removes the session's folder (the session is being deleted). */
   async removeSession(sessionId: string): Promise<void> {
+    this.manifests.delete(sessionId);
     await rm(this.folder(sessionId), { recursive: true, force: true });
   }
 

@@ -1,0 +1,49 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig, SessionFiles } from '@stepwise/backend';
+import { afterEach, describe, expect, it } from 'vitest';
+
+let dataDir: string | undefined;
+afterEach(() => {
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  dataDir = undefined;
+});
+
+function sessionFiles() {
+  dataDir = mkdtempSync(join(tmpdir(), 'stepwise-manifest-'));
+  return new SessionFiles(loadConfig({ DATA_DIR: dataDir }, { promptsDir: '' }));
+}
+
+describe('the files manifest the prompts carry', () => {
+  it('is empty for a session without a folder, and follows every write, replacement and delete', async () => {
+    const files = sessionFiles();
+    const session = randomUUID();
+    expect(await files.manifest(session)).toBe('');
+
+    await files.write(session, 'notes.md', 'abc', { source: 'user' });
+    expect(await files.manifest(session)).toBe('- notes.md (3 B)');
+    expect(await files.manifest(session)).toBe('- notes.md (3 B)');
+
+    await files.write(session, 'data.csv', 'a,b\n1,2\n', { source: 'agent' });
+    expect(await files.manifest(session)).toBe('- data.csv (8 B)\n- notes.md (3 B)');
+
+    await files.write(session, 'notes.md', 'x'.repeat(2048), { source: 'agent' });
+    expect(await files.manifest(session)).toBe('- data.csv (8 B)\n- notes.md (2.0 KB)');
+
+    await files.remove(session, 'data.csv');
+    expect(await files.manifest(session)).toBe('- notes.md (2.0 KB)');
+
+    await files.removeSession(session);
+    expect(await files.manifest(session)).toBe('');
+  });
+
+  it('lists at most the asked number of files, saying how many more there are', async () => {
+    const files = sessionFiles();
+    const session = randomUUID();
+    for (const name of ['a.txt', 'b.txt', 'c.txt']) await files.write(session, name, name, { source: 'user' });
+    expect(await files.manifest(session, 2)).toBe('- a.txt (5 B)\n- b.txt (5 B)\n- … and 1 more (list_files shows them all)');
+    expect(await files.manifest(session)).toBe('- a.txt (5 B)\n- b.txt (5 B)\n- c.txt (5 B)');
+  });
+});
