@@ -60,6 +60,21 @@ export const SnapshotResumeMessage = z.object({
 });
 export type SnapshotResumeMessage = z.infer<typeof SnapshotResumeMessage>;
 
+/** Replace the session's todo list (autonomous runs keep it), between runs: refused while one runs. */
+export const TodosSetMessage = z.object({
+  type: z.literal('todos_set'),
+  todos: z
+    .array(
+      z.object({
+        id: z.string().min(1).max(100).optional(),
+        title: z.string().trim().min(1).max(500),
+        status: z.enum(['pending', 'in_progress', 'completed']).default('pending'),
+      }),
+    )
+    .max(100),
+});
+export type TodosSetMessage = z.infer<typeof TodosSetMessage>;
+
 /** Everything a client may send. */
 export const ClientMessage = z.discriminatedUnion('type', [
   ChatMessage,
@@ -68,8 +83,9 @@ export const ClientMessage = z.discriminatedUnion('type', [
   SnapshotSaveMessage,
   SnapshotRollbackMessage,
   SnapshotResumeMessage,
+  TodosSetMessage,
 ]);
 export type ClientMessage = z.infer<typeof ClientMessage>;
 
 /** The `type` values a client may send, for error messages. */
-export const CLIENT_MESSAGE_TYPES = ['chat', 'agent_control', 'agent_user_input', 'snapshot_save', 'snapshot_rollback', 'snapshot_resume'] as const;
+export const CLIENT_MESSAGE_TYPES = ['chat', 'agent_control', 'agent_user_input', 'snapshot_save', 'snapshot_rollback', 'snapshot_resume', 'todos_set'] as const;

@@ -130,6 +130,31 @@ export const AgentRunMetadata = agentUpdate('agent_run_metadata', {
 });
 export type AgentRunMetadata = z.infer<typeof AgentRunMetadata>;
 
+// --- autonomous ---------------------------------------------------------------------------
+/** A todo's status (autonomous). */
+export const TodoStatus = z.enum(['pending', 'in_progress', 'completed']);
+export type TodoStatus = z.infer<typeof TodoStatus>;
+/** One todo of a session's list. */
+export const Todo = z.object({ id: z.string(), title: z.string(), status: TodoStatus });
+export type Todo = z.infer<typeof Todo>;
+/** Which of the four continuation guidance texts was given (incomplete todos? × tools used last?). */
+export const GuidanceVariant = z.enum(['todos_tools', 'todos_no_tools', 'tools', 'no_tools']);
+export type GuidanceVariant = z.infer<typeof GuidanceVariant>;
+/** What was injected before an iteration's model call: the guidance (level 0) or a graduated reminder (1–3). */
+export const AgentGuidance = agentUpdate('agent_guidance', {
+  step: z.number().int(),
+  variant: GuidanceVariant,
+  level: z.number().int().min(0).max(3),
+  content: z.string(),
+});
+export type AgentGuidance = z.infer<typeof AgentGuidance>;
+/** An iteration's text, markers removed. */
+export const AgentMessage = agentUpdate('agent_message', { step: z.number().int(), content: z.string() });
+export type AgentMessage = z.infer<typeof AgentMessage>;
+/** The session's whole todo list after a change (by a run, or by the user between runs: no run_id). */
+export const AgentTodos = agentUpdate('agent_todos', { todos: z.array(Todo) });
+export type AgentTodos = z.infer<typeof AgentTodos>;
+
 /** Every logged `agent_update`. */
 export const AgentUpdate = z.discriminatedUnion('update_type', [
   AgentStart,
@@ -144,6 +169,9 @@ export const AgentUpdate = z.discriminatedUnion('update_type', [
   AgentPlan,
   AgentPlanStep,
   AgentRunMetadata,
+  AgentGuidance,
+  AgentMessage,
+  AgentTodos,
 ]);
 export type AgentUpdate = z.infer<typeof AgentUpdate>;
 

@@ -14,7 +14,7 @@ import type { AgentControl } from './agent-control.ts';
 import type { EventSink } from './event-sink.ts';
 import { type RunEvents, runEvents } from './run-events.ts';
 import { JOURNAL, JournalReplay, journaledTools, ReplaySink, type RunJournal, type RunPast } from './run-journal.ts';
-import type { AnyStrategy, Run, RunInput } from './strategy.ts';
+import type { AnyStrategy, Run, RunFiles, RunInput } from './strategy.ts';
 
 /** How a run ended, for the session's history and records. */
 export type RunOutcome = (
@@ -31,6 +31,8 @@ export interface RunSession {
   filesManifest: () => Promise<string>;
   /** The session's notepad; '' when empty. */
   notepad?: () => Promise<string>;
+  /** The session's files; absent (unit tests), a run keeps them in memory. */
+  files?: RunFiles;
 }
 
 export interface RunHooks {
@@ -155,6 +157,7 @@ export class RunKernel {
       inputTimeoutMs: this.config.agent.inputTimeoutMs,
       filesManifest: session.filesManifest,
       notepad: session.notepad ?? (async () => ''),
+      files: session.files ?? memoryFiles(),
       logger,
       effects: {
         once: (kind, key, live) => replay.once(kind, key, live),
@@ -268,5 +271,14 @@ function observedModel(
       checkBudget();
       return result;
     },
+  };
+}
+
+/** Files kept in memory for one run: for kernels without a session folder (unit tests). */
+function memoryFiles(): RunFiles {
+  const files = new Map<string, string>();
+  return {
+    read: async (name) => files.get(name),
+    write: async (name, content) => void files.set(name, content),
   };
 }

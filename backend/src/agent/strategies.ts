@@ -1,3 +1,4 @@
+import { autonomous } from './autonomous/autonomous.ts';
 import { chat } from './chat/chat.ts';
 import { planExecute } from './plan_execute/plan-execute.ts';
 import { roa } from './roa/roa.ts';
@@ -7,4 +8,4 @@ import type { AnyStrategy } from './strategy.ts';
  * Every strategy Stepwise runs: adding one is a folder under agent/, one under prompts/, and a
  * line here. Plain chat is one too (hidden from the picker).
  */
-export const STRATEGIES: readonly AnyStrategy[] = [chat, roa, planExecute];
+export const STRATEGIES: readonly AnyStrategy[] = [chat, roa, planExecute, autonomous];

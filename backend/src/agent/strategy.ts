@@ -54,6 +54,8 @@ export interface Run<O = Record<string, unknown>, P extends PromptSamples = Prom
   filesManifest(): Promise<string>;
   /** The session's notepad (the `notepad` tool's notes), '' when empty or unreadable. */
   notepad(): Promise<string>;
+  /** The session's files, for strategies that keep state in them (autonomous's todo list). */
+  files: RunFiles;
   logger: Logger;
   /**
    * The run's journal. Model calls and tool calls are journaled by the kernel; a strategy journals
@@ -67,6 +69,13 @@ export interface Run<O = Record<string, unknown>, P extends PromptSamples = Prom
     /** True when the past is another run's: this run continues it (not the same run after a restart). */
     readonly continues: boolean;
   };
+}
+
+/** Session files as a run reads and writes them: written as the agent's, under the run's id (`file_saved`). */
+export interface RunFiles {
+  /** The file's text, or undefined when the session has no such file. */
+  read(name: string): Promise<string | undefined>;
+  write(name: string, content: string): Promise<void>;
 }
 
 /** How a run that was not stopped and did not fail ended. */

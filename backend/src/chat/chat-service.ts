@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { AgentControlMessage, ErrorCode, AgentUserInputMessage, ChatMessage, ClientMessage, ErrorEvent, StopReason } from '@stepwise/shared-types';
+import type { AgentControlMessage, ErrorCode, AgentUserInputMessage, ChatMessage, ClientMessage, ErrorEvent, StopReason, TodosSetMessage } from '@stepwise/shared-types';
 import { AgentControl } from '../agent/agent-control.ts';
+import { todosEvent } from '../agent/autonomous/autonomous-events.ts';
+import { serializeTodos, TodoError, TODOS_FILE, todosFromUser } from '../agent/autonomous/todos.ts';
 import type { ControlCommand, ControlOutcome } from '../agent/control-bus.ts';
 import type { RunInput } from '../agent/strategy.ts';
 import type { RunRecord } from '../store/store.ts';
@@ -92,6 +94,8 @@ export class ChatService {
         );
       case 'snapshot_resume':
         return this.resumeSnapshot(message.snapshot_id, message.extra_steps, sender);
+      case 'todos_set':
+        return this.whenIdle(() => this.setTodos(message));
       default: {
         const unexpected: never = message;
         return reject('unknown_type', `Unknown message type ${JSON.stringify((unexpected as { type: unknown }).type)}`);
@@ -166,6 +170,20 @@ export class ChatService {
    * Runs a snapshot command while nothing runs (refused with run_active otherwise), holding the
    * session meanwhile so that no message starts a run in the middle of it.
    */
+  /** A person's edit of the todo list between runs: saved as the session file, then `agent_todos` for every tab. */
+  private async setTodos(message: TodosSetMessage): Promise<ErrorEvent | undefined> {
+    let todos;
+    try {
+      todos = todosFromUser(message.todos);
+    } catch (error) {
+      if (error instanceof TodoError) return reject('invalid_message', error.message);
+      throw error;
+    }
+    await this.deps.files.write(this.sessionId, TODOS_FILE, serializeTodos(todos), { source: 'user' });
+    await this.log.emit(todosEvent(todos));
+    return undefined;
+  }
+
   private async whenIdle(work: () => Promise<ErrorEvent | undefined>): Promise<ErrorEvent | undefined> {
     if (this.active || this.snapshotting) return reject('run_active', 'A response is still in progress: stop it or wait for response_complete');
     this.snapshotting = true;

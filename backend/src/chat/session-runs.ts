@@ -120,6 +120,10 @@ export class SessionRuns {
         sink: this.log,
         filesManifest: () => this.deps.files.manifest(this.sessionId),
         notepad: () => readNotepad(this.deps.files, this.sessionId),
+        files: {
+          read: (name) => this.deps.files.readWhole(this.sessionId, name),
+          write: async (name, content) => void (await this.deps.files.write(this.sessionId, name, content, { source: 'agent', runId: input.runId, signal: control.signal })),
+        },
       },
       {
         ...(past ? { past } : {}),

@@ -62,6 +62,12 @@ const EnvSchema = z.object({
   LLM_TOTAL_TIMEOUT_MS: integer(1).default(10 * 60_000),
   LLM_MAX_OUTPUT_CHARS: integer(1000).default(200_000),
   LLM_STRUCTURED_OUTPUT: boolean.default(true),
+  LLM_STRICT_ALTERNATION: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .pipe(z.enum(['auto', 'true', 'false', '1', '0', 'yes', 'no'], { error: 'must be auto, true or false' }))
+    .default('auto'),
   LLM_TEMPERATURE: z.string().trim().transform(Number).pipe(z.number().min(0).max(2)).optional(),
   DEMO_DELAY_MS: integer(0, 10_000).default(20),
   PROMPTS_DIR: nonEmpty.optional(),
@@ -114,6 +120,11 @@ export interface Config {
     maxOutputChars: number;
     /** Data answers as `response_format` json_schema (true), or asked for in the prompt (false). */
     structuredOutput: boolean;
+    /**
+     * Every request made to alternate strictly (see llm/alternation.ts): set, or by default for
+     * the endpoints known to need it.
+     */
+    strictAlternation: boolean;
     temperature: number | undefined;
     demoDelayMs: number;
   };
@@ -220,6 +231,10 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
       totalTimeoutMs: e.LLM_TOTAL_TIMEOUT_MS,
       maxOutputChars: e.LLM_MAX_OUTPUT_CHARS,
       structuredOutput: e.LLM_STRUCTURED_OUTPUT,
+      strictAlternation:
+        e.LLM_STRICT_ALTERNATION === 'auto'
+          ? needsStrictAlternation(e.OPENAI_BASE_URL ?? '', e.LLM_MODEL)
+          : ['true', '1', 'yes'].includes(e.LLM_STRICT_ALTERNATION),
       temperature: e.LLM_TEMPERATURE,
       demoDelayMs: e.DEMO_DELAY_MS,
     },
@@ -268,4 +283,19 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     logLevel: e.LOG_LEVEL,
   };
+}
+
+/**
+ * Endpoints known to refuse a conversation that does not alternate strictly: Anthropic's
+ * compatible endpoint, and Mistral and Gemma models (their chat templates, as llama.cpp and vLLM
+ * apply them, reject two turns of one role in a row).
+ */
+export function needsStrictAlternation(baseUrl: string, model: string): boolean {
+  let host = '';
+  try {
+    host = new URL(baseUrl).hostname;
+  } catch {
+    // No URL (the default endpoint) or one the schema refuses anyway: nothing to recognise.
+  }
+  return host === 'api.anthropic.com' || /mistral|mixtral|gemma/i.test(model);
 }

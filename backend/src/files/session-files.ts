@@ -200,6 +200,16 @@ export class SessionFiles {
   }
 
   /** Reads text from byte `offset`, at most `length` bytes, cut at UTF-8 character boundaries. */
+  /** A whole text file of up to `maxBytes`, or undefined when the session has no file of that name. */
+  async readWhole(sessionId: string, rawName: string, maxBytes = 1024 * 1024): Promise<string | undefined> {
+    try {
+      return (await this.readText(sessionId, rawName, 0, maxBytes)).text;
+    } catch (error) {
+      if (error instanceof FileError && error.code === ERROR_CODE.fileNotFound) return undefined;
+      throw error;
+    }
+  }
+
   async readText(sessionId: string, rawName: string, offset: number, length: number): Promise<TextSlice> {
     const name = SessionFiles.checkName(rawName);
     const handle = await this.openExisting(sessionId, name);

@@ -1,3 +1,4 @@
+import { ensureAlternation } from './alternation.ts';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 // Types only: the request and its messages in the shape the API documents. The SDK's runtime is not used.
 import type { ChatCompletionCreateParamsBase, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
@@ -153,7 +154,7 @@ export class OpenAiLlmClient implements LlmClient {
     return {
       ...(output && this.config.llm.structuredOutput ? { response_format: responseFormat(output) } : {}),
       model: this.config.llm.model,
-      messages: request.messages.map(toOpenAiMessage),
+      messages: (this.config.llm.strictAlternation ? ensureAlternation(request.messages) : request.messages).map(toOpenAiMessage),
       ...(this.config.llm.temperature === undefined ? {} : { temperature: this.config.llm.temperature }),
       ...(request.tools?.length
         ? {

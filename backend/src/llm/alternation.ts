@@ -1,0 +1,52 @@
+import type { LlmMessage } from '../messages.ts';
+
+/**
+ * Makes a conversation acceptable to endpoints that insist on strict turn-taking (chat templates
+ * of Mistral and Gemma models on llama.cpp or vLLM, Anthropic's compatible endpoint), which
+ * answer 400 to two user or two assistant messages in a row, to an empty message, or to a system
+ * message after the first turn. The conversation's meaning is kept:
+ * - empty messages are dropped (an assistant turn with tool calls is never empty);
+ * - system messages after the first turn become user turns (a reminder reads the same);
+ * - consecutive system messages at the start become one, as do consecutive user messages;
+ * - consecutive assistant messages become one: their texts joined, the tool calls of the last
+ *   kept (a tool-call turn is always followed by its results, so only a text-only turn can come
+ *   before another assistant turn);
+ * - tool results are left as they are: each answers its own call.
+ * Pure and idempotent: applying it twice gives what applying it once gave.
+ */
+export function ensureAlternation(messages: readonly LlmMessage[]): LlmMessage[] {
+  const result: LlmMessage[] = [];
+  let seenTurn = false;
+  for (const original of messages) {
+    if (isEmpty(original)) continue;
+    const message: LlmMessage = original.role === 'system' && seenTurn ? { role: 'user', content: original.content } : original;
+    if (message.role !== 'system') seenTurn = true;
+    const last = result.at(-1);
+    if (last && last.role === message.role && message.role !== 'tool') {
+      result[result.length - 1] = merge(last, message);
+    } else {
+      result.push(message);
+    }
+  }
+  return result;
+}
+
+function isEmpty(message: LlmMessage): boolean {
+  if (message.role === 'tool') return false;
+  if (message.role === 'assistant' && message.toolCalls?.length) return false;
+  return !message.content?.trim();
+}
+
+/** Two messages of one role (not tool) as one. */
+function merge(first: LlmMessage, second: LlmMessage): LlmMessage {
+  if (first.role === 'assistant' && second.role === 'assistant') {
+    const content = joinTexts(first.content, second.content);
+    const toolCalls = second.toolCalls?.length ? second.toolCalls : first.toolCalls;
+    return { role: 'assistant', content: content || null, ...(toolCalls?.length ? { toolCalls } : {}) };
+  }
+  return { role: first.role as 'user' | 'system', content: joinTexts(first.content as string, second.content as string) };
+}
+
+function joinTexts(a: string | null, b: string | null): string {
+  return [a, b].map((text) => text?.trim() ?? '').filter(Boolean).join('\n\n');
+}
