@@ -61,6 +61,8 @@ export function inProcessKernel(llm: LlmClient, strategies: AnyStrategy[], env: 
         /** Go on from this past (another run's, or with `runId` its own). */
         past?: RunPast & { storedMessages: number };
         runId?: string;
+        /** The session's files (name → text), shared across runs when passed in. */
+        files?: Map<string, string>;
       } = {},
     ) {
       const strategy = options.strategy ?? strategies[0]!.name;
@@ -78,12 +80,18 @@ export function inProcessKernel(llm: LlmClient, strategies: AnyStrategy[], env: 
       };
       const sink = new ArraySink();
       const control = new AgentControl();
+      const files = options.files ?? new Map<string, string>();
       const outcome: Promise<RunOutcome> = kernel.execute(
         input,
-        { control, sink, filesManifest: async () => '' },
+        {
+          control,
+          sink,
+          filesManifest: async () => '',
+          files: { read: async (name) => files.get(name), write: async (name, content) => void files.set(name, content) },
+        },
         options.past ? { past: options.past } : {},
       );
-      return { input, sink, control, outcome };
+      return { input, sink, control, outcome, files };
     },
   };
 }

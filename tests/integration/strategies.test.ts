@@ -33,7 +33,7 @@ async function start(env: Record<string, string> = {}, withExample = false) {
 describe('strategies on the wire', () => {
   it('session lists strategy_catalog with each strategy’s options schema; plain chat is not offered', async () => {
     const { client } = await start();
-    expect(client.session.strategies).toEqual(['roa', 'plan_execute']);
+    expect(client.session.strategies).toEqual(['roa', 'plan_execute', 'autonomous']);
     expect(client.session.strategy_catalog).toEqual([
       { name: 'roa', label: 'Reason, act, observe', description: expect.any(String), options_schema: expect.objectContaining({ type: 'object' }) },
       {
@@ -43,6 +43,12 @@ describe('strategies on the wire', () => {
         options_schema: expect.objectContaining({
           properties: expect.objectContaining({ max_step_attempts: expect.objectContaining({ default: 3 }), replan: expect.objectContaining({ default: true }) }),
         }),
+      },
+      {
+        name: 'autonomous',
+        label: 'Autonomous (todo list)',
+        description: expect.any(String),
+        options_schema: expect.objectContaining({ properties: expect.objectContaining({ workflow_mode: expect.objectContaining({ default: false }) }) }),
       },
     ]);
   });
@@ -105,7 +111,7 @@ describe('strategies on the wire', () => {
 
   it('a strategy with branches and data: structured output named by its schema, X-Stepwise-Node, node_id on branch events', async () => {
     const { client, llm } = await start({}, true);
-    expect((client.session.strategy_catalog as { name: string }[]).map((entry) => entry.name)).toEqual(['roa', 'plan_execute', 'example']);
+    expect((client.session.strategy_catalog as { name: string }[]).map((entry) => entry.name)).toEqual(['roa', 'plan_execute', 'autonomous', 'example']);
     llm.respond((request) =>
       request.purpose === 'example.points' ? { text: JSON.stringify({ points: ['cost', 'speed'] }) } : { text: `On ${request.node}.` },
     );
