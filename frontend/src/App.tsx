@@ -76,6 +76,7 @@ export function App() {
         now={now}
         onContinue={(runId, extra) => void actions.resume(runId, extra)}
         onRewind={(runId, step) => void actions.resumeSnapshot(`step:${runId}:${step}`)}
+        onSaveTodos={(todos) => void actions.saveTodos(todos)}
       />
       <div className="dock">
         {question && (

@@ -1,6 +1,6 @@
 import { useEffect, useRef } from 'react';
 import { awaitingAnswer } from '../state/reducer.ts';
-import type { ChatItem, ViewState } from '../state/view-state.ts';
+import type { ChatItem, TodoView, ViewState } from '../state/view-state.ts';
 import { Markdown } from './Markdown.tsx';
 import { RunTimeline } from './RunTimeline.tsx';
 
@@ -10,9 +10,12 @@ export function Conversation({
   now,
   onContinue,
   onRewind,
+  onSaveTodos,
 }: {
   state: ViewState;
   now: Date;
+  /** Saves a person's edit of the session's todo list (offered under the latest run while nothing runs). */
+  onSaveTodos?: (todos: TodoView[]) => void;
   onContinue?: (runId: string, extraSteps: number) => void;
   onRewind?: (runId: string, step: number) => void;
 }) {
@@ -22,6 +25,7 @@ export function Conversation({
   const lastRunId = [...state.items].reverse().find((item) => item.kind === 'run' || item.kind === 'user')?.kind === 'run'
     ? (state.items.findLast((item) => item.kind === 'run') as { runId: string } | undefined)?.runId
     : undefined;
+  const lastRunOfChat = (state.items.findLast((item) => item.kind === 'run') as { runId: string } | undefined)?.runId;
   const continuable = (runId: string) => {
     const end = state.runs[runId]?.end;
     return runId === lastRunId && !state.busy && end !== undefined && ['max_steps', 'stopped', 'input_timeout', 'failed'].includes(end.kind);
@@ -67,6 +71,8 @@ export function Conversation({
             run={run}
             now={now}
             {...(label ? { strategyLabel: label } : {})}
+            {...(state.todos && (item.runId === lastRunOfChat || !run.end) ? { todos: state.todos } : {})}
+            {...(onSaveTodos && item.runId === lastRunOfChat && !state.busy ? { onSaveTodos } : {})}
             {...(onRewind && !state.busy && !item.rolledBack && run.end ? { onRewind: (step: number) => onRewind(item.runId, step) } : {})}
             {...(onContinue && continuable(item.runId)
               ? { onContinue: (extra: number) => onContinue(item.runId, extra), continueSteps: state.session?.limits.max_steps_default ?? 5 }

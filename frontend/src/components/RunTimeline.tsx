@@ -1,7 +1,7 @@
 import { useState } from 'react';
 import { formatClock, formatDuration, formatFull } from '../lib/time.ts';
 import { isStepFolded } from '../state/step-summary.ts';
-import type { RunEnd, RunView } from '../state/view-state.ts';
+import type { RunEnd, RunView, TodoView } from '../state/view-state.ts';
 import { RunTree } from './RunTree.tsx';
 import { StepCard } from './StepCard.tsx';
 import { strategyPanels } from './strategy-panels.ts';
@@ -39,6 +39,8 @@ export function RunTimeline({
   onContinue,
   continueSteps = 5,
   onRewind,
+  todos,
+  onSaveTodos,
 }: {
   run: RunView;
   now: Date;
@@ -48,6 +50,9 @@ export function RunTimeline({
   continueSteps?: number;
   /** Offered on the finished steps of an ended run: go back to that step's end and on from there. */
   onRewind?: (step: number) => void;
+  /** The session's todo list, for the panel of the chat's latest run, and how to save an edit of it. */
+  todos?: TodoView[];
+  onSaveTodos?: (todos: TodoView[]) => void;
 }) {
   const running = !run.end && !run.complete;
   const Panel = run.strategy ? strategyPanels[run.strategy] : undefined;
@@ -80,7 +85,7 @@ export function RunTimeline({
         )}
       </div>
       {Panel ? (
-        <Panel run={run} running={running} now={now} />
+        <Panel run={run} running={running} now={now} {...(todos ? { todos } : {})} {...(onSaveTodos ? { onSaveTodos } : {})} />
       ) : tree ? (
         <RunTree run={run} running={running} />
       ) : (

@@ -1,5 +1,6 @@
 import type { ComponentType } from 'react';
-import type { RunView } from '../state/view-state.ts';
+import type { RunView, TodoView } from '../state/view-state.ts';
+import { AutonomousPanel } from './AutonomousPanel.tsx';
 import { PlanPanel } from './PlanPanel.tsx';
 
 /** What a strategy's panel gets: the whole run (steps, branches, strategy events) and the time now. */
@@ -8,10 +9,14 @@ export interface StrategyPanelProps {
   /** True while the run goes on (or waits); false once it ended. */
   running: boolean;
   now: Date;
+  /** The session's todo list as it is now (autonomous). */
+  todos?: TodoView[];
+  /** Given under the chat's latest run while nothing runs: the list may be edited. */
+  onSaveTodos?: (todos: TodoView[]) => void;
 }
 
 /**
  * Panels that show a strategy's runs its own way (a plan board, a task graph…), by strategy name.
  * A run whose strategy has none shows the generic tree (RunTree); roa's runs show their steps.
  */
-export const strategyPanels: Record<string, ComponentType<StrategyPanelProps>> = { plan_execute: PlanPanel };
+export const strategyPanels: Record<string, ComponentType<StrategyPanelProps>> = { plan_execute: PlanPanel, autonomous: AutonomousPanel };

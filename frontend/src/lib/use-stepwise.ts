@@ -111,6 +111,10 @@ export function useStepwise(url: string = defaultSocketUrl()) {
         dispatch({ kind: 'resume_requested' });
         return true;
       },
+      /** Replaces the session's todo list (between runs): every tab gets it back as agent_todos. */
+      saveTodos(todos: { id?: string; title: string; status: 'pending' | 'in_progress' | 'completed' }[]): boolean {
+        return send({ type: 'todos_set', todos });
+      },
       /** Continues a run that stopped, failed or reached its step limit, for `extraSteps` more steps. */
       resume(runId: string, extraSteps: number): boolean {
         if (!send({ type: 'agent_control', action: 'resume', run_id: runId, extra_steps: extraSteps })) return false;

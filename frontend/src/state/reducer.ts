@@ -165,8 +165,11 @@ function applyLogged(state: ViewState, event: Logged): ViewState {
           ...(event.duration_ms === undefined ? {} : { durationMs: event.duration_ms }),
         }),
       );
-    case 'agent_update':
-      return runId ? applyAgentUpdate(state, runId, event) : state;
+    case 'agent_update': {
+      // The todo list is the session's: a run's change and a person's edit (no run id) alike.
+      const withTodos = event.update_type === 'agent_todos' ? { ...state, todos: event.todos } : state;
+      return runId ? applyAgentUpdate(withTodos, runId, event) : withTodos;
+    }
     case 'file_saved': {
       const file = { ...event.file, source: event.source };
       return { ...state, files: [...state.files.filter((existing) => existing.name !== file.name), file] };

@@ -115,6 +115,13 @@ export type ChatItem = {
   | { kind: 'rollback'; id: string; label: string; toSeq: number }
 );
 
+/** One todo of the session's list. */
+export interface TodoView {
+  id: string;
+  title: string;
+  status: 'pending' | 'in_progress' | 'completed';
+}
+
 /** A file in the session's folder. */
 export interface FileView {
   name: string;
@@ -151,6 +158,8 @@ export interface ViewState {
   snapshotLabels?: Record<string, string>;
   /** The session's files, newest last. */
   files: FileView[];
+  /** The session's todo list (autonomous runs keep it; a person may edit it between runs), once one was sent. */
+  todos?: TodoView[];
   /** Names of files being uploaded. */
   uploading: string[];
 }
