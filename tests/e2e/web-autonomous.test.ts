@@ -1,0 +1,60 @@
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { closeAll } from '../helpers/cleanup.ts';
+import { startStepwise, type TestServer } from '../helpers/stepwise.ts';
+import { ask, BROWSER_LAUNCH_HOOK_TIMEOUT_MS, BROWSER_TEST_TIMEOUT_MS, closeBrowser, launchBrowser, screenshot } from './browser.ts';
+
+let browser: Browser;
+let context: BrowserContext | undefined;
+let page: Page;
+let server: TestServer | undefined;
+
+beforeAll(async () => {
+  browser = await launchBrowser();
+}, BROWSER_LAUNCH_HOOK_TIMEOUT_MS);
+
+afterAll(() => closeBrowser(browser), 30_000);
+
+afterEach(
+  () =>
+    closeAll(
+      () => context?.close(),
+      () => server?.close(),
+    ),
+  30_000,
+);
+
+const live = () => page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+
+describe('an autonomous run in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS }, () => {
+  it('shows the todo list filling in, the guidance between iterations, and lets a person edit the list once the run is over', async () => {
+    server = await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0' });
+    context = await browser.newContext({ viewport: { width: 1000, height: 900 } });
+    page = await context.newPage();
+    await page.goto(server.url);
+    await live();
+
+    await page.getByRole('combobox', { name: 'Strategy' }).selectOption({ label: 'Autonomous (todo list)' });
+    await ask(page, 'Tell three short facts about octopus and keep a list');
+    await page.getByTestId('run-end').waitFor();
+    const list = page.getByTestId('todo-list');
+    await expect(list.textContent()).resolves.toContain('3 of 3 done');
+    expect(await list.locator('[data-testid="todo"][data-status="completed"]').count()).toBe(3);
+    const iterations = page.getByTestId('iteration');
+    expect(await iterations.count()).toBeGreaterThanOrEqual(4);
+    expect(await page.getByTestId('guidance-note').count()).toBe(await iterations.count());
+    await expect(iterations.nth(1).getByTestId('guidance-note').textContent()).resolves.toContain('WORKFLOW GUIDANCE (TODO MODE)');
+    await expect(page.getByTestId('run').textContent()).resolves.toContain('“octopus” has 7 letters.');
+    await expect(page.getByTestId('run').textContent()).resolves.not.toContain('[WORKFLOW_COMPLETE]');
+    await screenshot(page, 'autonomous-run.png');
+
+    // Between runs the list is the person's to change: add a todo, then reload: it is still there.
+    await page.getByRole('textbox', { name: 'New to-do' }).fill('Fact 4 about “octopus”');
+    await page.getByRole('button', { name: 'Add' }).click();
+    await list.locator('[data-testid="todo"][data-status="pending"]').waitFor();
+    await page.reload();
+    await live();
+    await page.locator('[data-testid="todo"][data-status="pending"]').waitFor();
+    await expect(page.getByTestId('todo-list').textContent()).resolves.toContain('3 of 4 done');
+  });
+});
