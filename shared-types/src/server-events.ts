@@ -155,6 +155,28 @@ export type AgentMessage = z.infer<typeof AgentMessage>;
 export const AgentTodos = agentUpdate('agent_todos', { todos: z.array(Todo) });
 export type AgentTodos = z.infer<typeof AgentTodos>;
 
+// --- solver ---------------------------------------------------------------------------------
+/** A stage of the solver's workflow. */
+export const SolverStage = z.enum(['approach_proposer', 'approach_evaluator', 'problem_solver', 'expert_evaluator', 'orchestrator']);
+export type SolverStage = z.infer<typeof SolverStage>;
+export const AgentStageStart = agentUpdate('agent_stage_start', { stage: SolverStage, loop: z.number().int() });
+export type AgentStageStart = z.infer<typeof AgentStageStart>;
+/** A stage's output (the orchestrator's is its JSON). */
+export const AgentStageComplete = agentUpdate('agent_stage_complete', { stage: SolverStage, loop: z.number().int(), content: z.string() });
+export type AgentStageComplete = z.infer<typeof AgentStageComplete>;
+export const DecisionAction = z.enum(['CONTINUE', 'FINAL', 'ASK_USER']);
+export type DecisionAction = z.infer<typeof DecisionAction>;
+/** The orchestrator's decision after a solver/evaluator loop. */
+export const AgentDecision = agentUpdate('agent_decision', {
+  loop: z.number().int(),
+  action: DecisionAction,
+  rationale: z.string(),
+  final_answer: z.string(),
+  question_for_user: z.string(),
+  next_focus: z.string(),
+});
+export type AgentDecision = z.infer<typeof AgentDecision>;
+
 /** Every logged `agent_update`. */
 export const AgentUpdate = z.discriminatedUnion('update_type', [
   AgentStart,
@@ -172,6 +194,9 @@ export const AgentUpdate = z.discriminatedUnion('update_type', [
   AgentGuidance,
   AgentMessage,
   AgentTodos,
+  AgentStageStart,
+  AgentStageComplete,
+  AgentDecision,
 ]);
 export type AgentUpdate = z.infer<typeof AgentUpdate>;
 

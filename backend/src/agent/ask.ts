@@ -1,0 +1,69 @@
+import { randomUUID } from 'node:crypto';
+import { isAbortError } from '../errors.ts';
+import { JOURNAL } from './run-journal.ts';
+import type { Run } from './strategy.ts';
+
+/** A question a strategy asks by itself (not through the model's request_input tool). */
+export interface PersonQuestion {
+  /** Names the question within the run (journal key): the same question gets the same key on a replay. */
+  key: string;
+  step: number;
+  question: string;
+  kind: 'question' | 'confirm';
+  choices?: string[];
+  nodeId?: string;
+}
+
+/**
+ * Asks the person and waits for the answer, with the run's input timeout. The question (its id and
+ * deadline) and the answer are journaled: a replay shows the same question and takes the recorded
+ * answer without asking. A run that continues another asks again, under a new journaled key, a
+ * question its past left unanswered, and also one answered with `askAgainOn` (a confirmation
+ * answered "No" paused the past: going on means asking again).
+ */
+export async function askPerson(run: Pick<Run, 'input' | 'events' | 'sink' | 'control' | 'inputTimeoutMs' | 'effects'>, ask: PersonQuestion, askAgainOn?: string): Promise<string> {
+  const { events, sink, control, inputTimeoutMs, effects } = run;
+  const key = await roundOf(run, ask.key, askAgainOn);
+  const fresh = () => ({ id: `q_${randomUUID()}`, deadline: new Date(Date.now() + inputTimeoutMs).toISOString() });
+  const asked = (await effects.once(JOURNAL.question, key, async () => fresh())).value;
+  await sink.emit({
+    type: 'agent_update',
+    update_type: 'agent_request_input',
+    run_id: run.input.runId,
+    ...(ask.nodeId ? { node_id: ask.nodeId } : {}),
+    question: ask.question,
+    step: ask.step,
+    question_id: asked.id,
+    kind: ask.kind,
+    ...(ask.choices ? { choices: ask.choices } : {}),
+    deadline: asked.deadline,
+  });
+  const { value } = await effects.once<string>(JOURNAL.answer, key, async () => {
+    try {
+      const remaining = Math.max(0, Date.parse(asked.deadline) - Date.now());
+      return await control.waitForInput(asked.id, remaining, control.signal);
+    } catch (error) {
+      if (!isAbortError(error, control.signal)) await sink.emit(events.requestInputTimeout(ask.step));
+      throw error;
+    }
+  });
+  return value;
+}
+
+/**
+ * Which round of a question to ask or replay (`key`, then `key#2`, `key#3`…): the first one the
+ * past did not close. A round is closed when a later round exists, or when this run continues
+ * another and the round was left unanswered or answered `askAgainOn`.
+ */
+async function roundOf(run: Pick<Run, 'effects'>, key: string, askAgainOn: string | undefined): Promise<string> {
+  const { effects } = run;
+  for (let round = 1; ; round++) {
+    const current = round === 1 ? key : `${key}#${round}`;
+    if (!effects.has(JOURNAL.question, current)) return current;
+    if (effects.has(JOURNAL.question, `${key}#${round + 1}`)) continue;
+    if (!effects.continues) return current;
+    if (!effects.has(JOURNAL.answer, current)) continue;
+    const answer = (await effects.once<string>(JOURNAL.answer, current, async () => '')).value;
+    if (askAgainOn === undefined || answer !== askAgainOn) return current;
+  }
+}
