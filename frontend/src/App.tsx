@@ -80,7 +80,13 @@ export function App() {
       />
       <div className="dock">
         {question && (
-          <QuestionBanner key={`${question.runId}:${question.step}:${question.text}`} question={question.text} deadline={question.deadline} now={now} />
+          <QuestionBanner
+            key={`${question.runId}:${question.step}:${question.text}:${question.questionId ?? ''}`}
+            question={question.text}
+            deadline={question.deadline}
+            now={now}
+            {...(question.choices ? { choices: question.choices, onChoose: (choice: string) => void actions.answer(question.runId, choice, question.questionId) } : {})}
+          />
         )}
         {state.notice && (
           <div className="notice" role="alert">

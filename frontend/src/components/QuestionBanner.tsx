@@ -7,7 +7,20 @@ const FLASH_TITLE = '❓ The agent asks you';
  * The agent's question, above the message box that takes the answer: it flashes softly, and
  * flashes the tab title while the tab is hidden.
  */
-export function QuestionBanner({ question, deadline, now }: { question: string; deadline: string | undefined; now: Date }) {
+export function QuestionBanner({
+  question,
+  deadline,
+  now,
+  choices,
+  onChoose,
+}: {
+  question: string;
+  deadline: string | undefined;
+  now: Date;
+  /** Answers offered as buttons (a confirmation's Yes / No); typing an answer still works. */
+  choices?: string[];
+  onChoose?: (choice: string) => void;
+}) {
   const questionId = useId();
   const hintId = useId();
 
@@ -33,6 +46,15 @@ export function QuestionBanner({ question, deadline, now }: { question: string; 
       <p id={questionId} className="question-text">
         {question}
       </p>
+      {choices && onChoose && (
+        <div className="question-choices" data-testid="question-choices">
+          {choices.map((choice) => (
+            <button key={choice} type="button" className={choice === 'No' ? 'ghost' : undefined} onClick={() => onChoose(choice)}>
+              {choice}
+            </button>
+          ))}
+        </div>
+      )}
     </div>
   );
 }

@@ -244,6 +244,7 @@ function applyAgentUpdate(state: ViewState, runId: string, event: Extract<Logged
           ...(event.tool_call_id ? { toolCallId: event.tool_call_id } : {}),
           ...(event.deadline ? { deadline: event.deadline } : {}),
           ...(event.question_id ? { questionId: event.question_id } : {}),
+          ...(event.choices?.length ? { choices: event.choices } : {}),
         },
       }));
     case 'agent_request_input_timeout':
@@ -295,7 +296,7 @@ function strategyEvent(event: { seq: number; ts: string }): StrategyEventView {
 /** The question the run is waiting on, if any. */
 export function pendingQuestion(
   state: ViewState,
-): { runId: string; step: number; text: string; deadline?: string; questionId?: string; nodeId?: string } | undefined {
+): { runId: string; step: number; text: string; deadline?: string; questionId?: string; nodeId?: string; choices?: string[] } | undefined {
   for (const run of Object.values(state.runs)) {
     if (run.complete || run.end) continue;
     for (const { step, nodeId } of allSteps(run)) {
@@ -307,6 +308,7 @@ export function pendingQuestion(
           text: question.text,
           ...(question.deadline ? { deadline: question.deadline } : {}),
           ...(question.questionId ? { questionId: question.questionId } : {}),
+          ...(question.choices ? { choices: question.choices } : {}),
           ...(nodeId === undefined ? {} : { nodeId }),
         };
       }

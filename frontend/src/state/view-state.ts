@@ -26,6 +26,8 @@ export interface QuestionView {
   deadline?: string;
   /** The server's id for it, sent back with the answer. */
   questionId?: string;
+  /** Answers offered as buttons (a confirmation's "Yes" / "No"). */
+  choices?: string[];
 }
 
 /** One reason → act → observe step. */
