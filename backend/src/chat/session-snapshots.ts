@@ -38,9 +38,22 @@ export class SessionSnapshots {
 
   /** Keeps a copy of the working state; logs `snapshot_saved`. */
   async save(label: string | undefined): Promise<SnapshotRecord> {
-    const snapshot = await this.keep('manual', label?.trim() || `Snapshot of ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC`);
+    const snapshot = await this.keep('manual', label?.trim() || `Snapshot of ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC${await this.workingPoint()}`);
     await this.log.emit({ type: 'snapshot_saved', snapshot_id: snapshot.id, label: snapshot.label, at_seq: snapshot.atSeq });
     return snapshot;
+  }
+
+  /**
+   * Where the session's work stands, for a snapshot's default label: a staged solver's loop and
+   * last stage (" · loop 2 · expert_evaluator"), '' for other strategies.
+   */
+  private async workingPoint(): Promise<string> {
+    const run = (await this.deps.store.listRuns(this.sessionId)).at(-1);
+    if (run?.strategy !== 'solver') return '';
+    const stage = (await strategyEventsOf(this.deps.store, run)).findLast(
+      (event) => event.type === 'agent_update' && (event.update_type === 'agent_stage_complete' || event.update_type === 'agent_stage_start'),
+    ) as { loop?: number; stage?: string } | undefined;
+    return stage ? ` · loop ${stage.loop} · ${stage.stage}` : '';
   }
 
   /** Snapshots and restore points, in the order of the log. */
