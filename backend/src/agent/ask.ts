@@ -23,9 +23,9 @@ export interface PersonQuestion {
  */
 export async function askPerson(run: Pick<Run, 'input' | 'events' | 'sink' | 'control' | 'inputTimeoutMs' | 'effects'>, ask: PersonQuestion, askAgainOn?: string): Promise<string> {
   const { events, sink, control, inputTimeoutMs, effects } = run;
-  const key = await roundOf(run, ask.key, askAgainOn);
+  const round = await roundOf(run, ask.key, askAgainOn);
   const fresh = () => ({ id: `q_${randomUUID()}`, deadline: new Date(Date.now() + inputTimeoutMs).toISOString() });
-  const asked = (await effects.once(JOURNAL.question, key, async () => fresh())).value;
+  const asked = round.asked ?? (await effects.once(JOURNAL.question, round.key, async () => fresh())).value;
   await sink.emit({
     type: 'agent_update',
     update_type: 'agent_request_input',
@@ -38,7 +38,8 @@ export async function askPerson(run: Pick<Run, 'input' | 'events' | 'sink' | 'co
     ...(ask.choices ? { choices: ask.choices } : {}),
     deadline: asked.deadline,
   });
-  const { value } = await effects.once<string>(JOURNAL.answer, key, async () => {
+  if (round.answer !== undefined) return round.answer;
+  const { value } = await effects.once<string>(JOURNAL.answer, round.key, async () => {
     try {
       const remaining = Math.max(0, Date.parse(asked.deadline) - Date.now());
       return await control.waitForInput(asked.id, remaining, control.signal);
@@ -50,20 +51,29 @@ export async function askPerson(run: Pick<Run, 'input' | 'events' | 'sink' | 'co
   return value;
 }
 
+interface Asked {
+  id: string;
+  deadline: string;
+}
+
 /**
  * Which round of a question to ask or replay (`key`, then `key#2`, `key#3`…): the first one the
  * past did not close. A round is closed when a later round exists, or when this run continues
- * another and the round was left unanswered or answered `askAgainOn`.
+ * another and the round was left unanswered or answered `askAgainOn`. The past's entries of the
+ * rounds it goes through are taken (so they stay in the journal), and the round's own when the
+ * past has them.
  */
-async function roundOf(run: Pick<Run, 'effects'>, key: string, askAgainOn: string | undefined): Promise<string> {
+async function roundOf(run: Pick<Run, 'effects'>, key: string, askAgainOn: string | undefined): Promise<{ key: string; asked?: Asked; answer?: string }> {
   const { effects } = run;
+  const recorded = async <T>(kind: string, current: string): Promise<T | undefined> =>
+    effects.has(kind, current) ? (await effects.once<T>(kind, current, async () => undefined as T)).value : undefined;
   for (let round = 1; ; round++) {
     const current = round === 1 ? key : `${key}#${round}`;
-    if (!effects.has(JOURNAL.question, current)) return current;
-    if (effects.has(JOURNAL.question, `${key}#${round + 1}`)) continue;
-    if (!effects.continues) return current;
-    if (!effects.has(JOURNAL.answer, current)) continue;
-    const answer = (await effects.once<string>(JOURNAL.answer, current, async () => '')).value;
-    if (askAgainOn === undefined || answer !== askAgainOn) return current;
+    if (!effects.has(JOURNAL.question, current)) return { key: current };
+    const asked = await recorded<Asked>(JOURNAL.question, current);
+    const answer = await recorded<string>(JOURNAL.answer, current);
+    const later = effects.has(JOURNAL.question, `${key}#${round + 1}`);
+    const closed = later || (effects.continues && (answer === undefined || (askAgainOn !== undefined && answer === askAgainOn)));
+    if (!closed) return { key: current, ...(asked ? { asked } : {}), ...(answer === undefined ? {} : { answer }) };
   }
 }
