@@ -1,0 +1,76 @@
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { closeAll } from '../helpers/cleanup.ts';
+import { startStepwise, type TestServer } from '../helpers/stepwise.ts';
+import { ask, BROWSER_LAUNCH_HOOK_TIMEOUT_MS, BROWSER_TEST_TIMEOUT_MS, closeBrowser, launchBrowser, screenshot } from './browser.ts';
+
+let browser: Browser;
+let context: BrowserContext | undefined;
+let page: Page;
+let server: TestServer | undefined;
+
+beforeAll(async () => {
+  browser = await launchBrowser();
+}, BROWSER_LAUNCH_HOOK_TIMEOUT_MS);
+
+afterAll(() => closeBrowser(browser), 30_000);
+
+afterEach(
+  () =>
+    closeAll(
+      () => context?.close(),
+      () => server?.close(),
+    ),
+  30_000,
+);
+
+const live = () => page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+const dialog = () => page.getByRole('dialog', { name: 'Snapshots' });
+const choose = async (answer: 'Yes' | 'No', question: string) => {
+  const banner = page.getByRole('alertdialog');
+  await banner.filter({ hasText: question }).waitFor();
+  await banner.getByTestId('question-choices').getByRole('button', { name: answer, exact: true }).click();
+  await banner.filter({ hasText: question }).waitFor({ state: 'detached' });
+};
+
+describe('a solver run in the web app', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, () => {
+  it('walks the stage pipeline with Yes / No, pauses on No, and rolls back and resumes from a snapshot in the list', async () => {
+    server = await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0' });
+    context = await browser.newContext({ viewport: { width: 1000, height: 900 } });
+    page = await context.newPage();
+    await page.goto(server.url);
+    await live();
+
+    await page.getByRole('combobox', { name: 'Strategy' }).selectOption({ label: 'Staged solver' });
+    await ask(page, 'Problem: what is (17+25)*3?');
+    await choose('Yes', 'Go on to the approach evaluator?');
+    await choose('Yes', 'Go on to the problem solver?');
+    await choose('Yes', 'Go on to the expert evaluator?');
+    const pipeline = page.getByTestId('stage-pipeline');
+    expect(await pipeline.locator('[data-stage="problem_solver"]').getAttribute('data-state')).toBe('done');
+    await choose('No', 'Go on to the orchestrator?');
+    await page.getByTestId('run-end').filter({ hasText: /paused/i }).waitFor();
+    expect(await pipeline.locator('[data-stage="orchestrator"]').getAttribute('data-state')).toBe('next');
+    await expect(pipeline.textContent()).resolves.toContain('loop 1 of 3');
+    await screenshot(page, 'solver-paused.png');
+
+    // A snapshot of the paused work, then a rollback to it and a resume from it, from the list.
+    await page.getByRole('button', { name: 'Snapshots' }).click();
+    await dialog().getByRole('button', { name: 'Save snapshot' }).click();
+    const saved = dialog().getByTestId('snapshot').filter({ hasText: 'loop 1 · expert_evaluator' });
+    await saved.waitFor();
+    await saved.getByRole('button', { name: 'Roll back' }).click();
+    await page.getByTestId('rollback-divider').waitFor();
+    await dialog().getByTestId('snapshot').filter({ hasText: 'loop 1 · expert_evaluator' }).getByRole('button', { name: 'Resume' }).click();
+
+    await choose('Yes', 'Go on to the orchestrator?');
+    // The demo's orchestrator finds the result unchecked once: a second loop, then the answer.
+    await choose('Yes', 'Run solver loop 2');
+    await choose('Yes', 'Go on to the expert evaluator?');
+    await choose('Yes', 'Go on to the orchestrator?');
+    await page.getByTestId('assistant-turn').filter({ hasText: '126' }).waitFor();
+    const decisions = page.getByTestId('decision');
+    expect(await decisions.evaluateAll((items) => items.map((item) => item.getAttribute('data-action')))).toEqual(['CONTINUE', 'FINAL']);
+    await screenshot(page, 'solver-run.png');
+  });
+});
