@@ -15,6 +15,8 @@ export { factFor, partsOf } from './agent/autonomous/autonomous-demo.ts';
 export { applyTodoOperation, parseTodos, TODOS_FILE, TodoError, todosFromUser } from './agent/autonomous/todos.ts';
 export { ensureAlternation } from './llm/alternation.ts';
 export { checkProblem, OrchestratorDecision, solver } from './agent/solver/solver.ts';
+export { research } from './agent/research/research.ts';
+export { checkGraph, currentStage, GraphError, nextTaskId, parseGraphYaml, parseState, renderState, runnableWave, STATE_DOC } from './agent/research/state-doc.ts';
 export { MISSING_PREREQUISITE_KEYWORDS } from './agent/plan_execute/plan.ts';
 export { chat as plainChat } from './agent/chat/chat.ts';
 export { findLastJsonObject, ObserveControl, parseControlBlock, ReasonControl } from './agent/control-block.ts';

@@ -177,6 +177,38 @@ export const AgentDecision = agentUpdate('agent_decision', {
 });
 export type AgentDecision = z.infer<typeof AgentDecision>;
 
+// --- research -------------------------------------------------------------------------------
+export const ResearchTaskStatus = z.enum(['todo', 'running', 'done', 'blocked', 'skipped', 'superseded']);
+export const ResearchStageStatus = z.enum(['todo', 'running', 'passed', 'blocked']);
+export const ResearchVerdict = z.enum(['PASS', 'CONDITIONAL', 'FAIL']);
+/** The task graph after every change. */
+export const AgentTaskGraph = agentUpdate('agent_task_graph', {
+  doc: z.string(),
+  version: z.number().int(),
+  stages: z.array(
+    z.object({
+      id: z.string(),
+      name: z.string(),
+      status: ResearchStageStatus,
+      verdict: ResearchVerdict.optional(),
+      tasks: z.array(z.object({ id: z.string(), title: z.string(), agent: z.string(), status: ResearchTaskStatus, depends_on: z.array(z.string()) })),
+    }),
+  ),
+});
+export type AgentTaskGraph = z.infer<typeof AgentTaskGraph>;
+export const AgentTaskStart = agentUpdate('agent_task_start', { task_id: z.string(), agent: z.string() });
+export type AgentTaskStart = z.infer<typeof AgentTaskStart>;
+export const AgentTaskComplete = agentUpdate('agent_task_complete', { task_id: z.string(), status: ResearchTaskStatus, summary: z.string() });
+export type AgentTaskComplete = z.infer<typeof AgentTaskComplete>;
+export const AgentVerdict = agentUpdate('agent_verdict', {
+  scope: z.enum(['task', 'stage', 'final']),
+  target: z.string(),
+  verdict: ResearchVerdict,
+  issues: z.array(z.string()),
+  follow_up_task_ids: z.array(z.string()),
+});
+export type AgentVerdict = z.infer<typeof AgentVerdict>;
+
 /** Every logged `agent_update`. */
 export const AgentUpdate = z.discriminatedUnion('update_type', [
   AgentStart,
@@ -197,6 +229,10 @@ export const AgentUpdate = z.discriminatedUnion('update_type', [
   AgentStageStart,
   AgentStageComplete,
   AgentDecision,
+  AgentTaskGraph,
+  AgentTaskStart,
+  AgentTaskComplete,
+  AgentVerdict,
 ]);
 export type AgentUpdate = z.infer<typeof AgentUpdate>;
 

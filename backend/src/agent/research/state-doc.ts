@@ -1,0 +1,271 @@
+import { isMap, LineCounter, parseDocument, stringify } from 'yaml';
+import { z } from 'zod';
+
+/** The research project's state document, a session file: the source of truth between runs. */
+export const STATE_DOC = 'RESEARCH_STATE.md';
+export const GRAPH_FENCE = 'yaml TASK_GRAPH_V2';
+
+export const TaskStatus = z.enum(['todo', 'running', 'done', 'blocked', 'skipped', 'superseded']);
+export type TaskStatus = z.infer<typeof TaskStatus>;
+export const StageStatus = z.enum(['todo', 'running', 'passed', 'blocked']);
+export type StageStatus = z.infer<typeof StageStatus>;
+export const Verdict = z.enum(['PASS', 'CONDITIONAL', 'FAIL']);
+export type Verdict = z.infer<typeof Verdict>;
+export const AGENTS = ['literature_scout', 'paper_reader', 'derivation_coder', 'verifier', 'orchestrator'] as const;
+export const AgentName = z.enum(AGENTS);
+export type AgentName = z.infer<typeof AgentName>;
+
+const list = z.array(z.string()).default([]);
+
+export const GraphTask = z
+  .object({
+    id: z.string().regex(/^\d+\.\d+$/, 'a task id is STAGE.N, e.g. "1.2"'),
+    title: z.string().min(1),
+    agent: AgentName,
+    status: TaskStatus.default('todo'),
+    depends_on: list,
+    parallel_group: z.string().optional(),
+    acceptance_criteria: list,
+    inputs: list,
+    outputs: list,
+    blocked_reason: z.string().optional(),
+    skip_reason: z.string().optional(),
+    superseded_by: z.string().optional(),
+  })
+  .strict();
+export type GraphTask = z.infer<typeof GraphTask>;
+
+export const GraphStage = z
+  .object({
+    id: z.string().regex(/^\d+$/, 'a stage id is a number, e.g. "1"'),
+    name: z.string().min(1),
+    status: StageStatus.default('todo'),
+    verdict: Verdict.optional(),
+    verifier_criteria: list,
+    tasks: z.array(GraphTask),
+  })
+  .strict();
+export type GraphStage = z.infer<typeof GraphStage>;
+
+export const TaskGraph = z.object({ version: z.number().int().positive().default(1), stages: z.array(GraphStage).min(1) }).strict();
+export type TaskGraph = z.infer<typeof TaskGraph>;
+
+/** Why a graph cannot be used: the path of the offending value and, in a document, its line. */
+export class GraphError extends Error {
+  constructor(
+    readonly reason: string,
+    readonly path: (string | number)[],
+    readonly line?: number,
+  ) {
+    super(`${STATE_DOC}${line ? ` line ${line}` : ''}: ${path.length ? `${path.join('.')}: ` : ''}${reason}`);
+  }
+}
+
+/** The rules zod cannot say: ids unique and in their stage, dependencies inside the stage and acyclic, reasons where a status needs one. */
+export function checkGraph(graph: TaskGraph): void {
+  const stageIds = new Set<string>();
+  graph.stages.forEach((stage, s) => {
+    if (stageIds.has(stage.id)) throw new GraphError(`stage id "${stage.id}" is used twice`, ['stages', s, 'id']);
+    stageIds.add(stage.id);
+    const ids = new Set<string>();
+    stage.tasks.forEach((task, t) => {
+      const at = ['stages', s, 'tasks', t];
+      if (ids.has(task.id)) throw new GraphError(`task id "${task.id}" is used twice`, [...at, 'id']);
+      ids.add(task.id);
+      if (task.id.split('.')[0] !== stage.id) throw new GraphError(`task "${task.id}" is not in stage ${stage.id} (its id must start with "${stage.id}.")`, [...at, 'id']);
+      if (task.status === 'blocked' && !task.blocked_reason?.trim()) throw new GraphError(`task "${task.id}" is blocked without a blocked_reason`, [...at, 'status']);
+      if (task.status === 'skipped' && !task.skip_reason?.trim()) throw new GraphError(`task "${task.id}" is skipped without a skip_reason`, [...at, 'status']);
+      if (task.status === 'superseded' && !task.superseded_by?.trim()) throw new GraphError(`task "${task.id}" is superseded without superseded_by`, [...at, 'status']);
+    });
+    stage.tasks.forEach((task, t) => {
+      for (const [d, dependency] of task.depends_on.entries()) {
+        if (!ids.has(dependency)) throw new GraphError(`task "${task.id}" depends on "${dependency}", which is not a task of stage ${stage.id}`, ['stages', s, 'tasks', t, 'depends_on', d]);
+      }
+    });
+    const cycle = findCycle(stage.tasks);
+    if (cycle) throw new GraphError(`the dependencies of stage ${stage.id} go round in a circle: ${cycle.join(' → ')}`, ['stages', s, 'tasks']);
+  });
+}
+
+function findCycle(tasks: GraphTask[]): string[] | undefined {
+  const byId = new Map(tasks.map((task) => [task.id, task]));
+  const state = new Map<string, 'visiting' | 'done'>();
+  const path: string[] = [];
+  const visit = (id: string): string[] | undefined => {
+    if (state.get(id) === 'done') return undefined;
+    if (state.get(id) === 'visiting') return [...path.slice(path.indexOf(id)), id];
+    state.set(id, 'visiting');
+    path.push(id);
+    for (const dependency of byId.get(id)?.depends_on ?? []) {
+      const found = visit(dependency);
+      if (found) return found;
+    }
+    path.pop();
+    state.set(id, 'done');
+    return undefined;
+  };
+  for (const task of tasks) {
+    const found = visit(task.id);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/** Everything the document holds, its sections in the seed's order. */
+export interface ResearchState {
+  goal: string;
+  constraints: string[];
+  bestAnswer: string;
+  graph: TaskGraph;
+  /** Results ledger lines ("- 1.2: summary"), evidence ledger lines, verifier status lines, history log lines. */
+  results: string[];
+  evidence: string[];
+  verifier: string[];
+  history: string[];
+}
+
+const SECTIONS = ['Problem spec', 'Current best answer', 'Task graph', 'Task board', 'Results ledger', 'Evidence ledger', 'Verifier status', 'History log'] as const;
+
+/** The document: header, problem spec, current best answer, task graph (YAML), task board, results, evidence, verifier status, history log. */
+export function renderState(state: ResearchState): string {
+  const board = state.graph.stages
+    .map((stage) => [`### Stage ${stage.id}: ${stage.name} (${stage.status}${stage.verdict ? `, ${stage.verdict}` : ''})`, ...stage.tasks.map((task) => `- [${task.status === 'done' || task.status === 'skipped' || task.status === 'superseded' ? 'x' : ' '}] ${task.id} ${task.title} (${task.agent}, ${task.status})`)].join('\n'))
+    .join('\n\n');
+  const lines = (items: string[], empty: string) => (items.length ? items.join('\n') : empty);
+  return [
+    `# Research state`,
+    '',
+    `Graph version ${state.graph.version}. Edit the task graph below (statuses, tasks, dependencies) between runs; the next run reads it back and checks it.`,
+    '',
+    `## ${SECTIONS[0]}`,
+    '',
+    state.goal,
+    ...(state.constraints.length ? ['', 'Constraints:', ...state.constraints.map((constraint) => `- ${constraint}`)] : []),
+    '',
+    `## ${SECTIONS[1]}`,
+    '',
+    state.bestAnswer || '(none yet)',
+    '',
+    `## ${SECTIONS[2]}`,
+    '',
+    `\`\`\`${GRAPH_FENCE}`,
+    stringify(state.graph, { lineWidth: 0 }).trimEnd(),
+    '```',
+    '',
+    `## ${SECTIONS[3]}`,
+    '',
+    board,
+    '',
+    `## ${SECTIONS[4]}`,
+    '',
+    lines(state.results, '(none yet)'),
+    '',
+    `## ${SECTIONS[5]}`,
+    '',
+    lines(state.evidence, '(none yet)'),
+    '',
+    `## ${SECTIONS[6]}`,
+    '',
+    lines(state.verifier, '(none yet)'),
+    '',
+    `## ${SECTIONS[7]}`,
+    '',
+    lines(state.history, '(empty)'),
+    '',
+  ].join('\n');
+}
+
+/**
+ * Reads the document back: its sections, and its task graph parsed (YAML) and checked. A document
+ * that cannot be used throws a GraphError naming the line and the reason.
+ */
+export function parseState(text: string): ResearchState {
+  const section = (name: string): string => {
+    const start = text.indexOf(`\n## ${name}\n`);
+    if (start < 0) throw new GraphError(`the section "## ${name}" is missing`, [], lineAt(text, text.length));
+    const from = start + name.length + 5;
+    const next = text.indexOf('\n## ', from);
+    return text.slice(from, next < 0 ? undefined : next).trim();
+  };
+  const spec = section('Problem spec');
+  const [goalPart, constraintPart] = spec.split(/\n\s*Constraints:\s*\n/);
+  const fenceStart = text.indexOf(`\`\`\`${GRAPH_FENCE}\n`);
+  if (fenceStart < 0) throw new GraphError(`the task graph block (\`\`\`${GRAPH_FENCE}) is missing`, [], lineAt(text, text.indexOf('## Task graph')));
+  const yamlStart = fenceStart + GRAPH_FENCE.length + 4;
+  const yamlEnd = text.indexOf('\n```', yamlStart - 1);
+  if (yamlEnd < 0) throw new GraphError('the task graph block is not closed with ```', [], lineAt(text, fenceStart));
+  const graph = parseGraphYaml(text.slice(yamlStart, yamlEnd + 1), lineAt(text, yamlStart) - 1);
+  const items = (name: string) => section(name).split('\n').filter((line) => line.trim() && !/^\((none yet|empty)\)$/.test(line.trim()));
+  return {
+    goal: (goalPart ?? '').trim(),
+    constraints: (constraintPart ?? '').split('\n').map((line) => line.replace(/^\s*-\s*/, '').trim()).filter(Boolean),
+    bestAnswer: /^\(none yet\)$/.test(section('Current best answer')) ? '' : section('Current best answer'),
+    graph,
+    results: items('Results ledger'),
+    evidence: items('Evidence ledger'),
+    verifier: items('Verifier status'),
+    history: items('History log'),
+  };
+}
+
+/** The graph from its YAML, checked; errors name the document's line (`offset`: lines before the YAML). */
+export function parseGraphYaml(source: string, offset = 0): TaskGraph {
+  const lineCounter = new LineCounter();
+  const document = parseDocument(source, { lineCounter, prettyErrors: false });
+  if (document.errors.length > 0) {
+    const error = document.errors[0]!;
+    throw new GraphError(`the YAML does not parse (${error.code})`, [], lineCounter.linePos(error.pos[0]).line + offset);
+  }
+  const lineOf = (path: (string | number)[]): number | undefined => {
+    let node: unknown = document.contents;
+    let line: number | undefined;
+    for (const key of path) {
+      const next = (node as { get?: (key: unknown, keepScalar: boolean) => unknown } | undefined)?.get?.(key, true);
+      if (next === undefined) break;
+      node = next;
+      const range = (node as { range?: [number, number, number] }).range;
+      if (range) line = lineCounter.linePos(range[0]).line + offset;
+    }
+    return line;
+  };
+  if (!isMap(document.contents)) throw new GraphError('the task graph must be a mapping with "stages"', [], offset + 1);
+  const parsed = TaskGraph.safeParse(document.toJS());
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const path = issue.path.map((part) => (typeof part === 'symbol' ? String(part) : part));
+    throw new GraphError(issue.message, path, lineOf(path));
+  }
+  try {
+    checkGraph(parsed.data);
+  } catch (error) {
+    if (error instanceof GraphError) throw new GraphError(error.reason, error.path, lineOf(error.path));
+    throw error;
+  }
+  return parsed.data;
+}
+
+function lineAt(text: string, index: number): number {
+  return text.slice(0, Math.max(0, index)).split('\n').length;
+}
+
+/** Tasks of a stage not yet finished (done, skipped and superseded are finished). */
+export function unfinished(stage: GraphStage): GraphTask[] {
+  return stage.tasks.filter((task) => task.status === 'todo' || task.status === 'running' || task.status === 'blocked');
+}
+
+/** The lowest stage that has not passed. */
+export function currentStage(graph: TaskGraph): GraphStage | undefined {
+  return graph.stages.find((stage) => stage.status !== 'passed');
+}
+
+/** The stage's runnable wave: todo tasks whose dependencies are all done or skipped, at most `max`. */
+export function runnableWave(stage: GraphStage, max: number): GraphTask[] {
+  const finished = new Set(stage.tasks.filter((task) => task.status === 'done' || task.status === 'skipped').map((task) => task.id));
+  return stage.tasks.filter((task) => task.status === 'todo' && task.depends_on.every((id) => finished.has(id))).slice(0, max);
+}
+
+/** The next free task id of a stage ("1.4" after 1.1–1.3). */
+export function nextTaskId(stage: GraphStage): string {
+  const highest = Math.max(0, ...stage.tasks.map((task) => Number(task.id.split('.')[1]) || 0));
+  return `${stage.id}.${highest + 1}`;
+}
