@@ -2,7 +2,7 @@ import type { AgentTaskGraph, AgentVerdict } from '@stepwise/shared-types';
 import { z } from 'zod';
 import { StepwiseError } from '../../errors.ts';
 import type { LlmMessage } from '../../messages.ts';
-import { requestInputSchema } from '../../tools/request-input-tool.ts';
+import { REQUEST_INPUT_TOOL, requestInputSchema } from '../../tools/request-input-tool.ts';
 import { defineStrategy, type Run, type RunSuccess } from '../strategy.ts';
 import { runToolCalls, toolCallMessages } from '../tool-calls.ts';
 import { researchDemo } from './research-demo.ts';
@@ -110,6 +110,7 @@ export const research = defineStrategy({
       state = await plan(run);
       await doc.write(state);
     } else {
+      reopenInterrupted(state);
       state.history.push(`- ${new Date().toISOString().slice(0, 16)} guidance: ${input.question.replace(/\s+/g, ' ').trim()}`);
       await doc.write(state);
     }
@@ -165,6 +166,19 @@ class StateDocument {
     const text = renderState(state);
     this.writing = this.writing.then(() => this.run.files.write(STATE_DOC, text));
     return this.writing;
+  }
+}
+
+/**
+ * Tasks an earlier run left running, or waiting for an answer it never got (it was stopped), are
+ * to do again: their work did not reach the document.
+ */
+function reopenInterrupted(state: ResearchState): void {
+  for (const task of state.graph.stages.flatMap((stage) => stage.tasks)) {
+    if (task.status === 'running' || (task.status === 'blocked' && task.blocked_reason?.startsWith('waiting for the user'))) {
+      task.status = 'todo';
+      delete task.blocked_reason;
+    }
   }
 }
 
@@ -224,7 +238,10 @@ async function runTask(run: ResearchRun, doc: StateDocument, state: ResearchStat
       if (text.trim()) messages.push({ role: 'assistant', content: text });
       break;
     }
+    const question = toolCalls.find((call) => call.name === REQUEST_INPUT_TOOL);
+    if (question) await markBlocked(run, doc, state, task, question.arguments);
     const records = await runToolCalls(toolCalls, round, { ...run, events, nodeId: task.id });
+    if (question) await markRunning(run, doc, state, task);
     messages.push(...toolCallMessages(text, records));
   }
   const { parsed } = await run.llm.complete({
@@ -248,6 +265,27 @@ async function runTask(run: ResearchRun, doc: StateDocument, state: ResearchStat
   await doc.write(state);
   await emitGraph(run, state);
   return followUps;
+}
+
+/** A task waiting for a person is blocked, the question its reason, in the document and the graph, until answered. */
+async function markBlocked(run: ResearchRun, doc: StateDocument, state: ResearchState, task: GraphTask, args: string): Promise<void> {
+  let asked = '';
+  try {
+    asked = String((JSON.parse(args) as { question?: unknown }).question ?? '');
+  } catch {
+    // The tool call reports the bad arguments itself.
+  }
+  task.status = 'blocked';
+  task.blocked_reason = `waiting for the user's answer${asked ? `: ${oneLine(asked)}` : ''}`;
+  await doc.write(state);
+  await emitGraph(run, state);
+}
+
+async function markRunning(run: ResearchRun, doc: StateDocument, state: ResearchState, task: GraphTask): Promise<void> {
+  task.status = 'running';
+  delete task.blocked_reason;
+  await doc.write(state);
+  await emitGraph(run, state);
 }
 
 /** What a task's calls get: the goal, constraints, its stage and task, the best answer (≤ 200 lines), verifier issues, the results so far; never whole files. */
