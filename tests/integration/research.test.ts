@@ -1,0 +1,119 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { type RecordedRequest, ScriptedLlmServer, type ScriptedReply } from '../fixtures/scripted-llm-server.ts';
+import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
+import { summarize, TestClient } from '../helpers/ws-client.ts';
+
+let llm: ScriptedLlmServer | undefined;
+let server: TestServer | undefined;
+let client: TestClient | undefined;
+
+afterEach(async () => {
+  await client?.close();
+  await server?.close();
+  await llm?.close();
+  client = server = llm = undefined;
+});
+
+type Event = Record<string, unknown>;
+const of = (events: Event[], type: string) => events.filter((event) => event.update_type === type);
+const schemaOf = (request: RecordedRequest) => (request.body as { response_format?: { json_schema?: { name?: string } } }).response_format?.json_schema?.name;
+const fileText = async (name: string) => (await fetch(`${server!.url}/api/sessions/${client!.session.session_id}/files/${name}`)).text();
+
+describe('research on the wire', () => {
+  it('runs the demo’s three-stage graph: parallel tasks, a stage verifier that blocks once, then on the next message every stage to a report', async () => {
+    server = await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0' });
+    client = await TestClient.connect(server.wsUrl);
+    client.chat('What is 12*7?', { agent_mode: true, strategy: 'research' });
+    const first = (await client.untilComplete()) as Event[];
+    expect(summarize(first).slice(-2)).toEqual(['agent_completion:verifier_blocked', 'response_complete']);
+    expect(of(first, 'agent_verdict')).toEqual([expect.objectContaining({ scope: 'stage', target: '1', verdict: 'FAIL', follow_up_task_ids: ['1.3'] })]);
+    const starts = of(first, 'agent_task_start').map((event) => event.node_id);
+    expect(starts).toEqual(['1.1', '1.2']);
+    // Both started before the first finished: they ran side by side.
+    expect(first.indexOf(of(first, 'agent_task_start')[1]!)).toBeLessThan(first.indexOf(of(first, 'agent_task_complete')[0]!));
+    expect(first.filter((event) => event.type === 'tool_start').every((event) => event.node_id === '1.2')).toBe(true);
+    expect(of(first, 'agent_task_graph').at(-1)).toMatchObject({ doc: 'RESEARCH_STATE.md', version: 1 });
+
+    const from = client.events.length;
+    client.chat('Go on', { agent_mode: true, strategy: 'research' });
+    const second = (await client.untilComplete({ from })) as Event[];
+    expect(summarize(second).slice(-2)).toEqual(['agent_completion:answered', 'response_complete']);
+    expect(of(second, 'agent_verdict').map((event) => `${event.scope}:${event.target}:${event.verdict}`)).toEqual(['stage:1:PASS', 'stage:2:PASS', 'stage:3:PASS', 'final:final:PASS']);
+    const graph = of(second, 'agent_task_graph').at(-1) as { stages: Array<{ status: string; tasks: Array<{ status: string }> }> };
+    expect(graph.stages.map((stage) => stage.status)).toEqual(['passed', 'passed', 'passed']);
+    expect(await fileText('final_report.md')).toContain('12*7 = 84.');
+    const doc = await fileText('RESEARCH_STATE.md');
+    expect(doc).toContain('```yaml TASK_GRAPH_V2');
+    expect(doc).toContain('guidance: Go on');
+    expect(JSON.parse(await fileText('task-1.2.json'))).toMatchObject({ task: '1.2', summary: '12*7 = 84.' });
+  });
+
+  it('a task asks the person with its own question and node id while the other task of its wave goes on', async () => {
+    llm = await ScriptedLlmServer.start();
+    const plan = {
+      stages: [
+        {
+          id: '1',
+          name: 'Only',
+          verifier_criteria: [],
+          tasks: ['1.1', '1.2'].map((id) => ({ id, title: `Task ${id}`, agent: 'literature_scout', depends_on: [], acceptance_criteria: [], inputs: [] })),
+        },
+      ],
+    };
+    const verdict = JSON.stringify({ verdict: 'PASS', issues: [], follow_up_tasks: [] });
+    llm.respond((request): ScriptedReply => {
+      switch (request.purpose) {
+        case 'research.plan':
+          return { text: JSON.stringify(plan) };
+        case 'research.task': {
+          const asked = request.body.messages.some((message) => message.role === 'tool');
+          if (request.node === '1.1' && !asked) return { toolCalls: [{ name: 'request_input', arguments: { question: 'Which tower?' } }] };
+          return { text: `finding of ${request.node}` };
+        }
+        case 'research.task_result':
+          return { text: JSON.stringify({ summary: `done ${request.node}`, result: `result ${request.node}`, evidence: [], artifacts: [] }) };
+        case 'research.report':
+          return { text: 'Report.' };
+        default:
+          return { text: verdict };
+      }
+    });
+    server = await startStepwiseWithModel(llm.url);
+    client = await TestClient.connect(server.wsUrl);
+    client.chat('How tall is the tower?', { agent_mode: true, strategy: 'research' });
+    const question = (await client.waitFor('agent_request_input')) as Event;
+    expect(question).toMatchObject({ node_id: '1.1', question: 'Which tower?' });
+    // Meanwhile task 1.2 finishes, and 1.1 shows as blocked with the question as its reason.
+    await client.next((event) => event.update_type === 'agent_task_complete' && event.task_id === '1.2');
+    const blockedGraph = (await client.next(
+      (event) => event.update_type === 'agent_task_graph' && (event.stages as Array<{ tasks: Array<{ id: string; status: string }> }>)[0]!.tasks[0]!.status === 'blocked',
+    )) as Event;
+    expect(blockedGraph).toBeDefined();
+    expect(await fileText('RESEARCH_STATE.md')).toContain("blocked_reason: \"waiting for the user's answer: Which tower?\"");
+    client.send({ type: 'agent_user_input', content: 'The Eiffel Tower', question_id: question.question_id });
+    const events = (await client.untilComplete()) as Event[];
+    expect(summarize(events).slice(-2)).toEqual(['agent_completion:answered', 'response_complete']);
+    const resumed = llm.requests.filter((request) => request.purpose === 'research.task' && request.node === '1.1').at(-1)!;
+    expect(resumed.body.messages.some((message) => message.role === 'tool' && message.content === 'The Eiffel Tower')).toBe(true);
+    expect(llm.requests.filter((request) => schemaOf(request) === 'task_result')).toHaveLength(2);
+    expect(resumed.body.messages.map((message) => message.content ?? '').join('\n')).not.toContain('TASK_GRAPH_V2');
+  });
+
+  it('an edit of the document that breaks the graph ends the next run naming the line, and changes nothing', async () => {
+    server = await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0' });
+    client = await TestClient.connect(server.wsUrl);
+    client.chat('What is 12*7?', { agent_mode: true, strategy: 'research', strategy_options: { mode: 'step' } });
+    const first = (await client.untilComplete()) as Event[];
+    expect(summarize(first).slice(-2)).toEqual(['agent_completion:wave_complete', 'response_complete']);
+    const broken = (await fileText('RESEARCH_STATE.md')).replace('agent: paper_reader', 'agent: fortune_teller');
+    const uploaded = await fetch(`${server.url}/api/sessions/${client.session.session_id}/files?name=RESEARCH_STATE.md`, { method: 'POST', body: broken, headers: { 'content-type': 'text/plain' } });
+    expect(uploaded.ok).toBe(true);
+    const from = client.events.length;
+    client.chat('Go on', { agent_mode: true, strategy: 'research' });
+    const second = (await client.untilComplete({ from })) as Event[];
+    const error = second.find((event) => event.update_type === 'agent_error')!;
+    const line = broken.split('\n').findIndex((text) => text.includes('fortune_teller')) + 1;
+    expect(String(error.message)).toContain(`RESEARCH_STATE.md line ${line}: stages.1.tasks.0.agent`);
+    expect(await fileText('RESEARCH_STATE.md')).toBe(broken);
+  });
+});
