@@ -33,7 +33,7 @@ async function start(env: Record<string, string> = {}, withExample = false) {
 describe('strategies on the wire', () => {
   it('session lists strategy_catalog with each strategy’s options schema; plain chat is not offered', async () => {
     const { client } = await start();
-    expect(client.session.strategies).toEqual(['roa', 'plan_execute', 'autonomous', 'solver']);
+    expect(client.session.strategies).toEqual(['roa', 'plan_execute', 'autonomous', 'solver', 'research']);
     expect(client.session.strategy_catalog).toEqual([
       { name: 'roa', label: 'Reason, act, observe', description: expect.any(String), options_schema: expect.objectContaining({ type: 'object' }) },
       {
@@ -60,6 +60,18 @@ describe('strategies on the wire', () => {
             auto_advance: expect.objectContaining({ default: false }),
             max_loops: expect.objectContaining({ default: 3 }),
             require_keyword: expect.objectContaining({ default: false }),
+          }),
+        }),
+      },
+      {
+        name: 'research',
+        label: 'Research (task graph)',
+        description: expect.any(String),
+        options_schema: expect.objectContaining({
+          properties: expect.objectContaining({
+            mode: expect.objectContaining({ default: 'run' }),
+            task_verification: expect.objectContaining({ default: false }),
+            max_parallel: expect.objectContaining({ default: 4 }),
           }),
         }),
       },
@@ -124,7 +136,7 @@ describe('strategies on the wire', () => {
 
   it('a strategy with branches and data: structured output named by its schema, X-Stepwise-Node, node_id on branch events', async () => {
     const { client, llm } = await start({}, true);
-    expect((client.session.strategy_catalog as { name: string }[]).map((entry) => entry.name)).toEqual(['roa', 'plan_execute', 'autonomous', 'solver', 'example']);
+    expect((client.session.strategy_catalog as { name: string }[]).map((entry) => entry.name)).toEqual(['roa', 'plan_execute', 'autonomous', 'solver', 'research', 'example']);
     llm.respond((request) =>
       request.purpose === 'example.points' ? { text: JSON.stringify({ points: ['cost', 'speed'] }) } : { text: `On ${request.node}.` },
     );

@@ -3,6 +3,7 @@ import type { RunView, TodoView } from '../state/view-state.ts';
 import { AutonomousPanel } from './AutonomousPanel.tsx';
 import { PlanPanel } from './PlanPanel.tsx';
 import { SolverPanel } from './SolverPanel.tsx';
+import { TaskGraphPanel } from './TaskGraphPanel.tsx';
 
 /** What a strategy's panel gets: the whole run (steps, branches, strategy events) and the time now. */
 export interface StrategyPanelProps {
@@ -20,4 +21,4 @@ export interface StrategyPanelProps {
  * Panels that show a strategy's runs its own way (a plan board, a task graph…), by strategy name.
  * A run whose strategy has none shows the generic tree (RunTree); roa's runs show their steps.
  */
-export const strategyPanels: Record<string, ComponentType<StrategyPanelProps>> = { plan_execute: PlanPanel, autonomous: AutonomousPanel, solver: SolverPanel };
+export const strategyPanels: Record<string, ComponentType<StrategyPanelProps>> = { plan_execute: PlanPanel, autonomous: AutonomousPanel, solver: SolverPanel, research: TaskGraphPanel };

@@ -1,0 +1,102 @@
+import { useSessionFiles } from '../lib/session-files-context.ts';
+import type { StrategyEventView } from '../state/view-state.ts';
+import { BranchCard } from './BranchCard.tsx';
+import type { StrategyPanelProps } from './strategy-panels.ts';
+
+interface GraphTaskField {
+  id: string;
+  title: string;
+  agent: string;
+  status: string;
+  depends_on: string[];
+}
+interface GraphStageField {
+  id: string;
+  name: string;
+  status: string;
+  verdict?: string;
+  tasks: GraphTaskField[];
+}
+
+const AGENT_WORDS: Record<string, string> = {
+  literature_scout: 'scout',
+  paper_reader: 'reader',
+  derivation_coder: 'derivation',
+  verifier: 'verifier',
+  orchestrator: 'orchestrator',
+};
+
+function stagesOf(event: StrategyEventView | undefined): GraphStageField[] {
+  return Array.isArray(event?.fields.stages) ? (event.fields.stages as GraphStageField[]) : [];
+}
+
+/**
+ * A research run: the task board (stages in order with their status and verdict badges, task
+ * cards with agent and status, dependencies named), the verdicts with their issues, a link to the
+ * state document, and each task's work folded under it (its tool calls, its question).
+ */
+export function TaskGraphPanel({ run, running }: StrategyPanelProps) {
+  const latest = run.strategyEvents.filter((event) => event.updateType === 'agent_task_graph').at(-1);
+  const stages = stagesOf(latest);
+  const verdicts = run.strategyEvents.filter((event) => event.updateType === 'agent_verdict');
+  const doc = String(latest?.fields.doc ?? 'RESEARCH_STATE.md');
+  const files = useSessionFiles();
+  return (
+    <div className="task-graph-panel" data-testid="task-graph">
+      {stages.length === 0 ? (
+        running && <p>Planning the task graph…</p>
+      ) : (
+        stages.map((stage) => (
+          <section key={stage.id} className={`graph-stage graph-stage-${stage.status}`} data-testid="graph-stage" data-status={stage.status} aria-label={`Stage ${stage.id}: ${stage.name}`}>
+            <div className="graph-stage-head">
+              <strong>
+                Stage {stage.id} · {stage.name}
+              </strong>{' '}
+              <span className={`badge branch-status branch-${stage.status}`}>{stage.status}</span>
+              {stage.verdict && (
+                <span className={`badge verdict verdict-${stage.verdict.toLowerCase()}`} data-testid="stage-verdict">
+                  {stage.verdict}
+                </span>
+              )}
+            </div>
+            <ul className="graph-tasks">
+              {stage.tasks.map((task) => (
+                <li key={task.id} className="graph-task" data-testid="graph-task" data-status={task.status}>
+                  <span className={`badge branch-status branch-${task.status}`}>{task.status}</span> <strong>{task.id}</strong> {task.title}{' '}
+                  <small>
+                    · {AGENT_WORDS[task.agent] ?? task.agent}
+                    {task.depends_on.length > 0 && ` · after ${task.depends_on.join(', ')}`}
+                  </small>
+                </li>
+              ))}
+            </ul>
+          </section>
+        ))
+      )}
+      {verdicts.map((verdict) => {
+        const issues = Array.isArray(verdict.fields.issues) ? (verdict.fields.issues as string[]) : [];
+        const followUps = Array.isArray(verdict.fields.follow_up_task_ids) ? (verdict.fields.follow_up_task_ids as string[]) : [];
+        return (
+          <p key={verdict.seq} className="graph-verdict" data-testid="verdict">
+            <span className={`badge verdict verdict-${String(verdict.fields.verdict).toLowerCase()}`}>{String(verdict.fields.verdict)}</span> {String(verdict.fields.scope)}{' '}
+            {String(verdict.fields.target)}
+            {issues.length > 0 && `: ${issues.join('; ')}`}
+            {followUps.length > 0 && ` · follow-up tasks ${followUps.join(', ')}`}
+          </p>
+        );
+      })}
+      {latest && (
+        <p className="graph-doc">
+          The project’s state:{' '}
+          <button type="button" className="link" onClick={() => files?.download(doc)}>
+            {doc}
+          </button>{' '}
+          <small>(download, edit, and attach it again to change the graph between runs)</small>
+        </p>
+      )}
+      {run.branches.map((branch) => (
+        <BranchCard key={branch.nodeId} run={run} branch={branch} running={running} />
+      ))}
+    </div>
+  );
+}
