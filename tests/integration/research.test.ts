@@ -41,11 +41,11 @@ describe('research on the wire', () => {
     expect(of(second, 'agent_verdict').map((event) => `${event.scope}:${event.target}:${event.verdict}`)).toEqual(['stage:1:PASS', 'stage:2:PASS', 'stage:3:PASS', 'final:final:PASS']);
     const graph = of(second, 'agent_task_graph').at(-1) as { stages: Array<{ status: string; tasks: Array<{ status: string }> }> };
     expect(graph.stages.map((stage) => stage.status)).toEqual(['passed', 'passed', 'passed']);
-    expect(await fileText('final_report.md')).toContain('12*7 = 84.');
+    expect(await fileText('final_report.md')).toContain('`12*7` = 84.');
     const doc = await fileText('RESEARCH_STATE.md');
     expect(doc).toContain('```yaml TASK_GRAPH_V2');
     expect(doc).toContain('guidance: Go on');
-    expect(JSON.parse(await fileText('task-1.2.json'))).toMatchObject({ task: '1.2', summary: '12*7 = 84.' });
+    expect(JSON.parse(await fileText('task-1.2.json'))).toMatchObject({ task: '1.2', summary: '`12*7` = 84.' });
   });
 
   it('a task asks the person with its own question and node id while the other task of its wave goes on', async () => {

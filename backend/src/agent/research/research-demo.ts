@@ -92,11 +92,11 @@ function findingOf(request: CompletionRequest, goal: string): string {
   const words = goal.split(/\s+/).filter(Boolean).length;
   switch (agent) {
     case 'literature_scout':
-      return `The question asks: “${shorten(goal, 100)}” (${words} words${expression ? `, with the calculation ${expression}` : ''}).`;
+      return `The question asks: “${shorten(goal, 100)}” (${words} words${expression ? `, with the calculation \`${expression}\`` : ''}).`;
     case 'derivation_coder':
-      return expression ? `${expression} = ${value ?? '(the calculator is not enabled)'}.` : `The question holds no calculation; it has ${words} words.`;
+      return expression ? `\`${expression}\` = ${value ?? '(the calculator is not enabled)'}.` : `The question holds no calculation; it has ${words} words.`;
     case 'verifier':
-      return expression ? `Recomputed ${expression} = ${value ?? '?'}: the figure stands.` : 'Nothing to recompute: the question holds no figures.';
+      return expression ? `Recomputed \`${expression}\` = ${value ?? '?'}: the figure stands.` : 'Nothing to recompute: the question holds no figures.';
     case 'paper_reader': {
       const results = String(request.variables?.results ?? '');
       const figure = /= ([^.\s]+)\./.exec(results)?.[1];
@@ -106,7 +106,7 @@ function findingOf(request: CompletionRequest, goal: string): string {
       const results = String(request.variables?.results ?? '');
       const figure = /= ([^.\s]+)\./.exec(results)?.[1];
       return figure
-        ? `The calculation in the question, ${expression ?? 'its figure'}, comes to **${figure}** (computed and cross-checked with the calculator).`
+        ? `The calculation in the question, \`${expression ?? '?'}\`, comes to **${figure}** (computed and cross-checked with the calculator).`
         : `The findings restate the question “${shorten(goal, 80)}”; the demo model cannot research beyond it.`;
     }
   }
