@@ -122,7 +122,7 @@ describe('the run tree in the web app reducer', () => {
   });
 
   it('passes unknown agent_update types from the socket with their fields, and drops malformed known events', () => {
-    const plain = { type: 'agent_update', update_type: 'agent_verdict', seq: 7, ts, run_id: run, verdict: 'PASS', scope: 'final' };
+    const plain = { type: 'agent_update', update_type: 'agent_hypothesis', seq: 7, ts, run_id: run, claim: 'x', confidence: 0.5 };
     expect(parseServerEvent(JSON.stringify(plain))).toEqual(plain);
     // A known type that fails validation is dropped: the reducer trusts the known types' fields.
     expect(parseServerEvent(JSON.stringify({ type: 'tool_start', seq: 8, run_id: run }))).toBeUndefined();
