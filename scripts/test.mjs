@@ -6,6 +6,7 @@ import { constants as osConstants } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createRegistry, REGISTRY_ENV, sweepAndReport } from '../tests/helpers/process-registry.mjs';
 import { startTestPostgres } from './postgres.mjs';
+import { startTestRedis } from './redis.mjs';
 import { resolveFrom, root, run, runNodeBin } from './run.mjs';
 
 const args = process.argv.slice(2);
@@ -47,6 +48,7 @@ if (args.length === 0 || args.some((arg) => arg.includes('e2e'))) {
 // PostgreSQL is stopped last, also when vitest crashes or the run is interrupted.
 const registry = createRegistry();
 let postgres;
+let redis;
 let vitest;
 let interrupted;
 let finished = false;
@@ -58,6 +60,7 @@ function cleanUpNow() {
   if (vitest?.pid && vitest.exitCode === null && vitest.signalCode === null) signalGroup(vitest.pid, 'SIGKILL');
   sweepAndReport(registry, 'test command', { remove: true });
   postgres?.stopNow();
+  redis?.stopNow();
 }
 process.once('exit', cleanUpNow);
 
@@ -86,10 +89,13 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
 
 // The store's contract tests and the PostgreSQL integration tests run against a real server.
 postgres = process.env.TEST_DATABASE_URL ? undefined : await startTestPostgres();
+// The tests of several instances meet on Redis (and start their own when they restart it).
+redis = process.env.TEST_REDIS_URL ? undefined : await startTestRedis();
 const env = {
   ...process.env,
   REQUIRE_POSTGRES: '1',
   TEST_DATABASE_URL: process.env.TEST_DATABASE_URL || postgres.url,
+  TEST_REDIS_URL: process.env.TEST_REDIS_URL || redis.url,
   [REGISTRY_ENV]: registry,
 };
 let code;
@@ -113,6 +119,7 @@ try {
   signalGroup(vitest.pid, 'SIGKILL');
   sweepAndReport(registry, 'test command', { remove: true });
 } finally {
+  await redis?.stop();
   await postgres?.stop();
   cleanUpNow();
 }

@@ -6,11 +6,13 @@ import type { DependencyContainer } from 'tsyringe';
 import { type Config, loadConfig } from './config/config.ts';
 import { loadConfigFile } from './config/config-file.ts';
 import { SessionManager } from './chat/session-manager.ts';
+import type { Cluster } from './cluster/cluster.ts';
 import { buildContainer } from './container.ts';
 import { ModelHealthMonitor } from './llm/model-health.ts';
 import { McpManager } from './mcp/mcp-manager.ts';
 import { openStore } from './store/open-store.ts';
 import type { Store } from './store/store.ts';
+import { TOKENS } from './tokens.ts';
 import { buildServer } from './transport/server.ts';
 
 /** Where the repository's own folders are, for defaults that work from a fresh checkout. */
@@ -57,6 +59,11 @@ export async function startServer(options: {
   const mcp = container.resolve(McpManager);
   app.addHook('onClose', () => mcp.close());
   await mcp.start();
+  const cluster = container.resolve<Cluster | undefined>(TOKENS.Cluster);
+  if (cluster) {
+    await cluster.start();
+    app.addHook('onClose', () => cluster.close());
+  }
   const sessions = container.resolve(SessionManager);
   await sessions.recover();
   // The model's health goes live to every client; the first check runs alongside startup.

@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { type DependencyContainer, instanceCachingFactory, container as rootContainer } from 'tsyringe';
 import { type ControlBus, InProcessControlBus } from './agent/control-bus.ts';
+import { Cluster } from './cluster/cluster.ts';
 import { RunKernel } from './agent/run-kernel.ts';
 import type { RunJournal } from './agent/run-journal.ts';
 import { STRATEGIES } from './agent/strategies.ts';
@@ -68,7 +69,10 @@ export function buildContainer(
       new Map(dependencies.resolve<AnyStrategy[]>(TOKENS.Strategies).map((strategy) => [strategy.name, strategy.demo])),
   });
   container.registerSingleton(RunKernel);
-  container.register<ControlBus>(TOKENS.ControlBus, { useValue: new InProcessControlBus() });
+  // Several instances: commands travel through the cluster to the instance that runs the run.
+  const cluster = config.cluster ? new Cluster(config.cluster, logger) : undefined;
+  container.register(TOKENS.Cluster, { useFactory: () => cluster });
+  container.register<ControlBus>(TOKENS.ControlBus, { useValue: cluster ? cluster.controlBus : new InProcessControlBus() });
   // Runs journal into the store: each effect committed before the run goes on.
   container.register<RunJournal>(TOKENS.RunJournal, {
     useValue: {

@@ -12,4 +12,6 @@ export const TOKENS = {
   DemoResponders: Symbol('DemoResponders'),
   ControlBus: Symbol('ControlBus'),
   RunJournal: Symbol('RunJournal'),
+  /** Several instances: the Cluster, when REDIS_URL is set (absent otherwise). */
+  Cluster: Symbol('Cluster'),
 } as const;

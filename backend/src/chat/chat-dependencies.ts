@@ -1,5 +1,6 @@
 import type { ControlBus } from '../agent/control-bus.ts';
 import type { RunKernel } from '../agent/run-kernel.ts';
+import type { Cluster } from '../cluster/cluster.ts';
 import type { Config } from '../config/config.ts';
 import type { SessionFiles } from '../files/session-files.ts';
 import type { Logger } from '../logger.ts';
@@ -18,5 +19,7 @@ export interface ChatDependencies {
   /** Shared by every session: the server's limit of concurrent answers and runs. */
   runSlots: RunSlots;
   files: SessionFiles;
+  /** Several instances share the sessions (REDIS_URL); absent for one. */
+  cluster?: Cluster | undefined;
 }
 

@@ -24,6 +24,7 @@ interface ActiveResponse {
 }
 
 const reject = (code: ErrorCode, message: string): ErrorEvent => ({ type: 'error', code, message });
+const ANOTHER_INSTANCE_RUNS = reject('run_active', 'A response is still in progress (on another instance): stop it or wait for response_complete');
 
 export { PLAIN_CHAT };
 export type { ChatDependencies };
@@ -39,6 +40,8 @@ export class ChatService {
   private readonly snapshots: SessionSnapshots;
   /** True while a snapshot command works: no run may start meanwhile. */
   private snapshotting = false;
+  /** True while this instance claims the session from the cluster for a run (several instances). */
+  private claiming = false;
 
   constructor(
     readonly sessionId: string,
@@ -112,8 +115,8 @@ export class ChatService {
   }
 
   /** Checks a chat message and starts its run: a plain answer, or an agent run with its strategy. */
-  private chat(message: ChatMessage, sender: MessageSender): ErrorEvent | undefined {
-    if (this.active || this.snapshotting) {
+  private async chat(message: ChatMessage, sender: MessageSender): Promise<ErrorEvent | undefined> {
+    if (this.active || this.snapshotting || this.claiming) {
       return reject('run_active', 'A response is still in progress: stop it or wait for response_complete');
     }
     const { config, tools, kernel } = this.deps;
@@ -142,13 +145,14 @@ export class ChatService {
 
   private async control(message: AgentControlMessage, sender: MessageSender): Promise<ErrorEvent | undefined> {
     if (message.action === 'resume') return this.continueRun(message, sender);
-    const reply = this.active ? await this.send({ type: 'stop', reason: 'user' }) : undefined;
+    const reply = this.active ? await this.send({ type: 'stop', reason: 'user' }) : await this.deps.cluster?.sendToSession(this.sessionId, { type: 'stop', reason: 'user' });
     if (reply?.type !== 'stop' || reply.outcome === 'no_active_run') return reject('no_active_run', 'There is no active run to stop');
     return undefined;
   }
 
   private async input(message: AgentUserInputMessage): Promise<ErrorEvent | undefined> {
-    const reply = this.active ? await this.send({ type: 'answer', content: message.content, questionId: message.question_id }) : undefined;
+    const command = { type: 'answer', content: message.content, questionId: message.question_id } as const;
+    const reply = this.active ? await this.send(command) : await this.deps.cluster?.sendToSession(this.sessionId, command);
     const outcome = reply?.type === 'answer' ? reply.outcome : 'no_pending_input';
     switch (outcome) {
       case 'answered':
@@ -185,13 +189,18 @@ export class ChatService {
   }
 
   private async whenIdle(work: () => Promise<ErrorEvent | undefined>): Promise<ErrorEvent | undefined> {
-    if (this.active || this.snapshotting) return reject('run_active', 'A response is still in progress: stop it or wait for response_complete');
+    if (this.active || this.snapshotting || this.claiming) return reject('run_active', 'A response is still in progress: stop it or wait for response_complete');
     this.snapshotting = true;
+    const { cluster } = this.deps;
     try {
+      // Several instances: the session is held here while the command works (and its run, if it starts one, goes on).
+      if (cluster && !(await cluster.claim(this.sessionId, null))) return ANOTHER_INSTANCE_RUNS;
+      if (cluster) await this.log.syncFromStore();
       await this.ensureStored();
       return await work();
     } finally {
       this.snapshotting = false;
+      if (cluster && !this.active) await cluster.release(this.sessionId);
     }
   }
 
@@ -228,12 +237,25 @@ export class ChatService {
    * Marks the session busy at once (so a second message is refused) and runs the request in the
    * background, in one of the server's run slots; refuses with `server_busy` when none is free.
    */
-  private start(
+  private async start(
     request: Omit<RunInput, 'runId' | 'sessionId' | 'history'> & { strategy: string },
     sender: MessageSender,
-  ): ErrorEvent | undefined {
+  ): Promise<ErrorEvent | undefined> {
     const runId = randomUUID();
-    return this.occupy(runId, sender, { force: false }, (control) => this.runs.launch({ ...request, runId }, control));
+    const { cluster } = this.deps;
+    if (cluster) {
+      // Several instances: one run per session across all of them, and this one writes the log from now on.
+      this.claiming = true;
+      try {
+        if (!(await cluster.claim(this.sessionId, runId))) return ANOTHER_INSTANCE_RUNS;
+        await this.log.syncFromStore();
+      } finally {
+        this.claiming = false;
+      }
+    }
+    const refused = this.occupy(runId, sender, { force: false }, (control) => this.runs.launch({ ...request, runId }, control));
+    if (refused) await cluster?.release(this.sessionId);
+    return refused;
   }
 
   /** Takes a run slot and runs `work` as the session's one active response. */
@@ -255,7 +277,12 @@ export class ChatService {
     }
     const control = new AgentControl();
     const detach = this.deps.controlBus.attach(runId, (command) => handleCommand(control, command));
+    const { cluster } = this.deps;
     const done = this.ensureStored()
+      // The session's lease names the run, so stop and answers from other instances find it here.
+      .then(async () => {
+        if (cluster && !(await cluster.claim(this.sessionId, runId))) this.deps.logger.warn({ session_id: this.sessionId, run_id: runId }, 'another instance holds the session of a run starting here');
+      })
       .then(() => work(control))
       .catch(async (error: unknown) => {
         // Whatever failed (the store, say), the client hears of it and is not left waiting.
@@ -267,6 +294,7 @@ export class ChatService {
         detach();
         release();
         this.active = undefined;
+        if (cluster) void cluster.release(this.sessionId);
       });
     this.active = { runId, control, done };
     return undefined;

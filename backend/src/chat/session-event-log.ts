@@ -32,6 +32,28 @@ export class SessionEventLog implements EventSink {
     private seq: number,
   ) {}
 
+  /** Called after each event this instance logged (several instances: tell the others). */
+  onAppended: (() => void) | undefined;
+
+  /**
+   * Catches up with what another instance logged in this session (several instances): reads the
+   * events after the last one known from the store and sends them on, in order, in the queue.
+   */
+  syncFromStore(): Promise<void> {
+    return this.enqueue(async () => {
+      for (;;) {
+        const events = await this.store.listEvents(this.sessionId, this.seq, 500);
+        for (const event of events) {
+          if (event.seq <= this.seq) continue;
+          this.seq = event.seq;
+          if (event.type === 'response_complete' && event.run_id) this.endedRuns.add(event.run_id);
+          for (const connection of this.connections) connection.send(event);
+        }
+        if (events.length < 500) return;
+      }
+    });
+  }
+
   /** The highest `seq` logged so far. */
   get lastSeq(): number {
     return this.seq;
@@ -53,6 +75,7 @@ export class SessionEventLog implements EventSink {
       const event = { ...body, seq: this.seq + 1, ts: new Date().toISOString() } as LoggedEvent;
       await this.store.appendEvent(this.sessionId, event);
       this.seq = event.seq;
+      this.onAppended?.();
       this.flushDelta(); // the full event always follows its previews
       for (const connection of this.connections) {
         this.skippingPreviews.delete(connection);

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { LoggedEventBody, ModelHealthEvent, StopReason, ToolsChangedEvent } from '@stepwise/shared-types';
 import { inject, injectable } from 'tsyringe';
 import type { ControlBus } from '../agent/control-bus.ts';
+import type { Cluster } from '../cluster/cluster.ts';
 import { RunKernel } from '../agent/run-kernel.ts';
 import type { Config } from '../config/config.ts';
 import { type FileListener, SessionFiles } from '../files/session-files.ts';
@@ -16,6 +17,9 @@ import { SessionEventLog } from './session-event-log.ts';
 
 /** The close code of sockets whose session was deleted (an application code, like HTTP's 404). */
 export const SESSION_DELETED_CLOSE_CODE = 4404;
+
+/** How often a session with sockets here reads what other instances logged, besides their notices. */
+const FOLLOW_POLL_MS = 1_000;
 
 const SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
@@ -37,6 +41,7 @@ export class SessionManager {
     @inject(ToolRegistry) tools: ToolRegistry,
     @inject(TOKENS.Logger) private readonly logger: Logger,
     @inject(SessionFiles) files: SessionFiles,
+    @inject(TOKENS.Cluster) private readonly cluster: Cluster | undefined,
   ) {
     files.onChange(this.onFileChange);
     this.deps = {
@@ -48,7 +53,25 @@ export class SessionManager {
       logger,
       runSlots: new RunSlots(config.limits.concurrentRuns, config.limits.runsPerAddress),
       files,
+      cluster,
     };
+    cluster?.onOrphanedRun((orphan) => this.takeOver(orphan.sessionId, orphan.runId));
+  }
+
+  /**
+   * A run whose instance went away (its lease ran out; the cluster has claimed it for this one):
+   * it goes on here from its journal, or is closed, as after a restart.
+   */
+  private async takeOver(sessionId: string, runId: string): Promise<void> {
+    const run = await this.store.getRun(runId);
+    const chat = await this.find(sessionId);
+    if (!run || !chat || run.status !== 'running') {
+      await this.cluster?.release(sessionId);
+      return;
+    }
+    await chat.log.syncFromStore();
+    await chat.recover(run);
+    this.release(chat);
   }
 
   /** Sends a message outside the logs to every client of every live session. */
@@ -123,6 +146,8 @@ export class SessionManager {
     let closed = 0;
     for (const run of await this.store.listRunningRuns()) {
       try {
+        // With several instances, a run another live instance holds is its own, not interrupted.
+        if (this.cluster && !(await this.cluster.claim(run.sessionId, run.id))) continue;
         const chat = await this.find(run.sessionId);
         if (!chat) continue;
         if ((await chat.recover(run)) === 'resumed') resumed++;
@@ -195,9 +220,38 @@ export class SessionManager {
   }
 
   private create(id: string, lastSeq: number, options = { stored: true }): ChatService {
-    const chat = new ChatService(id, new SessionEventLog(id, this.store, lastSeq), this.deps, options);
+    const log = new SessionEventLog(id, this.store, lastSeq);
+    const chat = new ChatService(id, log, this.deps, options);
     this.sessions.set(id, chat);
+    if (this.cluster) this.followOtherInstances(chat);
     return chat;
+  }
+
+  /**
+   * Another instance may write this session's log (it runs the session's run): its events reach
+   * this instance's sockets from the database, on its notice or, should one be lost, at the next
+   * poll, in seq order and without gaps.
+   */
+  private followOtherInstances(chat: ChatService): void {
+    const cluster = this.cluster!;
+    const { log } = chat;
+    log.onAppended = () => cluster.notify(chat.sessionId);
+    let unfollow: (() => void) | undefined;
+    void cluster.follow(chat.sessionId, () => void log.syncFromStore()).then(
+      (stop) => {
+        unfollow = stop;
+      },
+      (error: unknown) => this.logger.warn({ err: error, session_id: chat.sessionId }, 'could not follow a session across instances; polling it'),
+    );
+    const poll = setInterval(() => {
+      if (!this.sessions.has(chat.sessionId)) {
+        clearInterval(poll);
+        unfollow?.();
+        return;
+      }
+      if (log.connectionCount > 0 && !chat.busy) void log.syncFromStore();
+    }, FOLLOW_POLL_MS);
+    poll.unref();
   }
 
   private cancelEviction(id: string): void {

@@ -33,6 +33,9 @@ const EnvSchema = z.object({
   AGENT_INPUT_TIMEOUT_MS: integer(1).default(300_000),
   DATA_DIR: nonEmpty.default('./data'),
   DATABASE_URL: z.string().trim().pipe(z.url({ protocol: /^postgres(ql)?$/, error: 'must be a postgres:// URL' })).optional(),
+  REDIS_URL: z.string().trim().pipe(z.url({ protocol: /^rediss?$/, error: 'must be a redis:// URL' })).optional(),
+  INSTANCE_ID: z.string().trim().regex(/^[\w.-]{1,64}$/, 'letters, digits, ".", "_" or "-", at most 64').optional(),
+  CLUSTER_LEASE_MS: integer(500, 600_000).default(5_000),
   DB_SYNC: z.string().trim().toLowerCase().pipe(z.enum(['normal', 'full'], { error: 'must be normal or full' })).default('normal'),
   STEPWISE_CONFIG: nonEmpty.default('./stepwise.config.json'),
   AUTH_TOKEN: z
@@ -176,6 +179,8 @@ export interface Config {
   dataDir: string;
   /** A PostgreSQL server to use instead of the embedded database. */
   databaseUrl: string | undefined;
+  /** Several instances (REDIS_URL with DATABASE_URL): where they meet, this one's id, how long a lease lasts. */
+  cluster: { redisUrl: string; databaseUrl: string; instanceId: string | undefined; leaseMs: number } | undefined;
   /**
    * How the embedded SQLite database syncs its write-ahead log: `full` fsyncs at every commit (an
    * acknowledged write survives a power cut); `normal` only at checkpoints (it survives a crash of
@@ -203,7 +208,7 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const name = String(issue.path[0] ?? 'environment');
-    const secret = /KEY|TOKEN|DATABASE_URL/.test(name);
+    const secret = /KEY|TOKEN|DATABASE_URL|REDIS_URL/.test(name);
     const shown = present[name] === undefined || secret ? '' : ` (got "${present[name]}")`;
     throw new ConfigError(`Invalid ${name}: ${issue.message}${shown}`);
   }
@@ -212,6 +217,9 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
     throw new ConfigError(
       `Invalid AGENT_MAX_STEPS: ${e.AGENT_MAX_STEPS} is above AGENT_MAX_STEPS_LIMIT (${e.AGENT_MAX_STEPS_LIMIT})`,
     );
+  }
+  if (e.REDIS_URL && !e.DATABASE_URL) {
+    throw new ConfigError('Invalid REDIS_URL: several instances share PostgreSQL too; set DATABASE_URL as well');
   }
   const provider = e.LLM_PROVIDER ?? (e.OPENAI_API_KEY || e.OPENAI_BASE_URL ? 'openai' : 'demo');
   return {
@@ -275,6 +283,7 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
     },
     dataDir: e.DATA_DIR,
     databaseUrl: e.DATABASE_URL,
+    cluster: e.REDIS_URL && e.DATABASE_URL ? { redisUrl: e.REDIS_URL, databaseUrl: e.DATABASE_URL, instanceId: e.INSTANCE_ID, leaseMs: e.CLUSTER_LEASE_MS } : undefined,
     dbSync: e.DB_SYNC,
     configFile: e.STEPWISE_CONFIG,
     configFileExplicit: present.STEPWISE_CONFIG !== undefined,

@@ -88,25 +88,39 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
       create index snapshots_session on snapshots (session_id, created_at);
     `,
   },
+  {
+    version: 4,
+    name: 'session leases: which instance holds a session (and its run) when several share the database',
+    sql: `
+      create table session_leases (
+        session_id text primary key,
+        instance_id text not null,
+        run_id text,
+        expires_at timestamptz not null
+      );
+      create index session_leases_expiry on session_leases (expires_at) where run_id is not null;
+    `,
+  },
 ];
 
-/** Brings the schema up to date; each migration commits with its version, so a crash leaves no half. */
+/** Brings the schema up to date in one transaction: a crash leaves no half, and concurrent starts wait their turn. */
 export async function migrate(db: SqlDatabase): Promise<number[]> {
-  await db.exec(
-    'create table if not exists schema_migrations (version integer primary key, name text not null, applied_at timestamptz not null default now())',
-  );
-  const applied = new Set(
-    (await db.query<{ version: number }>('select version from schema_migrations')).map((row) => row.version),
-  );
   const done: number[] = [];
-  for (const migration of MIGRATIONS) {
-    if (applied.has(migration.version)) continue;
-    await db.transaction(async (tx) => {
+  // Several instances may start at once on a new database: they migrate one after the other
+  // (the lock is the transaction's), and each sees what the one before it applied.
+  await db.transaction(async (tx) => {
+    await tx.query('select pg_advisory_xact_lock(703170)');
+    await tx.query(
+      'create table if not exists schema_migrations (version integer primary key, name text not null, applied_at timestamptz not null default now())',
+    );
+    const applied = new Set((await tx.query<{ version: number }>('select version from schema_migrations')).map((row) => row.version));
+    for (const migration of MIGRATIONS) {
+      if (applied.has(migration.version)) continue;
       for (const statement of splitStatements(migration.sql)) await tx.query(statement);
       await tx.query('insert into schema_migrations (version, name) values ($1, $2)', [migration.version, migration.name]);
-    });
-    done.push(migration.version);
-  }
+      done.push(migration.version);
+    }
+  });
   return done;
 }
 

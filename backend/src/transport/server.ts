@@ -1,3 +1,4 @@
+import type { Cluster } from '../cluster/cluster.ts';
 import { existsSync } from 'node:fs';
 import fastifyStatic from '@fastify/static';
 import fastifyWebsocket from '@fastify/websocket';
@@ -56,7 +57,14 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
     }
   });
 
-  app.get('/api/health', { config: { ...PUBLIC_ROUTE.config, health: true } }, () => ({ status: 'ok' }));
+  // With several instances it also says which shared dependencies answer (503 while one does not).
+  const cluster = container.resolve<Cluster | undefined>(TOKENS.Cluster);
+  app.get('/api/health', { config: { ...PUBLIC_ROUTE.config, health: true } }, async (_request, reply) => {
+    if (!cluster) return { status: 'ok' };
+    const dependencies = await cluster.health();
+    const ok = dependencies.database && dependencies.redis;
+    return reply.code(ok ? 200 : 503).send({ status: ok ? 'ok' : 'degraded', instance: cluster.instanceId, dependencies });
+  });
   registerRestRoutes(app, container.resolve(HistoryService), container.resolve(SessionFiles));
   registerWebSocketRoute(app, handler, new SocketsPerAddress(config.limits.socketsPerAddress), config.limits);
   return app;

@@ -1,0 +1,323 @@
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { createClient } from 'redis';
+import type { ControlBus, ControlCommand, ControlHandler, ControlOutcome } from '../agent/control-bus.ts';
+import { InProcessControlBus } from '../agent/control-bus.ts';
+import type { Logger } from '../logger.ts';
+
+type RedisClient = ReturnType<typeof createClient>;
+
+/** Who holds a session: the instance and, while one goes on, its run. */
+export interface SessionHolder {
+  instanceId: string;
+  runId: string | null;
+}
+
+/** A run whose instance stopped renewing its lease: another instance may take it over. */
+export interface OrphanedRun {
+  sessionId: string;
+  runId: string;
+}
+
+interface InboxMessage {
+  kind: 'control' | 'reply';
+  requestId: string;
+  replyTo?: string;
+  runId?: string;
+  payload: string;
+}
+
+const INBOX = (instanceId: string) => `stepwise:inbox:${instanceId}`;
+const SESSION_CHANNEL = (sessionId: string) => `stepwise:session:${sessionId}`;
+/** How long a command sent to another instance may take, Redis reconnects included. */
+const SEND_TIMEOUT_MS = 10_000;
+
+/**
+ * Several Stepwise processes on one PostgreSQL and one Redis. PostgreSQL holds who owns each
+ * session (a lease, renewed while the owner lives, so one run per session across instances and
+ * one writer of its log, whose seq stays gapless); Redis carries what must travel between them:
+ * commands to the instance where a run executes (a stream per instance, so a command survives the
+ * receiver's reconnect; a sender retries while Redis itself is away) and "new events" notices
+ * (pub/sub; followers also poll the database, so a lost notice delays nothing for long).
+ */
+export class Cluster {
+  readonly instanceId: string;
+  private readonly pool: pg.Pool;
+  private readonly redis: RedisClient;
+  private readonly reader: RedisClient;
+  private readonly subscriber: RedisClient;
+  private readonly held = new Map<string, string | null>();
+  private readonly waiting = new Map<string, (outcome: ControlOutcome) => void>();
+  private readonly sessionListeners = new Map<string, Set<() => void>>();
+  private readonly timers: NodeJS.Timeout[] = [];
+  private lastInboxId = '0-0';
+  private closed = false;
+  private orphanHandler: ((orphan: OrphanedRun) => Promise<void>) | undefined;
+  readonly controlBus: ControlBus;
+
+  constructor(
+    private readonly options: { databaseUrl: string; redisUrl: string; instanceId?: string; leaseMs: number },
+    private readonly logger: Logger,
+  ) {
+    this.instanceId = options.instanceId || randomUUID();
+    this.pool = new pg.Pool({ connectionString: options.databaseUrl, max: 4 });
+    this.pool.on('error', (error) => this.logger.warn({ err: error }, 'cluster database connection failed'));
+    const reconnectStrategy = (retries: number) => Math.min(100 * 2 ** Math.min(retries, 5), 2_000);
+    this.redis = createClient({ url: options.redisUrl, socket: { reconnectStrategy } });
+    this.reader = this.redis.duplicate();
+    this.subscriber = this.redis.duplicate();
+    for (const client of [this.redis, this.reader, this.subscriber]) client.on('error', (error: Error) => this.logger.debug({ err: error.message }, 'redis connection error'));
+    this.controlBus = new ClusterControlBus(this);
+  }
+
+  async start(): Promise<void> {
+    // The session_leases table is the store's (PostgreSQL migration 4), made before the cluster starts.
+    await Promise.all([this.redis.connect(), this.reader.connect(), this.subscriber.connect()]);
+    void this.readInbox();
+    const every = Math.max(200, Math.floor(this.options.leaseMs / 3));
+    this.timers.push(setInterval(() => void this.renew(), every));
+    this.timers.push(setInterval(() => void this.findOrphans(), every));
+    for (const timer of this.timers) timer.unref();
+    this.logger.info({ instance: this.instanceId }, 'joined the cluster (PostgreSQL + Redis)');
+  }
+
+  /** Calls `handler` for each run whose owner stopped renewing its lease, once this instance has claimed it. */
+  onOrphanedRun(handler: (orphan: OrphanedRun) => Promise<void>): void {
+    this.orphanHandler = handler;
+  }
+
+  /**
+   * Claims the session for this instance (and `runId` while a run goes on): granted when nobody
+   * holds it, its lease ran out, or this instance holds it without a run. False: another instance
+   * (or a run here) holds it.
+   */
+  async claim(sessionId: string, runId: string | null): Promise<boolean> {
+    const { rows } = await this.pool.query(
+      `insert into session_leases (session_id, instance_id, run_id, expires_at)
+       values ($1, $2, $3, now() + $4 * interval '1 millisecond')
+       on conflict (session_id) do update set instance_id = excluded.instance_id, run_id = excluded.run_id, expires_at = excluded.expires_at
+       where session_leases.expires_at < now()
+          or (session_leases.instance_id = excluded.instance_id and (session_leases.run_id is null or session_leases.run_id = excluded.run_id))
+       returning session_id`,
+      [sessionId, this.instanceId, runId, this.options.leaseMs],
+    );
+    if (rows.length === 0) return false;
+    this.held.set(sessionId, runId);
+    return true;
+  }
+
+  /** Gives the session up (its run ended, or the command that held it is done). */
+  async release(sessionId: string): Promise<void> {
+    this.held.delete(sessionId);
+    await this.pool.query('delete from session_leases where session_id = $1 and instance_id = $2', [sessionId, this.instanceId]).catch((error: unknown) => {
+      this.logger.warn({ err: error, session_id: sessionId }, 'could not release a session lease; it runs out by itself');
+    });
+  }
+
+  /** Who holds the session now, if anyone does (an expired lease holds nothing). */
+  async holder(sessionId: string): Promise<SessionHolder | undefined> {
+    const { rows } = await this.pool.query('select instance_id, run_id from session_leases where session_id = $1 and expires_at >= now()', [sessionId]);
+    const row = rows[0] as { instance_id: string; run_id: string | null } | undefined;
+    return row ? { instanceId: row.instance_id, runId: row.run_id } : undefined;
+  }
+
+  /** Tells the other instances that the session's log grew. */
+  notify(sessionId: string): void {
+    if (!this.redis.isReady) return; // followers poll the database meanwhile
+    void this.redis.publish(SESSION_CHANNEL(sessionId), this.instanceId).catch(() => undefined);
+  }
+
+  /** Calls `listener` when another instance says the session's log grew; returns the unsubscribe. */
+  async follow(sessionId: string, listener: () => void): Promise<() => void> {
+    let listeners = this.sessionListeners.get(sessionId);
+    if (!listeners) {
+      listeners = new Set();
+      this.sessionListeners.set(sessionId, listeners);
+      await this.subscriber.subscribe(SESSION_CHANNEL(sessionId), (from) => {
+        if (from === this.instanceId) return;
+        for (const callback of this.sessionListeners.get(sessionId) ?? []) callback();
+      });
+    }
+    listeners.add(listener);
+    return () => {
+      const current = this.sessionListeners.get(sessionId);
+      current?.delete(listener);
+      if (current && current.size === 0) {
+        this.sessionListeners.delete(sessionId);
+        void this.subscriber.unsubscribe(SESSION_CHANNEL(sessionId)).catch(() => undefined);
+      }
+    };
+  }
+
+  /** Delivers a command to the run on the instance that executes it; retries while Redis is away. */
+  async sendRemote(instanceId: string, runId: string, command: ControlCommand): Promise<ControlOutcome> {
+    const requestId = randomUUID();
+    const reply = new Promise<ControlOutcome>((resolve) => this.waiting.set(requestId, resolve));
+    const deadline = Date.now() + SEND_TIMEOUT_MS;
+    const message: InboxMessage = { kind: 'control', requestId, replyTo: this.instanceId, runId, payload: JSON.stringify(command) };
+    for (;;) {
+      try {
+        await this.redis.xAdd(INBOX(instanceId), '*', toFields(message), { TRIM: { strategy: 'MAXLEN', strategyModifier: '~', threshold: 1000 } });
+        break;
+      } catch (error) {
+        if (Date.now() > deadline) {
+          this.waiting.delete(requestId);
+          throw error;
+        }
+        await sleep(200);
+      }
+    }
+    const timeout = sleep(Math.max(0, deadline - Date.now())).then((): ControlOutcome => noOutcome(command));
+    const outcome = await Promise.race([reply, timeout]);
+    this.waiting.delete(requestId);
+    return outcome;
+  }
+
+  /** A command for the session's run, wherever it executes (nothing runs: the command's "none" outcome). */
+  sendToSession(sessionId: string, command: ControlCommand): Promise<ControlOutcome> {
+    return (this.controlBus as ClusterControlBus).sendToSession(sessionId, command);
+  }
+
+  /** Which dependencies answer now. */
+  async health(): Promise<{ database: boolean; redis: boolean }> {
+    const database = await this.pool.query('select 1').then(
+      () => true,
+      () => false,
+    );
+    const redis = this.redis.isReady ? await this.redis.ping().then(() => true, () => false) : false;
+    return { database, redis };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const timer of this.timers) clearInterval(timer);
+    for (const sessionId of [...this.held.keys()]) await this.release(sessionId);
+    for (const client of [this.reader, this.subscriber, this.redis]) await client.close().catch(() => client.destroy());
+    await this.pool.end().catch(() => undefined);
+  }
+
+  /** Keeps this instance's leases alive. */
+  private async renew(): Promise<void> {
+    if (this.closed || this.held.size === 0) return;
+    try {
+      const { rows } = await this.pool.query(
+        `update session_leases set expires_at = now() + $2 * interval '1 millisecond'
+         where instance_id = $1 and session_id = any($3) returning session_id`,
+        [this.instanceId, this.options.leaseMs, [...this.held.keys()]],
+      );
+      const kept = new Set(rows.map((row: { session_id: string }) => row.session_id));
+      for (const sessionId of this.held.keys()) {
+        if (!kept.has(sessionId)) this.logger.warn({ session_id: sessionId }, 'lost the lease of a session to another instance');
+      }
+    } catch (error) {
+      this.logger.warn({ err: error }, 'could not renew session leases');
+    }
+  }
+
+  /** Claims the runs of instances that stopped renewing their leases, and hands each to the orphan handler. */
+  private async findOrphans(): Promise<void> {
+    if (this.closed || !this.orphanHandler) return;
+    try {
+      const { rows } = await this.pool.query(
+        `update session_leases set instance_id = $1, expires_at = now() + $2 * interval '1 millisecond'
+         where session_id in (select session_id from session_leases where expires_at < now() and run_id is not null limit 10 for update skip locked)
+         returning session_id, run_id`,
+        [this.instanceId, this.options.leaseMs],
+      );
+      for (const row of rows as { session_id: string; run_id: string }[]) {
+        this.held.set(row.session_id, row.run_id);
+        this.logger.info({ session_id: row.session_id, run_id: row.run_id }, 'taking over a run whose instance went away');
+        await this.orphanHandler({ sessionId: row.session_id, runId: row.run_id }).catch((error: unknown) => {
+          this.logger.error({ err: error, run_id: row.run_id }, 'could not take over a run');
+        });
+      }
+    } catch (error) {
+      this.logger.warn({ err: error }, 'could not look for orphaned runs');
+    }
+  }
+
+  /** Reads this instance's inbox (commands for its runs, replies to its commands), from where it left off. */
+  private async readInbox(): Promise<void> {
+    while (!this.closed) {
+      try {
+        const streams = await this.reader.xRead({ key: INBOX(this.instanceId), id: this.lastInboxId }, { BLOCK: 1_000, COUNT: 100 });
+        for (const stream of (streams as { messages: { id: string; message: Record<string, string> }[] }[] | null) ?? []) {
+          for (const entry of stream.messages) {
+            this.lastInboxId = entry.id;
+            await this.handleInbox(entry.message as unknown as InboxMessage);
+          }
+        }
+      } catch (error) {
+        if (this.closed) return;
+        this.logger.debug({ err: error instanceof Error ? error.message : String(error) }, 'inbox read failed; retrying');
+        await sleep(200);
+      }
+    }
+  }
+
+  private async handleInbox(message: InboxMessage): Promise<void> {
+    if (message.kind === 'reply') {
+      this.waiting.get(message.requestId)?.(JSON.parse(message.payload) as ControlOutcome);
+      return;
+    }
+    const command = JSON.parse(message.payload) as ControlCommand;
+    const outcome = await (this.controlBus as ClusterControlBus).sendLocal(message.runId!, command);
+    const reply: InboxMessage = { kind: 'reply', requestId: message.requestId, payload: JSON.stringify(outcome) };
+    for (let attempt = 0; attempt < 50; attempt++) {
+      try {
+        await this.redis.xAdd(INBOX(message.replyTo!), '*', toFields(reply), { TRIM: { strategy: 'MAXLEN', strategyModifier: '~', threshold: 1000 } });
+        return;
+      } catch {
+        await sleep(200);
+      }
+    }
+  }
+}
+
+/** Commands reach a run here when it executes here, else the instance that holds its session. */
+class ClusterControlBus implements ControlBus {
+  private readonly local = new InProcessControlBus();
+  private readonly localRuns = new Set<string>();
+  /** Session of each run sent to (known from the lease). */
+  constructor(private readonly cluster: Cluster) {}
+
+  attach(runId: string, handler: ControlHandler): () => void {
+    this.localRuns.add(runId);
+    const detach = this.local.attach(runId, handler);
+    return () => {
+      this.localRuns.delete(runId);
+      detach();
+    };
+  }
+
+  sendLocal(runId: string, command: ControlCommand): Promise<ControlOutcome> {
+    return this.local.send(runId, command);
+  }
+
+  async send(runId: string, command: ControlCommand): Promise<ControlOutcome> {
+    if (this.localRuns.has(runId)) return this.local.send(runId, command);
+    return noOutcome(command);
+  }
+
+  /** A command for the session's run wherever it executes. */
+  async sendToSession(sessionId: string, command: ControlCommand): Promise<ControlOutcome> {
+    const holder = await this.cluster.holder(sessionId);
+    if (!holder?.runId) return noOutcome(command);
+    if (holder.instanceId === this.cluster.instanceId) return this.local.send(holder.runId, command);
+    return this.cluster.sendRemote(holder.instanceId, holder.runId, command);
+  }
+}
+
+export type { ClusterControlBus };
+
+function noOutcome(command: ControlCommand): ControlOutcome {
+  return command.type === 'stop' ? { type: 'stop', outcome: 'no_active_run' } : { type: 'answer', outcome: 'no_pending_input' };
+}
+
+function toFields(message: InboxMessage): Record<string, string> {
+  return Object.fromEntries(Object.entries(message).filter(([, value]) => value !== undefined)) as Record<string, string>;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}

@@ -1,0 +1,178 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { REDIS_SERVER, waitForRedis } from '../../scripts/redis.mjs';
+import { reasonText, type RecordedRequest, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { freshPostgresDatabase, postgresUrl } from '../helpers/databases.ts';
+import { PROCESS_TEST_TIMEOUT_MS, spawnTracked, startStepwiseProcess, type StepwiseProcess, stopAllProcesses, stopProcess } from '../helpers/process.ts';
+import { summarize, TestClient } from '../helpers/ws-client.ts';
+
+const pg = postgresUrl();
+const sharedRedis = process.env.TEST_REDIS_URL;
+if (!sharedRedis && process.env.REQUIRE_POSTGRES === '1') throw new Error('TEST_REDIS_URL is not set: run the suite with the test command, which starts Redis');
+
+let llm: ScriptedLlmServer | undefined;
+let drop: (() => Promise<void>) | undefined;
+const clients: TestClient[] = [];
+const folders: string[] = [];
+
+afterEach(async () => {
+  for (const client of clients.splice(0)) client.socket.terminate();
+  await stopAllProcesses({ signal: 'SIGKILL' });
+  await llm?.close();
+  llm = undefined;
+  await drop?.();
+  drop = undefined;
+  for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true });
+}, 60_000);
+
+type Event = Record<string, unknown>;
+
+/** Two Stepwise processes on one fresh PostgreSQL database and one Redis, the scripted model behind both. */
+async function twoInstances(redisUrl = sharedRedis!) {
+  const database = await freshPostgresDatabase(pg!);
+  await database.db.close();
+  drop = database.drop;
+  llm = await ScriptedLlmServer.start();
+  const env = (id: string) => ({
+    DATABASE_URL: database.url,
+    REDIS_URL: redisUrl,
+    INSTANCE_ID: id,
+    CLUSTER_LEASE_MS: '1500',
+    LLM_PROVIDER: 'openai',
+    OPENAI_BASE_URL: llm!.url,
+    OPENAI_API_KEY: 'k',
+    LLM_MAX_RETRIES: '0',
+  });
+  const [a, b] = await Promise.all([startStepwiseProcess(env('a')), startStepwiseProcess(env('b'))]);
+  return { a, b };
+}
+
+async function connect(instance: StepwiseProcess, query: Record<string, string | number> = {}): Promise<TestClient> {
+  const client = await TestClient.connect(instance.wsUrl, query);
+  clients.push(client);
+  return client;
+}
+
+const seqs = (client: TestClient) => client.logged.map((event) => (event as Event).seq as number);
+const gapless = (numbers: number[]) => numbers.every((seq, index) => seq === index + 1);
+
+/** Waits until `client` has seen the event with this seq. */
+const seen = (client: TestClient, seq: number) => client.next((event) => (event as Event).seq === seq, { timeoutMs: 30_000 });
+
+describe.skipIf(!pg || !sharedRedis)('several instances on PostgreSQL and Redis', { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
+  it('a socket on B follows a run on A with the same gapless events, gets run_active for a chat, and stops the run from B', async () => {
+    const { a, b } = await twoInstances();
+    llm!.respond((request) => (request.phase === 'act' ? { hang: true } : { text: reasonText('Working.') }));
+    const onA = await connect(a);
+    const sessionId = onA.session.session_id;
+    onA.chat('Long job', { agent_mode: true });
+    const act = await llm!.waitFor((request) => request.phase === 'act', 30_000);
+
+    const onB = await connect(b, { session_id: sessionId, after_seq: 0 });
+    await seen(onB, Math.max(...seqs(onA)));
+    expect(seqs(onB)).toEqual(seqs(onA));
+
+    onB.chat('Something else', { agent_mode: true });
+    expect(await onB.waitFor('error')).toMatchObject({ code: 'run_active' });
+
+    onB.send({ type: 'agent_control', action: 'stop' });
+    await llm!.waitForAbort(act, 10_000);
+    const onAEvents = (await onA.untilComplete({ timeoutMs: 30_000 })) as Event[];
+    expect(summarize(onAEvents).slice(-2)).toEqual(['agent_stopped:user', 'response_complete']);
+    await seen(onB, Math.max(...seqs(onA)));
+    expect(seqs(onB)).toEqual(seqs(onA));
+    expect(gapless(seqs(onA))).toBe(true);
+  });
+
+  it('a question asked by a run on A is answered from B', async () => {
+    const { a, b } = await twoInstances();
+    llm!.respond((request: RecordedRequest) => {
+      if (request.phase === 'act') {
+        const answered = request.body.messages.some((message) => message.role === 'tool');
+        return answered ? { text: 'No tool needed.' } : { toolCalls: [{ name: 'request_input', arguments: { question: 'Which city?' } }] };
+      }
+      if (request.phase === 'observe') {
+        const answered = request.body.messages.some((message) => message.content?.includes('Paris'));
+        return { text: `Noted.\n\n\`\`\`json\n${JSON.stringify({ observation: 'ok', should_continue: !answered, final_answer: answered ? 'Paris it is.' : '' })}\n\`\`\`` };
+      }
+      return { text: reasonText('Ask which city.') };
+    });
+    const onA = await connect(a);
+    onA.chat('Plan my trip', { agent_mode: true });
+    const question = (await onA.waitFor('agent_request_input', { timeoutMs: 30_000 })) as Event;
+    const onB = await connect(b, { session_id: onA.session.session_id, after_seq: 0 });
+    await seen(onB, question.seq as number);
+    onB.send({ type: 'agent_user_input', content: 'Paris', question_id: question.question_id });
+    const events = (await onA.untilComplete({ timeoutMs: 30_000 })) as Event[];
+    expect(summarize(events).slice(-2)).toEqual(['agent_completion:answered', 'response_complete']);
+    expect(onB.events.some((event) => (event as Event).type === 'error')).toBe(false);
+  });
+
+  it('when A is killed mid-run, B takes the run over from its journal and finishes it, repeating no completed model call', async () => {
+    const { a, b } = await twoInstances();
+    let acts = 0;
+    llm!.respond((request) => {
+      if (request.phase === 'act') return ++acts === 1 ? { hang: true } : { toolCalls: [{ name: 'calculator', arguments: { expression: '6*7' } }] };
+      if (request.phase === 'observe') return { text: `6*7 = 42.\n\n\`\`\`json\n${JSON.stringify({ observation: '42', should_continue: false, final_answer: 'It is 42.' })}\n\`\`\`` };
+      return { text: reasonText('Use the calculator.') };
+    });
+    const onA = await connect(a);
+    const sessionId = onA.session.session_id;
+    onA.chat('What is 6*7?', { agent_mode: true });
+    await llm!.waitFor((request) => request.phase === 'act', 30_000);
+    const onB = await connect(b, { session_id: sessionId, after_seq: 0 });
+    await a.kill();
+
+    const events = (await onB.untilComplete({ timeoutMs: 60_000 })) as Event[];
+    expect(summarize(events).slice(-2)).toEqual(['agent_completion:answered', 'response_complete']);
+    expect(events.find((event) => event.type === 'assistant_message')?.content).toBe('It is 42.');
+    // The reason call A completed was not made again; only the act A never finished was.
+    expect(llm!.requests.map((request) => request.phase)).toEqual(['reason', 'act', 'act', 'observe']);
+    expect(gapless(seqs(onB))).toBe(true);
+  });
+
+  it('Redis going away mid-run and coming back loses nothing: every event reaches the socket on the other instance, in order', async () => {
+    const port = await freePort();
+    const dir = mkdtempSync(join(tmpdir(), 'stepwise-redis-test-'));
+    folders.push(dir);
+    const startRedis = async () => {
+      const child = spawnTracked(REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore', description: 'redis-server (test)' });
+      await waitForRedis(port);
+      return child;
+    };
+    const redis = await startRedis();
+    const { a, b } = await twoInstances(`redis://127.0.0.1:${port}`);
+    llm!.respond((request) => {
+      if (request.phase === 'act') return { toolCalls: [{ name: 'calculator', arguments: { expression: '2+2' } }], delayMs: 1_500 };
+      if (request.phase === 'observe') return { text: `4.\n\n\`\`\`json\n${JSON.stringify({ observation: '4', should_continue: false, final_answer: 'Four.' })}\n\`\`\`` };
+      return { text: reasonText('Compute.') };
+    });
+    const onA = await connect(a);
+    onA.chat('What is 2+2?', { agent_mode: true });
+    await llm!.waitFor((request) => request.phase === 'act', 30_000);
+    const onB = await connect(b, { session_id: onA.session.session_id, after_seq: 0 });
+    // Redis goes away while the model answers: the rest of the run is logged without it.
+    await stopProcess(redis.pid, { signal: 'SIGKILL' });
+    const events = (await onA.untilComplete({ timeoutMs: 60_000 })) as Event[];
+    expect(summarize(events).slice(-2)).toEqual(['agent_completion:answered', 'response_complete']);
+    // The socket on B heard of none of it through Redis: it caught up from the database, then Redis came back.
+    await startRedis();
+    await seen(onB, Math.max(...seqs(onA)));
+    expect(seqs(onB)).toEqual(seqs(onA));
+    expect(gapless(seqs(onB))).toBe(true);
+  });
+});
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+    server.on('error', reject);
+  });
+}
