@@ -134,6 +134,28 @@ describe.skipIf(!pg || !sharedRedis)('several instances on PostgreSQL and Redis'
     expect(gapless(seqs(onB))).toBe(true);
   });
 
+  it('an instance stopped with SIGTERM hands its run over: another instance finishes it, and no ending is logged in between', async () => {
+    const { a, b } = await twoInstances();
+    let acts = 0;
+    llm!.respond((request) => {
+      if (request.phase === 'act') return ++acts === 1 ? { hang: true } : { text: 'No tool needed.' };
+      if (request.phase === 'observe') return { text: `Done.\n\n\`\`\`json\n${JSON.stringify({ observation: 'done', should_continue: false, final_answer: 'Handed over and done.' })}\n\`\`\`` };
+      return { text: reasonText('Think.') };
+    });
+    const onA = await connect(a);
+    onA.chat('A long job', { agent_mode: true });
+    const act = await llm!.waitFor((request) => request.phase === 'act', 30_000);
+    const onB = await connect(b, { session_id: onA.session.session_id, after_seq: 0 });
+    a.process.kill('SIGTERM');
+    expect(await a.exited).toBe(0);
+    expect(act.aborted || (await llm!.waitForAbort(act, 10_000)).aborted).toBe(true);
+    const events = (await onB.untilComplete({ timeoutMs: 60_000 })) as Event[];
+    expect(summarize(events).slice(-2)).toEqual(['agent_completion:answered', 'response_complete']);
+    expect(summarize(events).some((kind) => kind.startsWith('agent_stopped'))).toBe(false);
+    expect(llm!.requests.map((request) => request.phase)).toEqual(['reason', 'act', 'act', 'observe']);
+    expect(gapless(seqs(onB))).toBe(true);
+  });
+
   it('Redis going away mid-run and coming back loses nothing: every event reaches the socket on the other instance, in order', async () => {
     const port = await freePort();
     const dir = mkdtempSync(join(tmpdir(), 'stepwise-redis-test-'));

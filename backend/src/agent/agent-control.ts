@@ -19,6 +19,7 @@ export class AgentControl {
   private readonly controller = new AbortController();
   private readonly waiters: Waiter[] = [];
   private reason: StopReason | undefined;
+  private handingOver = false;
 
   /** Aborts when the run is stopped. */
   get signal(): AbortSignal {
@@ -33,6 +34,18 @@ export class AgentControl {
   /** True while the run waits for the user's answer. */
   get awaitingInput(): boolean {
     return this.waiters.length > 0;
+  }
+
+  /** True when the run was stopped to be handed to another instance: it logs no ending, another goes on with it. */
+  get handedOver(): boolean {
+    return this.handingOver;
+  }
+
+  /** Stops the run here without ending it (several instances: another instance goes on from its journal). */
+  handOver(): void {
+    if (this.controller.signal.aborted) return;
+    this.handingOver = true;
+    this.stop('shutdown');
   }
 
   /** Stops the run: aborts in-flight model calls, tools and waits at once. Later calls change nothing. */

@@ -183,6 +183,12 @@ export class RunKernel {
       if (!chatWire) await sink.emit(events.completion(success.steps, success.reason));
       outcome = { status: 'completed', steps: success.steps, answer: success.answer, transcript, usage };
     } catch (error) {
+      if (control.handedOver && isAbortError(error, control.signal)) {
+        // Handed to another instance: nothing ends here; the run's record stays running for it.
+        clearTimeout(timer);
+        logger.info({ step: progress.step }, 'run handed over to another instance');
+        return { status: 'stopped', reason: 'shutdown', steps: progress.step, transcript: added(), usage };
+      }
       const ending = await this.endEarly(error, { control, sink, events, step: progress.step, logger, chatWire, timeoutMs });
       outcome = { ...ending, steps: progress.step, transcript: added(), usage };
     } finally {

@@ -106,6 +106,15 @@ export class ChatService {
     }
   }
 
+  /** Several instances, shutting down: the run stops here unended, and its lease is let go at once for another instance to take. */
+  async handOver(): Promise<void> {
+    const active = this.active;
+    if (!active) return;
+    active.control.handOver();
+    await active.done;
+    await this.deps.cluster?.letGo(this.sessionId);
+  }
+
   /** Stops whatever is running (shutdown, eviction) and waits until it has ended. */
   async stop(reason: StopReason): Promise<void> {
     const active = this.active;
@@ -294,7 +303,7 @@ export class ChatService {
         detach();
         release();
         this.active = undefined;
-        if (cluster) void cluster.release(this.sessionId);
+        if (cluster) void (control.handedOver ? cluster.letGo(this.sessionId) : cluster.release(this.sessionId));
       });
     this.active = { runId, control, done };
     return undefined;

@@ -200,7 +200,8 @@ export class SessionManager {
   async stopAll(reason: StopReason): Promise<void> {
     for (const timer of this.idleTimers.values()) clearTimeout(timer);
     this.idleTimers.clear();
-    await Promise.all([...this.sessions.values()].map((chat) => chat.stop(reason)));
+    // Several instances: a shutdown hands runs over to the others rather than stopping them.
+    await Promise.all([...this.sessions.values()].map((chat) => (this.cluster && reason === 'shutdown' ? chat.handOver() : chat.stop(reason))));
   }
 
   private async find(id: string): Promise<ChatService | undefined> {

@@ -114,6 +114,14 @@ export class Cluster {
     });
   }
 
+  /** Lets the session's lease run out now, its run named: another instance takes the run over at its next look. */
+  async letGo(sessionId: string): Promise<void> {
+    this.held.delete(sessionId);
+    await this.pool
+      .query("update session_leases set expires_at = now() - interval '1 millisecond' where session_id = $1 and instance_id = $2", [sessionId, this.instanceId])
+      .catch((error: unknown) => this.logger.warn({ err: error, session_id: sessionId }, 'could not hand a session over; its lease runs out by itself'));
+  }
+
   /** Who holds the session now, if anyone does (an expired lease holds nothing). */
   async holder(sessionId: string): Promise<SessionHolder | undefined> {
     const { rows } = await this.pool.query('select instance_id, run_id from session_leases where session_id = $1 and expires_at >= now()', [sessionId]);
