@@ -56,6 +56,8 @@ export class SessionManager {
       cluster,
     };
     cluster?.onOrphanedRun((orphan) => this.takeOver(orphan.sessionId, orphan.runId));
+    // Another instance took over a session this one was too slow to renew: two must never run it.
+    cluster?.onLostLease((sessionId) => void this.sessions.get(sessionId)?.handOver());
   }
 
   /**

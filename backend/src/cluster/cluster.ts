@@ -53,6 +53,7 @@ export class Cluster {
   private lastInboxId = '0-0';
   private closed = false;
   private orphanHandler: ((orphan: OrphanedRun) => Promise<void>) | undefined;
+  private lostHandler: ((sessionId: string) => void) | undefined;
   readonly controlBus: ControlBus;
 
   constructor(
@@ -84,6 +85,11 @@ export class Cluster {
   /** Calls `handler` for each run whose owner stopped renewing its lease, once this instance has claimed it. */
   onOrphanedRun(handler: (orphan: OrphanedRun) => Promise<void>): void {
     this.orphanHandler = handler;
+  }
+
+  /** Calls `handler` when another instance took a session this one held (it was too slow to renew): its run must stop here. */
+  onLostLease(handler: (sessionId: string) => void): void {
+    this.lostHandler = handler;
   }
 
   /**
@@ -214,8 +220,14 @@ export class Cluster {
         [this.instanceId, this.options.leaseMs, [...this.held.keys()]],
       );
       const kept = new Set(rows.map((row: { session_id: string }) => row.session_id));
-      for (const sessionId of this.held.keys()) {
-        if (!kept.has(sessionId)) this.logger.warn({ session_id: sessionId }, 'lost the lease of a session to another instance');
+      for (const sessionId of [...this.held.keys()]) {
+        if (kept.has(sessionId)) continue;
+        // Claimed again (or released) while the renewal ran: look once more before stopping anything.
+        const holder = await this.holder(sessionId);
+        if (!this.held.has(sessionId) || holder?.instanceId === this.instanceId) continue;
+        this.logger.warn({ session_id: sessionId }, 'lost the lease of a session to another instance; its run stops here');
+        this.held.delete(sessionId);
+        this.lostHandler?.(sessionId);
       }
     } catch (error) {
       this.logger.warn({ err: error }, 'could not renew session leases');
