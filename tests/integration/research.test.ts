@@ -116,4 +116,73 @@ describe('research on the wire', () => {
     expect(String(error.message)).toContain(`RESEARCH_STATE.md line ${line}: stages.1.tasks.0.agent`);
     expect(await fileText('RESEARCH_STATE.md')).toBe(broken);
   });
+
+  it('runs a wave side by side at the model server, a dependent task only after its dependency, the next stage only after a PASS; two questions answered out of order; an edit honoured by the next cycle', async () => {
+    llm = await ScriptedLlmServer.start();
+    const task = (id: string, depends_on: string[] = []) => ({ id, title: `Task ${id}`, agent: 'literature_scout', depends_on, acceptance_criteria: [], inputs: [] });
+    const plan = {
+      stages: [
+        { id: '1', name: 'First', verifier_criteria: [], tasks: [task('1.1'), task('1.2'), task('1.3', ['1.1'])] },
+        { id: '2', name: 'Second', verifier_criteria: [], tasks: [task('2.1'), task('2.2')] },
+      ],
+    };
+    const pass = JSON.stringify({ verdict: 'PASS', issues: [], follow_up_tasks: [] });
+    llm.respond((request): ScriptedReply => {
+      switch (request.purpose) {
+        case 'research.plan':
+          return { text: JSON.stringify(plan) };
+        case 'research.task': {
+          const answered = request.body.messages.some((message) => message.role === 'tool');
+          if ((request.node === '1.1' || request.node === '1.2') && !answered) {
+            return { toolCalls: [{ name: 'request_input', arguments: { question: `Question of ${request.node}?` } }] };
+          }
+          const answer = request.body.messages.find((message) => message.role === 'tool')?.content ?? 'none';
+          return { text: `finding of ${request.node} (answer: ${answer})`, delayMs: 50 };
+        }
+        case 'research.task_result': {
+          const finding = request.body.messages.map((message) => message.content ?? '').find((text) => text.startsWith('finding of')) ?? '';
+          return { text: JSON.stringify({ summary: finding, result: finding, evidence: [], artifacts: [] }) };
+        }
+        case 'research.report':
+          return { text: 'Report.' };
+        default:
+          return { text: pass };
+      }
+    });
+    server = await startStepwiseWithModel(llm.url);
+    client = await TestClient.connect(server.wsUrl);
+    client.chat('Study it', { agent_mode: true, strategy: 'research', strategy_options: { mode: 'step' } });
+    // Both tasks of the wave ask at once; the answers come in the other order.
+    const first = (await client.next((event) => event.update_type === 'agent_request_input' && event.node_id === '1.1')) as Event;
+    const second = (await client.next((event) => event.update_type === 'agent_request_input' && event.node_id === '1.2')) as Event;
+    client.send({ type: 'agent_user_input', content: 'answer for 1.2', question_id: second.question_id });
+    client.send({ type: 'agent_user_input', content: 'answer for 1.1', question_id: first.question_id });
+    const wave = (await client.untilComplete()) as Event[];
+    expect(summarize(wave).slice(-2)).toEqual(['agent_completion:wave_complete', 'response_complete']);
+    const summaries = Object.fromEntries(of(wave, 'agent_task_complete').map((event) => [event.task_id, event.summary]));
+    expect(summaries).toEqual({ '1.1': 'finding of 1.1 (answer: answer for 1.1)', '1.2': 'finding of 1.2 (answer: answer for 1.2)' });
+    // 1.1 and 1.2 were at the model server at the same time.
+    const first11 = llm.requests.find((request) => request.node === '1.1')!;
+    const first12 = llm.requests.find((request) => request.node === '1.2')!;
+    const lastOf = (node: string) => llm!.requests.filter((request) => request.node === node && request.purpose === 'research.task_result').at(-1)!;
+    expect(first12.receivedAt).toBeLessThan(lastOf('1.1').receivedAt);
+    expect(first11.receivedAt).toBeLessThan(lastOf('1.2').receivedAt);
+
+    // A person skips 2.2 in the document between runs; the next cycles honour it.
+    const before = await fileText('RESEARCH_STATE.md');
+    const at = before.indexOf('status: todo', before.indexOf('- id: "2.2"'));
+    const edited = `${before.slice(0, at)}status: skipped\n        skip_reason: not needed${before.slice(at + 'status: todo'.length)}`;
+    expect(edited).toContain('skip_reason: not needed');
+    const uploaded = await fetch(`${server.url}/api/sessions/${client.session.session_id}/files?name=RESEARCH_STATE.md`, { method: 'POST', body: edited, headers: { 'content-type': 'text/plain' } });
+    expect(uploaded.ok).toBe(true);
+    const from = client.events.length;
+    client.chat('Go on', { agent_mode: true, strategy: 'research' });
+    const rest = (await client.untilComplete({ from })) as Event[];
+    expect(summarize(rest).slice(-2)).toEqual(['agent_completion:answered', 'response_complete']);
+    // 1.3 (after 1.1) ran in the next wave; stage 2 only after stage 1 passed; 2.2 never ran.
+    const order = rest.filter((event) => event.update_type === 'agent_task_start' || event.update_type === 'agent_verdict').map((event) => String(event.task_id ?? `${event.scope}:${event.target}`));
+    expect(order).toEqual(['1.3', 'stage:1', '2.1', 'stage:2', 'final:final']);
+    const start13 = llm.requests.find((request) => request.node === '1.3')!;
+    expect(start13.receivedAt).toBeGreaterThan(lastOf('1.1').receivedAt);
+  });
 });
