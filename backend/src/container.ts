@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { type DependencyContainer, instanceCachingFactory, container as rootContainer } from 'tsyringe';
 import { type ControlBus, InProcessControlBus } from './agent/control-bus.ts';
+import { parseState, STATE_DOC } from './agent/research/state-doc.ts';
 import { Cluster } from './cluster/cluster.ts';
 import { RunKernel } from './agent/run-kernel.ts';
 import type { RunJournal } from './agent/run-journal.ts';
@@ -53,7 +54,14 @@ export function buildContainer(
   });
   container.registerSingleton(TOKENS.PromptProvider, HandlebarsPromptProvider);
   container.register(TOKENS.Store, { useValue: store });
-  container.registerSingleton(SessionFiles);
+  container.register(SessionFiles, {
+    useFactory: instanceCachingFactory((dependencies) => {
+      const files = new SessionFiles(dependencies.resolve<Config>(TOKENS.Config));
+      // Research's state document: an edit that breaks its graph is refused with the line and the reason.
+      files.validateUploads(STATE_DOC, (text) => void parseState(text));
+      return files;
+    }),
+  });
   container.register<Tool[]>(TOKENS.BuiltinTools, {
     useFactory: (dependencies) => [
       calculatorTool as Tool,

@@ -23,6 +23,7 @@ export const ERROR_CODE = {
   fileTooLarge: 'file_too_large',
   tooManyFiles: 'too_many_files',
   notText: 'not_text',
+  invalidFileContent: 'invalid_file_content',
   internal: 'internal_error',
 } as const satisfies Record<string, ErrorCode>;
 export type ErrorCodeValue = (typeof ERROR_CODE)[keyof typeof ERROR_CODE];
@@ -112,7 +113,13 @@ export class ToolExecutionError extends StepwiseError {
 export class FileError extends StepwiseError {
   readonly status: 400 | 404 | 413;
   constructor(
-    code: typeof ERROR_CODE.invalidFileName | typeof ERROR_CODE.fileNotFound | typeof ERROR_CODE.fileTooLarge | typeof ERROR_CODE.tooManyFiles | typeof ERROR_CODE.notText,
+    code:
+      | typeof ERROR_CODE.invalidFileName
+      | typeof ERROR_CODE.fileNotFound
+      | typeof ERROR_CODE.fileTooLarge
+      | typeof ERROR_CODE.tooManyFiles
+      | typeof ERROR_CODE.notText
+      | typeof ERROR_CODE.invalidFileContent,
     message: string,
   ) {
     super(code, message);

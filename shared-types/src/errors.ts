@@ -45,6 +45,7 @@ export const ERROR_CODES = {
   file_too_large: { status: 413, summary: 'The file is over the size limit' },
   too_many_files: { status: 400, summary: 'The chat holds as many files as it may' },
   not_text: { status: 400, summary: 'The file is not text' },
+  invalid_file_content: { status: 400, summary: 'The file breaks the rules of its kind (the message says where)' },
   // Startup.
   config_error: { summary: 'A setting is missing or invalid' },
   prompt_error: { summary: 'A prompt template is missing or broken' },

@@ -99,22 +99,22 @@ describe('research on the wire', () => {
     expect(resumed.body.messages.map((message) => message.content ?? '').join('\n')).not.toContain('TASK_GRAPH_V2');
   });
 
-  it('an edit of the document that breaks the graph ends the next run naming the line, and changes nothing', async () => {
+  it('an upload of the document that breaks the graph is refused naming the line, and the document stays as it was', async () => {
     server = await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0' });
     client = await TestClient.connect(server.wsUrl);
     client.chat('What is 12*7?', { agent_mode: true, strategy: 'research', strategy_options: { mode: 'step' } });
     const first = (await client.untilComplete()) as Event[];
     expect(summarize(first).slice(-2)).toEqual(['agent_completion:wave_complete', 'response_complete']);
-    const broken = (await fileText('RESEARCH_STATE.md')).replace('agent: paper_reader', 'agent: fortune_teller');
+    const before = await fileText('RESEARCH_STATE.md');
+    const broken = before.replace('agent: paper_reader', 'agent: fortune_teller');
     const uploaded = await fetch(`${server.url}/api/sessions/${client.session.session_id}/files?name=RESEARCH_STATE.md`, { method: 'POST', body: broken, headers: { 'content-type': 'text/plain' } });
-    expect(uploaded.ok).toBe(true);
-    const from = client.events.length;
-    client.chat('Go on', { agent_mode: true, strategy: 'research' });
-    const second = (await client.untilComplete({ from })) as Event[];
-    const error = second.find((event) => event.update_type === 'agent_error')!;
+    expect(uploaded.status).toBe(400);
+    expect(uploaded.headers.get('content-type')).toContain('json');
     const line = broken.split('\n').findIndex((text) => text.includes('fortune_teller')) + 1;
-    expect(String(error.message)).toContain(`RESEARCH_STATE.md line ${line}: stages.1.tasks.0.agent`);
-    expect(await fileText('RESEARCH_STATE.md')).toBe(broken);
+    const refusal = (await uploaded.json()) as { error: { code: string; message: string } };
+    expect(refusal.error.code).toBe('invalid_file_content');
+    expect(refusal.error.message).toContain(`RESEARCH_STATE.md line ${line}: stages.1.tasks.0.agent`);
+    expect(await fileText('RESEARCH_STATE.md')).toBe(before);
   });
 
   it('runs a wave side by side at the model server, a dependent task only after its dependency, the next stage only after a PASS; two questions answered out of order; an edit honoured by the next cycle', async () => {

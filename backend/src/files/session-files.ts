@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { constants, createReadStream, type ReadStream, statSync } from 'node:fs';
-import { lstat, mkdir, open, readdir, rename, rm, unlink } from 'node:fs/promises';
+import { lstat, mkdir, open, readdir, readFile, rename, rm, unlink } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { formatSize } from '@stepwise/shared-types';
 import { inject, injectable } from 'tsyringe';
@@ -67,11 +67,27 @@ export class SessionFiles {
   private readonly locks = new Map<string, Promise<unknown>>();
   /** Per session folder: names being written, each holding a place under the limit until it is done. */
   private readonly reservations = new Map<string, Map<string, number>>();
+  /** Checks of files with rules of their own, by name, run on what a person uploads before it is saved. */
+  private readonly validators = new Map<string, (text: string) => void>();
   /** Per session folder: its manifest as of the folder's modification time (see manifest()). */
   private readonly manifests = new Map<string, { modified: number; max: number; text: string }>();
 
   constructor(@inject(TOKENS.Config) private readonly config: Config) {
     this.root = resolve(config.dataDir, 'files');
+  }
+
+  /**
+   * Checks every upload of a file of this name before it is saved: `check` throws an Error whose
+   * message says what is wrong (the upload is refused with it, 400, and the old file stays).
+   */
+  validateUploads(name: string, check: (text: string) => void): void {
+    this.validators.set(name, (text) => {
+      try {
+        check(text);
+      } catch (error) {
+        throw new FileError(ERROR_CODE.invalidFileContent, error instanceof Error ? error.message : String(error));
+      }
+    });
   }
 
   /** The largest file a session may hold, in bytes. */
@@ -184,6 +200,9 @@ export class SessionFiles {
         }
         await handle.close();
         throwIfAborted(signal);
+        // A file with rules of its own (research's state document) is checked before it replaces the old one.
+        const validate = options.source === 'user' ? this.validators.get(name) : undefined;
+        if (validate) validate(await readFile(temp, 'utf8'));
         await rename(temp, target);
       } catch (error) {
         await handle.close().catch(() => {});
