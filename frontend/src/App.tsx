@@ -77,6 +77,8 @@ export function App() {
         onContinue={(runId, extra) => void actions.resume(runId, extra)}
         onRewind={(runId, step) => void actions.resumeSnapshot(`step:${runId}:${step}`)}
         onSaveTodos={(todos) => void actions.saveTodos(todos)}
+        onGoOn={(strategy, strategyOptions) => void actions.chat('Go on', { agentMode: true, maxSteps: state.session?.limits.max_steps_default ?? 10, strategy, strategyOptions })}
+        onSaveText={(name, text) => actions.saveText(name, text)}
       />
       <div className="dock">
         {question && (

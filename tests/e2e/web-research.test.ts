@@ -25,7 +25,7 @@ afterEach(
 );
 
 describe('a research run in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS }, () => {
-  it('shows the task board with the stage verdicts: blocked once with a follow-up task, then every stage passed', async () => {
+  it('shows the task board with the stage verdicts, a follow-up marked, the document edited (a broken edit refused), and Run going on to every stage passed and the report', async () => {
     server = await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0' });
     context = await browser.newContext({ viewport: { width: 1000, height: 900 } });
     page = await context.newPage();
@@ -42,12 +42,28 @@ describe('a research run in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS
     expect(await board.locator('[data-testid="graph-task"][data-status="todo"]').first().textContent()).toContain('1.3');
     await expect(board.getByTestId('verdict').first().textContent()).resolves.toContain('follow-up tasks 1.3');
 
-    await ask(page, 'Go on');
+    expect(await board.getByTestId('follow-up').count()).toBe(1);
+
+    // The document's editor: a broken edit is refused with its line, a good one saved.
+    await board.getByRole('button', { name: 'Edit RESEARCH_STATE.md' }).click();
+    const editor = board.getByRole('textbox', { name: 'RESEARCH_STATE.md' });
+    const original = await editor.inputValue();
+    expect(original).toContain('```yaml TASK_GRAPH_V2');
+    await editor.fill(original.replace('agent: paper_reader', 'agent: fortune_teller'));
+    await board.getByRole('button', { name: 'Save' }).click();
+    await expect(board.getByTestId('doc-error').textContent()).resolves.toMatch(/RESEARCH_STATE\.md line \d+: stages\.1\.tasks\.0\.agent/);
+    await editor.fill(original.replace('Relate the findings to the question', 'Relate the findings to the question, briefly'));
+    await board.getByRole('button', { name: 'Save' }).click();
+    await editor.waitFor({ state: 'detached' });
+
+    await board.getByRole('button', { name: 'Run', exact: true }).click();
     const secondRun = page.getByTestId('run').nth(1);
     await secondRun.getByTestId('run-end').waitFor();
     const stages = secondRun.getByTestId('graph-stage');
     expect(await stages.evaluateAll((items) => items.map((item) => item.getAttribute('data-status')))).toEqual(['passed', 'passed', 'passed']);
     await page.getByTestId('assistant-turn').filter({ hasText: 'Report' }).waitFor();
+    await expect(secondRun.getByTestId('task-graph').textContent()).resolves.toContain('Relate the findings to the question, briefly');
+    await secondRun.getByTestId('open-report').waitFor();
     await screenshot(page, 'research-run.png');
   });
 });

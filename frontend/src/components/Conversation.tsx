@@ -11,11 +11,16 @@ export function Conversation({
   onContinue,
   onRewind,
   onSaveTodos,
+  onGoOn,
+  onSaveText,
 }: {
   state: ViewState;
   now: Date;
   /** Saves a person's edit of the session's todo list (offered under the latest run while nothing runs). */
   onSaveTodos?: (todos: TodoView[]) => void;
+  /** Goes on with the latest run's strategy (a new message of it), offered under that run while nothing runs. */
+  onGoOn?: (strategy: string, strategyOptions: Record<string, unknown>) => void;
+  onSaveText?: (name: string, text: string) => Promise<void>;
   onContinue?: (runId: string, extraSteps: number) => void;
   onRewind?: (runId: string, step: number) => void;
 }) {
@@ -73,6 +78,8 @@ export function Conversation({
             {...(label ? { strategyLabel: label } : {})}
             {...(state.todos && (item.runId === lastRunOfChat || !run.end) ? { todos: state.todos } : {})}
             {...(onSaveTodos && item.runId === lastRunOfChat && !state.busy ? { onSaveTodos } : {})}
+            {...(onGoOn && run.strategy && item.runId === lastRunOfChat && !state.busy ? { onGoOn: (options: Record<string, unknown>) => onGoOn(run.strategy!, options) } : {})}
+            {...(onSaveText && item.runId === lastRunOfChat && !state.busy ? { onSaveText } : {})}
             {...(onRewind && !state.busy && !item.rolledBack && run.end ? { onRewind: (step: number) => onRewind(item.runId, step) } : {})}
             {...(onContinue && continuable(item.runId)
               ? { onContinue: (extra: number) => onContinue(item.runId, extra), continueSteps: state.session?.limits.max_steps_default ?? 5 }

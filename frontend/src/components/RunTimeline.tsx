@@ -41,6 +41,8 @@ export function RunTimeline({
   onRewind,
   todos,
   onSaveTodos,
+  onGoOn,
+  onSaveText,
 }: {
   run: RunView;
   now: Date;
@@ -53,6 +55,8 @@ export function RunTimeline({
   /** The session's todo list, for the panel of the chat's latest run, and how to save an edit of it. */
   todos?: TodoView[];
   onSaveTodos?: (todos: TodoView[]) => void;
+  onGoOn?: (strategyOptions: Record<string, unknown>) => void;
+  onSaveText?: (name: string, text: string) => Promise<void>;
 }) {
   const running = !run.end && !run.complete;
   const Panel = run.strategy ? strategyPanels[run.strategy] : undefined;
@@ -85,7 +89,7 @@ export function RunTimeline({
         )}
       </div>
       {Panel ? (
-        <Panel run={run} running={running} now={now} {...(todos ? { todos } : {})} {...(onSaveTodos ? { onSaveTodos } : {})} />
+        <Panel run={run} running={running} now={now} {...(todos ? { todos } : {})} {...(onSaveTodos ? { onSaveTodos } : {})} {...(onGoOn ? { onGoOn } : {})} {...(onSaveText ? { onSaveText } : {})} />
       ) : tree ? (
         <RunTree run={run} running={running} />
       ) : (

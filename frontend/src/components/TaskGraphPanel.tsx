@@ -1,3 +1,5 @@
+import { useState } from 'react';
+import { formatDuration } from '../lib/time.ts';
 import { useSessionFiles } from '../lib/session-files-context.ts';
 import type { StrategyEventView } from '../state/view-state.ts';
 import { BranchCard } from './BranchCard.tsx';
@@ -35,12 +37,19 @@ function stagesOf(event: StrategyEventView | undefined): GraphStageField[] {
  * cards with agent and status, dependencies named), the verdicts with their issues, a link to the
  * state document, and each task's work folded under it (its tool calls, its question).
  */
-export function TaskGraphPanel({ run, running }: StrategyPanelProps) {
+export function TaskGraphPanel({ run, running, onGoOn, onSaveText }: StrategyPanelProps) {
   const latest = run.strategyEvents.filter((event) => event.updateType === 'agent_task_graph').at(-1);
   const stages = stagesOf(latest);
   const verdicts = run.strategyEvents.filter((event) => event.updateType === 'agent_verdict');
   const doc = String(latest?.fields.doc ?? 'RESEARCH_STATE.md');
   const files = useSessionFiles();
+  const followUps = new Set(verdicts.flatMap((verdict) => (Array.isArray(verdict.fields.follow_up_task_ids) ? (verdict.fields.follow_up_task_ids as string[]) : [])));
+  const timeOf = (taskId: string) => {
+    const started = run.strategyEvents.find((event) => event.updateType === 'agent_task_start' && event.fields.task_id === taskId);
+    const ended = run.strategyEvents.find((event) => event.updateType === 'agent_task_complete' && event.fields.task_id === taskId);
+    return started && ended ? formatDuration(Date.parse(ended.ts) - Date.parse(started.ts)) : undefined;
+  };
+  const reported = verdicts.some((verdict) => verdict.fields.scope === 'final' && verdict.fields.verdict === 'PASS');
   return (
     <div className="task-graph-panel" data-testid="task-graph">
       {stages.length === 0 ? (
@@ -66,7 +75,13 @@ export function TaskGraphPanel({ run, running }: StrategyPanelProps) {
                   <small>
                     · {AGENT_WORDS[task.agent] ?? task.agent}
                     {task.depends_on.length > 0 && ` · after ${task.depends_on.join(', ')}`}
+                    {timeOf(task.id) && ` · ${timeOf(task.id)}`}
                   </small>
+                  {followUps.has(task.id) && (
+                    <span className="badge follow-up" data-testid="follow-up">
+                      follow-up
+                    </span>
+                  )}
                 </li>
               ))}
             </ul>
@@ -85,18 +100,93 @@ export function TaskGraphPanel({ run, running }: StrategyPanelProps) {
           </p>
         );
       })}
+      {reported && (
+        <p className="graph-doc">
+          <button type="button" className="link" data-testid="open-report" onClick={() => files?.download('final_report.md')}>
+            Open the report (final_report.md)
+          </button>
+        </p>
+      )}
       {latest && (
         <p className="graph-doc">
           The project’s state:{' '}
           <button type="button" className="link" onClick={() => files?.download(doc)}>
             {doc}
-          </button>{' '}
-          <small>(download, edit, and attach it again to change the graph between runs)</small>
+          </button>
         </p>
+      )}
+      {latest && onSaveText && files && <DocumentEditor name={doc} load={() => files.fetchBlob(doc).then((blob) => blob.text())} save={(text) => onSaveText(doc, text)} />}
+      {latest && onGoOn && (
+        <div className="graph-actions">
+          <button type="button" onClick={() => onGoOn({ mode: 'step' })} title="Run the next wave of tasks, then stop">
+            Step
+          </button>
+          <button type="button" onClick={() => onGoOn({ mode: 'run' })} title="Run on until an answer, a verifier that blocks, or the iteration limit">
+            Run
+          </button>
+        </div>
       )}
       {run.branches.map((branch) => (
         <BranchCard key={branch.nodeId} run={run} branch={branch} running={running} />
       ))}
     </div>
+  );
+}
+
+/** The state document as text, editable between runs; the server checks it before saving (a broken graph is refused with its line). */
+function DocumentEditor({ name, load, save }: { name: string; load: () => Promise<string>; save: (text: string) => Promise<void> }) {
+  const [text, setText] = useState<string | undefined>(undefined);
+  const [status, setStatus] = useState('');
+  const [saving, setSaving] = useState(false);
+  if (text === undefined) {
+    return (
+      <button
+        type="button"
+        className="ghost"
+        onClick={() => {
+          setStatus('');
+          load().then(setText, (error: unknown) => setStatus((error as Error).message));
+        }}
+      >
+        Edit {name}
+        {status && <span role="alert"> · {status}</span>}
+      </button>
+    );
+  }
+  return (
+    <form
+      className="doc-editor"
+      aria-label={`Edit ${name}`}
+      onSubmit={(event) => {
+        event.preventDefault();
+        setSaving(true);
+        save(text).then(
+          () => {
+            setSaving(false);
+            setText(undefined);
+            setStatus('');
+          },
+          (error: unknown) => {
+            setSaving(false);
+            setStatus((error as Error).message);
+          },
+        );
+      }}
+    >
+      <textarea aria-label={name} value={text} onChange={(event) => setText(event.target.value)} spellCheck={false} rows={18} />
+      {status && (
+        <p role="alert" className="doc-editor-error" data-testid="doc-error">
+          {status}
+        </p>
+      )}
+      <div className="graph-actions">
+        <button type="submit" disabled={saving}>
+          Save
+        </button>
+        <button type="button" className="ghost" onClick={() => setText(undefined)}>
+          Cancel
+        </button>
+      </div>
+    </form>
   );
 }

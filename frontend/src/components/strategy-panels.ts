@@ -15,6 +15,10 @@ export interface StrategyPanelProps {
   todos?: TodoView[];
   /** Given under the chat's latest run while nothing runs: the list may be edited. */
   onSaveTodos?: (todos: TodoView[]) => void;
+  /** Given under the chat's latest run while nothing runs: go on with the same strategy (research's Step and Run). */
+  onGoOn?: (strategyOptions: Record<string, unknown>) => void;
+  /** Saves a session text file, rejecting with the server's reason (research's document editor). */
+  onSaveText?: (name: string, text: string) => Promise<void>;
 }
 
 /**

@@ -10,7 +10,8 @@ import { StepwiseSocket } from './socket-client.ts';
 export interface SendOptions {
   agentMode: boolean;
   maxSteps: number;
-  tools: string[];
+  /** Absent: the server's default tools. */
+  tools?: string[];
   strategy?: string;
   /** The options that differ from the strategy's defaults. */
   strategyOptions?: Record<string, unknown>;
@@ -85,7 +86,7 @@ export function useStepwise(url: string = defaultSocketUrl()) {
               content,
               agent_mode: true,
               agent_max_steps: options.maxSteps,
-              tools: options.tools,
+              ...(options.tools ? { tools: options.tools } : {}),
               ...(options.strategy ? { strategy: options.strategy } : {}),
               ...(options.strategyOptions ? { strategy_options: options.strategyOptions } : {}),
             }
@@ -152,6 +153,12 @@ export function useStepwise(url: string = defaultSocketUrl()) {
             }
           }),
         );
+      },
+      /** Saves a text file into the session (the research document from its editor); rejects with the server's reason. */
+      async saveText(name: string, text: string): Promise<void> {
+        const sessionId = sessionIdRef.current;
+        if (!sessionId) throw new Error('No session yet');
+        await api.uploadFile(sessionId, new File([text], name, { type: 'text/plain' }));
       },
       fetchBlob(name: string): Promise<Blob> {
         const sessionId = sessionIdRef.current;
