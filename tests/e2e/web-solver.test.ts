@@ -57,11 +57,13 @@ describe('a solver run in the web app', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }
     // A snapshot of the paused work, then a rollback to it and a resume from it, from the list.
     await page.getByRole('button', { name: 'Snapshots' }).click();
     await dialog().getByRole('button', { name: 'Save snapshot' }).click();
-    const saved = dialog().getByTestId('snapshot').filter({ hasText: 'loop 1 · expert_evaluator' });
+    // The manual snapshot: once rolled back to, a "rollback" snapshot naming it joins the list too.
+    const saved = dialog().locator('[data-testid="snapshot"][data-kind="manual"]').filter({ hasText: 'loop 1 · expert_evaluator' });
     await saved.waitFor();
     await saved.getByRole('button', { name: 'Roll back' }).click();
     await page.getByTestId('rollback-divider').waitFor();
-    await dialog().getByTestId('snapshot').filter({ hasText: 'loop 1 · expert_evaluator' }).getByRole('button', { name: 'Resume' }).click();
+    await dialog().locator('[data-testid="snapshot"][data-kind="rollback"]').waitFor();
+    await saved.getByRole('button', { name: 'Resume' }).click();
 
     await choose('Yes', 'Go on to the orchestrator?');
     // The demo's orchestrator finds the result unchecked once: a second loop, then the answer.
