@@ -4,11 +4,10 @@
 // last; stopNow() ends it at once (for exit hooks), stop() cleanly.
 import { execFile, execFileSync, spawn } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { run } from './run.mjs';
+import { aptInstall, freePort } from './run.mjs';
 
 const isRoot = process.getuid?.() === 0;
 
@@ -23,22 +22,9 @@ function findBinDir() {
 
 async function install() {
   console.log('Installing PostgreSQL for the store tests (Debian package "postgresql")…');
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  const apt = (...args) => (isRoot ? run('apt-get', args, { env }) : run('sudo', ['-n', 'apt-get', ...args], { env }));
-  if ((await apt('update', '-qq')) !== 0 || (await apt('install', '-y', '-qq', 'postgresql')) !== 0) {
+  if (!(await aptInstall('postgresql'))) {
     throw new Error('Could not install PostgreSQL; install Debian\'s "postgresql" package or set TEST_DATABASE_URL.');
   }
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
 }
 
 /** Runs a PostgreSQL program as the postgres user when we are root (the server refuses to run as root). */

@@ -2,10 +2,10 @@
 // 127.0.0.1 with no persistence, in a process group of its own; stop() ends it.
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { createConnection, createServer } from 'node:net';
+import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { run } from './run.mjs';
+import { aptInstall, freePort } from './run.mjs';
 
 export const REDIS_SERVER = process.env.REDIS_SERVER_PATH ?? '/usr/bin/redis-server';
 
@@ -13,10 +13,7 @@ export const REDIS_SERVER = process.env.REDIS_SERVER_PATH ?? '/usr/bin/redis-ser
 export async function ensureRedis() {
   if (existsSync(REDIS_SERVER)) return;
   console.log('Installing Redis for the tests of several instances (Debian package "redis-server")…');
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  const isRoot = process.getuid?.() === 0;
-  const apt = (...args) => (isRoot ? run('apt-get', args, { env }) : run('sudo', ['-n', 'apt-get', ...args], { env }));
-  if ((await apt('update', '-qq')) !== 0 || (await apt('install', '-y', '-qq', 'redis-server')) !== 0 || !existsSync(REDIS_SERVER)) {
+  if (!(await aptInstall('redis-server')) || !existsSync(REDIS_SERVER)) {
     throw new Error('Could not install Redis; install Debian\'s "redis-server" package or set TEST_REDIS_URL.');
   }
   // The package starts a system service; the tests run their own servers.
@@ -25,17 +22,6 @@ export async function ensureRedis() {
   } catch {
     // No service manager here: nothing was started.
   }
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
 }
 
 /** Resolves once something answers PING on the port (polling, up to `timeoutMs`). */

@@ -1,6 +1,7 @@
 // Small helpers shared by the workspace scripts: run a command, find a package's binary.
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
+import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -24,4 +25,24 @@ export function resolveFrom(workspacePackage, specifier) {
 export function runNodeBin(workspacePackage, packageName, binPath, args, options = {}) {
   const packageJson = resolveFrom(workspacePackage, `${packageName}/package.json`);
   return run(process.execPath, [join(dirname(packageJson), binPath), ...args], options);
+}
+
+/** A TCP port free on 127.0.0.1 right now. */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address();
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+/** Installs a Debian package (as root, or through passwordless sudo); resolves with whether it worked. */
+export async function aptInstall(name) {
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  const isRoot = process.getuid?.() === 0;
+  const apt = (...args) => (isRoot ? run('apt-get', args, { env }) : run('sudo', ['-n', 'apt-get', ...args], { env }));
+  return (await apt('update', '-qq')) === 0 && (await apt('install', '-y', '-qq', name)) === 0;
 }

@@ -4,11 +4,10 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { resolveFrom, root } from './run.mjs';
+import { freePort, resolveFrom, root } from './run.mjs';
 
 const OUT = join(root, 'docs', 'screenshots');
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -181,15 +180,4 @@ async function startServer() {
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address();
-      probe.close(() => resolve(port));
-    });
-  });
 }

@@ -7,7 +7,7 @@ import { dirname, join } from 'node:path';
 import { createRegistry, REGISTRY_ENV, sweepAndReport } from '../tests/helpers/process-registry.mjs';
 import { startTestPostgres } from './postgres.mjs';
 import { startTestRedis } from './redis.mjs';
-import { resolveFrom, root, run, runNodeBin } from './run.mjs';
+import { aptInstall, resolveFrom, root, run, runNodeBin } from './run.mjs';
 
 const args = process.argv.slice(2);
 const chromium = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -16,12 +16,7 @@ const chromium = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 async function ensureChromium() {
   if (existsSync(chromium)) return;
   console.log('Installing Chromium for the browser tests (Debian package "chromium")…');
-  const isRoot = process.getuid?.() === 0;
-  const sudo = isRoot ? [] : ['sudo', '-n'];
-  const apt = (...aptArgs) => run(sudo[0] ?? 'apt-get', [...sudo.slice(1), ...(isRoot ? [] : ['apt-get']), ...aptArgs], {
-    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
-  });
-  if ((await apt('update', '-qq')) !== 0 || (await apt('install', '-y', '-qq', 'chromium')) !== 0 || !existsSync(chromium)) {
+  if (!(await aptInstall('chromium')) || !existsSync(chromium)) {
     console.error(`Could not install Chromium at ${chromium}; install Debian's "chromium" package or set CHROMIUM_PATH.`);
     process.exit(1);
   }

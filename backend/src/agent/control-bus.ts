@@ -37,6 +37,11 @@ export class InProcessControlBus implements ControlBus {
   async send(runId: string, command: ControlCommand): Promise<ControlOutcome> {
     const handler = this.handlers.get(runId);
     if (handler) return handler(command);
-    return command.type === 'stop' ? { type: 'stop', outcome: 'no_active_run' } : { type: 'answer', outcome: 'no_pending_input' };
+    return noOutcome(command);
   }
+}
+
+/** What a command answers when no run takes it: nothing to stop, nobody waiting for an answer. */
+export function noOutcome(command: ControlCommand): ControlOutcome {
+  return command.type === 'stop' ? { type: 'stop', outcome: 'no_active_run' } : { type: 'answer', outcome: 'no_pending_input' };
 }

@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { createClient } from 'redis';
-import type { ControlBus, ControlCommand, ControlHandler, ControlOutcome } from '../agent/control-bus.ts';
-import { InProcessControlBus } from '../agent/control-bus.ts';
+import { type ControlBus, type ControlCommand, type ControlHandler, type ControlOutcome, InProcessControlBus, noOutcome } from '../agent/control-bus.ts';
 import type { Logger } from '../logger.ts';
 
 type RedisClient = ReturnType<typeof createClient>;
@@ -54,7 +53,7 @@ export class Cluster {
   private closed = false;
   private orphanHandler: ((orphan: OrphanedRun) => Promise<void>) | undefined;
   private lostHandler: ((sessionId: string) => void) | undefined;
-  readonly controlBus: ControlBus;
+  readonly controlBus: ClusterControlBus;
 
   constructor(
     private readonly options: { databaseUrl: string; redisUrl: string; instanceId?: string; leaseMs: number },
@@ -189,7 +188,7 @@ export class Cluster {
 
   /** A command for the session's run, wherever it executes (nothing runs: the command's "none" outcome). */
   sendToSession(sessionId: string, command: ControlCommand): Promise<ControlOutcome> {
-    return (this.controlBus as ClusterControlBus).sendToSession(sessionId, command);
+    return this.controlBus.sendToSession(sessionId, command);
   }
 
   /** Which dependencies answer now. */
@@ -281,7 +280,7 @@ export class Cluster {
       return;
     }
     const command = JSON.parse(message.payload) as ControlCommand;
-    const outcome = await (this.controlBus as ClusterControlBus).sendLocal(message.runId!, command);
+    const outcome = await this.controlBus.send(message.runId!, command);
     const reply: InboxMessage = { kind: 'reply', requestId: message.requestId, payload: JSON.stringify(outcome) };
     for (let attempt = 0; attempt < 50; attempt++) {
       try {
@@ -297,26 +296,15 @@ export class Cluster {
 /** Commands reach a run here when it executes here, else the instance that holds its session. */
 class ClusterControlBus implements ControlBus {
   private readonly local = new InProcessControlBus();
-  private readonly localRuns = new Set<string>();
-  /** Session of each run sent to (known from the lease). */
   constructor(private readonly cluster: Cluster) {}
 
   attach(runId: string, handler: ControlHandler): () => void {
-    this.localRuns.add(runId);
-    const detach = this.local.attach(runId, handler);
-    return () => {
-      this.localRuns.delete(runId);
-      detach();
-    };
+    return this.local.attach(runId, handler);
   }
 
-  sendLocal(runId: string, command: ControlCommand): Promise<ControlOutcome> {
+  /** A command for a run of this instance (its session's other instances send by session, below). */
+  send(runId: string, command: ControlCommand): Promise<ControlOutcome> {
     return this.local.send(runId, command);
-  }
-
-  async send(runId: string, command: ControlCommand): Promise<ControlOutcome> {
-    if (this.localRuns.has(runId)) return this.local.send(runId, command);
-    return noOutcome(command);
   }
 
   /** A command for the session's run wherever it executes. */
@@ -328,11 +316,6 @@ class ClusterControlBus implements ControlBus {
   }
 }
 
-export type { ClusterControlBus };
-
-function noOutcome(command: ControlCommand): ControlOutcome {
-  return command.type === 'stop' ? { type: 'stop', outcome: 'no_active_run' } : { type: 'answer', outcome: 'no_pending_input' };
-}
 
 function toFields(message: InboxMessage): Record<string, string> {
   return Object.fromEntries(Object.entries(message).filter(([, value]) => value !== undefined)) as Record<string, string>;

@@ -1,6 +1,6 @@
 import type { AgentTaskGraph, AgentVerdict } from '@stepwise/shared-types';
 import { z } from 'zod';
-import { StepwiseError } from '../../errors.ts';
+import { ERROR_CODE, StepwiseError } from '../../errors.ts';
 import type { LlmMessage } from '../../messages.ts';
 import { REQUEST_INPUT_TOOL, requestInputSchema } from '../../tools/request-input-tool.ts';
 import { defineStrategy, type Run, type RunSuccess } from '../strategy.ts';
@@ -83,7 +83,7 @@ const BEST_ANSWER_LINES = 200;
 /** An edit of the state document the run cannot use: the run ends naming the line and the reason. */
 export class StateDocError extends StepwiseError {
   constructor(message: string) {
-    super('invalid_message', message);
+    super(ERROR_CODE.invalidMessage, message);
   }
 }
 
