@@ -2,7 +2,7 @@ import 'reflect-metadata';
 export { configFromEnv, REPOSITORY_PATHS, type RunningServer, startServer } from './app.ts';
 export { AgentControl } from './agent/agent-control.ts';
 export { RunKernel, type RunOutcome, type RunSession } from './agent/run-kernel.ts';
-export { JOURNAL, JournalReplay, type RunJournal, type RunPast } from './agent/run-journal.ts';
+export { JOURNAL, type JournalEntry, JournalReplay, type RunJournal, type RunPast } from './agent/run-journal.ts';
 export { type ControlBus, type ControlCommand, InProcessControlBus } from './agent/control-bus.ts';
 export { runEvents, type RunEvents } from './agent/run-events.ts';
 export { runPhase } from './agent/phase.ts';

@@ -83,7 +83,7 @@ export class JournalReplay {
       const [entry] = this.pending.splice(index, 1);
       return { value: entry!.value as T, replayed: true };
     }
-    if (this.pending.length > 0 && !CONCURRENT_KINDS.has(kind)) await this.leavePast();
+    if (this.pending.length > 0 && !CONCURRENT_KINDS.has(kind)) await this.leavePast(branchOf(key));
     const value = await live();
     const entry = { position: this.next++, kind, key, value: value ?? null, step: this.step() };
     await this.journal.append(this.runId, entry);
@@ -91,13 +91,24 @@ export class JournalReplay {
     return { value, replayed: false };
   }
 
-  /** The run went another way than its past: what is left of the past is dropped from the journal. */
-  private async leavePast(): Promise<void> {
-    const from = Math.min(...this.pending.map((entry) => entry.position));
-    this.pending = [];
+  /**
+   * The run went another way than its past: what is left of the past is dropped from the journal.
+   * Within a branch (a research task, keyed `purpose@node`), only that branch went another way:
+   * the rest of the past (other branches', recorded side by side with it, and effects keyed by a
+   * call's own id) stays to be replayed.
+   */
+  private async leavePast(branch: string | undefined): Promise<void> {
+    // Effects keyed by a call's id (tools, questions) carry no branch: unique, they can only match their own call.
+    const otherBranch = (entry: JournalEntry) => branch !== undefined && branchOf(entry.key) !== branch;
+    const dropped = this.pending.filter((entry) => !otherBranch(entry));
+    if (dropped.length === 0) return;
+    const from = Math.min(...dropped.map((entry) => entry.position));
+    this.pending = this.pending.filter(otherBranch);
     await this.journal.truncate(this.runId, from);
-    // Results recorded live meanwhile (tools of the same act phase) sit past that point: keep them.
-    for (const entry of this.recordedLive.splice(0)) if (entry.position >= from) await this.journal.append(this.runId, entry);
+    // Results recorded live meanwhile (tools of the same act phase), and the other branches' past, sit past that point: keep them.
+    const kept = [...this.recordedLive.splice(0), ...this.pending].filter((entry) => entry.position >= from).sort((a, b) => a.position - b.position);
+    for (const entry of kept) await this.journal.append(this.runId, entry);
+    if (this.pending.length > 0) this.recordedLive.push(...kept.filter((entry) => !this.pending.includes(entry)));
   }
 }
 
@@ -137,6 +148,12 @@ export class ReplaySink implements EventSink {
   progress(event: ToolProgressEvent): void {
     this.sink.progress(event);
   }
+}
+
+/** The branch an effect belongs to: the node of a `purpose@node` key; none for the run's own sequence. */
+function branchOf(key: string): string | undefined {
+  const at = key.lastIndexOf('@');
+  return at < 0 ? undefined : key.slice(at + 1);
 }
 
 /** Two events are the same when they say the same, whichever run, seq and time they carry. */
