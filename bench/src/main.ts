@@ -7,6 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
+import { cluster } from './cluster.ts';
 import { concurrency } from './concurrency.ts';
 import { footprint } from './footprint.ts';
 import { overhead } from './overhead.ts';
@@ -25,7 +26,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => pr
 const started = new Date();
 const loadAtStart = round(loadavg()[0]!, 2);
 const stores = await prepareStores(settings);
-const sections = { footprint, overhead, stop: stopLatency, concurrency, streaming, requests: requestPaths } satisfies Record<Section, unknown>;
+const sections = { footprint, overhead, stop: stopLatency, concurrency, streaming, requests: requestPaths, cluster } satisfies Record<Section, unknown>;
 const figures: Partial<Record<Section, unknown>> = {};
 /** The machine's 1-minute load average as each section began and ended: other work on it shows here. */
 const load: Partial<Record<Section, { start: number; end: number }>> = {};

@@ -2,7 +2,9 @@
 // the benchmarks need. Prints its URL on stdout as JSON. Settings come from the environment:
 //   BENCH_STEPS      tool steps per task (default 3)
 //   BENCH_LATENCY_MS time before each reply (default 0)
-//   BENCH_MODE       'task' (default), 'slow' (every reply takes 10 s), 'stream' (BENCH_TOKENS tokens, fast)
+//   BENCH_MODE       'task' (default), 'slow' (every reply takes 10 s), 'stream' (BENCH_TOKENS tokens, fast),
+//                    'cluster' (as 'task', but a conversation whose last user message starts with "stop-"
+//                    is answered as in 'slow': one model server for both halves of the several-instances section)
 // In 'task' mode a conversation whose last user message starts with "lockstep" gets a stamped
 // text reply each call (the bare-SDK side of the concurrency benchmark).
 import { once } from 'node:events';
@@ -68,7 +70,7 @@ const server = await ScriptedLlmServer.start();
 server.respond((request) => {
   // Keep no history: the benchmarks send hundreds of thousands of requests.
   server.requests.length = 0;
-  if (mode === 'slow') {
+  if (mode === 'slow' || (mode === 'cluster' && markerOf(request).startsWith('stop-'))) {
     watched.set(markerOf(request), request);
     return { text: 'late', delayMs: 10_000 };
   }

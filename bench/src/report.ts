@@ -11,7 +11,7 @@ const kb = (value: number) => `${value < 10 ? value.toFixed(1) : Math.round(valu
 
 /** Renders the figures as Markdown tables; the reading of them is written by hand in READING.md, appended. */
 export function report(results: any): string {
-  const { machine, overhead, stop, concurrency, streaming, footprint, stores, requests } = results;
+  const { machine, overhead, stop, concurrency, streaming, footprint, stores, requests, cluster } = results;
   const lines: string[] = [];
   lines.push('# Benchmark results', '');
   lines.push(
@@ -141,6 +141,29 @@ export function report(results: any): string {
     lines.push(
       '',
       `JSON.stringify alone: ${serialised}. CPU is the calling process's (process.cpuUsage, its helper threads included), the model server runs in a process of its own.`,
+      '',
+    );
+  }
+  if (cluster) {
+    const { events } = cluster;
+    lines.push(`## 6. Several instances (two Stepwise processes on one PostgreSQL database and one Redis; ${cluster.stops} stops each, during a 10 s model call on A)`, '');
+    lines.push('| stop | to agent_stopped at the sending socket, p50 / p95 / p99 / max | to the upstream request closed, p50 / p95 / p99 / max |');
+    lines.push('| --- | ---: | ---: |');
+    for (const row of cluster.stopRows) {
+      const cell = (value: any) => `${value.p50} / ${value.p95} / ${value.p99} / ${value.max} ms`;
+      lines.push(`| ${row.name} | ${cell(row.toEndMs)} | ${cell(row.toUpstreamCloseMs)} |`);
+    }
+    lines.push(
+      '',
+      `A run of ${events.steps} tool steps on A, zero model latency (${events.eventsPerRun} logged events, ${(events.runMs / 1000).toFixed(2)} s; median of ${events.rounds} run${events.rounds === 1 ? '' : 's'}):`,
+      '',
+    );
+    lines.push('| socket | logged events per second | behind the socket on A, p50 / p99 / max | logged events missing | streamed previews received |', '| --- | ---: | ---: | ---: | ---: |');
+    lines.push(`| on A, where the run executes | ${events.onAEventsPerSecond} | — | — | ${events.previewsOnA} |`);
+    lines.push(`| on B (a Redis notice, then read from PostgreSQL) | ${events.onBEventsPerSecond} (${events.ratio.toFixed(2)}× A's) | ${events.lagP50Ms} / ${events.lagP99Ms} / ${events.lagMaxMs} ms | ${events.missingOnB} | ${events.previewsOnB} |`);
+    lines.push(
+      '',
+      "Both instances run with the same settings (INSTANCE_ID bench-a and bench-b, a new database on the benchmark's PostgreSQL, a throwaway redis-server). Each stop uses a new session on A and a socket on B joined to it (`session_id`, `after_seq=0`); the two kinds of stop alternate. Events per second: the run's logged events that reached the socket, over the time from sending the chat on A to that socket's response_complete; the lag behind A is, event by event, when B's socket received it minus when A's did.",
       '',
     );
   }

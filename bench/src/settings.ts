@@ -1,6 +1,6 @@
 // What a run of the benchmarks measures, from its command line:
 //   --quick                 small N and few rounds, to check the harness (CI); writes to bench/out/
-//   --only=a,b              a subset of sections: footprint, overhead, stop, concurrency, streaming, requests
+//   --only=a,b              a subset of sections: footprint, overhead, stop, concurrency, streaming, requests, cluster
 //   --sessions=10,100       the session counts of the concurrency section
 //   --db-sync=full,normal   the embedded store's DB_SYNC settings the overhead section compares
 //                           (default: both when the embedded store is SQLite; "none" for neither)
@@ -8,7 +8,7 @@
 //   --no-postgres           leave PostgreSQL out
 
 /** The sections, in the order they run. */
-export const SECTIONS = ['footprint', 'overhead', 'stop', 'concurrency', 'streaming', 'requests'] as const;
+export const SECTIONS = ['footprint', 'overhead', 'stop', 'concurrency', 'streaming', 'requests', 'cluster'] as const;
 export type Section = (typeof SECTIONS)[number];
 
 function option(name: string): string | undefined {
@@ -46,6 +46,10 @@ export const settings = {
   starts: quick ? 1 : 7,
   /** How long a server is left alone after its chat before its idle memory is read. */
   settleMs: quick ? 1_000 : 2_000,
+  /** Several instances: stops sent from each instance, and the tool steps of the run whose events are counted (rounds of it). */
+  clusterStops: quick ? 20 : 200,
+  clusterSteps: quick ? 20 : 150,
+  clusterRounds: quick ? 1 : 5,
   /** Explicit DB_SYNC settings, or undefined to decide from the store the server reports. */
   dbSync: list(option('db-sync'))?.filter((value) => value !== 'none'),
   storeLabel: option('store-label'),

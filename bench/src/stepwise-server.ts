@@ -9,7 +9,7 @@ import { folders, freePort, root, stopChild, track } from './processes.ts';
 const serverBundle = join(root, 'backend', 'dist', 'main.js');
 
 export interface StepwiseOptions {
-  /** Extra environment (a store's settings, LLM_STREAMING, …). */
+  /** Extra environment (a store's settings, LLM_STREAMING, REDIS_URL and INSTANCE_ID, …). */
   env?: Record<string, string>;
   /** Node flags before the entry point (e.g. --cpu-prof). */
   nodeArgs?: string[];
@@ -41,7 +41,8 @@ export async function startStepwise(modelUrl: string, options: StepwiseOptions =
   const logFd = openSync(logFile, 'w');
   const port = await freePort();
   // Settings of the caller's shell that choose what is measured do not leak in: the options say.
-  const { DATABASE_URL: _database, DB_SYNC: _sync, LLM_STREAMING: _streaming, STEPWISE_CONFIG: _config, ...inherited } = process.env;
+  // (REDIS_URL from the shell would make every server here one of several instances.)
+  const { DATABASE_URL: _database, REDIS_URL: _redis, INSTANCE_ID: _instance, DB_SYNC: _sync, LLM_STREAMING: _streaming, STEPWISE_CONFIG: _config, ...inherited } = process.env;
   if (!existsSync(serverBundle)) throw new Error(`${serverBundle} is missing: run \`node scripts/build-server.mjs\` (pnpm bench does)`);
   const spawnedAt = performance.now();
   const child = track(spawn(process.execPath, [...(options.nodeArgs ?? []), '--enable-source-maps', serverBundle], {

@@ -11,6 +11,8 @@ export const TARGETS = {
   coldStartMs: 1_500,
   /** The lag, model → client, that N sessions in lockstep must stay under at p99. */
   lagP99Ms: 100,
+  /** A stop sent on one instance for a run executing on another: to agent_stopped at the sender, and to the upstream close. */
+  stopAcrossInstancesP99Ms: 50,
 } as const;
 
 export interface Verdict {
@@ -74,6 +76,16 @@ export function assessTargets(results: any): Verdict[] {
         met: !bare || bareN === 0 ? undefined : n < bareN ? false : bareN === tested ? undefined : true,
       });
     }
+  }
+  const across = results.cluster?.stopRows?.find((row: any) => row.key === 'across');
+  if (across) {
+    const worst = Math.max(across.toEndMs.p99, across.toUpstreamCloseMs.p99);
+    verdicts.push({
+      target: `stop latency across instances p99 < ${TARGETS.stopAcrossInstancesP99Ms} ms`,
+      subject: 'Stepwise, two instances on PostgreSQL and Redis (stop sent on B, the run on A)',
+      measured: `${across.toEndMs.p99} ms to agent_stopped at B, ${across.toUpstreamCloseMs.p99} ms to the upstream close (p99 of ${results.cluster.stops} stops)`,
+      met: Number.isFinite(worst) ? worst < TARGETS.stopAcrossInstancesP99Ms : false,
+    });
   }
   return verdicts;
 }
