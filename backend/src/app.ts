@@ -8,6 +8,8 @@ import { loadConfigFile } from './config/config-file.ts';
 import { SessionManager } from './chat/session-manager.ts';
 import type { Cluster } from './cluster/cluster.ts';
 import { buildContainer } from './container.ts';
+import type { RunEngine } from './agent/run-engine.ts';
+import { RestateEngine } from './restate/restate-engine.ts';
 import { ModelHealthMonitor } from './llm/model-health.ts';
 import { McpManager } from './mcp/mcp-manager.ts';
 import { openStore } from './store/open-store.ts';
@@ -63,6 +65,12 @@ export async function startServer(options: {
   if (cluster) {
     await cluster.start();
     app.addHook('onClose', () => cluster.close());
+  }
+  // RUN_ENGINE=restate: this process serves the runs' workflows; Restate may call at once.
+  const engine = container.resolve<RunEngine>(TOKENS.RunEngine);
+  if (engine instanceof RestateEngine) {
+    await engine.start();
+    app.addHook('onClose', () => engine.close());
   }
   const sessions = container.resolve(SessionManager);
   await sessions.recover();

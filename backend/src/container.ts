@@ -3,6 +3,8 @@ import { type DependencyContainer, instanceCachingFactory, container as rootCont
 import { type ControlBus, InProcessControlBus } from './agent/control-bus.ts';
 import { parseState, STATE_DOC } from './agent/research/state-doc.ts';
 import { Cluster } from './cluster/cluster.ts';
+import { InProcessEngine, type RunEngine } from './agent/run-engine.ts';
+import { RestateEngine } from './restate/restate-engine.ts';
 import { RunKernel } from './agent/run-kernel.ts';
 import type { RunJournal } from './agent/run-journal.ts';
 import { STRATEGIES } from './agent/strategies.ts';
@@ -82,12 +84,20 @@ export function buildContainer(
   container.register(TOKENS.Cluster, { useFactory: () => cluster });
   container.register<ControlBus>(TOKENS.ControlBus, { useValue: cluster ? cluster.controlBus : new InProcessControlBus() });
   // Runs journal into the store: each effect committed before the run goes on.
-  container.register<RunJournal>(TOKENS.RunJournal, {
-    useValue: {
-      read: (runId) => store.readJournal(runId),
-      append: (runId, entry) => store.appendJournal(runId, entry),
-      truncate: (runId, fromPosition) => store.truncateJournal(runId, fromPosition),
-    },
+  const storeJournal: RunJournal = {
+    read: (runId) => store.readJournal(runId),
+    append: (runId, entry) => store.appendJournal(runId, entry),
+    truncate: (runId, fromPosition) => store.truncateJournal(runId, fromPosition),
+  };
+  container.register<RunJournal>(TOKENS.RunJournal, { useValue: storeJournal });
+  // Where runs execute: here, or as Restate workflows that journal in Restate (and keep a copy in the store).
+  container.register<RunEngine>(TOKENS.RunEngine, {
+    useFactory: instanceCachingFactory((dependencies) => {
+      const kernel = dependencies.resolve(RunKernel);
+      if (!config.restate) return new InProcessEngine(kernel);
+      const inactivityMs = Math.max(config.agent.runTimeoutMs, config.agent.inputTimeoutMs) + 60_000;
+      return new RestateEngine(config.restate, kernel, storeJournal, logger, { inactivityMs });
+    }),
   });
   container.registerSingleton(ToolRegistry);
   container.registerSingleton(McpManager);

@@ -25,6 +25,7 @@ export const ERROR_CODE = {
   notText: 'not_text',
   invalidFileContent: 'invalid_file_content',
   internal: 'internal_error',
+  engineUnavailable: 'engine_unavailable',
 } as const satisfies Record<string, ErrorCode>;
 export type ErrorCodeValue = (typeof ERROR_CODE)[keyof typeof ERROR_CODE];
 

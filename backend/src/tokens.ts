@@ -14,4 +14,6 @@ export const TOKENS = {
   RunJournal: Symbol('RunJournal'),
   /** Several instances: the Cluster, when REDIS_URL is set (absent otherwise). */
   Cluster: Symbol('Cluster'),
+  /** Where runs execute: in this process, or as Restate workflows (RUN_ENGINE). */
+  RunEngine: Symbol('RunEngine'),
 } as const;

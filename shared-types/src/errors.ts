@@ -28,6 +28,7 @@ export const ERROR_CODES = {
   model_timeout: { summary: 'The model endpoint took too long' },
   input_timeout: { summary: 'Nobody answered in time' },
   internal_error: { status: 500, summary: 'Something failed inside the server' },
+  engine_unavailable: { summary: 'The run engine (Restate) could not be reached' },
   // Tools (sent to the model as tool errors, and in logs).
   invalid_tool_arguments: { summary: 'A tool call’s arguments do not fit its schema' },
   tool_failed: { summary: 'A tool ran and failed' },

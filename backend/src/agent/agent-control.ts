@@ -7,6 +7,18 @@ interface Waiter {
   resolve: (answer: string) => void;
 }
 
+/**
+ * Where a durable engine keeps answers (Restate: one durable promise per question). An answer
+ * recorded there while nobody waited (the run's process was away) is found when the question
+ * waits again; the first answer recorded is the one the run takes, wherever it was given.
+ */
+export interface AnswerLedger {
+  /** The answer recorded for the question, if any. */
+  peek(questionId: string): Promise<string | undefined>;
+  /** Records `answer` unless one is recorded already; resolves with the recorded one. */
+  settle(questionId: string, answer: string): Promise<string>;
+}
+
 /** What became of an answer: given to its question, or why not. */
 export type InputOutcome = 'answered' | 'no_pending_input' | 'unknown_question' | 'ambiguous_input';
 
@@ -20,6 +32,8 @@ export class AgentControl {
   private readonly waiters: Waiter[] = [];
   private reason: StopReason | undefined;
   private handingOver = false;
+  /** Set by a durable engine while it executes the run. */
+  answers: AnswerLedger | undefined;
 
   /** Aborts when the run is stopped. */
   get signal(): AbortSignal {
@@ -72,6 +86,21 @@ export class AgentControl {
    * `timeoutMs`, or with the abort error as soon as `signal` aborts.
    */
   waitForInput(questionId: string, timeoutMs: number, signal: AbortSignal = this.signal): Promise<string> {
+    const answers = this.answers;
+    // The waiter is registered at once, so an answer sent the moment the question shows is taken.
+    const local = this.waitHere(questionId, timeoutMs, signal);
+    if (!answers) return local;
+    // An answer recorded while this run's process was away answers it now.
+    void answers.peek(questionId).then(
+      (recorded) => {
+        if (recorded !== undefined) this.provideInput(recorded, questionId);
+      },
+      () => undefined,
+    );
+    return local.then((answer) => answers.settle(questionId, answer));
+  }
+
+  private waitHere(questionId: string, timeoutMs: number, signal: AbortSignal): Promise<string> {
     return new Promise((resolve, reject) => {
       if (signal.aborted) return reject(abortReason(signal));
       const waiter: Waiter = {

@@ -46,6 +46,8 @@ export interface RunHooks {
     /** How many messages of the past's transcript the session's history holds already. */
     storedMessages: number;
   };
+  /** Where this run's effects are recorded, instead of the kernel's journal (a durable engine's). */
+  journal?: RunJournal;
 }
 
 /** Options checked against a strategy's schema: the values with defaults, or what is wrong, by name. */
@@ -143,7 +145,7 @@ export class RunKernel {
     const timer = setTimeout(() => control.stop('timeout'), timeoutMs);
     timer.unref?.();
     const options = input.options ?? (this.checkOptions(definition.name, {}) as { options: Record<string, unknown> }).options ?? {};
-    const replay = new JournalReplay(this.journal, input.runId, past, () => progress.step);
+    const replay = new JournalReplay(hooks.journal ?? this.journal, input.runId, past, () => progress.step);
     const run: Run = {
       input,
       options,

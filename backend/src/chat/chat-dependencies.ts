@@ -1,4 +1,5 @@
 import type { ControlBus } from '../agent/control-bus.ts';
+import type { RunEngine } from '../agent/run-engine.ts';
 import type { RunKernel } from '../agent/run-kernel.ts';
 import type { Cluster } from '../cluster/cluster.ts';
 import type { Config } from '../config/config.ts';
@@ -12,6 +13,8 @@ import type { RunSlots } from './run-slots.ts';
 export interface ChatDependencies {
   config: Config;
   kernel: RunKernel;
+  /** Where runs execute: here, or as Restate workflows. */
+  engine: RunEngine;
   controlBus: ControlBus;
   tools: ToolRegistry;
   store: Store;

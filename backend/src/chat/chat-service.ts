@@ -5,7 +5,7 @@ import { todosEvent } from '../agent/autonomous/autonomous-events.ts';
 import { serializeTodos, TodoError, TODOS_FILE, todosFromUser } from '../agent/autonomous/todos.ts';
 import type { ControlCommand, ControlOutcome } from '../agent/control-bus.ts';
 import type { RunInput } from '../agent/strategy.ts';
-import type { RunRecord } from '../store/store.ts';
+import type { RunRecord, Store } from '../store/store.ts';
 import type { ChatDependencies } from './chat-dependencies.ts';
 import { PLAIN_CHAT, type RunPastWithHistory, SessionRuns } from './session-runs.ts';
 import { SessionSnapshots } from './session-snapshots.ts';
@@ -72,6 +72,11 @@ export class ChatService {
   /** True while an answer or a run is in progress. */
   get busy(): boolean {
     return this.active !== undefined;
+  }
+
+  /** The run in progress here, if any. */
+  get activeRunId(): string | undefined {
+    return this.active?.runId;
   }
 
   /** From now on every message is refused: the session is being deleted. */
@@ -159,10 +164,26 @@ export class ChatService {
     return undefined;
   }
 
+  /**
+   * A durable engine's run that is not executing just now (its process restarting) keeps the
+   * answer to a question it asked: it takes it when it asks again. True when the answer was kept.
+   */
+  private async answerDurably(questionId: string, answer: string): Promise<boolean> {
+    const { engine, store } = this.deps;
+    if (!engine.recordAnswer) return false;
+    const run = (await store.listRuns(this.sessionId)).at(-1);
+    if (!run || run.status !== 'running' || !(await askedIn(store, run, questionId))) return false;
+    await engine.recordAnswer(run.id, questionId, answer);
+    return true;
+  }
+
   private async input(message: AgentUserInputMessage): Promise<ErrorEvent | undefined> {
     const command = { type: 'answer', content: message.content, questionId: message.question_id } as const;
     const reply = this.active ? await this.send(command) : await this.deps.cluster?.sendToSession(this.sessionId, command);
-    const outcome = reply?.type === 'answer' ? reply.outcome : 'no_pending_input';
+    let outcome = reply?.type === 'answer' ? reply.outcome : 'no_pending_input';
+    // Nothing executes the run just now (its process is restarting): a durable engine keeps the answer.
+    const executing = this.active !== undefined || reply?.type === 'answer';
+    if (!executing && message.question_id && (await this.answerDurably(message.question_id, message.content))) outcome = 'answered';
     switch (outcome) {
       case 'answered':
         return undefined;
@@ -342,5 +363,17 @@ function handleCommand(control: AgentControl, command: ControlCommand): ControlO
       const unexpected: never = command;
       throw new Error(`Unknown control command ${JSON.stringify(unexpected)}`);
     }
+  }
+}
+
+/** Whether run `run` asked the question `questionId` (its log holds the question). */
+async function askedIn(store: Store, run: RunRecord, questionId: string): Promise<boolean> {
+  const pageSize = 500;
+  let after = run.afterSeq ?? 0;
+  for (;;) {
+    const page = await store.listEvents(run.sessionId, after, pageSize);
+    if (page.some((event) => event.run_id === run.id && event.type === 'agent_update' && event.update_type === 'agent_request_input' && event.question_id === questionId)) return true;
+    if (page.length < pageSize) return false;
+    after = page.at(-1)!.seq;
   }
 }

@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { LoggedEventBody, ModelHealthEvent, StopReason, ToolsChangedEvent } from '@stepwise/shared-types';
 import { inject, injectable } from 'tsyringe';
 import type { ControlBus } from '../agent/control-bus.ts';
+import type { RunEngine } from '../agent/run-engine.ts';
+import { type Adoption, RestateEngine } from '../restate/restate-engine.ts';
 import type { Cluster } from '../cluster/cluster.ts';
 import { RunKernel } from '../agent/run-kernel.ts';
 import type { Config } from '../config/config.ts';
@@ -42,11 +44,13 @@ export class SessionManager {
     @inject(TOKENS.Logger) private readonly logger: Logger,
     @inject(SessionFiles) files: SessionFiles,
     @inject(TOKENS.Cluster) private readonly cluster: Cluster | undefined,
+    @inject(TOKENS.RunEngine) private readonly engine: RunEngine,
   ) {
     files.onChange(this.onFileChange);
     this.deps = {
       config,
       kernel,
+      engine,
       controlBus,
       tools,
       store,
@@ -56,6 +60,8 @@ export class SessionManager {
       cluster,
     };
     cluster?.onOrphanedRun((orphan) => this.takeOver(orphan.sessionId, orphan.runId));
+    // Restate executes a run here that no socket started here (after a restart): set it up.
+    if (engine instanceof RestateEngine) engine.onAdopt((sessionId, runId) => this.adopt(sessionId, runId));
     // Another instance took over a session this one was too slow to renew: two must never run it.
     cluster?.onLostLease((sessionId) => void this.sessions.get(sessionId)?.handOver());
   }
@@ -65,6 +71,11 @@ export class SessionManager {
    * it goes on here from its journal, or is closed, as after a restart.
    */
   private async takeOver(sessionId: string, runId: string): Promise<void> {
+    if (this.engine instanceof RestateEngine) {
+      // Restate runs the workflow again itself, wherever it reaches; it sets the run up there.
+      await this.cluster?.release(sessionId);
+      return;
+    }
     const run = await this.store.getRun(runId);
     const chat = await this.find(sessionId);
     if (!run || !chat || run.status !== 'running') {
@@ -144,6 +155,7 @@ export class SessionManager {
    * that cannot be recovered does not keep the server from starting.
    */
   async recover(): Promise<{ resumed: number; closed: number }> {
+    if (this.engine instanceof RestateEngine) return this.recoverInRestate(this.engine);
     let resumed = 0;
     let closed = 0;
     for (const run of await this.store.listRunningRuns()) {
@@ -161,6 +173,54 @@ export class SessionManager {
     }
     if (resumed + closed > 0) this.logger.info({ resumed, closed }, 'recovered runs interrupted by a restart');
     return { resumed, closed };
+  }
+
+  /**
+   * After a restart with RUN_ENGINE=restate: Restate invokes the workflows of runs that were going
+   * again by itself, and each is set up here when it does (adopt). A run whose workflow was never
+   * started (it began under the in-process engine) is submitted now; one whose workflow has ended
+   * (its end could not be saved) is closed.
+   */
+  private async recoverInRestate(engine: RestateEngine): Promise<{ resumed: number; closed: number }> {
+    let resumed = 0;
+    let closed = 0;
+    for (const run of await this.store.listRunningRuns()) {
+      try {
+        const submitted = await engine.submit(run.id, run.sessionId);
+        if (!submitted.finished) {
+          resumed++;
+          continue;
+        }
+        const chat = await this.find(run.sessionId);
+        if (!chat) continue;
+        await chat.closeInterrupted(run);
+        this.release(chat);
+        closed++;
+      } catch (error) {
+        this.logger.error({ err: error, run_id: run.id, session_id: run.sessionId }, 'could not hand a run interrupted by a restart to Restate');
+      }
+    }
+    if (resumed + closed > 0) this.logger.info({ resumed, closed }, 'runs interrupted by a restart: handed to Restate, or closed');
+    return { resumed, closed };
+  }
+
+  /**
+   * Restate executes run `runId` here and no socket started it here: the run is set up from the
+   * store as after a restart (its journal then comes from Restate), or, when it has ended or
+   * cannot go on, closed. Throws (Restate tries again) while the session is still busy with it.
+   */
+  private async adopt(sessionId: string, runId: string): Promise<Adoption> {
+    const run = await this.store.getRun(runId);
+    const chat = await this.find(sessionId);
+    if (!run || !chat || run.status !== 'running') return 'closed';
+    if (chat.activeRunId !== undefined) {
+      throw new Error(`Session ${sessionId} is still busy with run ${chat.activeRunId}; Restate tries again`);
+    }
+    if (this.cluster && !(await this.cluster.claim(sessionId, runId))) throw new Error(`Another instance holds session ${sessionId}`);
+    if (this.cluster) await chat.log.syncFromStore();
+    const outcome = await chat.recover(run);
+    this.release(chat);
+    return outcome;
   }
 
   /**
@@ -203,7 +263,9 @@ export class SessionManager {
     for (const timer of this.idleTimers.values()) clearTimeout(timer);
     this.idleTimers.clear();
     // Several instances: a shutdown hands runs over to the others rather than stopping them.
-    await Promise.all([...this.sessions.values()].map((chat) => (this.cluster && reason === 'shutdown' ? chat.handOver() : chat.stop(reason))));
+    // So does Restate: the runs' workflows go on when this process (or another) is back.
+    const handOver = reason === 'shutdown' && (this.cluster !== undefined || this.engine instanceof RestateEngine);
+    await Promise.all([...this.sessions.values()].map((chat) => (handOver ? chat.handOver() : chat.stop(reason))));
   }
 
   private async find(id: string): Promise<ChatService | undefined> {

@@ -24,7 +24,7 @@ export class SessionRuns {
   constructor(
     private readonly sessionId: string,
     private readonly log: SessionEventLog,
-    private readonly deps: Pick<ChatDependencies, 'store' | 'kernel' | 'logger' | 'files' | 'config' | 'tools'>,
+    private readonly deps: Pick<ChatDependencies, 'store' | 'kernel' | 'engine' | 'logger' | 'files' | 'config' | 'tools'>,
   ) {}
 
   /** Records the request (the user's message, the run) and runs it. */
@@ -111,9 +111,9 @@ export class SessionRuns {
   }
 
   async execute(input: RunInput, control: AgentControl, past?: RunPastWithHistory): Promise<void> {
-    const { store, logger, kernel } = this.deps;
+    const { store, logger, engine } = this.deps;
     const runLogger = logger.child({ session_id: this.sessionId });
-    await kernel.execute(
+    await engine.execute(
       input,
       {
         control,

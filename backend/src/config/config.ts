@@ -36,6 +36,11 @@ const EnvSchema = z.object({
   REDIS_URL: z.string().trim().pipe(z.url({ protocol: /^rediss?$/, error: 'must be a redis:// URL' })).optional(),
   INSTANCE_ID: z.string().trim().regex(/^[\w.-]{1,64}$/, 'letters, digits, ".", "_" or "-", at most 64').optional(),
   CLUSTER_LEASE_MS: integer(500, 600_000).default(5_000),
+  RUN_ENGINE: z.string().trim().toLowerCase().pipe(z.enum(['in-process', 'restate'], { error: 'must be in-process or restate' })).default('in-process'),
+  RESTATE_INGRESS_URL: url.optional(),
+  RESTATE_ADMIN_URL: url.optional(),
+  RESTATE_SERVICE_PORT: integer(0, 65535).default(9080),
+  RESTATE_SERVICE_URL: url.optional(),
   DB_SYNC: z.string().trim().toLowerCase().pipe(z.enum(['normal', 'full'], { error: 'must be normal or full' })).default('normal'),
   STEPWISE_CONFIG: nonEmpty.default('./stepwise.config.json'),
   AUTH_TOKEN: z
@@ -182,6 +187,11 @@ export interface Config {
   /** Several instances (REDIS_URL with DATABASE_URL): where they meet, this one's id, how long a lease lasts. */
   cluster: { redisUrl: string; databaseUrl: string; instanceId: string | undefined; leaseMs: number } | undefined;
   /**
+   * RUN_ENGINE=restate: runs execute as Restate workflows served by this process on `servicePort`
+   * (registered with Restate at `serviceUrl`); absent for the in-process engine.
+   */
+  restate: { ingressUrl: string; adminUrl: string; servicePort: number; serviceHost: string; serviceUrl: string } | undefined;
+  /**
    * How the embedded SQLite database syncs its write-ahead log: `full` fsyncs at every commit (an
    * acknowledged write survives a power cut); `normal` only at checkpoints (it survives a crash of
    * the process, not of the machine) and commits several times faster.
@@ -220,6 +230,9 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
   }
   if (e.REDIS_URL && !e.DATABASE_URL) {
     throw new ConfigError('Invalid REDIS_URL: several instances share PostgreSQL too; set DATABASE_URL as well');
+  }
+  if (e.RUN_ENGINE === 'restate' && (!e.RESTATE_INGRESS_URL || !e.RESTATE_ADMIN_URL)) {
+    throw new ConfigError(`Invalid RUN_ENGINE: restate needs RESTATE_INGRESS_URL and RESTATE_ADMIN_URL (missing: ${[e.RESTATE_INGRESS_URL ? '' : 'RESTATE_INGRESS_URL', e.RESTATE_ADMIN_URL ? '' : 'RESTATE_ADMIN_URL'].filter(Boolean).join(', ')})`);
   }
   const provider = e.LLM_PROVIDER ?? (e.OPENAI_API_KEY || e.OPENAI_BASE_URL ? 'openai' : 'demo');
   return {
@@ -284,6 +297,16 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
     dataDir: e.DATA_DIR,
     databaseUrl: e.DATABASE_URL,
     cluster: e.REDIS_URL && e.DATABASE_URL ? { redisUrl: e.REDIS_URL, databaseUrl: e.DATABASE_URL, instanceId: e.INSTANCE_ID, leaseMs: e.CLUSTER_LEASE_MS } : undefined,
+    restate:
+      e.RUN_ENGINE === 'restate' && e.RESTATE_INGRESS_URL && e.RESTATE_ADMIN_URL
+        ? {
+            ingressUrl: e.RESTATE_INGRESS_URL.replace(/\/+$/, ''),
+            adminUrl: e.RESTATE_ADMIN_URL.replace(/\/+$/, ''),
+            servicePort: e.RESTATE_SERVICE_PORT,
+            serviceHost: e.HOST,
+            serviceUrl: (e.RESTATE_SERVICE_URL ?? `http://${e.HOST.includes(':') ? `[${e.HOST}]` : e.HOST}:${e.RESTATE_SERVICE_PORT}`).replace(/\/+$/, ''),
+          }
+        : undefined,
     dbSync: e.DB_SYNC,
     configFile: e.STEPWISE_CONFIG,
     configFileExplicit: present.STEPWISE_CONFIG !== undefined,

@@ -1,4 +1,6 @@
 import type { Cluster } from '../cluster/cluster.ts';
+import type { RunEngine } from '../agent/run-engine.ts';
+import { RestateEngine } from '../restate/restate-engine.ts';
 import { existsSync } from 'node:fs';
 import fastifyStatic from '@fastify/static';
 import fastifyWebsocket from '@fastify/websocket';
@@ -59,11 +61,13 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
 
   // With several instances it also says which shared dependencies answer (503 while one does not).
   const cluster = container.resolve<Cluster | undefined>(TOKENS.Cluster);
+  const engine = container.resolve<RunEngine>(TOKENS.RunEngine);
   app.get('/api/health', { config: { ...PUBLIC_ROUTE.config, health: true } }, async (_request, reply) => {
-    if (!cluster) return { status: 'ok' };
-    const dependencies = await cluster.health();
-    const ok = dependencies.database && dependencies.redis;
-    return reply.code(ok ? 200 : 503).send({ status: ok ? 'ok' : 'degraded', instance: cluster.instanceId, dependencies });
+    const restate = engine instanceof RestateEngine ? await engine.health() : undefined;
+    if (!cluster && !restate) return { status: 'ok' };
+    const dependencies = { ...(cluster ? await cluster.health() : {}), ...(restate ? { restate: restate.restate === 'ok' } : {}) };
+    const ok = Object.values(dependencies).every(Boolean);
+    return reply.code(ok ? 200 : 503).send({ status: ok ? 'ok' : 'degraded', ...(cluster ? { instance: cluster.instanceId } : {}), dependencies });
   });
   registerRestRoutes(app, container.resolve(HistoryService), container.resolve(SessionFiles));
   registerWebSocketRoute(app, handler, new SocketsPerAddress(config.limits.socketsPerAddress), config.limits);

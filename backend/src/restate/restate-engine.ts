@@ -1,0 +1,308 @@
+// The Restate SDK needs Promise.withResolvers (Node 22+): the standard polyfill, for Node 20.
+import 'core-js/actual/promise/with-resolvers.js';
+import { createServer, type Http2Server } from 'node:http2';
+import * as restate from '@restatedev/restate-sdk';
+import type { Config } from '../config/config.ts';
+import { ERROR_CODE, StepwiseError } from '../errors.ts';
+import type { Logger } from '../logger.ts';
+import type { RunEngine } from '../agent/run-engine.ts';
+import type { JournalEntry, RunJournal } from '../agent/run-journal.ts';
+import type { RunHooks, RunKernel, RunOutcome, RunSession } from '../agent/run-kernel.ts';
+import type { RunInput } from '../agent/strategy.ts';
+import { abortReason } from '../util/abort.ts';
+import { answerKey, RestateJournal, RunCancelledError } from './restate-journal.ts';
+
+type RestateConfig = NonNullable<Config['restate']>;
+
+/** The workflow each run is, keyed by the run's id. */
+export const RUN_WORKFLOW = 'StepwiseRun';
+
+/** What becomes of a run Restate asks this process to execute that no socket started here. */
+export type Adoption = 'resumed' | 'closed';
+
+/** A run waiting for its workflow to execute it: started here, or adopted after a restart. */
+interface Pending {
+  input: RunInput;
+  session: RunSession;
+  hooks: RunHooks;
+  resolve: (outcome: RunOutcome) => void;
+  taken: boolean;
+}
+
+/** How long a workflow waits for the run it adopted to be set up here before Restate tries again. */
+const ADOPT_WAIT_MS = 30_000;
+
+/**
+ * RUN_ENGINE=restate: each run is a Restate workflow keyed by its id, served by this process. The
+ * workflow executes the run with the kernel, as the in-process engine does, but journals its
+ * effects in Restate (RestateJournal). If this process dies mid-run, Restate invokes the workflow
+ * again once the process (or another behind the same address) is back: the run goes on from its
+ * journal, no completed model or tool call made again. Questions are durable promises; a stop is
+ * a Restate cancellation as well as the abort of whatever the run was doing here.
+ */
+export class RestateEngine implements RunEngine {
+  private readonly pending = new Map<string, Pending>();
+  private readonly arrivals = new Map<string, Array<() => void>>();
+  private server: Http2Server | undefined;
+  private adopt: (sessionId: string, runId: string) => Promise<Adoption> = async () => 'closed';
+
+  constructor(
+    private readonly config: RestateConfig,
+    private readonly kernel: RunKernel,
+    private readonly storeJournal: RunJournal,
+    private readonly logger: Logger,
+    private readonly timeouts: { inactivityMs: number },
+  ) {}
+
+  /** Who sets up a run Restate executes here that no socket started here (after a restart). */
+  onAdopt(adopt: (sessionId: string, runId: string) => Promise<Adoption>): void {
+    this.adopt = adopt;
+  }
+
+  /** Serves the workflow and registers this process with Restate (retrying while Restate starts). */
+  async start(): Promise<void> {
+    const workflow = restate.workflow({
+      name: RUN_WORKFLOW,
+      handlers: {
+        run: (ctx: restate.WorkflowContext, request: { sessionId: string }) => this.runWorkflow(ctx, request),
+        /** An answer to one of the run's questions, from anywhere Restate's ingress is reachable. */
+        answer: async (ctx: restate.WorkflowSharedContext, request: { questionId: string; answer: string }) => {
+          try {
+            await ctx.promise<string>(answerKey(request.questionId)).resolve(request.answer);
+          } catch (error) {
+            if (!(error instanceof restate.TerminalError)) throw error;
+          }
+          this.pending.get(ctx.key)?.session.control.provideInput(request.answer, request.questionId);
+          return 'recorded';
+        },
+      },
+      options: {
+        // A model call or a question records nothing in Restate while it lasts: never cut it short.
+        inactivityTimeout: this.timeouts.inactivityMs,
+        abortTimeout: 60_000,
+      },
+    });
+    const server = createServer(restate.endpoint().bind(workflow).http2Handler());
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.config.servicePort, this.config.serviceHost, () => resolve());
+    });
+    this.server = server;
+    await this.register();
+  }
+
+  async close(): Promise<void> {
+    const server = this.server;
+    this.server = undefined;
+    if (!server) return;
+    await new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      // Open streams end with the process; closing waits for none of them.
+      setTimeout(resolve, 1_000).unref();
+    });
+  }
+
+  /** Whether Restate's admin API answers, for the health endpoint. */
+  async health(): Promise<{ restate: 'ok' | 'unreachable' }> {
+    const ok = await fetch(`${this.config.adminUrl}/health`, { signal: AbortSignal.timeout(2_000) }).then(
+      (response) => response.ok,
+      () => false,
+    );
+    return { restate: ok ? 'ok' : 'unreachable' };
+  }
+
+  async execute(input: RunInput, session: RunSession, hooks: RunHooks): Promise<RunOutcome> {
+    const { runId } = input;
+    const done = new Promise<RunOutcome>((resolve) => {
+      this.pending.set(runId, { input, session, hooks, resolve, taken: false });
+    });
+    for (const wake of this.arrivals.get(runId) ?? []) wake();
+    this.arrivals.delete(runId);
+    let submitted: Awaited<ReturnType<RestateEngine['submit']>>;
+    try {
+      submitted = await this.submit(runId, input.sessionId);
+    } catch (error) {
+      this.pending.delete(runId);
+      this.logger.error({ err: error, run_id: runId }, 'could not start the run in Restate');
+      // The run ends here, failed, saying why; nothing of it ran.
+      return this.kernel.execute(input, session, { ...hooks, journal: unreachable(this.config.ingressUrl, error) });
+    }
+    if (submitted.finished) {
+      // Its workflow ended already (its end was not saved): the run closes from its journal here.
+      this.pending.delete(runId);
+      return this.kernel.execute(input, session, hooks);
+    }
+    const { control } = session;
+    const untaken = () => {
+      const waiting = this.pending.get(runId);
+      if (!waiting || waiting.taken) return;
+      // Stopped before Restate got to it: it ends here, and Restate is told not to run it.
+      this.pending.delete(runId);
+      if (!control.handedOver) void this.cancel(submitted.invocationId);
+      void this.kernel.execute(input, session, hooks).then(waiting.resolve);
+    };
+    control.signal.addEventListener('abort', untaken, { once: true });
+    try {
+      return await done;
+    } finally {
+      control.signal.removeEventListener('abort', untaken);
+    }
+  }
+
+  /** Starts (or finds) the run's workflow; after a restart, each run still going is submitted again. */
+  async submit(runId: string, sessionId: string): Promise<{ invocationId: string; finished: boolean }> {
+    const response = await fetch(`${this.config.ingressUrl}/${RUN_WORKFLOW}/${encodeURIComponent(runId)}/run/send`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ sessionId }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    if (!response.ok) throw new Error(`Restate's ingress answered ${response.status}: ${(await response.text()).slice(0, 300)}`);
+    const { invocationId, status } = (await response.json()) as { invocationId: string; status: string };
+    if (status !== 'PreviouslyAccepted') return { invocationId, finished: false };
+    const output = await fetch(`${this.config.ingressUrl}/restate/workflow/${RUN_WORKFLOW}/${encodeURIComponent(runId)}/output`, {
+      signal: AbortSignal.timeout(10_000),
+    });
+    return { invocationId, finished: output.status === 200 };
+  }
+
+  async recordAnswer(runId: string, questionId: string, answer: string): Promise<void> {
+    const response = await fetch(`${this.config.ingressUrl}/${RUN_WORKFLOW}/${encodeURIComponent(runId)}/answer`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ questionId, answer }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    if (!response.ok) throw new Error(`Restate's ingress answered ${response.status}: ${(await response.text()).slice(0, 300)}`);
+  }
+
+  /** Cancels the run's workflow in Restate: nothing of it is run again. */
+  private async cancel(invocationId: string): Promise<void> {
+    try {
+      const response = await fetch(`${this.config.adminUrl}/invocations/${encodeURIComponent(invocationId)}/cancel`, {
+        method: 'PATCH',
+        signal: AbortSignal.timeout(10_000),
+      });
+      if (!response.ok && response.status !== 404) this.logger.warn({ invocation_id: invocationId, status: response.status }, 'Restate did not cancel the run');
+    } catch (error) {
+      this.logger.warn({ err: error, invocation_id: invocationId }, 'could not reach Restate to cancel the run');
+    }
+  }
+
+  /** The workflow's run handler: one attempt of executing the run. */
+  private async runWorkflow(ctx: restate.WorkflowContext, request: { sessionId: string }): Promise<string> {
+    const runId = ctx.key;
+    const invocationId = ctx.request().id;
+    let journal: RestateJournal;
+    try {
+      journal = await RestateJournal.open(ctx, this.storeJournal, runId);
+    } catch (error) {
+      if (!(error instanceof RunCancelledError)) throw error;
+      // Cancelled while nothing executed it: it ends as stopped.
+      const waiting = await this.take(request.sessionId, runId).catch(() => undefined);
+      if (waiting) {
+        waiting.session.control.stop('user');
+        waiting.resolve(await this.kernel.execute(waiting.input, waiting.session, waiting.hooks));
+      }
+      return 'cancelled';
+    }
+    const waiting = await this.take(request.sessionId, runId);
+    if (!waiting) return 'closed';
+    const { control } = waiting.session;
+    control.answers = journal.answers();
+    journal.onCancelled = () => {
+      control.stop('user');
+      return abortReason(control.signal);
+    };
+    // A stop (from any instance) is a Restate cancellation too: no retry ever runs the run on.
+    const onStop = () => {
+      if (!control.handedOver) void this.cancel(invocationId);
+    };
+    control.signal.addEventListener('abort', onStop, { once: true });
+    let finished = false;
+    // The attempt ended under the run (Restate lost this process's stream): the next attempt goes on.
+    const onAttemptEnd = () => {
+      if (!finished) control.handOver();
+    };
+    const attempt = ctx.request().attemptCompletedSignal;
+    attempt.addEventListener('abort', onAttemptEnd, { once: true });
+    try {
+      const outcome = await this.kernel.execute(waiting.input, waiting.session, { ...waiting.hooks, journal });
+      finished = true;
+      waiting.resolve(outcome);
+      // Handed over (this process is shutting down): Restate runs the workflow again, elsewhere or later.
+      if (control.handedOver) throw new restate.RetryableError('The run was handed over; it goes on in the next attempt');
+      return outcome.status;
+    } finally {
+      finished = true;
+      control.signal.removeEventListener('abort', onStop);
+      attempt.removeEventListener('abort', onAttemptEnd);
+      control.answers = undefined;
+      if (this.pending.get(runId) === waiting) this.pending.delete(runId);
+    }
+  }
+
+  /**
+   * The run this attempt executes: the one a socket started here, or else the one set up here now
+   * (after a restart, or on another instance) from the session's store. Undefined when the run
+   * has ended meanwhile and there is nothing to execute.
+   */
+  private async take(sessionId: string, runId: string): Promise<Pending | undefined> {
+    let waiting = this.pending.get(runId);
+    if (!waiting || waiting.taken) {
+      if ((await this.adopt(sessionId, runId)) === 'closed') return undefined;
+      waiting = await this.arrival(runId);
+    }
+    waiting.taken = true;
+    return waiting;
+  }
+
+  private arrival(runId: string): Promise<Pending> {
+    return new Promise((resolve, reject) => {
+      const found = this.pending.get(runId);
+      if (found && !found.taken) return resolve(found);
+      const timer = setTimeout(() => reject(new restate.RetryableError(`Run ${runId} was not set up here in time`)), ADOPT_WAIT_MS);
+      const wake = () => {
+        clearTimeout(timer);
+        const arrived = this.pending.get(runId);
+        if (arrived) resolve(arrived);
+        else reject(new restate.RetryableError(`Run ${runId} went away while being set up`));
+      };
+      this.arrivals.set(runId, [...(this.arrivals.get(runId) ?? []), wake]);
+    });
+  }
+
+  /** Registers this process's endpoint with Restate's admin API, retrying for up to a minute. */
+  private async register(): Promise<void> {
+    const deadline = Date.now() + 60_000;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const response = await fetch(`${this.config.adminUrl}/deployments`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ uri: this.config.serviceUrl, force: true }),
+          signal: AbortSignal.timeout(10_000),
+        });
+        if (response.ok) {
+          this.logger.info({ service_url: this.config.serviceUrl, admin_url: this.config.adminUrl }, 'registered with Restate');
+          return;
+        }
+        throw new Error(`Restate's admin API answered ${response.status}: ${(await response.text()).slice(0, 300)}`);
+      } catch (error) {
+        if (Date.now() > deadline) {
+          throw new StepwiseError(ERROR_CODE.engineUnavailable, `Could not register with Restate at ${this.config.adminUrl} (RESTATE_ADMIN_URL): ${error instanceof Error ? error.message : String(error)}`);
+        }
+        if (attempt === 1) this.logger.warn({ err: error }, 'Restate is not reachable yet; retrying');
+        await new Promise((resolve) => setTimeout(resolve, Math.min(2_000, 100 * attempt)));
+      }
+    }
+  }
+}
+
+/** A journal for a run Restate could not start: its first record fails, saying why. */
+function unreachable(ingressUrl: string, cause: unknown): RunJournal {
+  const fail = async (): Promise<never> => {
+    throw new StepwiseError(ERROR_CODE.engineUnavailable, `The run could not start: Restate is not reachable at ${ingressUrl} (${cause instanceof Error ? cause.message : String(cause)})`);
+  };
+  return { read: async () => [] as JournalEntry[], append: fail, truncate: fail };
+}

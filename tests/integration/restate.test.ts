@@ -1,0 +1,169 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../fixtures/mcp-servers.ts';
+import { startTestRestate } from '../../scripts/restate.mjs';
+import { reasonText, type RecordedRequest, ScriptedLlmServer, type ScriptedReply } from '../fixtures/scripted-llm-server.ts';
+import { PROCESS_TEST_TIMEOUT_MS, startStepwiseProcess, stopAllProcesses } from '../helpers/process.ts';
+import { summarize, TestClient } from '../helpers/ws-client.ts';
+
+type Event = Record<string, unknown>;
+
+let restate: Awaited<ReturnType<typeof startTestRestate>> | undefined;
+let llm: ScriptedLlmServer | undefined;
+const clients: TestClient[] = [];
+const folders: string[] = [];
+
+beforeAll(async () => {
+  restate = await startTestRestate();
+}, 120_000);
+
+afterAll(async () => {
+  await restate?.stop();
+}, 60_000);
+
+afterEach(async () => {
+  for (const client of clients.splice(0)) client.socket.terminate();
+  await stopAllProcesses({ signal: 'SIGKILL' });
+  await llm?.close();
+  llm = undefined;
+  for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true });
+}, 60_000);
+
+/** The environment of a Stepwise process on Restate: its own data dir and service port, kept across restarts. */
+async function restateEnv(): Promise<Record<string, string>> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'stepwise-restate-run-'));
+  folders.push(dataDir);
+  llm = await ScriptedLlmServer.start();
+  return {
+    RUN_ENGINE: 'restate',
+    RESTATE_INGRESS_URL: restate!.ingressUrl,
+    RESTATE_ADMIN_URL: restate!.adminUrl,
+    RESTATE_SERVICE_PORT: String(await freePort()),
+    DATA_DIR: dataDir,
+    LLM_PROVIDER: 'openai',
+    OPENAI_BASE_URL: llm.url,
+    OPENAI_API_KEY: 'k',
+    LLM_MAX_RETRIES: '0',
+  };
+}
+
+async function connect(wsUrl: string, query: Record<string, string | number> = {}): Promise<TestClient> {
+  const client = await TestClient.connect(wsUrl, query);
+  clients.push(client);
+  return client;
+}
+
+/** A model call by what it was for (its purpose and, inside a branch, the branch) and what it sent. */
+const callKey = (request: RecordedRequest) => `${request.purpose}@${request.node ?? ''}`;
+const fingerprint = (request: RecordedRequest) => `${callKey(request)} ${JSON.stringify(request.body.messages)}`;
+const seqs = (client: TestClient) => client.logged.map((event) => (event as Event).seq as number);
+
+describe('runs as Restate workflows (RUN_ENGINE=restate)', { timeout: PROCESS_TEST_TIMEOUT_MS * 2 }, () => {
+  it('a research run killed with -9 goes on after the restart: each completed model call made once, the call in flight again, a question pending across the restart answered afterwards', async () => {
+    const env = await restateEnv();
+    const task = (id: string) => ({ id, title: `Task ${id}`, agent: 'literature_scout', depends_on: [], acceptance_criteria: [], inputs: [] });
+    const plan = { stages: [{ id: '1', name: 'Only', verifier_criteria: [], tasks: [task('1.1'), task('1.2')] }] };
+    const pass = JSON.stringify({ verdict: 'PASS', issues: [], follow_up_tasks: [] });
+    let hangTask12 = true;
+    llm!.respond((request): ScriptedReply => {
+      switch (request.purpose) {
+        case 'research.plan':
+          return { text: JSON.stringify(plan) };
+        case 'research.task': {
+          if (request.node === '1.2') return hangTask12 ? { hang: true } : { text: 'finding of 1.2' };
+          const asked = request.body.messages.some((message) => message.role === 'tool');
+          return asked ? { text: 'finding of 1.1' } : { toolCalls: [{ name: 'request_input', arguments: { question: 'Which tower?' } }] };
+        }
+        case 'research.task_result':
+          return { text: JSON.stringify({ summary: `done ${request.node}`, result: `result ${request.node}`, evidence: [], artifacts: [] }) };
+        case 'research.report':
+          return { text: 'Report.' };
+        default:
+          return { text: pass };
+      }
+    });
+    const first = await startStepwiseProcess(env);
+    const before = await connect(first.wsUrl);
+    const sessionId = before.session.session_id;
+    before.chat('How tall is the tower?', { agent_mode: true, strategy: 'research' });
+    const question = (await before.waitFor('agent_request_input', { timeoutMs: 60_000 })) as Event;
+    expect(question).toMatchObject({ node_id: '1.1', question: 'Which tower?' });
+    const inFlight = await llm!.waitFor((request) => request.purpose === 'research.task' && request.node === '1.2', 60_000);
+    const completedBeforeKill = llm!.requests.filter((request) => request !== inFlight);
+    await first.kill();
+
+    hangTask12 = false;
+    const second = await startStepwiseProcess(env);
+    const after = await connect(second.wsUrl, { session_id: sessionId, after_seq: 0 });
+    // Answered after the restart, whether or not Restate has the run executing again yet.
+    after.send({ type: 'agent_user_input', content: 'The Eiffel Tower', question_id: question.question_id });
+    const events = (await after.untilComplete({ timeoutMs: 90_000 })) as Event[];
+    expect(summarize(events).slice(-2)).toEqual(['agent_completion:answered', 'response_complete']);
+    expect(after.events.filter((event) => event.type === 'error')).toEqual([]);
+
+    // Every call completed before the kill was not made again; the one in flight was, once.
+    expect(completedBeforeKill.map(callKey)).toEqual(expect.arrayContaining(['research.plan@', 'research.task@1.1']));
+    const made = llm!.requests.map(fingerprint);
+    for (const request of completedBeforeKill) expect({ call: callKey(request), times: made.filter((one) => one === fingerprint(request)).length }).toEqual({ call: callKey(request), times: 1 });
+    expect(made.filter((one) => one === fingerprint(inFlight))).toHaveLength(2);
+    const resumed = llm!.requests.filter((request) => request.purpose === 'research.task' && request.node === '1.1').at(-1)!;
+    expect(resumed.body.messages.some((message) => message.role === 'tool' && message.content === 'The Eiffel Tower')).toBe(true);
+    // The session's log reads as one run: one agent_start, gapless seqs, the question shown once.
+    expect(after.logged.filter((event) => event.update_type === 'agent_start')).toHaveLength(1);
+    expect(after.logged.filter((event) => event.update_type === 'agent_request_input')).toHaveLength(1);
+    expect(seqs(after).every((seq, index) => seq === index + 1)).toBe(true);
+  });
+
+  it('stop aborts the in-flight model call and cancels the run’s workflow in Restate', async () => {
+    const env = await restateEnv();
+    llm!.respond((request) => (request.phase === 'act' ? { hang: true } : { text: reasonText('Working.') }));
+    const server = await startStepwiseProcess(env);
+    const client = await connect(server.wsUrl);
+    client.chat('Long job', { agent_mode: true });
+    const start = (await client.waitFor('agent_start', { timeoutMs: 60_000 })) as Event;
+    const act = await llm!.waitFor((request) => request.phase === 'act', 60_000);
+    client.send({ type: 'agent_control', action: 'stop' });
+    await llm!.waitForAbort(act, 10_000);
+    const events = (await client.untilComplete({ timeoutMs: 30_000 })) as Event[];
+    expect(summarize(events).slice(-2)).toEqual(['agent_stopped:user', 'response_complete']);
+    // The workflow has ended in Restate: nothing of the run is ever retried.
+    const output = `${restate!.ingressUrl}/restate/workflow/StepwiseRun/${start.run_id as string}/output`;
+    let status = 0;
+    for (let tries = 0; tries < 300; tries++) {
+      status = (await fetch(output)).status;
+      if (status !== 470) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect([200, 409]).toContain(status);
+    const health = await (await fetch(`${server.url}/api/health`)).json();
+    expect(health).toMatchObject({ status: 'ok', dependencies: { restate: true } });
+  });
+
+  it('a chat on the demo model runs as a workflow and answers; a run refused by an unreachable Restate says why', async () => {
+    const env = await restateEnv();
+    const server = await startStepwiseProcess({ ...env, LLM_PROVIDER: 'demo' });
+    const client = await connect(server.wsUrl);
+    client.chat('What is 6*7?', { agent_mode: true });
+    const events = (await client.untilComplete({ timeoutMs: 60_000 })) as Event[];
+    expect(summarize(events).slice(-2)).toEqual(['agent_completion:answered', 'response_complete']);
+    const start = events.find((event) => event.update_type === 'agent_start')!;
+    const outputUrl = `${restate!.ingressUrl}/restate/workflow/StepwiseRun/${start.run_id as string}/output`;
+    // The workflow returns just after the run's last event.
+    let output = await fetch(outputUrl);
+    for (let tries = 0; output.status === 470 && tries < 300; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      output = await fetch(outputUrl);
+    }
+    expect(output.status).toBe(200);
+    expect(await output.json()).toBe('completed');
+
+    // Restate's ingress unreachable (its admin API is, so the server starts): the run fails, saying why.
+    const lost = await startStepwiseProcess({ ...env, LLM_PROVIDER: 'demo', RESTATE_INGRESS_URL: `http://127.0.0.1:${await freePort()}`, RESTATE_SERVICE_PORT: String(await freePort()), DATA_DIR: join(env.DATA_DIR!, 'second') });
+    const refused = await connect(lost.wsUrl);
+    refused.chat('What is 6*7?', { agent_mode: true });
+    const failed = (await refused.untilComplete({ timeoutMs: 60_000 })) as Event[];
+    expect(failed.find((event) => event.update_type === 'agent_error')).toMatchObject({ message: expect.stringContaining('Restate is not reachable') });
+  });
+});
