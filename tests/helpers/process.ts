@@ -191,11 +191,11 @@ export interface StepwiseProcess {
  */
 export async function startStepwiseProcess(
   env: Record<string, string>,
-  options: { readyTimeoutMs?: number } = {},
+  options: { readyTimeoutMs?: number; /** Another Node.js binary to run it with. */ node?: string } = {},
 ): Promise<StepwiseProcess> {
   // The server as `pnpm start` runs it: compiled (by the tests' global setup) into one file, in
   // this one process, so a signal reaches the server itself.
-  const child = spawnTracked(process.execPath, ['--enable-source-maps', serverBundle], {
+  const child = spawnTracked(options.node ?? process.execPath, ['--enable-source-maps', serverBundle], {
     cwd: root,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', DEMO_DELAY_MS: '0', LLM_RETRY_BASE_MS: '1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -116,6 +117,32 @@ describe('runs as Restate workflows (RUN_ENGINE=restate)', { timeout: PROCESS_TE
     expect(seqs(after).every((seq, index) => seq === index + 1)).toBe(true);
   });
 
+  it('SIGTERM hands the run over: nothing ends it, and the restarted process finishes it without repeating a completed call', async () => {
+    const env = await restateEnv();
+    let acts = 0;
+    llm!.respond((request) => {
+      if (request.phase === 'act') return ++acts === 1 ? { hang: true } : { toolCalls: [{ name: 'calculator', arguments: { expression: '6*7' } }] };
+      if (request.phase === 'observe') return { text: `6*7 = 42.\n\n\`\`\`json\n${JSON.stringify({ observation: '42', should_continue: false, final_answer: 'It is 42.' })}\n\`\`\`` };
+      return { text: reasonText('Use the calculator.') };
+    });
+    const first = await startStepwiseProcess(env);
+    const before = await connect(first.wsUrl);
+    const sessionId = before.session.session_id;
+    before.chat('What is 6*7?', { agent_mode: true });
+    const act = await llm!.waitFor((request) => request.phase === 'act', 60_000);
+    first.process.kill('SIGTERM');
+    expect(await first.exited).toBe(0);
+    await llm!.waitForAbort(act, 10_000);
+    expect(summarize(before.events)).not.toContain('agent_stopped:shutdown');
+
+    const second = await startStepwiseProcess(env);
+    const after = await connect(second.wsUrl, { session_id: sessionId, after_seq: 0 });
+    const events = (await after.untilComplete({ timeoutMs: 90_000 })) as Event[];
+    expect(summarize(events).slice(-2)).toEqual(['agent_completion:answered', 'response_complete']);
+    expect(summarize(events).filter((name) => name.startsWith('agent_stopped'))).toEqual([]);
+    expect(llm!.requests.map((request) => request.phase)).toEqual(['reason', 'act', 'act', 'observe']);
+  });
+
   it('stop aborts the in-flight model call and cancels the run’s workflow in Restate', async () => {
     const env = await restateEnv();
     llm!.respond((request) => (request.phase === 'act' ? { hang: true } : { text: reasonText('Working.') }));
@@ -139,6 +166,21 @@ describe('runs as Restate workflows (RUN_ENGINE=restate)', { timeout: PROCESS_TE
     expect([200, 409]).toContain(status);
     const health = await (await fetch(`${server.url}/api/health`)).json();
     expect(health).toMatchObject({ status: 'ok', dependencies: { restate: true } });
+  });
+
+  it('on Node 22 as on Node 20 (which needs the Promise.withResolvers polyfill), a run executes as a workflow and answers', async () => {
+    const env = await restateEnv();
+    // Node 22 from the npm registry, as `npx -y node@22` gets it.
+    const node22 = execFileSync('npx', ['-y', 'node@22', '-e', 'process.stdout.write(process.execPath)'], { encoding: 'utf8', timeout: 240_000, stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    for (const node of [process.execPath, node22]) {
+      const server = await startStepwiseProcess({ ...env, LLM_PROVIDER: 'demo', RESTATE_SERVICE_PORT: String(await freePort()) }, { node });
+      const client = await connect(server.wsUrl);
+      client.chat('What is 6*7?', { agent_mode: true });
+      const events = (await client.untilComplete({ timeoutMs: 60_000 })) as Event[];
+      expect({ node, ending: summarize(events).slice(-2) }).toEqual({ node, ending: ['agent_completion:answered', 'response_complete'] });
+      await server.kill();
+    }
+    expect(execFileSync(node22, ['--version'], { encoding: 'utf8' })).toMatch(/^v22\./);
   });
 
   it('a chat on the demo model runs as a workflow and answers; a run refused by an unreachable Restate says why', async () => {
