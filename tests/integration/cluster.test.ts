@@ -87,6 +87,31 @@ describe.skipIf(!pg || !sharedRedis)('several instances on PostgreSQL and Redis'
     expect(gapless(seqs(onA))).toBe(true);
   });
 
+  it('a socket on B sees the streamed previews of a run on A, the same as a socket on A, each before its full event', async () => {
+    const { a, b } = await twoInstances();
+    const onA = await connect(a);
+    let caughtUp: () => void = () => undefined;
+    const bCaughtUp = new Promise<void>((resolve) => (caughtUp = resolve));
+    llm!.respond((request) => {
+      // The reasoning streams only once B has read everything A logged before it.
+      if (request.phase === 'reason') return { text: reasonText('First one, then two, then three, then four, then five.'), chunkDelayMs: 20, after: bCaughtUp };
+      if (request.phase === 'act') return { text: 'No tool needed.' };
+      return { text: `Done.\n\n\`\`\`json\n${JSON.stringify({ observation: 'ok', should_continue: false, final_answer: 'Five.' })}\n\`\`\`` };
+    });
+    onA.chat('Count to five', { agent_mode: true });
+    await llm!.waitFor((request) => request.phase === 'reason', 30_000);
+    const onB = await connect(b, { session_id: onA.session.session_id, after_seq: 0 });
+    await seen(onB, Math.max(...seqs(onA)));
+    caughtUp();
+    await onA.untilComplete({ timeoutMs: 30_000 });
+    await seen(onB, Math.max(...seqs(onA)));
+    const previews = (client: TestClient) => client.events.filter((event) => (event as Event).update_type === 'agent_reason_delta').map((event) => (event as Event).delta as string);
+    expect(previews(onA).join('')).toContain('First one');
+    expect(previews(onB)).toEqual(previews(onA));
+    const reasoned = onB.events.findIndex((event) => (event as Event).update_type === 'agent_reason');
+    expect(onB.events.findLastIndex((event) => (event as Event).update_type === 'agent_reason_delta')).toBeLessThan(reasoned);
+  });
+
   it('a question asked by a run on A is answered from B', async () => {
     const { a, b } = await twoInstances();
     llm!.respond((request: RecordedRequest) => {

@@ -35,6 +35,29 @@ export class SessionEventLog implements EventSink {
   /** Called after each event this instance logged (several instances: tell the others). */
   onAppended: (() => void) | undefined;
 
+  /** Called with each preview this instance sends, and the seq its sockets had then (several instances: pass it on). */
+  onPreview: ((delta: DeltaEvent, afterSeq: number) => void) | undefined;
+
+  /** A relayed preview stream with a hole in it (one came while this log was behind): the rest of it is not relayed. */
+  private relayHole: DeltaEvent | undefined;
+
+  /**
+   * A preview from the instance that runs the session's run (several instances). It is sent on
+   * only while this log is exactly where that instance's was when it sent it: a preview must
+   * neither overtake a logged event this log has not read yet nor come after the event it leads
+   * to. A stream that missed a preview is not relayed further (it would read as garbled text);
+   * its full event replaces it.
+   */
+  relayPreview(delta: DeltaEvent, afterSeq: number): void {
+    if (this.relayHole && sameStream(this.relayHole, delta)) return;
+    this.relayHole = undefined;
+    if (afterSeq !== this.seq || this.queued > 0) {
+      this.relayHole = delta;
+      return;
+    }
+    for (const connection of this.connections) this.sendPreview(connection, delta);
+  }
+
   /**
    * Catches up with what another instance logged in this session (several instances): reads the
    * events after the last one known from the store and sends them on, in order, in the queue.
@@ -76,7 +99,7 @@ export class SessionEventLog implements EventSink {
       await this.store.appendEvent(this.sessionId, event);
       this.seq = event.seq;
       this.onAppended?.();
-      this.flushDelta(); // the full event always follows its previews
+      this.flushDelta(event.seq - 1); // the full event always follows its previews
       for (const connection of this.connections) {
         this.skippingPreviews.delete(connection);
         connection.send(event);
@@ -115,11 +138,12 @@ export class SessionEventLog implements EventSink {
     }).catch(() => undefined);
   }
 
-  private flushDelta(): void {
+  private flushDelta(afterSeq = this.seq): void {
     const pending = this.pendingDelta;
     if (!pending) return;
     this.pendingDelta = undefined;
     for (const connection of this.connections) this.sendPreview(connection, pending);
+    this.onPreview?.(pending, afterSeq);
   }
 
   /**

@@ -301,8 +301,10 @@ export class SessionManager {
     const cluster = this.cluster!;
     const { log } = chat;
     log.onAppended = () => cluster.notify(chat.sessionId);
+    // Previews stream to sockets on every instance: they are not logged, so they travel on their own.
+    log.onPreview = (delta, afterSeq) => cluster.publishPreview(chat.sessionId, delta, afterSeq);
     let unfollow: (() => void) | undefined;
-    void cluster.follow(chat.sessionId, () => void log.syncFromStore()).then(
+    void cluster.follow(chat.sessionId, (preview) => (preview ? log.relayPreview(preview.delta, preview.afterSeq) : void log.syncFromStore())).then(
       (stop) => {
         unfollow = stop;
       },

@@ -1,10 +1,21 @@
 import { randomUUID } from 'node:crypto';
+import type { DeltaEvent } from '@stepwise/shared-types';
 import pg from 'pg';
 import { createClient } from 'redis';
 import { type ControlBus, type ControlCommand, type ControlHandler, type ControlOutcome, InProcessControlBus, noOutcome } from '../agent/control-bus.ts';
 import type { Logger } from '../logger.ts';
 
 type RedisClient = ReturnType<typeof createClient>;
+
+/** What another instance says of a session: its log grew (no argument), or a streaming preview. */
+export type SessionListener = (preview?: { delta: DeltaEvent; afterSeq: number }) => void;
+
+/** A preview on a session's channel: who sent it, the seq its sockets had then, the delta. */
+interface PreviewMessage {
+  from: string;
+  afterSeq: number;
+  delta: DeltaEvent;
+}
 
 /** Who holds a session: the instance and, while one goes on, its run. */
 export interface SessionHolder {
@@ -47,7 +58,7 @@ export class Cluster {
   private readonly subscriber: RedisClient;
   private readonly held = new Map<string, string | null>();
   private readonly waiting = new Map<string, (outcome: ControlOutcome) => void>();
-  private readonly sessionListeners = new Map<string, Set<() => void>>();
+  private readonly sessionListeners = new Map<string, Set<SessionListener>>();
   private readonly timers: NodeJS.Timeout[] = [];
   private lastInboxId = '0-0';
   private closed = false;
@@ -140,15 +151,30 @@ export class Cluster {
     void this.redis.publish(SESSION_CHANNEL(sessionId), this.instanceId).catch(() => undefined);
   }
 
-  /** Calls `listener` when another instance says the session's log grew; returns the unsubscribe. */
-  async follow(sessionId: string, listener: () => void): Promise<() => void> {
+  /**
+   * Passes a streaming preview on to the instances whose sockets follow the session (fire and
+   * forget: a preview is a hint, its full event follows through the log).
+   */
+  publishPreview(sessionId: string, delta: DeltaEvent, afterSeq: number): void {
+    if (!this.redis.isReady) return;
+    const message: PreviewMessage = { from: this.instanceId, afterSeq, delta };
+    void this.redis.publish(SESSION_CHANNEL(sessionId), JSON.stringify(message)).catch(() => undefined);
+  }
+
+  /**
+   * Calls `listener` when another instance says the session's log grew (no argument) or sends a
+   * streaming preview (with it); returns the unsubscribe.
+   */
+  async follow(sessionId: string, listener: SessionListener): Promise<() => void> {
     let listeners = this.sessionListeners.get(sessionId);
     if (!listeners) {
       listeners = new Set();
       this.sessionListeners.set(sessionId, listeners);
-      await this.subscriber.subscribe(SESSION_CHANNEL(sessionId), (from) => {
-        if (from === this.instanceId) return;
-        for (const callback of this.sessionListeners.get(sessionId) ?? []) callback();
+      await this.subscriber.subscribe(SESSION_CHANNEL(sessionId), (message) => {
+        // A notice is the sender's id; a preview is JSON.
+        const preview = message.startsWith('{') ? (JSON.parse(message) as PreviewMessage) : undefined;
+        if ((preview?.from ?? message) === this.instanceId) return;
+        for (const callback of this.sessionListeners.get(sessionId) ?? []) callback(preview && { delta: preview.delta, afterSeq: preview.afterSeq });
       });
     }
     listeners.add(listener);
