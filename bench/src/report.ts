@@ -11,7 +11,7 @@ const kb = (value: number) => `${value < 10 ? value.toFixed(1) : Math.round(valu
 
 /** Renders the figures as Markdown tables; the reading of them is written by hand in READING.md, appended. */
 export function report(results: any): string {
-  const { machine, overhead, stop, concurrency, streaming, footprint, stores, requests, cluster } = results;
+  const { machine, overhead, stop, concurrency, streaming, footprint, stores, requests, cluster, restate } = results;
   const lines: string[] = [];
   lines.push('# Benchmark results', '');
   lines.push(
@@ -164,6 +164,29 @@ export function report(results: any): string {
     lines.push(
       '',
       "Both instances run with the same settings (INSTANCE_ID bench-a and bench-b, a new database on the benchmark's PostgreSQL, a throwaway redis-server). Each stop uses a new session on A and a socket on B joined to it (`session_id`, `after_seq=0`); the two kinds of stop alternate. Events per second: the run's logged events that reached the socket, over the time from sending the chat on A to that socket's response_complete; the lag behind A is, event by event, when B's socket received it minus when A's did.",
+      '',
+    );
+  }
+  if (restate) {
+    const version = restate.restateVersion ? ` ${restate.restateVersion}` : '';
+    lines.push(`## 7. Restate engine (RUN_ENGINE=restate against the in-process engine; ${restate.steps} tool steps per task, ${restate.rounds} interleaved rounds, zero model latency)`, '');
+    lines.push('| engine | model calls per task | time per call, median / p95 | ratio to in-process (median) | ratio to floor (median) | Stepwise server CPU per call | restate-server CPU per call | Restate journal steps (ctx.run) per call | peak RSS |');
+    lines.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+    for (const row of restate.rows) {
+      const steps = known(row.journalStepsPerCall) ? `${row.journalStepsPerCall} (${row.journalStepsPerRun} per run)` : '—';
+      const rss = known(row.serverRssMb) ? `${row.serverRssMb} MB server${known(row.restateRssMb) ? ` + ${row.restateRssMb} MB restate-server` : ''}` : '—';
+      lines.push(
+        `| ${row.name} | ${row.calls} | ${row.perCallMs.toFixed(3)} / ${row.perCallP95Ms.toFixed(3)} ms | ${show(row.ratioToInProcess, (value) => `${value.toFixed(2)}×`)} | ${row.ratioToFloor.toFixed(2)}× | ${show(row.serverCpuUsPerCall, us)} | ${show(row.restateCpuUsPerCall, us)} | ${steps} | ${rss} |`,
+      );
+    }
+    const perStep = known(restate.addedPerJournalStepUs) ? `, about ${us(restate.addedPerJournalStepUs)} per journal step (the run's start spread over them too)` : '';
+    lines.push(
+      '',
+      `Restate adds ${us(restate.addedPerCallUs.p50Us)} per model call (median over rounds; p95 ${us(restate.addedPerCallUs.p95Us)})${perStep}.`,
+      '',
+      `Two Stepwise servers on the same store (${restate.store}), each on a new DATA_DIR of its own, one with the default in-process engine and one with RUN_ENGINE=restate against a throwaway restate-server${version} (scripts/restate.mjs: one node, its data in a temporary folder); each runs the task of section 1 from a WebSocket client in a worker process, a new chat per task. ` +
+        "In each round both engines run once, the order alternating, each paired with a floor run just before it; time per call is a task's time over its model calls, median and p95 over rounds; the ratios are taken within each round (restate / in-process) and within each pair (engine / floor), medians over rounds. " +
+        "CPU per call: /proc/PID/stat around each run, in 10 ms ticks, summed over the measured runs. Journal steps: the ctx.run commands of one run's workflow as restate-server's admin API reports them (`sys_journal`), over the run's model calls.",
       '',
     );
   }

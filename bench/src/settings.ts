@@ -1,6 +1,6 @@
 // What a run of the benchmarks measures, from its command line:
 //   --quick                 small N and few rounds, to check the harness (CI); writes to bench/out/
-//   --only=a,b              a subset of sections: footprint, overhead, stop, concurrency, streaming, requests, cluster
+//   --only=a,b              a subset of sections: footprint, overhead, stop, concurrency, streaming, requests, cluster, restate
 //   --sessions=10,100       the session counts of the concurrency section
 //   --db-sync=full,normal   the embedded store's DB_SYNC settings the overhead section compares
 //                           (default: both when the embedded store is SQLite; "none" for neither)
@@ -8,7 +8,7 @@
 //   --no-postgres           leave PostgreSQL out
 
 /** The sections, in the order they run. */
-export const SECTIONS = ['footprint', 'overhead', 'stop', 'concurrency', 'streaming', 'requests', 'cluster'] as const;
+export const SECTIONS = ['footprint', 'overhead', 'stop', 'concurrency', 'streaming', 'requests', 'cluster', 'restate'] as const;
 export type Section = (typeof SECTIONS)[number];
 
 function option(name: string): string | undefined {
@@ -50,6 +50,12 @@ export const settings = {
   clusterStops: quick ? 20 : 200,
   clusterSteps: quick ? 20 : 150,
   clusterRounds: quick ? 1 : 5,
+  /**
+   * The Restate engine against the in-process one (section 7): interleaved rounds of the overhead
+   * task (settings.steps tool steps). Each round is short (well under a second at 20 steps), so
+   * more rounds than section 1's, for a p95 that is not simply the slowest round.
+   */
+  restateRounds: quick ? 3 : 40,
   /** Explicit DB_SYNC settings, or undefined to decide from the store the server reports. */
   dbSync: list(option('db-sync'))?.filter((value) => value !== 'none'),
   storeLabel: option('store-label'),

@@ -9,7 +9,7 @@ import { folders, freePort, root, stopChild, track } from './processes.ts';
 const serverBundle = join(root, 'backend', 'dist', 'main.js');
 
 export interface StepwiseOptions {
-  /** Extra environment (a store's settings, LLM_STREAMING, REDIS_URL and INSTANCE_ID, …). */
+  /** Extra environment (a store's settings, LLM_STREAMING, REDIS_URL and INSTANCE_ID, RUN_ENGINE and RESTATE_*, …). */
   env?: Record<string, string>;
   /** Node flags before the entry point (e.g. --cpu-prof). */
   nodeArgs?: string[];
@@ -41,8 +41,21 @@ export async function startStepwise(modelUrl: string, options: StepwiseOptions =
   const logFd = openSync(logFile, 'w');
   const port = await freePort();
   // Settings of the caller's shell that choose what is measured do not leak in: the options say.
-  // (REDIS_URL from the shell would make every server here one of several instances.)
-  const { DATABASE_URL: _database, REDIS_URL: _redis, INSTANCE_ID: _instance, DB_SYNC: _sync, LLM_STREAMING: _streaming, STEPWISE_CONFIG: _config, ...inherited } = process.env;
+  // (REDIS_URL from the shell would make every server here one of several instances, RUN_ENGINE a Restate one.)
+  const {
+    DATABASE_URL: _database,
+    REDIS_URL: _redis,
+    INSTANCE_ID: _instance,
+    DB_SYNC: _sync,
+    LLM_STREAMING: _streaming,
+    STEPWISE_CONFIG: _config,
+    RUN_ENGINE: _engine,
+    RESTATE_INGRESS_URL: _ingress,
+    RESTATE_ADMIN_URL: _admin,
+    RESTATE_SERVICE_PORT: _servicePort,
+    RESTATE_SERVICE_URL: _serviceUrl,
+    ...inherited
+  } = process.env;
   if (!existsSync(serverBundle)) throw new Error(`${serverBundle} is missing: run \`node scripts/build-server.mjs\` (pnpm bench does)`);
   const spawnedAt = performance.now();
   const child = track(spawn(process.execPath, [...(options.nodeArgs ?? []), '--enable-source-maps', serverBundle], {
