@@ -82,4 +82,22 @@ describe('the configuration', () => {
       agent: { runTimeoutMs: 1000, runTokenBudget: 0, contextBudgetChars: 60_000 },
     });
   });
+
+  it('runs on Restate only with its ingress and admin URLs, the workflow endpoint on loopback unless told otherwise', () => {
+    expect(load({}).restate).toBeUndefined();
+    expect(() => load({ RUN_ENGINE: 'restate' })).toThrow('Invalid RUN_ENGINE: restate needs RESTATE_INGRESS_URL and RESTATE_ADMIN_URL (missing: RESTATE_INGRESS_URL, RESTATE_ADMIN_URL)');
+    expect(() => load({ RUN_ENGINE: 'temporal' })).toThrow('Invalid RUN_ENGINE: must be in-process or restate');
+    const urls = { RUN_ENGINE: 'restate', RESTATE_INGRESS_URL: 'http://restate:8080/', RESTATE_ADMIN_URL: 'http://restate:9070' };
+    expect(load({ ...urls, HOST: '0.0.0.0' }).restate).toEqual({
+      ingressUrl: 'http://restate:8080',
+      adminUrl: 'http://restate:9070',
+      servicePort: 9080,
+      serviceHost: '127.0.0.1',
+      serviceUrl: 'http://127.0.0.1:9080',
+      identityKeys: [],
+    });
+    const key = 'publickeyv1_ChjENKeMvCtRnqG2mrBK1HmPKufgFUc98K8B3ononQvp';
+    expect(load({ ...urls, RESTATE_SERVICE_HOST: '0.0.0.0', RESTATE_SERVICE_URL: 'http://web-1:9080', RESTATE_IDENTITY_KEYS: ` ${key} ` }).restate).toMatchObject({ serviceHost: '0.0.0.0', serviceUrl: 'http://web-1:9080', identityKeys: [key] });
+    expect(() => load({ ...urls, RESTATE_IDENTITY_KEYS: 'not-a-key' })).toThrow('Invalid RESTATE_IDENTITY_KEYS');
+  });
 });

@@ -40,7 +40,14 @@ const EnvSchema = z.object({
   RESTATE_INGRESS_URL: url.optional(),
   RESTATE_ADMIN_URL: url.optional(),
   RESTATE_SERVICE_PORT: integer(0, 65535).default(9080),
+  RESTATE_SERVICE_HOST: nonEmpty.default('127.0.0.1'),
   RESTATE_SERVICE_URL: url.optional(),
+  RESTATE_IDENTITY_KEYS: z
+    .string()
+    .trim()
+    .transform((value) => value.split(',').map((key) => key.trim()).filter(Boolean))
+    .pipe(z.array(z.string().regex(/^publickeyv1_\w+$/, 'each must be a Restate public key (publickeyv1_…)')))
+    .optional(),
   DB_SYNC: z.string().trim().toLowerCase().pipe(z.enum(['normal', 'full'], { error: 'must be normal or full' })).default('normal'),
   STEPWISE_CONFIG: nonEmpty.default('./stepwise.config.json'),
   AUTH_TOKEN: z
@@ -190,7 +197,17 @@ export interface Config {
    * RUN_ENGINE=restate: runs execute as Restate workflows served by this process on `servicePort`
    * (registered with Restate at `serviceUrl`); absent for the in-process engine.
    */
-  restate: { ingressUrl: string; adminUrl: string; servicePort: number; serviceHost: string; serviceUrl: string } | undefined;
+  restate:
+    | {
+        ingressUrl: string;
+        adminUrl: string;
+        servicePort: number;
+        serviceHost: string;
+        serviceUrl: string;
+        /** Restate's public keys: requests to the workflow endpoint must be signed with one of them. */
+        identityKeys: string[];
+      }
+    | undefined;
   /**
    * How the embedded SQLite database syncs its write-ahead log: `full` fsyncs at every commit (an
    * acknowledged write survives a power cut); `normal` only at checkpoints (it survives a crash of
@@ -303,8 +320,9 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
             ingressUrl: e.RESTATE_INGRESS_URL.replace(/\/+$/, ''),
             adminUrl: e.RESTATE_ADMIN_URL.replace(/\/+$/, ''),
             servicePort: e.RESTATE_SERVICE_PORT,
-            serviceHost: e.HOST,
-            serviceUrl: (e.RESTATE_SERVICE_URL ?? `http://${e.HOST.includes(':') ? `[${e.HOST}]` : e.HOST}:${e.RESTATE_SERVICE_PORT}`).replace(/\/+$/, ''),
+            serviceHost: e.RESTATE_SERVICE_HOST,
+            serviceUrl: (e.RESTATE_SERVICE_URL ?? `http://${e.RESTATE_SERVICE_HOST.includes(':') ? `[${e.RESTATE_SERVICE_HOST}]` : e.RESTATE_SERVICE_HOST}:${e.RESTATE_SERVICE_PORT}`).replace(/\/+$/, ''),
+            identityKeys: e.RESTATE_IDENTITY_KEYS ?? [],
           }
         : undefined,
     dbSync: e.DB_SYNC,

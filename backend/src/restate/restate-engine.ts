@@ -82,7 +82,13 @@ export class RestateEngine implements RunEngine {
         abortTimeout: 60_000,
       },
     });
-    const server = createServer(restate.endpoint().bind(workflow).http2Handler());
+    // Requests signed by Restate only, when its keys are given; without them, keep the endpoint on loopback.
+    const endpoint = restate.endpoint().bind(workflow);
+    if (this.config.identityKeys.length > 0) endpoint.withIdentityV1(...this.config.identityKeys);
+    else if (!isLoopback(this.config.serviceHost)) {
+      this.logger.warn({ host: this.config.serviceHost }, 'the runs\' workflow endpoint is reachable beyond this machine and checks no signature: set RESTATE_IDENTITY_KEYS');
+    }
+    const server = createServer(endpoint.http2Handler());
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(this.config.servicePort, this.config.serviceHost, () => resolve());
@@ -305,4 +311,8 @@ function unreachable(ingressUrl: string, cause: unknown): RunJournal {
     throw new StepwiseError(ERROR_CODE.engineUnavailable, `The run could not start: Restate is not reachable at ${ingressUrl} (${cause instanceof Error ? cause.message : String(cause)})`);
   };
   return { read: async () => [] as JournalEntry[], append: fail, truncate: fail };
+}
+
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host.startsWith('127.');
 }
