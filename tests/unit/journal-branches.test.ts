@@ -49,4 +49,29 @@ describe('replaying a journal whose branches ran side by side', () => {
     expect(replay.replaying).toBe(false);
     expect(journal.entries.map((one) => one.key)).toEqual(['input', 'research.other@1.2', 'research.stage_verifier']);
   });
+
+  it('a sequence call outside any branch (a final synthesis) does not outlive a branch that went another way', async () => {
+    const steps = [entry(1, 'model', 'plan_execute.step@1', 'step 1'), entry(2, 'model', 'plan_execute.synthesis', 'the old answer')];
+    const journal = memoryJournal([entry(0, 'input', 'input', {}), ...steps]);
+    const replay = new JournalReplay(journal, 'run', { runId: 'run', entries: steps, events: [] });
+    expect(await replay.once('model', 'plan_execute.step@1', async () => 'new')).toMatchObject({ replayed: true });
+    // Continued with more steps: step 2 is new, so the old synthesis is no answer any more.
+    expect(await replay.once('model', 'plan_execute.step@2', async () => 'step 2')).toMatchObject({ replayed: false });
+    expect(await replay.once('model', 'plan_execute.synthesis', async () => 'the new answer')).toEqual({ value: 'the new answer', replayed: false });
+    expect(journal.entries.map((one) => one.value)).toEqual([{}, 'step 1', 'step 2', 'the new answer']);
+  });
+
+  it('a question still waiting for its answer does not end the replay of the tasks beside it', async () => {
+    const side = [entry(1, 'question', 'call_1', { id: 'q_1' }), entry(2, 'model', 'research.task@1.2', 'finding of 1.2'), entry(3, 'model', 'research.task_result@1.2', 'result of 1.2')];
+    const journal = memoryJournal([entry(0, 'input', 'input', {}), ...side]);
+    const replay = new JournalReplay(journal, 'run', { runId: 'run', entries: side, events: [] });
+    expect(await replay.once('question', 'call_1', async () => ({ id: 'q_fresh' }))).toEqual({ value: { id: 'q_1' }, replayed: true });
+    // Task 1.1 waits for its answer (none was recorded) while task 1.2 replays what it had done.
+    const answer = replay.once('answer', 'call_1', async () => 'The Eiffel Tower');
+    expect(await replay.once('model', 'research.task@1.2', async () => 'again')).toEqual({ value: 'finding of 1.2', replayed: true });
+    expect(await replay.once('model', 'research.task_result@1.2', async () => 'again')).toEqual({ value: 'result of 1.2', replayed: true });
+    expect(await answer).toEqual({ value: 'The Eiffel Tower', replayed: false });
+    expect(journal.entries.map((one) => one.position)).toEqual([0, 1, 2, 3, 4]);
+  });
 });
+

@@ -29,8 +29,12 @@ export interface RunPast {
   events: LoggedEventBody[];
 }
 
-/** Effects a tool call batch makes side by side: a miss among them does not end the replay of the others. */
-const CONCURRENT_KINDS = new Set<string>([JOURNAL.toolStarted, JOURNAL.tool]);
+/**
+ * Effects keyed by their own call's or question's id: unique, so a past entry can only ever match
+ * its own effect, and one missing (a tool still running, a question not yet answered when the
+ * server stopped) does not end the replay of the others, which went on side by side.
+ */
+const CONCURRENT_KINDS = new Set<string>([JOURNAL.toolStarted, JOURNAL.tool, JOURNAL.question, JOURNAL.answer]);
 
 /**
  * One execution's view of its journal: each effect runs once. While the past has an entry of the
@@ -46,6 +50,8 @@ export class JournalReplay {
   private next: number;
   /** Entries recorded live since the replay began (re-recorded if a later truncation drops them). */
   private readonly recordedLive: JournalEntry[] = [];
+  /** Past entries replayed so far (re-recorded if a later truncation drops them). */
+  private readonly replayed: JournalEntry[] = [];
   private readonly copy: boolean;
 
   constructor(
@@ -81,13 +87,15 @@ export class JournalReplay {
     const index = this.pending.findIndex((entry) => entry.kind === kind && entry.key === key);
     if (index >= 0) {
       const [entry] = this.pending.splice(index, 1);
+      this.replayed.push(entry!);
       return { value: entry!.value as T, replayed: true };
     }
     if (this.pending.length > 0 && !CONCURRENT_KINDS.has(kind)) await this.leavePast(branchOf(key));
     const value = await live();
     const entry = { position: this.next++, kind, key, value: value ?? null, step: this.step() };
-    await this.journal.append(this.runId, entry);
+    // Noted before it is written: a truncation queued after this append re-records it.
     if (this.pending.length > 0) this.recordedLive.push(entry);
+    await this.journal.append(this.runId, entry);
     return { value, replayed: false };
   }
 
@@ -98,17 +106,23 @@ export class JournalReplay {
    * call's own id) stays to be replayed.
    */
   private async leavePast(branch: string | undefined): Promise<void> {
-    // Effects keyed by a call's id (tools, questions) carry no branch: unique, they can only match their own call.
-    const otherBranch = (entry: JournalEntry) => branch !== undefined && branchOf(entry.key) !== branch;
-    const dropped = this.pending.filter((entry) => !otherBranch(entry));
+    // What stays: other named branches' past, and effects keyed by their own call's id; the run's
+    // own sequence (unbranched calls such as a final synthesis) went another way with the branch.
+    const stays = (entry: JournalEntry) => {
+      if (branch === undefined) return false;
+      const other = branchOf(entry.key);
+      return other === undefined ? CONCURRENT_KINDS.has(entry.kind) : other !== branch;
+    };
+    const dropped = this.pending.filter((entry) => !stays(entry));
     if (dropped.length === 0) return;
     const from = Math.min(...dropped.map((entry) => entry.position));
-    this.pending = this.pending.filter(otherBranch);
+    this.pending = this.pending.filter(stays);
+    // Everything else past that point is written again after the truncation: what was replayed
+    // already, what was recorded live meanwhile (tools of the same act phase), the past that stays.
+    const keep = new Map<number, JournalEntry>();
+    for (const entry of [...this.replayed, ...this.recordedLive, ...this.pending]) if (entry.position >= from) keep.set(entry.position, entry);
     await this.journal.truncate(this.runId, from);
-    // Results recorded live meanwhile (tools of the same act phase), and the other branches' past, sit past that point: keep them.
-    const kept = [...this.recordedLive.splice(0), ...this.pending].filter((entry) => entry.position >= from).sort((a, b) => a.position - b.position);
-    for (const entry of kept) await this.journal.append(this.runId, entry);
-    if (this.pending.length > 0) this.recordedLive.push(...kept.filter((entry) => !this.pending.includes(entry)));
+    for (const entry of [...keep.values()].sort((a, b) => a.position - b.position)) await this.journal.append(this.runId, entry);
   }
 }
 
