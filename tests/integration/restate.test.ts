@@ -98,11 +98,14 @@ describe('runs as Restate workflows (RUN_ENGINE=restate)', { timeout: PROCESS_TE
     hangTask12 = false;
     const second = await startStepwiseProcess(env);
     const after = await connect(second.wsUrl, { session_id: sessionId, after_seq: 0 });
+    // The session is busy with the run from the restart on, before Restate executes it again.
+    after.chat('Something else', { agent_mode: true });
+    expect(await after.waitFor('error')).toMatchObject({ code: 'run_active' });
     // Answered after the restart, whether or not Restate has the run executing again yet.
     after.send({ type: 'agent_user_input', content: 'The Eiffel Tower', question_id: question.question_id });
     const events = (await after.untilComplete({ timeoutMs: 90_000 })) as Event[];
     expect(summarize(events).slice(-2)).toEqual(['agent_completion:answered', 'response_complete']);
-    expect(after.events.filter((event) => event.type === 'error')).toEqual([]);
+    expect(after.events.filter((event) => event.type === 'error').map((event) => event.code)).toEqual(['run_active']);
 
     // Every call completed before the kill was not made again; the one in flight was, once.
     expect(completedBeforeKill.map(callKey)).toEqual(expect.arrayContaining(['research.plan@', 'research.task@1.1']));
@@ -115,6 +118,10 @@ describe('runs as Restate workflows (RUN_ENGINE=restate)', { timeout: PROCESS_TE
     expect(after.logged.filter((event) => event.update_type === 'agent_start')).toHaveLength(1);
     expect(after.logged.filter((event) => event.update_type === 'agent_request_input')).toHaveLength(1);
     expect(seqs(after).every((seq, index) => seq === index + 1)).toBe(true);
+    // The question has its answer: a second one is refused, not kept.
+    const from = after.events.length;
+    after.send({ type: 'agent_user_input', content: 'Another tower', question_id: question.question_id });
+    expect(await after.waitFor('error', { from })).toMatchObject({ code: 'no_pending_input' });
   });
 
   it('SIGTERM hands the run over: nothing ends it, and the restarted process finishes it without repeating a completed call', async () => {

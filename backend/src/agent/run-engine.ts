@@ -12,8 +12,9 @@ export interface RunEngine {
   /**
    * A durable engine keeps an answer to a question of a run that is not executing anywhere just
    * now (its process restarting): the run takes it when it asks again. Absent: answers need the run.
+   * Resolves false when the question had its answer already (the first one stands).
    */
-  recordAnswer?(runId: string, questionId: string, answer: string): Promise<void>;
+  recordAnswer?(runId: string, questionId: string, answer: string): Promise<boolean>;
 }
 
 /** The default: the run executes in this process, journaled into the store. */

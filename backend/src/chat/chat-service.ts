@@ -172,18 +172,19 @@ export class ChatService {
     const { engine, store } = this.deps;
     if (!engine.recordAnswer) return false;
     const run = (await store.listRuns(this.sessionId)).at(-1);
-    if (!run || run.status !== 'running' || !(await askedIn(store, run, questionId))) return false;
-    await engine.recordAnswer(run.id, questionId, answer);
-    return true;
+    if (!run || run.status !== 'running') return false;
+    const deadline = await askedIn(store, run, questionId);
+    if (deadline === undefined || Date.parse(deadline) <= Date.now()) return false;
+    return engine.recordAnswer(run.id, questionId, answer);
   }
 
   private async input(message: AgentUserInputMessage): Promise<ErrorEvent | undefined> {
     const command = { type: 'answer', content: message.content, questionId: message.question_id } as const;
     const reply = this.active ? await this.send(command) : await this.deps.cluster?.sendToSession(this.sessionId, command);
     let outcome = reply?.type === 'answer' ? reply.outcome : 'no_pending_input';
-    // Nothing executes the run just now (its process is restarting): a durable engine keeps the answer.
-    const executing = this.active !== undefined || reply?.type === 'answer';
-    if (!executing && message.question_id && (await this.answerDurably(message.question_id, message.content))) outcome = 'answered';
+    // The run is not waiting for it just now (its process restarting, its journal replaying): a
+    // durable engine keeps the answer to a question the run asked and nobody answered yet.
+    if (outcome !== 'answered' && outcome !== 'ambiguous_input' && message.question_id && (await this.answerDurably(message.question_id, message.content))) outcome = 'answered';
     switch (outcome) {
       case 'answered':
         return undefined;
@@ -366,14 +367,16 @@ function handleCommand(control: AgentControl, command: ControlCommand): ControlO
   }
 }
 
-/** Whether run `run` asked the question `questionId` (its log holds the question). */
-async function askedIn(store: Store, run: RunRecord, questionId: string): Promise<boolean> {
+/** The deadline of question `questionId` when run `run` asked it (its log holds the question); undefined when it did not. */
+async function askedIn(store: Store, run: RunRecord, questionId: string): Promise<string | undefined> {
   const pageSize = 500;
   let after = run.afterSeq ?? 0;
   for (;;) {
     const page = await store.listEvents(run.sessionId, after, pageSize);
-    if (page.some((event) => event.run_id === run.id && event.type === 'agent_update' && event.update_type === 'agent_request_input' && event.question_id === questionId)) return true;
-    if (page.length < pageSize) return false;
+    for (const event of page) {
+      if (event.run_id === run.id && event.type === 'agent_update' && event.update_type === 'agent_request_input' && event.question_id === questionId) return event.deadline;
+    }
+    if (page.length < pageSize) return undefined;
     after = page.at(-1)!.seq;
   }
 }

@@ -187,15 +187,19 @@ export class SessionManager {
     for (const run of await this.store.listRunningRuns()) {
       try {
         const submitted = await engine.submit(run.id, run.sessionId);
-        if (!submitted.finished) {
-          resumed++;
-          continue;
-        }
         const chat = await this.find(run.sessionId);
         if (!chat) continue;
-        await chat.closeInterrupted(run);
+        // Set up here already (Restate was quicker than this loop): nothing to do.
+        if (chat.activeRunId === run.id) continue;
+        if (!submitted.finished) {
+          // The session is busy with it from now on (a chat gets run_active), waiting for Restate to execute it.
+          if ((await chat.recover(run)) === 'resumed') resumed++;
+          else closed++;
+        } else {
+          await chat.closeInterrupted(run);
+          closed++;
+        }
         this.release(chat);
-        closed++;
       } catch (error) {
         this.logger.error({ err: error, run_id: run.id, session_id: run.sessionId }, 'could not hand a run interrupted by a restart to Restate');
       }
@@ -213,6 +217,8 @@ export class SessionManager {
     const run = await this.store.getRun(runId);
     const chat = await this.find(sessionId);
     if (!run || !chat || run.status !== 'running') return 'closed';
+    // Set up here already (at startup, or by an earlier attempt): the run is on its way to the engine.
+    if (chat.activeRunId === runId) return 'resumed';
     if (chat.activeRunId !== undefined) {
       throw new Error(`Session ${sessionId} is still busy with run ${chat.activeRunId}; Restate tries again`);
     }
@@ -265,6 +271,8 @@ export class SessionManager {
     // Several instances: a shutdown hands runs over to the others rather than stopping them.
     // So does Restate: the runs' workflows go on when this process (or another) is back.
     const handOver = reason === 'shutdown' && (this.cluster !== undefined || this.engine instanceof RestateEngine);
+    // No attempt starts here any more: Restate tries again elsewhere, or once this process is back.
+    if (reason === 'shutdown' && this.engine instanceof RestateEngine) this.engine.drain();
     await Promise.all([...this.sessions.values()].map((chat) => (handOver ? chat.handOver() : chat.stop(reason))));
   }
 

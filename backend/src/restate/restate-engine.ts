@@ -44,6 +44,8 @@ export class RestateEngine implements RunEngine {
   private readonly pending = new Map<string, Pending>();
   private readonly arrivals = new Map<string, Array<() => void>>();
   private server: Http2Server | undefined;
+  /** Shutting down: its runs were handed over, and no attempt may start here any more. */
+  private draining = false;
   private adopt: (sessionId: string, runId: string) => Promise<Adoption> = async () => 'closed';
 
   constructor(
@@ -71,6 +73,8 @@ export class RestateEngine implements RunEngine {
             await ctx.promise<string>(answerKey(request.questionId)).resolve(request.answer);
           } catch (error) {
             if (!(error instanceof restate.TerminalError)) throw error;
+            // Answered already: the first answer stands.
+            return 'answered_already';
           }
           this.pending.get(ctx.key)?.session.control.provideInput(request.answer, request.questionId);
           return 'recorded';
@@ -97,7 +101,13 @@ export class RestateEngine implements RunEngine {
     await this.register();
   }
 
+  /** From now on (shutting down, runs handed over) no attempt starts here: Restate tries elsewhere, or later. */
+  drain(): void {
+    this.draining = true;
+  }
+
   async close(): Promise<void> {
+    this.draining = true;
     const server = this.server;
     this.server = undefined;
     if (!server) return;
@@ -122,11 +132,13 @@ export class RestateEngine implements RunEngine {
     const done = new Promise<RunOutcome>((resolve) => {
       this.pending.set(runId, { input, session, hooks, resolve, taken: false });
     });
+    // An attempt waiting for this run here (it was set up for it) has the workflow going already.
+    const awaited = this.arrivals.has(runId);
     for (const wake of this.arrivals.get(runId) ?? []) wake();
     this.arrivals.delete(runId);
     let submitted: Awaited<ReturnType<RestateEngine['submit']>>;
     try {
-      submitted = await this.submit(runId, input.sessionId);
+      submitted = awaited ? { invocationId: undefined, finished: false } : await this.submit(runId, input.sessionId);
     } catch (error) {
       this.pending.delete(runId);
       this.logger.error({ err: error, run_id: runId }, 'could not start the run in Restate');
@@ -144,10 +156,12 @@ export class RestateEngine implements RunEngine {
       if (!waiting || waiting.taken) return;
       // Stopped before Restate got to it: it ends here, and Restate is told not to run it.
       this.pending.delete(runId);
-      if (!control.handedOver) void this.cancel(submitted.invocationId);
+      if (!control.handedOver && submitted.invocationId) void this.cancel(submitted.invocationId);
       void this.kernel.execute(input, session, hooks).then(waiting.resolve);
     };
     control.signal.addEventListener('abort', untaken, { once: true });
+    // Stopped while the workflow was being submitted.
+    if (control.signal.aborted) untaken();
     try {
       return await done;
     } finally {
@@ -156,7 +170,7 @@ export class RestateEngine implements RunEngine {
   }
 
   /** Starts (or finds) the run's workflow; after a restart, each run still going is submitted again. */
-  async submit(runId: string, sessionId: string): Promise<{ invocationId: string; finished: boolean }> {
+  async submit(runId: string, sessionId: string): Promise<{ invocationId: string | undefined; finished: boolean }> {
     const response = await fetch(`${this.config.ingressUrl}/${RUN_WORKFLOW}/${encodeURIComponent(runId)}/run/send`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -169,10 +183,11 @@ export class RestateEngine implements RunEngine {
     const output = await fetch(`${this.config.ingressUrl}/restate/workflow/${RUN_WORKFLOW}/${encodeURIComponent(runId)}/output`, {
       signal: AbortSignal.timeout(10_000),
     });
-    return { invocationId, finished: output.status === 200 };
+    // 470: still going; anything else (its output, cancelled, failed) has ended.
+    return { invocationId, finished: output.status !== 470 };
   }
 
-  async recordAnswer(runId: string, questionId: string, answer: string): Promise<void> {
+  async recordAnswer(runId: string, questionId: string, answer: string): Promise<boolean> {
     const response = await fetch(`${this.config.ingressUrl}/${RUN_WORKFLOW}/${encodeURIComponent(runId)}/answer`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -180,6 +195,7 @@ export class RestateEngine implements RunEngine {
       signal: AbortSignal.timeout(10_000),
     });
     if (!response.ok) throw new Error(`Restate's ingress answered ${response.status}: ${(await response.text()).slice(0, 300)}`);
+    return (await response.json()) === 'recorded';
   }
 
   /** Cancels the run's workflow in Restate: nothing of it is run again. */
@@ -199,25 +215,31 @@ export class RestateEngine implements RunEngine {
   private async runWorkflow(ctx: restate.WorkflowContext, request: { sessionId: string }): Promise<string> {
     const runId = ctx.key;
     const invocationId = ctx.request().id;
+    const attempt = ctx.request().attemptCompletedSignal;
+    if (this.draining) throw new restate.RetryableError('This process is shutting down; the run goes on in the next attempt');
     let journal: RestateJournal;
     try {
       journal = await RestateJournal.open(ctx, this.storeJournal, runId);
     } catch (error) {
       if (!(error instanceof RunCancelledError)) throw error;
       // Cancelled while nothing executed it: it ends as stopped.
-      const waiting = await this.take(request.sessionId, runId).catch(() => undefined);
+      const waiting = await this.take(request.sessionId, runId, attempt).catch(() => undefined);
       if (waiting) {
         waiting.session.control.stop('user');
         waiting.resolve(await this.kernel.execute(waiting.input, waiting.session, waiting.hooks));
       }
       return 'cancelled';
     }
-    const waiting = await this.take(request.sessionId, runId);
+    const waiting = await this.take(request.sessionId, runId, attempt);
     if (!waiting) return 'closed';
     const { control } = waiting.session;
     control.answers = journal.answers();
     journal.onCancelled = () => {
       control.stop('user');
+      return abortReason(control.signal);
+    };
+    journal.onAttemptEnded = () => {
+      control.handOver();
       return abortReason(control.signal);
     };
     // A stop (from any instance) is a Restate cancellation too: no retry ever runs the run on.
@@ -230,7 +252,6 @@ export class RestateEngine implements RunEngine {
     const onAttemptEnd = () => {
       if (!finished) control.handOver();
     };
-    const attempt = ctx.request().attemptCompletedSignal;
     attempt.addEventListener('abort', onAttemptEnd, { once: true });
     try {
       const outcome = await this.kernel.execute(waiting.input, waiting.session, { ...waiting.hooks, journal });
@@ -253,27 +274,37 @@ export class RestateEngine implements RunEngine {
    * (after a restart, or on another instance) from the session's store. Undefined when the run
    * has ended meanwhile and there is nothing to execute.
    */
-  private async take(sessionId: string, runId: string): Promise<Pending | undefined> {
+  private async take(sessionId: string, runId: string, attempt: AbortSignal): Promise<Pending | undefined> {
     let waiting = this.pending.get(runId);
     if (!waiting || waiting.taken) {
+      if (this.draining) throw new restate.RetryableError('This process is shutting down; the run goes on in the next attempt');
       if ((await this.adopt(sessionId, runId)) === 'closed') return undefined;
-      waiting = await this.arrival(runId);
+      waiting = await this.arrival(runId, attempt);
     }
+    // A run is executed by one attempt at a time; an attempt that ended meanwhile takes nothing.
+    if (waiting.taken || attempt.aborted) throw new restate.RetryableError(`Run ${runId} is executing in another attempt, or this one ended`);
     waiting.taken = true;
     return waiting;
   }
 
-  private arrival(runId: string): Promise<Pending> {
+  private arrival(runId: string, attempt: AbortSignal): Promise<Pending> {
     return new Promise((resolve, reject) => {
       const found = this.pending.get(runId);
       if (found && !found.taken) return resolve(found);
-      const timer = setTimeout(() => reject(new restate.RetryableError(`Run ${runId} was not set up here in time`)), ADOPT_WAIT_MS);
-      const wake = () => {
+      const settle = (outcome: () => void) => {
         clearTimeout(timer);
-        const arrived = this.pending.get(runId);
-        if (arrived) resolve(arrived);
-        else reject(new restate.RetryableError(`Run ${runId} went away while being set up`));
+        attempt.removeEventListener('abort', ended);
+        outcome();
       };
+      const timer = setTimeout(() => settle(() => reject(new restate.RetryableError(`Run ${runId} was not set up here in time`))), ADOPT_WAIT_MS);
+      const ended = () => settle(() => reject(new restate.RetryableError('The attempt ended')));
+      attempt.addEventListener('abort', ended, { once: true });
+      const wake = () =>
+        settle(() => {
+          const arrived = this.pending.get(runId);
+          if (arrived && !arrived.taken) resolve(arrived);
+          else reject(new restate.RetryableError(`Run ${runId} went away while being set up`));
+        });
       this.arrivals.set(runId, [...(this.arrivals.get(runId) ?? []), wake]);
     });
   }

@@ -45,12 +45,23 @@ export class RestateJournal implements RunJournal {
   private cancelled = false;
   /** What to throw once Restate has cancelled the run (the engine stops the run and throws its abort). */
   onCancelled: (() => Error) | undefined;
+  /** What to throw once this attempt has ended under the run (the engine hands the run over and throws its abort). */
+  onAttemptEnded: (() => Error) | undefined;
 
   private constructor(
     private readonly ctx: WorkflowContext,
     private readonly copy: RunJournal,
     private entries: JournalEntry[],
   ) {}
+
+  /** Ends when this attempt does: Restate's own promises never settle after that. */
+  private get attempt(): AbortSignal {
+    return this.ctx.request().attemptCompletedSignal;
+  }
+
+  private attemptEnded(): Error {
+    return this.onAttemptEnded?.() ?? new Error('The attempt ended; the run goes on in the next one');
+  }
 
   /**
    * Reads what earlier attempts recorded and brings the store's copy in line with it (a run that
@@ -68,9 +79,14 @@ export class RestateJournal implements RunJournal {
         continue;
       }
       recorded++;
-      if (record.op === 'peek') await peekAnswer(ctx, record.questionId);
-      else if (record.op === 'settle') await settleAnswer(ctx, record.questionId, record.answer);
-      else entries = applyRecord(entries, record);
+      try {
+        if (record.op === 'peek') await peekAnswer(ctx, record.questionId);
+        else if (record.op === 'settle') await settleAnswer(ctx, record.questionId, record.answer);
+        else entries = applyRecord(entries, record);
+      } catch (error) {
+        if (error instanceof CancelledError) throw new RunCancelledError();
+        throw error;
+      }
     }
     entries.sort((a, b) => a.position - b.position);
     const journal = new RestateJournal(ctx, copy, entries);
@@ -133,7 +149,8 @@ export class RestateJournal implements RunJournal {
   private serial<T>(operation: () => Promise<T>): Promise<T> {
     const next = this.chain.then(() => {
       if (this.cancelled) throw this.onCancelled?.() ?? new RunCancelledError();
-      return operation().catch((error: unknown) => {
+      if (this.attempt.aborted) throw this.attemptEnded();
+      return untilAttemptEnds(operation(), this.attempt, () => this.attemptEnded()).catch((error: unknown) => {
         if (error instanceof CancelledError || error instanceof RunCancelledError) {
           this.cancelled = true;
           throw this.onCancelled?.() ?? new RunCancelledError();
@@ -149,6 +166,25 @@ export class RestateJournal implements RunJournal {
 /** The durable promise that holds the answer to a question. */
 export function answerKey(questionId: string): string {
   return `answer:${questionId}`;
+}
+
+/** Settles with `operation`, or rejects as soon as the attempt ends (Restate's promises would then never settle). */
+function untilAttemptEnds<T>(operation: Promise<T>, attempt: AbortSignal, ended: () => Error): Promise<T> {
+  if (attempt.aborted) return Promise.reject(ended());
+  return new Promise<T>((resolve, reject) => {
+    const onEnd = () => reject(ended());
+    attempt.addEventListener('abort', onEnd, { once: true });
+    operation.then(
+      (value) => {
+        attempt.removeEventListener('abort', onEnd);
+        resolve(value);
+      },
+      (error: unknown) => {
+        attempt.removeEventListener('abort', onEnd);
+        reject(error);
+      },
+    );
+  });
 }
 
 async function peekAnswer(ctx: WorkflowContext, questionId: string): Promise<string | undefined> {
