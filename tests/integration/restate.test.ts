@@ -190,13 +190,26 @@ describe('runs as Restate workflows (RUN_ENGINE=restate)', { timeout: PROCESS_TE
     expect(execFileSync(node22, ['--version'], { encoding: 'utf8' })).toMatch(/^v22\./);
   });
 
-  it('a chat on the demo model runs as a workflow and answers; a run refused by an unreachable Restate says why', async () => {
+  it('every strategy runs as a workflow on the demo model, and plain chat too; a run refused by an unreachable Restate says why', async () => {
     const env = await restateEnv();
     const server = await startStepwiseProcess({ ...env, LLM_PROVIDER: 'demo' });
     const client = await connect(server.wsUrl);
-    client.chat('What is 6*7?', { agent_mode: true });
-    const events = (await client.untilComplete({ timeoutMs: 60_000 })) as Event[];
-    expect(summarize(events).slice(-2)).toEqual(['agent_completion:answered', 'response_complete']);
+    const runs: Array<[string, Record<string, unknown>, string]> = [
+      ['Hello', {}, 'response_complete'],
+      ['What is 6*7?', { agent_mode: true, strategy: 'plan_execute' }, 'agent_completion:answered'],
+      ['tell three short facts about octopus and keep a list', { agent_mode: true, strategy: 'autonomous' }, 'agent_completion:workflow_complete'],
+      ['Problem: what is (17+25)*3?', { agent_mode: true, strategy: 'solver', strategy_options: { auto_advance: true } }, 'agent_completion:answered'],
+      ['What is 12*7?', { agent_mode: true, strategy: 'research' }, 'agent_completion:verifier_blocked'],
+      ['Go on', { agent_mode: true, strategy: 'research' }, 'agent_completion:answered'],
+      ['What is 6*7?', { agent_mode: true }, 'agent_completion:answered'],
+    ];
+    let events: Event[] = [];
+    for (const [content, options, ending] of runs) {
+      const from = client.events.length;
+      client.chat(content, options);
+      events = (await client.untilComplete({ from, timeoutMs: 60_000 })) as Event[];
+      expect({ content, options, ending: summarize(events).filter((name) => name !== 'response_complete').at(-1) ?? 'response_complete' }).toEqual({ content, options, ending: ending === 'response_complete' ? 'assistant_message' : ending });
+    }
     const start = events.find((event) => event.update_type === 'agent_start')!;
     const outputUrl = `${restate!.ingressUrl}/restate/workflow/StepwiseRun/${start.run_id as string}/output`;
     // The workflow returns just after the run's last event.
