@@ -73,5 +73,17 @@ describe('replaying a journal whose branches ran side by side', () => {
     expect(await answer).toEqual({ value: 'The Eiffel Tower', replayed: false });
     expect(journal.entries.map((one) => one.position)).toEqual([0, 1, 2, 3, 4]);
   });
+
+  it('two branches going another way at once drop each its own past, and neither writes back what the other dropped', async () => {
+    const side = [entry(1, 'model', 'r.task@1.1', 'a'), entry(2, 'model', 'r.task@1.2', 'b'), entry(3, 'model', 'r.more@1.1', 'c'), entry(4, 'model', 'r.more@1.2', 'd')];
+    const journal = memoryJournal([entry(0, 'input', 'input', {}), ...side]);
+    const replay = new JournalReplay(journal, 'run', { runId: 'run', entries: side, events: [] });
+    expect(await replay.once('model', 'r.task@1.1', async () => 'new')).toMatchObject({ replayed: true });
+    expect(await replay.once('model', 'r.task@1.2', async () => 'new')).toMatchObject({ replayed: true });
+    const [one, two] = await Promise.all([replay.once('model', 'r.other@1.1', async () => 'x'), replay.once('model', 'r.other@1.2', async () => 'y')]);
+    expect([one.replayed, two.replayed]).toEqual([false, false]);
+    expect(replay.replaying).toBe(false);
+    expect(journal.entries.map((one) => one.value).sort()).toEqual(['a', 'b', 'x', 'y', {}].sort());
+  });
 });
 

@@ -52,6 +52,8 @@ export class JournalReplay {
   private readonly recordedLive: JournalEntry[] = [];
   /** Past entries replayed so far (re-recorded if a later truncation drops them). */
   private readonly replayed: JournalEntry[] = [];
+  /** Leaving the past, one branch at a time: two at once could write back what the other dropped. */
+  private leaving: Promise<void> = Promise.resolve();
   private readonly copy: boolean;
 
   constructor(
@@ -90,7 +92,11 @@ export class JournalReplay {
       this.replayed.push(entry!);
       return { value: entry!.value as T, replayed: true };
     }
-    if (this.pending.length > 0 && !CONCURRENT_KINDS.has(kind)) await this.leavePast(branchOf(key));
+    if (this.pending.length > 0 && !CONCURRENT_KINDS.has(kind)) {
+      const leave = this.leaving.then(() => this.leavePast(branchOf(key)));
+      this.leaving = leave.catch(() => undefined);
+      await leave;
+    }
     const value = await live();
     const entry = { position: this.next++, kind, key, value: value ?? null, step: this.step() };
     // Noted before it is written: a truncation queued after this append re-records it.

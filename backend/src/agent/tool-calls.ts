@@ -142,7 +142,7 @@ async function askUser(call: LlmToolCall, step: number, context: CallContext): P
   // past left unanswered (it timed out, or the run was stopped while it waited); after a restart
   // the same run's question keeps its id and deadline.
   const again = `${call.id}#again`;
-  if (!effects.has(JOURNAL.answer, call.id) && (effects.continues || effects.has(JOURNAL.question, again))) {
+  if (effects.has(JOURNAL.question, again) || (effects.continues && !effects.has(JOURNAL.answer, call.id))) {
     asked = (await effects.once(JOURNAL.question, again, async () => fresh())).value;
   }
   await sink.emit(events.requestInput(step, question, call.id, asked.id, new Date(asked.deadline)));

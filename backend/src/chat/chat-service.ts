@@ -32,6 +32,7 @@ export type { ChatDependencies };
 /** One chat session: plain answers, agent runs (one at a time), and the controls that steer them. */
 export class ChatService {
   private active: ActiveResponse | undefined;
+  private readonly recovering = new Map<string, Promise<'resumed' | 'closed'>>();
 
   /** Resolves once the session has its row in the store (made at its first write, not at connect). */
   private stored: Promise<void> | undefined;
@@ -336,7 +337,19 @@ export class ChatService {
    * (no journal, RESUME_INTERRUPTED_RUNS off, its ending already logged). Resolves with which.
    */
   async recover(run: RunRecord): Promise<'resumed' | 'closed'> {
+    // Two recoveries of one run (at startup, and Restate executing it meanwhile) share one outcome.
+    let recovering = this.recovering.get(run.id);
+    if (!recovering) {
+      recovering = this.recoverOnce(run).finally(() => this.recovering.delete(run.id));
+      this.recovering.set(run.id, recovering);
+    }
+    return recovering;
+  }
+
+  private async recoverOnce(run: RunRecord): Promise<'resumed' | 'closed'> {
+    if (this.active?.runId === run.id) return 'resumed';
     const found = this.active ? undefined : await this.runs.recoverInput(run);
+    if (this.active?.runId === run.id) return 'resumed';
     if (!found || this.active) {
       await this.runs.closeInterrupted(run);
       return 'closed';

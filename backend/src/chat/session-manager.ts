@@ -217,9 +217,7 @@ export class SessionManager {
     const run = await this.store.getRun(runId);
     const chat = await this.find(sessionId);
     if (!run || !chat || run.status !== 'running') return 'closed';
-    // Set up here already (at startup, or by an earlier attempt): the run is on its way to the engine.
-    if (chat.activeRunId === runId) return 'resumed';
-    if (chat.activeRunId !== undefined) {
+    if (chat.activeRunId !== undefined && chat.activeRunId !== runId) {
       throw new Error(`Session ${sessionId} is still busy with run ${chat.activeRunId}; Restate tries again`);
     }
     if (this.cluster && !(await this.cluster.claim(sessionId, runId))) throw new Error(`Another instance holds session ${sessionId}`);

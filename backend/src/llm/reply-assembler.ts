@@ -17,6 +17,8 @@ type Fields = Record<string, unknown>;
  * dropped and `truncated` says so; the caller then stops reading.
  */
 export class ReplyAssembler {
+  /** Makes the ids this reply gives its tool calls (when the endpoint sends none) unique to it. */
+  private readonly idPrefix = Math.random().toString(36).slice(2, 10);
   private text = '';
   private readonly calls = new Map<number, PartialToolCall>();
   private used = 0;
@@ -52,7 +54,8 @@ export class ReplyAssembler {
     const toolCalls = [...this.calls.entries()]
       .filter(([, call]) => !call.cut)
       .sort(([a], [b]) => a - b)
-      .map(([index, call]) => ({ id: call.id || `call_${index}`, name: call.name, arguments: call.arguments }));
+      // An endpoint that sends no ids gets unique ones: questions, answers and results are journaled by them.
+      .map(([index, call]) => ({ id: call.id || `call_${this.idPrefix}_${index}`, name: call.name, arguments: call.arguments }));
     return { text: this.text, toolCalls };
   }
 

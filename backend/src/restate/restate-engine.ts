@@ -6,7 +6,7 @@ import type { Config } from '../config/config.ts';
 import { ERROR_CODE, StepwiseError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { RunEngine } from '../agent/run-engine.ts';
-import type { JournalEntry, RunJournal } from '../agent/run-journal.ts';
+import { JOURNAL, type JournalEntry, type RunJournal } from '../agent/run-journal.ts';
 import type { RunHooks, RunKernel, RunOutcome, RunSession } from '../agent/run-kernel.ts';
 import type { RunInput } from '../agent/strategy.ts';
 import { abortReason } from '../util/abort.ts';
@@ -136,16 +136,22 @@ export class RestateEngine implements RunEngine {
     const awaited = this.arrivals.has(runId);
     for (const wake of this.arrivals.get(runId) ?? []) wake();
     this.arrivals.delete(runId);
-    let submitted: Awaited<ReturnType<RestateEngine['submit']>>;
+    // Taken by an attempt (while being submitted, or it was waiting): Restate executes it.
+    const executing = () => awaited || this.pending.get(runId)?.taken === true;
+    let submitted: Awaited<ReturnType<RestateEngine['submit']>> = { invocationId: undefined, finished: false };
     try {
-      submitted = awaited ? { invocationId: undefined, finished: false } : await this.submit(runId, input.sessionId);
+      submitted = await this.submit(runId, input.sessionId);
     } catch (error) {
+      if (executing()) {
+        this.logger.warn({ err: error, run_id: runId }, 'could not ask Restate about a run it executes');
+        return done;
+      }
       this.pending.delete(runId);
       this.logger.error({ err: error, run_id: runId }, 'could not start the run in Restate');
       // The run ends here, failed, saying why; nothing of it ran.
       return this.kernel.execute(input, session, { ...hooks, journal: unreachable(this.config.ingressUrl, error) });
     }
-    if (submitted.finished) {
+    if (submitted.finished && !executing()) {
       // Its workflow ended already (its end was not saved): the run closes from its journal here.
       this.pending.delete(runId);
       return this.kernel.execute(input, session, hooks);
@@ -183,8 +189,10 @@ export class RestateEngine implements RunEngine {
     const output = await fetch(`${this.config.ingressUrl}/restate/workflow/${RUN_WORKFLOW}/${encodeURIComponent(runId)}/output`, {
       signal: AbortSignal.timeout(10_000),
     });
-    // 470: still going; anything else (its output, cancelled, failed) has ended.
-    return { invocationId, finished: output.status !== 470 };
+    // 470: still going; its output, or its end as cancelled or failed: ended.
+    if (output.status === 470) return { invocationId, finished: false };
+    if ([200, 409, 500].includes(output.status)) return { invocationId, finished: true };
+    throw new Error(`Restate's ingress answered ${output.status} for the output of run ${runId}`);
   }
 
   async recordAnswer(runId: string, questionId: string, answer: string): Promise<boolean> {
@@ -232,6 +240,9 @@ export class RestateEngine implements RunEngine {
     }
     const waiting = await this.take(request.sessionId, runId, attempt);
     if (!waiting) return 'closed';
+    // After a restart, the run goes on from Restate's journal (the store's copy was read before it was brought in line).
+    const past = waiting.hooks.past;
+    const hooks = past?.runId === runId ? { ...waiting.hooks, past: { ...past, entries: journal.recorded.filter((entry) => entry.kind !== JOURNAL.input) } } : waiting.hooks;
     const { control } = waiting.session;
     control.answers = journal.answers();
     journal.onCancelled = () => {
@@ -254,7 +265,7 @@ export class RestateEngine implements RunEngine {
     };
     attempt.addEventListener('abort', onAttemptEnd, { once: true });
     try {
-      const outcome = await this.kernel.execute(waiting.input, waiting.session, { ...waiting.hooks, journal });
+      const outcome = await this.kernel.execute(waiting.input, waiting.session, { ...hooks, journal });
       finished = true;
       waiting.resolve(outcome);
       // Handed over (this process is shutting down): Restate runs the workflow again, elsewhere or later.
@@ -291,9 +302,14 @@ export class RestateEngine implements RunEngine {
     return new Promise((resolve, reject) => {
       const found = this.pending.get(runId);
       if (found && !found.taken) return resolve(found);
+      // Still held by an attempt that is ending: Restate tries again shortly.
+      if (found) return reject(new restate.RetryableError(`Run ${runId} is still held by an earlier attempt`));
       const settle = (outcome: () => void) => {
         clearTimeout(timer);
         attempt.removeEventListener('abort', ended);
+        const left = (this.arrivals.get(runId) ?? []).filter((other) => other !== wake);
+        if (left.length > 0) this.arrivals.set(runId, left);
+        else this.arrivals.delete(runId);
         outcome();
       };
       const timer = setTimeout(() => settle(() => reject(new restate.RetryableError(`Run ${runId} was not set up here in time`))), ADOPT_WAIT_MS);
