@@ -1,6 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll } from 'vitest';
+import { closeAll } from '../helpers/cleanup.ts';
 import { adoptProcess, childProcesses, stopProcess } from '../helpers/process.ts';
 
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -65,4 +67,19 @@ export async function screenshot(page: Page, name: string): Promise<string> {
   const path = join(ARTIFACTS, name);
   await page.screenshot({ path, fullPage: false });
   return path;
+}
+
+/**
+ * The hooks of a browser test file: one Chromium for the whole file (handed to `onLaunch`), and
+ * after each test whatever it opened (its browser context, servers, model servers), closed in
+ * the order given, failed or not.
+ */
+export function useBrowser(onLaunch: (browser: Browser) => void, opened: () => Array<{ close(): unknown } | undefined>): void {
+  let launched: Browser | undefined;
+  beforeAll(async () => {
+    launched = await launchBrowser();
+    onLaunch(launched);
+  }, BROWSER_LAUNCH_HOOK_TIMEOUT_MS);
+  afterAll(() => closeBrowser(launched), 30_000);
+  afterEach(() => closeAll(...opened().map((item) => () => item?.close())), 30_000);
 }

@@ -1,11 +1,10 @@
 import { readFileSync } from 'node:fs';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { EVERYTHING_STDIO, writeMcpConfig } from '../fixtures/mcp-servers.ts';
 import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
-import { closeAll } from '../helpers/cleanup.ts';
 import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
-import { ask, BROWSER_LAUNCH_HOOK_TIMEOUT_MS, BROWSER_TEST_TIMEOUT_MS, closeBrowser, launchBrowser, screenshot } from './browser.ts';
+import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, useBrowser } from './browser.ts';
 
 let browser: Browser;
 let context: BrowserContext;
@@ -13,21 +12,7 @@ let page: Page;
 let llm: ScriptedLlmServer;
 let server: TestServer;
 
-beforeAll(async () => {
-  browser = await launchBrowser();
-}, BROWSER_LAUNCH_HOOK_TIMEOUT_MS);
-
-afterAll(() => closeBrowser(browser), 30_000);
-
-afterEach(
-  () =>
-    closeAll(
-      () => context?.close(),
-      () => server?.close(),
-      () => llm?.close(),
-    ),
-  30_000,
-);
+useBrowser((launched) => (browser = launched), () => [context, server, llm]);
 
 /** Each test starts its server (the file's first one opens the shared embedded database) and maybe server-everything. */
 const BROWSER_FILE_TEST_TIMEOUT_MS = 2 * BROWSER_TEST_TIMEOUT_MS;

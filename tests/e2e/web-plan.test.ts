@@ -1,9 +1,8 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
-import { closeAll } from '../helpers/cleanup.ts';
 import { startStepwise, type TestServer } from '../helpers/stepwise.ts';
-import { ask, BROWSER_LAUNCH_HOOK_TIMEOUT_MS, BROWSER_TEST_TIMEOUT_MS, closeBrowser, launchBrowser, screenshot } from './browser.ts';
+import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, useBrowser } from './browser.ts';
 
 let browser: Browser;
 let context: BrowserContext | undefined;
@@ -11,21 +10,7 @@ let page: Page;
 let llm: ScriptedLlmServer | undefined;
 let server: TestServer | undefined;
 
-beforeAll(async () => {
-  browser = await launchBrowser();
-}, BROWSER_LAUNCH_HOOK_TIMEOUT_MS);
-
-afterAll(() => closeBrowser(browser), 30_000);
-
-afterEach(
-  () =>
-    closeAll(
-      () => context?.close(),
-      () => server?.close(),
-      () => llm?.close(),
-    ),
-  30_000,
-);
+useBrowser((launched) => (browser = launched), () => [context, server, llm]);
 
 const observe = (observation: string, complete: boolean) =>
   `${observation}\n\n\`\`\`json\n${JSON.stringify({ observation, step_complete: complete })}\n\`\`\``;

@@ -1,11 +1,10 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { freePort, writeMcpConfig } from '../fixtures/mcp-servers.ts';
 import { ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
-import { closeAll } from '../helpers/cleanup.ts';
 import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 import { TestClient } from '../helpers/ws-client.ts';
-import { BROWSER_LAUNCH_HOOK_TIMEOUT_MS, BROWSER_TEST_TIMEOUT_MS, closeBrowser, launchBrowser, screenshot } from './browser.ts';
+import { BROWSER_TEST_TIMEOUT_MS, screenshot, useBrowser } from './browser.ts';
 
 let browser: Browser;
 let context: BrowserContext | undefined;
@@ -14,22 +13,7 @@ let llm: ScriptedLlmServer | undefined;
 let server: TestServer | undefined;
 let probe: TestClient | undefined;
 
-beforeAll(async () => {
-  browser = await launchBrowser();
-}, BROWSER_LAUNCH_HOOK_TIMEOUT_MS);
-
-afterAll(() => closeBrowser(browser), 30_000);
-
-afterEach(
-  () =>
-    closeAll(
-      () => probe?.close(),
-      () => context?.close(),
-      () => server?.close(),
-      () => llm?.close(),
-    ),
-  30_000,
-);
+useBrowser((launched) => (browser = launched), () => [probe, context, server, llm]);
 
 /** The session message as any client gets it: says which optional fields this server sends. */
 async function sessionOf(target: TestServer) {

@@ -1,28 +1,14 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { closeAll } from '../helpers/cleanup.ts';
+import { describe, expect, it } from 'vitest';
 import { startStepwise, type TestServer } from '../helpers/stepwise.ts';
-import { ask, BROWSER_LAUNCH_HOOK_TIMEOUT_MS, BROWSER_TEST_TIMEOUT_MS, closeBrowser, launchBrowser, screenshot } from './browser.ts';
+import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, useBrowser } from './browser.ts';
 
 let browser: Browser;
 let context: BrowserContext | undefined;
 let page: Page;
 let server: TestServer | undefined;
 
-beforeAll(async () => {
-  browser = await launchBrowser();
-}, BROWSER_LAUNCH_HOOK_TIMEOUT_MS);
-
-afterAll(() => closeBrowser(browser), 30_000);
-
-afterEach(
-  () =>
-    closeAll(
-      () => context?.close(),
-      () => server?.close(),
-    ),
-  30_000,
-);
+useBrowser((launched) => (browser = launched), () => [context, server]);
 
 async function open() {
   server = await startStepwise({ DEMO_DELAY_MS: '1' });
