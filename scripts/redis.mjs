@@ -1,11 +1,11 @@
 // Redis for the test suite: Debian's package (installed when missing), a throwaway server on
 // 127.0.0.1 with no persistence, in a process group of its own; stop() ends it.
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { aptInstall, freePort } from './run.mjs';
+import { aptInstall, freePort, groupStopper } from './run.mjs';
 
 export const REDIS_SERVER = process.env.REDIS_SERVER_PATH ?? '/usr/bin/redis-server';
 
@@ -51,15 +51,7 @@ export async function startTestRedis() {
     detached: true,
     stdio: 'ignore',
   });
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  const stopNow = () => {
-    try {
-      process.kill(-child.pid, 'SIGKILL');
-    } catch {
-      // Already gone.
-    }
-    rmSync(dir, { recursive: true, force: true });
-  };
+  const { stopNow, stop } = groupStopper(child, dir, 5_000);
   try {
     await waitForRedis(port);
   } catch (error) {
@@ -69,14 +61,6 @@ export async function startTestRedis() {
   return {
     url: `redis://127.0.0.1:${port}`,
     stopNow,
-    stop: async () => {
-      try {
-        process.kill(-child.pid, 'SIGTERM');
-      } catch {
-        // Already gone.
-      }
-      await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5_000))]);
-      stopNow();
-    },
+    stop,
   };
 }

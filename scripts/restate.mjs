@@ -4,11 +4,11 @@
 // Invocations are retried quickly (at most a second apart), so a run whose process was killed goes
 // on as soon as that process is back.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { arch, platform, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, root } from './run.mjs';
+import { freePort, groupStopper, root } from './run.mjs';
 
 /** The restate-server binary the npm package ships for this platform. */
 export function restateServerPath() {
@@ -69,15 +69,7 @@ export async function startTestRestate() {
   child.stderr.on('data', (chunk) => {
     stderr = (stderr + chunk).slice(-4_000);
   });
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  const stopNow = () => {
-    try {
-      process.kill(-child.pid, 'SIGKILL');
-    } catch {
-      // Already gone.
-    }
-    rmSync(dir, { recursive: true, force: true });
-  };
+  const { exited, stopNow, stop } = groupStopper(child, dir, 10_000);
   const adminUrl = `http://127.0.0.1:${admin}`;
   try {
     await Promise.race([
@@ -94,15 +86,7 @@ export async function startTestRestate() {
     ingressUrl: `http://127.0.0.1:${ingress}`,
     adminUrl,
     stopNow,
-    stop: async () => {
-      try {
-        process.kill(-child.pid, 'SIGTERM');
-      } catch {
-        // Already gone.
-      }
-      await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 10_000))]);
-      stopNow();
-    },
+    stop,
   };
 }
 

@@ -1,5 +1,6 @@
 // Small helpers shared by the workspace scripts: run a command, find a package's binary.
 import { spawn } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
@@ -46,3 +47,30 @@ export async function aptInstall(name) {
   const apt = (...args) => (isRoot ? run('apt-get', args, { env }) : run('sudo', ['-n', 'apt-get', ...args], { env }));
   return (await apt('update', '-qq')) === 0 && (await apt('install', '-y', '-qq', name)) === 0;
 }
+
+/**
+ * How to end a server started in a process group of its own (spawned detached) whose data sits in
+ * `dir`: stopNow() kills the group and removes the dir at once (for exit hooks and failed starts),
+ * stop() asks it to end (SIGTERM), waits up to `graceMs`, then does the same.
+ */
+export function groupStopper(child, dir, graceMs) {
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  const signal = (name) => {
+    try {
+      process.kill(-child.pid, name);
+    } catch {
+      // Already gone.
+    }
+  };
+  const stopNow = () => {
+    signal('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  };
+  const stop = async () => {
+    signal('SIGTERM');
+    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, graceMs))]);
+    stopNow();
+  };
+  return { exited, stopNow, stop };
+}
+
