@@ -8,8 +8,7 @@ import { loadConfigFile } from './config/config-file.ts';
 import { SessionManager } from './chat/session-manager.ts';
 import type { Cluster } from './cluster/cluster.ts';
 import { buildContainer } from './container.ts';
-import type { RunEngine } from './agent/run-engine.ts';
-import { RestateEngine } from './restate/restate-engine.ts';
+import { isDurable, type RunEngine } from './agent/run-engine.ts';
 import { ModelHealthMonitor } from './llm/model-health.ts';
 import { McpManager } from './mcp/mcp-manager.ts';
 import { openStore } from './store/open-store.ts';
@@ -68,7 +67,7 @@ export async function startServer(options: {
   }
   // RUN_ENGINE=restate: this process serves the runs' workflows; Restate may call at once.
   const engine = container.resolve<RunEngine>(TOKENS.RunEngine);
-  if (engine instanceof RestateEngine) {
+  if (isDurable(engine)) {
     await engine.start();
     app.addHook('onClose', () => engine.close());
   }

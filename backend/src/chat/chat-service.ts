@@ -7,6 +7,7 @@ import type { ControlCommand, ControlOutcome } from '../agent/control-bus.ts';
 import type { RunInput } from '../agent/strategy.ts';
 import type { RunRecord, Store } from '../store/store.ts';
 import type { ChatDependencies } from './chat-dependencies.ts';
+import { sessionEvents } from './run-endings.ts';
 import { PLAIN_CHAT, type RunPastWithHistory, SessionRuns } from './session-runs.ts';
 import { SessionSnapshots } from './session-snapshots.ts';
 import type { SessionEventLog } from './session-event-log.ts';
@@ -382,14 +383,8 @@ function handleCommand(control: AgentControl, command: ControlCommand): ControlO
 
 /** The deadline of question `questionId` when run `run` asked it (its log holds the question); undefined when it did not. */
 async function askedIn(store: Store, run: RunRecord, questionId: string): Promise<string | undefined> {
-  const pageSize = 500;
-  let after = run.afterSeq ?? 0;
-  for (;;) {
-    const page = await store.listEvents(run.sessionId, after, pageSize);
-    for (const event of page) {
-      if (event.run_id === run.id && event.type === 'agent_update' && event.update_type === 'agent_request_input' && event.question_id === questionId) return event.deadline;
-    }
-    if (page.length < pageSize) return undefined;
-    after = page.at(-1)!.seq;
+  for await (const event of sessionEvents(store, run.sessionId, run.afterSeq ?? 0)) {
+    if (event.run_id === run.id && event.type === 'agent_update' && event.update_type === 'agent_request_input' && event.question_id === questionId) return event.deadline;
   }
+  return undefined;
 }

@@ -50,17 +50,22 @@ export async function readLoggedRun(store: Store, run: RunRecord, options: { pla
   const logged: LoggedRun = { step: 0, complete: false };
   if (options.plainChat && run.afterSeq === undefined) return logged;
   const read = options.plainChat ? readPlainChatEvent : readAgentEvent;
-  let after = run.afterSeq ?? 0;
-  while (!logged.complete) {
-    const page = await store.listEvents(run.sessionId, after, SCAN_PAGE_SIZE);
-    for (const event of page) {
-      read(logged, event, run.id);
-      if (logged.complete) break;
-    }
-    if (page.length < SCAN_PAGE_SIZE) break;
-    after = page.at(-1)!.seq;
+  for await (const event of sessionEvents(store, run.sessionId, run.afterSeq ?? 0)) {
+    read(logged, event, run.id);
+    if (logged.complete) break;
   }
   return logged;
+}
+
+/** A session's logged events after `afterSeq`, in order, read from the store a page at a time. */
+export async function* sessionEvents(store: Store, sessionId: string, afterSeq = 0): AsyncGenerator<LoggedEvent> {
+  let after = afterSeq;
+  for (;;) {
+    const page = await store.listEvents(sessionId, after, SCAN_PAGE_SIZE);
+    yield* page;
+    if (page.length < SCAN_PAGE_SIZE) return;
+    after = page.at(-1)!.seq;
+  }
 }
 
 /** True when the log shows the run's ending, or its response_complete: nothing of it may run again. */

@@ -2,8 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { LoggedEventBody, ModelHealthEvent, StopReason, ToolsChangedEvent } from '@stepwise/shared-types';
 import { inject, injectable } from 'tsyringe';
 import type { ControlBus } from '../agent/control-bus.ts';
-import type { RunEngine } from '../agent/run-engine.ts';
-import { type Adoption, RestateEngine } from '../restate/restate-engine.ts';
+import { type Adoption, type DurableRunEngine, isDurable, type RunEngine } from '../agent/run-engine.ts';
 import type { Cluster } from '../cluster/cluster.ts';
 import { RunKernel } from '../agent/run-kernel.ts';
 import type { Config } from '../config/config.ts';
@@ -60,8 +59,8 @@ export class SessionManager {
       cluster,
     };
     cluster?.onOrphanedRun((orphan) => this.takeOver(orphan.sessionId, orphan.runId));
-    // Restate executes a run here that no socket started here (after a restart): set it up.
-    if (engine instanceof RestateEngine) engine.onAdopt((sessionId, runId) => this.adopt(sessionId, runId));
+    // A durable engine executes a run here that no socket started here (after a restart): set it up.
+    if (isDurable(engine)) engine.onAdopt((sessionId, runId) => this.adopt(sessionId, runId));
     // Another instance took over a session this one was too slow to renew: two must never run it.
     cluster?.onLostLease((sessionId) => void this.sessions.get(sessionId)?.handOver());
   }
@@ -71,7 +70,7 @@ export class SessionManager {
    * it goes on here from its journal, or is closed, as after a restart.
    */
   private async takeOver(sessionId: string, runId: string): Promise<void> {
-    if (this.engine instanceof RestateEngine) {
+    if (isDurable(this.engine)) {
       // Restate runs the workflow again itself, wherever it reaches; it sets the run up there.
       await this.cluster?.release(sessionId);
       return;
@@ -155,7 +154,7 @@ export class SessionManager {
    * that cannot be recovered does not keep the server from starting.
    */
   async recover(): Promise<{ resumed: number; closed: number }> {
-    if (this.engine instanceof RestateEngine) return this.recoverInRestate(this.engine);
+    if (isDurable(this.engine)) return this.recoverDurable(this.engine);
     let resumed = 0;
     let closed = 0;
     for (const run of await this.store.listRunningRuns()) {
@@ -181,7 +180,7 @@ export class SessionManager {
    * started (it began under the in-process engine) is submitted now; one whose workflow has ended
    * (its end could not be saved) is closed.
    */
-  private async recoverInRestate(engine: RestateEngine): Promise<{ resumed: number; closed: number }> {
+  private async recoverDurable(engine: DurableRunEngine): Promise<{ resumed: number; closed: number }> {
     let resumed = 0;
     let closed = 0;
     for (const run of await this.store.listRunningRuns()) {
@@ -201,10 +200,10 @@ export class SessionManager {
         }
         this.release(chat);
       } catch (error) {
-        this.logger.error({ err: error, run_id: run.id, session_id: run.sessionId }, 'could not hand a run interrupted by a restart to Restate');
+        this.logger.error({ err: error, run_id: run.id, session_id: run.sessionId }, 'could not hand a run interrupted by a restart to the run engine');
       }
     }
-    if (resumed + closed > 0) this.logger.info({ resumed, closed }, 'runs interrupted by a restart: handed to Restate, or closed');
+    if (resumed + closed > 0) this.logger.info({ resumed, closed }, 'runs interrupted by a restart: handed to the run engine, or closed');
     return { resumed, closed };
   }
 
@@ -268,9 +267,9 @@ export class SessionManager {
     this.idleTimers.clear();
     // Several instances: a shutdown hands runs over to the others rather than stopping them.
     // So does Restate: the runs' workflows go on when this process (or another) is back.
-    const handOver = reason === 'shutdown' && (this.cluster !== undefined || this.engine instanceof RestateEngine);
-    // No attempt starts here any more: Restate tries again elsewhere, or once this process is back.
-    if (reason === 'shutdown' && this.engine instanceof RestateEngine) this.engine.drain();
+    const handOver = reason === 'shutdown' && (this.cluster !== undefined || isDurable(this.engine));
+    // No execution starts here any more: the engine tries again elsewhere, or once this process is back.
+    if (reason === 'shutdown' && isDurable(this.engine)) this.engine.drain();
     await Promise.all([...this.sessions.values()].map((chat) => (handOver ? chat.handOver() : chat.stop(reason))));
   }
 

@@ -5,7 +5,7 @@ import * as restate from '@restatedev/restate-sdk';
 import type { Config } from '../config/config.ts';
 import { ERROR_CODE, StepwiseError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
-import type { RunEngine } from '../agent/run-engine.ts';
+import type { Adoption, DurableRunEngine } from '../agent/run-engine.ts';
 import { JOURNAL, type JournalEntry, type RunJournal } from '../agent/run-journal.ts';
 import type { RunHooks, RunKernel, RunOutcome, RunSession } from '../agent/run-kernel.ts';
 import type { RunInput } from '../agent/strategy.ts';
@@ -16,9 +16,6 @@ type RestateConfig = NonNullable<Config['restate']>;
 
 /** The workflow each run is, keyed by the run's id. */
 export const RUN_WORKFLOW = 'StepwiseRun';
-
-/** What becomes of a run Restate asks this process to execute that no socket started here. */
-export type Adoption = 'resumed' | 'closed';
 
 /** A run waiting for its workflow to execute it: started here, or adopted after a restart. */
 interface Pending {
@@ -40,7 +37,8 @@ const ADOPT_WAIT_MS = 30_000;
  * journal, no completed model or tool call made again. Questions are durable promises; a stop is
  * a Restate cancellation as well as the abort of whatever the run was doing here.
  */
-export class RestateEngine implements RunEngine {
+export class RestateEngine implements DurableRunEngine {
+  readonly durable = true;
   private readonly pending = new Map<string, Pending>();
   private readonly arrivals = new Map<string, Array<() => void>>();
   private server: Http2Server | undefined;
@@ -119,12 +117,12 @@ export class RestateEngine implements RunEngine {
   }
 
   /** Whether Restate's admin API answers, for the health endpoint. */
-  async health(): Promise<{ restate: 'ok' | 'unreachable' }> {
-    const ok = await fetch(`${this.config.adminUrl}/health`, { signal: AbortSignal.timeout(2_000) }).then(
+  async health(): Promise<{ restate: boolean }> {
+    const restate = await fetch(`${this.config.adminUrl}/health`, { signal: AbortSignal.timeout(2_000) }).then(
       (response) => response.ok,
       () => false,
     );
-    return { restate: ok ? 'ok' : 'unreachable' };
+    return { restate };
   }
 
   async execute(input: RunInput, session: RunSession, hooks: RunHooks): Promise<RunOutcome> {

@@ -3,6 +3,7 @@ import type { WorkflowContext } from '@restatedev/restate-sdk';
 import { CancelledError, TerminalError } from '@restatedev/restate-sdk';
 import type { AnswerLedger } from '../agent/agent-control.ts';
 import type { JournalEntry, RunJournal } from '../agent/run-journal.ts';
+import { raceAbort } from '../util/abort.ts';
 
 /**
  * One record of a run's journal in Restate's: an entry, a truncation, where an attempt began, or
@@ -150,7 +151,9 @@ export class RestateJournal implements RunJournal {
     const next = this.chain.then(() => {
       if (this.cancelled) throw this.onCancelled?.() ?? new RunCancelledError();
       if (this.attempt.aborted) throw this.attemptEnded();
-      return untilAttemptEnds(operation(), this.attempt, () => this.attemptEnded()).catch((error: unknown) => {
+      // Restate's promises never settle once the attempt has ended: nothing queued may wait on them.
+      return raceAbort(operation(), this.attempt).catch((error: unknown) => {
+        if (this.attempt.aborted) throw this.attemptEnded();
         if (error instanceof CancelledError || error instanceof RunCancelledError) {
           this.cancelled = true;
           throw this.onCancelled?.() ?? new RunCancelledError();
@@ -166,25 +169,6 @@ export class RestateJournal implements RunJournal {
 /** The durable promise that holds the answer to a question. */
 export function answerKey(questionId: string): string {
   return `answer:${questionId}`;
-}
-
-/** Settles with `operation`, or rejects as soon as the attempt ends (Restate's promises would then never settle). */
-function untilAttemptEnds<T>(operation: Promise<T>, attempt: AbortSignal, ended: () => Error): Promise<T> {
-  if (attempt.aborted) return Promise.reject(ended());
-  return new Promise<T>((resolve, reject) => {
-    const onEnd = () => reject(ended());
-    attempt.addEventListener('abort', onEnd, { once: true });
-    operation.then(
-      (value) => {
-        attempt.removeEventListener('abort', onEnd);
-        resolve(value);
-      },
-      (error: unknown) => {
-        attempt.removeEventListener('abort', onEnd);
-        reject(error);
-      },
-    );
-  });
 }
 
 async function peekAnswer(ctx: WorkflowContext, questionId: string): Promise<string | undefined> {

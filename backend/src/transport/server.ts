@@ -1,6 +1,5 @@
 import type { Cluster } from '../cluster/cluster.ts';
-import type { RunEngine } from '../agent/run-engine.ts';
-import { RestateEngine } from '../restate/restate-engine.ts';
+import { isDurable, type RunEngine } from '../agent/run-engine.ts';
 import { existsSync } from 'node:fs';
 import fastifyStatic from '@fastify/static';
 import fastifyWebsocket from '@fastify/websocket';
@@ -63,9 +62,9 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
   const cluster = container.resolve<Cluster | undefined>(TOKENS.Cluster);
   const engine = container.resolve<RunEngine>(TOKENS.RunEngine);
   app.get('/api/health', { config: { ...PUBLIC_ROUTE.config, health: true } }, async (_request, reply) => {
-    const restate = engine instanceof RestateEngine ? await engine.health() : undefined;
-    if (!cluster && !restate) return { status: 'ok' };
-    const dependencies = { ...(cluster ? await cluster.health() : {}), ...(restate ? { restate: restate.restate === 'ok' } : {}) };
+    const durable = isDurable(engine) ? await engine.health() : undefined;
+    if (!cluster && !durable) return { status: 'ok' };
+    const dependencies = { ...(cluster ? await cluster.health() : {}), ...durable };
     const ok = Object.values(dependencies).every(Boolean);
     return reply.code(ok ? 200 : 503).send({ status: ok ? 'ok' : 'degraded', ...(cluster ? { instance: cluster.instanceId } : {}), dependencies });
   });
