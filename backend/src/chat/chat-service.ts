@@ -22,6 +22,8 @@ interface ActiveResponse {
   runId: string;
   control: AgentControl;
   done: Promise<void>;
+  /** The log's count of response_complete events when it began: once it grows, the response has ended for its clients. */
+  completionsBefore: number;
 }
 
 const reject = (code: ErrorCode, message: string): ErrorEvent => ({ type: 'error', code, message });
@@ -132,6 +134,7 @@ export class ChatService {
 
   /** Checks a chat message and starts its run: a plain answer, or an agent run with its strategy. */
   private async chat(message: ChatMessage, sender: MessageSender): Promise<ErrorEvent | undefined> {
+    await this.settleEnded();
     if (this.active || this.snapshotting || this.claiming) {
       return reject('run_active', 'A response is still in progress: stop it or wait for response_complete');
     }
@@ -222,6 +225,7 @@ export class ChatService {
   }
 
   private async whenIdle(work: () => Promise<ErrorEvent | undefined>): Promise<ErrorEvent | undefined> {
+    await this.settleEnded();
     if (this.active || this.snapshotting || this.claiming) return reject('run_active', 'A response is still in progress: stop it or wait for response_complete');
     this.snapshotting = true;
     const { cluster } = this.deps;
@@ -233,7 +237,7 @@ export class ChatService {
       return await work();
     } finally {
       this.snapshotting = false;
-      if (cluster && !this.active) await cluster.release(this.sessionId);
+      if (cluster && !this.active) await cluster.release(this.sessionId, null);
     }
   }
 
@@ -259,6 +263,16 @@ export class ChatService {
       const runId = randomUUID();
       return this.occupy(runId, sender, { force: false }, (control) => this.runs.launchContinuation({ ...found.input, runId }, found.past, control));
     });
+  }
+
+  /**
+   * A run whose response_complete is logged (or queued) has ended for its clients, who may send
+   * their next message the moment it arrives: wait for what is left of it here (its engine
+   * returning, its slot freed) instead of refusing that message with run_active.
+   */
+  private async settleEnded(): Promise<void> {
+    const active = this.active;
+    if (active && this.log.completions > active.completionsBefore) await active.done;
   }
 
   /** Sends a command to the active run through the control bus, wherever the run executes. */
@@ -287,7 +301,7 @@ export class ChatService {
       }
     }
     const refused = this.occupy(runId, sender, { force: false }, (control) => this.runs.launch({ ...request, runId }, control));
-    if (refused) await cluster?.release(this.sessionId);
+    if (refused) await cluster?.release(this.sessionId, runId);
     return refused;
   }
 
@@ -327,9 +341,9 @@ export class ChatService {
         detach();
         release();
         this.active = undefined;
-        if (cluster) void (control.handedOver ? cluster.letGo(this.sessionId) : cluster.release(this.sessionId));
+        if (cluster) void (control.handedOver ? cluster.letGo(this.sessionId) : cluster.release(this.sessionId, runId));
       });
-    this.active = { runId, control, done };
+    this.active = { runId, control, done, completionsBefore: this.log.completions };
     return undefined;
   }
 

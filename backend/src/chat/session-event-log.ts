@@ -25,6 +25,8 @@ export class SessionEventLog implements EventSink {
   private flushScheduled = false;
   /** Runs whose response_complete is logged or queued: nothing of theirs may follow it. */
   private readonly endedRuns = new Set<string>();
+  /** response_complete events emitted (or queued) by this log. */
+  private completed = 0;
 
   constructor(
     private readonly sessionId: string,
@@ -92,7 +94,13 @@ export class SessionEventLog implements EventSink {
     return this.endedRuns.has(runId);
   }
 
+  /** How many response_complete events this log has emitted (or queued): a response ended when it grew. */
+  get completions(): number {
+    return this.completed;
+  }
+
   emit(body: LoggedEventBody): Promise<void> {
+    if (body.type === 'response_complete') this.completed++;
     if (body.type === 'response_complete' && body.run_id) this.endedRuns.add(body.run_id);
     return this.enqueue(async () => {
       const event = { ...body, seq: this.seq + 1, ts: new Date().toISOString() } as LoggedEvent;

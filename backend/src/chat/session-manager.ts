@@ -72,13 +72,13 @@ export class SessionManager {
   private async takeOver(sessionId: string, runId: string): Promise<void> {
     if (isDurable(this.engine)) {
       // Restate runs the workflow again itself, wherever it reaches; it sets the run up there.
-      await this.cluster?.release(sessionId);
+      await this.cluster?.release(sessionId, runId);
       return;
     }
     const run = await this.store.getRun(runId);
     const chat = await this.find(sessionId);
     if (!run || !chat || run.status !== 'running') {
-      await this.cluster?.release(sessionId);
+      await this.cluster?.release(sessionId, runId);
       return;
     }
     await chat.log.syncFromStore();

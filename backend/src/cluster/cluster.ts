@@ -104,8 +104,10 @@ export class Cluster {
 
   /**
    * Claims the session for this instance (and `runId` while a run goes on): granted when nobody
-   * holds it, its lease ran out, or this instance holds it without a run. False: another instance
-   * (or a run here) holds it.
+   * holds it, its lease ran out, this instance holds it without a run, or the run its lease names
+   * has ended (its ending is saved before its response_complete is sent, so a message sent on
+   * response_complete finds the session free on every instance, even before the run's instance
+   * has let go). False: another instance (or a run here) holds it.
    */
   async claim(sessionId: string, runId: string | null): Promise<boolean> {
     const { rows } = await this.pool.query(
@@ -114,6 +116,8 @@ export class Cluster {
        on conflict (session_id) do update set instance_id = excluded.instance_id, run_id = excluded.run_id, expires_at = excluded.expires_at
        where session_leases.expires_at < now()
           or (session_leases.instance_id = excluded.instance_id and (session_leases.run_id is null or session_leases.run_id = excluded.run_id))
+          or (session_leases.run_id is distinct from excluded.run_id
+              and exists (select 1 from runs where runs.id::text = session_leases.run_id and runs.status <> 'running'))
        returning session_id`,
       [sessionId, this.instanceId, runId, this.options.leaseMs],
     );
@@ -122,12 +126,17 @@ export class Cluster {
     return true;
   }
 
-  /** Gives the session up (its run ended, or the command that held it is done). */
-  async release(sessionId: string): Promise<void> {
-    this.held.delete(sessionId);
-    await this.pool.query('delete from session_leases where session_id = $1 and instance_id = $2', [sessionId, this.instanceId]).catch((error: unknown) => {
-      this.logger.warn({ err: error, session_id: sessionId }, 'could not release a session lease; it runs out by itself');
-    });
+  /**
+   * Gives the session up: run `runId` ended, or (null) the command that held it is done. Only a
+   * lease that still names it goes: one the session's next run has claimed meanwhile stays.
+   */
+  async release(sessionId: string, runId: string | null): Promise<void> {
+    if (this.held.has(sessionId) && this.held.get(sessionId) === runId) this.held.delete(sessionId);
+    await this.pool
+      .query('delete from session_leases where session_id = $1 and instance_id = $2 and run_id is not distinct from $3', [sessionId, this.instanceId, runId])
+      .catch((error: unknown) => {
+        this.logger.warn({ err: error, session_id: sessionId }, 'could not release a session lease; it runs out by itself');
+      });
   }
 
   /** Lets the session's lease run out now, its run named: another instance takes the run over at its next look. */
@@ -230,7 +239,7 @@ export class Cluster {
   async close(): Promise<void> {
     this.closed = true;
     for (const timer of this.timers) clearInterval(timer);
-    for (const sessionId of [...this.held.keys()]) await this.release(sessionId);
+    for (const [sessionId, runId] of [...this.held]) await this.release(sessionId, runId);
     for (const client of [this.reader, this.subscriber, this.redis]) await client.close().catch(() => client.destroy());
     await this.pool.end().catch(() => undefined);
   }
