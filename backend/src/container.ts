@@ -11,7 +11,9 @@ import { STRATEGIES } from './agent/strategies.ts';
 import type { AnyStrategy } from './agent/strategy.ts';
 import { ConnectionHandler } from './chat/connection-handler.ts';
 import { HistoryService } from './chat/history-service.ts';
+import type { EventObserver } from './chat/session-event-log.ts';
 import { SessionManager } from './chat/session-manager.ts';
+import { Metrics } from './metrics/metrics.ts';
 import type { Config } from './config/config.ts';
 import { DemoLlmClient } from './llm/demo-llm-client.ts';
 import type { DemoResponder, LlmClient } from './llm/llm-client.ts';
@@ -48,10 +50,14 @@ export function buildContainer(
   const llmClient: new (...args: any[]) => LlmClient = config.llm.provider === 'demo' ? DemoLlmClient : OpenAiLlmClient;
   container.registerSingleton(TOKENS.ModelAdapter, llmClient);
   container.registerSingleton(ModelHealthMonitor);
+  // Prometheus metrics: every logged event and every model call pass through them.
+  const metrics = new Metrics();
+  container.register(Metrics, { useValue: metrics });
+  container.register<EventObserver>(TOKENS.EventObserver, { useValue: metrics.observe });
   // The app's model client: the adapter, with every call's outcome feeding the model's health.
   container.register<LlmClient>(TOKENS.LlmClient, {
     useFactory: instanceCachingFactory((dependencies) =>
-      dependencies.resolve(ModelHealthMonitor).track(dependencies.resolve<LlmClient>(TOKENS.ModelAdapter)),
+      dependencies.resolve(Metrics).trackModel(dependencies.resolve(ModelHealthMonitor).track(dependencies.resolve<LlmClient>(TOKENS.ModelAdapter))),
     ),
   });
   container.registerSingleton(TOKENS.PromptProvider, HandlebarsPromptProvider);

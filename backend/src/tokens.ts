@@ -16,4 +16,6 @@ export const TOKENS = {
   Cluster: Symbol('Cluster'),
   /** Where runs execute: in this process, or as Restate workflows (RUN_ENGINE). */
   RunEngine: Symbol('RunEngine'),
+  /** Sees every event a session logs on this instance (metrics); absent, nothing does. */
+  EventObserver: Symbol('EventObserver'),
 } as const;

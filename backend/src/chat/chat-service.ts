@@ -78,6 +78,11 @@ export class ChatService {
     return this.active !== undefined;
   }
 
+  /** How many questions the run in progress here waits on a person to answer. */
+  get questionsWaiting(): number {
+    return this.active?.control.pendingQuestions.length ?? 0;
+  }
+
   /** The run in progress here, if any. */
   get activeRunId(): string | undefined {
     return this.active?.runId;

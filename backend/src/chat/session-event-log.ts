@@ -7,6 +7,9 @@ import type { ClientConnection } from './client-connection.ts';
 // Small enough that a page of the largest replies (LLM_MAX_OUTPUT_CHARS each) stays in the tens of MB.
 const REPLAY_PAGE_SIZE = 100;
 
+/** Sees each event a session logs here, once it is stored. */
+export type EventObserver = (event: LoggedEvent) => void;
+
 /**
  * A session's event log and its live audience. Every event gets the next `seq`, is stored, and
  * only then goes to the connected clients (write-ahead). One queue orders storing and sending, and
@@ -32,6 +35,8 @@ export class SessionEventLog implements EventSink {
     private readonly sessionId: string,
     private readonly store: Store,
     private seq: number,
+    /** Sees each event this instance logs, once it is stored (metrics). */
+    private readonly observe?: EventObserver,
   ) {}
 
   /** Called after each event this instance logged (several instances: tell the others). */
@@ -107,6 +112,7 @@ export class SessionEventLog implements EventSink {
       await this.store.appendEvent(this.sessionId, event);
       this.seq = event.seq;
       this.onAppended?.();
+      this.observe?.(event);
       this.flushDelta(event.seq - 1); // the full event always follows its previews
       for (const connection of this.connections) {
         this.skippingPreviews.delete(connection);

@@ -14,7 +14,7 @@ import { ToolRegistry } from '../tools/tool-registry.ts';
 import { type ChatDependencies, ChatService, PLAIN_CHAT } from './chat-service.ts';
 import { hasEnded, readLoggedRun } from './run-endings.ts';
 import { RunSlots } from './run-slots.ts';
-import { SessionEventLog } from './session-event-log.ts';
+import { type EventObserver, SessionEventLog } from './session-event-log.ts';
 
 /** The close code of sockets whose session was deleted (an application code, like HTTP's 404). */
 export const SESSION_DELETED_CLOSE_CODE = 4404;
@@ -44,6 +44,7 @@ export class SessionManager {
     @inject(SessionFiles) files: SessionFiles,
     @inject(TOKENS.Cluster) private readonly cluster: Cluster | undefined,
     @inject(TOKENS.RunEngine) private readonly engine: RunEngine,
+    @inject(TOKENS.EventObserver) private readonly observer: EventObserver | undefined,
   ) {
     files.onChange(this.onFileChange);
     this.deps = {
@@ -114,6 +115,18 @@ export class SessionManager {
     await chat.log.emit(event);
     this.release(chat);
   };
+
+  /** Answers and runs in progress on this instance. */
+  get runsActive(): number {
+    return this.deps.runSlots.inUse;
+  }
+
+  /** Questions the runs on this instance wait on a person to answer. */
+  get questionsWaiting(): number {
+    let waiting = 0;
+    for (const chat of this.sessions.values()) waiting += chat.questionsWaiting;
+    return waiting;
+  }
 
   /** Names of the strategies a run may use. */
   get strategyNames(): string[] {
@@ -290,7 +303,7 @@ export class SessionManager {
   }
 
   private create(id: string, lastSeq: number, options = { stored: true }): ChatService {
-    const log = new SessionEventLog(id, this.store, lastSeq);
+    const log = new SessionEventLog(id, this.store, lastSeq, this.observer);
     const chat = new ChatService(id, log, this.deps, options);
     this.sessions.set(id, chat);
     if (this.cluster) this.followOtherInstances(chat);

@@ -56,6 +56,8 @@ const EnvSchema = z.object({
     .min(16, 'must be at least 16 characters')
     .regex(/^[A-Za-z0-9._~-]+$/, 'may hold only letters, digits and - . _ ~ (it travels in a WebSocket subprotocol)')
     .optional(),
+  /** A token that opens GET /metrics alone (for a Prometheus scraper that must not hold AUTH_TOKEN). */
+  METRICS_TOKEN: z.string().trim().min(16, 'must be at least 16 characters').optional(),
   ALLOWED_ORIGINS: z
     .string()
     .transform((value) => value.split(',').map((origin) => origin.trim()).filter(Boolean))
@@ -182,6 +184,7 @@ export interface Config {
   transport: { maxFrameBytes: number; staticDir: string | undefined };
   access: {
     authToken: string | undefined;
+    metricsToken: string | undefined;
     allowedOrigins: string[] | undefined;
     /** The origin users reach the server at (behind a proxy), e.g. https://chat.example.com. */
     publicOrigin: string | undefined;
@@ -307,6 +310,7 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
     transport: { maxFrameBytes: e.MAX_FRAME_BYTES, staticDir: e.STATIC_DIR },
     access: {
       authToken: e.AUTH_TOKEN,
+      metricsToken: e.METRICS_TOKEN,
       allowedOrigins: e.ALLOWED_ORIGINS,
       publicOrigin: e.PUBLIC_ORIGIN === undefined ? undefined : new URL(e.PUBLIC_ORIGIN).origin,
       allowedHosts: e.ALLOWED_HOSTS ?? [],

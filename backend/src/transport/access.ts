@@ -13,11 +13,13 @@ const BEARER_PROTOCOL_PREFIX = 'bearer.';
  * web app's files: no token), `socket` (the upgrade: token by header or subprotocol, origin
  * checked). A route that declares nothing is `api`: token by header, origin checked when sent.
  */
-export type RouteAccess = 'public' | 'socket' | 'api';
+export type RouteAccess = 'public' | 'socket' | 'api' | 'metrics';
 
 /** Route options that mark a route as open to anyone who may reach the server. */
 export const PUBLIC_ROUTE = { config: { access: 'public' as RouteAccess } };
 export const SOCKET_ROUTE = { config: { access: 'socket' as RouteAccess } };
+/** `/metrics`: as `api`, or with METRICS_TOKEN, which opens this route and nothing else. */
+export const METRICS_ROUTE = { config: { access: 'metrics' as RouteAccess } };
 
 /** Compares secrets in constant time (hashing first, so lengths leak nothing either). */
 export function sameSecret(given: string, expected: string): boolean {
@@ -139,10 +141,11 @@ export function decideAccess(
   if (origin !== undefined && !originAllowed(origin, request.headers.host, config.access, policy)) {
     return { status: 403, code: 'forbidden_origin', message: 'This origin may not use the server' };
   }
-  const { authToken } = config.access;
-  if (!authToken) return undefined;
+  const { authToken, metricsToken } = config.access;
+  const accepted = [authToken, access === 'metrics' ? metricsToken : undefined].filter((secret): secret is string => Boolean(secret));
+  if (accepted.length === 0) return undefined;
   const token = presentedToken(request as FastifyRequest, access === 'socket');
-  if (!token || !sameSecret(token, authToken)) {
+  if (!token || !accepted.some((secret) => sameSecret(token, secret))) {
     return { status: 401, code: 'unauthorized', message: 'A valid token is required', challenge: true };
   }
   return undefined;

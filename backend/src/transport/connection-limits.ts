@@ -6,6 +6,13 @@ export class SocketsPerAddress {
 
   constructor(private readonly limit: number) {}
 
+  /** Open sockets, from every address. */
+  get total(): number {
+    let total = 0;
+    for (const count of this.open.values()) total += count;
+    return total;
+  }
+
   /** An onRequest hook for the upgrade route. */
   readonly check = async (request: FastifyRequest, reply: FastifyReply) => {
     if ((this.open.get(request.ip) ?? 0) >= this.limit) {

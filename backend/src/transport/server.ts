@@ -12,7 +12,8 @@ import { SessionManager } from '../chat/session-manager.ts';
 import type { Config } from '../config/config.ts';
 import { TOKENS } from '../tokens.ts';
 import { SessionFiles } from '../files/session-files.ts';
-import { checkAccess, chooseSubprotocol, PUBLIC_ROUTE } from './access.ts';
+import { Metrics } from '../metrics/metrics.ts';
+import { checkAccess, chooseSubprotocol, METRICS_ROUTE, PUBLIC_ROUTE } from './access.ts';
 import { SocketsPerAddress } from './connection-limits.ts';
 import { registerRestRoutes } from './rest-routes.ts';
 import { registerWebSocketRoute } from './websocket-route.ts';
@@ -69,6 +70,14 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
     return reply.code(ok ? 200 : 503).send({ status: ok ? 'ok' : 'degraded', ...(cluster ? { instance: cluster.instanceId } : {}), dependencies });
   });
   registerRestRoutes(app, container.resolve(HistoryService), container.resolve(SessionFiles));
-  registerWebSocketRoute(app, handler, new SocketsPerAddress(config.limits.socketsPerAddress), config.limits);
+  const sockets = new SocketsPerAddress(config.limits.socketsPerAddress);
+  registerWebSocketRoute(app, handler, sockets, config.limits);
+  const metrics = container.resolve(Metrics);
+  metrics.readLiveCounts({ runsActive: () => sessions.runsActive, questionsWaiting: () => sessions.questionsWaiting, connections: () => sockets.total });
+  // Prometheus scrapes with the access token, or METRICS_TOKEN, which opens this route alone.
+  app.get('/metrics', METRICS_ROUTE, async (_request, reply) => {
+    const { contentType, body } = await metrics.render();
+    return reply.type(contentType).send(body);
+  });
   return app;
 }
