@@ -14,6 +14,7 @@ import { McpManager } from './mcp/mcp-manager.ts';
 import { openStore } from './store/open-store.ts';
 import type { Store } from './store/store.ts';
 import { TOKENS } from './tokens.ts';
+import { startTracing } from './tracing/run-tracing.ts';
 import { buildServer } from './transport/server.ts';
 
 /** Where the repository's own folders are, for defaults that work from a fresh checkout. */
@@ -31,6 +32,12 @@ export function configFromEnv(env: Record<string, string | undefined>): Config {
     mcp: { ...config.mcp, servers: file.mcpServers },
     transport: { ...config.transport, staticDir: config.transport.staticDir ?? REPOSITORY_PATHS.webApp },
   };
+}
+
+/** The model provider as the GenAI conventions name it (`gen_ai.provider.name`). */
+function tracedProvider(config: Config): string {
+  if (config.llm.provider === 'azure') return 'azure.ai.openai';
+  return config.llm.provider === 'demo' ? 'stepwise.demo' : 'openai';
 }
 
 export interface RunningServer {
@@ -52,8 +59,11 @@ export async function startServer(options: {
   const { config } = options;
   const logger = options.logger ?? pino({ level: config.logLevel });
   const store = options.store ?? (await openStore(config, logger));
-  const container = buildContainer(config, logger, store, options.configure);
+  // Tracing loads its SDK only when it is on; its last spans are sent after everything else has closed.
+  const tracing = config.tracing ? await startTracing(config.tracing, { provider: tracedProvider(config), logger }) : undefined;
+  const container = buildContainer(config, logger, store, options.configure, { tracing });
   const app = await buildServer(container, logger);
+  if (tracing) app.addHook('onClose', () => tracing.shutdown());
   // The store closes last, after every run has stopped and logged its end.
   if (!options.store) app.addHook('onClose', () => store.close());
   // MCP servers start in parallel (bounded wait); a server that fails keeps retrying in the background.

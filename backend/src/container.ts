@@ -14,6 +14,7 @@ import { HistoryService } from './chat/history-service.ts';
 import type { EventObserver } from './chat/session-event-log.ts';
 import { SessionManager } from './chat/session-manager.ts';
 import { Metrics } from './metrics/metrics.ts';
+import type { RunTracing } from './tracing/run-tracing.ts';
 import type { Config } from './config/config.ts';
 import { DemoLlmClient } from './llm/demo-llm-client.ts';
 import type { DemoResponder, LlmClient } from './llm/llm-client.ts';
@@ -41,6 +42,7 @@ export function buildContainer(
   logger: Logger,
   store: Store,
   configure?: (container: DependencyContainer) => void,
+  options: { tracing?: RunTracing | undefined } = {},
 ): DependencyContainer {
   const container = rootContainer.createChildContainer();
   container.register(TOKENS.Config, { useValue: config });
@@ -53,11 +55,20 @@ export function buildContainer(
   // Prometheus metrics: every logged event and every model call pass through them.
   const metrics = new Metrics();
   container.register(Metrics, { useValue: metrics });
-  container.register<EventObserver>(TOKENS.EventObserver, { useValue: metrics.observe });
+  const { tracing } = options;
+  const traced = (llm: LlmClient) => (tracing ? tracing.trackModel(llm) : llm);
+  container.register<EventObserver>(TOKENS.EventObserver, {
+    useValue: tracing
+      ? (event, sessionId) => {
+          metrics.observe(event);
+          tracing.observe(event, sessionId);
+        }
+      : metrics.observe,
+  });
   // The app's model client: the adapter, with every call's outcome feeding the model's health.
   container.register<LlmClient>(TOKENS.LlmClient, {
     useFactory: instanceCachingFactory((dependencies) =>
-      dependencies.resolve(Metrics).trackModel(dependencies.resolve(ModelHealthMonitor).track(dependencies.resolve<LlmClient>(TOKENS.ModelAdapter))),
+      traced(dependencies.resolve(Metrics).trackModel(dependencies.resolve(ModelHealthMonitor).track(dependencies.resolve<LlmClient>(TOKENS.ModelAdapter)))),
     ),
   });
   container.registerSingleton(TOKENS.PromptProvider, HandlebarsPromptProvider);

@@ -38,6 +38,8 @@ export const AgentStart = agentUpdate('agent_start', {
   tools: z.array(z.string()).optional(),
   /** The run this one continues (agent_control resume). */
   resumed_from: z.string().optional(),
+  /** The run's OpenTelemetry trace id (32 hex digits), when the server traces runs. */
+  trace_id: z.string().optional(),
 });
 export type AgentStart = z.infer<typeof AgentStart>;
 export const AgentTurnStart = agentUpdate('agent_turn_start', { step: z.number().int() });

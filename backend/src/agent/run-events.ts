@@ -16,13 +16,14 @@ export function runEvents(runId: string | undefined, nodeId?: string) {
   return {
     /** The same builders for events of one branch (a plan step "3", a research task "1.2"). */
     node: (id: string) => runEvents(runId, id),
-    start: (maxSteps: number, strategy: string, extra: { options?: Record<string, unknown>; tools?: string[]; resumedFrom?: string | undefined } = {}) =>
+    start: (maxSteps: number, strategy: string, extra: { options?: Record<string, unknown>; tools?: string[]; resumedFrom?: string | undefined; traceId?: string | undefined } = {}) =>
       update('agent_start', {
         max_steps: maxSteps,
         strategy,
         ...(extra.options ? { options: extra.options } : {}),
         ...(extra.tools ? { tools: extra.tools } : {}),
         ...(extra.resumedFrom ? { resumed_from: extra.resumedFrom } : {}),
+        ...(extra.traceId ? { trace_id: extra.traceId } : {}),
       }),
     turnStart: (step: number) => update('agent_turn_start', { step }),
     reason: (step: number, content: string) => update('agent_reason', { content, step }),

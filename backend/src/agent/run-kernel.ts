@@ -10,6 +10,7 @@ import type { LlmMessage, TokenUsage } from '../messages.ts';
 import type { PromptProvider, PromptSet } from '../prompts/prompt-provider.ts';
 import { TOKENS } from '../tokens.ts';
 import { ToolRegistry } from '../tools/tool-registry.ts';
+import { traceIdOfRun } from '../util/ids.ts';
 import type { AgentControl } from './agent-control.ts';
 import type { EventSink } from './event-sink.ts';
 import { type RunEvents, runEvents } from './run-events.ts';
@@ -174,7 +175,9 @@ export class RunKernel {
       if (!samePast) {
         // agent_start first: a restart finds a run whose input is journaled already started.
         if (!chatWire) {
-          await session.sink.emit(events.start(input.maxSteps, definition.name, { options, tools: input.toolNames, resumedFrom: past?.runId }));
+          // With tracing on, the run's trace id (its own id's digits) says where to find its trace.
+          const traceId = this.config.tracing ? traceIdOfRun(input.runId) : undefined;
+          await session.sink.emit(events.start(input.maxSteps, definition.name, { options, tools: input.toolNames, resumedFrom: past?.runId, traceId }));
         }
         const { history: _history, ...journaled } = input;
         await replay.recordInput(journaled);

@@ -8,7 +8,7 @@ import type { ClientConnection } from './client-connection.ts';
 const REPLAY_PAGE_SIZE = 100;
 
 /** Sees each event a session logs here, once it is stored. */
-export type EventObserver = (event: LoggedEvent) => void;
+export type EventObserver = (event: LoggedEvent, sessionId: string) => void;
 
 /**
  * A session's event log and its live audience. Every event gets the next `seq`, is stored, and
@@ -112,7 +112,7 @@ export class SessionEventLog implements EventSink {
       await this.store.appendEvent(this.sessionId, event);
       this.seq = event.seq;
       this.onAppended?.();
-      this.observe?.(event);
+      this.observe?.(event, this.sessionId);
       this.flushDelta(event.seq - 1); // the full event always follows its previews
       for (const connection of this.connections) {
         this.skippingPreviews.delete(connection);

@@ -111,7 +111,30 @@ const EnvSchema = z.object({
   MCP_RETRY_MAX_MS: integer(1).default(60_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   STATIC_DIR: nonEmpty.optional(),
+  // OpenTelemetry traces (the standard variable names; tracing is on when an exporter is named or an endpoint set).
+  OTEL_TRACES_EXPORTER: z.string().trim().toLowerCase().pipe(z.enum(['otlp', 'console', 'none'], { error: 'must be otlp, console or none' })).optional(),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().trim().pipe(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' })).optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.string().trim().pipe(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' })).optional(),
+  OTEL_EXPORTER_OTLP_PROTOCOL: z.string().trim().pipe(z.enum(['http/protobuf', 'http/json'], { error: 'must be http/protobuf or http/json (grpc is not supported)' })).default('http/protobuf'),
+  OTEL_EXPORTER_OTLP_HEADERS: z.string().optional(),
+  OTEL_SERVICE_NAME: nonEmpty.default('stepwise'),
+  OTEL_BSP_SCHEDULE_DELAY: integer(1).default(5_000),
+  OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: boolean.default(false),
+  TRACE_URL_TEMPLATE: z.string().trim().pipe(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' })).refine((url) => url.includes('%7Btrace_id%7D') || url.includes('{trace_id}'), 'must contain {trace_id}').optional(),
 });
+
+/** OpenTelemetry tracing, when on: where spans go and what they may hold. */
+export interface TracingConfig {
+  exporter: 'otlp' | 'console';
+  /** The OTLP traces URL (…/v1/traces). */
+  endpoint: string;
+  protocol: 'http/protobuf' | 'http/json';
+  headers: Record<string, string>;
+  serviceName: string;
+  batchDelayMs: number;
+  /** Prompts, replies and tool arguments on spans (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT). */
+  captureContent: boolean;
+}
 
 /** The validated settings every module receives through injection. */
 export interface Config {
@@ -226,6 +249,10 @@ export interface Config {
   /** How long a SIGTERM may take to stop runs and close everything before the process exits anyway. */
   shutdownTimeoutMs: number;
   logLevel: string;
+  /** OpenTelemetry tracing; undefined when off. */
+  tracing: TracingConfig | undefined;
+  /** A link to a run's trace, `{trace_id}` in it (TRACE_URL_TEMPLATE). */
+  traceUrlTemplate: string | undefined;
 }
 
 /** Reads and validates the settings; throws one ConfigError naming the first bad variable. */
@@ -336,7 +363,40 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
     resumeInterruptedRuns: e.RESUME_INTERRUPTED_RUNS,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     logLevel: e.LOG_LEVEL,
+    tracing: tracingConfig(e),
+    traceUrlTemplate: e.TRACE_URL_TEMPLATE?.replaceAll('%7Btrace_id%7D', '{trace_id}'),
   };
+}
+
+/** Tracing is on when OTEL_TRACES_EXPORTER names an exporter, or (unset) an OTLP endpoint is given. */
+function tracingConfig(e: z.infer<typeof EnvSchema>): TracingConfig | undefined {
+  const exporter = e.OTEL_TRACES_EXPORTER ?? (e.OTEL_EXPORTER_OTLP_ENDPOINT || e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ? 'otlp' : 'none');
+  if (exporter === 'none') return undefined;
+  const base = (e.OTEL_EXPORTER_OTLP_ENDPOINT ?? 'http://localhost:4318').replace(/\/+$/, '');
+  return {
+    exporter,
+    endpoint: e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? `${base}/v1/traces`,
+    protocol: e.OTEL_EXPORTER_OTLP_PROTOCOL,
+    headers: otlpHeaders(e.OTEL_EXPORTER_OTLP_HEADERS),
+    serviceName: e.OTEL_SERVICE_NAME,
+    batchDelayMs: e.OTEL_BSP_SCHEDULE_DELAY,
+    captureContent: e.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT,
+  };
+}
+
+/** OTEL_EXPORTER_OTLP_HEADERS: `key=value` pairs, comma-separated, values URL-encoded. */
+function otlpHeaders(raw: string | undefined): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const pair of (raw ?? '').split(',')) {
+    const at = pair.indexOf('=');
+    if (at <= 0) continue;
+    try {
+      headers[decodeURIComponent(pair.slice(0, at).trim())] = decodeURIComponent(pair.slice(at + 1).trim());
+    } catch {
+      throw new ConfigError('Invalid OTEL_EXPORTER_OTLP_HEADERS: a value is not URL-encoded');
+    }
+  }
+  return headers;
 }
 
 /**

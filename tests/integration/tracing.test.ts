@@ -1,0 +1,203 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
+import { TestClient } from '../helpers/ws-client.ts';
+
+/** A span as an OTLP/JSON export carries it, its attributes flattened. */
+interface ExportedSpan {
+  traceId: string;
+  spanId: string;
+  parentSpanId: string;
+  name: string;
+  attributes: Record<string, unknown>;
+  status?: { code?: number };
+}
+
+/** An OTLP/HTTP traces receiver on 127.0.0.1: records each export's content type and body. */
+class TraceReceiver {
+  readonly exports: { contentType: string; body: Buffer }[] = [];
+  private readonly waiters = new Set<() => void>();
+  private constructor(private readonly server: Server) {}
+
+  static async start(): Promise<TraceReceiver> {
+    let receiver: TraceReceiver | undefined;
+    const server = createServer((request, response) => {
+      const chunks: Buffer[] = [];
+      request.on('data', (chunk: Buffer) => chunks.push(chunk));
+      request.on('end', () => {
+        if (request.url === '/v1/traces') receiver!.exports.push({ contentType: request.headers['content-type'] ?? '', body: Buffer.concat(chunks) });
+        response.writeHead(200, { 'content-type': request.headers['content-type'] ?? 'application/json' }).end(request.headers['content-type']?.includes('json') ? '{}' : '');
+        for (const waiter of [...receiver!.waiters]) waiter();
+      });
+    });
+    receiver = new TraceReceiver(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return receiver;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  /** Every span received so far (OTLP/JSON exports). */
+  spans(): ExportedSpan[] {
+    return this.exports
+      .filter((entry) => entry.contentType.includes('json'))
+      .flatMap((entry) => (JSON.parse(entry.body.toString()) as { resourceSpans: { scopeSpans: { spans: (ExportedSpan & { attributes: { key: string; value: Record<string, unknown> }[] })[] }[] }[] }).resourceSpans)
+      .flatMap((resource) => resource.scopeSpans.flatMap((scope) => scope.spans))
+      .map((span) => ({ ...span, attributes: Object.fromEntries(span.attributes.map(({ key, value }) => [key, Object.values(value)[0]])) }));
+  }
+
+  /** Waits until `find` returns something, asked again at each export. */
+  until<T>(find: () => T | undefined, timeoutMs = 30_000): Promise<T> {
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        const found = find();
+        if (found === undefined) return;
+        clearTimeout(timer);
+        this.waiters.delete(check);
+        resolve(found);
+      };
+      const timer = setTimeout(() => {
+        this.waiters.delete(check);
+        reject(new Error(`No such export after ${timeoutMs} ms; spans so far: ${this.spans().map((span) => span.name).join(', ')}`));
+      }, timeoutMs);
+      this.waiters.add(check);
+      check();
+    });
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+let server: TestServer | undefined;
+let llm: ScriptedLlmServer | undefined;
+let receiver: TraceReceiver | undefined;
+const clients: TestClient[] = [];
+
+afterEach(async () => {
+  for (const client of clients.splice(0)) client.socket.terminate();
+  await server?.close();
+  server = undefined;
+  await llm?.close();
+  llm = undefined;
+  await receiver?.close();
+  receiver = undefined;
+});
+
+async function connect(): Promise<TestClient> {
+  const client = await TestClient.connect(server!.wsUrl);
+  clients.push(client);
+  return client;
+}
+
+/** A model that has the calculator compute 6*7, then answers. */
+async function calculatingModel(): Promise<ScriptedLlmServer> {
+  const model = await ScriptedLlmServer.start();
+  model.respond((request) => {
+    if (request.phase === 'act') {
+      const done = request.body.messages.some((message) => message.role === 'tool');
+      return done ? { text: 'No more tools.' } : { toolCalls: [{ name: 'calculator', arguments: { expression: '6*7' } }], usage: { prompt_tokens: 100, completion_tokens: 20 } };
+    }
+    if (request.phase === 'observe') return { text: observeText('It is 42.', { should_continue: false, final_answer: '42' }) };
+    return { text: reasonText('Use the calculator.') };
+  });
+  return model;
+}
+
+const tracingEnv = (protocol: string, extra: Record<string, string> = {}) => ({
+  OTEL_EXPORTER_OTLP_ENDPOINT: receiver!.url,
+  OTEL_EXPORTER_OTLP_PROTOCOL: protocol,
+  OTEL_BSP_SCHEDULE_DELAY: '20',
+  LLM_MODEL: 'gpt-test',
+  ...extra,
+});
+
+describe('OpenTelemetry traces (OTLP over HTTP)', () => {
+  it('a run is an invoke_agent span with its model calls and tool call under it, in the trace agent_start names', async () => {
+    receiver = await TraceReceiver.start();
+    llm = await calculatingModel();
+    server = await startStepwiseWithModel(llm.url, tracingEnv('http/json'));
+    const client = await connect();
+    client.chat('What is 6*7?', { agent_mode: true, tools: ['calculator'] });
+    const start = await client.waitFor('agent_start');
+    await client.untilComplete({ timeoutMs: 30_000 });
+    const traceId = start.trace_id as string;
+    expect(traceId).toMatch(/^[0-9a-f]{32}$/);
+    expect(traceId).toBe((start.run_id as string).replaceAll('-', ''));
+
+    const run = await receiver.until(() => receiver!.spans().find((span) => span.name === 'invoke_agent roa'));
+    const calls = await receiver.until(() => {
+      const found = receiver!.spans().filter((span) => span.name === 'chat gpt-test');
+      return found.length === 3 ? found : undefined;
+    });
+    const tool = await receiver.until(() => receiver!.spans().find((span) => span.name === 'execute_tool calculator'));
+
+    expect(run.traceId).toBe(traceId);
+    expect(run.parentSpanId ?? '').toBe('');
+    expect(run.attributes).toMatchObject({
+      'gen_ai.operation.name': 'invoke_agent',
+      'gen_ai.agent.name': 'roa',
+      'gen_ai.conversation.id': client.session.session_id,
+      'stepwise.run_id': start.run_id,
+      'stepwise.ending': 'answered',
+    });
+    for (const call of calls) {
+      expect(call.traceId).toBe(traceId);
+      expect(call.parentSpanId).toBe(run.spanId);
+      expect(call.attributes).toMatchObject({ 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': 'openai', 'gen_ai.request.model': 'gpt-test', 'gen_ai.response.model': expect.any(String) });
+      // Message content stays out unless OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT is on.
+      expect(call.attributes['gen_ai.input.messages']).toBeUndefined();
+    }
+    expect(calls.map((call) => call.attributes['stepwise.purpose']).sort()).toEqual(['roa.act', 'roa.observe', 'roa.reason']);
+    const act = calls.find((call) => call.attributes['stepwise.purpose'] === 'roa.act')!;
+    expect(act.attributes).toMatchObject({ 'gen_ai.usage.input_tokens': expect.anything(), 'gen_ai.usage.output_tokens': expect.anything() });
+    expect(Number(act.attributes['gen_ai.usage.input_tokens'])).toBe(100);
+    expect(tool.parentSpanId).toBe(run.spanId);
+    expect(tool.attributes).toMatchObject({ 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': 'calculator', 'gen_ai.tool.call.id': expect.any(String) });
+  });
+
+  it('captures prompts and replies only with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true', async () => {
+    receiver = await TraceReceiver.start();
+    llm = await calculatingModel();
+    server = await startStepwiseWithModel(llm.url, tracingEnv('http/json', { OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true' }));
+    const client = await connect();
+    client.chat('What is 6*7?', { agent_mode: true, tools: ['calculator'] });
+    await client.untilComplete({ timeoutMs: 30_000 });
+    const observe = await receiver.until(() => receiver!.spans().find((span) => span.attributes['stepwise.purpose'] === 'roa.observe'));
+    expect(String(observe.attributes['gen_ai.input.messages'])).toContain('6*7');
+    expect(String(observe.attributes['gen_ai.output.messages'])).toContain('It is 42.');
+  });
+
+  it('exports protobuf by default (http/protobuf)', async () => {
+    receiver = await TraceReceiver.start();
+    llm = await calculatingModel();
+    server = await startStepwiseWithModel(llm.url, tracingEnv('http/protobuf'));
+    const client = await connect();
+    client.chat('What is 6*7?', { agent_mode: true, tools: ['calculator'] });
+    await client.untilComplete({ timeoutMs: 30_000 });
+    const exported = await receiver.until(() => receiver!.exports.find((entry) => entry.body.includes('invoke_agent roa')));
+    expect(exported.contentType).toBe('application/x-protobuf');
+  });
+
+  it('puts a plan step’s model calls under its plan_step span', async () => {
+    receiver = await TraceReceiver.start();
+    server = await startStepwise(tracingEnv('http/json'));
+    const client = await connect();
+    client.chat('What is (17+25)*3?', { agent_mode: true, strategy: 'plan_execute' });
+    await client.untilComplete({ timeoutMs: 30_000 });
+    const step = await receiver.until(() => receiver!.spans().find((span) => span.name.startsWith('plan_step ')));
+    const inStep = await receiver.until(() => receiver!.spans().find((span) => span.name.startsWith('chat ') && span.parentSpanId === step.spanId));
+    expect(inStep.attributes['gen_ai.provider.name']).toBe('stepwise.demo');
+    const run = await receiver.until(() => receiver!.spans().find((span) => span.name === 'invoke_agent plan_execute'));
+    expect(step.parentSpanId).toBe(run.spanId);
+  });
+
+  it('refuses grpc, which it does not speak, naming the variable', async () => {
+    await expect(startStepwise({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).rejects.toThrow(/OTEL_EXPORTER_OTLP_PROTOCOL/);
+  });
+});
