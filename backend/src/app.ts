@@ -30,6 +30,7 @@ export function configFromEnv(env: Record<string, string | undefined>): Config {
   return {
     ...config,
     mcp: { ...config.mcp, servers: file.mcpServers },
+    llm: { ...config.llm, models: file.models, prices: file.prices },
     transport: { ...config.transport, staticDir: config.transport.staticDir ?? REPOSITORY_PATHS.webApp },
   };
 }

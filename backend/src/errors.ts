@@ -65,8 +65,11 @@ export class ModelError extends StepwiseError {
   readonly retryAfterMs: number | undefined;
   /** What the endpoint said in its own words: logged, never sent to clients. */
   readonly detail: string | undefined;
-  /** `output`: the endpoint answered, but the answer was unusable (data off its schema); says nothing of its health. */
-  readonly category: 'output' | undefined;
+  /**
+   * `output`: the endpoint answered, but the answer was unusable (data off its schema); `refusal`:
+   * the model declined to answer (its refusal field). Neither says anything of the endpoint's health.
+   */
+  readonly category: 'output' | 'refusal' | undefined;
   constructor(
     message: string,
     options: {
@@ -75,7 +78,7 @@ export class ModelError extends StepwiseError {
       retryAfterMs?: number;
       cause?: unknown;
       detail?: string;
-      category?: 'output';
+      category?: 'output' | 'refusal';
       /** model_timeout when the call ran out of time (LLM_TOTAL_TIMEOUT_MS). */
       code?: typeof ERROR_CODE.model | typeof ERROR_CODE.modelTimeout;
     } = {},

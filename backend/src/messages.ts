@@ -28,4 +28,8 @@ export interface LlmToolSchema {
 export interface TokenUsage {
   promptTokens: number;
   completionTokens: number;
+  /** Of the prompt tokens, those the endpoint served from its cache (prompt_tokens_details.cached_tokens). */
+  cachedTokens?: number;
+  /** Of the completion tokens, those spent reasoning (completion_tokens_details.reasoning_tokens). */
+  reasoningTokens?: number;
 }

@@ -21,7 +21,32 @@ describe('the config file', () => {
         everything: { transport: 'stdio', command: 'npx', args: ['-y', '@modelcontextprotocol/server-everything'], env: {}, cwd: undefined },
         remote: { transport: 'http', url: 'http://127.0.0.1:3001/mcp', headers: { Authorization: 'Bearer x' } },
       },
+      models: [],
+      prices: {},
     });
+  });
+
+  it('reads models per purpose in the file\'s order, and prices per million tokens', () => {
+    const file = parse({
+      models: { 'research.*': { model: 'gpt-4.1', params: { reasoning_effort: 'high' } }, 'solver.expert_evaluator': { model: 'gpt-4.1-mini' } },
+      prices: { 'my-model': { input: 1, cached_input: 0.5, output: 4 } },
+    });
+    expect(file.models).toEqual([
+      { purpose: 'research.*', model: 'gpt-4.1', params: { reasoning_effort: 'high' } },
+      { purpose: 'solver.expert_evaluator', model: 'gpt-4.1-mini', params: {} },
+    ]);
+    expect(file.prices).toEqual({ 'my-model': { input: 1, cachedInput: 0.5, output: 4 } });
+  });
+
+  it.each([
+    [{ models: [] }, /Invalid "models".*must be an object/],
+    [{ models: { 'bad purpose': { model: 'x' } } }, /Invalid models."bad purpose"/],
+    [{ models: { chat: { model: '' } } }, /Invalid models."chat".*model/],
+    [{ models: { chat: { name: 'x' } } }, /Invalid models."chat"/],
+    [{ prices: { m: { input: -1, output: 1 } } }, /Invalid prices."m".*input must not be negative/],
+    [{ prices: { m: { input: 1 } } }, /Invalid prices."m".*output/],
+  ])('refuses a bad models or prices entry: %j', (json, message) => {
+    expect(() => parse(json)).toThrow(message);
   });
 
   it('fills ${VARIABLES} from the environment, and names one that is missing', () => {
@@ -45,7 +70,7 @@ describe('the config file', () => {
 
   it('treats a missing file at the default path as no servers, but not one that STEPWISE_CONFIG names', () => {
     const dir = mkdtempSync(join(tmpdir(), 'stepwise-config-'));
-    expect(loadConfigFile(join(dir, 'none.json'), { required: false, env: {} })).toEqual({ mcpServers: {} });
+    expect(loadConfigFile(join(dir, 'none.json'), { required: false, env: {} })).toEqual({ mcpServers: {}, models: [], prices: {} });
     expect(() => loadConfigFile(join(dir, 'none.json'), { required: true, env: {} })).toThrow(/Cannot read the config file/);
     writeFileSync(join(dir, 'broken.json'), '{ "mcpServers": ');
     expect(() => loadConfigFile(join(dir, 'broken.json'), { required: false, env: {} })).toThrow(/not valid JSON/);

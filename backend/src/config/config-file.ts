@@ -7,9 +7,27 @@ export type McpServerConfig =
   | { transport: 'stdio'; command: string; args: string[]; env: Record<string, string>; cwd: string | undefined }
   | { transport: 'http'; url: string; headers: Record<string, string> };
 
+/** Which model serves the calls whose purpose matches `purpose` (a glob: `research.*`, `solver.expert_evaluator`, `*`). */
+export interface ModelRoute {
+  purpose: string;
+  model: string;
+  /** Merged over LLM_PARAMS for these calls. */
+  params: Record<string, unknown>;
+}
+
+/** A model's price in USD per million tokens. */
+export interface ModelPrice {
+  input: number;
+  /** Prompt tokens the endpoint served from its cache; the input price when not given. */
+  cachedInput?: number;
+  output: number;
+}
+
 /** What the config file declares. */
 export interface ConfigFile {
   mcpServers: Record<string, McpServerConfig>;
+  models: ModelRoute[];
+  prices: Record<string, ModelPrice>;
 }
 
 /** Server names become tool-name prefixes, which models accept only from this alphabet. */
@@ -39,6 +57,14 @@ const FileSchema = z.looseObject({
   mcpServers: z.record(z.string(), z.unknown()).default({}),
 });
 
+const PURPOSE_GLOB = /^[A-Za-z0-9_.*-]{1,100}$/;
+const RouteEntry = z.strictObject({
+  model: z.string().trim().min(1, 'must not be empty'),
+  params: z.record(z.string(), z.unknown()).default({}),
+});
+const price = z.number().finite().min(0, 'must not be negative');
+const PriceEntry = z.strictObject({ input: price, cached_input: price.optional(), output: price });
+
 /**
  * Reads the config file. A missing file at the default path means "no servers"; a missing file
  * that STEPWISE_CONFIG names, bad JSON, or a bad entry stops startup with one line saying where.
@@ -50,7 +76,7 @@ export function loadConfigFile(path: string, options: { required: boolean; env: 
   try {
     text = readFileSync(path, 'utf8');
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT' && !options.required) return { mcpServers: {} };
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT' && !options.required) return { mcpServers: {}, models: [], prices: {} };
     throw new ConfigError(`Cannot read the config file ${path} (STEPWISE_CONFIG): ${(error as Error).message}`);
   }
   return parseConfigFile(text, path, options.env);
@@ -76,7 +102,41 @@ export function parseConfigFile(text: string, path: string, env: Record<string, 
     const server = parseEntry(entry, where, env);
     if (server) mcpServers[name] = server;
   }
-  return { mcpServers };
+  return { mcpServers, models: parseModels(file.data, path), prices: parsePrices(file.data, path) };
+}
+
+/** `"models": {"research.*": {"model": "…", "params": {…}}}`, in the file's order (the first match wins). */
+function parseModels(json: object, path: string): ModelRoute[] {
+  const models: unknown = (json as { models?: unknown }).models;
+  if (models === undefined) return [];
+  if (typeof models !== 'object' || models === null || Array.isArray(models)) {
+    throw new ConfigError(`Invalid "models" in ${path}: must be an object of purpose globs, e.g. {"research.*": {"model": "gpt-4.1-mini"}}`);
+  }
+  return Object.entries(models).map(([purpose, entry]) => {
+    if (!PURPOSE_GLOB.test(purpose)) {
+      throw new ConfigError(`Invalid models."${purpose}" in ${path}: a purpose glob holds letters, digits, ".", "_", "-" and "*"`);
+    }
+    const parsed = RouteEntry.safeParse(entry);
+    if (!parsed.success) throw new ConfigError(`Invalid models."${purpose}" in ${path}: ${describe(parsed.error)}`);
+    return { purpose, model: parsed.data.model, params: parsed.data.params };
+  });
+}
+
+/** `"prices": {"gpt-4o": {"input": 2.5, "cached_input": 1.25, "output": 10}}`, USD per million tokens. */
+function parsePrices(json: object, path: string): Record<string, ModelPrice> {
+  const prices: unknown = (json as { prices?: unknown }).prices;
+  if (prices === undefined) return {};
+  if (typeof prices !== 'object' || prices === null || Array.isArray(prices)) {
+    throw new ConfigError(`Invalid "prices" in ${path}: must be an object of models, e.g. {"gpt-4o": {"input": 2.5, "output": 10}}`);
+  }
+  return Object.fromEntries(
+    Object.entries(prices).map(([model, entry]) => {
+      const parsed = PriceEntry.safeParse(entry);
+      if (!parsed.success) throw new ConfigError(`Invalid prices."${model}" in ${path}: ${describe(parsed.error)}`);
+      const { input, cached_input: cachedInput, output } = parsed.data;
+      return [model, { input, output, ...(cachedInput === undefined ? {} : { cachedInput }) }];
+    }),
+  );
 }
 
 function parseEntry(entry: unknown, where: string, env: Record<string, string | undefined>): McpServerConfig | undefined {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ConfigError } from '../errors.ts';
-import type { McpServerConfig } from './config-file.ts';
+import type { McpServerConfig, ModelPrice, ModelRoute } from './config-file.ts';
 
 const integer = (min: number, max = Number.MAX_SAFE_INTEGER) =>
   z
@@ -24,9 +24,32 @@ const nonEmpty = z.string().trim().min(1, 'must not be empty');
 const EnvSchema = z.object({
   PORT: integer(0, 65535).default(8787),
   HOST: nonEmpty.default('127.0.0.1'),
-  LLM_PROVIDER: z.enum(['openai', 'demo']).optional(),
+  LLM_PROVIDER: z.enum(['openai', 'azure', 'demo']).optional(),
   OPENAI_BASE_URL: url.optional(),
   OPENAI_API_KEY: nonEmpty.optional(),
+  AZURE_OPENAI_ENDPOINT: url.optional(),
+  AZURE_OPENAI_API_KEY: nonEmpty.optional(),
+  AZURE_OPENAI_DEPLOYMENT: nonEmpty.optional(),
+  OPENAI_API_VERSION: nonEmpty.optional(),
+  /** A JSON object merged into every model request's body (reasoning_effort, max_completion_tokens, seed, …). */
+  LLM_PARAMS: z
+    .string()
+    .transform((text, context) => {
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        context.addIssue({ code: 'custom', message: 'must be a JSON object, e.g. {"reasoning_effort":"low"} (it is not valid JSON)' });
+        return z.NEVER;
+      }
+    })
+    .pipe(z.record(z.string(), z.unknown(), { error: 'must be a JSON object, e.g. {"reasoning_effort":"low"}' }))
+    .optional(),
+  HTTPS_PROXY: url.optional(),
+  https_proxy: url.optional(),
+  HTTP_PROXY: url.optional(),
+  http_proxy: url.optional(),
+  NO_PROXY: z.string().trim().optional(),
+  no_proxy: z.string().trim().optional(),
   LLM_MODEL: nonEmpty.default('gpt-4o-mini'),
   AGENT_MAX_STEPS: integer(1).default(10),
   AGENT_MAX_STEPS_LIMIT: integer(1).default(50),
@@ -141,10 +164,21 @@ export interface Config {
   port: number;
   host: string;
   llm: {
-    provider: 'openai' | 'demo';
+    provider: 'openai' | 'azure' | 'demo';
     baseUrl: string | undefined;
     apiKey: string | undefined;
+    /** The model every purpose without a route of its own uses (on Azure: the deployment). */
     model: string;
+    /** LLM_PROVIDER=azure: the resource, its key, the default deployment and the API version. */
+    azure: { endpoint: string; apiKey: string | undefined; deployment: string | undefined; apiVersion: string } | undefined;
+    /** LLM_PARAMS: merged into every request's body; a route's own params are merged over them. */
+    params: Record<string, unknown>;
+    /** The config file's "models": the first route whose glob matches a call's purpose picks its model. */
+    models: ModelRoute[];
+    /** The config file's "prices", over the built-in table (USD per million tokens). */
+    prices: Record<string, ModelPrice>;
+    /** HTTPS_PROXY / HTTP_PROXY / NO_PROXY for model requests and the health probe. */
+    proxy: { httpsProxy: string | undefined; httpProxy: string | undefined; noProxy: string | undefined };
     streaming: boolean;
     /** Ask streamed replies for token usage (stream_options.include_usage). */
     streamUsage: boolean;
@@ -265,7 +299,7 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const name = String(issue.path[0] ?? 'environment');
-    const secret = /KEY|TOKEN|DATABASE_URL|REDIS_URL/.test(name);
+    const secret = /KEY|TOKEN|DATABASE_URL|REDIS_URL|PROXY/i.test(name);
     const shown = present[name] === undefined || secret ? '' : ` (got "${present[name]}")`;
     throw new ConfigError(`Invalid ${name}: ${issue.message}${shown}`);
   }
@@ -281,7 +315,14 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
   if (e.RUN_ENGINE === 'restate' && (!e.RESTATE_INGRESS_URL || !e.RESTATE_ADMIN_URL)) {
     throw new ConfigError(`Invalid RUN_ENGINE: restate needs RESTATE_INGRESS_URL and RESTATE_ADMIN_URL (missing: ${[e.RESTATE_INGRESS_URL ? '' : 'RESTATE_INGRESS_URL', e.RESTATE_ADMIN_URL ? '' : 'RESTATE_ADMIN_URL'].filter(Boolean).join(', ')})`);
   }
-  const provider = e.LLM_PROVIDER ?? (e.OPENAI_API_KEY || e.OPENAI_BASE_URL ? 'openai' : 'demo');
+  const provider = e.LLM_PROVIDER ?? (e.AZURE_OPENAI_ENDPOINT ? 'azure' : e.OPENAI_API_KEY || e.OPENAI_BASE_URL ? 'openai' : 'demo');
+  if (provider === 'azure' && (!e.AZURE_OPENAI_ENDPOINT || !e.OPENAI_API_VERSION)) {
+    throw new ConfigError(`Invalid LLM_PROVIDER: azure needs AZURE_OPENAI_ENDPOINT and OPENAI_API_VERSION (missing: ${[e.AZURE_OPENAI_ENDPOINT ? '' : 'AZURE_OPENAI_ENDPOINT', e.OPENAI_API_VERSION ? '' : 'OPENAI_API_VERSION'].filter(Boolean).join(', ')})`);
+  }
+  const azure =
+    provider === 'azure' && e.AZURE_OPENAI_ENDPOINT && e.OPENAI_API_VERSION
+      ? { endpoint: e.AZURE_OPENAI_ENDPOINT, apiKey: e.AZURE_OPENAI_API_KEY, deployment: e.AZURE_OPENAI_DEPLOYMENT, apiVersion: e.OPENAI_API_VERSION }
+      : undefined;
   return {
     port: e.PORT,
     host: e.HOST,
@@ -289,7 +330,17 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
       provider,
       baseUrl: e.OPENAI_BASE_URL,
       apiKey: e.OPENAI_API_KEY,
-      model: e.LLM_MODEL,
+      // On Azure the model is a deployment: AZURE_OPENAI_DEPLOYMENT unless LLM_MODEL is set.
+      model: azure?.deployment && present.LLM_MODEL === undefined ? azure.deployment : e.LLM_MODEL,
+      azure,
+      params: e.LLM_PARAMS ?? {},
+      models: [],
+      prices: {},
+      proxy: {
+        httpsProxy: e.HTTPS_PROXY ?? e.https_proxy,
+        httpProxy: e.HTTP_PROXY ?? e.http_proxy,
+        noProxy: e.NO_PROXY ?? e.no_proxy,
+      },
       streaming: e.LLM_STREAMING,
       streamUsage: e.LLM_STREAM_USAGE,
       maxRetries: e.LLM_MAX_RETRIES,

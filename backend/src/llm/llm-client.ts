@@ -45,6 +45,12 @@ export interface CompletionResult<T = unknown> {
   truncated?: boolean;
   /** With a `schema`: the reply as that data, validated. */
   parsed?: T;
+  /** The model that answered (the call's purpose may route it to another than LLM_MODEL). */
+  model?: string;
+  /** What the call cost in USD by the price table; null when the model's price is unknown. */
+  costUsd?: number | null;
+  /** The endpoint's x-request-id, for matching a call with the provider's logs. */
+  requestId?: string;
 }
 
 /** The port every model adapter implements. */

@@ -4,8 +4,10 @@ import type { Config } from '../config/config.ts';
 import { ERROR_CODE, isAbortError, ModelError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { TOKENS } from '../tokens.ts';
+import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
+import type OpenAI from 'openai';
 import type { LlmClient } from './llm-client.ts';
-import { safeEndpoint } from './openai-llm-client.ts';
+import { createModelWire, endpointOf } from './model-wire.ts';
 
 const PROBE_TIMEOUT_MS = 5_000;
 
@@ -24,7 +26,7 @@ export class ModelHealthMonitor {
     @inject(TOKENS.Config) private readonly config: Config,
     @inject(TOKENS.Logger) private readonly logger: Logger,
   ) {
-    this.endpoint = config.llm.provider === 'demo' ? undefined : safeEndpoint(config.llm.baseUrl ?? 'https://api.openai.com/v1');
+    this.endpoint = config.llm.provider === 'demo' ? undefined : endpointOf(config);
     if (config.llm.provider === 'demo') this.state = { status: 'ok', message: 'The offline demo model is built in', checked_at: now() };
   }
 
@@ -50,41 +52,51 @@ export class ModelHealthMonitor {
           return result;
         } catch (error) {
           // An unusable answer (data off its schema) is the model's, not the endpoint's health.
-          if (error instanceof ModelError && error.category !== 'output' && !isAbortError(error, request.signal)) this.set(this.fromError(error));
+          if (error instanceof ModelError && error.category === undefined && !isAbortError(error, request.signal)) this.set(this.fromError(error));
           throw error;
         }
       },
     };
   }
 
-  /** Asks the endpoint for its model list, so a wrong URL or key shows before the first message. */
+  /**
+   * Asks the endpoint for its model list through the SDK (the same client, proxy and auth as the
+   * calls), so a wrong URL or key shows before the first message.
+   */
   async probe(): Promise<ModelHealth> {
     if (this.config.llm.provider === 'demo' || !this.endpoint) return this.state;
-    const base = (this.config.llm.baseUrl ?? 'https://api.openai.com/v1').replace(/\/+$/, '');
+    const names = this.config.llm.azure ? { url: 'AZURE_OPENAI_ENDPOINT', key: 'AZURE_OPENAI_API_KEY' } : { url: 'OPENAI_BASE_URL', key: 'OPENAI_API_KEY' };
+    const { client, dispatcher } = this.probeClient();
     try {
-      const response = await fetch(`${base}/models`, {
-        headers: this.config.llm.apiKey ? { authorization: `Bearer ${this.config.llm.apiKey}` } : {},
-        signal: AbortSignal.timeout(PROBE_TIMEOUT_MS),
-      });
-      await response.body?.cancel().catch(() => undefined);
-      if (response.status === 401 || response.status === 403) {
-        this.set({ status: 'failing', message: `The endpoint refused the key (${response.status})`, hint: 'Check OPENAI_API_KEY', checked_at: now() });
-      } else if (response.status >= 500) {
-        this.set({ status: 'failing', message: `The endpoint answered ${response.status}`, hint: 'Check the model server’s logs', checked_at: now() });
+      await client.models.list({ signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
+      if (this.state.status === 'unknown') this.set({ status: 'ok', checked_at: now() });
+    } catch (error) {
+      if (error instanceof APIError && (error.status === 401 || error.status === 403)) {
+        this.set({ status: 'failing', message: `The endpoint refused the key (${error.status})`, hint: `Check ${names.key}`, checked_at: now() });
+      } else if (error instanceof APIError && error.status !== undefined && error.status >= 500) {
+        this.set({ status: 'failing', message: `The endpoint answered ${error.status}`, hint: 'Check the model server’s logs', checked_at: now() });
+      } else if (error instanceof APIConnectionError || error instanceof APIUserAbortError) {
+        const timedOut = error instanceof APIConnectionTimeoutError || error instanceof APIUserAbortError;
+        this.set({
+          status: 'failing',
+          message: `Could not reach ${this.endpoint} (${timedOut ? 'no answer within 5 s' : describeFetchFailure(error)})`,
+          hint: `Check ${names.url} and that the model server is running`,
+          checked_at: now(),
+        });
       } else if (this.state.status === 'unknown') {
-        // 200, or 404 from servers without a model list: it answers, which is what the probe asks.
+        // 404 from servers without a model list, or a list in another shape: it answers, which is what the probe asks.
         this.set({ status: 'ok', checked_at: now() });
       }
-    } catch (error) {
-      const reason = error instanceof Error && error.name === 'TimeoutError' ? 'no answer within 5 s' : describeFetchFailure(error);
-      this.set({
-        status: 'failing',
-        message: `Could not reach ${this.endpoint} (${reason})`,
-        hint: 'Check OPENAI_BASE_URL and that the model server is running',
-        checked_at: now(),
-      });
+    } finally {
+      await dispatcher.close().catch(() => undefined);
     }
     return this.state;
+  }
+
+  /** A client for one probe: no retries, the probe's own clock, a pool closed when it is done. */
+  private probeClient(): { client: OpenAI; dispatcher: { close(): Promise<void> } } {
+    const limits = { idleTimeoutMs: PROBE_TIMEOUT_MS, maxOutputChars: this.config.llm.maxOutputChars };
+    return createModelWire(this.config, this.logger, limits, { maxRetries: 0, timeoutMs: PROBE_TIMEOUT_MS });
   }
 
   private fromError(error: ModelError): ModelHealth {

@@ -1,34 +1,30 @@
-import { ensureAlternation } from './alternation.ts';
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
-// Types only: the request and its messages in the shape the API documents. The SDK's runtime is not used.
+import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import type { ChatCompletionCreateParamsBase, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { inject, injectable } from 'tsyringe';
 import type { Config } from '../config/config.ts';
 import { ERROR_CODE, ModelError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { TOKENS } from '../tokens.ts';
-import { abortReason } from '../util/abort.ts';
-import type { CompletionRequest, CompletionResult, LlmClient, LlmMessage, OutputSchema, TokenUsage } from './llm-client.ts';
-import { ConnectionFailedError, type Endpoint, endpointOf, postJson, readTextPrefix, ResponseTimeoutError } from './http-transport.ts';
-import type { ReplyAssembler } from './reply-assembler.ts';
-import { readStreamedReply, readWholeReply } from './reply-reader.ts';
-import { seconds } from './response-body.ts';
-import { withRetries } from './retry.ts';
+import { abortReason, sleep } from '../util/abort.ts';
+import { ensureAlternation } from './alternation.ts';
+import type { CompletionRequest, CompletionResult, LlmClient, LlmMessage, OutputSchema } from './llm-client.ts';
+import { costOf, roundUsd } from './model-prices.ts';
+import { modelFor } from './model-routes.ts';
+import { createModelWire, endpointOf, seconds } from './model-wire.ts';
+import { completionAsChunk, ReplyAssembler } from './reply-assembler.ts';
 import { askForJson, parseReply, reAsk, responseFormat } from './structured-output.ts';
-import { readTokenUsage } from './token-usage.ts';
+import { addUsage, readTokenUsage } from './token-usage.ts';
 
-const MAX_RETRY_DELAY_MS = 30_000;
-/** Only the first lines of an error body are ever shown; the rest is not read. */
-const MAX_ERROR_BODY_BYTES = 64 * 1024;
+/** The longest wait before reading a reply again after its body failed. */
+const MAX_REREAD_DELAY_MS = 30_000;
 
 /**
- * Talks Chat Completions to any OpenAI-compatible endpoint: OpenAI, Ollama, vLLM, llama.cpp, LM Studio.
- *
- * It makes the HTTP request itself (http-transport.ts) rather than through the openai SDK: the
- * adapter already did everything the SDK's request path adds (retries that honour the run's signal,
- * abort on stop, reading the body in bounded pieces with idle and total clocks), and the SDK with
- * fetch under it cost several times the CPU of a plain node:http request per call (see
- * bench/RESULTS.md). The body is serialised once, here.
+ * Talks Chat Completions through the openai SDK to OpenAI, Azure OpenAI or any compatible
+ * endpoint (Ollama, vLLM, llama.cpp, LM Studio). The SDK builds the request, authenticates,
+ * retries what fails before a response (its maxRetries honours retry-after and x-should-retry)
+ * and parses the stream; Stepwise adds the model per purpose, LLM_PARAMS, the purpose / run /
+ * node headers, the idle and total clocks, LLM_MAX_OUTPUT_CHARS, structured output, usage with
+ * cost, and reading a reply again when its body failed before any text was shown.
  */
 @injectable()
 export class OpenAiLlmClient implements LlmClient {
@@ -36,24 +32,15 @@ export class OpenAiLlmClient implements LlmClient {
   readonly modelName: string;
   /** The base URL, for messages (never with credentials). */
   readonly endpoint: string;
-  private readonly target: Endpoint;
-  private readonly headers: Record<string, string>;
+  private readonly client: OpenAI;
 
   constructor(
     @inject(TOKENS.Config) private readonly config: Config,
     @inject(TOKENS.Logger) private readonly logger: Logger,
   ) {
     this.modelName = config.llm.model;
-    const baseUrl = config.llm.baseUrl ?? 'https://api.openai.com/v1';
-    this.endpoint = safeEndpoint(baseUrl);
-    // The base URL with the path after it, as the openai SDK joins them.
-    this.target = endpointOf(new URL(`${baseUrl.replace(/\/+$/, '')}/chat/completions`));
-    this.headers = {
-      // Local servers need no key; sending a placeholder keeps servers that expect the header content.
-      authorization: `Bearer ${config.llm.apiKey ?? 'no-key'}`,
-      accept: 'application/json',
-      'user-agent': 'Stepwise',
-    };
+    this.endpoint = endpointOf(config);
+    this.client = createModelWire(config, logger, { idleTimeoutMs: config.llm.streamIdleTimeoutMs, maxOutputChars: config.llm.maxOutputChars }).client;
   }
 
   async complete<T = unknown>(request: CompletionRequest<T>): Promise<CompletionResult<T>> {
@@ -74,32 +61,27 @@ export class OpenAiLlmClient implements LlmClient {
       });
     }
     const usage = addUsage(first.usage, second.usage);
-    return { ...second, ...(usage ? { usage } : {}), parsed: again.value };
+    const costUsd = first.costUsd === null || second.costUsd === null ? null : roundUsd((first.costUsd ?? 0) + (second.costUsd ?? 0));
+    return { ...second, ...(usage ? { usage } : {}), costUsd, parsed: again.value };
   }
 
-  /** One call, retried where that is safe, within LLM_TOTAL_TIMEOUT_MS. */
+  /** One call within LLM_TOTAL_TIMEOUT_MS; a reply whose body failed before any text is read again. */
   private async call(request: CompletionRequest<unknown>, output?: OutputSchema<unknown>): Promise<CompletionResult<never>> {
-    const { totalTimeoutMs } = this.config.llm;
+    const { totalTimeoutMs, maxRetries, retryBaseMs } = this.config.llm;
     const deadline = callDeadline(request.signal, totalTimeoutMs);
-    const policy = {
-      maxRetries: this.config.llm.maxRetries,
-      baseDelayMs: this.config.llm.retryBaseMs,
-      maxDelayMs: MAX_RETRY_DELAY_MS,
-    };
     try {
-      const result = await withRetries(
-        () => this.attempt(request, deadline.signal, output),
-        policy,
-        deadline.signal,
-        (error, delayMs, attemptNumber) =>
-          this.logger.warn(
-            { purpose: request.purpose, status: error.status, delayMs: Math.round(delayMs), attempt: attemptNumber },
-            'model call failed, retrying',
-          ),
-      );
-      // A stop that came as the reply finished still wins: the caller asked for nothing more.
-      if (request.signal.aborted) throw abortReason(request.signal);
-      return result;
+      for (let attempt = 0; ; attempt++) {
+        const outcome = await this.attempt(request, deadline.signal, output);
+        if (outcome.ok) {
+          // A stop that came as the reply finished still wins: the caller asked for nothing more.
+          if (request.signal.aborted) throw abortReason(request.signal);
+          return outcome.result;
+        }
+        if (!outcome.again || attempt >= maxRetries) throw outcome.error;
+        const delayMs = Math.min(MAX_REREAD_DELAY_MS, Math.random() * retryBaseMs * 2 ** attempt);
+        this.logger.warn({ purpose: request.purpose, delayMs: Math.round(delayMs), attempt: attempt + 1, reason: outcome.error.message }, 'model reply failed, asking again');
+        await sleep(delayMs, deadline.signal);
+      }
     } catch (error) {
       // A stop is the caller's, and rejects as before; running out of time is a model failure.
       if (request.signal.aborted) throw abortReason(request.signal);
@@ -115,45 +97,80 @@ export class OpenAiLlmClient implements LlmClient {
     }
   }
 
-  /** One request. `signal` aborts on a stop and when the whole call's time is up. */
-  private async attempt(request: CompletionRequest, signal: AbortSignal, output: OutputSchema<unknown> | undefined): Promise<CompletionResult<never>> {
-    const { streaming } = this.config.llm;
+  /**
+   * One request through the SDK (which retries what fails before a response) and the reading of
+   * its reply. A failure says whether asking again may help: only when the body failed on the
+   * way and no text reached the user (text shown must not be streamed twice).
+   */
+  private async attempt(
+    request: CompletionRequest,
+    signal: AbortSignal,
+    output: OutputSchema<unknown> | undefined,
+  ): Promise<{ ok: true; result: CompletionResult<never> } | { ok: false; error: ModelError; again: boolean }> {
+    const { streaming, maxOutputChars } = this.config.llm;
+    const { model, params } = modelFor(request.purpose, this.config.llm);
+    const options = { signal, headers: stepwiseHeaders(request) };
+    const assembler = new ReplyAssembler(maxOutputChars);
     let streamedText = false;
+    let requestId: string | undefined;
     try {
-      const response = await postJson(this.target, JSON.stringify(this.requestBody(request, output)), {
-        headers: { ...this.headers, ...stepwiseHeaders(request) },
-        signal,
-        // This clock covers the wait for the response's headers; the body has its own clocks below.
-        responseTimeoutMs: this.config.llm.timeoutMs,
-      });
-      const status = response.statusCode ?? 0;
-      if (status < 200 || status > 299) throw await statusError(response, status, signal);
-      // The body is read here, in bounded pieces, never buffered whole.
-      const reading = { signal, idleTimeoutMs: this.config.llm.streamIdleTimeoutMs, maxOutputChars: this.config.llm.maxOutputChars };
-      if (!streaming) return this.finish(await readWholeReply(response, reading), request, { streamed: false });
-      const reply = await readStreamedReply(response, reading, (delta) => {
-        streamedText = true;
-        request.onDelta?.(delta);
-      });
-      return this.finish(reply, request, { streamed: true });
-    } catch (error) {
-      if (signal.aborted) throw error; // complete() tells a stop from the deadline
-      const modelError = toModelError(error, this.endpoint);
-      if (modelError.detail) this.logger.warn({ purpose: request.purpose, status: modelError.status, detail: modelError.detail }, 'model endpoint error');
-      // Text already shown to the user must not be streamed twice, so a broken stream is final.
-      if (streamedText && modelError.retryable) {
-        throw new ModelError(`The model's stream broke off: ${modelError.message}`, { cause: error });
+      const body = this.requestBody(request, output, model, params);
+      if (streaming) {
+        const { data: chunks, request_id } = await this.client.chat.completions
+          .create({ ...body, stream: true } as Parameters<OpenAI['chat']['completions']['create']>[0] & { stream: true }, options)
+          .withResponse();
+        requestId = request_id ?? undefined;
+        for await (const chunk of chunks) {
+          const delta = assembler.add(chunk);
+          if (delta) {
+            streamedText = true;
+            request.onDelta?.(delta);
+          }
+          // Leaving the loop aborts the request: the endpoint stops writing.
+          if (assembler.truncated) break;
+        }
+        // The SDK ends a stream quietly when it is aborted; the caller tells a stop from the deadline.
+        if (signal.aborted) throw abortReason(signal);
+        // A cut connection can end an event stream quietly; only a finish_reason says the model finished.
+        if (!assembler.finished && !assembler.truncated) throw new ModelError('The model stream ended before the model finished', { retryable: true });
+      } else {
+        const { data, request_id } = await this.client.chat.completions
+          .create({ ...body, stream: false } as Parameters<OpenAI['chat']['completions']['create']>[0] & { stream: false }, options)
+          .withResponse();
+        requestId = request_id ?? undefined;
+        assembler.add(completionAsChunk(data));
       }
-      throw modelError;
+      const result = this.finish(assembler, request, { streamed: streaming, model, requestId });
+      this.logger.debug({ purpose: request.purpose, model, request_id: requestId }, 'model call');
+      return { ok: true, result };
+    } catch (error) {
+      if (signal.aborted) throw abortReason(signal);
+      const modelError = toModelError(error, endpointNames(this.config, this.endpoint));
+      requestId ??= error instanceof APIError ? (error.requestID ?? undefined) : undefined;
+      this.logger.warn(
+        { purpose: request.purpose, model, status: modelError.status, request_id: requestId, ...(modelError.detail ? { detail: modelError.detail } : {}) },
+        'model call failed',
+      );
+      if (streamedText && modelError.retryable) {
+        return { ok: false, again: false, error: new ModelError(`The model's stream broke off: ${modelError.message}`, { cause: error }) };
+      }
+      return { ok: false, again: modelError.retryable, error: modelError };
     }
   }
 
-  /** The request as the endpoint reads it. */
-  private requestBody(request: CompletionRequest, output: OutputSchema<unknown> | undefined): ChatCompletionCreateParamsBase {
+  /** The request as the endpoint reads it, with LLM_PARAMS and the route's params merged into it. */
+  private requestBody(
+    request: CompletionRequest,
+    output: OutputSchema<unknown> | undefined,
+    model: string,
+    params: Record<string, unknown>,
+  ): ChatCompletionCreateParamsBase {
     const { streaming, streamUsage } = this.config.llm;
     return {
+      // LLM_PARAMS first: they add fields, never replace the model, messages or tools a call needs.
+      ...params,
       ...(output && this.config.llm.structuredOutput ? { response_format: responseFormat(output) } : {}),
-      model: this.config.llm.model,
+      model,
       messages: (this.config.llm.strictAlternation ? ensureAlternation(request.messages) : request.messages).map(toOpenAiMessage),
       ...(this.config.llm.temperature === undefined ? {} : { temperature: this.config.llm.temperature }),
       ...(request.tools?.length
@@ -164,18 +181,31 @@ export class OpenAiLlmClient implements LlmClient {
             })),
           }
         : {}),
-      stream: streaming,
       ...(streaming && streamUsage ? { stream_options: { include_usage: true } } : {}),
-    };
+    } as ChatCompletionCreateParamsBase;
   }
 
-  /** The assembled reply, its usage checked; a reply past the cap ends with a note saying so. */
-  private finish(assembler: ReplyAssembler, request: CompletionRequest, how: { streamed: boolean }): CompletionResult<never> {
+  /** The assembled reply, its usage checked and priced; a reply past the cap ends with a note saying so. */
+  private finish(
+    assembler: ReplyAssembler,
+    request: CompletionRequest,
+    how: { streamed: boolean; model: string; requestId: string | undefined },
+  ): CompletionResult<never> {
     const usage = readTokenUsage(assembler.reportedUsage, (field) =>
       this.logger.warn({ purpose: request.purpose, field }, 'the model reported an invalid token count; it is ignored'),
     );
-    const { text, toolCalls } = assembler.result();
-    const result: CompletionResult<never> = { text, toolCalls, ...(usage ? { usage } : {}) };
+    const { text, toolCalls, refusal } = assembler.result();
+    if (refusal && !text.trim() && toolCalls.length === 0) {
+      throw new ModelError(`The model refused to answer: ${shorten(refusal)}`, { category: 'refusal' });
+    }
+    const result: CompletionResult<never> = {
+      text,
+      toolCalls,
+      ...(usage ? { usage } : {}),
+      model: how.model,
+      costUsd: costOf(how.model, usage, this.config.llm.prices),
+      ...(how.requestId ? { requestId: how.requestId } : {}),
+    };
     if (!assembler.truncated) return result;
     const { maxOutputChars } = this.config.llm;
     this.logger.warn({ purpose: request.purpose, max_output_chars: maxOutputChars }, 'model reply cut at LLM_MAX_OUTPUT_CHARS');
@@ -190,6 +220,19 @@ export class OpenAiLlmClient implements LlmClient {
   }
 }
 
+/** The endpoint as messages name it: its URL fit to show, and the variables that set its URL and key. */
+export interface EndpointNames {
+  endpoint: string;
+  urlVariable: 'OPENAI_BASE_URL' | 'AZURE_OPENAI_ENDPOINT';
+  keyVariable: 'OPENAI_API_KEY' | 'AZURE_OPENAI_API_KEY';
+}
+
+function endpointNames(config: Config, endpoint: string): EndpointNames {
+  return config.llm.azure
+    ? { endpoint, urlVariable: 'AZURE_OPENAI_ENDPOINT', keyVariable: 'AZURE_OPENAI_API_KEY' }
+    : { endpoint, urlVariable: 'OPENAI_BASE_URL', keyVariable: 'OPENAI_API_KEY' };
+}
+
 /** What every request says of itself: X-Stepwise-Purpose, X-Stepwise-Run-Id, X-Stepwise-Node. */
 function stepwiseHeaders(request: CompletionRequest): Record<string, string> {
   return {
@@ -197,12 +240,6 @@ function stepwiseHeaders(request: CompletionRequest): Record<string, string> {
     ...(request.runId ? { 'X-Stepwise-Run-Id': request.runId } : {}),
     ...(request.nodeId ? { 'X-Stepwise-Node': request.nodeId } : {}),
   };
-}
-
-function addUsage(first: TokenUsage | undefined, second: TokenUsage | undefined): TokenUsage | undefined {
-  if (!first) return second;
-  if (!second) return first;
-  return { promptTokens: first.promptTokens + second.promptTokens, completionTokens: first.completionTokens + second.completionTokens };
 }
 
 /**
@@ -261,49 +298,40 @@ function toOpenAiMessage(message: LlmMessage): ChatCompletionMessageParam {
 }
 
 /**
- * A failed status as a ModelError, deciding whether it is worth retrying. The message is for the
- * user: what happened and what to check. What the endpoint said in its own words (the first
- * MAX_ERROR_BODY_BYTES of its body) is kept as the error's `detail`, for the logs only.
+ * Anything a call threw, as a ModelError whose message is for the user (what happened, what to
+ * check) and whose `detail` holds the endpoint's own words, for the logs only. Failures the SDK
+ * met before a response were retried by it already, so they are final; a body that failed on the
+ * way may be asked for again.
  */
-async function statusError(response: IncomingMessage, status: number, signal: AbortSignal): Promise<ModelError> {
-  const body = await readTextPrefix(response, MAX_ERROR_BODY_BYTES, signal);
-  const retryable = status === 408 || status === 409 || status === 429 || status >= 500;
-  return new ModelError(`The model endpoint answered ${status}: ${statusAdvice(status, response.headers)}`, {
-    status,
-    retryable,
-    retryAfterMs: retryAfterMs(response.headers),
-    detail: shorten(errorDetail(body)),
-  });
-}
-
-/** The endpoint's own words for a failure: an OpenAI-style `error.message`, or what the body holds. */
-function errorDetail(body: string): string {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(body);
-  } catch {
-    return body.trim() || 'status code (no body)';
-  }
-  const error = typeof parsed === 'object' && parsed !== null ? (parsed as { error?: unknown }).error : undefined;
-  const message = typeof error === 'object' && error !== null ? (error as { message?: unknown }).message : undefined;
-  if (message) return typeof message === 'string' ? message : JSON.stringify(message);
-  return error ? JSON.stringify(error) : body.trim();
-}
-
-/** Anything else that went wrong on the way, as a ModelError. */
-function toModelError(error: unknown, endpoint: string): ModelError {
+export function toModelError(error: unknown, where: EndpointNames): ModelError {
+  const { endpoint } = where;
   if (error instanceof ModelError) return error;
-  if (error instanceof ResponseTimeoutError) {
-    return new ModelError(`The model endpoint at ${endpoint} did not answer in time (LLM_TIMEOUT_MS)`, { retryable: true, cause: error });
+  if (error instanceof APIConnectionTimeoutError) {
+    return new ModelError(`The model endpoint at ${endpoint} did not answer in time (LLM_TIMEOUT_MS)`, { cause: error });
   }
-  if (error instanceof ConnectionFailedError) {
+  if (error instanceof APIConnectionError && !(error instanceof APIUserAbortError)) {
     const reason = connectionFailure(error);
-    return new ModelError(`Could not reach the model endpoint at ${endpoint}${reason ? ` (${reason})` : ''}: check OPENAI_BASE_URL and that the server is running`, {
-      retryable: true,
+    return new ModelError(`Could not reach the model endpoint at ${endpoint}${reason ? ` (${reason})` : ''}: check ${where.urlVariable} and that the server is running`, {
       cause: error,
     });
   }
-  // A reset connection or a stream that ends in the middle surfaces as a plain error.
+  if (error instanceof APIError && error.status !== undefined) {
+    const status = error.status;
+    return new ModelError(`The model endpoint answered ${status}: ${statusAdvice(status, error.headers, where)}`, {
+      status,
+      cause: error,
+      detail: shorten(endpointWords(error)),
+    });
+  }
+  if (error instanceof APIError) {
+    // An error event inside a stream that had begun well.
+    const detail = endpointWords(error);
+    return new ModelError('The model endpoint reported an error in its stream', { retryable: true, cause: error, ...(detail ? { detail: shorten(detail) } : {}) });
+  }
+  if (error instanceof SyntaxError) {
+    return new ModelError('The model endpoint sent a malformed response', { retryable: true, cause: error, detail: shorten(error.message) });
+  }
+  // A reset connection or a body that ends in the middle surfaces as a plain error.
   return new ModelError('The model call failed on the way: the connection broke', {
     retryable: true,
     cause: error,
@@ -311,56 +339,55 @@ function toModelError(error: unknown, endpoint: string): ModelError {
   });
 }
 
+/** The endpoint's own words for a failure: an OpenAI-style `error.message`, or what its body held. */
+function endpointWords(error: APIError): string {
+  const body: unknown = error.error;
+  const message = typeof body === 'object' && body !== null ? (body as { message?: unknown }).message : body;
+  if (typeof message === 'string' && message) return message;
+  if (message !== undefined && message !== null) return JSON.stringify(message);
+  return error.status === undefined ? '' : 'status code (no body)';
+}
+
 /** What an HTTP status from the model endpoint means for the user, and what to check. */
-function statusAdvice(status: number, headers: IncomingHttpHeaders): string {
+function statusAdvice(status: number, headers: Headers | undefined, where: EndpointNames): string {
   if (status >= 300 && status < 400) {
-    const location = typeof headers.location === 'string' ? ` to ${safeEndpoint(headers.location)}` : '';
-    return `it redirects${location}; set OPENAI_BASE_URL to the address it points to`;
+    const location = headers?.get('location');
+    return `it redirects${location ? ` to ${safeLocation(location)}` : ''}; set ${where.urlVariable} to the address it points to`;
   }
-  if (status === 401 || status === 403) return 'the key was refused; check OPENAI_API_KEY';
-  if (status === 404) return 'no such model or path; check LLM_MODEL and OPENAI_BASE_URL (it usually ends in /v1)';
+  if (status === 401 || status === 403) return `the key was refused; check ${where.keyVariable}`;
+  if (status === 404) return where.urlVariable === 'OPENAI_BASE_URL' ? 'no such model or path; check LLM_MODEL and OPENAI_BASE_URL (it usually ends in /v1)' : `no such deployment or path; check the model (deployment) and ${where.urlVariable}`;
   if (status === 429) return 'too many requests or no quota left; try again shortly';
   if (status === 400 || status === 413 || status === 422) return 'the request was refused (too long for the model, or an option it does not support)';
   if (status >= 500) return 'the model server failed; try again, or check its logs';
   return 'unexpected answer';
 }
 
+function safeLocation(location: string): string {
+  try {
+    const parsed = new URL(location);
+    return `${parsed.protocol}//${parsed.host}${parsed.pathname.replace(/\/+$/, '')}`;
+  } catch {
+    return 'another address';
+  }
+}
+
 /** Why a connection failed, in words: connection refused, unknown host, … */
 function connectionFailure(error: Error): string | undefined {
   let cause: unknown = error.cause;
-  for (let depth = 0; depth < 4 && cause; depth++) {
+  for (let depth = 0; depth < 5 && cause; depth++) {
     const code = (cause as { code?: unknown }).code;
     if (code === 'ECONNREFUSED') return 'connection refused';
     if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'unknown host';
-    if (code === 'ECONNRESET') return 'connection reset';
+    if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET') return 'connection reset';
     if (code === 'ETIMEDOUT' || code === 'UND_ERR_CONNECT_TIMEOUT') return 'connection timed out';
-    if (typeof code === 'string' && code.startsWith('CERT') ) return 'TLS certificate problem';
+    if (typeof code === 'string' && code.startsWith('CERT')) return 'TLS certificate problem';
     cause = (cause as { cause?: unknown }).cause;
   }
   return undefined;
-}
-
-function retryAfterMs(headers: IncomingHttpHeaders): number | undefined {
-  const milliseconds = Number(headers['retry-after-ms']);
-  if (Number.isFinite(milliseconds) && milliseconds > 0) return milliseconds;
-  const value = headers['retry-after'];
-  if (!value) return undefined;
-  const delaySeconds = Number(value);
-  if (Number.isFinite(delaySeconds)) return Math.max(0, delaySeconds * 1000);
-  const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
 }
 
 function shorten(text: string, max = 300): string {
   return text.length > max ? `${text.slice(0, max)}…` : text;
 }
 
-/** A base URL fit to show: without user, password, query or fragment. */
-export function safeEndpoint(url: string): string {
-  try {
-    const parsed = new URL(url);
-    return `${parsed.protocol}//${parsed.host}${parsed.pathname.replace(/\/+$/, '')}`;
-  } catch {
-    return 'the configured endpoint';
-  }
-}
+export { safeEndpoint } from './model-wire.ts';

@@ -20,6 +20,8 @@ export class ReplyAssembler {
   /** Makes the ids this reply gives its tool calls (when the endpoint sends none) unique to it. */
   private readonly idPrefix = Math.random().toString(36).slice(2, 10);
   private text = '';
+  /** What the model said when it declined to answer (the `refusal` field), if it did. */
+  private refusal = '';
   private readonly calls = new Map<number, PartialToolCall>();
   private used = 0;
   /** The usage object as the endpoint reported it, not checked yet. */
@@ -40,6 +42,7 @@ export class ReplyAssembler {
     if (choice.finish_reason) this.finished = true;
     const delta = choice.delta;
     if (!isFields(delta)) return '';
+    if (typeof delta.refusal === 'string') this.refusal += this.take(delta.refusal);
     const text = this.take(typeof delta.content === 'string' ? delta.content : '');
     this.text += text;
     const toolCalls: unknown[] = Array.isArray(delta.tool_calls) ? delta.tool_calls : [];
@@ -50,13 +53,13 @@ export class ReplyAssembler {
   }
 
   /** The reply so far. Tool calls that were cut are left out: half an argument list must not run. */
-  result(): { text: string; toolCalls: LlmToolCall[] } {
+  result(): { text: string; toolCalls: LlmToolCall[]; refusal: string } {
     const toolCalls = [...this.calls.entries()]
       .filter(([, call]) => !call.cut)
       .sort(([a], [b]) => a - b)
       // An endpoint that sends no ids gets unique ones: questions, answers and results are journaled by them.
       .map(([index, call]) => ({ id: call.id || `call_${this.idPrefix}_${index}`, name: call.name, arguments: call.arguments }));
-    return { text: this.text, toolCalls };
+    return { text: this.text, toolCalls, refusal: this.refusal };
   }
 
   private addToolCall(call: Fields, position: number): void {
@@ -110,7 +113,7 @@ export function completionAsChunk(completion: unknown): unknown {
     .map((call, index) => ({ index, id: call.id, function: call.function }));
   return {
     usage: fields.usage,
-    choices: [{ finish_reason: choice.finish_reason ?? 'stop', delta: { content: message.content, tool_calls: toolCalls } }],
+    choices: [{ finish_reason: choice.finish_reason ?? 'stop', delta: { content: message.content, refusal: message.refusal, tool_calls: toolCalls } }],
   };
 }
 
