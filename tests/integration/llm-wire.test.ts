@@ -1,0 +1,228 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { once } from 'node:events';
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { configFromEnv, type CompletionRequest, type Logger, ModelError, ModelHealthMonitor, OpenAiLlmClient } from '@stepwise/backend';
+import { createProxy } from 'proxy';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+
+interface Line {
+  level: string;
+  object: Record<string, unknown>;
+  message?: string;
+}
+
+let llm: ScriptedLlmServer;
+beforeAll(async () => {
+  llm = await ScriptedLlmServer.start();
+});
+afterAll(async () => {
+  await llm.close();
+});
+
+/** A logger that keeps its lines. */
+function recordingLogger(): { logger: Logger; lines: Line[] } {
+  const lines: Line[] = [];
+  const logger: Logger = {
+    debug: (object, message) => lines.push({ level: 'debug', object: object as Record<string, unknown>, message }),
+    info: (object, message) => lines.push({ level: 'info', object: object as Record<string, unknown>, message }),
+    warn: (object, message) => lines.push({ level: 'warn', object: object as Record<string, unknown>, message }),
+    error: (object, message) => lines.push({ level: 'error', object: object as Record<string, unknown>, message }),
+    child: () => logger,
+  };
+  return { logger, lines };
+}
+
+/** The openai adapter for the scripted server, with these settings on top. */
+function modelClient(env: Record<string, string> = {}): { model: OpenAiLlmClient; lines: Line[] } {
+  const { logger, lines } = recordingLogger();
+  const config = configFromEnv({ LLM_PROVIDER: 'openai', OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'test-key', LLM_RETRY_BASE_MS: '1', ...env });
+  return { model: new OpenAiLlmClient(config, logger), lines };
+}
+
+function call(purpose = 'chat', extra: Partial<CompletionRequest> = {}): CompletionRequest {
+  return { purpose, messages: [{ role: 'user', content: 'Hello' }], signal: new AbortController().signal, ...extra };
+}
+
+/** A config file in a fresh folder, named by STEPWISE_CONFIG. */
+function configFile(content: object): Record<string, string> {
+  const path = join(mkdtempSync(join(tmpdir(), 'stepwise-wire-')), 'stepwise.config.json');
+  writeFileSync(path, JSON.stringify(content));
+  return { STEPWISE_CONFIG: path };
+}
+
+describe('the model wire on the openai SDK', () => {
+  it("sends the SDK's own headers, the key and the purpose headers on every call, streamed or not", async () => {
+    for (const streaming of ['true', 'false']) {
+      const { model } = modelClient({ LLM_STREAMING: streaming });
+      llm.enqueue({ text: 'Fine.' });
+      const before = llm.requests.length;
+      expect((await model.complete(call('plan_execute.plan', { runId: 'run-1', nodeId: '2' }))).text).toBe('Fine.');
+      const request = llm.requests[before]!;
+      expect(request.headers).toMatchObject({ 'x-stainless-lang': 'js', authorization: 'Bearer test-key' });
+      expect(request).toMatchObject({ path: '/v1/chat/completions', purpose: 'plan_execute.plan', runId: 'run-1', node: '2' });
+      expect(request.body.stream).toBe(streaming === 'true');
+    }
+  });
+
+  it('logs the x-request-id of each call', async () => {
+    const { model, lines } = modelClient({ LOG_LEVEL: 'debug' });
+    llm.enqueue({ text: 'Logged.', headers: { 'x-request-id': 'req_abc123' } }, { status: 400, headers: { 'x-request-id': 'req_failed9' } });
+    await model.complete(call());
+    await expect(model.complete(call())).rejects.toThrow(/answered 400/);
+    expect(lines.find((line) => line.message === 'model call')?.object).toMatchObject({ purpose: 'chat', request_id: 'req_abc123' });
+    expect(lines.find((line) => line.message === 'model call failed')?.object).toMatchObject({ status: 400, request_id: 'req_failed9' });
+  });
+
+  it('talks to Azure OpenAI: the deployment in the path, api-version in the query, the key as api-key', async () => {
+    const { logger } = recordingLogger();
+    const config = configFromEnv({
+      LLM_PROVIDER: 'azure',
+      AZURE_OPENAI_ENDPOINT: new URL(llm.url).origin,
+      AZURE_OPENAI_API_KEY: 'azure-key',
+      AZURE_OPENAI_DEPLOYMENT: 'team-gpt4o',
+      OPENAI_API_VERSION: '2024-10-21',
+    });
+    llm.enqueue({ text: 'From Azure.' });
+    const before = llm.requests.length;
+    const result = await new OpenAiLlmClient(config, logger).complete(call());
+
+    expect(result).toMatchObject({ text: 'From Azure.', model: 'team-gpt4o' });
+    const request = llm.requests[before]!;
+    expect(request.path).toBe('/openai/deployments/team-gpt4o/chat/completions');
+    expect(request.query).toEqual({ 'api-version': '2024-10-21' });
+    expect(request.headers['api-key']).toBe('azure-key');
+    expect(request.headers.authorization).toBeUndefined();
+    expect(request.purpose).toBe('chat');
+  });
+
+  it('stops startup when azure lacks its endpoint or API version, naming what is missing', () => {
+    expect(() => configFromEnv({ LLM_PROVIDER: 'azure', AZURE_OPENAI_ENDPOINT: 'https://example.openai.azure.com' })).toThrow(
+      /Invalid LLM_PROVIDER: azure needs .*\(missing: OPENAI_API_VERSION\)/,
+    );
+  });
+
+  it('merges LLM_PARAMS into every request body, and refuses invalid JSON naming the variable', async () => {
+    const { model } = modelClient({ LLM_PARAMS: '{"reasoning_effort":"low","max_completion_tokens":4000,"seed":7}' });
+    llm.enqueue({ text: 'With params.' });
+    const before = llm.requests.length;
+    await model.complete(call());
+    expect(llm.requests[before]!.body).toMatchObject({ model: 'gpt-4o-mini', reasoning_effort: 'low', max_completion_tokens: 4000, seed: 7 });
+
+    expect(() => configFromEnv({ LLM_PARAMS: '{reasoning_effort: low}' })).toThrow(/^Invalid LLM_PARAMS: must be a JSON object/);
+    expect(() => configFromEnv({ LLM_PARAMS: '[1,2]' })).toThrow(/^Invalid LLM_PARAMS: must be a JSON object/);
+  });
+
+  it("sends each purpose to its model from the config file's models (first glob that matches), else LLM_MODEL", async () => {
+    const { model } = modelClient({
+      LLM_PARAMS: '{"seed":1}',
+      ...configFile({
+        models: {
+          'research.*': { model: 'strong-planner', params: { reasoning_effort: 'high' } },
+          'solver.expert_evaluator': { model: 'cheap-checker' },
+          'research.task': { model: 'never-used' },
+        },
+      }),
+    });
+    const before = llm.requests.length;
+    for (const purpose of ['research.plan', 'research.task', 'solver.expert_evaluator', 'solver.solve', 'chat']) {
+      llm.enqueue({ text: 'ok' });
+      expect((await model.complete(call(purpose))).model).toBeDefined();
+    }
+    expect(llm.requests.slice(before).map((request) => [request.purpose, request.body.model, (request.body as Record<string, unknown>).reasoning_effort ?? null, (request.body as Record<string, unknown>).seed])).toEqual([
+      ['research.plan', 'strong-planner', 'high', 1],
+      ['research.task', 'strong-planner', 'high', 1],
+      ['solver.expert_evaluator', 'cheap-checker', null, 1],
+      ['solver.solve', 'gpt-4o-mini', null, 1],
+      ['chat', 'gpt-4o-mini', null, 1],
+    ]);
+  });
+
+  it('reads prompt, completion, cached and reasoning tokens and prices the call; an unknown model costs null', async () => {
+    const usage = { prompt_tokens: 1_000, completion_tokens: 500, cached_tokens: 400, reasoning_tokens: 100 };
+    const { model } = modelClient({ ...configFile({ models: { 'mystery.*': { model: 'in-house-llm' } } }) });
+    llm.enqueue({ text: 'Priced.', usage }, { text: 'Unpriced.', usage });
+    const priced = await model.complete(call());
+    // gpt-4o-mini: 600 uncached at $0.15, 400 cached at $0.075, 500 out at $0.60 per million.
+    expect(priced.usage).toEqual({ promptTokens: 1_000, completionTokens: 500, cachedTokens: 400, reasoningTokens: 100 });
+    expect(priced.costUsd).toBeCloseTo(0.00042, 12);
+    const unpriced = await model.complete(call('mystery.guess'));
+    expect(unpriced).toMatchObject({ model: 'in-house-llm', costUsd: null });
+  });
+
+  it("prices from the config file's prices over the built-in table, also for a model it does not know", async () => {
+    const { model } = modelClient({
+      LLM_STREAMING: 'false',
+      ...configFile({ models: { 'mystery.*': { model: 'in-house-llm' } }, prices: { 'gpt-4o-mini': { input: 1, output: 2 }, 'in-house-llm': { input: 10, cached_input: 1, output: 20 } } }),
+    });
+    llm.enqueue({ text: 'a', usage: { prompt_tokens: 1_000_000, completion_tokens: 1_000_000 } }, { text: 'b', usage: { prompt_tokens: 2_000_000, completion_tokens: 0, cached_tokens: 1_000_000 } });
+    expect((await model.complete(call())).costUsd).toBe(3);
+    expect((await model.complete(call('mystery.guess'))).costUsd).toBe(11);
+  });
+
+  it('turns a refusal into a ModelError of category refusal that says so, streamed or not', async () => {
+    for (const streaming of ['true', 'false']) {
+      const { model } = modelClient({ LLM_STREAMING: streaming, LLM_MAX_RETRIES: '0' });
+      llm.enqueue({ refusal: "I can't help with that." });
+      const error = await model.complete(call()).then(
+        () => undefined,
+        (reason: unknown) => reason,
+      );
+      expect(error).toBeInstanceOf(ModelError);
+      expect(error).toMatchObject({ category: 'refusal', message: "The model refused to answer: I can't help with that." });
+    }
+  });
+});
+
+describe('the model wire through a proxy', () => {
+  let proxy: ReturnType<typeof createProxy>;
+  const proxied: string[] = [];
+  beforeAll(async () => {
+    proxy = createProxy(createServer());
+    // Plain requests come as absolute URLs; undici tunnels even http through CONNECT.
+    proxy.on('request', (request: IncomingMessage) => proxied.push(`${request.method} ${request.url}`));
+    proxy.on('connect', (request: IncomingMessage) => proxied.push(`CONNECT ${request.url}`));
+    proxy.listen(0, '127.0.0.1');
+    await once(proxy, 'listening');
+  });
+  afterAll(async () => {
+    proxy.closeAllConnections();
+    await new Promise<void>((resolve) => proxy.close(() => resolve()));
+  });
+  const proxyUrl = () => `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+
+  it('sends model calls and the health probe through HTTP_PROXY', async () => {
+    proxied.length = 0;
+    const { model } = modelClient({ HTTP_PROXY: proxyUrl() });
+    llm.enqueue({ text: 'Through the proxy.' });
+    expect((await model.complete(call())).text).toBe('Through the proxy.');
+    const target = new URL(llm.url).host;
+    expect(proxied).toEqual([`CONNECT ${target}`]);
+
+    const { logger } = recordingLogger();
+    const config = configFromEnv({ LLM_PROVIDER: 'openai', OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'k', HTTP_PROXY: proxyUrl() });
+    // The scripted server has no model list: a 404 still says the endpoint answers.
+    expect((await new ModelHealthMonitor(config, logger).probe()).status).toBe('ok');
+    expect(proxied).toEqual([`CONNECT ${target}`, `CONNECT ${target}`]);
+  });
+
+  it('goes direct to hosts NO_PROXY names', async () => {
+    proxied.length = 0;
+    const { model } = modelClient({ HTTP_PROXY: proxyUrl(), NO_PROXY: '127.0.0.1' });
+    llm.enqueue({ text: 'Direct.' });
+    expect((await model.complete(call())).text).toBe('Direct.');
+    expect(proxied).toEqual([]);
+  });
+
+  it('says the endpoint cannot be reached when the proxy is down', async () => {
+    const dead = createServer().listen(0, '127.0.0.1');
+    await once(dead, 'listening');
+    const port = (dead.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => dead.close(() => resolve()));
+    const { model } = modelClient({ HTTP_PROXY: `http://127.0.0.1:${port}`, LLM_MAX_RETRIES: '0' });
+    await expect(model.complete(call())).rejects.toThrow(/^Could not reach the model endpoint at/);
+  });
+});
