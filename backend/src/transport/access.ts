@@ -15,6 +15,15 @@ const BEARER_PROTOCOL_PREFIX = 'bearer.';
  */
 export type RouteAccess = 'public' | 'socket' | 'api' | 'metrics';
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Who may call the route (see RouteAccess); undeclared: `api`. */
+    access?: RouteAccess;
+    /** The health check: answered whatever the Host header says. */
+    health?: boolean;
+  }
+}
+
 /** Route options that mark a route as open to anyone who may reach the server. */
 export const PUBLIC_ROUTE = { config: { access: 'public' as RouteAccess } };
 export const SOCKET_ROUTE = { config: { access: 'socket' as RouteAccess } };

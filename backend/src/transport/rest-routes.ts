@@ -1,12 +1,29 @@
-import type { ErrorCode } from '@stepwise/shared-types';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import { type ErrorCode, SessionDetail, SessionEvents, SessionFile, SessionList, SnapshotList } from '@stepwise/shared-types';
+import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
 import { HistoryError, type HistoryService } from '../chat/history-service.ts';
 import { FileError } from '../errors.ts';
 import { SessionFiles } from '../files/session-files.ts';
+import { errorResponses, SessionParams, validationRefusal } from './openapi.ts';
+
+/** A query parameter that is a whole number from `min` to `max` (it arrives as text). */
+const wholeNumber = (min: number, max: number, what: string) =>
+  z.coerce
+    .number({ error: `${what} must be an integer from ${min} to ${max}` })
+    .int(`${what} must be an integer from ${min} to ${max}`)
+    .min(min, `${what} must be an integer from ${min} to ${max}`)
+    .max(max, `${what} must be an integer from ${min} to ${max}`);
+
+/** A file of a session, as its list and an upload describe it. */
+const FileParams = SessionParams.extend({ name: z.string().describe('The file name') });
 
 /** The history and files API: glue from HTTP to HistoryService and SessionFiles, and their errors to JSON. */
-export function registerRestRoutes(app: FastifyInstance, history: HistoryService, files: SessionFiles): void {
+export function registerRestRoutes(server: FastifyInstance, history: HistoryService, files: SessionFiles): void {
+  const app = server.withTypeProvider<ZodTypeProvider>();
   app.setErrorHandler((error, request, reply) => {
+    const refused = validationRefusal(error as FastifyError);
+    if (refused) return sendError(reply, refused.status, refused.code, refused.message);
     if (error instanceof HistoryError) return sendError(reply, error.status, error.code, error.message);
     if (error instanceof FileError) {
       // The rest of a refused upload is not read; the connection closes rather than swallow it.
@@ -19,29 +36,44 @@ export function registerRestRoutes(app: FastifyInstance, history: HistoryService
   });
   app.setNotFoundHandler((request, reply) => sendError(reply, 404, 'not_found', `No route ${request.method} ${request.url.split('?')[0]}`));
 
-  app.get<{ Querystring: { limit?: string } }>('/api/sessions', async (request) => {
-    const limit = request.query.limit === undefined ? 100 : Number(request.query.limit);
-    if (!Number.isSafeInteger(limit) || limit < 1 || limit > 500) {
-      throw new HistoryError(400, 'invalid_query', 'limit must be an integer from 1 to 500');
-    }
-    return { sessions: await history.list(limit) };
-  });
-  app.get<{ Params: { id: string } }>('/api/sessions/:id', (request) => history.get(request.params.id));
-  app.get<{ Params: { id: string } }>('/api/sessions/:id/snapshots', (request) => history.snapshots(request.params.id));
-  app.get<{ Params: { id: string }; Querystring: { after_seq?: string; limit?: string } }>('/api/sessions/:id/events', (request) => {
-    const afterSeq = request.query.after_seq === undefined ? 0 : Number(request.query.after_seq);
-    if (!Number.isSafeInteger(afterSeq) || afterSeq < 0) {
-      throw new HistoryError(400, 'invalid_query', 'after_seq must be a non-negative integer');
-    }
-    const limit = request.query.limit === undefined ? 1000 : Number(request.query.limit);
-    if (!Number.isSafeInteger(limit) || limit < 1 || limit > 10_000) {
-      throw new HistoryError(400, 'invalid_query', 'limit must be an integer from 1 to 10000');
-    }
-    return history.events(request.params.id, afterSeq, limit);
-  });
-  app.delete<{ Params: { id: string } }>('/api/sessions/:id', async (request, reply) => {
+  app.get(
+    '/api/sessions',
+    {
+      schema: {
+        tags: ['history'],
+        summary: 'The chats, newest activity first',
+        querystring: z.object({ limit: wholeNumber(1, 500, 'limit').default(100) }),
+        response: { 200: SessionList, ...errorResponses(400, 401) },
+      },
+    },
+    async (request) => ({ sessions: await history.list(request.query.limit) }),
+  );
+  app.get(
+    '/api/sessions/:id',
+    { schema: { tags: ['history'], summary: 'A chat: its messages and runs', params: SessionParams, response: { 200: SessionDetail, ...errorResponses(400, 401, 404) } } },
+    (request) => history.get(request.params.id),
+  );
+  app.get(
+    '/api/sessions/:id/snapshots',
+    { schema: { tags: ['history'], summary: 'A chat’s snapshots, rollbacks and every step’s end, oldest first', params: SessionParams, response: { 200: SnapshotList, ...errorResponses(400, 401, 404) } } },
+    (request) => history.snapshots(request.params.id),
+  );
+  app.get(
+    '/api/sessions/:id/events',
+    {
+      schema: {
+        tags: ['history'],
+        summary: 'One page of a chat’s event log, from after_seq on',
+        params: SessionParams,
+        querystring: z.object({ after_seq: wholeNumber(0, Number.MAX_SAFE_INTEGER, 'after_seq').default(0), limit: wholeNumber(1, 10_000, 'limit').default(1000) }),
+        response: { 200: SessionEvents, ...errorResponses(400, 401, 404) },
+      },
+    },
+    (request) => history.events(request.params.id, request.query.after_seq, request.query.limit),
+  );
+  app.delete('/api/sessions/:id', { schema: { tags: ['history'], summary: 'Deletes a chat, its log and its files', params: SessionParams, response: { 204: z.null().describe('Deleted'), ...errorResponses(400, 401, 404) } } }, async (request, reply) => {
     await history.delete(request.params.id);
-    return reply.code(204).send();
+    return reply.code(204).send(null);
   });
   registerFileRoutes(app, history, files);
 }
@@ -50,42 +82,76 @@ export function registerRestRoutes(app: FastifyInstance, history: HistoryService
  * Session files: `POST /api/sessions/:id/files?name=NAME` with the file's bytes as the body (any
  * content type; streamed to disk, cut off at FILE_MAX_BYTES), list, download, delete.
  */
-function registerFileRoutes(app: FastifyInstance, history: HistoryService, files: SessionFiles): void {
-  app.get<{ Params: { id: string } }>('/api/sessions/:id/files', async (request) => {
-    await history.requireSession(request.params.id);
-    return { files: await files.list(request.params.id) };
-  });
-  app.get<{ Params: { id: string; name: string } }>('/api/sessions/:id/files/:name', async (request, reply) => {
-    await history.requireSession(request.params.id);
-    const file = await files.openForDownload(request.params.id, request.params.name);
-    // Always a download, never rendered: an uploaded .html must not run in this origin.
-    return reply
-      .type('application/octet-stream')
-      .header('content-length', file.size)
-      .header('content-disposition', contentDisposition(file.name))
-      .header('x-content-type-options', 'nosniff')
-      .header('content-security-policy', "default-src 'none'; sandbox")
-      .send(file.stream);
-  });
-  app.delete<{ Params: { id: string; name: string } }>('/api/sessions/:id/files/:name', async (request, reply) => {
-    await history.requireSession(request.params.id);
-    await files.remove(request.params.id, request.params.name);
-    return reply.code(204).send();
-  });
-  app.register(async (uploads) => {
+function registerFileRoutes(server: FastifyInstance, history: HistoryService, files: SessionFiles): void {
+  const app = server.withTypeProvider<ZodTypeProvider>();
+  const tags = ['files'];
+  app.get(
+    '/api/sessions/:id/files',
+    { schema: { tags, summary: 'A chat’s files', params: SessionParams, response: { 200: z.object({ files: z.array(SessionFile) }), ...errorResponses(400, 401, 404) } } },
+    async (request) => {
+      await history.requireSession(request.params.id);
+      return { files: await files.list(request.params.id) };
+    },
+  );
+  app.get(
+    '/api/sessions/:id/files/:name',
+    {
+      schema: {
+        tags,
+        summary: 'Downloads a file (always as an attachment, never rendered)',
+        params: FileParams,
+        response: { 200: z.unknown().describe('The file’s bytes (application/octet-stream)'), ...errorResponses(400, 401, 404) },
+      },
+    },
+    async (request, reply) => {
+      await history.requireSession(request.params.id);
+      const file = await files.openForDownload(request.params.id, request.params.name);
+      // Always a download, never rendered: an uploaded .html must not run in this origin.
+      return reply
+        .type('application/octet-stream')
+        .header('content-length', file.size)
+        .header('content-disposition', contentDisposition(file.name))
+        .header('x-content-type-options', 'nosniff')
+        .header('content-security-policy', "default-src 'none'; sandbox")
+        .send(file.stream);
+    },
+  );
+  app.delete(
+    '/api/sessions/:id/files/:name',
+    { schema: { tags, summary: 'Deletes a file', params: FileParams, response: { 204: z.null().describe('Deleted'), ...errorResponses(400, 401, 404) } } },
+    async (request, reply) => {
+      await history.requireSession(request.params.id);
+      await files.remove(request.params.id, request.params.name);
+      return reply.code(204).send(null);
+    },
+  );
+  app.register(async (plugin) => {
+    const uploads = plugin.withTypeProvider<ZodTypeProvider>();
     // Uploads are raw bytes of any type: no parser reads them; the handler streams request.raw.
     uploads.removeAllContentTypeParsers();
     uploads.addContentTypeParser('*', (_request, _payload, done) => done(null, undefined));
-    uploads.post<{ Params: { id: string }; Querystring: { name?: string } }>('/api/sessions/:id/files', async (request, reply) => {
-      await history.requireSession(request.params.id, { write: true });
-      const name = SessionFiles.uploadName(request.query.name);
-      const declared = Number(request.headers['content-length'] ?? 0);
-      if (declared > files.maxBytes) {
-        throw new FileError('file_too_large', `Files are limited to ${files.maxBytes} bytes; this one has ${declared}`);
-      }
-      const file = await files.write(request.params.id, name, request.raw, { source: 'user' });
-      return reply.code(201).send({ file });
-    });
+    uploads.post(
+      '/api/sessions/:id/files',
+      {
+        schema: {
+          tags,
+          summary: 'Uploads a file: its bytes are the body (any content type), streamed to disk and cut off at FILE_MAX_BYTES',
+          params: SessionParams,
+          querystring: z.object({ name: z.string().optional().describe('The file name (required; checked by the server)') }),
+          response: { 201: z.object({ file: SessionFile }), ...errorResponses(400, 401, 404, 413) },
+        },
+      },
+      async (request, reply) => {
+        await history.requireSession(request.params.id, { write: true });
+        const name = SessionFiles.uploadName(request.query.name);
+        const declared = Number(request.headers['content-length'] ?? 0);
+        if (declared > files.maxBytes) {
+          throw new FileError('file_too_large', `Files are limited to ${files.maxBytes} bytes; this one has ${declared}`);
+        }
+        const file = await files.write(request.params.id, name, request.raw, { source: 'user' });
+        return reply.code(201).send({ file });
+      },
+    );
   });
 }
 

@@ -13,7 +13,9 @@ import type { Config } from '../config/config.ts';
 import { TOKENS } from '../tokens.ts';
 import { SessionFiles } from '../files/session-files.ts';
 import { Metrics } from '../metrics/metrics.ts';
+import { z } from 'zod';
 import { checkAccess, chooseSubprotocol, METRICS_ROUTE, PUBLIC_ROUTE } from './access.ts';
+import { registerOpenApi } from './openapi.ts';
 import { SocketsPerAddress } from './connection-limits.ts';
 import { registerRestRoutes } from './rest-routes.ts';
 import { registerWebSocketRoute } from './websocket-route.ts';
@@ -45,6 +47,8 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
   // Every REST call and upgrade passes the access check before any route runs. It comes after the
   // WebSocket plugin's own onRequest hook, which must mark upgrades so that refused ones are closed.
   app.addHook('onRequest', checkAccess(config));
+  // Routes declared from here on are validated against their zod schemas and described at /api/openapi.json.
+  await registerOpenApi(app);
   // The web app's files are the only routes open to anyone (besides the health check); every
   // other route, including any added later, needs the token when one is set.
   await app.register(async (webApp) => {
@@ -62,7 +66,16 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
   // With several instances it also says which shared dependencies answer (503 while one does not).
   const cluster = container.resolve<Cluster | undefined>(TOKENS.Cluster);
   const engine = container.resolve<RunEngine>(TOKENS.RunEngine);
-  app.get('/api/health', { config: { ...PUBLIC_ROUTE.config, health: true } }, async (_request, reply) => {
+  const healthSchema = {
+    tags: ['meta'],
+    summary: 'Whether the server (and, with several instances or Restate, what it depends on) answers; open to anyone',
+    security: [],
+    response: {
+      200: z.object({ status: z.enum(['ok', 'degraded']), instance: z.string().optional(), dependencies: z.record(z.string(), z.boolean()).optional() }),
+      503: z.object({ status: z.literal('degraded'), instance: z.string().optional(), dependencies: z.record(z.string(), z.boolean()) }),
+    },
+  };
+  app.get('/api/health', { config: { ...PUBLIC_ROUTE.config, health: true }, schema: healthSchema }, async (_request, reply) => {
     const durable = isDurable(engine) ? await engine.health() : undefined;
     if (!cluster && !durable) return { status: 'ok' };
     const dependencies = { ...(cluster ? await cluster.health() : {}), ...durable };
@@ -75,7 +88,8 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
   const metrics = container.resolve(Metrics);
   metrics.readLiveCounts({ runsActive: () => sessions.runsActive, questionsWaiting: () => sessions.questionsWaiting, connections: () => sockets.total });
   // Prometheus scrapes with the access token, or METRICS_TOKEN, which opens this route alone.
-  app.get('/metrics', METRICS_ROUTE, async (_request, reply) => {
+  const metricsSchema = { tags: ['meta'], summary: 'Prometheus metrics (text format); AUTH_TOKEN or METRICS_TOKEN', response: { 200: z.string().describe('Prometheus text format 0.0.4') } };
+  app.get('/metrics', { ...METRICS_ROUTE, schema: metricsSchema }, async (_request, reply) => {
     const { contentType, body } = await metrics.render();
     return reply.type(contentType).send(body);
   });
