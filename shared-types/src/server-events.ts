@@ -464,6 +464,8 @@ export const SessionEvent = z.object({
   settings: z.array(SettingInfo).optional(),
   /** Where MCP servers are configured (the config file's path). */
   config_file: z.string().optional(),
+  /** A link to a run's trace with `{trace_id}` in it (TRACE_URL_TEMPLATE), when runs are traced. */
+  trace_url_template: z.string().optional(),
 });
 export type SessionEvent = z.infer<typeof SessionEvent>;
 

@@ -80,6 +80,7 @@ export class ConnectionHandler {
       model_health: this.health.current,
       settings: settingsInForce(this.config),
       config_file: this.config.configFile,
+      ...(this.config.traceUrlTemplate ? { trace_url_template: this.config.traceUrlTemplate } : {}),
     };
     connection.send(session);
     await chat.log.attach(connection, afterSeq);

@@ -65,7 +65,7 @@ export async function startTracing(config: TracingConfig, options: { provider: s
   });
   const tracer = provider.getTracer('stepwise');
   options.logger.info({ exporter: config.exporter, endpoint: config.exporter === 'otlp' ? config.endpoint : undefined, protocol: config.protocol }, 'tracing runs with OpenTelemetry');
-  return new OtelRunTracing(api, tracer, provider, config, options.provider, (traceId) => (nextTraceId = traceId));
+  return new OtelRunTracing(api, tracer, provider, config, options.provider, (traceId) => (nextTraceId = traceId), options.logger);
 }
 
 class OtelRunTracing implements RunTracing {
@@ -80,6 +80,7 @@ class OtelRunTracing implements RunTracing {
     private readonly config: TracingConfig,
     private readonly providerName: string,
     private readonly useTraceId: (traceId: string) => void,
+    private readonly logger: Logger,
   ) {}
 
   observe(event: LoggedEvent, sessionId: string): void {
@@ -204,7 +205,8 @@ class OtelRunTracing implements RunTracing {
 
   async shutdown(): Promise<void> {
     for (const runId of [...this.runs.keys()]) this.close(runId, Date.now());
-    await this.provider.shutdown();
+    // The collector being away costs the last spans, never the shutdown.
+    await this.provider.shutdown().catch((error: unknown) => this.logger.warn({ err: error }, 'could not send the last spans'));
   }
 
   /** The run's spans, its root span begun now (at `at`) when nothing of it was seen yet. */

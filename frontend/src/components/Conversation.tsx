@@ -70,12 +70,14 @@ export function Conversation({
       case 'run': {
         const run = state.runs[item.runId];
         const label = state.session?.strategy_catalog?.find((strategy) => strategy.name === run?.strategy)?.label;
+        const traceUrl = run?.traceId ? traceLink(state.session?.trace_url_template, run.traceId) : undefined;
         return run ? (
           <RunTimeline
             key={item.id}
             run={run}
             now={now}
             {...(label ? { strategyLabel: label } : {})}
+            {...(traceUrl ? { traceUrl } : {})}
             {...(state.todos && (item.runId === lastRunOfChat || !run.end) ? { todos: state.todos } : {})}
             {...(onSaveTodos && item.runId === lastRunOfChat && !state.busy ? { onSaveTodos } : {})}
             {...(onGoOn && run.strategy && item.runId === lastRunOfChat && !state.busy ? { onGoOn: (options: Record<string, unknown>) => onGoOn(run.strategy!, options) } : {})}
@@ -146,4 +148,11 @@ function foldRolledBack(items: ChatItem[]): Array<{ rolledBack: boolean; items: 
     else groups.push({ rolledBack, items: [item] });
   }
   return groups;
+}
+
+/** The link to a run's trace: the server's template with the trace id in it; only http(s) links. */
+export function traceLink(template: string | undefined, traceId: string): string | undefined {
+  if (!template || !/^[0-9a-f]{32}$/.test(traceId)) return undefined;
+  const url = template.replaceAll('{trace_id}', traceId);
+  return /^https?:\/\//i.test(url) ? url : undefined;
 }

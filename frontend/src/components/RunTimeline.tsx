@@ -36,6 +36,7 @@ export function RunTimeline({
   run,
   now,
   strategyLabel,
+  traceUrl,
   onContinue,
   continueSteps = 5,
   onRewind,
@@ -47,6 +48,8 @@ export function RunTimeline({
   run: RunView;
   now: Date;
   strategyLabel?: string;
+  /** Where the run's trace can be seen (TRACE_URL_TEMPLATE), when runs are traced. */
+  traceUrl?: string;
   /** Offered under the chat's last run when it stopped, failed or reached its step limit. */
   onContinue?: (extraSteps: number) => void;
   continueSteps?: number;
@@ -81,6 +84,11 @@ export function RunTimeline({
           <time dateTime={run.startedAt} title={formatFull(run.startedAt)}>
             {formatClock(run.startedAt, now)}
           </time>
+        )}
+        {traceUrl && (
+          <a className="run-trace" data-testid="run-trace" href={traceUrl} target="_blank" rel="noopener noreferrer" title="This run's trace (OpenTelemetry)">
+            trace
+          </a>
         )}
         {run.maxSteps > 0 && (
           <span className="run-budget" data-testid="run-budget" title="The most steps this run may take (Max iterations)">

@@ -224,6 +224,7 @@ function applyAgentUpdate(state: ViewState, runId: string, event: Extract<Logged
           ...(event.strategy ? { strategy: event.strategy } : {}),
           ...(event.options ? { options: event.options } : {}),
           ...(event.resumed_from ? { resumedFrom: event.resumed_from } : {}),
+          ...(event.trace_id ? { traceId: event.trace_id } : {}),
         })),
         activeRunId: runId,
         busy: true,

@@ -81,6 +81,8 @@ export interface RunView {
   options?: Record<string, unknown>;
   /** The run this one continues (its earlier steps are shown there). */
   resumedFrom?: string;
+  /** The run's OpenTelemetry trace id, when the server traces runs. */
+  traceId?: string;
   /** The run's budget: the most steps it may take. */
   maxSteps: number;
   /** When the run started and ended (ISO-8601, from the events' `ts`). */
