@@ -31,6 +31,12 @@ export const RunSummary = z.object({
   steps: z.number().int().nullable(),
   prompt_tokens: z.number().int(),
   completion_tokens: z.number().int(),
+  /** Of the prompt tokens, those served from the endpoint's cache (runs ended since it was recorded). */
+  cached_tokens: z.number().int().optional(),
+  /** Of the completion tokens, those spent reasoning. */
+  reasoning_tokens: z.number().int().optional(),
+  /** The run's cost in USD by the price table; null when a call's model had no known price. */
+  cost_usd: z.number().nullable().optional(),
   started_at: z.string(),
   ended_at: z.string().nullable(),
 });

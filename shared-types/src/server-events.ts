@@ -65,18 +65,51 @@ export const AgentRequestInputTimeout = agentUpdate('agent_request_input_timeout
 export type AgentRequestInputTimeout = z.infer<typeof AgentRequestInputTimeout>;
 export const AgentObserve = agentUpdate('agent_observe', { content: z.string(), step: z.number().int() });
 export type AgentObserve = z.infer<typeof AgentObserve>;
+/** Tokens spent, as the model endpoint reported them: by one call, or a run's totals. */
+export const TokenUsage = z.object({
+  prompt_tokens: z.number().int().nonnegative(),
+  completion_tokens: z.number().int().nonnegative(),
+  /** Of the prompt tokens, those served from the endpoint's cache. */
+  cached_tokens: z.number().int().nonnegative(),
+  /** Of the completion tokens, those spent reasoning. */
+  reasoning_tokens: z.number().int().nonnegative(),
+});
+export type TokenUsage = z.infer<typeof TokenUsage>;
+
+/** What a run's endings add: its token totals and cost in USD (null when a call's model has no known price). */
+const runTotals = {
+  usage: TokenUsage.optional(),
+  cost_usd: z.number().nonnegative().nullable().optional(),
+};
+
 export const AgentStopped = agentUpdate('agent_stopped', {
   reason: StopReason.optional(),
   step: z.number().int().optional(),
+  ...runTotals,
 });
 export type AgentStopped = z.infer<typeof AgentStopped>;
-export const AgentError = agentUpdate('agent_error', { message: z.string(), step: z.number().int() });
+export const AgentError = agentUpdate('agent_error', { message: z.string(), step: z.number().int(), ...runTotals });
 export type AgentError = z.infer<typeof AgentError>;
 export const AgentCompletion = agentUpdate('agent_completion', {
   steps: z.number().int(),
   reason: CompletionReason.optional(),
+  ...runTotals,
 });
 export type AgentCompletion = z.infer<typeof AgentCompletion>;
+/**
+ * After each model call of a run: what the call spent (its model, tokens, cost in USD; null when
+ * the model's price is unknown) and the run's cost so far (null once any call's cost is unknown).
+ */
+export const AgentUsage = agentUpdate('agent_usage', {
+  purpose: z.string(),
+  model: z.string(),
+  ...TokenUsage.shape,
+  cost_usd: z.number().nonnegative().nullable(),
+  run_cost_usd: z.number().nonnegative().nullable(),
+  /** The run's token totals so far. */
+  usage: TokenUsage.optional(),
+});
+export type AgentUsage = z.infer<typeof AgentUsage>;
 
 /** A step's status in a plan (plan_execute). */
 export const PlanStepStatus = z.enum(['pending', 'running', 'done', 'failed']);
@@ -222,6 +255,7 @@ export const AgentUpdate = z.discriminatedUnion('update_type', [
   AgentStopped,
   AgentError,
   AgentCompletion,
+  AgentUsage,
   AgentPlan,
   AgentPlanStep,
   AgentRunMetadata,

@@ -130,7 +130,8 @@ export class TestClient {
  */
 export function summarize(events: readonly Record<string, unknown>[]): string[] {
   return events
-    .filter((event) => !String(event.update_type ?? event.type).endsWith('delta') && inChat(event))
+    // Deltas and agent_usage (a model call's spending) are left out: they say nothing of the run's course.
+    .filter((event) => !String(event.update_type ?? event.type).endsWith('delta') && event.update_type !== 'agent_usage' && inChat(event))
     .map((event) => {
       const kind = String(event.type === 'agent_update' ? event.update_type : event.type);
       if (event.type === 'error') return `error:${String(event.code)}`;

@@ -1,4 +1,10 @@
-import type { CompletionReason, LoggedEventBody, StopReason } from '@stepwise/shared-types';
+import type { AgentUsage, CompletionReason, LoggedEventBody, StopReason, TokenUsage } from '@stepwise/shared-types';
+
+/** A run's totals as its ending events carry them. */
+export interface RunTotals {
+  usage: TokenUsage;
+  cost_usd: number | null;
+}
 
 type Body<T extends LoggedEventBody['type'], U = never> = Extract<
   LoggedEventBody,
@@ -37,9 +43,11 @@ export function runEvents(runId: string | undefined, nodeId?: string) {
       }),
     requestInputTimeout: (step: number) => update('agent_request_input_timeout', { step }),
     observe: (step: number, content: string) => update('agent_observe', { content, step }),
-    stopped: (reason: StopReason, step: number) => update('agent_stopped', { reason, step }),
-    error: (step: number, message: string) => update('agent_error', { message, step }),
-    completion: (steps: number, reason: CompletionReason) => update('agent_completion', { steps, reason }),
+    stopped: (reason: StopReason, step: number, totals?: RunTotals) => update('agent_stopped', { reason, step, ...totals }),
+    error: (step: number, message: string, totals?: RunTotals) => update('agent_error', { message, step, ...totals }),
+    completion: (steps: number, reason: CompletionReason, totals?: RunTotals) => update('agent_completion', { steps, reason, ...totals }),
+    /** What one model call spent, and the run's cost so far. */
+    usage: (call: Omit<AgentUsage, 'type' | 'update_type' | 'seq' | 'ts' | 'run_id' | 'node_id'>) => update('agent_usage', call),
     toolStart: (step: number, toolCallId: string, toolName: string, args: Record<string, unknown>): Body<'tool_start'> => ({
       type: 'tool_start',
       ...stamp,

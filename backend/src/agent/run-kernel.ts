@@ -13,7 +13,8 @@ import { ToolRegistry } from '../tools/tool-registry.ts';
 import { traceIdOfRun } from '../util/ids.ts';
 import type { AgentControl } from './agent-control.ts';
 import type { EventSink } from './event-sink.ts';
-import { type RunEvents, runEvents } from './run-events.ts';
+import { type RunEvents, runEvents, type RunTotals } from './run-events.ts';
+import { type CallSpending, RunSpending } from './run-spending.ts';
 import { JOURNAL, JournalReplay, journaledTools, ReplaySink, type RunJournal, type RunPast } from './run-journal.ts';
 import type { AnyStrategy, Run, RunFiles, RunInput } from './strategy.ts';
 
@@ -22,7 +23,7 @@ export type RunOutcome = (
   | { status: 'completed'; answer: string }
   | { status: 'stopped'; reason: StopReason }
   | { status: 'failed'; message: string }
-) & { steps: number; transcript: LlmMessage[]; usage: TokenUsage };
+) & { steps: number; transcript: LlmMessage[]; usage: TokenUsage; costUsd?: number | null };
 
 /** The session a run belongs to: its controls, where its events go, its files. */
 export interface RunSession {
@@ -135,6 +136,11 @@ export class RunKernel {
     // What the session's history holds already (a continued run's past) is not saved again.
     const added = () => progress.transcript.slice(past?.storedMessages ?? 0);
     const usage: TokenUsage = { promptTokens: 0, completionTokens: 0 };
+    // Its cost and token totals: agent_usage after each call, and on the run's ending event.
+    const spending = new RunSpending(usage);
+    const onSpent = async (call: CallSpending, nodeId: string | undefined) => {
+      if (!chatWire) await sink.emit((nodeId ? events.node(nodeId) : events).usage(call));
+    };
     const tokenBudget = this.config.agent.runTokenBudget;
     const timeoutMs = chatWire ? this.config.limits.chatTimeoutMs : this.config.agent.runTimeoutMs;
     const overBudget = () => {
@@ -150,7 +156,7 @@ export class RunKernel {
     const run: Run = {
       input,
       options,
-      llm: observedModel(this.llm, { runId: input.runId, replay, countReplayed: samePast, usage, logger, checkBudget: overBudget }),
+      llm: observedModel(this.llm, { runId: input.runId, replay, countReplayed: samePast, spending, onSpent, logger, checkBudget: overBudget }),
       tools: journaledTools(this.tools, replay, logger),
       prompts: loaded.prompts,
       control,
@@ -185,8 +191,8 @@ export class RunKernel {
       const success = await definition.run(run);
       const transcript = [...added(), { role: 'assistant', content: success.answer } as const];
       await sink.emit(events.assistantMessage(success.answer));
-      if (!chatWire) await sink.emit(events.completion(success.steps, success.reason));
-      outcome = { status: 'completed', steps: success.steps, answer: success.answer, transcript, usage };
+      if (!chatWire) await sink.emit(events.completion(success.steps, success.reason, spending.totals()));
+      outcome = { status: 'completed', steps: success.steps, answer: success.answer, transcript, usage, costUsd: spending.totals().cost_usd };
     } catch (error) {
       if (control.handedOver && isAbortError(error, control.signal)) {
         // Handed to another instance: nothing ends here; the run's record stays running for it.
@@ -194,8 +200,8 @@ export class RunKernel {
         logger.info({ step: progress.step }, 'run handed over to another instance');
         return { status: 'stopped', reason: 'shutdown', steps: progress.step, transcript: added(), usage };
       }
-      const ending = await this.endEarly(error, { control, sink, events, step: progress.step, logger, chatWire, timeoutMs });
-      outcome = { ...ending, steps: progress.step, transcript: added(), usage };
+      const ending = await this.endEarly(error, { control, sink, events, step: progress.step, logger, chatWire, timeoutMs, totals: spending.totals() });
+      outcome = { ...ending, steps: progress.step, transcript: added(), usage, costUsd: spending.totals().cost_usd };
     } finally {
       clearTimeout(timer);
     }
@@ -219,13 +225,13 @@ export class RunKernel {
   /** Logs the one ending of a run that was stopped or failed. */
   private async endEarly(
     error: unknown,
-    run: { control: AgentControl; sink: EventSink; events: RunEvents; step: number; logger: Logger; chatWire: boolean; timeoutMs: number },
+    run: { control: AgentControl; sink: EventSink; events: RunEvents; step: number; logger: Logger; chatWire: boolean; timeoutMs: number; totals: RunTotals },
   ): Promise<{ status: 'stopped'; reason: StopReason } | { status: 'failed'; message: string }> {
     const { control, sink, events, step, logger, chatWire } = run;
     try {
       if (isAbortError(error, control.signal) || error instanceof InputTimeoutError) {
         const reason: StopReason = error instanceof InputTimeoutError ? 'input_timeout' : (control.stopReason ?? 'user');
-        if (!chatWire) await sink.emit(events.stopped(reason, step));
+        if (!chatWire) await sink.emit(events.stopped(reason, step, run.totals));
         else if (reason === 'timeout') {
           await sink.emit(events.failed('timeout', `The answer took longer than ${Math.round(run.timeoutMs / 1000)} s (CHAT_TIMEOUT_MS) and was stopped`));
         } else if (reason === 'token_budget') {
@@ -235,7 +241,7 @@ export class RunKernel {
       }
       const { code, message } = toClientError(error);
       logger[error instanceof StepwiseError ? 'warn' : 'error']({ err: error, step }, 'run failed');
-      await sink.emit(chatWire ? events.failed(code, message) : events.error(step, message));
+      await sink.emit(chatWire ? events.failed(code, message) : events.error(step, message, run.totals));
       return { status: 'failed', message };
     } catch (sinkError) {
       logger.error({ err: sinkError }, 'could not log the end of the run');
@@ -252,9 +258,17 @@ export class RunKernel {
  */
 function observedModel(
   llm: LlmClient,
-  run: { runId: string; replay: JournalReplay; countReplayed: boolean; usage: TokenUsage; logger: Logger; checkBudget: () => void },
+  run: {
+    runId: string;
+    replay: JournalReplay;
+    countReplayed: boolean;
+    spending: RunSpending;
+    onSpent: (call: CallSpending, nodeId: string | undefined) => Promise<void>;
+    logger: Logger;
+    checkBudget: () => void;
+  },
 ): LlmClient {
-  const { runId, replay, usage, logger, checkBudget } = run;
+  const { runId, replay, spending, logger, checkBudget } = run;
   return {
     modelName: llm.modelName,
     isDemo: llm.isDemo,
@@ -263,8 +277,8 @@ function observedModel(
       const key = request.nodeId ? `${request.purpose}@${request.nodeId}` : request.purpose;
       const { value: result, replayed } = await replay.once(JOURNAL.model, key, () => llm.complete({ ...request, runId }));
       if (!replayed || run.countReplayed) {
-        usage.promptTokens += result.usage?.promptTokens ?? 0;
-        usage.completionTokens += result.usage?.completionTokens ?? 0;
+        const spent = spending.add(request.purpose, llm.modelName, result);
+        if (spent) await run.onSpent(spent, request.nodeId);
       }
       if (logger.isLevelEnabled?.('debug') ?? true) {
         logger.debug(
@@ -275,6 +289,8 @@ function observedModel(
             duration_ms: Math.round(performance.now() - started),
             tool_calls: result.toolCalls.length,
             ...(result.usage ? { prompt_tokens: result.usage.promptTokens, completion_tokens: result.usage.completionTokens } : {}),
+            ...(result.model ? { model: result.model } : {}),
+            ...(result.requestId ? { request_id: result.requestId } : {}),
           },
           'model call done',
         );

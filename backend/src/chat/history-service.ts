@@ -115,6 +115,9 @@ function toRunSummary(run: RunRecord): RunSummary {
     steps: run.steps ?? null,
     prompt_tokens: run.promptTokens,
     completion_tokens: run.completionTokens,
+    ...(run.spending
+      ? { cached_tokens: run.spending.cachedTokens, reasoning_tokens: run.spending.reasoningTokens, cost_usd: run.spending.costUsd }
+      : {}),
     started_at: run.startedAt,
     ended_at: run.endedAt ?? null,
   };

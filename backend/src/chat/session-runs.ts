@@ -142,6 +142,11 @@ export class SessionRuns {
               endReason: outcome.status === 'stopped' ? outcome.reason : outcome.status === 'failed' ? outcome.message : undefined,
               steps: outcome.steps,
               usage: outcome.usage,
+              spending: {
+                cachedTokens: outcome.usage.cachedTokens ?? 0,
+                reasoningTokens: outcome.usage.reasoningTokens ?? 0,
+                costUsd: outcome.costUsd ?? null,
+              },
             },
             runLogger,
           );

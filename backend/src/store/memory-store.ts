@@ -74,6 +74,7 @@ export class MemoryStore implements Store {
       checkpoint: undefined,
       promptTokens: run.promptTokens + (end.usage?.promptTokens ?? 0),
       completionTokens: run.completionTokens + (end.usage?.completionTokens ?? 0),
+      ...(end.spending ? { spending: { ...end.spending } } : {}),
     });
   }
 

@@ -101,6 +101,11 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
       create index session_leases_expiry on session_leases (expires_at) where run_id is not null;
     `,
   },
+  {
+    version: 5,
+    name: "a run's cached and reasoning tokens and its cost in USD",
+    sql: `alter table runs add column spending jsonb;`,
+  },
 ];
 
 /** Brings the schema up to date in one transaction: a crash leaves no half, and concurrent starts wait their turn. */

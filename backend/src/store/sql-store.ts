@@ -25,6 +25,7 @@ interface RunRow {
   started_at: Date | string;
   ended_at: Date | string | null;
   checkpoint: unknown;
+  spending: unknown;
 }
 
 /** Most rows written in one statement (at most 5 parameters each, well under PostgreSQL's 65535). */
@@ -139,7 +140,8 @@ export class SqlStore implements Store {
       `with finished as (
          update runs set status = $2, end_reason = $3, steps = $4, ended_at = now(), checkpoint = null,
            prompt_tokens = least(prompt_tokens + $5::bigint, $7::bigint),
-           completion_tokens = least(completion_tokens + $6::bigint, $7::bigint)
+           completion_tokens = least(completion_tokens + $6::bigint, $7::bigint),
+           spending = coalesce($8::jsonb, spending)
          where id = $1 returning session_id)
        update sessions set updated_at = now() where id = (select session_id from finished)`,
       [
@@ -150,6 +152,7 @@ export class SqlStore implements Store {
         tokenCount(end.usage?.promptTokens),
         tokenCount(end.usage?.completionTokens),
         Number.MAX_SAFE_INTEGER,
+        end.spending ? JSON.stringify(end.spending) : null,
       ],
     );
   }
@@ -286,6 +289,7 @@ function toRun(row: RunRow): RunRecord {
     startedAt: iso(row.started_at),
     endedAt: row.ended_at ? iso(row.ended_at) : undefined,
     checkpoint: row.checkpoint === null ? undefined : parsed(row.checkpoint),
+    spending: row.spending === null || row.spending === undefined ? undefined : (parsed(row.spending) as RunRecord['spending']),
   };
 }
 

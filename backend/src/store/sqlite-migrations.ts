@@ -83,6 +83,11 @@ export const SQLITE_MIGRATIONS: { version: number; name: string; sql: string }[]
       create index snapshots_session on snapshots (session_id, created_at);
     `,
   },
+  {
+    version: 3,
+    name: "a run's cached and reasoning tokens and its cost in USD",
+    sql: `alter table runs add column spending text;`,
+  },
 ];
 
 /** Brings the schema up to date; each migration commits with its version, so a crash leaves no half. */

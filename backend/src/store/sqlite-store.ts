@@ -24,11 +24,12 @@ interface RunRow {
   started_at: string;
   ended_at: string | null;
   checkpoint: string | null;
+  spending: string | null;
 }
 
 const SESSION_COLUMNS = 'id, title, created_at, updated_at';
 const RUN_COLUMNS =
-  'id, session_id, strategy, max_steps, status, end_reason, steps, prompt_tokens, completion_tokens, after_seq, started_at, ended_at, checkpoint';
+  'id, session_id, strategy, max_steps, status, end_reason, steps, prompt_tokens, completion_tokens, after_seq, started_at, ended_at, checkpoint, spending';
 
 /**
  * A token count to add to a run's total: a whole number from 0 to Number.MAX_SAFE_INTEGER, so that
@@ -61,7 +62,8 @@ function prepareStatements(db: SqliteConnection) {
     finishRun: db.prepare(
       `update runs set status = ?, end_reason = ?, steps = ?, ended_at = ?, checkpoint = null,
          prompt_tokens = min(prompt_tokens + ?, ${Number.MAX_SAFE_INTEGER}),
-         completion_tokens = min(completion_tokens + ?, ${Number.MAX_SAFE_INTEGER})
+         completion_tokens = min(completion_tokens + ?, ${Number.MAX_SAFE_INTEGER}),
+         spending = coalesce(?, spending)
        where id = ? returning session_id`,
     ),
     saveCheckpoint: db.prepare('update runs set checkpoint = ? where id = ?'),
@@ -167,6 +169,7 @@ export class SqliteStore implements Store {
           now,
           tokenCount(end.usage?.promptTokens),
           tokenCount(end.usage?.completionTokens),
+          end.spending ? JSON.stringify(end.spending) : null,
           runId,
         ]) as { session_id: string } | undefined;
         if (finished) this.statements.touchSession.run([now, null, finished.session_id]);
@@ -358,5 +361,6 @@ function toRun(row: RunRow): RunRecord {
     startedAt: row.started_at,
     endedAt: row.ended_at ?? undefined,
     checkpoint: row.checkpoint === null ? undefined : JSON.parse(row.checkpoint),
+    spending: row.spending ? (JSON.parse(row.spending) as RunRecord['spending']) : undefined,
   };
 }

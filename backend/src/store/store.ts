@@ -35,6 +35,15 @@ export interface RunRecord {
   endedAt?: string | undefined;
   /** What a run waiting for the user's answer needs to go on after a restart. */
   checkpoint?: unknown;
+  /** Cached and reasoning tokens and the cost in USD, for runs that ended since they were recorded. */
+  spending?: RunSpendingRecord | undefined;
+}
+
+/** A run's cached and reasoning tokens and its cost in USD (null when a call's model had no known price). */
+export interface RunSpendingRecord {
+  cachedTokens: number;
+  reasoningTokens: number;
+  costUsd: number | null;
 }
 
 /** What a run is created with. */
@@ -45,6 +54,7 @@ export interface RunEnd {
   endReason?: string | undefined;
   steps?: number | undefined;
   usage?: { promptTokens: number; completionTokens: number } | undefined;
+  spending?: RunSpendingRecord | undefined;
 }
 
 /** Persistence of sessions, their history, runs and event logs. Every write is committed when it resolves. */

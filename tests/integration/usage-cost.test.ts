@@ -1,0 +1,92 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { closeAll } from '../helpers/cleanup.ts';
+import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
+import { summarize, TestClient } from '../helpers/ws-client.ts';
+
+let llm: ScriptedLlmServer | undefined;
+let server: TestServer | undefined;
+let client: TestClient | undefined;
+
+afterEach(async () => {
+  await closeAll(
+    () => client?.close(),
+    () => server?.close(),
+    () => llm?.close(),
+  );
+  client = server = llm = undefined;
+});
+
+async function start(env: Record<string, string> = {}): Promise<{ llm: ScriptedLlmServer; client: TestClient; server: TestServer }> {
+  llm = await ScriptedLlmServer.start();
+  server = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'gpt-4o-mini', ...env });
+  client = await TestClient.connect(server.wsUrl);
+  return { llm, client, server };
+}
+
+function updates(events: Record<string, unknown>[], kind: string): Record<string, unknown>[] {
+  return events.filter((event) => event.update_type === kind);
+}
+
+describe('usage and cost of a run', () => {
+  it('sends agent_usage after each model call, totals on agent_completion, and keeps them in the history API', async () => {
+    const { llm, client, server } = await start();
+    llm.enqueue(
+      { text: reasonText('Plan.', { finish: true }), usage: { prompt_tokens: 1_000, completion_tokens: 200, cached_tokens: 400, reasoning_tokens: 50 } },
+      { text: observeText('Done.', { final_answer: 'Answer.' }), usage: { prompt_tokens: 2_000, completion_tokens: 100 } },
+    );
+    client.chat('Hello', { agent_mode: true });
+    const events = await client.untilComplete();
+
+    expect(summarize(events)).toEqual(['agent_start', 'agent_turn_start:1', 'agent_reason:1', 'agent_observe:1', 'assistant_message', 'agent_completion:answered', 'response_complete']);
+    const runId = String(events.find((event) => event.update_type === 'agent_start')!.run_id);
+    // gpt-4o-mini: $0.15 in, $0.075 cached in, $0.60 out per million tokens.
+    const first = (600 * 0.15 + 400 * 0.075 + 200 * 0.6) / 1e6;
+    const second = (2_000 * 0.15 + 100 * 0.6) / 1e6;
+    const usage = updates(events, 'agent_usage');
+    expect(usage.map(({ seq: _seq, ts: _ts, cost_usd: _cost, run_cost_usd: _runCost, usage: _totals, ...call }) => call)).toEqual([
+      { type: 'agent_update', update_type: 'agent_usage', run_id: runId, purpose: 'roa.reason', model: 'gpt-4o-mini', prompt_tokens: 1_000, completion_tokens: 200, cached_tokens: 400, reasoning_tokens: 50 },
+      { type: 'agent_update', update_type: 'agent_usage', run_id: runId, purpose: 'roa.observe', model: 'gpt-4o-mini', prompt_tokens: 2_000, completion_tokens: 100, cached_tokens: 0, reasoning_tokens: 0 },
+    ]);
+    expect(usage[0]!.cost_usd).toBeCloseTo(first, 12);
+    expect(usage[1]!.run_cost_usd).toBeCloseTo(first + second, 12);
+    // Each agent_usage comes right after its call, before what the call's answer leads to.
+    expect(events.map((event) => event.update_type).filter((kind) => ['agent_usage', 'agent_reason', 'agent_observe'].includes(String(kind)))).toEqual([
+      'agent_usage',
+      'agent_reason',
+      'agent_usage',
+      'agent_observe',
+    ]);
+
+    const totals = { prompt_tokens: 3_000, completion_tokens: 300, cached_tokens: 400, reasoning_tokens: 50 };
+    const completion = updates(events, 'agent_completion')[0]!;
+    expect(completion.usage).toEqual(totals);
+    expect(completion.cost_usd).toBeCloseTo(first + second, 12);
+
+    const detail = (await (await fetch(`${server.url}/api/sessions/${String(client.session.session_id)}`)).json()) as { runs: Record<string, unknown>[] };
+    expect(detail.runs).toHaveLength(1);
+    expect(detail.runs[0]).toMatchObject({ id: runId, prompt_tokens: 3_000, completion_tokens: 300, cached_tokens: 400, reasoning_tokens: 50 });
+    expect(detail.runs[0]!.cost_usd).toBeCloseTo(first + second, 12);
+  });
+
+  it('costs null for a model without a price, and a failed run carries its totals on agent_error', async () => {
+    const { llm, client } = await start({ LLM_MODEL: 'in-house-llm', LLM_MAX_RETRIES: '0' });
+    llm.enqueue({ text: reasonText('Plan.'), usage: { prompt_tokens: 100, completion_tokens: 10 } }, { status: 400 });
+    client.chat('Hello', { agent_mode: true });
+    const events = await client.untilComplete();
+
+    expect(updates(events, 'agent_usage')).toEqual([expect.objectContaining({ model: 'in-house-llm', prompt_tokens: 100, cost_usd: null, run_cost_usd: null })]);
+    expect(updates(events, 'agent_error')[0]).toMatchObject({ usage: { prompt_tokens: 100, completion_tokens: 10, cached_tokens: 0, reasoning_tokens: 0 }, cost_usd: null });
+  });
+
+  it('a stopped run carries its totals on agent_stopped', async () => {
+    const { llm, client } = await start();
+    llm.enqueue({ text: reasonText('Plan.'), usage: { prompt_tokens: 1_000_000, completion_tokens: 0 } }, { hang: true });
+    client.chat('Hello', { agent_mode: true });
+    await llm.waitFor((request) => request.index === 1);
+    client.send({ type: 'agent_control', action: 'stop' });
+    const events = await client.untilComplete();
+
+    expect(updates(events, 'agent_stopped')[0]).toMatchObject({ reason: 'user', usage: { prompt_tokens: 1_000_000, completion_tokens: 0 }, cost_usd: 0.15 });
+  });
+});
