@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { scriptCalculatorRun } from '../helpers/calculating-model.ts';
 import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
@@ -44,14 +45,7 @@ async function scrape(headers: Record<string, string> = {}): Promise<(name: stri
 describe('GET /metrics (Prometheus)', () => {
   it('counts a finished run by strategy and ending, its model calls by purpose, its tokens and its tool call', async () => {
     llm = await ScriptedLlmServer.start();
-    llm.respond((request) => {
-      if (request.phase === 'act') {
-        const done = request.body.messages.some((message) => message.role === 'tool');
-        return done ? { text: 'No more tools.' } : { toolCalls: [{ name: 'calculator', arguments: { expression: '6*7' } }], usage: { prompt_tokens: 100, completion_tokens: 20 } };
-      }
-      if (request.phase === 'observe') return { text: observeText('It is 42.', { should_continue: false, final_answer: '42' }) };
-      return { text: reasonText('Use the calculator.') };
-    });
+    scriptCalculatorRun(llm);
     server = await startStepwiseWithModel(llm.url);
     const before = await scrape();
     expect(before('stepwise_runs_active')).toBe(0);

@@ -1,7 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { scriptCalculatorRun } from '../helpers/calculating-model.ts';
 import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 import { TestClient } from '../helpers/ws-client.ts';
 
@@ -98,14 +99,7 @@ async function connect(): Promise<TestClient> {
 /** A model that has the calculator compute 6*7, then answers. */
 async function calculatingModel(): Promise<ScriptedLlmServer> {
   const model = await ScriptedLlmServer.start();
-  model.respond((request) => {
-    if (request.phase === 'act') {
-      const done = request.body.messages.some((message) => message.role === 'tool');
-      return done ? { text: 'No more tools.' } : { toolCalls: [{ name: 'calculator', arguments: { expression: '6*7' } }], usage: { prompt_tokens: 100, completion_tokens: 20 } };
-    }
-    if (request.phase === 'observe') return { text: observeText('It is 42.', { should_continue: false, final_answer: '42' }) };
-    return { text: reasonText('Use the calculator.') };
-  });
+  scriptCalculatorRun(model);
   return model;
 }
 

@@ -1,0 +1,17 @@
+import { observeText, reasonText, type ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+
+/**
+ * Scripts a reason–act–observe run that has the calculator compute 6*7 and answers 42: the act
+ * call (which asks for the calculator) reports 100 prompt and 20 completion tokens, the other
+ * calls the scripted server's default usage.
+ */
+export function scriptCalculatorRun(llm: ScriptedLlmServer): void {
+  llm.respond((request) => {
+    if (request.phase === 'act') {
+      const done = request.body.messages.some((message) => message.role === 'tool');
+      return done ? { text: 'No more tools.' } : { toolCalls: [{ name: 'calculator', arguments: { expression: '6*7' } }], usage: { prompt_tokens: 100, completion_tokens: 20 } };
+    }
+    if (request.phase === 'observe') return { text: observeText('It is 42.', { should_continue: false, final_answer: '42' }) };
+    return { text: reasonText('Use the calculator.') };
+  });
+}
