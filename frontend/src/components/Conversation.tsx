@@ -2,6 +2,7 @@ import { useEffect, useRef } from 'react';
 import { awaitingAnswer } from '../state/reducer.ts';
 import type { ChatItem, TodoView, ViewState } from '../state/view-state.ts';
 import { Markdown } from './Markdown.tsx';
+import { ChatSpending } from './RunSpending.tsx';
 import { RunTimeline } from './RunTimeline.tsx';
 
 /** The conversation: user turns, agent runs, assistant answers. */
@@ -133,6 +134,7 @@ export function Conversation({
           <Markdown text={state.streamingAnswer} className="bubble" />
         </div>
       )}
+      <ChatSpending runs={state.runs} />
       <div ref={endRef} />
     </main>
   );

@@ -2,6 +2,7 @@ import { useState } from 'react';
 import { formatClock, formatDuration, formatFull } from '../lib/time.ts';
 import { isStepFolded } from '../state/step-summary.ts';
 import type { RunEnd, RunView, TodoView } from '../state/view-state.ts';
+import { RunSpending } from './RunSpending.tsx';
 import { RunTree } from './RunTree.tsx';
 import { StepCard } from './StepCard.tsx';
 import { strategyPanels } from './strategy-panels.ts';
@@ -95,6 +96,7 @@ export function RunTimeline({
             budget: {run.maxSteps} step{run.maxSteps === 1 ? '' : 's'}
           </span>
         )}
+        <RunSpending spending={run.spending} />
       </div>
       {Panel ? (
         <Panel run={run} running={running} now={now} {...(todos ? { todos } : {})} {...(onSaveTodos ? { onSaveTodos } : {})} {...(onGoOn ? { onGoOn } : {})} {...(onSaveText ? { onSaveText } : {})} />

@@ -1,6 +1,6 @@
-import { type HistoryMessage, refusesChat, type ServerEvent, type SessionEvent } from '@stepwise/shared-types';
+import { type HistoryMessage, refusesChat, type ServerEvent, type SessionEvent, type TokenUsage } from '@stepwise/shared-types';
 import { allSteps, emptyRun, mapRunSteps, settleRun, updateRunStep, withBranch } from './run-tree.ts';
-import type { ChatItem, ConnectionState, RunView, StepView, StrategyEventView, ToolCallView, ViewState } from './view-state.ts';
+import type { ChatItem, ConnectionState, RunSpendingView, RunView, StepView, StrategyEventView, ToolCallView, ViewState } from './view-state.ts';
 
 /** Everything that changes what the web app shows. */
 export type Action =
@@ -252,19 +252,25 @@ function applyAgentUpdate(state: ViewState, runId: string, event: Extract<Logged
       return updateStep(state, runId, event.step, event.node_id, (step) =>
         step.question ? { ...step, question: { ...step.question, status: 'timed_out' } } : step,
       );
+    case 'agent_usage':
+      return event.usage ? updateRun(state, runId, (run) => ({ ...run, spending: spendingView(event.usage!, event.run_cost_usd) })) : state;
     case 'agent_stopped':
       return updateRun(state, runId, (run) =>
         settleRun({
           ...run,
+          ...(event.usage ? { spending: spendingView(event.usage, event.cost_usd ?? null) } : {}),
           endedAt: event.ts,
           end: event.reason === 'input_timeout' ? { kind: 'input_timeout' } : { kind: 'stopped', reason: event.reason ?? 'user' },
         }),
       );
     case 'agent_error':
-      return updateRun(state, runId, (run) => settleRun({ ...run, endedAt: event.ts, end: { kind: 'failed', message: event.message } }));
+      return updateRun(state, runId, (run) =>
+        settleRun({ ...run, ...(event.usage ? { spending: spendingView(event.usage, event.cost_usd ?? null) } : {}), endedAt: event.ts, end: { kind: 'failed', message: event.message } }),
+      );
     case 'agent_completion':
       return updateRun(state, runId, (run) => ({
         ...run,
+        ...(event.usage ? { spending: spendingView(event.usage, event.cost_usd ?? null) } : {}),
         endedAt: event.ts,
         end:
           event.reason === 'max_steps'
@@ -280,6 +286,17 @@ function applyAgentUpdate(state: ViewState, runId: string, event: Extract<Logged
         return { ...tree, strategyEvents: [...tree.strategyEvents, added] };
       });
   }
+}
+
+/** A run's totals as the wire sends them, as the run view keeps them. */
+function spendingView(usage: TokenUsage, costUsd: number | null): RunSpendingView {
+  return {
+    promptTokens: usage.prompt_tokens,
+    completionTokens: usage.completion_tokens,
+    cachedTokens: usage.cached_tokens,
+    reasoningTokens: usage.reasoning_tokens,
+    costUsd,
+  };
 }
 
 /** A logged agent_update as a strategy event: its type, branch and the rest of its fields, unchecked. */

@@ -99,6 +99,17 @@ export interface RunView {
   complete: boolean;
   /** True when the run ended before this page joined: it was rebuilt from the log. */
   replayed?: boolean;
+  /** Its tokens and cost so far (agent_usage after each model call, the totals on its ending). */
+  spending?: RunSpendingView;
+}
+
+/** A run's tokens and its cost in USD (null when a call's model had no known price). */
+export interface RunSpendingView {
+  promptTokens: number;
+  completionTokens: number;
+  cachedTokens: number;
+  reasoningTokens: number;
+  costUsd: number | null;
 }
 
 /**
