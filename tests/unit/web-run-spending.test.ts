@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { chatSpending, formatCost, formatTokens } from '../../frontend/src/components/RunSpending.tsx';
+import { chatSpending, formatCost, formatTokens } from '../../frontend/src/lib/spending.ts';
 import { type Action, reduce } from '../../frontend/src/state/reducer.ts';
 import { initialViewState, type ViewState } from '../../frontend/src/state/view-state.ts';
 
