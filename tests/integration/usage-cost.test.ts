@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { closeAll } from '../helpers/cleanup.ts';
@@ -88,5 +91,28 @@ describe('usage and cost of a run', () => {
     const events = await client.untilComplete();
 
     expect(updates(events, 'agent_stopped')[0]).toMatchObject({ reason: 'user', usage: { prompt_tokens: 1_000_000, completion_tokens: 0 }, cost_usd: 0.15 });
+  });
+});
+
+describe('models per purpose in the settings', () => {
+  it("lists which model serves which purposes, in the config file's order, and routes a run's calls by them", async () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'stepwise-models-')), 'stepwise.config.json');
+    writeFileSync(path, JSON.stringify({ models: { 'roa.reason': { model: 'gpt-4.1', params: { reasoning_effort: 'high' } }, 'roa.*': { model: 'gpt-4.1-mini' } } }));
+    const { llm, client } = await start({ STEPWISE_CONFIG: path, LLM_PARAMS: '{"seed":3}' });
+    const settings = client.session.settings as { name: string; value: string; description: string }[];
+    expect(settings.filter((setting) => setting.name.startsWith('models.')).map((setting) => [setting.name, setting.value])).toEqual([
+      ['models.roa.reason', 'gpt-4.1'],
+      ['models.roa.*', 'gpt-4.1-mini'],
+    ]);
+    expect(settings.find((setting) => setting.name === 'LLM_PARAMS')?.value).toBe('{"seed":3}');
+
+    llm.enqueue({ text: reasonText('Plan.', { finish: true }) }, { text: observeText('Done.', { final_answer: 'Answer.' }) });
+    client.chat('Hello', { agent_mode: true });
+    const events = await client.untilComplete();
+    expect(llm.requests.map((request) => [request.purpose, request.body.model])).toEqual([
+      ['roa.reason', 'gpt-4.1'],
+      ['roa.observe', 'gpt-4.1-mini'],
+    ]);
+    expect(updates(events, 'agent_usage').map((event) => event.model)).toEqual(['gpt-4.1', 'gpt-4.1-mini']);
   });
 });

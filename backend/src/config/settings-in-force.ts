@@ -11,9 +11,17 @@ const mebibytes = (bytes: number) => `${Math.round((bytes / 1024 / 1024) * 10) /
 export function settingsInForce(config: Config): SettingInfo[] {
   const store = config.databaseUrl ? 'PostgreSQL (DATABASE_URL)' : `SQLite in ${config.dataDir}`;
   const rows: Array<[string, string, string]> = [
-    ['LLM_PROVIDER', config.llm.provider, 'openai (any OpenAI-compatible endpoint) or demo (offline)'],
+    ['LLM_PROVIDER', config.llm.provider, 'openai (any OpenAI-compatible endpoint), azure (Azure OpenAI) or demo (offline)'],
     ['LLM_MODEL', config.llm.model, 'The model name sent to the endpoint'],
-    ['OPENAI_API_KEY', config.llm.apiKey ? 'set' : 'not set', 'The endpoint’s key (never shown)'],
+    ...modelRoutes(config),
+    ['LLM_PARAMS', Object.keys(config.llm.params).length ? JSON.stringify(config.llm.params) : 'none', 'Fields merged into every model request'],
+    ...(config.llm.azure
+      ? ([
+          ['AZURE_OPENAI_API_KEY', config.llm.azure.apiKey ? 'set' : 'not set', 'The Azure resource’s key (never shown)'],
+          ['OPENAI_API_VERSION', config.llm.azure.apiVersion, 'The Azure OpenAI API version'],
+        ] as Array<[string, string, string]>)
+      : ([['OPENAI_API_KEY', config.llm.apiKey ? 'set' : 'not set', 'The endpoint’s key (never shown)']] as Array<[string, string, string]>)),
+    ['HTTPS_PROXY', config.llm.proxy.httpsProxy || config.llm.proxy.httpProxy ? 'set' : 'not set', 'A proxy for model requests (HTTP_PROXY, NO_PROXY too)'],
     ['LLM_STREAMING', String(config.llm.streaming), 'Stream replies as they are written'],
     ['LLM_STRUCTURED_OUTPUT', String(config.llm.structuredOutput), 'Ask for data as structured output (false: in the prompt)'],
     ['AGENT_MAX_STEPS', String(config.agent.maxStepsDefault), 'Iterations a run may take by default'],
@@ -33,4 +41,16 @@ export function settingsInForce(config: Config): SettingInfo[] {
     ['AUTH_TOKEN', config.access.authToken ? 'set' : 'not set', 'A token every client must present'],
   ];
   return rows.map(([name, value, description]) => ({ name, value, description }));
+}
+
+/** Prefix of the rows that say which model serves which purposes (the Settings dialog lists them as such). */
+export const MODEL_ROUTE_PREFIX = 'models.';
+
+/** One row per route of the config file's "models", in the order they are tried. */
+function modelRoutes(config: Config): Array<[string, string, string]> {
+  return config.llm.models.map((route) => [
+    `${MODEL_ROUTE_PREFIX}${route.purpose}`,
+    route.model,
+    `The model for calls whose purpose matches ${route.purpose}${Object.keys(route.params).length ? `, with ${JSON.stringify(route.params)}` : ''}`,
+  ]);
 }

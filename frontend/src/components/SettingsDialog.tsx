@@ -64,6 +64,8 @@ function Section({ title, children }: { title: string; children: ReactNode }) {
 
 function ModelSection({ session, now }: { session: SessionEvent; now: Date }) {
   const health = healthSummary(session);
+  // The config file's "models": which model serves which purposes, in the order they are tried.
+  const routes = (session.settings ?? []).filter((setting) => setting.name.startsWith('models.'));
   return (
     <Section title="Model">
       <dl className="settings-facts" data-testid="settings-model">
@@ -71,6 +73,23 @@ function ModelSection({ session, now }: { session: SessionEvent; now: Date }) {
         <dd>
           <span className="settings-model-name">{session.model}</span> {session.demo && <span className="badge demo-badge">Demo</span>}
         </dd>
+        {routes.length > 0 && (
+          <>
+            <dt>By purpose</dt>
+            <dd>
+              <ul className="settings-model-routes" data-testid="settings-model-routes">
+                {routes.map((route) => (
+                  <li key={route.name}>
+                    <code>{route.name.slice('models.'.length)}</code> → {route.value}
+                  </li>
+                ))}
+                <li>
+                  everything else → {session.model}
+                </li>
+              </ul>
+            </dd>
+          </>
+        )}
         <dt>Endpoint</dt>
         <dd>{session.model_endpoint ? <code>{session.model_endpoint}</code> : session.demo ? 'Demo model, no endpoint' : 'The provider’s default endpoint'}</dd>
         <dt>Status</dt>
