@@ -1,12 +1,16 @@
 // 5. What one Chat Completions request costs the calling process by each way of making it: the
-// openai SDK as an application uses it (parsed reply; the floor of section 1), the SDK returning
-// the raw response for the caller to read (Stepwise's adapter before it made its own requests),
-// fetch on its own with the body serialised once, and node:http on a keep-alive agent (Stepwise's
-// adapter now). Same model server in its own process, same request bodies (small, and about
-// 20 KiB of messages), whole and streamed replies; the caller's CPU per request
-// (process.cpuUsage) and wall time, blocks of requests interleaved path by path, medians over blocks.
+// openai SDK as an application uses it (parsed reply, global fetch; the floor of section 1), the
+// SDK on undici's fetch with a keep-alive Agent (the wire Stepwise builds), Stepwise's adapter
+// whole (OpenAiLlmClient.complete: that wire plus the bounded body, the clocks, the reply's
+// assembly under LLM_MAX_OUTPUT_CHARS, usage and cost), and node:http on a keep-alive agent (the
+// hand-made path the adapter used before it moved onto the SDK, for reference). Same model server
+// in its own process, same request bodies (small, and about 20 KiB of messages), whole and
+// streamed replies; the caller's CPU per request (process.cpuUsage) and wall time, blocks of
+// requests interleaved path by path, medians over blocks.
 import { Agent, request as httpRequest } from 'node:http';
+import { configFromEnv, type LlmMessage, type Logger, OpenAiLlmClient } from '@stepwise/backend';
 import OpenAI from 'openai';
+import { Agent as UndiciAgent, fetch as undiciFetch } from 'undici';
 import { startModelServer } from './processes.ts';
 import { log, type Settings } from './settings.ts';
 import { median, round } from './stats.ts';
@@ -33,32 +37,44 @@ const purpose = (stream: boolean) => ({ 'X-Stepwise-Purpose': stream ? 'roa.reas
 type Body = OpenAI.Chat.ChatCompletionCreateParamsNonStreaming;
 type Path = (body: Body, stream: boolean) => Promise<unknown>;
 
-function paths(baseUrl: string, agent: Agent): Record<string, Path> {
+const silent: Logger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
+
+/** Reads the SDK's reply as an application does: the parsed completion, or the streamed text. */
+async function parsedReply(client: OpenAI, body: Body, stream: boolean): Promise<unknown> {
+  if (!stream) return client.chat.completions.create(body, { headers: purpose(false) });
+  let text = '';
+  for await (const chunk of await client.chat.completions.create({ ...body, stream: true }, { headers: purpose(true) })) {
+    text += chunk.choices[0]?.delta?.content ?? '';
+  }
+  return text;
+}
+
+function paths(baseUrl: string, agent: Agent, dispatcher: UndiciAgent): Record<string, Path> {
   const base = baseUrl.replace(/\/$/, '');
   const sdk = new OpenAI({ baseURL: baseUrl, apiKey: 'bench', maxRetries: 0 });
+  const sdkOnUndici = new OpenAI({
+    baseURL: baseUrl,
+    apiKey: 'bench',
+    maxRetries: 0,
+    fetch: ((input: string, init?: RequestInit) => undiciFetch(input, { ...(init as object), dispatcher } as Parameters<typeof undiciFetch>[1])) as unknown as typeof fetch,
+  });
+  const adapter = (streaming: boolean) =>
+    new OpenAiLlmClient(configFromEnv({ LLM_PROVIDER: 'openai', OPENAI_BASE_URL: baseUrl, OPENAI_API_KEY: 'bench', LLM_MODEL: 'bench', LLM_STREAMING: String(streaming), LLM_MAX_RETRIES: '0', STEPWISE_CONFIG: '/nonexistent/stepwise.config.json' }), silent);
+  const adapters = { whole: adapter(false), streamed: adapter(true) };
   return {
-    'openai SDK, parsed reply (the floor)': async (body, stream) => {
-      if (!stream) return sdk.chat.completions.create(body, { headers: purpose(false) });
-      let text = '';
-      for await (const chunk of await sdk.chat.completions.create({ ...body, stream: true }, { headers: purpose(true) })) {
-        text += chunk.choices[0]?.delta?.content ?? '';
-      }
-      return text;
-    },
-    'openai SDK, raw response read by the caller': async (body, stream) => {
-      const response = await sdk.chat.completions.create({ ...body, stream }, { headers: purpose(stream) }).asResponse();
-      return response.text();
-    },
-    'fetch, body serialised once': async (body, stream) => {
-      const response = await fetch(`${base}/chat/completions`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: 'Bearer bench', ...purpose(stream) },
-        body: JSON.stringify({ ...body, stream }),
+    'openai SDK, parsed reply, global fetch (the floor)': (body, stream) => parsedReply(sdk, body, stream),
+    'openai SDK, parsed reply, undici fetch on a keep-alive Agent': (body, stream) => parsedReply(sdkOnUndici, body, stream),
+    "Stepwise's adapter on the SDK (OpenAiLlmClient.complete)": (body, stream) =>
+      adapters[stream ? 'streamed' : 'whole'].complete({
+        purpose: stream ? 'roa.reason' : 'roa.act',
+        messages: body.messages as LlmMessage[],
+        tools: (body.tools ?? []).map((tool) => {
+          const fn = (tool as { function: { name: string; description?: string; parameters?: Record<string, unknown> } }).function;
+          return { name: fn.name, description: fn.description ?? '', parameters: fn.parameters ?? {} };
+        }),
         signal: new AbortController().signal,
-      });
-      return response.text();
-    },
-    'node:http, keep-alive agent (Stepwise now)': (body, stream) =>
+      }),
+    'node:http, keep-alive agent (the hand-made path before)': (body, stream) =>
       new Promise((resolve, reject) => {
         const payload = Buffer.from(JSON.stringify({ ...body, stream }));
         const outgoing = httpRequest(`${base}/chat/completions`, {
@@ -83,7 +99,8 @@ export async function requestPaths(settings: Settings) {
   log(`5. one request by each HTTP path: ${settings.pathBlocks} blocks of ${settings.pathRequests} requests per path, body size and reply kind`);
   const model = await startModelServer({ BENCH_MODE: 'task', BENCH_STEPS: '20' });
   const agent = new Agent({ keepAlive: true });
-  const contenders = paths(model.url, agent);
+  const dispatcher = new UndiciAgent({ keepAliveTimeout: 4_000 });
+  const contenders = paths(model.url, agent, dispatcher);
   const names = Object.keys(contenders);
   const rows = [];
   const serialise = [];
@@ -117,6 +134,7 @@ export async function requestPaths(settings: Settings) {
     }
   }
   agent.destroy();
+  await dispatcher.close();
   await model.stop();
   return { blocks: settings.pathBlocks, requests: settings.pathRequests, serialise, rows };
 }
