@@ -101,17 +101,18 @@ export class ModelHealthMonitor {
 
   private fromError(error: ModelError): ModelHealth {
     const status = error.status;
+    const [url, key] = this.config.llm.azure ? ['AZURE_OPENAI_ENDPOINT', 'AZURE_OPENAI_API_KEY'] : ['OPENAI_BASE_URL', 'OPENAI_API_KEY'];
     const hint =
       status === 401 || status === 403
-        ? 'Check OPENAI_API_KEY'
+        ? `Check ${key}`
         : status === 404
-          ? 'Check LLM_MODEL and OPENAI_BASE_URL'
+          ? `Check LLM_MODEL and ${url}`
           : status === 429
             ? 'Wait a moment, or check the account’s quota'
             : error.code === ERROR_CODE.modelTimeout
               ? 'The model server is slow or stuck; check it'
               : status === undefined
-                ? 'Check OPENAI_BASE_URL and that the model server is running'
+                ? `Check ${url} and that the model server is running`
                 : 'Check the model server’s logs';
     return { status: 'failing', message: error.message, hint, checked_at: now() };
   }
