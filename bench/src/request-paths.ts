@@ -59,7 +59,7 @@ function paths(baseUrl: string, agent: Agent, dispatcher: UndiciAgent): Record<s
     fetch: ((input: string, init?: RequestInit) => undiciFetch(input, { ...(init as object), dispatcher } as Parameters<typeof undiciFetch>[1])) as unknown as typeof fetch,
   });
   const adapter = (streaming: boolean) =>
-    new OpenAiLlmClient(configFromEnv({ LLM_PROVIDER: 'openai', OPENAI_BASE_URL: baseUrl, OPENAI_API_KEY: 'bench', LLM_MODEL: 'bench', LLM_STREAMING: String(streaming), LLM_MAX_RETRIES: '0', STEPWISE_CONFIG: '/nonexistent/stepwise.config.json' }), silent);
+    new OpenAiLlmClient(configFromEnv({ LLM_PROVIDER: 'openai', OPENAI_BASE_URL: baseUrl, OPENAI_API_KEY: 'bench', LLM_MODEL: 'bench', LLM_STREAMING: String(streaming), LLM_MAX_RETRIES: '0' }), silent);
   const adapters = { whole: adapter(false), streamed: adapter(true) };
   return {
     'openai SDK, parsed reply, global fetch (the floor)': (body, stream) => parsedReply(sdk, body, stream),
