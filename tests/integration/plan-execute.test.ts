@@ -99,7 +99,7 @@ describe('plan_execute on the wire', () => {
       expect.objectContaining({ index: 2, status: 'done', attempts: 1, observation: '6*7 = 42.' }),
     ]);
     // Every event of a step carries its index as node_id.
-    const logged = run.filter((event) => !String(event.update_type ?? event.type).endsWith('delta'));
+    const logged = run.filter((event) => !String(event.update_type ?? event.type).endsWith('delta') && event.update_type !== 'agent_usage');
     const stepOf = (from: number, to: number) => logged.slice(from, to).map((event) => event.node_id);
     expect(new Set(stepOf(2, 14))).toEqual(new Set(['1']));
     expect(new Set(stepOf(15, 22))).toEqual(new Set(['2']));
