@@ -20,7 +20,7 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   const { app, url } = server;
-  const model = config.llm.provider === 'demo' ? 'the offline demo model' : `${config.llm.model} at ${config.llm.baseUrl ?? 'api.openai.com'}`;
+  const model = config.llm.provider === 'demo' ? 'the offline demo model' : `${config.llm.model} at ${config.llm.azure?.endpoint ?? config.llm.baseUrl ?? 'api.openai.com'}`;
   app.log.info(`Stepwise is ready at ${url} (model: ${model})`);
 
   let stopping = false;
