@@ -191,6 +191,19 @@ describe.each(adapters)('the store on $name', (adapter) => {
     expect(await store.getRun(runId)).toMatchObject({ status: 'completed', promptTokens: 3_000_000_000, completionTokens: 2 ** 40, afterSeq: 7 });
   });
 
+  it("keeps a run's cached and reasoning tokens and its cost, null when unknown", async () => {
+    const sessionId = randomUUID();
+    const [priced, unpriced, older] = [randomUUID(), randomUUID(), randomUUID()];
+    await store.createSession(sessionId);
+    for (const id of [priced, unpriced, older]) await store.createRun({ id, sessionId, strategy: 'roa', maxSteps: 5 });
+    await store.finishRun(priced, { status: 'completed', usage: { promptTokens: 10, completionTokens: 5 }, spending: { cachedTokens: 4, reasoningTokens: 2, costUsd: 0.000123 } });
+    await store.finishRun(unpriced, { status: 'failed', spending: { cachedTokens: 0, reasoningTokens: 0, costUsd: null } });
+    await store.finishRun(older, { status: 'completed' });
+    expect((await store.getRun(priced))?.spending).toEqual({ cachedTokens: 4, reasoningTokens: 2, costUsd: 0.000123 });
+    expect((await store.getRun(unpriced))?.spending).toEqual({ cachedTokens: 0, reasoningTokens: 0, costUsd: null });
+    expect((await store.getRun(older))?.spending).toBeUndefined();
+  });
+
   it('saves and clears a run’s checkpoint', async () => {
     const sessionId = randomUUID();
     const runId = randomUUID();
