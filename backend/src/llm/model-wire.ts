@@ -121,6 +121,7 @@ function boundedBody(response: Response, limits: BodyLimits): ReadableStream<Uin
   const streamed = (response.headers.get('content-type') ?? '').includes('text/event-stream');
   const maxBytes = ok ? maxReplyBytes(limits.maxOutputChars) : MAX_ERROR_BODY_BYTES;
   let bytes = 0;
+  const eventBoundary = new EventBoundary();
   let failure: Error | undefined;
   let waiting = false;
   let timer: NodeJS.Timeout | undefined;
@@ -168,8 +169,8 @@ function boundedBody(response: Response, limits: BodyLimits): ReadableStream<Uin
           upstream.cancel().catch(() => undefined);
           return;
         }
-        // A stream is read line by line, so only one line must fit; a whole reply must fit whole.
-        bytes = streamed ? bytesAfterLastLineBreak(chunk, bytes) : bytes + chunk.byteLength;
+        // A stream is read event by event, so only one event must fit; a whole reply must fit whole.
+        bytes = streamed ? eventBoundary.bytesOpen(chunk) : bytes + chunk.byteLength;
         if (bytes > maxBytes) {
           stop(replyTooLarge(limits.maxOutputChars));
           throw failure;
@@ -185,12 +186,41 @@ function boundedBody(response: Response, limits: BodyLimits): ReadableStream<Uin
   );
 }
 
-/** The length of the line still open after `chunk`, given `open` bytes of it before. */
-function bytesAfterLastLineBreak(chunk: Uint8Array, open: number): number {
-  for (let index = chunk.byteLength - 1; index >= 0; index--) {
-    if (chunk[index] === 0x0a || chunk[index] === 0x0d) return chunk.byteLength - index - 1;
+/** The blank lines that end a server-sent event, however its lines end. */
+const BOUNDARIES = ['\n\n', '\r\r', '\r\n\r\n'] as const;
+
+/**
+ * Follows a server-sent event stream chunk by chunk and says how many bytes the event still open
+ * holds: its lines are buffered by the SDK's reader until the blank line that ends it, so that is
+ * what must stay bounded. A boundary split across two chunks is found too.
+ */
+class EventBoundary {
+  private open = 0;
+  /** The last bytes of the stream so far, for a boundary that began in the previous chunk. */
+  private tail = Buffer.alloc(0);
+
+  bytesOpen(chunk: Uint8Array): number {
+    const bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    let end = -1;
+    for (const boundary of BOUNDARIES) end = Math.max(end, endOf(bytes, boundary));
+    if (end === -1 && this.tail.byteLength) {
+      // Only a boundary across the seam is looked for here: the tail alone held none.
+      const seam = Buffer.concat([this.tail, bytes.subarray(0, 3)]);
+      for (const boundary of BOUNDARIES) {
+        const at = endOf(seam, boundary);
+        if (at > this.tail.byteLength) end = Math.max(end, at - this.tail.byteLength);
+      }
+    }
+    this.open = end === -1 ? this.open + bytes.byteLength : bytes.byteLength - end;
+    this.tail = Buffer.from(bytes.subarray(Math.max(0, bytes.byteLength - 3)));
+    return this.open;
   }
-  return open + chunk.byteLength;
+}
+
+/** Where the last `needle` in `bytes` ends, or -1. */
+function endOf(bytes: Buffer, needle: string): number {
+  const at = bytes.lastIndexOf(needle);
+  return at === -1 ? -1 : at + needle.length;
 }
 
 /** The SDK's log calls (message first) as the server's logger takes them. */
