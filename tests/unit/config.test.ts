@@ -100,4 +100,32 @@ describe('the configuration', () => {
     expect(load({ ...urls, RESTATE_SERVICE_HOST: '0.0.0.0', RESTATE_SERVICE_URL: 'http://web-1:9080', RESTATE_IDENTITY_KEYS: ` ${key} ` }).restate).toMatchObject({ serviceHost: '0.0.0.0', serviceUrl: 'http://web-1:9080', identityKeys: [key] });
     expect(() => load({ ...urls, RESTATE_IDENTITY_KEYS: 'not-a-key' })).toThrow('Invalid RESTATE_IDENTITY_KEYS');
   });
+
+  it('reads Azure OpenAI: the provider from its endpoint, the deployment as the model unless LLM_MODEL is set', () => {
+    const azure = { AZURE_OPENAI_ENDPOINT: 'https://team.openai.azure.com', AZURE_OPENAI_API_KEY: 'k', AZURE_OPENAI_DEPLOYMENT: 'gpt4o-prod', OPENAI_API_VERSION: '2024-10-21' };
+    expect(load(azure).llm).toMatchObject({
+      provider: 'azure',
+      model: 'gpt4o-prod',
+      azure: { endpoint: 'https://team.openai.azure.com', apiKey: 'k', deployment: 'gpt4o-prod', apiVersion: '2024-10-21' },
+    });
+    expect(load({ ...azure, LLM_MODEL: 'other' }).llm.model).toBe('other');
+    expect(() => load({ LLM_PROVIDER: 'azure', OPENAI_API_VERSION: 'v' })).toThrow(/^Invalid LLM_PROVIDER: azure needs .*\(missing: AZURE_OPENAI_ENDPOINT\)/);
+  });
+
+  it('reads LLM_PARAMS as a JSON object, and refuses anything else naming the variable', () => {
+    expect(load({ LLM_PARAMS: '{"reasoning_effort":"low","max_completion_tokens":4000}' }).llm.params).toEqual({ reasoning_effort: 'low', max_completion_tokens: 4000 });
+    expect(load({}).llm.params).toEqual({});
+    for (const bad of ['{reasoning_effort: low}', '"low"', '[1]', 'null']) {
+      expect(() => load({ LLM_PARAMS: bad })).toThrow(/^Invalid LLM_PARAMS: must be a JSON object/);
+    }
+  });
+
+  it('reads the proxy variables, lower-case too, and never repeats a bad proxy URL (it may hold a password)', () => {
+    expect(load({ https_proxy: 'http://proxy:3128', NO_PROXY: 'localhost,.internal' }).llm.proxy).toEqual({
+      httpsProxy: 'http://proxy:3128',
+      httpProxy: undefined,
+      noProxy: 'localhost,.internal',
+    });
+    expect(() => load({ HTTPS_PROXY: 'user:secret@proxy' })).toThrow(/^Invalid HTTPS_PROXY: must be an http\(s\) URL$/);
+  });
 });
