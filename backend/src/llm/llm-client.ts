@@ -66,6 +66,14 @@ export interface LlmClient {
   complete<T = unknown>(request: CompletionRequest<T>): Promise<CompletionResult<T>>;
 }
 
+/** What a decorator does about one call: `call` makes it; the result (or the failure) passes through. */
+export type AroundCall = <T>(request: CompletionRequest<T>, call: () => Promise<CompletionResult<T>>) => Promise<CompletionResult<T>>;
+
+/** The client with `around` about each of its calls (health, metrics, tracing), the rest unchanged. */
+export function aroundCalls(llm: LlmClient, around: AroundCall): LlmClient {
+  return { modelName: llm.modelName, isDemo: llm.isDemo, complete: (request) => around(request, () => llm.complete(request)) };
+}
+
 export type { LlmMessage, LlmToolCall, LlmToolSchema, TokenUsage } from '../messages.ts';
 
 /** What the demo model lends its responders: streaming text as a model would, a pause, a refusal. */

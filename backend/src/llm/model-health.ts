@@ -6,7 +6,7 @@ import type { Logger } from '../logger.ts';
 import { TOKENS } from '../tokens.ts';
 import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import type OpenAI from 'openai';
-import type { LlmClient } from './llm-client.ts';
+import { aroundCalls, type LlmClient } from './llm-client.ts';
 import { createModelWire, endpointOf } from './model-wire.ts';
 
 const PROBE_TIMEOUT_MS = 5_000;
@@ -42,21 +42,17 @@ export class ModelHealthMonitor {
 
   /** The model client as the app uses it: every call's outcome updates the health. */
   track(llm: LlmClient): LlmClient {
-    return {
-      modelName: llm.modelName,
-      isDemo: llm.isDemo,
-      complete: async (request) => {
-        try {
-          const result = await llm.complete(request);
-          this.set({ status: 'ok', checked_at: now() });
-          return result;
-        } catch (error) {
-          // An unusable answer (data off its schema) is the model's, not the endpoint's health.
-          if (error instanceof ModelError && error.category === undefined && !isAbortError(error, request.signal)) this.set(this.fromError(error));
-          throw error;
-        }
-      },
-    };
+    return aroundCalls(llm, async (request, call) => {
+      try {
+        const result = await call();
+        this.set({ status: 'ok', checked_at: now() });
+        return result;
+      } catch (error) {
+        // An unusable answer (data off its schema) is the model's, not the endpoint's health.
+        if (error instanceof ModelError && error.category === undefined && !isAbortError(error, request.signal)) this.set(this.fromError(error));
+        throw error;
+      }
+    });
   }
 
   /**

@@ -1,7 +1,7 @@
 import type { LoggedEvent } from '@stepwise/shared-types';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { isAbortError } from '../errors.ts';
-import type { LlmClient } from '../llm/llm-client.ts';
+import { aroundCalls, type LlmClient } from '../llm/llm-client.ts';
 
 /** What the server knows live, read at each scrape. */
 export interface LiveCounts {
@@ -111,28 +111,24 @@ export class Metrics {
 
   /** The model client as runs use it, each call timed by purpose and its tokens counted. */
   trackModel(llm: LlmClient): LlmClient {
-    return {
-      modelName: llm.modelName,
-      isDemo: llm.isDemo,
-      complete: async (request) => {
-        const end = this.modelCalls.startTimer({ purpose: request.purpose });
-        try {
-          const result = await llm.complete(request);
-          end({ outcome: 'ok' });
-          const usage = result.usage as (Record<string, number | undefined> & { promptTokens: number; completionTokens: number }) | undefined;
-          if (usage) {
-            this.tokens.inc({ kind: 'prompt' }, usage.promptTokens);
-            this.tokens.inc({ kind: 'completion' }, usage.completionTokens);
-            if (usage.cachedTokens) this.tokens.inc({ kind: 'cached' }, usage.cachedTokens);
-            if (usage.reasoningTokens) this.tokens.inc({ kind: 'reasoning' }, usage.reasoningTokens);
-          }
-          return result;
-        } catch (error) {
-          end({ outcome: isAbortError(error, request.signal) ? 'aborted' : 'error' });
-          throw error;
+    return aroundCalls(llm, async (request, call) => {
+      const end = this.modelCalls.startTimer({ purpose: request.purpose });
+      try {
+        const result = await call();
+        end({ outcome: 'ok' });
+        const { usage } = result;
+        if (usage) {
+          this.tokens.inc({ kind: 'prompt' }, usage.promptTokens);
+          this.tokens.inc({ kind: 'completion' }, usage.completionTokens);
+          if (usage.cachedTokens) this.tokens.inc({ kind: 'cached' }, usage.cachedTokens);
+          if (usage.reasoningTokens) this.tokens.inc({ kind: 'reasoning' }, usage.reasoningTokens);
         }
-      },
-    };
+        return result;
+      } catch (error) {
+        end({ outcome: isAbortError(error, request.signal) ? 'aborted' : 'error' });
+        throw error;
+      }
+    });
   }
 
   /** The text format Prometheus scrapes: these metrics and the process's. */

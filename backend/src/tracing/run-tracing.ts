@@ -2,7 +2,7 @@ import type { Attributes, Context, Span, Tracer } from '@opentelemetry/api';
 import type { LoggedEvent } from '@stepwise/shared-types';
 import type { TracingConfig } from '../config/config.ts';
 import { isAbortError, ModelError } from '../errors.ts';
-import type { CompletionRequest, LlmClient } from '../llm/llm-client.ts';
+import { aroundCalls, type CompletionRequest, type LlmClient } from '../llm/llm-client.ts';
 import type { Logger } from '../logger.ts';
 import { traceIdOfRun } from '../util/ids.ts';
 
@@ -36,7 +36,10 @@ interface RunSpans {
  * known before its first span ends), with spans named and attributed as the OpenTelemetry GenAI
  * semantic conventions say: `invoke_agent STRATEGY`, `chat MODEL`, `execute_tool TOOL`.
  */
-export async function startTracing(config: TracingConfig, options: { provider: string; logger: Logger }): Promise<RunTracing> {
+export async function startTracing(
+  config: TracingConfig,
+  options: { provider: string; logger: Logger; /** The model a call of this purpose goes to. */ modelFor: (purpose: string) => string },
+): Promise<RunTracing> {
   const api = await import('@opentelemetry/api');
   const { BatchSpanProcessor, ConsoleSpanExporter, RandomIdGenerator, SimpleSpanProcessor, TracerProvider } = await import('@opentelemetry/sdk-trace');
   const { resourceFromAttributes } = await import('@opentelemetry/resources');
@@ -65,23 +68,29 @@ export async function startTracing(config: TracingConfig, options: { provider: s
   });
   const tracer = provider.getTracer('stepwise');
   options.logger.info({ exporter: config.exporter, endpoint: config.exporter === 'otlp' ? config.endpoint : undefined, protocol: config.protocol }, 'tracing runs with OpenTelemetry');
-  return new OtelRunTracing(api, tracer, provider, config, options.provider, (traceId) => (nextTraceId = traceId), options.logger);
+  return new OtelRunTracing(api, tracer, provider, config, options, (traceId) => (nextTraceId = traceId));
 }
 
 class OtelRunTracing implements RunTracing {
   private readonly runs = new Map<string, RunSpans>();
   /** Runs lately ended: a straggling event of theirs begins no new trace. */
   private readonly ended = new Set<string>();
+  private readonly providerName: string;
+  private readonly logger: Logger;
+  private readonly modelFor: (purpose: string) => string;
 
   constructor(
     private readonly api: Api,
     private readonly tracer: Tracer,
     private readonly provider: { shutdown(): Promise<void> },
     private readonly config: TracingConfig,
-    private readonly providerName: string,
+    options: { provider: string; logger: Logger; modelFor: (purpose: string) => string },
     private readonly useTraceId: (traceId: string) => void,
-    private readonly logger: Logger,
-  ) {}
+  ) {
+    this.providerName = options.provider;
+    this.logger = options.logger;
+    this.modelFor = options.modelFor;
+  }
 
   observe(event: LoggedEvent, sessionId: string): void {
     const runId = event.run_id;
@@ -160,47 +169,42 @@ class OtelRunTracing implements RunTracing {
   }
 
   trackModel(llm: LlmClient): LlmClient {
-    return {
-      modelName: llm.modelName,
-      isDemo: llm.isDemo,
-      complete: async (request) => {
-        const model = llm.modelName;
-        const parent = request.runId ? this.parentOf(request.runId, request.nodeId, Date.now()) : this.api.context.active();
-        const span = this.tracer.startSpan(
-          `chat ${model}`,
-          {
-            kind: this.api.SpanKind.CLIENT,
-            attributes: {
-              'gen_ai.operation.name': 'chat',
-              'gen_ai.provider.name': this.providerName,
-              'gen_ai.request.model': model,
-              'stepwise.purpose': request.purpose,
-              ...(this.config.captureContent ? { 'gen_ai.input.messages': inputMessages(request) } : {}),
-            },
+    return aroundCalls(llm, async (request, call) => {
+      const model = this.modelFor(request.purpose);
+      const parent = request.runId ? this.parentOf(request.runId, request.nodeId, Date.now()) : this.api.context.active();
+      const span = this.tracer.startSpan(
+        `chat ${model}`,
+        {
+          kind: this.api.SpanKind.CLIENT,
+          attributes: {
+            'gen_ai.operation.name': 'chat',
+            'gen_ai.provider.name': this.providerName,
+            'gen_ai.request.model': model,
+            'stepwise.purpose': request.purpose,
+            ...(this.config.captureContent ? { 'gen_ai.input.messages': inputMessages(request) } : {}),
           },
-          parent,
-        );
-        try {
-          const result = await llm.complete(request);
-          const reply = result as typeof result & { model?: string };
-          span.setAttributes({
-            'gen_ai.response.model': reply.model ?? model,
-            ...(result.usage ? { 'gen_ai.usage.input_tokens': result.usage.promptTokens, 'gen_ai.usage.output_tokens': result.usage.completionTokens } : {}),
-            ...(this.config.captureContent
-              ? { 'gen_ai.output.messages': JSON.stringify([{ role: 'assistant', content: result.text, tool_calls: result.toolCalls.map((call) => ({ name: call.name, arguments: call.arguments })) }]).slice(0, 100_000) }
-              : {}),
-          });
-          return result;
-        } catch (error) {
-          const aborted = isAbortError(error, request.signal);
-          span.setAttribute('error.type', aborted ? 'cancelled' : error instanceof ModelError ? `model_${error.category}` : 'internal');
-          if (!aborted) span.setStatus({ code: this.api.SpanStatusCode.ERROR, message: error instanceof Error ? error.message.slice(0, 500) : String(error) });
-          throw error;
-        } finally {
-          span.end();
-        }
-      },
-    };
+        },
+        parent,
+      );
+      try {
+        const result = await call();
+        span.setAttributes({
+          'gen_ai.response.model': result.model ?? model,
+          ...(result.usage ? { 'gen_ai.usage.input_tokens': result.usage.promptTokens, 'gen_ai.usage.output_tokens': result.usage.completionTokens } : {}),
+          ...(this.config.captureContent
+            ? { 'gen_ai.output.messages': JSON.stringify([{ role: 'assistant', content: result.text, tool_calls: result.toolCalls.map((toolCall) => ({ name: toolCall.name, arguments: toolCall.arguments })) }]).slice(0, 100_000) }
+            : {}),
+        });
+        return result;
+      } catch (error) {
+        const aborted = isAbortError(error, request.signal);
+        span.setAttribute('error.type', aborted ? 'cancelled' : error instanceof ModelError ? `model_${error.category ?? 'endpoint'}` : 'internal');
+        if (!aborted) span.setStatus({ code: this.api.SpanStatusCode.ERROR, message: error instanceof Error ? error.message.slice(0, 500) : String(error) });
+        throw error;
+      } finally {
+        span.end();
+      }
+    });
   }
 
   async shutdown(): Promise<void> {
