@@ -1,6 +1,6 @@
 // The lenient reader of structured replies, on adversarial text.
 import { parseReply } from '@stepwise/backend';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 
 const Plan = z.object({ plan: z.string(), steps: z.array(z.string()) });
@@ -38,4 +38,29 @@ describe('parseReply', () => {
     const text = '{"plan":"keep this, }","steps":["a",],}';
     expect(parseReply(text, Plan)).toMatchObject({ ok: true, value: { plan: 'keep this, }' } });
   });
+
+  it('a quote in the prose before the object does not hide it', () => {
+    expect(parseReply('A 5" screen. {"plan":"p","steps":["a"]}', Plan)).toMatchObject({ ok: true });
+  });
 });
+
+describe('parseReply on nested and unbalanced braces up to the output cap', () => {
+  afterEach(() => vi.restoreAllMocks());
+  const CAP = 200_000;
+  const cases: Record<string, string> = {
+    'nested braces': '{'.repeat(CAP / 2) + '}'.repeat(CAP / 2),
+    'unbalanced opening braces': '{'.repeat(CAP),
+    'unbalanced closing braces': '}'.repeat(CAP),
+    'nested objects with strings': '{"a":'.repeat(CAP / 10) + '1' + '}'.repeat(CAP / 10),
+    'brace pairs side by side': '{}'.repeat(CAP / 2),
+    'a fence of nested braces': '```json\n' + '{'.repeat(CAP / 2) + '}'.repeat(CAP / 2) + '\n```',
+  };
+  // Work is counted in parse attempts, never timed: each attempt reads at most the whole reply,
+  // so a bounded number of attempts keeps the read linear in the reply's length.
+  it.each(Object.entries(cases))('%s: refused after a bounded number of parse attempts', (_name, text) => {
+    const parse = vi.spyOn(JSON, 'parse');
+    expect(parseReply(text, Plan)).toMatchObject({ ok: false });
+    expect(parse.mock.calls.length).toBeLessThanOrEqual(2 * 16 * 2 + 2);
+  });
+});
+

@@ -71,20 +71,47 @@ export function reAsk(messages: LlmMessage[], reply: string, output: OutputSchem
   ];
 }
 
+/** How many candidate objects one reply may cost a parse: bounds the work on a reply of nested braces. */
+const MAX_PARSE_ATTEMPTS = 16;
+
 /**
  * The JSON object of a text: inside each ```fence (json-labelled first), then the text itself; in
- * each, the first `{` whose balanced object parses. Linear in the text's length.
+ * each, the first `{` whose balanced object parses. Linear in the text's length: each source's
+ * braces are matched in one pass, and at most MAX_PARSE_ATTEMPTS candidates are parsed in all.
  */
 function jsonCandidate(text: string): string | undefined {
+  let attempts = 0;
   for (const source of [...fencedBlocks(text), text]) {
-    for (let start = source.indexOf('{'); start >= 0; start = source.indexOf('{', start + 1)) {
-      const object = balancedObject(source, start);
-      if (object === undefined) break;
+    const closing = matchingBraces(source);
+    for (let start = source.indexOf('{'); start >= 0 && attempts < MAX_PARSE_ATTEMPTS; start = source.indexOf('{', start + 1)) {
+      const end = closing[start]!;
+      if (end < 0) break;
+      attempts++;
+      const object = source.slice(start, end + 1);
       if (parsesLeniently(object)) return object;
     }
   }
   const start = text.indexOf('{');
-  return start < 0 ? undefined : (balancedObject(text, start) ?? text.slice(start));
+  if (start < 0) return undefined;
+  const end = matchingBraces(text)[start]!;
+  return end < 0 ? text.slice(start) : text.slice(start, end + 1);
+}
+
+/** For each `{` of `source`, the index of its matching `}` (strings inside objects and escapes respected), or -1; one pass. */
+function matchingBraces(source: string): Int32Array {
+  const closing = new Int32Array(source.length).fill(-1);
+  const open: number[] = [];
+  let inString = false;
+  for (let index = 0; index < source.length; index++) {
+    const char = source.charCodeAt(index);
+    if (inString) {
+      if (char === 0x5c) index++;
+      else if (char === 0x22) inString = false;
+    } else if (char === 0x22) inString = open.length > 0; // a quote in prose outside any object opens no string
+    else if (char === 0x7b) open.push(index);
+    else if (char === 0x7d && open.length > 0) closing[open.pop()!] = index;
+  }
+  return closing;
 }
 
 /** The contents of each ``` fence, json-labelled ones first. */
@@ -101,22 +128,6 @@ function fencedBlocks(text: string): string[] {
     open = text.indexOf('```', close + 3);
   }
   return [...labelled, ...other];
-}
-
-/** The object from `start` to its matching `}` (strings and escapes respected), or undefined. */
-function balancedObject(source: string, start: number): string | undefined {
-  let depth = 0;
-  let inString = false;
-  for (let index = start; index < source.length; index++) {
-    const char = source[index];
-    if (inString) {
-      if (char === '\\') index++;
-      else if (char === '"') inString = false;
-    } else if (char === '"') inString = true;
-    else if (char === '{') depth++;
-    else if (char === '}' && --depth === 0) return source.slice(start, index + 1);
-  }
-  return undefined;
 }
 
 function parsesLeniently(candidate: string): boolean {
