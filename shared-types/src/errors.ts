@@ -16,6 +16,7 @@ export const ERROR_CODES = {
   not_resumable: { refusesChat: true, summary: 'That run cannot be continued' },
   unknown_snapshot: { refusesChat: true, summary: 'No snapshot or restore point has this id' },
   ambiguous_input: { summary: 'Several questions wait: the answer must name one' },
+  invalid_answer: { summary: 'The answer is not one of the question’s choices; the question still waits' },
   unknown_tool: { refusesChat: true, summary: 'A named tool does not exist' },
   unknown_strategy: { refusesChat: true, summary: 'No strategy has this name' },
   rate_limited: { refusesChat: true, summary: 'Too many messages a second' },

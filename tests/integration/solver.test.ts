@@ -46,7 +46,7 @@ describe('solver on the wire', () => {
     llm.respond(solverModel(() => decision('FINAL', { final_answer: 'It is **42**.' })));
     server = await startStepwiseWithModel(llm.url, { LLM_MAX_RETRIES: '0' });
     client = await TestClient.connect(server.wsUrl);
-    client.chat('Problem: what is 6*7?', { agent_mode: true, strategy: 'solver', strategy_options: { approaches: false } });
+    client.chat('Problem: what is 6*7?', { agent_mode: true, strategy: 'solver', strategy_options: { approaches: false, auto_advance: false } });
     const first = await answerNext('Yes', 0);
     expect(first).toMatchObject({ kind: 'confirm', choices: ['Yes', 'No'], question: 'Go on to the expert evaluator?' });
     const second = await answerNext('No', client.events.indexOf(first as never) + 1);
@@ -65,6 +65,27 @@ describe('solver on the wire', () => {
     expect(resumed.find((event) => event.type === 'assistant_message')?.content).toBe('It is **42**.');
     expect(llm.requests.map((request) => request.purpose)).toEqual(['solver.problem_solver', 'solver.expert_evaluator', 'solver.orchestrator']);
     expect(schemaName(llm.requests[2]!)).toMatchObject({ name: 'orchestrator_decision', strict: true });
+  });
+
+  it('a confirmation takes only Yes or No (case and spaces aside): anything else is refused with invalid_answer and the question stays open', async () => {
+    llm = await ScriptedLlmServer.start();
+    llm.respond(solverModel(() => decision('FINAL', { final_answer: 'It is **42**.' })));
+    server = await startStepwiseWithModel(llm.url, { LLM_MAX_RETRIES: '0' });
+    client = await TestClient.connect(server.wsUrl);
+    client.chat('Problem: what is 6*7?', { agent_mode: true, strategy: 'solver', strategy_options: { approaches: false, auto_advance: false } });
+    const question = (await client.next((event) => event.update_type === 'agent_request_input')) as Event;
+    for (const answer of ['no.', 'NO!', 'nope', 'N', 'Maybe', '', 'yes please']) {
+      const from = client.events.length;
+      client.send({ type: 'agent_user_input', content: answer, question_id: question.question_id });
+      expect(await client.waitFor('error', { from })).toMatchObject({ code: 'invalid_answer' });
+    }
+    // Nothing was taken as an answer: the run still waits on the same question, and no stage ran.
+    expect(llm.requests.map((request) => request.purpose)).toEqual(['solver.problem_solver']);
+    const from = client.events.length;
+    client.send({ type: 'agent_user_input', content: '  NO ', question_id: question.question_id });
+    const paused = (await client.untilComplete({ from })) as Event[];
+    expect(summarize(paused).slice(-2)).toEqual(['agent_stopped:paused', 'response_complete']);
+    expect(paused.some((event) => event.type === 'error')).toBe(false);
   });
 
   it('auto-advances without asking until max_loops, and answers the orchestrator’s ASK_USER question', async () => {

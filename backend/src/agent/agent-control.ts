@@ -4,6 +4,8 @@ import { abortReason } from '../util/abort.ts';
 
 interface Waiter {
   questionId: string;
+  /** The only answers the question takes (a confirmation's Yes / No), case and whitespace aside. */
+  choices?: readonly string[] | undefined;
   resolve: (answer: string) => void;
 }
 
@@ -20,7 +22,7 @@ export interface AnswerLedger {
 }
 
 /** What became of an answer: given to its question, or why not. */
-export type InputOutcome = 'answered' | 'no_pending_input' | 'unknown_question' | 'ambiguous_input';
+export type InputOutcome = 'answered' | 'no_pending_input' | 'unknown_question' | 'ambiguous_input' | 'invalid_answer';
 
 /**
  * The controls of one active run: a stop signal that every model call, tool and wait receives,
@@ -85,10 +87,10 @@ export class AgentControl {
    * Resolves with the answer to question `questionId`. Rejects with InputTimeoutError after
    * `timeoutMs`, or with the abort error as soon as `signal` aborts.
    */
-  waitForInput(questionId: string, timeoutMs: number, signal: AbortSignal = this.signal): Promise<string> {
+  waitForInput(questionId: string, timeoutMs: number, signal: AbortSignal = this.signal, choices?: readonly string[]): Promise<string> {
     const answers = this.answers;
     // The waiter is registered at once, so an answer sent the moment the question shows is taken.
-    const local = this.waitHere(questionId, timeoutMs, signal);
+    const local = this.waitHere(questionId, timeoutMs, signal, choices);
     if (!answers) return local;
     // An answer recorded while this run's process was away answers it now.
     void answers.peek(questionId).then(
@@ -100,11 +102,12 @@ export class AgentControl {
     return local.then((answer) => answers.settle(questionId, answer));
   }
 
-  private waitHere(questionId: string, timeoutMs: number, signal: AbortSignal): Promise<string> {
+  private waitHere(questionId: string, timeoutMs: number, signal: AbortSignal, choices: readonly string[] | undefined): Promise<string> {
     return new Promise((resolve, reject) => {
       if (signal.aborted) return reject(abortReason(signal));
       const waiter: Waiter = {
         questionId,
+        choices,
         resolve: (answer) => {
           settle();
           resolve(answer);
@@ -138,6 +141,13 @@ export class AgentControl {
     if (questionId === undefined && this.waiters.length > 1) return 'ambiguous_input';
     const waiter = questionId === undefined ? this.waiters[0] : this.waiters.find((candidate) => candidate.questionId === questionId);
     if (!waiter) return 'unknown_question';
+    if (waiter.choices) {
+      // A question with choices takes one of them and nothing else: anything else leaves it open.
+      const choice = waiter.choices.find((candidate) => candidate.toLowerCase() === answer.trim().toLowerCase());
+      if (choice === undefined) return 'invalid_answer';
+      waiter.resolve(choice);
+      return 'answered';
+    }
     waiter.resolve(answer);
     return 'answered';
   }

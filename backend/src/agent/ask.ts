@@ -42,7 +42,8 @@ export async function askPerson(run: Pick<Run, 'input' | 'events' | 'sink' | 'co
   const { value } = await effects.once<string>(JOURNAL.answer, round.key, async () => {
     try {
       const remaining = Math.max(0, Date.parse(asked.deadline) - Date.now());
-      return await control.waitForInput(asked.id, remaining, control.signal);
+      // A confirmation takes only its choices; a question with suggested choices takes any answer.
+      return await control.waitForInput(asked.id, remaining, control.signal, ask.kind === 'confirm' ? ask.choices : undefined);
     } catch (error) {
       if (!isAbortError(error, control.signal)) await sink.emit(events.requestInputTimeout(ask.step));
       throw error;

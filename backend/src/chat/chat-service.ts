@@ -194,7 +194,7 @@ export class ChatService {
     let outcome = reply?.type === 'answer' ? reply.outcome : 'no_pending_input';
     // The run is not waiting for it just now (its process restarting, its journal replaying): a
     // durable engine keeps the answer to a question the run asked and nobody answered yet.
-    if (outcome !== 'answered' && outcome !== 'ambiguous_input' && message.question_id && (await this.answerDurably(message.question_id, message.content))) outcome = 'answered';
+    if (outcome !== 'answered' && outcome !== 'ambiguous_input' && outcome !== 'invalid_answer' && message.question_id && (await this.answerDurably(message.question_id, message.content))) outcome = 'answered';
     switch (outcome) {
       case 'answered':
         return undefined;
@@ -204,6 +204,8 @@ export class ChatService {
         return reject('no_pending_input', `No question with id "${message.question_id!.slice(0, 100)}" is waiting`);
       case 'ambiguous_input':
         return reject('ambiguous_input', 'Several questions are waiting: say which one this answers with question_id');
+      case 'invalid_answer':
+        return reject('invalid_answer', 'This question takes only one of its choices (such as Yes or No); it is still waiting');
       default: {
         const unexpected: never = outcome;
         return reject('internal_error', `Unexpected outcome ${String(unexpected)}`);
