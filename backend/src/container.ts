@@ -77,7 +77,7 @@ export function buildContainer(
     useFactory: instanceCachingFactory((dependencies) => {
       const files = new SessionFiles(dependencies.resolve<Config>(TOKENS.Config));
       // Research's state document: an edit that breaks its graph is refused with the line and the reason.
-      files.validateUploads(STATE_DOC, (text) => void parseState(text));
+      files.validateWrites(STATE_DOC, (text) => void parseState(text));
       return files;
     }),
   });

@@ -67,7 +67,7 @@ export class SessionFiles {
   private readonly locks = new Map<string, Promise<unknown>>();
   /** Per session folder: names being written, each holding a place under the limit until it is done. */
   private readonly reservations = new Map<string, Map<string, number>>();
-  /** Checks of files with rules of their own, by name, run on what a person uploads before it is saved. */
+  /** Checks of files with rules of their own, by name, run on every write of such a file before it is saved. */
   private readonly validators = new Map<string, (text: string) => void>();
   /** Per session folder: its manifest as of the folder's modification time (see manifest()). */
   private readonly manifests = new Map<string, { modified: number; max: number; text: string }>();
@@ -77,10 +77,11 @@ export class SessionFiles {
   }
 
   /**
-   * Checks every upload of a file of this name before it is saved: `check` throws an Error whose
-   * message says what is wrong (the upload is refused with it, 400, and the old file stays).
+   * Checks every write of a file of this name before it is saved, whoever writes it (an upload, a
+   * tool, a strategy): `check` throws an Error whose message says what is wrong (the write is
+   * refused with it, an upload with 400, and the old file stays).
    */
-  validateUploads(name: string, check: (text: string) => void): void {
+  validateWrites(name: string, check: (text: string) => void): void {
     this.validators.set(name, (text) => {
       try {
         check(text);
@@ -201,7 +202,7 @@ export class SessionFiles {
         await handle.close();
         throwIfAborted(signal);
         // A file with rules of its own (research's state document) is checked before it replaces the old one.
-        const validate = options.source === 'user' ? this.validators.get(name) : undefined;
+        const validate = this.validators.get(name);
         if (validate) validate(await readFile(temp, 'utf8'));
         await rename(temp, target);
       } catch (error) {

@@ -10,6 +10,7 @@ import {
   AGENTS,
   AgentName,
   currentStage,
+  fitState,
   GraphError,
   type GraphStage,
   type GraphTask,
@@ -162,8 +163,15 @@ class StateDocument {
     }
   }
 
+  /** Writes the state, its ledgers trimmed first when the document would not fit (it must always read back). */
   write(state: ResearchState): Promise<void> {
-    const text = renderState(state);
+    let text: string;
+    try {
+      text = renderState(fitState(state));
+    } catch (error) {
+      if (error instanceof GraphError) return Promise.reject(new StateDocError(`The research state cannot be saved: ${error.reason}`));
+      throw error;
+    }
     this.writing = this.writing.then(() => this.run.files.write(STATE_DOC, text));
     return this.writing;
   }
@@ -255,7 +263,7 @@ async function runTask(run: ResearchRun, doc: StateDocument, state: ResearchStat
   const result = parsed!;
   await saveResult(run, task, result);
   task.status = 'done';
-  task.outputs = [`task-${task.id}.json`, ...result.artifacts.map((artifact) => artifact.name)];
+  task.outputs = [`task-${task.id}.json`, ...(await saveArtifacts(run, state, task, result))];
   state.results.push(`- ${task.id} (${task.agent}): ${oneLine(result.summary)}`);
   for (const item of result.evidence) state.evidence.push(`- ${task.id}: ${oneLine(item.source)}${item.location ? ` — ${oneLine(item.location)}` : ''}`);
   state.bestAnswer = bestAnswer(result.result, state.bestAnswer);
@@ -303,13 +311,39 @@ function contextPack(run: ResearchRun, state: ResearchState, stage: GraphStage, 
   };
 }
 
-/** task-ID.json and each artifact as session files. */
+/** task-ID.json, the task's whole result. */
 async function saveResult(run: ResearchRun, task: GraphTask, result: TaskResult): Promise<void> {
   await run.files.write(`task-${task.id}.json`, `${JSON.stringify({ task: task.id, title: task.title, agent: task.agent, ...result }, null, 2)}\n`);
+}
+
+/**
+ * Each artifact as a session file in the task's own namespace (`artifact-TASK-NAME`), so none can
+ * replace the state document, another task's files or anything else of the session. An artifact
+ * that cannot be saved (a bad name, the session's file limit) is left out and said in the history
+ * log and the run's log; the task's other work stands. Returns the names saved.
+ */
+async function saveArtifacts(run: ResearchRun, state: ResearchState, task: GraphTask, result: TaskResult): Promise<string[]> {
+  const saved: string[] = [];
   for (const artifact of result.artifacts) {
-    const name = artifact.name.replace(/[/\\]/g, '_').trim();
-    if (name && !name.startsWith('.')) await run.files.write(name, artifact.content);
+    const name = artifactName(task.id, artifact.name);
+    try {
+      await run.files.write(name, artifact.content);
+      saved.push(name);
+    } catch (error) {
+      if (run.control.signal.aborted) throw error;
+      const reason = error instanceof Error ? error.message : String(error);
+      run.logger.warn({ task: task.id, artifact: name.slice(0, 200), reason }, 'a research artifact was not saved');
+      state.history.push(`- ${new Date().toISOString().slice(0, 16)} artifact "${oneLine(artifact.name).slice(0, 80)}" of task ${task.id} not saved: ${oneLine(reason)}`);
+    }
   }
+  return saved;
+}
+
+/** An artifact's file name: the task's prefix, then its own name with separators and control characters replaced. */
+export function artifactName(taskId: string, name: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is replaced
+  const plain = name.replace(/[/\\\u0000-\u001f\u007f]/g, '_').trim();
+  return `artifact-${taskId}-${plain || 'unnamed'}`;
 }
 
 /** The optional check of one task against its acceptance criteria; follow-ups join the stage. */
@@ -361,8 +395,10 @@ function addFollowUps(stage: GraphStage, verdict: VerdictResult): string[] {
 }
 
 async function emitVerdict(run: ResearchRun, state: ResearchState, scope: AgentVerdict['scope'], target: string, verdict: VerdictResult, followUps: string[]): Promise<void> {
-  state.verifier.push(`- ${scope} ${target}: ${verdict.verdict}${verdict.issues.length ? ` — ${verdict.issues.map(oneLine).join('; ')}` : ''}${followUps.length ? ` (follow-ups ${followUps.join(', ')})` : ''}`);
-  state.history.push(`- verdict on ${scope} ${target}: ${verdict.verdict}`);
+  // "final final" said nothing twice: the final verdict is named once.
+  const judged = scope === 'final' ? 'final' : `${scope} ${target}`;
+  state.verifier.push(`- ${judged}: ${verdict.verdict}${verdict.issues.length ? ` — ${verdict.issues.map(oneLine).join('; ')}` : ''}${followUps.length ? ` (follow-ups ${followUps.join(', ')})` : ''}`);
+  state.history.push(`- verdict on ${judged}: ${verdict.verdict}`);
   await run.sink.emit({ type: 'agent_update', update_type: 'agent_verdict', run_id: run.input.runId, scope, target, verdict: verdict.verdict, issues: verdict.issues, follow_up_task_ids: followUps });
 }
 

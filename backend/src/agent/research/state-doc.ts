@@ -5,6 +5,19 @@ import { z } from 'zod';
 export const STATE_DOC = 'RESEARCH_STATE.md';
 export const GRAPH_FENCE = 'yaml TASK_GRAPH_V2';
 
+/**
+ * The document's bounds, checked before anything is parsed: one size for what is uploaded, written
+ * (by anyone: the strategy, write_file, an upload) and read, so a document the server wrote can
+ * always be read back; at most this many tasks, and this many lines and list items in the graph's
+ * YAML (whose parse costs time and memory in proportion). YAML aliases are refused.
+ */
+export const STATE_DOC_MAX_BYTES = 1024 * 1024;
+export const STATE_DOC_MAX_TASKS = 500;
+const GRAPH_MAX_LINES = 20_000;
+const GRAPH_MAX_ITEMS = 50_000;
+/** A ledger line is cut to this many characters when the document must shrink to fit. */
+const LEDGER_LINE_MAX_CHARS = 1_000;
+
 export const TaskStatus = z.enum(['todo', 'running', 'done', 'blocked', 'skipped', 'superseded']);
 export type TaskStatus = z.infer<typeof TaskStatus>;
 export const StageStatus = z.enum(['todo', 'running', 'passed', 'blocked']);
@@ -47,7 +60,10 @@ export const GraphStage = z
   .strict();
 export type GraphStage = z.infer<typeof GraphStage>;
 
-export const TaskGraph = z.object({ version: z.number().int().positive().default(1), stages: z.array(GraphStage).min(1) }).strict();
+export const TaskGraph = z
+  .object({ version: z.number().int().positive().default(1), stages: z.array(GraphStage).min(1) })
+  .strict()
+  .refine((graph) => graph.stages.reduce((sum, stage) => sum + stage.tasks.length, 0) <= STATE_DOC_MAX_TASKS, `a task graph holds at most ${STATE_DOC_MAX_TASKS} tasks`);
 export type TaskGraph = z.infer<typeof TaskGraph>;
 
 /** Why a graph cannot be used: the path of the offending value and, in a document, its line. */
@@ -129,9 +145,9 @@ const SECTIONS = ['Problem spec', 'Current best answer', 'Task graph', 'Task boa
 /** The document: header, problem spec, current best answer, task graph (YAML), task board, results, evidence, verifier status, history log. */
 export function renderState(state: ResearchState): string {
   const board = state.graph.stages
-    .map((stage) => [`### Stage ${stage.id}: ${stage.name} (${stage.status}${stage.verdict ? `, ${stage.verdict}` : ''})`, ...stage.tasks.map((task) => `- [${task.status === 'done' || task.status === 'skipped' || task.status === 'superseded' ? 'x' : ' '}] ${task.id} ${task.title} (${task.agent}, ${task.status})`)].join('\n'))
+    .map((stage) => [`### Stage ${stage.id}: ${flat(stage.name)} (${stage.status}${stage.verdict ? `, ${stage.verdict}` : ''})`, ...stage.tasks.map((task) => `- [${task.status === 'done' || task.status === 'skipped' || task.status === 'superseded' ? 'x' : ' '}] ${task.id} ${flat(task.title)} (${task.agent}, ${task.status})`)].join('\n'))
     .join('\n\n');
-  const lines = (items: string[], empty: string) => (items.length ? items.join('\n') : empty);
+  const lines = (items: string[], empty: string) => (items.length ? items.map(inert).join('\n') : empty);
   return [
     `# Research state`,
     '',
@@ -139,12 +155,12 @@ export function renderState(state: ResearchState): string {
     '',
     `## ${SECTIONS[0]}`,
     '',
-    state.goal,
-    ...(state.constraints.length ? ['', 'Constraints:', ...state.constraints.map((constraint) => `- ${constraint}`)] : []),
+    inert(state.goal),
+    ...(state.constraints.length ? ['', 'Constraints:', ...state.constraints.map((constraint) => `- ${flat(constraint)}`)] : []),
     '',
     `## ${SECTIONS[1]}`,
     '',
-    state.bestAnswer || '(none yet)',
+    inert(state.bestAnswer) || '(none yet)',
     '',
     `## ${SECTIONS[2]}`,
     '',
@@ -176,10 +192,49 @@ export function renderState(state: ResearchState): string {
 }
 
 /**
+ * Text from a model or a person, made inert in the document: a line that would read as a heading
+ * or a code fence (a forged section, a second graph block) gets a backslash in front, which
+ * Markdown shows as nothing. Idempotent: an escaped line is not escaped again.
+ */
+export function inert(text: string): string {
+  return text.replace(/^([ \t]*)(#|```|~~~)/gm, '$1\\$2');
+}
+
+/** One line of text: a title or a name never spans lines. */
+function flat(text: string): string {
+  return inert(text.replace(/\s*\n\s*/g, ' '));
+}
+
+/**
+ * The state as it can be written: when its document would pass STATE_DOC_MAX_BYTES, long ledger
+ * lines are cut, then the oldest evidence, history and results lines give way (a line says how
+ * many), so the server never writes a document it could not read back. Throws a GraphError when
+ * even that is not enough (the graph alone is too large).
+ */
+export function fitState(state: ResearchState): ResearchState {
+  if (Buffer.byteLength(renderState(state)) <= STATE_DOC_MAX_BYTES) return state;
+  const cut = (line: string) => (line.length > LEDGER_LINE_MAX_CHARS ? `${line.slice(0, LEDGER_LINE_MAX_CHARS)}…` : line);
+  const fitted: ResearchState = { ...state, results: state.results.map(cut), evidence: state.evidence.map(cut), history: state.history.map(cut), verifier: state.verifier.map(cut) };
+  for (const ledger of ['evidence', 'history', 'results'] as const) {
+    let dropped = 0;
+    while (fitted[ledger].length > 1 && Buffer.byteLength(renderState(fitted)) > STATE_DOC_MAX_BYTES) {
+      const drop = Math.max(1, Math.ceil(fitted[ledger].length / 4));
+      fitted[ledger] = fitted[ledger].slice(drop);
+      dropped += drop;
+      fitted[ledger] = [`- (${dropped} earlier lines left out to keep the document under ${STATE_DOC_MAX_BYTES / 1024 / 1024} MB)`, ...fitted[ledger].filter((line) => !/^- \(\d+ earlier lines left out/.test(line))];
+    }
+    if (Buffer.byteLength(renderState(fitted)) <= STATE_DOC_MAX_BYTES) return fitted;
+  }
+  throw new GraphError(`the document would pass ${STATE_DOC_MAX_BYTES} bytes even with its ledgers cut`, []);
+}
+
+/**
  * Reads the document back: its sections, and its task graph parsed (YAML) and checked. A document
  * that cannot be used throws a GraphError naming the line and the reason.
  */
 export function parseState(text: string): ResearchState {
+  const size = Buffer.byteLength(text);
+  if (size > STATE_DOC_MAX_BYTES) throw new GraphError(`the document has ${size} bytes; it may have at most ${STATE_DOC_MAX_BYTES}`, [], 1);
   const section = (name: string): string => {
     const start = text.indexOf(`\n## ${name}\n`);
     if (start < 0) throw new GraphError(`the section "## ${name}" is missing`, [], lineAt(text, text.length));
@@ -189,7 +244,11 @@ export function parseState(text: string): ResearchState {
   };
   const spec = section('Problem spec');
   const [goalPart, constraintPart] = spec.split(/\n\s*Constraints:\s*\n/);
-  const fenceStart = text.indexOf(`\`\`\`${GRAPH_FENCE}\n`);
+  // The graph block is the one at the start of a line in the Task graph section, never one quoted elsewhere.
+  const graphSection = text.indexOf('\n## Task graph\n');
+  const fenceLine = graphSection < 0 ? -1 : text.indexOf(`\n\`\`\`${GRAPH_FENCE}\n`, graphSection);
+  const nextSection = graphSection < 0 ? -1 : text.indexOf('\n## ', graphSection + 1);
+  const fenceStart = fenceLine < 0 || (nextSection >= 0 && fenceLine > nextSection) ? -1 : fenceLine + 1;
   if (fenceStart < 0) throw new GraphError(`the task graph block (\`\`\`${GRAPH_FENCE}) is missing`, [], lineAt(text, text.indexOf('## Task graph')));
   const yamlStart = fenceStart + GRAPH_FENCE.length + 4;
   const yamlEnd = text.indexOf('\n```', yamlStart - 1);
@@ -210,6 +269,7 @@ export function parseState(text: string): ResearchState {
 
 /** The graph from its YAML, checked; errors name the document's line (`offset`: lines before the YAML). */
 export function parseGraphYaml(source: string, offset = 0): TaskGraph {
+  checkGraphSize(source, offset);
   const lineCounter = new LineCounter();
   const document = parseDocument(source, { lineCounter, prettyErrors: false });
   if (document.errors.length > 0) {
@@ -229,7 +289,14 @@ export function parseGraphYaml(source: string, offset = 0): TaskGraph {
     return line;
   };
   if (!isMap(document.contents)) throw new GraphError('the task graph must be a mapping with "stages"', [], offset + 1);
-  const parsed = TaskGraph.safeParse(document.toJS());
+  let data: unknown;
+  try {
+    // No aliases at all: one anchored list named many times would expand to gigabytes.
+    data = document.toJS({ maxAliasCount: 0 });
+  } catch {
+    throw new GraphError('the task graph may not use YAML aliases (*name); write each value out', [], offset + 1);
+  }
+  const parsed = TaskGraph.safeParse(data);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const path = issue.path.map((part) => (typeof part === 'symbol' ? String(part) : part));
@@ -242,6 +309,19 @@ export function parseGraphYaml(source: string, offset = 0): TaskGraph {
     throw error;
   }
   return parsed.data;
+}
+
+/** Refuses a graph whose YAML would cost too much to parse: too many lines or list items (counted, not parsed). */
+function checkGraphSize(source: string, offset: number): void {
+  let lines = 0;
+  let items = 0;
+  for (let index = 0; index < source.length; index++) {
+    const char = source.charCodeAt(index);
+    if (char === 0x0a) lines++;
+    else if (char === 0x2c || (char === 0x2d && source.charCodeAt(index + 1) === 0x20)) items++;
+  }
+  if (lines > GRAPH_MAX_LINES) throw new GraphError(`the task graph has ${lines} lines; it may have at most ${GRAPH_MAX_LINES}`, [], offset + 1);
+  if (items > GRAPH_MAX_ITEMS) throw new GraphError(`the task graph has ${items} list items; it may have at most ${GRAPH_MAX_ITEMS}`, [], offset + 1);
 }
 
 function lineAt(text: string, index: number): number {
