@@ -53,7 +53,7 @@ export type SessionDetail = z.infer<typeof SessionDetail>;
 
 /**
  * `GET /api/sessions/:id/events?after_seq=N&limit=M`: one page of the log (`limit` 1 to 10000,
- * default 1000). `last_seq` is where the next page starts; `has_more` says whether there is one.
+ * default 1000; about 4 MiB of events at most, always at least one). `last_seq` is where the next page starts; `has_more` says whether there is one.
  */
 export const SessionEvents = z.object({ events: z.array(LoggedEvent), last_seq: z.number().int(), has_more: z.boolean() });
 export type SessionEvents = z.infer<typeof SessionEvents>;

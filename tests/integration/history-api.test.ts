@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
-import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
+import { randomUUID } from 'node:crypto';
+import { sharedTestStore, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 import { TestClient } from '../helpers/ws-client.ts';
 
 let llm: ScriptedLlmServer;
@@ -111,5 +112,26 @@ describe('the history API', () => {
     const response = await api(`/api/sessions/${id}/events?after_seq=-1`);
     expect(response).toEqual({ status: 400, body: { error: { code: 'invalid_query', message: expect.any(String) } } });
     await client.close();
+  });
+
+  it('pages the log by bytes as well as by count: a page of huge events stops at about 4 MiB, always with at least one', async () => {
+    const store = await sharedTestStore();
+    const id = randomUUID();
+    await store.createSession(id);
+    const huge = 'x'.repeat(1024 * 1024);
+    for (let seq = 1; seq <= 10; seq++) await store.appendEvent(id, { type: 'assistant_message', seq, ts: new Date().toISOString(), content: huge });
+    const first = await api(`/api/sessions/${id}/events`);
+    expect(first.status).toBe(200);
+    expect(first.body.events.map((event: { seq: number }) => event.seq)).toEqual([1, 2, 3]);
+    expect(first.body).toMatchObject({ last_seq: 3, has_more: true });
+    const rest: number[] = [];
+    for (let after = 3, more = true; more; ) {
+      const page = await api(`/api/sessions/${id}/events?after_seq=${after}`);
+      rest.push(...page.body.events.map((event: { seq: number }) => event.seq));
+      ({ last_seq: after, has_more: more } = page.body);
+    }
+    expect(rest).toEqual([4, 5, 6, 7, 8, 9, 10]);
+    // A limit still applies when events are small; one event larger than the budget still comes, alone.
+    expect((await api(`/api/sessions/${id}/events?limit=2`)).body).toMatchObject({ last_seq: 2, has_more: true });
   });
 });

@@ -1,4 +1,4 @@
-import type { ErrorCode, SnapshotList } from '@stepwise/shared-types';
+import type { ErrorCode, LoggedEvent, SnapshotList } from '@stepwise/shared-types';
 import { listSnapshots } from './session-snapshots.ts';
 import type { HistoryMessage, RunSummary, SessionDetail, SessionEvents, SessionSummary } from '@stepwise/shared-types';
 import { inject, injectable } from 'tsyringe';
@@ -7,6 +7,10 @@ import { TOKENS } from '../tokens.ts';
 import { UUID } from '../util/ids.ts';
 import { SessionFiles } from '../files/session-files.ts';
 import { SessionManager } from './session-manager.ts';
+
+/** An events page holds about this many bytes of events at most (and always one), read this many at a time. */
+export const EVENTS_PAGE_MAX_BYTES = 4 * 1024 * 1024;
+const EVENTS_CHUNK = 200;
 
 
 /** Why a history request could not be answered. */
@@ -69,12 +73,33 @@ export class HistoryService {
    * One page of the event log: at most `limit` events after `afterSeq`. `last_seq` is the seq to ask
    * after for the next page (the session's last when the page is empty); `has_more` says whether to.
    */
+  /**
+   * A page of the session's log: at most `limit` events and about EVENTS_PAGE_MAX_BYTES of them
+   * (always at least one), read from the store a chunk at a time, so a log of huge events never
+   * costs more memory than one page.
+   */
   async events(id: string, afterSeq: number, limit: number): Promise<SessionEvents> {
     await this.find(id);
-    // One more than asked for tells whether another page follows, without counting the rest.
-    const events = await this.store.listEvents(id, afterSeq, limit + 1);
-    const hasMore = events.length > limit;
-    if (hasMore) events.length = limit;
+    const events: LoggedEvent[] = [];
+    let bytes = 0;
+    let hasMore = false;
+    let from = afterSeq;
+    for (;;) {
+      // One more than is left tells whether another page follows, without counting the rest.
+      const want = Math.min(EVENTS_CHUNK, limit + 1 - events.length);
+      const chunk = await this.store.listEvents(id, from, want);
+      for (const event of chunk) {
+        const size = JSON.stringify(event).length;
+        if (events.length === limit || (events.length > 0 && bytes + size > EVENTS_PAGE_MAX_BYTES)) {
+          hasMore = true;
+          break;
+        }
+        events.push(event);
+        bytes += size;
+      }
+      if (hasMore || chunk.length < want) break;
+      from = chunk.at(-1)!.seq;
+    }
     return { events, last_seq: events.at(-1)?.seq ?? (await this.store.lastSeq(id)), has_more: hasMore };
   }
 
