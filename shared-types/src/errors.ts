@@ -15,6 +15,7 @@ export const ERROR_CODES = {
   no_pending_input: { summary: 'The agent is not waiting for an answer' },
   not_resumable: { refusesChat: true, summary: 'That run cannot be continued' },
   unknown_snapshot: { refusesChat: true, summary: 'No snapshot or restore point has this id' },
+  too_many_snapshots: { summary: 'The chat holds as many snapshots as one chat may keep' },
   ambiguous_input: { summary: 'Several questions wait: the answer must name one' },
   invalid_answer: { summary: 'The answer is not one of the question’s choices; the question still waits' },
   unknown_tool: { refusesChat: true, summary: 'A named tool does not exist' },

@@ -138,4 +138,28 @@ describe('snapshots and rollback', () => {
     expect(resumed.find((event) => event.type === 'assistant_message')).toMatchObject({ content: 'Counted to 3.' });
     expect(summarize(resumed).filter((name) => name.startsWith('agent_turn_start'))).toEqual(['agent_turn_start:3']);
   });
+
+  it('a chat keeps at most 100 snapshots: the next save or rollback is refused with too_many_snapshots and nothing changes', async () => {
+    llm = await ScriptedLlmServer.start();
+    server = await startStepwiseWithModel(llm.url, { MAX_MESSAGES_PER_SECOND: '1000' });
+    client = await TestClient.connect(server.wsUrl);
+    counting(llm, 1);
+    await say(client, 'Hello');
+    for (let index = 0; index < 100; index++) {
+      const from = client.events.length;
+      client.send({ type: 'snapshot_save', label: `s${index}` });
+      await client.waitFor('snapshot_saved', { from });
+    }
+    const saved = (await snapshotList(server, client)).filter((snapshot) => snapshot.kind === 'manual');
+    expect(saved).toHaveLength(100);
+    let from = client.events.length;
+    client.send({ type: 'snapshot_save', label: 'one too many' });
+    expect(await client.waitFor('error', { from })).toMatchObject({ code: 'too_many_snapshots' });
+    from = client.events.length;
+    client.send({ type: 'snapshot_rollback', snapshot_id: saved[0]!.snapshot_id });
+    expect(await client.waitFor('error', { from })).toMatchObject({ code: 'too_many_snapshots' });
+    expect(client.events.slice(from).some((event) => event.type === 'session_rolled_back')).toBe(false);
+    expect((await snapshotList(server, client)).filter((snapshot) => snapshot.kind !== 'step')).toHaveLength(100);
+  });
 });
+

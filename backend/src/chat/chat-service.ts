@@ -9,7 +9,7 @@ import type { RunRecord, Store } from '../store/store.ts';
 import type { ChatDependencies } from './chat-dependencies.ts';
 import { sessionEvents } from './run-endings.ts';
 import { PLAIN_CHAT, type RunPastWithHistory, SessionRuns } from './session-runs.ts';
-import { SessionSnapshots } from './session-snapshots.ts';
+import { SessionSnapshots, SnapshotLimitError } from './session-snapshots.ts';
 import type { SessionEventLog } from './session-event-log.ts';
 
 /** Who sent a message: the client's address, whose share of the run slots a new run takes. */
@@ -242,6 +242,9 @@ export class ChatService {
       if (cluster) await this.log.syncFromStore();
       await this.ensureStored();
       return await work();
+    } catch (error) {
+      if (error instanceof SnapshotLimitError) return reject('too_many_snapshots', error.message);
+      throw error;
     } finally {
       this.snapshotting = false;
       if (cluster && !this.active) await cluster.release(this.sessionId, null);

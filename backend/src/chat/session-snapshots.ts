@@ -9,6 +9,15 @@ import type { SessionEventLog } from './session-event-log.ts';
 import { PLAIN_CHAT, type RunPastWithHistory, trimToBudget } from './session-runs.ts';
 
 const SCAN_PAGE_SIZE = 1_000;
+/** The most snapshots (saved, and those rollbacks keep) one session may hold: each is a copy of its history. */
+export const SNAPSHOTS_PER_SESSION = 100;
+
+/** The session holds SNAPSHOTS_PER_SESSION snapshots already: nothing was saved or rolled back. */
+export class SnapshotLimitError extends Error {
+  constructor() {
+    super(`This chat holds ${SNAPSHOTS_PER_SESSION} snapshots, the most one chat may keep (a rollback keeps one too); start a new chat to keep more`);
+  }
+}
 const STEP_POINT = /^step:([0-9a-f-]{36}):(\d+)$/i;
 
 /** A restore point or a snapshot, found: what the session's history becomes, and the run to go on with. */
@@ -116,6 +125,7 @@ export class SessionSnapshots {
   }
 
   private async keep(kind: SnapshotRecord['kind'], label: string): Promise<SnapshotRecord> {
+    if ((await this.deps.store.listSnapshots(this.sessionId)).length >= SNAPSHOTS_PER_SESSION) throw new SnapshotLimitError();
     const runs = await this.deps.store.listRuns(this.sessionId);
     const last = runs.at(-1);
     return this.deps.store.saveSnapshot({
