@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
-import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
+import { sharedTestStore, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
 let llm: ScriptedLlmServer | undefined;
@@ -152,6 +152,12 @@ describe('snapshots and rollback', () => {
     }
     const saved = (await snapshotList(server, client)).filter((snapshot) => snapshot.kind === 'manual');
     expect(saved).toHaveLength(100);
+    // The history is kept once: each later snapshot names the one before it and holds nothing of its own.
+    const store = await sharedTestStore();
+    const first = (await store.getSnapshot(saved[0]!.snapshot_id))!;
+    const lastSaved = (await store.getSnapshot(saved[99]!.snapshot_id))!;
+    expect(first.messages.length).toBeGreaterThan(0);
+    expect(lastSaved).toMatchObject({ base: { id: saved[98]!.snapshot_id, count: first.messages.length }, messages: [] });
     let from = client.events.length;
     client.send({ type: 'snapshot_save', label: 'one too many' });
     expect(await client.waitFor('error', { from })).toMatchObject({ code: 'too_many_snapshots' });

@@ -32,9 +32,9 @@ interface Target {
 }
 
 /**
- * A session's snapshots and restore points. A snapshot is an immutable copy of the working state
- * (the model's history); the end of every step of every agent run is a restore point. Rolling back
- * makes one the working state again (the log stays as it was and records the rollback; the state
+ * A session's snapshots and restore points. A snapshot is the working state (the model's history)
+ * as it was, immutable; what it shares with the snapshot before it is kept once. The end of every
+ * step of every agent run is a restore point. Rolling back makes one the working state again (the log stays as it was and records the rollback; the state
  * before is kept as a snapshot of kind `rollback`); resuming from one rolls back and goes on with
  * its run from there, through the run journal.
  */
@@ -124,11 +124,20 @@ export class SessionSnapshots {
     };
   }
 
+  /**
+   * Saves the working state as a snapshot. What it shares with the session's latest snapshot (the
+   * history up to where they part) is kept once: the new one names that snapshot and holds only
+   * the messages after the shared part.
+   */
   private async keep(kind: SnapshotRecord['kind'], label: string): Promise<SnapshotRecord> {
-    if ((await this.deps.store.listSnapshots(this.sessionId)).length >= SNAPSHOTS_PER_SESSION) throw new SnapshotLimitError();
-    const runs = await this.deps.store.listRuns(this.sessionId);
-    const last = runs.at(-1);
-    return this.deps.store.saveSnapshot({
+    const { store } = this.deps;
+    const snapshots = await store.listSnapshots(this.sessionId);
+    if (snapshots.length >= SNAPSHOTS_PER_SESSION) throw new SnapshotLimitError();
+    const last = (await store.listRuns(this.sessionId)).at(-1);
+    const messages = await store.listMessages(this.sessionId);
+    const latest = snapshots.at(-1);
+    const shared = latest ? sharedPrefix(await this.messagesOf(latest.id), messages) : 0;
+    return store.saveSnapshot({
       id: randomUUID(),
       sessionId: this.sessionId,
       label: label.slice(0, 200),
@@ -136,8 +145,18 @@ export class SessionSnapshots {
       runId: last?.id,
       step: last?.steps ?? undefined,
       atSeq: this.log.lastSeq,
-      messages: await this.deps.store.listMessages(this.sessionId),
+      messages: messages.slice(shared),
+      ...(latest && shared > 0 ? { base: { id: latest.id, count: shared } } : {}),
     });
+  }
+
+  /** A snapshot's whole history: the shared part of its base (followed back; bases are older snapshots of the session), then its own. */
+  private async messagesOf(id: string, depth = 0): Promise<MessageRecord[]> {
+    const snapshot = await this.deps.store.getSnapshot(id);
+    if (!snapshot) return [];
+    if (!snapshot.base || depth >= SNAPSHOTS_PER_SESSION) return snapshot.messages;
+    const base = await this.messagesOf(snapshot.base.id, depth + 1);
+    return [...base.slice(0, snapshot.base.count), ...snapshot.messages];
   }
 
   /** A snapshot of this session, or the end of a step of one of its runs. */
@@ -147,7 +166,7 @@ export class SessionSnapshots {
       const snapshot = await this.deps.store.getSnapshot(id);
       if (!snapshot || snapshot.sessionId !== this.sessionId) return undefined;
       const run = snapshot.runId ? await this.deps.store.getRun(snapshot.runId) : undefined;
-      return { id, label: snapshot.label, atSeq: snapshot.atSeq, messages: snapshot.messages, run };
+      return { id, label: snapshot.label, atSeq: snapshot.atSeq, messages: await this.messagesOf(id), run };
     }
     const [, runId, stepText] = point;
     const step = Number(stepText);
@@ -233,3 +252,9 @@ async function stepEnds(store: ChatDependencies['store'], sessionId: string): Pr
   }
 }
 
+/** How many first messages two histories share. */
+function sharedPrefix(earlier: MessageRecord[], now: MessageRecord[]): number {
+  let shared = 0;
+  while (shared < earlier.length && shared < now.length && JSON.stringify(earlier[shared]) === JSON.stringify(now[shared])) shared++;
+  return shared;
+}

@@ -2,6 +2,7 @@ import type { LoggedEvent } from '@stepwise/shared-types';
 import type { LlmMessage } from '../messages.ts';
 import type { SqlDatabase } from './sql-database.ts';
 import { type JournalEntry, type MessageRecord, type SnapshotRecord, type NewRun, type RunEnd, type RunRecord, type SessionRecord, type Store, titleFrom } from './store.ts';
+import { fromSnapshotColumn, toSnapshotColumn } from './snapshot-column.ts';
 
 interface SessionRow {
   id: string;
@@ -225,7 +226,7 @@ export class SqlStore implements Store {
     const [row] = await this.db.query<{ created_at: Date | string }>(
       `insert into snapshots (id, session_id, label, kind, run_id, step, at_seq, messages)
        values ($1, $2, $3, $4, $5, $6, $7, $8) returning created_at`,
-      [snapshot.id, snapshot.sessionId, snapshot.label, snapshot.kind, snapshot.runId ?? null, snapshot.step ?? null, snapshot.atSeq, json(snapshot.messages)],
+      [snapshot.id, snapshot.sessionId, snapshot.label, snapshot.kind, snapshot.runId ?? null, snapshot.step ?? null, snapshot.atSeq, json(toSnapshotColumn(snapshot))],
     );
     return { ...snapshot, createdAt: new Date(row!.created_at).toISOString() };
   }
@@ -233,7 +234,7 @@ export class SqlStore implements Store {
   async getSnapshot(id: string): Promise<SnapshotRecord | undefined> {
     if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)) return undefined;
     const [row] = await this.db.query<SnapshotRow & { messages: unknown }>('select * from snapshots where id = $1', [id]);
-    return row && { ...toSnapshot(row), messages: parsed<MessageRecord[]>(row.messages) };
+    return row && { ...toSnapshot(row), ...fromSnapshotColumn(parsed<unknown>(row.messages)) };
   }
 
   async listSnapshots(sessionId: string): Promise<Omit<SnapshotRecord, 'messages'>[]> {

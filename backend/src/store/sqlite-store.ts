@@ -2,6 +2,7 @@ import type { LoggedEvent } from '@stepwise/shared-types';
 import type { LlmMessage } from '../messages.ts';
 import { closeSqliteDatabase, type SqliteConnection } from './sqlite-database.ts';
 import { type JournalEntry, type MessageRecord, type SnapshotRecord, type NewRun, type RunEnd, type RunRecord, type SessionRecord, type Store, titleFrom } from './store.ts';
+import { fromSnapshotColumn, toSnapshotColumn } from './snapshot-column.ts';
 
 interface SessionRow {
   id: string;
@@ -233,7 +234,7 @@ export class SqliteStore implements Store {
       snapshot.runId ?? null,
       snapshot.step ?? null,
       snapshot.atSeq,
-      JSON.stringify(snapshot.messages),
+      JSON.stringify(toSnapshotColumn(snapshot)),
       createdAt,
     ]);
     return { ...snapshot, createdAt };
@@ -241,7 +242,7 @@ export class SqliteStore implements Store {
 
   async getSnapshot(id: string): Promise<SnapshotRecord | undefined> {
     const row = this.statements.getSnapshot.get([id]) as (SnapshotRow & { messages: string }) | undefined;
-    return row && { ...toSnapshot(row), messages: JSON.parse(row.messages) as MessageRecord[] };
+    return row && { ...toSnapshot(row), ...fromSnapshotColumn(JSON.parse(row.messages)) };
   }
 
   async listSnapshots(sessionId: string): Promise<Omit<SnapshotRecord, 'messages'>[]> {

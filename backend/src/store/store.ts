@@ -132,7 +132,10 @@ export interface SnapshotRecord {
   /** The session's last seq when it was saved. */
   atSeq: number;
   createdAt: string;
+  /** The messages the snapshot holds itself: all of them, or those after its base's. */
   messages: MessageRecord[];
+  /** Its first `count` messages are the first `count` of snapshot `id` (an earlier one of its session), kept once. */
+  base?: { id: string; count: number } | undefined;
 }
 
 /** The title a session gets from its first user message. */
