@@ -34,9 +34,10 @@ interface Target {
 /**
  * A session's snapshots and restore points. A snapshot is the working state (the model's history)
  * as it was, immutable; what it shares with the snapshot before it is kept once. The end of every
- * step of every agent run is a restore point. Rolling back makes one the working state again (the log stays as it was and records the rollback; the state
- * before is kept as a snapshot of kind `rollback`); resuming from one rolls back and goes on with
- * its run from there, through the run journal.
+ * step of every agent run is a restore point. Rolling back makes one the working state again (the
+ * log stays as it was and records the rollback; the state before is kept as a snapshot of kind
+ * `rollback`); resuming from one rolls back and goes on with its run from there, through the run
+ * journal.
  */
 export class SessionSnapshots {
   constructor(
