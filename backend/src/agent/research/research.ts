@@ -438,6 +438,11 @@ async function blocked(run: ResearchRun, doc: StateDocument, state: ResearchStat
   return { answer: `${why} ${progressLine(state)} Send another message to go on (its text joins the history log as guidance).`, steps: cycle, reason: 'verifier_blocked' };
 }
 
+/** A title or name on the wire: the graph event stays small (at most STATE_DOC_MAX_TASKS tasks of this much), the document keeps it whole. */
+const GRAPH_EVENT_TEXT_MAX_CHARS = 200;
+const short = (text: string) => (text.length > GRAPH_EVENT_TEXT_MAX_CHARS ? `${text.slice(0, GRAPH_EVENT_TEXT_MAX_CHARS)}…` : text);
+
+/** The graph as the web app draws it: each stage and task, bounded in size (the whole is in the document). */
 async function emitGraph(run: ResearchRun, state: ResearchState): Promise<void> {
   const event: Omit<AgentTaskGraph, 'seq' | 'ts'> = {
     type: 'agent_update',
@@ -447,10 +452,10 @@ async function emitGraph(run: ResearchRun, state: ResearchState): Promise<void> 
     version: state.graph.version,
     stages: state.graph.stages.map((stage) => ({
       id: stage.id,
-      name: stage.name,
+      name: short(stage.name),
       status: stage.status,
       ...(stage.verdict ? { verdict: stage.verdict } : {}),
-      tasks: stage.tasks.map((task) => ({ id: task.id, title: task.title, agent: task.agent, status: task.status, depends_on: [...task.depends_on] })),
+      tasks: stage.tasks.map((task) => ({ id: task.id, title: short(task.title), agent: task.agent, status: task.status, depends_on: [...task.depends_on] })),
     })),
   };
   await run.sink.emit(event);
