@@ -27,7 +27,7 @@ describe('research state under attack', () => {
     const plan = {
       stages: [
         { id: '1', name: 'First', verifier_criteria: [], tasks: [task('1.1'), task('1.2')] },
-        { id: '2', name: 'Second', verifier_criteria: [], tasks: [task('2.1')] },
+        { id: '2', name: 'Second', verifier_criteria: [], tasks: [{ ...task('2.1'), title: `Long ${'t'.repeat(5_000)}` }] },
       ],
     };
     const pass = JSON.stringify({ verdict: 'PASS', issues: [], follow_up_tasks: [] });
@@ -62,6 +62,10 @@ describe('research state under attack', () => {
     expect(summarize(events).slice(-2)).toEqual(['agent_completion:answered', 'response_complete']);
 
     const doc = await fileText('RESEARCH_STATE.md');
+    // The graph event carries titles cut short; the document keeps them whole.
+    const graphs = events.filter((event) => event.update_type === 'agent_task_graph') as { stages: { tasks: { title: string }[] }[] }[];
+    expect(Math.max(...graphs.flatMap((graph) => graph.stages.flatMap((stage) => stage.tasks.map((each) => each.title.length))))).toBe(201);
+    expect(doc).toContain(`Long ${'t'.repeat(5_000)}`);
     // The graph read back is the one the strategy wrote: both stages, passed, version 1.
     const graph = doc.slice(doc.indexOf('## Task graph'));
     expect(graph).toContain('name: First');
