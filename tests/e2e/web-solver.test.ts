@@ -28,6 +28,8 @@ describe('a solver run in the web app', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }
     await live();
 
     await page.getByRole('combobox', { name: 'Strategy' }).selectOption({ label: 'Staged solver' });
+    // Stages advance by themselves unless the person asks to confirm each one.
+    await page.getByRole('checkbox', { name: 'Auto advance' }).uncheck();
     await ask(page, 'Problem: what is (17+25)*3?');
     await choose('Yes', 'Go on to the approach evaluator?');
     await choose('Yes', 'Go on to the problem solver?');

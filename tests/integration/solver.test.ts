@@ -120,7 +120,7 @@ describe('solver on the wire', () => {
     );
     server = await startStepwiseWithModel(llm.url, { LLM_MAX_RETRIES: '0' });
     client = await TestClient.connect(server.wsUrl);
-    client.chat('Problem: what is 6*7?', { agent_mode: true, strategy: 'solver', strategy_options: { approaches: false } });
+    client.chat('Problem: what is 6*7?', { agent_mode: true, strategy: 'solver', strategy_options: { approaches: false, auto_advance: false } });
     await answerNext('Yes', 0);
     const failedRun = (await client.untilComplete()) as Event[];
     expect(summarize(failedRun).some((kind) => kind.startsWith('agent_error'))).toBe(true);
@@ -137,7 +137,7 @@ describe('solver on the wire', () => {
   it('snapshot → rollback → resume from the snapshot, on the demo model', async () => {
     server = await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0' });
     client = await TestClient.connect(server.wsUrl);
-    client.chat('Problem: what is (17+25)*3?', { agent_mode: true, strategy: 'solver', strategy_options: { approaches: false } });
+    client.chat('Problem: what is (17+25)*3?', { agent_mode: true, strategy: 'solver', strategy_options: { approaches: false, auto_advance: false } });
     const yes = await answerNext('Yes', 0);
     await answerNext('No', client.events.indexOf(yes as never) + 1);
     await client.untilComplete();

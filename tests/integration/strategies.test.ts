@@ -57,7 +57,7 @@ describe('strategies on the wire', () => {
         options_schema: expect.objectContaining({
           properties: expect.objectContaining({
             approaches: expect.objectContaining({ default: true }),
-            auto_advance: expect.objectContaining({ default: false }),
+            auto_advance: expect.objectContaining({ default: true }),
             max_loops: expect.objectContaining({ default: 3 }),
             require_keyword: expect.objectContaining({ default: false }),
           }),

@@ -18,7 +18,7 @@ describe('the plan_execute demo model', () => {
     expect((plan!.steps as unknown[]).length).toBeLessThanOrEqual(4);
     const results = sink.events.filter((event) => event.type === 'tool_complete').map((event) => String((event as { result: unknown }).result));
     expect(results).toEqual(['84', '99', '33']);
-    expect(done.status === 'completed' && done.answer).toMatch(/^\*\*\(\(12\*7\) \+ 15\) \/ 3 = 33\.\*\*/);
+    expect(done.status === 'completed' && done.answer).toMatch(/^`\(\(12\*7\) \+ 15\) \/ 3` = \*\*33\*\*\./);
     expect(updates(sink.events, 'agent_plan_step').filter((event) => event.status === 'done')).toHaveLength(3);
     expect(updates(sink.events, 'agent_run_metadata')[0]).toMatchObject({ summary: { succeeded: 3, failed: 0, success_rate: 1 } });
   });

@@ -104,7 +104,7 @@ describe('the solver strategy', () => {
 
   it('asks before each next stage unless auto-advance, naming it with Yes / No; No pauses the run', async () => {
     const llm = model(() => ({ action: 'FINAL', final_answer: 'x' }));
-    const run = start(llm, { approaches: false });
+    const run = start(llm, { approaches: false, auto_advance: false });
     await answerQuestions(run, (question) => (String(question.question).includes('orchestrator') ? 'No' : 'Yes'));
     expect(await run.outcome).toMatchObject({ status: 'stopped', reason: 'paused' });
     const questions = updates(run.sink.events, 'agent_request_input');
@@ -138,7 +138,7 @@ describe('the solver strategy', () => {
       () => ({ action: 'FINAL' }),
       (request) => (request.purpose === 'solver.problem_solver' ? { error: new ModelError('The model endpoint answered 500') } : undefined),
     );
-    const manual = start(broken, { approaches: false });
+    const manual = start(broken, { approaches: false, auto_advance: false });
     expect(await manual.outcome).toMatchObject({ status: 'failed' });
     expect(broken.purposes()).toEqual(['solver.problem_solver']);
 

@@ -1,4 +1,5 @@
-import type { CompletionRequest } from '../llm/llm-client.ts';
+import type { CompletionRequest, LlmToolCall } from '../llm/llm-client.ts';
+import { evaluateExpression } from '../tools/expression.ts';
 
 /**
  * The demo model's understanding of a request, shared by every strategy's demo responder: the
@@ -227,6 +228,26 @@ export function findChain(text: string): ChainLink[] {
   return whole ? [{ expression: whole, words: whole }] : [];
 }
 
+/** A whole chain as one expression: "First compute 12*7, then add 15, divide by 3" is `((12*7) + 15) / 3`. */
+export function chainExpression(chain: ChainLink[]): string | undefined {
+  const [first, ...rest] = chain;
+  if (!first?.expression) return undefined;
+  let expression = first.expression;
+  for (const link of rest) expression = `(${expression}) ${link.operator} ${link.operand}`;
+  return expression;
+}
+
+/** The chain's result, computed here (as the calculator computes it): the demo model checks an answer against it, never guesses. */
+export function chainResult(chain: ChainLink[]): string | undefined {
+  const expression = chainExpression(chain);
+  if (!expression) return undefined;
+  try {
+    return String(evaluateExpression(expression));
+  } catch {
+    return undefined;
+  }
+}
+
 /** The expression of link `index`, applied to the running value the calculator gave for the one before. */
 export function linkExpression(chain: ChainLink[], calculations: string[], index: number): string | undefined {
   const link = chain[index];
@@ -261,4 +282,74 @@ export function summarize(name: string, result: string): string {
   if (headings.length) parts.push(`Sections: ${headings.slice(0, 8).join('; ')}.`);
   if (sentences.length) parts.push(`It begins: ${sentences.join(' ')}`);
   return parts.join('\n\n');
+}
+
+/**
+ * The tool call the request needs next (the same in every strategy): the calculator for the next
+ * link of a calculation, the clock, a file, a tool the user named, or a question when the request
+ * is vague; `notEnabled` names a needed tool this run may not use.
+ */
+export function nextToolCall(situation: Situation): { next: Next | undefined; call?: LlmToolCall; notEnabled?: string } {
+  const next = pending(situation);
+  const name = next === 'named' ? situation.named!.name : next;
+  if (!next || !name) return { next };
+  if (next !== 'request_input' && !situation.offered.has(name)) return { next, notEnabled: name };
+  const args: Record<Next, unknown> = {
+    calculator: { expression: situation.expression },
+    current_time: {},
+    read_file: { name: situation.file },
+    list_files: {},
+    named: situation.named?.arguments ?? {},
+    request_input: {
+      question: `Could you tell me a bit more about what you need with "${shorten(situation.question)}"? For example, a calculation I should do.`,
+    },
+  };
+  return { next, call: { id: `call_demo_${name.replace(/[^A-Za-z0-9_-]/g, '_')}`, name, arguments: JSON.stringify(args[next]) } };
+}
+
+/**
+ * What the results so far say (a line each, for an observation) and the answer's parts (a
+ * calculation step by step, the time, a file's real summary, a missing file said plainly, other
+ * tools' results): every strategy's demo answers from these, so they all answer alike.
+ */
+export function findingsOf(situation: Situation): { findings: string[]; answers: string[] } {
+  const { results, expression } = situation;
+  const findings: string[] = [];
+  const answers: string[] = [];
+  const calculation = situation.calculations.at(-1);
+  if (calculation !== undefined) {
+    const failed = calculation.startsWith('Error:');
+    const done = situation.calculations.length;
+    const evaluated = done > 1 ? linkExpression(situation.chain, situation.calculations, done - 1) : (situation.chain[0]?.expression ?? expression);
+    findings.push(failed ? `The calculator could not evaluate ${evaluated} (${calculation}).` : `${evaluated} = ${calculation}.`);
+    if (failed) answers.push(`I could not evaluate \`${evaluated}\`: ${calculation.replace(/^Error:\s*/, '')}`);
+    else if (situation.chain.length > 1) answers.push(chainAnswer(situation));
+    else answers.push(`\`${evaluated}\` = **${calculation}**`);
+  }
+  const time = results.get('current_time');
+  if (time !== undefined) {
+    findings.push(`The clock says ${time}.`);
+    answers.push(`It is now **${time}** (UTC).`);
+  }
+  const read = results.get('read_file');
+  if (read !== undefined && !read.startsWith('Error:')) {
+    findings.push(`I read ${situation.file ?? 'the file'}.`);
+    answers.push(summarize(situation.file ?? 'the file', read));
+  }
+  if (situation.missingFile) {
+    findings.push(`There is no file ${situation.missingFile} in this chat.`);
+    answers.push(`I could not summarize **${situation.missingFile}**: this chat has no such file. Attach it with the paperclip (or drop it on the page) and ask again.`);
+  }
+  for (const [tool, label] of [
+    ...(read !== undefined && read.startsWith('Error:') ? [['read_file', 'The file says']] : []),
+    ['list_files', 'The session has these files'],
+    ...(situation.named ? [[situation.named.name, `${situation.named.name} returned`]] : []),
+  ] as const) {
+    const result = results.get(tool);
+    if (result === undefined) continue;
+    const failed = result.startsWith('Error:');
+    findings.push(failed ? `${tool} failed (${shorten(result)}).` : `${label}: ${shorten(result)}`);
+    answers.push(failed ? `\`${tool}\` failed: ${result.replace(/^Error:\s*/, '')}` : `${label}:\n\n\`\`\`\n${result.slice(0, 2_000)}\n\`\`\``);
+  }
+  return { findings, answers };
 }

@@ -1,6 +1,6 @@
 import type { Todo } from '@stepwise/shared-types';
 import type { CompletionRequest, CompletionResult, DemoKit, LlmToolCall } from '../../llm/llm-client.ts';
-import { readSituation, shorten } from '../demo-language.ts';
+import { findingsOf, nextToolCall, readSituation, shorten } from '../demo-language.ts';
 import { TODO_TOOL } from './todos.ts';
 
 const COUNTS: Record<string, number> = { two: 2, three: 3, four: 4, five: 5, '2': 2, '3': 3, '4': 4, '5': 5 };
@@ -41,12 +41,13 @@ export async function autonomousDemo(request: CompletionRequest, demo: DemoKit):
     const summary = todos.map((todo) => `- ${factFor(todo)}`).join('\n');
     return demo.say(`Here is what I found, one todo at a time:\n\n${summary}\n\n${'[WORKFLOW_COMPLETE]'}`, request);
   }
-  // A single request: the calculator when there is arithmetic to do, then the answer.
-  const result = situation.calculations.at(-1);
-  if (situation.expression && offered.has('calculator') && result === undefined) {
-    return call('', 'calculator', { expression: situation.expression });
-  }
-  if (result !== undefined) return demo.say(`\`${situation.expression ?? 'The expression'}\` = **${result}**`, request);
+  // A single request: the tool calls it needs one at a time (every link of a calculation, the
+  // clock, a file), as every strategy's demo does them; then the answer from what they gave.
+  const needed = nextToolCall(situation);
+  if (needed.call && needed.next !== 'request_input') return { text: '', toolCalls: [needed.call] };
+  const { answers } = findingsOf(situation);
+  if (needed.notEnabled) answers.push(`The **${needed.notEnabled}** tool is not enabled for this run; tick it under Tools to let me do this.`);
+  if (answers.length > 0) return demo.say(answers.join('\n\n'), request);
   return demo.say(
     `You asked: “${shorten(situation.question)}”. I work best on a request with several parts — try “tell three short facts about octopus and keep a list”.`,
     request,

@@ -52,7 +52,7 @@ const step = (goal: string, tool: string | undefined, argument: string, success:
   context: tool ? `Use ${tool}${argument ? ` on: ${argument}` : ''}` : argument,
 });
 
-/** 2–4 steps for what the demo can do: a calculation (a chain, link by link), the time, a file. */
+/** A step for each part of the request the demo can do: a calculation (a chain, link by link: every link, never fewer), the time, a file. */
 function firstPlan(request: CompletionRequest): DemoStep[] {
   const situation = readSituation(request);
   const tools = new Set(toolNames(request));
@@ -60,7 +60,7 @@ function firstPlan(request: CompletionRequest): DemoStep[] {
   const chain = findChain(situation.question);
   if (chain.length > 0 && tools.has('calculator')) {
     let running = '';
-    for (const link of chain.slice(0, 3)) {
+    for (const link of chain) {
       running = link.expression ?? `(${running}) ${link.operator} ${link.operand}`;
       steps.push(step(`Compute ${running}`, 'calculator', running, 'The calculator returns a number.'));
     }
@@ -75,7 +75,7 @@ function firstPlan(request: CompletionRequest): DemoStep[] {
     steps.push(step(`Summarize ${situation.missingFile}`, undefined, `Summarize file: ${situation.missingFile}`, 'A summary is written.'));
   }
   if (steps.length === 1) steps.push(step('Check the result answers the request', undefined, 'Check', 'The findings answer the request.'));
-  return steps.slice(0, 4);
+  return steps;
 }
 
 /** After a step found a file missing: tell the user how to attach it, instead of summarizing nothing. */
@@ -154,5 +154,11 @@ function synthesisReply(request: CompletionRequest): string {
   if (steps.length === 0) return fallbackAnswer(readSituation(request));
   const found = steps.filter((each) => each.status === 'done' && each.observation).at(-1);
   const lines = steps.map((each) => `${each.index}. ${each.goal} — ${each.status}${each.observation ? `: ${each.observation}` : ''}`);
-  return [found ? `**${found.observation}**` : 'The plan did not reach an answer.', 'How I got there:', lines.join('\n'), ...(notes ? [notes] : [])].join('\n\n');
+  return [found ? resultLine(found.observation) : 'The plan did not reach an answer.', 'How I got there:', lines.join('\n'), ...(notes ? [notes] : [])].join('\n\n');
+}
+
+/** The finding that answers: a calculation's result in bold ("… = **29**."), anything else bold whole. */
+function resultLine(observation: string): string {
+  const calculated = /^(.*) = (-?\d+(?:\.\d+)?)\.$/.exec(observation);
+  return calculated ? `\`${calculated[1]}\` = **${calculated[2]}**.` : `**${observation}**`;
 }

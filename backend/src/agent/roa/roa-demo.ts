@@ -1,17 +1,5 @@
-import type { CompletionRequest, CompletionResult, DemoKit, LlmToolCall } from '../../llm/llm-client.ts';
-import {
-  block,
-  chainAnswer,
-  fallbackAnswer,
-  linkExpression,
-  type Next,
-  pending,
-  readSituation,
-  shorten,
-  type Situation,
-  summarize,
-  unavailable,
-} from '../demo-language.ts';
+import type { CompletionRequest, CompletionResult, DemoKit } from '../../llm/llm-client.ts';
+import { block, fallbackAnswer, findingsOf, type Next, nextToolCall, pending, readSituation, shorten, type Situation, unavailable } from '../demo-language.ts';
 
 /** The demo model's answers to roa's calls, by purpose: it plans, calls one tool a step, observes. */
 export async function roaDemo(request: CompletionRequest, demo: DemoKit): Promise<CompletionResult> {
@@ -59,64 +47,13 @@ function reasonReply(situation: Situation): string {
 }
 
 function actReply(situation: Situation): CompletionResult {
-  const next = pending(situation);
-  const name = next === 'named' ? situation.named!.name : next;
-  if (!next || !name || (next !== 'request_input' && !situation.offered.has(name))) {
-    return { text: next ? `The ${name} tool is not enabled for this run.` : 'No tool is needed.', toolCalls: [] };
-  }
-  const args: Record<Next, unknown> = {
-    calculator: { expression: situation.expression },
-    current_time: {},
-    read_file: { name: situation.file },
-    list_files: {},
-    named: situation.named?.arguments ?? {},
-    request_input: {
-      question: `Could you tell me a bit more about what you need with "${shorten(situation.question)}"? For example, a calculation I should do.`,
-    },
-  };
-  const call: LlmToolCall = { id: `call_demo_${name.replace(/[^A-Za-z0-9_-]/g, '_')}`, name, arguments: JSON.stringify(args[next]) };
-  return { text: '', toolCalls: [call] };
+  const next = nextToolCall(situation);
+  if (next.call) return { text: '', toolCalls: [next.call] };
+  return { text: next.notEnabled ? `The ${next.notEnabled} tool is not enabled for this run.` : 'No tool is needed.', toolCalls: [] };
 }
 
 function observeReply(situation: Situation): string {
-  const { results, expression } = situation;
-  const findings: string[] = [];
-  const answers: string[] = [];
-  const calculation = situation.calculations.at(-1);
-  if (calculation !== undefined) {
-    const failed = calculation.startsWith('Error:');
-    const done = situation.calculations.length;
-    const evaluated = done > 1 ? linkExpression(situation.chain, situation.calculations, done - 1) : (situation.chain[0]?.expression ?? expression);
-    findings.push(failed ? `The calculator could not evaluate ${evaluated} (${calculation}).` : `${evaluated} = ${calculation}.`);
-    if (failed) answers.push(`I could not evaluate \`${evaluated}\`: ${calculation.replace(/^Error:\s*/, '')}`);
-    else if (situation.chain.length > 1) answers.push(chainAnswer(situation));
-    else answers.push(`\`${evaluated}\` = **${calculation}**`);
-  }
-  const time = results.get('current_time');
-  if (time !== undefined) {
-    findings.push(`The clock says ${time}.`);
-    answers.push(`It is now **${time}** (UTC).`);
-  }
-  const read = results.get('read_file');
-  if (read !== undefined && !read.startsWith('Error:')) {
-    findings.push(`I read ${situation.file ?? 'the file'}.`);
-    answers.push(summarize(situation.file ?? 'the file', read));
-  }
-  if (situation.missingFile) {
-    findings.push(`There is no file ${situation.missingFile} in this chat.`);
-    answers.push(`I could not summarize **${situation.missingFile}**: this chat has no such file. Attach it with the paperclip (or drop it on the page) and ask again.`);
-  }
-  for (const [tool, label] of [
-    ...(read !== undefined && read.startsWith('Error:') ? [['read_file', 'The file says']] : []),
-    ['list_files', 'The session has these files'],
-    ...(situation.named ? [[situation.named.name, `${situation.named.name} returned`]] : []),
-  ] as const) {
-    const result = results.get(tool);
-    if (result === undefined) continue;
-    const failed = result.startsWith('Error:');
-    findings.push(failed ? `${tool} failed (${shorten(result)}).` : `${label}: ${shorten(result)}`);
-    answers.push(failed ? `\`${tool}\` failed: ${result.replace(/^Error:\s*/, '')}` : `${label}:\n\n\`\`\`\n${result.slice(0, 2_000)}\n\`\`\``);
-  }
+  const { findings, answers } = findingsOf(situation);
   if (situation.clarification !== undefined) findings.push(`The user clarified: "${shorten(situation.clarification)}".`);
   const unfinished = pending(situation);
   const missing = unavailable(situation, unfinished);

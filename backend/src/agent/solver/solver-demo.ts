@@ -1,13 +1,15 @@
 import type { CompletionRequest, CompletionResult, DemoKit } from '../../llm/llm-client.ts';
 import type { LlmMessage } from '../../messages.ts';
-import { readSituation, shorten } from '../demo-language.ts';
+import { chainExpression, chainResult, linkExpression, readSituation, shorten } from '../demo-language.ts';
 
 /**
  * The demo model's answers to the solver's stages. It proposes two approaches and picks the
- * calculator one, solves arithmetic word problems for real (the calculator does the sums), and
- * plants one flaw: the first loop's solution states its result without checking it, which the
- * evaluator finds, so the orchestrator asks for one more loop (CONTINUE, focus: check the result);
- * the second loop computes the result again and compares, and the orchestrator answers (FINAL).
+ * calculator one, solves arithmetic word problems for real (the calculator does the sums, a chain
+ * "12*7, then add 15, …" as one expression), and plants one flaw: the first loop's solution states
+ * its result without checking it. The evaluator works the problem through itself and fails a
+ * wrong answer or an unchecked one, so the orchestrator asks for one more loop (CONTINUE); the
+ * second loop evaluates the problem again, step by step, and compares; the orchestrator answers
+ * (FINAL) only what the evaluator confirmed, and says "checked" only then.
  */
 export async function solverDemo(request: CompletionRequest, demo: DemoKit): Promise<CompletionResult> {
   const problem = String(request.variables?.problem ?? '');
@@ -31,33 +33,51 @@ export async function solverDemo(request: CompletionRequest, demo: DemoKit): Pro
       if (!work.expression) {
         return { text: `I can only solve arithmetic word problems in the demo, and I found no calculation in “${shorten(problem)}”.\n\nAnswer: none`, toolCalls: [] };
       }
-      const wanted = loop === 1 ? 1 : 2;
-      if (work.results.length < wanted && work.calculator) {
-        return { text: '', toolCalls: [{ id: `call_demo_solver_${loop}_${work.results.length + 1}`, name: 'calculator', arguments: JSON.stringify({ expression: work.expression }) }] };
+      // Loop 1 evaluates the problem as one expression; a later loop evaluates it again and then
+      // works through it step by step (a chain of at most three steps) to compare.
+      const calls = loop === 1 ? [work.expression] : [work.expression, ...(work.chain.length > 1 && work.chain.length <= 3 ? work.chain.map((_, index) => linkExpression(work.chain, work.results.slice(1), index)) : [work.expression])];
+      if (work.results.length < calls.length && work.calculator) {
+        const next = calls[work.results.length]!;
+        return { text: '', toolCalls: [{ id: `call_demo_solver_${loop}_${work.results.length + 1}`, name: 'calculator', arguments: JSON.stringify({ expression: next }) }] };
       }
-      const result = work.results.at(-1) ?? '(the calculator is not enabled)';
+      if (!work.calculator) return demo.say(`The problem comes down to \`${work.expression}\`, but the calculator is not enabled, and the demo model does not do sums in its head.\n\nAnswer: none`, request);
+      const result = work.results[0]!;
       if (loop === 1) return demo.say(`The problem comes down to \`${work.expression}\`, which the calculator puts at ${result}.\n\nAnswer: ${result}`, request);
-      const agree = work.results.length >= 2 && work.results.at(-1) === work.results.at(-2);
+      const check = work.results.at(-1)!;
+      const steps = work.results.length > 2 ? ` Step by step: ${work.results.slice(1).map((value, index) => `\`${calls[index + 1]}\` = ${value}`).join(', ')}.` : '';
       return demo.say(
-        `The problem comes down to \`${work.expression}\`. The calculator gave ${work.results[0]}; evaluated again as a check it gives ${result}${agree ? ', the same' : ''}.\n\nAnswer: ${result} (checked)`,
+        check === result
+          ? `The problem comes down to \`${work.expression}\` = ${result}. Evaluated again as a check it gives ${check}, the same.${steps}\n\nAnswer: ${result} (checked)`
+          : `The problem comes down to \`${work.expression}\` = ${result}, but the check gives ${check}.${steps}\n\nAnswer: ${result}`,
         request,
       );
     }
     case 'solver.expert_evaluator': {
       const input = lastUser(request.messages);
-      if (/\(checked\)/.test(input) || !/`[^`]+`/.test(input)) return demo.say('The solution is correct: the expression matches the words and the result was checked.', request);
-      return demo.say('Flaw: the result was stated without any check. Evaluate the expression a second time (or another way) and compare before answering.', request);
+      const answer = /Answer: ([^\n(]+)/.exec(input)?.[1]?.trim();
+      // The evaluator computes the problem itself and compares: a wrong answer fails, whatever it claims.
+      const expected = chainResult(work.chain);
+      if (expected === undefined || answer === undefined || answer === 'none') {
+        return demo.say(answer === 'none' || answer === undefined ? 'There is no calculation to check: the solution says so itself.' : 'The solution is correct: nothing in the problem needs computing.', request);
+      }
+      if (answer !== expected) return demo.say(`Flaw: the answer ${answer} is wrong; worked through, the problem comes to ${expected}. Solve it again, step by step.`, request);
+      if (!/\(checked\)/.test(input)) return demo.say(`Flaw: the answer ${answer} is right, but it was stated without any check. Evaluate it a second time (or another way) and compare before answering.`, request);
+      return demo.say(`The solution is correct: I worked the problem through to ${expected}, and the solver's own check agrees.`, request);
     }
     case 'solver.orchestrator': {
       const input = String(request.variables?.input ?? lastUser(request.messages));
       const flawed = /Flaw:/.test(input);
-      const answer = /Answer: ([^\n]+)/.exec(input)?.[1]?.replace(' (checked)', '') ?? '';
+      const answer = /Answer: ([^\n]+)/.exec(input)?.[1]?.replace(' (checked)', '').trim() ?? '';
+      const checked = /\(checked\)/.test(input) && /The solution is correct: I worked/.test(input);
       const decision = flawed
-        ? { action: 'CONTINUE', rationale: 'The evaluator found the result unchecked.', final_answer: '', question_for_user: '', next_focus: 'check the result by evaluating it again' }
+        ? { action: 'CONTINUE', rationale: 'The evaluator found a flaw.', final_answer: '', question_for_user: '', next_focus: 'solve it again and check the result' }
         : {
             action: 'FINAL',
-            rationale: 'The solution is correct and checked.',
-            final_answer: answer && answer !== 'none' ? `**${answer}**: ${shorten(problem, 120)} comes to ${answer}, checked twice with the calculator.` : 'The demo model found no calculation to do in this problem.',
+            rationale: checked ? 'The solution is correct and checked.' : 'There was nothing to compute.',
+            final_answer:
+              answer && answer !== 'none'
+                ? `**${answer}**: ${shorten(problem, 120)} comes to ${answer}${checked ? ', computed with the calculator, checked again and confirmed by the evaluator' : ''}.`
+                : 'The demo model computed no answer: it found no calculation it understands in the problem, or the calculator is not enabled.',
             question_for_user: '',
             next_focus: '',
           };
@@ -72,8 +92,7 @@ export async function solverDemo(request: CompletionRequest, demo: DemoKit): Pro
 function workOf(request: CompletionRequest, problem: string) {
   const messages: LlmMessage[] = [{ role: 'user', content: problem }, ...request.messages.filter((message) => message.role === 'assistant' || message.role === 'tool')];
   const situation = readSituation({ ...request, messages });
-  const expression = situation.chain[0]?.expression;
-  return { expression, results: situation.calculations, calculator: situation.offered.has('calculator') };
+  return { expression: chainExpression(situation.chain), chain: situation.chain, results: situation.calculations, calculator: situation.offered.has('calculator') };
 }
 
 function lastUser(messages: LlmMessage[]): string {

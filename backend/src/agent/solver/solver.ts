@@ -20,7 +20,7 @@ const prompts = {
 const options = z
   .object({
     approaches: z.boolean().default(true).describe('Propose and weigh approaches before solving'),
-    auto_advance: z.boolean().default(false).describe('Go from stage to stage without asking'),
+    auto_advance: z.boolean().default(true).describe('Go from stage to stage without asking (off: confirm each next stage)'),
     max_loops: z.number().int().min(1).max(10).default(3).describe('Most solver/evaluator loops'),
     require_keyword: z.boolean().default(false).describe('Refuse a problem statement without "problem", "question" or "research"'),
   })
