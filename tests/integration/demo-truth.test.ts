@@ -48,3 +48,42 @@ describe('the demo model answers a chained calculation correctly in every strate
   });
 });
 
+describe('the demo model summarizes files truthfully in every strategy', () => {
+  const upload = async (name: string, body: string) => {
+    const response = await fetch(`${server!.url}/api/sessions/${client!.session.session_id}/files?name=${name}`, { method: 'POST', body });
+    expect(response.status).toBe(201);
+  };
+
+  async function askAbout(strategy: string, content: string, files: Record<string, string>) {
+    server ??= await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0' });
+    client = await TestClient.connect(server.wsUrl);
+    client.send({ type: 'todos_set', todos: [] });
+    await client.waitFor('agent_todos');
+    for (const [name, body] of Object.entries(files)) await upload(name, body);
+    const from = client.events.length;
+    client.chat(content, { agent_mode: true, strategy, agent_max_steps: 20 });
+    const events = (await client.untilComplete({ from, timeoutMs: 60_000 })) as Event[];
+    return String(events.findLast((event) => event.type === 'assistant_message')?.content ?? '');
+  }
+
+  const small = '# Notes\nThe launch is on Friday.\nBring the slides.\n';
+  const big = Array.from({ length: 3000 }, (_, index) => `Line ${index + 1} of the log.`).join('\n') + '\n';
+
+  it.each(['roa', 'plan_execute', 'autonomous'])('%s: an attached file is summarized with its real line count, never reported missing', async (strategy) => {
+    const answer = await askAbout(strategy, 'summarize small.txt and big.txt', { 'small.txt': small, 'big.txt': big });
+    expect(answer).not.toMatch(/no (such )?file/i);
+    expect(answer).toMatch(/\*\*small\.txt\*\*: 3 lines/);
+  });
+
+  it.each(['roa', 'plan_execute', 'autonomous'])('%s: a 3,000-line file is summarized as 3000 lines', async (strategy) => {
+    const answer = await askAbout(strategy, 'summarize big.txt', { 'big.txt': big });
+    expect(answer).toMatch(/\*\*big\.txt\*\*: 3000 lines in all/);
+  });
+
+  it.each(['roa', 'plan_execute', 'autonomous'])('%s: a file that is not there is said to be missing', async (strategy) => {
+    const answer = await askAbout(strategy, 'summarize nothere.txt', {});
+    expect(answer).toMatch(/nothere\.txt/);
+    expect(answer).toMatch(/no such file|not there|missing|Attach/i);
+  });
+});
+

@@ -156,7 +156,7 @@ describe('the file tools in an agent run', () => {
 
     const results = Object.fromEntries(events.filter((event) => event.type === 'tool_complete').map((event) => [event.tool_call_id, String(event.result)]));
     expect(results.list).toContain('notes.txt');
-    expect(results.read).toBe('notes.txt: bytes 10-23 of 26\nThe secret is\n[3 more bytes: read_file with offset 23]');
+    expect(results.read).toBe('notes.txt: bytes 10-23 of 26, 1 line in all\nThe secret is\n[3 more bytes: read_file with offset 23]');
     expect(results.write).toContain('answer.md');
     const saved = events.find((event) => event.type === 'file_saved' && (event.file as { name: string }).name === 'answer.md');
     const runId = events.find((event) => event.update_type === 'agent_start')!.run_id;

@@ -72,9 +72,13 @@ export function readSituation(request: CompletionRequest): Situation {
   const vague = /\b(something|anything|stuff|it|this|that|help)\b/i.test(question);
   const tools = availableTools(request);
   const toolNames = new Set(tools.map((tool) => tool.name));
-  const file = toolNames.has('read_file') ? requestedFile(request, question) : undefined;
   const named_file = /\b([\w-]+(?:\.[\w-]+)*\.(?:txt|md|csv|json|log|pdf|docx?|html?|xml|ya?ml))\b/i.exec(question)?.[1];
-  const missingFile = named_file && !file && request.tools === undefined ? named_file : undefined;
+  // A file already read is the one asked about, whatever this call's variables list: never "missing".
+  const read = results.get('read_file');
+  const file = (toolNames.has('read_file') ? requestedFile(request, question) : undefined) ?? (read !== undefined && !read.startsWith('Error:') ? named_file : undefined);
+  // Missing when the call knows the session's files (its manifest) or offers no tools to look with.
+  const knowsFiles = typeof request.variables?.files_manifest === 'string';
+  const missingFile = named_file && !file && read === undefined && (request.tools === undefined || knowsFiles) ? named_file : undefined;
   const wantsFileList = toolNames.has('list_files') && /\b(files?|attachments?|attached)\b/i.test(question) && !file;
   const named = namedTool(question, tools);
   return {
@@ -271,14 +275,22 @@ export function chainAnswer(situation: Situation): string {
 
 /** A real summary of a text file: its size in lines and words, its headings, its first sentences. */
 export function summarize(name: string, result: string): string {
-  // The tool's result starts with a header line ("notes.txt: bytes 0-120 of 120") and may end with a note on what is left.
-  const text = result.replace(/^[^\n]*: bytes \d+-\d+ of \d+\n/, '').replace(/\n\[\d+ more bytes: read_file with offset \d+\]$/, '');
+  // The tool's result starts with a header line ("notes.txt: bytes 0-120 of 120, 3 lines in all") and may end with a note on what is left.
+  const header = /^[^\n]*: bytes \d+-\d+ of (\d+)(?:, (\d+) lines? in all)?\n/.exec(result);
+  const partial = /\n\[\d+ more bytes: read_file with offset \d+\]$/.test(result);
+  const text = result.slice(header?.[0].length ?? 0).replace(/\n\[\d+ more bytes: read_file with offset \d+\]$/, '');
   const lines = text.split('\n').filter((line) => line.trim());
+  const total = header?.[2] === undefined ? undefined : Number(header[2]);
   const words = text.split(/\s+/).filter(Boolean).length;
   const headings = lines.filter((line) => /^#{1,6}\s/.test(line)).map((line) => line.replace(/^#+\s*/, ''));
   const prose = lines.filter((line) => !/^#{1,6}\s/.test(line)).join(' ');
   const sentences = (prose.match(/[^.!?]+[.!?]+/g) ?? [prose]).map((sentence) => sentence.trim()).filter(Boolean).slice(0, 2);
-  const parts = [`**${name}**: ${lines.length} line${lines.length === 1 ? '' : 's'}, ${words} word${words === 1 ? '' : 's'}.`];
+  const count = total ?? lines.length;
+  const parts = [
+    partial
+      ? `**${name}**: ${count} line${count === 1 ? '' : 's'} in all; I read the first ${text.split('\n').length - 1} of them (${words} words), and summarize those.`
+      : `**${name}**: ${count} line${count === 1 ? '' : 's'}, ${words} word${words === 1 ? '' : 's'}.`,
+  ];
   if (headings.length) parts.push(`Sections: ${headings.slice(0, 8).join('; ')}.`);
   if (sentences.length) parts.push(`It begins: ${sentences.join(' ')}`);
   return parts.join('\n\n');

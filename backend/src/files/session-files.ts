@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { constants, createReadStream, type ReadStream, statSync } from 'node:fs';
-import { lstat, mkdir, open, readdir, readFile, rename, rm, unlink } from 'node:fs/promises';
+import { type FileHandle, lstat, mkdir, open, readdir, readFile, rename, rm, unlink } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { formatSize } from '@stepwise/shared-types';
 import { inject, injectable } from 'tsyringe';
@@ -44,6 +44,8 @@ export interface TextSlice {
   start: number;
   end: number;
   size: number;
+  /** The whole file's lines (a last line without a newline counts). */
+  lines: number;
 }
 
 const MAX_NAME_BYTES = 255;
@@ -246,7 +248,8 @@ export class SessionFiles {
       if (end < bytes.length) while (end > start && isContinuationByte(bytes[end]!)) end--;
       const slice = bytes.subarray(start, end);
       if (slice.includes(0)) throw new FileError(ERROR_CODE.notText, `"${name}" is a binary file (${formatSize(size)}); read_file reads text`);
-      return { text: slice.toString('utf8'), start: offset + start, end: offset + end, size };
+      const lines = bytesRead === size ? linesIn(bytes) : await countLines(handle, size);
+      return { text: slice.toString('utf8'), start: offset + start, end: offset + end, size, lines };
     } finally {
       await handle.close();
     }
@@ -376,4 +379,26 @@ function printable(name: string): string {
   const shown = name.length > 80 ? `${name.slice(0, 80)}…` : name;
   // biome-ignore lint/suspicious/noControlCharactersInRegex: shown in an error message
   return shown.replace(/[\u0000-\u001f\u007f]/g, '?');
+}
+
+/** Lines in `bytes`: its newlines, and one more when it ends without one. */
+function linesIn(bytes: Uint8Array): number {
+  let lines = 0;
+  for (const byte of bytes) if (byte === 0x0a) lines++;
+  return bytes.length > 0 && bytes[bytes.length - 1] !== 0x0a ? lines + 1 : lines;
+}
+
+/** The lines of a whole file, read 64 KiB at a time (files are at most FILE_MAX_BYTES). */
+async function countLines(handle: FileHandle, size: number): Promise<number> {
+  const buffer = Buffer.alloc(Math.min(64 * 1024, size));
+  let lines = 0;
+  let last = 0x0a;
+  for (let position = 0; position < size; ) {
+    const { bytesRead } = await handle.read(buffer, 0, buffer.length, position);
+    if (bytesRead === 0) break;
+    for (let index = 0; index < bytesRead; index++) if (buffer[index] === 0x0a) lines++;
+    last = buffer[bytesRead - 1]!;
+    position += bytesRead;
+  }
+  return size > 0 && last !== 0x0a ? lines + 1 : lines;
 }

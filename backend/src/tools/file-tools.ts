@@ -44,7 +44,7 @@ export function createFileTools(files: SessionFiles, options: { readCapBytes: nu
     parameters: ReadFileArgs,
     async execute({ name, offset, length }, { sessionId }) {
       const slice = await files.readText(sessionId, name, offset, Math.min(length ?? cap, cap));
-      const header = `${name}: bytes ${slice.start}-${slice.end} of ${slice.size}`;
+      const header = `${name}: bytes ${slice.start}-${slice.end} of ${slice.size}, ${slice.lines} line${slice.lines === 1 ? '' : 's'} in all`;
       const more = slice.end < slice.size ? `\n[${slice.size - slice.end} more bytes: read_file with offset ${slice.end}]` : '';
       return `${header}\n${slice.text}${more}`;
     },

@@ -129,12 +129,13 @@ export const autonomous = defineStrategy({
       const guidance = await guide(run, step, todos, loop);
       control.throwIfStopped();
 
+      const filesManifest = await run.filesManifest();
       const system = run.prompts.render('system', {
         question: input.question,
         step,
         max_steps: input.maxSteps,
         tool_names: input.toolNames,
-        files_manifest: await run.filesManifest(),
+        files_manifest: filesManifest,
         todos,
       });
       const { text, toolCalls } = await run.llm.complete({
@@ -142,7 +143,7 @@ export const autonomous = defineStrategy({
         messages: [...conversation(system, run), { role: 'user', content: `<system-reminder>\n${guidance}\n</system-reminder>` }],
         tools: [...run.tools.schemas(input.toolNames), todoToolSchema, requestInputSchema],
         signal: control.signal,
-        variables: { question: input.question, step, max_steps: input.maxSteps, tool_names: input.toolNames, todos },
+        variables: { question: input.question, step, max_steps: input.maxSteps, tool_names: input.toolNames, files_manifest: filesManifest, todos },
       });
       control.throwIfStopped();
 
