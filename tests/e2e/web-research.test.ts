@@ -22,6 +22,10 @@ describe('a research run in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS
     await ask(page, 'What is 12*7?');
     const firstRun = page.getByTestId('run').first();
     await firstRun.getByTestId('run-end').waitFor();
+    // Blocked by the verifier is an ending that needs the person: said so, never shown as a success.
+    expect(await firstRun.getByTestId('run-end').getAttribute('class')).toContain('run-end-needs-you');
+    expect(await firstRun.getByTestId('run-end').textContent()).toMatch(/^Needs you: the verifier has doubts/);
+    await screenshot(page, 'research-first-run.png');
     const board = firstRun.getByTestId('task-graph');
     expect(await board.getByTestId('graph-stage').count()).toBe(3);
     await expect(board.getByTestId('stage-verdict').first().textContent()).resolves.toBe('FAIL');

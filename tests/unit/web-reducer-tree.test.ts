@@ -3,7 +3,7 @@ import { parseServerEvent } from '../../frontend/src/lib/socket-client.ts';
 import { type Action, pendingQuestion, reduce } from '../../frontend/src/state/reducer.ts';
 import { compareNodeIds } from '../../frontend/src/state/run-tree.ts';
 import { isStepFolded } from '../../frontend/src/state/step-summary.ts';
-import { branchStatus, branchTitle, describeUpdateType, eventsOf, summarizeFields } from '../../frontend/src/state/strategy-events.ts';
+import { branchStatus, branchTitle, describeFields, describeUpdateType, eventsOf, summarizeFields } from '../../frontend/src/state/strategy-events.ts';
 import { initialViewState, type RunView, type ViewState } from '../../frontend/src/state/view-state.ts';
 
 const run = 'run-1';
@@ -206,4 +206,13 @@ describe('strategy events in words', () => {
     expect(summarizeFields({ revision: 1, steps: [1, 2, 3] })).toBe('revision: 1 · 3 steps');
     expect(summarizeFields({ content: 'x'.repeat(200) }).length).toBeLessThanOrEqual(70);
   });
+
+  it('puts known strategy events in words, not field names', () => {
+    expect(describeFields('agent_plan_step', { index: 2, status: 'done', attempts: 1, observation: '84 + 15 = 99.' })).toBe('Step 2 · done: 84 + 15 = 99.');
+    expect(describeFields('agent_task_start', { task_id: '1.1', agent: 'literature_scout' })).toBe('Scout · task 1.1 started');
+    expect(describeFields('agent_verdict', { scope: 'final', target: 'final', verdict: 'PASS', issues: [] })).toBe('Final: PASS');
+    expect(describeFields('agent_todos', { todos: [{ status: 'completed' }, { status: 'pending' }] })).toBe('2 to-dos, 1 done');
+    expect(describeFields('agent_new_thing', { count: 3 })).toBe('count: 3');
+  });
 });
+

@@ -8,9 +8,23 @@ import { StepCard } from './StepCard.tsx';
 import { strategyPanels } from './strategy-panels.ts';
 
 /** How a run ended, in words. */
+/** Endings that wait on the person (a verifier's doubts, a cycle or loop limit, one wave done): never shown as a success. */
+const NEEDS_YOU: Record<string, string> = {
+  verifier_blocked: 'Needs you: the verifier has doubts; follow-up tasks were added. Send a message to go on',
+  max_cycles: 'Stopped at the cycle limit: not finished. Send a message to go on',
+  max_loops: 'Stopped at the loop limit without a final answer',
+  wave_complete: 'One wave done (step mode): send a message for the next',
+};
+
+/** The class of an ending: answered (green) only when the run answered. */
+export function endClass(end: RunEnd): string {
+  return end.kind === 'answered' && end.reason && NEEDS_YOU[end.reason] ? 'needs-you' : end.kind;
+}
+
 export function describeEnd(end: RunEnd): string {
   switch (end.kind) {
     case 'answered':
+      if (end.reason && NEEDS_YOU[end.reason]) return `${NEEDS_YOU[end.reason]} (after ${end.steps} step${end.steps === 1 ? '' : 's'})`;
       return end.reason
         ? `Finished (${end.reason.replace(/_/g, ' ')}) after ${end.steps} step${end.steps === 1 ? '' : 's'}`
         : `Answered in ${end.steps} step${end.steps === 1 ? '' : 's'}`;
@@ -115,7 +129,7 @@ export function RunTimeline({
         ))
       )}
       {run.end && (
-        <div className={`run-end run-end-${run.end.kind}`} role="status" data-testid="run-end">
+        <div className={`run-end run-end-${endClass(run.end)}`} role="status" data-testid="run-end">
           {describeEnd(run.end)}
           {took !== undefined && took >= 0 && <span className="run-took"> · {formatDuration(took)}</span>}
         </div>

@@ -56,10 +56,13 @@ export function StepCard({ step, current, running, folded, label = `Step ${step.
           </span>
         )}
       </summary>
-      <section className="phase phase-reason" aria-label={`Reason, ${label.toLowerCase()}`}>
-        <h4 title={PHASE_HINTS.reason}>Reason</h4>
-        {reason ? <AgentText text={reason} /> : <p className="muted">{running ? 'Thinking…' : 'Stopped before any reasoning.'}</p>}
-      </section>
+      {/* A step that acted without reasoning first (a strategy's tool iteration) shows no empty Reason. */}
+      {(reason || running || (tools.length === 0 && !step.question && !observe)) && (
+        <section className="phase phase-reason" aria-label={`Reason, ${label.toLowerCase()}`}>
+          <h4 title={PHASE_HINTS.reason}>Reason</h4>
+          {reason ? <AgentText text={reason} /> : <p className="muted">{running ? 'Thinking…' : 'Stopped before any reasoning.'}</p>}
+        </section>
+      )}
       {(tools.length > 0 || step.question) && (
         <section className="phase phase-act" aria-label={`Act, ${label.toLowerCase()}`}>
           <h4 title={PHASE_HINTS.act}>Act</h4>

@@ -1,4 +1,4 @@
-import { describeUpdateType, summarizeFields } from '../state/strategy-events.ts';
+import { describeFields, describeUpdateType } from '../state/strategy-events.ts';
 import type { StrategyEventView } from '../state/view-state.ts';
 
 /** A strategy's own events as a compact list: what happened in words, one line of its fields, the whole event on demand. */
@@ -7,7 +7,7 @@ export function StrategyEventList({ events, label }: { events: StrategyEventView
   return (
     <ol className="strategy-events" aria-label={label} data-testid="strategy-events">
       {events.map((event) => {
-        const summary = summarizeFields(event.fields);
+        const summary = describeFields(event.updateType, event.fields);
         return (
           <li key={event.seq} data-update-type={event.updateType}>
             <details>

@@ -27,6 +27,51 @@ export function describeUpdateType(updateType: string): string {
 
 const SUMMARY_LIMIT = 140;
 
+/** Research's agents as people read them. */
+const AGENT_WORDS: Record<string, string> = {
+  literature_scout: 'Scout',
+  paper_reader: 'Reader',
+  derivation_coder: 'Coder',
+  verifier: 'Verifier',
+  orchestrator: 'Orchestrator',
+};
+
+const words = (value: unknown) => String(value ?? '').replace(/_/g, ' ');
+
+/**
+ * A strategy event's line in words a person reads ("Step 2 · done: 84 + 15 = 99", "Scout · task
+ * 1.1 started"), or, for an event this app has no words for, its fields in one line.
+ */
+export function describeFields(updateType: string, fields: Record<string, unknown>): string {
+  const said = (() => {
+    switch (updateType) {
+      case 'agent_plan_step':
+        return `Step ${fields.index} · ${words(fields.status)}${Number(fields.attempts) > 1 ? ` (attempt ${fields.attempts})` : ''}${fields.observation ? `: ${fields.observation}` : ''}`;
+      case 'agent_task_start':
+        return `${AGENT_WORDS[String(fields.agent)] ?? words(fields.agent)} · task ${fields.task_id} started`;
+      case 'agent_task_complete':
+        return `Task ${fields.task_id} · ${words(fields.status)}${fields.summary ? `: ${fields.summary}` : ''}`;
+      case 'agent_stage_start':
+        return `${words(fields.stage)} · loop ${fields.loop}`;
+      case 'agent_stage_complete':
+        return `${words(fields.stage)} done · loop ${fields.loop}`;
+      case 'agent_decision':
+        return `${words(fields.action)}${fields.rationale ? `: ${fields.rationale}` : ''}`;
+      case 'agent_verdict':
+        return `${fields.scope === 'final' ? 'Final' : `${words(fields.scope)} ${fields.target}`}: ${fields.verdict}${Array.isArray(fields.issues) && fields.issues.length ? ` · ${fields.issues.length} issue${fields.issues.length === 1 ? '' : 's'}` : ''}`;
+      case 'agent_todos': {
+        const todos = Array.isArray(fields.todos) ? (fields.todos as Array<{ status?: string }>) : [];
+        return `${todos.length} to-do${todos.length === 1 ? '' : 's'}, ${todos.filter((todo) => todo.status === 'completed').length} done`;
+      }
+      case 'agent_guidance':
+        return 'A reminder for this iteration';
+      default:
+        return undefined;
+    }
+  })();
+  return said === undefined ? summarizeFields(fields) : shorten(said.replace(/\s+/g, ' ').trim(), SUMMARY_LIMIT);
+}
+
 /**
  * One line of an event's fields: scalars as "name: value", lists by their length ("3 steps"),
  * objects left out (the full event is one click away).
