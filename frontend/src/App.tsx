@@ -107,6 +107,7 @@ export function App() {
           tools={state.session?.tools ?? []}
           mcpServers={state.session?.mcp_servers ?? []}
           strategies={state.session?.strategy_catalog ?? []}
+          lastRun={state.session?.last_run ? { sessionId: state.session.session_id, ...state.session.last_run } : undefined}
           question={question?.text}
           onAttach={(files) => void actions.attach(files)}
           onSend={actions.chat}

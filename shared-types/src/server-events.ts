@@ -498,6 +498,8 @@ export const SessionEvent = z.object({
   settings: z.array(SettingInfo).optional(),
   /** Where MCP servers are configured (the config file's path). */
   config_file: z.string().optional(),
+  /** A rejoined chat's last agent run: its strategy and options, so a client's picker goes on with them. */
+  last_run: z.object({ strategy: z.string(), options: z.record(z.string(), z.unknown()).optional() }).optional(),
   /** A link to a run's trace with `{trace_id}` in it (TRACE_URL_TEMPLATE), when runs are traced. */
   trace_url_template: z.string().optional(),
 });

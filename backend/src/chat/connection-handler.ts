@@ -60,6 +60,7 @@ export class ConnectionHandler {
   async open(connection: ClientConnection, request: ConnectionRequest): Promise<ConnectionSession> {
     const { chat, resumed } = await this.sessions.open(request.sessionId);
     const afterSeq = resumed ? parseAfterSeq(request.afterSeq) : 0;
+    const lastRun = resumed ? await this.sessions.lastAgentRun(chat.sessionId) : undefined;
     const session: SessionEvent = {
       type: 'session',
       session_id: chat.sessionId,
@@ -80,6 +81,7 @@ export class ConnectionHandler {
       model_health: this.health.current,
       settings: settingsInForce(this.config),
       config_file: this.config.configFile,
+      ...(lastRun ? { last_run: lastRun } : {}),
       ...(this.config.traceUrlTemplate ? { trace_url_template: this.config.traceUrlTemplate } : {}),
     };
     connection.send(session);

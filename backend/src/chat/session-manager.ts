@@ -12,6 +12,7 @@ import type { Store } from '../store/store.ts';
 import { TOKENS } from '../tokens.ts';
 import { ToolRegistry } from '../tools/tool-registry.ts';
 import { type ChatDependencies, ChatService, PLAIN_CHAT } from './chat-service.ts';
+import { JOURNAL } from '../agent/run-journal.ts';
 import { hasEnded, readLoggedRun } from './run-endings.ts';
 import { RunSlots } from './run-slots.ts';
 import { type EventObserver, SessionEventLog } from './session-event-log.ts';
@@ -115,6 +116,14 @@ export class SessionManager {
     await chat.log.emit(event);
     this.release(chat);
   };
+
+  /** A chat's last agent run: its strategy and the options it ran with (from its journaled input). */
+  async lastAgentRun(sessionId: string): Promise<{ strategy: string; options?: Record<string, unknown> } | undefined> {
+    const run = (await this.store.listRuns(sessionId)).findLast((candidate) => candidate.strategy !== PLAIN_CHAT);
+    if (!run) return undefined;
+    const input = (await this.store.readJournal(run.id)).find((entry) => entry.kind === JOURNAL.input)?.value as { options?: Record<string, unknown> } | undefined;
+    return { strategy: run.strategy, ...(input?.options ? { options: input.options } : {}) };
+  }
 
   /** Answers and runs in progress on this instance. */
   get runsActive(): number {

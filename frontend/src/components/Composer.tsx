@@ -1,7 +1,7 @@
 import type { McpServerStatus, StrategyInfo, ToolInfo } from '@stepwise/shared-types';
 import { type FormEvent, useEffect, useId, useMemo, useRef, useState } from 'react';
 import { loadStrategyChoice, saveStrategyChoice, type StrategyChoice } from '../lib/strategy-choice.ts';
-import { initialValues, optionFields, optionsToSend } from '../lib/strategy-options.ts';
+import { initialValues, type OptionValues, optionFields, optionsToSend } from '../lib/strategy-options.ts';
 import type { SendOptions } from '../lib/use-stepwise.ts';
 import { PaperclipIcon, SlidersIcon } from './Icons.tsx';
 import { StrategyPicker } from './StrategyPicker.tsx';
@@ -24,6 +24,8 @@ export interface ComposerProps {
   /** The user tried to send while a run works: say why nothing was sent. */
   onBlockedSend: () => void;
   onStop: () => void;
+  /** The chat's last agent run (a reopened chat): the picker goes on with its strategy and options. */
+  lastRun?: { sessionId: string; strategy: string; options?: Record<string, unknown> } | undefined;
 }
 
 /** Clamps a typed value into the allowed range; what is sent is always valid. */
@@ -60,6 +62,20 @@ export function Composer(props: ComposerProps) {
     setChoice(next);
     saveStrategyChoice(next);
   };
+
+  // A reopened chat goes on with the strategy (and options) of its last run, not whatever was picked last elsewhere.
+  const { lastRun } = props;
+  useEffect(() => {
+    if (!lastRun) return;
+    setChoice((current) => {
+      const next: StrategyChoice = {
+        strategy: lastRun.strategy,
+        options: lastRun.options ? { ...current.options, [lastRun.strategy]: formValues(lastRun.options) } : current.options,
+      };
+      saveStrategyChoice(next);
+      return next;
+    });
+  }, [lastRun?.sessionId]);
 
   // A new question takes the focus, so that typing answers it.
   useEffect(() => {
@@ -211,4 +227,14 @@ export function Composer(props: ComposerProps) {
       </div>
     </form>
   );
+}
+
+/** Options as a run had them, as the form holds them (text for numbers). */
+function formValues(options: Record<string, unknown>): OptionValues {
+  const values: OptionValues = {};
+  for (const [name, value] of Object.entries(options)) {
+    if (typeof value === 'boolean') values[name] = value;
+    else if (typeof value === 'string' || typeof value === 'number') values[name] = String(value);
+  }
+  return values;
 }
