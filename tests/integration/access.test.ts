@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { startStepwise, type TestServer } from '../helpers/stepwise.ts';
@@ -36,6 +37,19 @@ describe('with AUTH_TOKEN set', () => {
     expect(await refused.json()).toEqual({ error: { code: 'unauthorized', message: expect.any(String) } });
     expect((await fetch(`${server.url}/api/sessions`, { headers: { authorization: 'Bearer wrong-token' } })).status).toBe(401);
     expect((await fetch(`${server.url}/api/sessions`, { headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(200);
+  });
+
+  it('guards AG-UI runs and the stop route like every /api route', async () => {
+    server = await startStepwise({ AUTH_TOKEN: TOKEN, LLM_PROVIDER: 'demo' });
+    const input = JSON.stringify({ threadId: randomUUID(), runId: 'r', messages: [{ id: '1', role: 'user', content: 'What is 2+2?' }] });
+    const post = (headers: Record<string, string>) => fetch(`${server!.url}/api/ag-ui`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: input });
+    const refused = await post({});
+    expect(refused.status).toBe(401);
+    expect((await refused.json()).error.code).toBe('unauthorized');
+    expect((await fetch(`${server.url}/api/sessions/${randomUUID()}/stop`, { method: 'POST' })).status).toBe(401);
+    const allowed = await post({ authorization: `Bearer ${TOKEN}` });
+    expect(allowed.status).toBe(200);
+    expect(await allowed.text()).toContain('RUN_FINISHED');
   });
 
   it('refuses socket upgrades without the token with 401', async () => {

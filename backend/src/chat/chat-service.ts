@@ -83,6 +83,11 @@ export class ChatService {
     return this.active?.control.pendingQuestions.length ?? 0;
   }
 
+  /** The ids of the questions the run in progress here waits on. */
+  get pendingQuestionIds(): string[] {
+    return this.active?.control.pendingQuestions ?? [];
+  }
+
   /** The run in progress here, if any. */
   get activeRunId(): string | undefined {
     return this.active?.runId;

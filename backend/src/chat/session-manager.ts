@@ -23,7 +23,7 @@ export const SESSION_DELETED_CLOSE_CODE = 4404;
 /** How often a session with sockets here reads what other instances logged, besides their notices. */
 const FOLLOW_POLL_MS = 1_000;
 
-const SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+export const SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 /** Keeps one ChatService per live session; a session outlives its sockets while a run goes on. */
 @injectable()
@@ -142,9 +142,13 @@ export class SessionManager {
     return this.kernel.names;
   }
 
-  /** Rejoins the session `requestedId` when it exists, else starts a new one. */
-  async open(requestedId: string | undefined): Promise<{ chat: ChatService; resumed: boolean }> {
-    if (requestedId && SESSION_ID.test(requestedId)) {
+  /**
+   * Rejoins the session `requestedId` when it exists, else starts a new one: under a new id, or
+   * with `keepId` (an AG-UI thread names its own) under the requested one.
+   */
+  async open(requestedId: string | undefined, options: { keepId?: boolean } = {}): Promise<{ chat: ChatService; resumed: boolean }> {
+    const valid = requestedId !== undefined && SESSION_ID.test(requestedId);
+    if (valid) {
       const existing = await this.find(requestedId);
       if (existing) {
         this.cancelEviction(requestedId);
@@ -152,7 +156,8 @@ export class SessionManager {
       }
     }
     // The session is stored at its first write: connecting alone leaves nothing behind.
-    const chat = this.create(randomUUID(), 0, { stored: false });
+    const id = valid && options.keepId ? requestedId : randomUUID();
+    const chat = this.sessions.get(id) ?? this.create(id, 0, { stored: false });
     return { chat, resumed: false };
   }
 

@@ -161,6 +161,6 @@ function contentDisposition(name: string): string {
   return `attachment; filename="${fallback}"; filename*=UTF-8''${encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)}`;
 }
 
-function sendError(reply: FastifyReply, status: number, code: ErrorCode, message: string) {
+export function sendError(reply: FastifyReply, status: number, code: ErrorCode, message: string) {
   return reply.code(status).type('application/json').send({ error: { code, message } });
 }

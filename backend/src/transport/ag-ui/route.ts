@@ -1,0 +1,360 @@
+import type { ServerResponse } from 'node:http';
+import type { BaseEvent, Message } from '@ag-ui/core';
+import { RunAgentInputSchema } from '@ag-ui/core/schemas';
+import { EventEncoder } from '@ag-ui/encoder';
+import { ChatMessage, type ClientMessage, ERROR_CODES, type ErrorCode, type ServerEvent } from '@stepwise/shared-types';
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { ChatService } from '../../chat/chat-service.ts';
+import type { ClientConnection } from '../../chat/client-connection.ts';
+import { SESSION_ID, type SessionManager } from '../../chat/session-manager.ts';
+import type { Store } from '../../store/store.ts';
+import { errorResponses, SessionParams } from '../openapi.ts';
+import { sendError } from '../rest-routes.ts';
+import type { BackpressureLimits } from '../websocket-connection.ts';
+import { AgUiTranslator } from './translate.ts';
+
+/** What `forwardedProps` may carry: the run's settings, as a `chat` message names them. */
+const ForwardedProps = z
+  .object({
+    strategy: z.string().min(1).max(64).optional(),
+    strategy_options: z.record(z.string(), z.unknown()).optional(),
+    max_steps: z.number().int().min(1).optional(),
+    tools: z.array(z.string().min(1).max(200)).max(200).optional(),
+  })
+  .loose();
+
+/** The body as the API description shows it (the whole of it is checked against AG-UI's own schema). */
+const RunAgentInputBody = z
+  .object({
+    threadId: z.string().describe('The Stepwise session (a UUID); created when new'),
+    runId: z.string().describe('This AG-UI run'),
+    messages: z.array(z.object({ id: z.string(), role: z.string() }).loose()).describe('The conversation; its last user message is the chat message'),
+    forwardedProps: ForwardedProps.optional().describe('strategy, strategy_options, max_steps, tools'),
+    resume: z
+      .array(z.object({ interruptId: z.string(), status: z.enum(['resolved', 'cancelled']), payload: z.unknown().optional() }))
+      .optional()
+      .describe('Answers to the interrupts that ended the previous AG-UI run'),
+  })
+  .loose();
+
+/** How long a stream may stay silent before a comment keeps proxies from closing it. */
+const KEEPALIVE_MS = 15_000;
+
+/**
+ * `POST /api/ag-ui`: the AG-UI protocol over HTTP (server-sent events, or protobuf when asked for).
+ * A RunAgentInput starts a run in its thread (a Stepwise session), or with `resume` answers the
+ * questions that ended the previous AG-UI run; the response streams the run as AG-UI events until
+ * it ends or asks something. Closing the stream does not stop the run (`POST
+ * /api/sessions/:id/stop` does). docs/PROTOCOL.md, "AG-UI", has the whole mapping.
+ */
+export function registerAgUiRoutes(server: FastifyInstance, sessions: SessionManager, store: Store, limits: BackpressureLimits): void {
+  const app = server.withTypeProvider<ZodTypeProvider>();
+  app.post(
+    '/api/ag-ui',
+    {
+      schema: {
+        tags: ['ag-ui'],
+        summary: 'Runs the agent for an AG-UI client (RunAgentInput in, AG-UI events out as text/event-stream)',
+        body: RunAgentInputBody,
+        response: { 200: z.string().describe('AG-UI events (text/event-stream)'), ...errorResponses(400, 401, 409, 410, 429, 503) },
+      },
+    },
+    async (request, reply) => {
+      const parsed = RunAgentInputSchema.safeParse(request.body);
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0]!;
+        return sendError(reply, 400, 'bad_request', `RunAgentInput.${issue.path.join('.') || 'body'}: ${issue.message}`);
+      }
+      const input = parsed.data;
+      if (!SESSION_ID.test(input.threadId)) return sendError(reply, 400, 'invalid_id', 'threadId must be a Stepwise session id (a version 4 UUID)');
+      const props = ForwardedProps.safeParse(input.forwardedProps ?? {});
+      if (!props.success) {
+        const issue = props.error.issues[0]!;
+        return sendError(reply, 400, 'bad_request', `forwardedProps.${issue.path.join('.')}: ${issue.message}`);
+      }
+      const resume = input.resume ?? [];
+      let messages: ClientMessage[];
+      if (resume.length > 0) {
+        messages = resumeMessages(resume);
+      } else {
+        const content = lastUserText(input.messages);
+        if (!content) return sendError(reply, 400, 'bad_request', 'RunAgentInput.messages has no user message with text to answer');
+        const message = ChatMessage.safeParse({
+          type: 'chat',
+          content,
+          agent_mode: true,
+          ...(props.data.strategy ? { strategy: props.data.strategy } : {}),
+          ...(props.data.strategy_options ? { strategy_options: props.data.strategy_options } : {}),
+          ...(props.data.max_steps ? { agent_max_steps: props.data.max_steps } : {}),
+          ...(props.data.tools ? { tools: props.data.tools } : {}),
+        });
+        if (!message.success) return sendError(reply, 400, 'bad_request', `The user message: ${message.error.issues[0]!.message}`);
+        messages = [message.data];
+      }
+
+      const { chat } = await sessions.open(input.threadId, { keepId: true });
+      const stream = new AgUiStream(reply.raw, new EventEncoder({ accept: wantsProtobuf(request.headers.accept) ? request.headers.accept : 'text/event-stream' }), limits);
+      const translator = new AgUiTranslator(input.threadId, input.runId, (event) => stream.write(event));
+      let afterSeq = chat.log.lastSeq;
+      const quietUntil = afterSeq;
+      if (resume.length > 0) {
+        const refused = await checkResumable(chat, store, resume);
+        if ('error' in refused) {
+          sessions.release(chat);
+          return sendError(reply, refused.status, refused.error, refused.message);
+        }
+        translator.runId = refused.runId;
+        afterSeq = refused.afterSeq;
+      }
+      const connection = new AgUiConnection(stream, translator, quietUntil);
+      const finish = () => {
+        if (connection.finished) return;
+        connection.finished = true;
+        chat.log.detach(connection);
+        stream.end();
+        sessions.release(chat);
+      };
+      connection.onDone = finish;
+      await chat.log.attach(connection, afterSeq);
+      for (const message of messages) {
+        const refusedMessage = await chat.handle(message, { address: request.ip });
+        if (refusedMessage) {
+          // Nothing was streamed yet: the refusal is the response.
+          connection.finished = true;
+          chat.log.detach(connection);
+          sessions.release(chat);
+          const code = refusedMessage.code as ErrorCode;
+          return sendError(reply, statusOf(code), code, refusedMessage.message);
+        }
+      }
+      reply.hijack();
+      stream.open();
+      translator.start();
+      connection.settle();
+      reply.raw.on('close', () => {
+        // A dropped stream leaves the run going, as a dropped socket does.
+        if (!connection.finished) finish();
+      });
+    },
+  );
+
+  app.post(
+    '/api/sessions/:id/stop',
+    {
+      schema: {
+        tags: ['ag-ui'],
+        summary: 'Stops the chat’s active run (it ends with agent_stopped; an AG-UI stream on it with RUN_FINISHED, outcome cancelled)',
+        params: SessionParams,
+        response: { 202: z.object({ status: z.literal('stopping') }), ...errorResponses(400, 401, 404, 409) },
+      },
+    },
+    async (request, reply) => {
+      if (!SESSION_ID.test(request.params.id) || !(await sessions.exists(request.params.id))) {
+        return sendError(reply, 404, 'not_found', `No chat ${request.params.id.slice(0, 100)}`);
+      }
+      const { chat } = await sessions.open(request.params.id);
+      const refused = await chat.handle({ type: 'agent_control', action: 'stop' }, { address: request.ip });
+      sessions.release(chat);
+      if (refused) return sendError(reply, 409, refused.code as ErrorCode, refused.message);
+      return reply.code(202).send({ status: 'stopping' as const });
+    },
+  );
+}
+
+/** AG-UI's protobuf encoding only when asked for by name; server-sent events otherwise (no Accept, or any). */
+function wantsProtobuf(accept: string | undefined): accept is string {
+  return accept?.includes('application/vnd.ag-ui.event+proto') ?? false;
+}
+
+/** The HTTP status of a refused message. */
+function statusOf(code: ErrorCode): number {
+  const declared = (ERROR_CODES[code] as { status?: number } | undefined)?.status;
+  if (declared) return declared;
+  switch (code) {
+    case 'no_pending_input':
+      return 409;
+    case 'server_busy':
+    case 'engine_unavailable':
+      return 503;
+    case 'too_many_runs':
+    case 'rate_limited':
+      return 429;
+    case 'session_deleted':
+      return 410;
+    default:
+      return 400;
+  }
+}
+
+/** Answers to interrupts as the socket's messages: resolved ones answer their question; a cancelled one stops the run. */
+function resumeMessages(resume: { interruptId: string; status: 'resolved' | 'cancelled'; payload?: unknown }[]): ClientMessage[] {
+  if (resume.some((entry) => entry.status === 'cancelled')) return [{ type: 'agent_control', action: 'stop' }];
+  return resume.map((entry) => ({ type: 'agent_user_input', question_id: entry.interruptId, content: answerText(entry.payload) }));
+}
+
+/** An interrupt's payload as the answer's text: a string, `{answer}` or `{content}`, else its JSON. */
+function answerText(payload: unknown): string {
+  if (typeof payload === 'string') return payload;
+  if (payload && typeof payload === 'object') {
+    const { answer, content } = payload as { answer?: unknown; content?: unknown };
+    if (typeof answer === 'string') return answer;
+    if (typeof content === 'string') return content;
+  }
+  return payload === undefined ? '' : JSON.stringify(payload);
+}
+
+function lastUserText(messages: Message[]): string | undefined {
+  const last = messages.findLast((message) => message.role === 'user');
+  if (!last) return undefined;
+  const content = last.content as unknown;
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) {
+    return content
+      .map((part: { type?: string; text?: string }) => (part.type === 'text' && typeof part.text === 'string' ? part.text : ''))
+      .join('')
+      .trim();
+  }
+  return undefined;
+}
+
+/** A resume must name questions the thread's run is waiting on; the run's events from its start rebuild the state. */
+async function checkResumable(
+  chat: ChatService,
+  store: Store,
+  resume: { interruptId: string }[],
+): Promise<{ runId: string; afterSeq: number } | { error: ErrorCode; status: number; message: string }> {
+  const runId = chat.activeRunId ?? (await store.listRuns(chat.sessionId)).findLast((run) => run.status === 'running')?.id;
+  if (!runId) return { error: 'no_pending_input', status: 409, message: 'Nothing in this thread waits for an answer' };
+  const waiting = chat.pendingQuestionIds;
+  // With several instances the run may wait elsewhere: the answer itself then says whether it was taken.
+  if (chat.activeRunId) {
+    const unknown = resume.find((entry) => !waiting.includes(entry.interruptId));
+    if (unknown) return { error: 'no_pending_input', status: 409, message: `No question with id "${unknown.interruptId.slice(0, 100)}" is waiting` };
+  }
+  const run = await store.getRun(runId);
+  return { runId, afterSeq: run?.afterSeq ?? chat.log.lastSeq };
+}
+
+/** The session's events for one AG-UI stream: earlier ones build up state, later ones are translated. */
+class AgUiConnection implements ClientConnection {
+  finished = false;
+  onDone: () => void = () => undefined;
+  private settling = false;
+
+  constructor(
+    private readonly stream: AgUiStream,
+    private readonly translator: AgUiTranslator,
+    private readonly quietUntil: number,
+  ) {}
+
+  get congested(): boolean {
+    return this.stream.congested;
+  }
+
+  get closed(): boolean {
+    return this.finished || this.stream.closed;
+  }
+
+  send(event: ServerEvent): void {
+    if (this.finished) return;
+    if ('seq' in event && typeof event.seq === 'number' && event.seq <= this.quietUntil) {
+      this.translator.absorb(event);
+      return;
+    }
+    this.translator.take(event);
+    this.settle();
+  }
+
+  /** Ends the stream once the run ended, or, a turn after a question came, with an interrupt for every one that came with it. */
+  settle(): void {
+    if (this.translator.done) return this.onDone();
+    if (!this.translator.waiting || this.settling) return;
+    this.settling = true;
+    setImmediate(() => {
+      this.settling = false;
+      if (this.translator.interruptIfWaiting()) this.onDone();
+    });
+  }
+
+  whenDrained(signal?: AbortSignal): Promise<void> {
+    return this.stream.whenDrained(signal);
+  }
+
+  close(_code: number, reason: string): void {
+    this.translator.abort(reason, 'closed');
+    this.onDone();
+  }
+}
+
+/** The HTTP response as a stream of encoded AG-UI events; written to only once it is open. */
+class AgUiStream {
+  private readonly buffered: BaseEvent[] = [];
+  private opened = false;
+  private ending = false;
+  private keepalive: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly raw: ServerResponse,
+    private readonly encoder: EventEncoder,
+    private readonly limits: BackpressureLimits,
+  ) {}
+
+  get closed(): boolean {
+    return this.raw.writableEnded || this.raw.destroyed;
+  }
+
+  get congested(): boolean {
+    return this.raw.writableLength > this.limits.socketMaxBufferedBytes;
+  }
+
+  open(): void {
+    this.opened = true;
+    this.raw.writeHead(200, {
+      'content-type': this.encoder.getContentType(),
+      'cache-control': 'no-cache',
+      'x-accel-buffering': 'no',
+    });
+    for (const event of this.buffered.splice(0)) this.write(event);
+    if (this.ending) return void this.raw.end();
+    if (this.encoder.getContentType().startsWith('text/event-stream')) {
+      this.keepalive = setInterval(() => this.raw.write(': keepalive\n\n'), KEEPALIVE_MS);
+      this.keepalive.unref();
+    }
+  }
+
+  write(event: BaseEvent): void {
+    if (!this.opened) {
+      this.buffered.push(event);
+      return;
+    }
+    if (this.closed) return;
+    this.raw.write(this.encoder.encodeBinary(event));
+    // A client that reads nothing at all is cut off rather than buffered without end.
+    if (this.raw.writableLength > 2 * this.limits.socketMaxBufferedBytes) this.raw.destroy();
+  }
+
+  /** Ends the response after what was written (at once, or as soon as it opens). */
+  end(): void {
+    this.ending = true;
+    clearInterval(this.keepalive);
+    if (this.opened && !this.closed) this.raw.end();
+  }
+
+  whenDrained(signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    if (!this.congested || this.closed) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        this.raw.off('drain', done);
+        this.raw.off('close', done);
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      this.raw.on('drain', done);
+      this.raw.on('close', done);
+      signal?.addEventListener('abort', done, { once: true });
+    });
+  }
+}
