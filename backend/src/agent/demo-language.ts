@@ -296,6 +296,40 @@ export function summarize(name: string, result: string): string {
   return parts.join('\n\n');
 }
 
+/** One part of a request, in the order the demo does them: its title (a to-do, a plan step) and whether it is done. */
+export interface RequestPart {
+  kind: Next | 'missing_file';
+  title: string;
+  done: boolean;
+  /** What doing it found, once done. */
+  finding?: string;
+}
+
+/**
+ * The parts of a request (every link of a calculation, the time, a file, a file that is missing,
+ * a named tool), in the order nextToolCall does them: autonomous writes a to-do for each, and
+ * plan_execute plans a step for each.
+ */
+export function requestParts(situation: Situation): RequestPart[] {
+  const { chain, calculations, results } = situation;
+  const parts: RequestPart[] = [];
+  const calculated = (index: number) => (calculations[index] === undefined ? undefined : `\`${linkExpression(chain, calculations, index)}\` = ${calculations[index]}`);
+  if (chain.length > 1) {
+    chain.forEach((link, index) => {
+      const title = index === 0 ? `Compute ${link.expression}` : `${link.words.charAt(0).toUpperCase()}${link.words.slice(1)}`;
+      parts.push({ kind: 'calculator', title, done: calculations.length > index, finding: calculated(index) });
+    });
+  } else if (situation.expression) {
+    parts.push({ kind: 'calculator', title: `Work out ${situation.expression}`, done: calculations.length > 0, finding: calculated(0) });
+  }
+  if (situation.wantsTime) parts.push({ kind: 'current_time', title: 'Read the current time', done: results.has('current_time'), finding: results.has('current_time') ? `The clock says ${results.get('current_time')}.` : undefined });
+  if (situation.file) parts.push({ kind: 'read_file', title: `Read and summarize ${situation.file}`, done: results.has('read_file'), finding: `I read ${situation.file}.` });
+  else if (situation.missingFile) parts.push({ kind: 'missing_file', title: `Look for ${situation.missingFile}`, done: true, finding: `There is no file ${situation.missingFile} in this chat.` });
+  if (situation.wantsFileList) parts.push({ kind: 'list_files', title: 'List the chat’s files', done: results.has('list_files'), finding: 'I listed the files.' });
+  if (situation.named) parts.push({ kind: 'named', title: `Call ${situation.named.name}`, done: results.has(situation.named.name), finding: `${situation.named.name} answered.` });
+  return parts;
+}
+
 /**
  * The tool call the request needs next (the same in every strategy): the calculator for the next
  * link of a calculation, the clock, a file, a tool the user named, or a question when the request

@@ -41,7 +41,8 @@ export function PlanPanel({ run, running }: StrategyPanelProps) {
   for (const event of stepEvents) status.set(Number(event.fields.index), { status: String(event.fields.status), attempts: Number(event.fields.attempts ?? 0) });
   const metadata = run.strategyEvents.find((event) => event.updateType === 'agent_run_metadata');
   const summary = metadata?.fields.summary as { steps_total: number; succeeded: number; failed: number; tool_attempts: number } | undefined;
-  const revisions = Number((metadata?.fields.planning as { revisions?: number } | undefined)?.revisions ?? plans.length);
+  // `planning.revisions` counts the plans made, the first included: re-plans are the others.
+  const replans = Math.max(0, Number((metadata?.fields.planning as { revisions?: number } | undefined)?.revisions ?? plans.length) - 1);
   return (
     <div className="plan-panel" data-testid="plan-panel">
       {latest ? (
@@ -80,8 +81,8 @@ export function PlanPanel({ run, running }: StrategyPanelProps) {
       {summary && (
         <p className="plan-summary" data-testid="plan-summary">
           {summary.succeeded} of {summary.steps_total} step{summary.steps_total === 1 ? '' : 's'} done
-          {summary.failed > 0 ? `, ${summary.failed} failed` : ''} · {summary.tool_attempts} tool call{summary.tool_attempts === 1 ? '' : 's'} · {revisions} plan
-          revision{revisions === 1 ? '' : 's'}
+          {summary.failed > 0 ? `, ${summary.failed} failed` : ''} · {summary.tool_attempts} tool call{summary.tool_attempts === 1 ? '' : 's'} ·{' '}
+          {replans === 0 ? 'no re-plan' : `${replans} re-plan${replans === 1 ? '' : 's'}`}
         </p>
       )}
     </div>

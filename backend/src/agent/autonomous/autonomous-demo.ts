@@ -1,6 +1,6 @@
 import type { Todo } from '@stepwise/shared-types';
 import type { CompletionRequest, CompletionResult, DemoKit, LlmToolCall } from '../../llm/llm-client.ts';
-import { findingsOf, nextToolCall, readSituation, shorten } from '../demo-language.ts';
+import { fallbackAnswer, findingsOf, nextToolCall, readSituation, requestParts } from '../demo-language.ts';
 import { TODO_TOOL } from './todos.ts';
 
 const COUNTS: Record<string, number> = { two: 2, three: 3, four: 4, five: 5, '2': 2, '3': 3, '4': 4, '5': 5 };
@@ -21,37 +21,46 @@ export async function autonomousDemo(request: CompletionRequest, demo: DemoKit):
   const reminder = last?.role === 'user' && last.content.startsWith('<system-reminder>');
   const situation = readSituation(reminder ? { ...request, messages: request.messages.slice(0, -1) } : request);
   const offered = situation.offered;
-  const wroteList = request.messages.some((message) => message.role === 'assistant' && message.toolCalls?.some((call) => call.name === TODO_TOOL && call.arguments.includes('"write"')));
-  const parts = partsOf(situation.question);
+  // Only this request's list counts: an earlier run's is done with.
+  const asked = request.messages.findLastIndex((message) => message.role === 'user' && !message.content.startsWith('<system-reminder>'));
+  const wroteList = request.messages.slice(asked + 1).some((message) => message.role === 'assistant' && message.toolCalls?.some((call) => call.name === TODO_TOOL && call.arguments.includes('"write"')));
+  const facts = partsOf(situation.question);
+  const parts = facts ? [] : requestParts(situation);
+  const allDone = todos.every((todo) => todo.status === 'completed');
 
-  if (parts && offered.has(TODO_TOOL) && !wroteList && todos.every((todo) => todo.status === 'completed')) {
-    const titles = Array.from({ length: parts.count }, (_, index) => `Fact ${index + 1} about “${parts.topic}”`);
-    return call(`I will keep a list of the ${parts.count} facts and work through it.`, TODO_TOOL, { operation: 'write', todos: titles.map((title) => ({ title })) });
+  if (offered.has(TODO_TOOL) && !wroteList && allDone && (facts || parts.length > 1)) {
+    const titles = facts ? Array.from({ length: facts.count }, (_, index) => `Fact ${index + 1} about “${facts.topic}”`) : parts.map((part) => part.title);
+    const intro = facts ? `I will keep a list of the ${facts.count} facts and work through it.` : `This request has ${parts.length} parts; I will keep a list and work through it.`;
+    return call(intro, TODO_TOOL, { operation: 'write', todos: titles.map((title) => ({ title })) });
   }
-  const inProgress = todos.find((todo) => todo.status === 'in_progress');
+  const inProgress = todos.findIndex((todo) => todo.status === 'in_progress');
   const next = todos.find((todo) => todo.status === 'pending');
-  if (inProgress) {
-    // The work, its todo completed, and the next one started: the updates apply in order.
-    const done = toolCall(TODO_TOOL, { operation: 'update', id: inProgress.id, status: 'completed' });
+  if (wroteList && inProgress >= 0) {
+    const todo = todos[inProgress]!;
+    const part = parts[inProgress];
+    // A part's work first (its tool call), then the todo completed and the next one started: the updates apply in order.
+    if (part && !part.done) {
+      const needed = nextToolCall(situation);
+      if (needed.call) return { text: '', toolCalls: [needed.call] };
+    }
+    const done = toolCall(TODO_TOOL, { operation: 'update', id: todo.id, status: 'completed' });
     const start = next ? [toolCall(TODO_TOOL, { operation: 'update', id: next.id, status: 'in_progress' })] : [];
-    return { text: factFor(inProgress), toolCalls: [done, ...start] };
+    return { text: facts ? factFor(todo) : (part?.finding ?? `${todo.title}: done.`), toolCalls: [done, ...start] };
   }
-  if (next) return call('', TODO_TOOL, { operation: 'update', id: next.id, status: 'in_progress' });
-  if (todos.length > 0 && wroteList) {
-    const summary = todos.map((todo) => `- ${factFor(todo)}`).join('\n');
-    return demo.say(`Here is what I found, one todo at a time:\n\n${summary}\n\n${'[WORKFLOW_COMPLETE]'}`, request);
+  if (wroteList && next) return call('', TODO_TOOL, { operation: 'update', id: next.id, status: 'in_progress' });
+  if (wroteList && todos.length > 0) {
+    const summary = facts ? `Here is what I found, one todo at a time:\n\n${todos.map((todo) => `- ${factFor(todo)}`).join('\n')}` : findingsOf(situation).answers.join('\n\n');
+    return demo.say(`${summary}\n\n[WORKFLOW_COMPLETE]`, request);
   }
   // A single request: the tool calls it needs one at a time (every link of a calculation, the
-  // clock, a file), as every strategy's demo does them; then the answer from what they gave.
+  // clock, a file, a question when it is vague), as every strategy's demo does them; then the
+  // answer from what they gave.
   const needed = nextToolCall(situation);
-  if (needed.call && needed.next !== 'request_input') return { text: '', toolCalls: [needed.call] };
+  if (needed.call) return { text: needed.next === 'request_input' ? 'I need to know more before I can start.' : '', toolCalls: [needed.call] };
   const { answers } = findingsOf(situation);
   if (needed.notEnabled) answers.push(`The **${needed.notEnabled}** tool is not enabled for this run; tick it under Tools to let me do this.`);
   if (answers.length > 0) return demo.say(answers.join('\n\n'), request);
-  return demo.say(
-    `You asked: “${shorten(situation.question)}”. I work best on a request with several parts — try “tell three short facts about octopus and keep a list”.`,
-    request,
-  );
+  return demo.say(fallbackAnswer(situation), request);
 }
 
 /** "three facts about X" → 3 and X; undefined for a request of one part. */

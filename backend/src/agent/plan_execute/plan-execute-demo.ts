@@ -1,5 +1,5 @@
 import type { CompletionRequest, CompletionResult, DemoKit, LlmToolCall } from '../../llm/llm-client.ts';
-import { block, fallbackAnswer, findChain, readSituation, shorten, summarize } from '../demo-language.ts';
+import { block, fallbackAnswer, readSituation, requestParts, type Situation, shorten, summarize } from '../demo-language.ts';
 import type { PlanReply } from './plan.ts';
 
 type DemoStep = PlanReply['steps'][number];
@@ -17,7 +17,10 @@ export async function planExecuteDemo(request: CompletionRequest, demo: DemoKit)
     case 'plan_execute.replan':
       return data({ steps: replan(request) });
     case 'plan_execute.viability':
-      return data({ viable: true, confidence: 0.9, reason: 'The remaining steps still fit the request.' });
+      // The plan was made before the person said what they need: once they have, it no longer fits.
+      return /^The user answered: /.test(text(variables.observation))
+        ? data({ viable: false, confidence: 0.95, reason: 'The plan was made before the user said what they need; plan what they asked for.' })
+        : data({ viable: true, confidence: 0.9, reason: 'The remaining steps still fit the request.' });
     case 'plan_execute.reason':
       return demo.say(reasonReply(text(variables.context), text(variables.goal)), request);
     case 'plan_execute.act':
@@ -52,36 +55,57 @@ const step = (goal: string, tool: string | undefined, argument: string, success:
   context: tool ? `Use ${tool}${argument ? ` on: ${argument}` : ''}` : argument,
 });
 
-/** A step for each part of the request the demo can do: a calculation (a chain, link by link: every link, never fewer), the time, a file. */
+/**
+ * A step for each part of the request (the shared demo brain's parts): every link of a
+ * calculation, the time, a file, a file that is missing. A vague request gets a question first,
+ * and a plan for the answer once the person gave it (a re-plan).
+ */
 function firstPlan(request: CompletionRequest): DemoStep[] {
-  const situation = readSituation(request);
-  const tools = new Set(toolNames(request));
+  return stepsFor(readSituation(request), new Set(toolNames(request)));
+}
+
+function stepsFor(situation: Situation, tools: Set<string>): DemoStep[] {
   const steps: DemoStep[] = [];
-  const chain = findChain(situation.question);
-  if (chain.length > 0 && tools.has('calculator')) {
-    let running = '';
-    for (const link of chain) {
-      running = link.expression ?? `(${running}) ${link.operator} ${link.operand}`;
-      steps.push(step(`Compute ${running}`, 'calculator', running, 'The calculator returns a number.'));
+  let running = '';
+  for (const part of requestParts(situation)) {
+    if (part.kind === 'calculator') {
+      const link = situation.chain[steps.length];
+      running = situation.chain.length > 1 && link ? (link.expression ?? `(${running}) ${link.operator} ${link.operand}`) : situation.expression!;
+      if (tools.has('calculator')) steps.push(step(`Compute ${running}`, 'calculator', running, 'The calculator returns a number.'));
+    } else if (part.kind === 'current_time' && tools.has('current_time')) {
+      steps.push(step('Read the current time', 'current_time', '', 'The clock gives the time.'));
+    } else if (part.kind === 'read_file') {
+      steps.push(step(`Read ${situation.file}`, 'read_file', situation.file!, 'The file is read and summarized.'));
+    } else if (part.kind === 'missing_file') {
+      steps.push(step(`Find ${situation.missingFile} among the session's files`, undefined, `Needs file: ${situation.missingFile}`, 'The file is there.'));
+      steps.push(step(`Summarize ${situation.missingFile}`, undefined, `Summarize file: ${situation.missingFile}`, 'A summary is written.'));
     }
-  } else if (situation.expression && tools.has('calculator')) {
-    steps.push(step(`Compute ${situation.expression}`, 'calculator', situation.expression, 'The calculator returns a number.'));
   }
-  if (situation.wantsTime && tools.has('current_time')) steps.push(step('Read the current time', 'current_time', '', 'The clock gives the time.'));
-  if (situation.file) {
-    steps.push(step(`Read ${situation.file}`, 'read_file', situation.file, 'The file is read and summarized.'));
-  } else if (situation.missingFile) {
-    steps.push(step(`Find ${situation.missingFile} among the session's files`, undefined, `Needs file: ${situation.missingFile}`, 'The file is there.'));
-    steps.push(step(`Summarize ${situation.missingFile}`, undefined, `Summarize file: ${situation.missingFile}`, 'A summary is written.'));
+  if (steps.length === 0 && situation.ambiguous && situation.clarification === undefined) {
+    steps.push(step('Ask what the user needs', 'request_input', clarifyingQuestion(situation.question), 'The user says what they need.'));
+    steps.push(step('Do what the user asks', undefined, 'Do what the user asks', 'The request is answered.'));
   }
-  if (steps.length === 1) steps.push(step('Check the result answers the request', undefined, 'Check', 'The findings answer the request.'));
   return steps;
 }
 
-/** After a step found a file missing: tell the user how to attach it, instead of summarizing nothing. */
+/**
+ * A re-plan: after a step found a file missing, tell the user how to attach it (instead of
+ * summarizing nothing); after the person answered the question, a step for each part of what they asked.
+ */
 function replan(request: CompletionRequest): DemoStep[] {
+  const variables = request.variables ?? {};
+  const answered = /The user answered: (.+)/.exec(text(variables.observations))?.[1];
+  if (variables.trigger === 'not_viable' && answered) {
+    const situation = readSituation({ ...request, messages: [{ role: 'user', content: `${text(variables.question)}\n${answered}` }] });
+    return stepsFor(situation, new Set(toolNames(request)));
+  }
   const missing = readSituation(request).missingFile ?? 'the file';
   return [step(`Tell the user how to attach ${missing}`, undefined, `Explain missing file: ${missing}`, 'The user knows what to do.')];
+}
+
+/** The question the demo asks of a vague request (the same words as every strategy's). */
+function clarifyingQuestion(question: string): string {
+  return `Could you tell me a bit more about what you need with "${shorten(question)}"? For example, a calculation I should do.`;
 }
 
 /** What the step's context says to do: a tool and its argument, or nothing. */
@@ -99,8 +123,8 @@ function reasonReply(context: string, goal: string): string {
 function actReply(request: CompletionRequest, context: string): CompletionResult {
   const { tool, argument } = action(context);
   const offered = new Set((request.tools ?? []).map((each) => each.name));
-  if (!tool || !offered.has(tool)) return { text: tool ? `The ${tool} tool is not enabled for this run.` : 'No tool is needed.', toolCalls: [] };
-  const args = tool === 'calculator' ? { expression: argument } : tool === 'read_file' ? { name: argument } : {};
+  if (!tool || (!offered.has(tool) && tool !== 'request_input')) return { text: tool ? `The ${tool} tool is not enabled for this run.` : 'No tool is needed.', toolCalls: [] };
+  const args = tool === 'calculator' ? { expression: argument } : tool === 'read_file' ? { name: argument } : tool === 'request_input' ? { question: argument } : {};
   const call: LlmToolCall = { id: `call_demo_${tool}`, name: tool, arguments: JSON.stringify(args) };
   return { text: '', toolCalls: [call] };
 }
@@ -127,6 +151,8 @@ function observeReply(request: CompletionRequest, context: string, goal: string)
   } else if (result.startsWith('Error:')) {
     observation = `${tool} failed: ${shorten(result.replace(/^Error:\s*/, ''), 200)}`;
     complete = false;
+  } else if (tool === 'request_input') {
+    observation = `The user answered: ${result}`;
   } else if (tool === 'calculator') {
     observation = `${argument} = ${result}.`;
   } else if (tool === 'current_time') {
@@ -147,18 +173,27 @@ function lastToolResult(request: CompletionRequest): string | undefined {
   return undefined;
 }
 
-/** The answer from the steps (the `steps` variable): the last finding first, then how it was reached. */
+/** The answer from the steps (the `steps` variable): what each part found, then how it was reached. */
 function synthesisReply(request: CompletionRequest): string {
   const steps = Array.isArray(request.variables?.steps) ? (request.variables.steps as Array<{ index: number; goal: string; status: string; observation: string }>) : [];
   const notes = text(request.variables?.notes);
   if (steps.length === 0) return fallbackAnswer(readSituation(request));
-  const found = steps.filter((each) => each.status === 'done' && each.observation).at(-1);
-  const lines = steps.map((each) => `${each.index}. ${each.goal} — ${each.status}${each.observation ? `: ${each.observation}` : ''}`);
-  return [found ? resultLine(found.observation) : 'The plan did not reach an answer.', 'How I got there:', lines.join('\n'), ...(notes ? [notes] : [])].join('\n\n');
+  const lines = steps.map((each) => `${each.index}. ${each.goal} — ${each.status}${each.observation ? `: ${each.observation.split('\n')[0]}` : ''}`);
+  const found = answerParts(steps.filter((each) => each.status === 'done' && each.observation).map((each) => each.observation));
+  return [found.length ? found.join('\n\n') : 'The plan did not reach an answer.', 'How I got there:', lines.join('\n'), ...(notes ? [notes] : [])].join('\n\n');
 }
 
-/** The finding that answers: a calculation's result in bold ("… = **29**."), anything else bold whole. */
-function resultLine(observation: string): string {
-  const calculated = /^(.*) = (-?\d+(?:\.\d+)?)\.$/.exec(observation);
-  return calculated ? `\`${calculated[1]}\` = **${calculated[2]}**.` : `**${observation}**`;
+/**
+ * The answer's parts from the steps' findings: the calculation's result (its last step), the
+ * time, each file's summary, what to do about a missing file. Other findings are not answers.
+ */
+function answerParts(observations: string[]): string[] {
+  const calculated = observations.map((observation) => /^(.*) = (-?\d+(?:\.\d+)?(?:e[-+]?\d+)?)\.$/.exec(observation)).filter((match) => match !== null).at(-1);
+  const parts = calculated ? [`\`${calculated[1]}\` = **${calculated[2]}**.`] : [];
+  for (const observation of observations) {
+    const time = /^The clock says (.+) \(UTC\)\.$/.exec(observation);
+    if (time) parts.push(`It is now **${time[1]}** (UTC).`);
+    else if (/^\*\*[^*]+\*\*: \d+ lines?/.test(observation) || /^Attach /.test(observation)) parts.push(observation);
+  }
+  return parts;
 }

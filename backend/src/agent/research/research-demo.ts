@@ -1,45 +1,34 @@
 import type { CompletionRequest, CompletionResult, DemoKit } from '../../llm/llm-client.ts';
 import type { LlmMessage } from '../../messages.ts';
-import { findExpression, shorten } from '../demo-language.ts';
+import { evaluateExpression } from '../../tools/expression.ts';
+import { chainExpression, chainResult, findChain, findingsOf, nextToolCall, readSituation, requestParts, type Situation, shorten } from '../demo-language.ts';
 
 /**
- * The demo model's answers to research's calls: a three-stage graph for any question (gather,
- * analyse, synthesize), tasks that run side by side in the first stage, an analysis with the
- * calculator when the question holds arithmetic (else a count of the question's words, also real),
- * a stage verifier that finds stage 1 thin once (one follow-up task) and then passes, and a report
- * made from what the tasks found.
+ * The demo model's answers to research's calls, from the shared demo brain: a graph planned from
+ * the request's parts (a question first when it is vague), tasks that do the work for real (the
+ * scout reads the clock and the files, the derivation coder computes every link of a calculation,
+ * the verifier recomputes it another way), verifiers that judge what the tasks found (a figure
+ * that does not check out fails), and a report made from the findings. Nothing is planted.
  */
 export async function researchDemo(request: CompletionRequest, demo: DemoKit): Promise<CompletionResult> {
   const vars = request.variables ?? {};
   const goal = String(vars.goal ?? '');
   switch (request.purpose) {
     case 'research.plan':
-      return data(planFor(goal));
+      return data(planFor(readSituation({ ...request, messages: [{ role: 'user', content: goal }] })));
     case 'research.task':
       await demo.pause(request.signal);
       return taskReply(request, goal);
     case 'research.task_result':
       return data(taskResult(request, goal));
     case 'research.task_verifier':
-      return data({ verdict: 'PASS', issues: [], follow_up_tasks: [] });
-    case 'research.stage_verifier': {
-      const stage = String(vars.stage ?? '');
-      const results = String(vars.results ?? '');
-      if (stage.startsWith('1.') && !/1\.3 /.test(results)) {
-        return data({
-          verdict: 'FAIL',
-          issues: ['The gathered material has no cross-check of the figures.'],
-          follow_up_tasks: [{ title: 'Cross-check the figures gathered so far', agent: 'verifier', acceptance_criteria: ['every figure recomputed once'] }],
-        });
-      }
-      return data({ verdict: 'PASS', issues: [], follow_up_tasks: [] });
-    }
+      return data(judgeTask(String(vars.task ?? ''), lastUser(request.messages), goal, String(vars.results ?? '')));
+    case 'research.stage_verifier':
+      return data(judgeStage(String(vars.results ?? ''), goal));
     case 'research.final_verifier':
-      return data({ verdict: 'PASS', issues: [], follow_up_tasks: [] });
-    case 'research.report': {
-      const results = String(vars.results ?? '');
-      return demo.say(`# Report: ${shorten(goal, 100)}\n\nWhat the tasks found, stage by stage:\n\n${results}\n\nEvery stage passed its verifier; the figures were cross-checked once.`, request);
-    }
+      return data(judgeFinal(String(vars.results ?? ''), goal));
+    case 'research.report':
+      return demo.say(report(goal, String(vars.results ?? '')), request);
     default:
       return demo.unknownPurpose(request);
   }
@@ -49,69 +38,207 @@ function data(parsed: unknown): CompletionResult {
   return { text: JSON.stringify(parsed), toolCalls: [], parsed };
 }
 
-function planFor(goal: string) {
-  const task = (id: string, title: string, agent: string, depends_on: string[] = []) => ({ id, title, agent, depends_on, acceptance_criteria: ['a short, sourced finding'], inputs: [] });
+const DO_ASKED = 'Do what the person asked for';
+
+/** Stages from the request's parts: gather (the scout and the derivation side by side), check, synthesize. */
+function planFor(situation: Situation) {
+  const task = (id: string, title: string, agent: string, criteria: string) => ({ id, title, agent, depends_on: [], acceptance_criteria: [criteria], inputs: [] });
+  const goal = shorten(situation.question, 60);
+  const synthesize = { id: '3', name: 'Synthesize', verifier_criteria: ['one clear answer from the findings'], tasks: [task('3.1', 'Write the answer from the findings', 'orchestrator', 'every finding used')] };
+  if (situation.ambiguous) {
+    return {
+      stages: [
+        { id: '1', name: 'Clarify', verifier_criteria: ['the person said what they need'], tasks: [task('1.1', `Ask what “${goal}” is after`, 'literature_scout', 'a clear request')] },
+        { id: '2', name: 'Work it out', verifier_criteria: ['every part of the request is done'], tasks: [task('2.1', DO_ASKED, 'derivation_coder', 'every part done with the tools')] },
+        synthesize,
+      ],
+    };
+  }
+  const parts = requestParts(situation);
+  const arithmetic = parts.some((part) => part.kind === 'calculator');
+  const lookups = parts.filter((part) => part.kind !== 'calculator');
+  const gather = [
+    ...(lookups.length || !arithmetic ? [task('1.1', lookups.length ? lookups.map((part) => part.title).join('; ') : `Collect what the question states: ${goal}`, 'literature_scout', 'what the question asks for, looked up')] : []),
+    ...(arithmetic ? [task(lookups.length || !arithmetic ? '1.2' : '1.1', `Work out ${situation.chain.length > 1 ? 'the calculation link by link' : 'the figure in the question'}`, 'derivation_coder', 'every figure from the calculator')] : []),
+  ];
+  const check = arithmetic
+    ? task('2.1', 'Recompute the calculation another way, as one expression', 'verifier', 'the figure recomputed and compared')
+    : task('2.1', 'Check the findings against the question', 'paper_reader', 'every part of the question covered');
   return {
     stages: [
-      { id: '1', name: 'Gather', verifier_criteria: ['the material covers the question', 'figures are cross-checked'], tasks: [task('1.1', `Collect what the question states: ${shorten(goal, 60)}`, 'literature_scout'), task('1.2', 'Work out the figures in the question', 'derivation_coder')] },
-      { id: '2', name: 'Analyse', verifier_criteria: ['the analysis uses the gathered figures'], tasks: [task('2.1', 'Relate the findings to the question', 'paper_reader')] },
-      { id: '3', name: 'Synthesize', verifier_criteria: ['one clear answer'], tasks: [task('3.1', 'Write the answer from the findings', 'orchestrator')] },
+      { id: '1', name: 'Gather', verifier_criteria: ['every part of the question looked up or computed'], tasks: gather },
+      { id: '2', name: 'Check', verifier_criteria: ['the findings check out'], tasks: [check] },
+      synthesize,
     ],
   };
 }
 
-/** The task's tool loop: the calculator once for arithmetic (derivation and verifier tasks), else a finding in words. */
+/**
+ * What a task works on: the goal and the person's answer to the question a task asked (its own
+ * call's, or from the results so far), with this task's tool results.
+ */
+function taskSituation(request: CompletionRequest, goal: string): Situation {
+  const answered = /The person asked for: (.+?)\.?$/m.exec(String(request.variables?.results ?? ''))?.[1];
+  const content = answered ? `${goal}\n${answered}` : goal;
+  const work = request.messages.filter((message) => message.role === 'assistant' || message.role === 'tool');
+  return readSituation({ ...request, messages: [{ role: 'user', content } as LlmMessage, ...work] });
+}
+
+/** Each agent's share of the work, done with the tools one call at a time. */
 function taskReply(request: CompletionRequest, goal: string): CompletionResult {
   const agent = String(request.variables?.agent ?? '');
-  const expression = findExpression(goal);
-  const calculated = toolResults(request.messages);
-  if ((agent === 'derivation_coder' || agent === 'verifier') && expression && calculated.length === 0 && request.tools?.some((tool) => tool.name === 'calculator')) {
-    return { text: '', toolCalls: [{ id: `call_demo_${String(request.variables?.task_id ?? 'task').replace('.', '_')}`, name: 'calculator', arguments: JSON.stringify({ expression }) }] };
-  }
+  const title = String(request.variables?.task ?? '');
+  const situation = taskSituation(request, goal);
+  const next = nextToolCall(shareOf(agent, title, situation));
+  if (next.call) return { text: '', toolCalls: [{ ...next.call, id: `${next.call.id}_${String(request.variables?.task_id ?? 'task').replace(/\W/g, '_')}` }] };
   return { text: findingOf(request, goal), toolCalls: [] };
+}
+
+/** The part of the situation an agent does: the scout looks things up (and asks), the derivation coder computes, the verifier recomputes in one go. */
+function shareOf(agent: string, title: string, situation: Situation): Situation {
+  const lookups = { ...situation, expression: undefined, chain: [], calculations: [] };
+  const sums = { ...situation, wantsTime: false, file: undefined, missingFile: undefined, wantsFileList: false, named: undefined, ambiguous: false };
+  if (title.includes(DO_ASKED)) return { ...situation, ambiguous: false };
+  switch (agent) {
+    case 'literature_scout':
+      return lookups;
+    case 'derivation_coder':
+      return sums;
+    case 'verifier': {
+      const whole = chainExpression(situation.chain);
+      return { ...sums, chain: whole ? [{ expression: whole, words: whole }] : [], expression: situation.calculations.length ? undefined : whole };
+    }
+    default:
+      return { ...lookups, ambiguous: false, wantsTime: false, file: undefined, missingFile: undefined, wantsFileList: false, named: undefined };
+  }
 }
 
 function taskResult(request: CompletionRequest, goal: string) {
   const taskId = String(request.variables?.task_id ?? '');
+  const agent = String(request.variables?.agent ?? '');
   const finding = findingOf(request, goal);
+  const figures = agent === 'derivation_coder' && /= -?\d/.test(finding);
   return {
     summary: finding,
     result: finding,
-    evidence: [{ source: taskId.startsWith('1.') ? 'the question as asked' : `the results ledger of ${STATE_NAME}`, location: taskId }],
-    artifacts: taskId === '1.2' ? [{ name: 'figures.md', content: `# Figures\n\n${finding}\n` }] : [],
+    evidence: [{ source: agent === 'literature_scout' ? 'the tools (clock, files) and the question' : agent === 'orchestrator' ? 'the findings of the earlier stages' : 'the calculator', location: taskId }],
+    artifacts: figures ? [{ name: 'figures.md', content: `# Figures\n\n${finding}\n` }] : [],
   };
 }
 
-const STATE_NAME = 'RESEARCH_STATE.md';
-
-/** What the task found: computed, never made up. */
+/** What the task found: from its tools' results and the findings so far, never made up. */
 function findingOf(request: CompletionRequest, goal: string): string {
   const agent = String(request.variables?.agent ?? '');
-  const expression = findExpression(goal);
-  const value = toolResults(request.messages).at(-1);
-  const words = goal.split(/\s+/).filter(Boolean).length;
+  const title = String(request.variables?.task ?? '');
+  const results = String(request.variables?.results ?? '');
+  const situation = taskSituation(request, goal);
+  const asked = situation.results.get('request_input');
+  if (asked !== undefined) return `The person asked for: ${asked.replace(/\s+/g, ' ').trim()}.`;
+  if (title.includes(DO_ASKED)) return findingsOf(situation).answers.join('\n\n') || 'The request still names nothing the demo model can do.';
   switch (agent) {
-    case 'literature_scout':
-      return `The question asks: “${shorten(goal, 100)}” (${words} words${expression ? `, with the calculation \`${expression}\`` : ''}).`;
-    case 'derivation_coder':
-      return expression ? `\`${expression}\` = ${value ?? '(the calculator is not enabled)'}.` : `The question holds no calculation; it has ${words} words.`;
-    case 'verifier':
-      return expression ? `Recomputed \`${expression}\` = ${value ?? '?'}: the figure stands.` : 'Nothing to recompute: the question holds no figures.';
+    case 'literature_scout': {
+      const { answers } = findingsOf(shareOf(agent, title, situation));
+      return answers.length ? answers.join(' ') : `The question asks: “${shorten(goal, 100)}”. There is nothing in it to look up with the tools of this run, and the demo model does not answer from memory.`;
+    }
+    case 'derivation_coder': {
+      const { calculations, chain } = situation;
+      const expression = chainExpression(chain);
+      if (!expression) return 'The question holds no calculation.';
+      if (calculations.length === 0) return `\`${expression}\` could not be computed: the calculator is not enabled for this run.`;
+      return `\`${expression}\` = ${calculations.at(-1)} (${calculations.length} calculator step${calculations.length === 1 ? '' : 's'}: ${calculations.join(' → ')}).`;
+    }
+    case 'verifier': {
+      const expression = chainExpression(situation.chain);
+      const value = situation.calculations.at(-1);
+      const derived = figureIn(results);
+      if (!expression || value === undefined) return 'Nothing was recomputed: the calculator is not enabled for this run.';
+      return derived === value ? `Recomputed \`${expression}\` = ${value} in one go: it matches the derivation.` : `Recomputed \`${expression}\` = ${value} in one go: it does not match the derivation's ${derived ?? 'missing figure'}.`;
+    }
     case 'paper_reader': {
-      const results = String(request.variables?.results ?? '');
-      const figure = /= ([^.\s]+)\./.exec(results)?.[1];
-      return figure ? `The gathered figure ${figure} is the value of the calculation the question holds.` : 'The gathered material restates the question; there is no figure to relate.';
+      if (!results.trim()) return 'There are no findings to check yet.';
+      if (/nothing in it to look up/.test(results)) return 'The findings answer nothing: the question needs knowledge, and the demo model looks up only the clock and the files, and computes. The answer has to say so.';
+      return `The findings cover the question: ${results.split('\n').length} finding${results.split('\n').length === 1 ? '' : 's'}, each from a tool.`;
     }
-    default: {
-      const results = String(request.variables?.results ?? '');
-      const figure = /= ([^.\s]+)\./.exec(results)?.[1];
-      return figure
-        ? `The calculation in the question, \`${expression ?? '?'}\`, comes to **${figure}** (computed and cross-checked with the calculator).`
-        : `The findings restate the question “${shorten(goal, 80)}”; the demo model cannot research beyond it.`;
-    }
+    default:
+      return answerFrom(results);
   }
 }
 
-function toolResults(messages: LlmMessage[]): string[] {
-  return messages.filter((message) => message.role === 'tool').map((message) => (message as { content: string }).content);
+/** The figure a derivation found ("`…` = 29 (…)"), from the results ledger. */
+function figureIn(results: string): string | undefined {
+  return /\(derivation_coder\): `[^`]+` = (-?[\d.e+-]+)/.exec(results)?.[1];
+}
+
+/** The answer from the findings: the computed figure in bold, then what the scout looked up (or what the person's request gave). */
+function answerFrom(results: string): string {
+  const lines = results.split('\n');
+  const parts: string[] = [];
+  const derived = /\((?:derivation_coder)\): (`[^`]+`) = (-?[\d.e+-]+)/.exec(results);
+  if (derived) parts.push(`${derived[1]} = **${derived[2]}**.`);
+  for (const line of lines) {
+    const scout = /^- [\d.]+ \(literature_scout\): (.+)$/.exec(line)?.[1];
+    if (scout && !scout.startsWith('The person asked for:')) parts.push(scout);
+    const done = /^- [\d.]+ \(derivation_coder\): (.+)$/.exec(line)?.[1];
+    if (done && !derived) parts.push(done);
+  }
+  return parts.length ? parts.join('\n\n') : 'The findings hold no answer: there was nothing the demo model could look up or compute.';
+}
+
+/** A task checked against what it should have found. */
+function judgeTask(task: string, content: string, goal: string, results: string) {
+  const figure = /`([^`]+)` = (-?[\d.e+-]+)/.exec(content);
+  if (figure) {
+    const expected = computed(figure[1]!);
+    if (expected !== undefined && expected !== figure[2]) return fail(`${task}: \`${figure[1]}\` is ${expected}, not ${figure[2]}.`, `Recompute \`${figure[1]}\``, 'verifier');
+  }
+  if (/could not be computed|not enabled|no answer/.test(content)) return { verdict: 'CONDITIONAL', issues: [`${task}: ${shorten(content.split('\n').at(-1)!, 200)}`], follow_up_tasks: [] };
+  void goal;
+  void results;
+  return pass();
+}
+
+/** A stage passes when its findings check out: a figure that disagrees with a recomputation, or one that could not be computed, fails it. */
+function judgeStage(results: string, goal: string) {
+  const mismatch = /it does not match the derivation's ([^.]+)\./.exec(results);
+  if (mismatch) return fail(`The recomputation does not match the derivation (${mismatch[1]}).`, 'Compute the figure a third time, link by link', 'derivation_coder');
+  if (/could not be computed|not enabled for this run/.test(results)) return fail('A figure the question needs could not be computed: the calculator is not enabled for this run.', 'Compute the figure with the calculator enabled', 'derivation_coder');
+  const expected = chainResult(findChain(goal));
+  const derived = figureIn(results);
+  if (expected !== undefined && derived !== undefined && derived !== expected) return fail(`The derived figure ${derived} is wrong; the calculation comes to ${expected}.`, 'Compute the figure again, link by link', 'derivation_coder');
+  return pass();
+}
+
+/** The final check: the answer is there, and any figure in it is the calculation's value. */
+function judgeFinal(results: string, goal: string) {
+  const answer = /^- [\d.]+ \(orchestrator\): (.+)$/m.exec(results)?.[1];
+  if (!answer) return fail('There is no answer among the findings.', 'Write the answer from the findings', 'orchestrator');
+  const expected = chainResult(findChain(goal));
+  if (expected !== undefined && !answer.includes(`**${expected}**`)) return fail(`The answer does not give the calculation's value ${expected}.`, 'Write the answer again from the findings', 'orchestrator');
+  return pass();
+}
+
+function computed(expression: string): string | undefined {
+  try {
+    return String(evaluateExpression(expression));
+  } catch {
+    return undefined;
+  }
+}
+
+const pass = () => ({ verdict: 'PASS', issues: [] as string[], follow_up_tasks: [] as unknown[] });
+const fail = (issue: string, title: string, agent: string) => ({ verdict: 'FAIL', issues: [issue], follow_up_tasks: [{ title, agent, acceptance_criteria: ['the figure checks out'] }] });
+
+/** The report: the answer first, then what each task found. */
+function report(goal: string, results: string): string {
+  const answer = /^- [\d.]+ \(orchestrator\): (.+)$/m.exec(results)?.[1] ?? answerFrom(results);
+  const found = results
+    .split('\n')
+    .filter((line) => line.trim() && !/\(orchestrator\)/.test(line))
+    .join('\n');
+  return `# Report: ${shorten(goal, 100)}\n\n## Answer\n\n${answer}\n\n## What each task found\n\n${found}\n\nEvery stage passed its verifier.`;
+}
+
+function lastUser(messages: LlmMessage[]): string {
+  const message = messages.findLast((candidate) => candidate.role === 'user');
+  return message?.role === 'user' ? message.content : '';
 }

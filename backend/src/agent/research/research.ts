@@ -24,10 +24,10 @@ import {
   Verdict,
 } from './state-doc.ts';
 
-const agentSample = { goal: 'g', constraints: [] as string[], stage: 's', task: 't', acceptance_criteria: [] as string[], best_answer: '', issues: [] as string[], results: '', tool_names: ['calculator'] };
+const agentSample = { goal: 'g', constraints: [] as string[], stage: 's', task: 't', acceptance_criteria: [] as string[], best_answer: '', issues: [] as string[], results: '', tool_names: ['calculator'], files_manifest: '' };
 /** The templates in prompts/research/: the planner, one per agent, the verifiers and the report. */
 const prompts = {
-  plan: { goal: 'g' },
+  plan: { goal: 'g', files_manifest: '' },
   literature_scout: agentSample,
   paper_reader: agentSample,
   derivation_coder: agentSample,
@@ -193,15 +193,16 @@ function reopenInterrupted(state: ResearchState): void {
 /** A new project: the graph planned by the model, statuses todo, version 1. */
 async function plan(run: ResearchRun): Promise<ResearchState> {
   const goal = run.input.question.trim();
+  const manifest = await run.filesManifest();
   const { parsed } = await run.llm.complete({
     purpose: 'research.plan',
     messages: [
-      { role: 'system', content: run.prompts.render('plan', { goal }) },
+      { role: 'system', content: run.prompts.render('plan', { goal, files_manifest: manifest }) },
       { role: 'user', content: goal },
     ],
     schema: { name: 'task_graph', zod: TaskGraphPlan },
     signal: run.control.signal,
-    variables: { goal, tool_names: run.input.toolNames },
+    variables: { goal, tool_names: run.input.toolNames, files_manifest: manifest },
   });
   const graph = {
     version: 1,
@@ -234,7 +235,7 @@ async function runTask(run: ResearchRun, doc: StateDocument, state: ResearchStat
   const { sink, input } = run;
   const events = run.events.node(task.id);
   await sink.emit({ type: 'agent_update', update_type: 'agent_task_start', run_id: input.runId, node_id: task.id, task_id: task.id, agent: task.agent });
-  const variables = contextPack(run, state, stage, task);
+  const variables = { ...contextPack(run, state, stage, task), files_manifest: await run.filesManifest() };
   const messages: LlmMessage[] = [
     { role: 'system', content: run.prompts.render(task.agent, variables) },
     { role: 'user', content: `Task ${task.id}: ${task.title}` },
@@ -348,7 +349,7 @@ export function artifactName(taskId: string, name: string): string {
 
 /** The optional check of one task against its acceptance criteria; follow-ups join the stage. */
 async function verifyTask(run: ResearchRun, state: ResearchState, stage: GraphStage, task: GraphTask, result: TaskResult): Promise<string[]> {
-  const variables = contextPack(run, state, stage, task);
+  const variables = { ...contextPack(run, state, stage, task), files_manifest: '' };
   const verdict = await judge(run, 'research.task_verifier', task.id, run.prompts.render('task_verifier', variables), `Task ${task.id}: ${task.title}\n\nResult:\n${result.result}`, variables);
   const added = addFollowUps(stage, verdict);
   await emitVerdict(run, state, 'task', task.id, verdict, added);

@@ -1,6 +1,6 @@
 import type { CompletionRequest, CompletionResult, DemoKit } from '../../llm/llm-client.ts';
 import type { LlmMessage } from '../../messages.ts';
-import { chainExpression, chainResult, linkExpression, readSituation, shorten } from '../demo-language.ts';
+import { chainExpression, chainResult, findingsOf, linkExpression, nextToolCall, readSituation, shorten } from '../demo-language.ts';
 
 /**
  * The demo model's answers to the solver's stages. It proposes two approaches and picks the
@@ -30,25 +30,34 @@ export async function solverDemo(request: CompletionRequest, demo: DemoKit): Pro
       return demo.say('Approach 1 is the more reliable: the calculator does the arithmetic, so only the reading of the words can go wrong. Use it, and check the result.', request);
     case 'solver.problem_solver': {
       await demo.pause(request.signal);
-      if (!work.expression) {
-        return { text: `I can only solve arithmetic word problems in the demo, and I found no calculation in “${shorten(problem)}”.\n\nAnswer: none`, toolCalls: [] };
-      }
-      // Loop 1 evaluates the problem as one expression; a later loop evaluates it again and then
+      const { situation, expression } = work;
+      // Loop 1 evaluates the arithmetic as one expression; a later loop evaluates it again and then
       // works through it step by step (a chain of at most three steps) to compare.
-      const calls = loop === 1 ? [work.expression] : [work.expression, ...(work.chain.length > 1 && work.chain.length <= 3 ? work.chain.map((_, index) => linkExpression(work.chain, work.results.slice(1), index)) : [work.expression])];
+      const calls = !expression ? [] : loop === 1 ? [expression] : [expression, ...(work.chain.length > 1 && work.chain.length <= 3 ? work.chain.map((_, index) => linkExpression(work.chain, work.results.slice(1), index)) : [expression])];
       if (work.results.length < calls.length && work.calculator) {
         const next = calls[work.results.length]!;
         return { text: '', toolCalls: [{ id: `call_demo_solver_${loop}_${work.results.length + 1}`, name: 'calculator', arguments: JSON.stringify({ expression: next }) }] };
       }
-      if (!work.calculator) return demo.say(`The problem comes down to \`${work.expression}\`, but the calculator is not enabled, and the demo model does not do sums in its head.\n\nAnswer: none`, request);
+      // The request's other parts (the clock, a file, a tool it names), looked up as every strategy's demo does.
+      const rest = { ...situation, expression: undefined, chain: [], calculations: [] };
+      const other = nextToolCall(rest);
+      if (other.call && other.next !== 'request_input') return { text: '', toolCalls: [{ ...other.call, id: `${other.call.id}_${loop}` }] };
+      const found = findingsOf(rest).answers;
+      const also = found.length ? `\n\n${ALSO}\n\n${found.join('\n\n')}` : '';
+      if (!expression) {
+        if (found.length) return demo.say(`The request needs no arithmetic; here is what it asks for.${also}\n\nAnswer: given above`, request);
+        if (situation.ambiguous) return demo.say(`“${shorten(problem)}” does not say what to solve, and the demo model does not guess.\n\nAnswer: none (unclear request)`, request);
+        return demo.say(`I can only solve arithmetic word problems in the demo, and I found no calculation in “${shorten(problem)}”.\n\nAnswer: none`, request);
+      }
+      if (!work.calculator) return demo.say(`The problem comes down to \`${expression}\`, but the calculator is not enabled, and the demo model does not do sums in its head.${also}\n\nAnswer: none`, request);
       const result = work.results[0]!;
-      if (loop === 1) return demo.say(`The problem comes down to \`${work.expression}\`, which the calculator puts at ${result}.\n\nAnswer: ${result}`, request);
+      if (loop === 1) return demo.say(`The problem comes down to \`${expression}\`, which the calculator puts at ${result}.${also}\n\nAnswer: ${result}`, request);
       const check = work.results.at(-1)!;
       const steps = work.results.length > 2 ? ` Step by step: ${work.results.slice(1).map((value, index) => `\`${calls[index + 1]}\` = ${value}`).join(', ')}.` : '';
       return demo.say(
         check === result
-          ? `The problem comes down to \`${work.expression}\` = ${result}. Evaluated again as a check it gives ${check}, the same.${steps}\n\nAnswer: ${result} (checked)`
-          : `The problem comes down to \`${work.expression}\` = ${result}, but the check gives ${check}.${steps}\n\nAnswer: ${result}`,
+          ? `The problem comes down to \`${expression}\` = ${result}. Evaluated again as a check it gives ${check}, the same.${steps}${also}\n\nAnswer: ${result} (checked)`
+          : `The problem comes down to \`${expression}\` = ${result}, but the check gives ${check}.${steps}${also}\n\nAnswer: ${result}`,
         request,
       );
     }
@@ -57,7 +66,9 @@ export async function solverDemo(request: CompletionRequest, demo: DemoKit): Pro
       const answer = /Answer: ([^\n(]+)/.exec(input)?.[1]?.trim();
       // The evaluator computes the problem itself and compares: a wrong answer fails, whatever it claims.
       const expected = chainResult(work.chain);
-      if (expected === undefined || answer === undefined || answer === 'none') {
+      if (/Answer: none \(unclear request\)/.test(input)) return demo.say('The problem is unclear: only the person can say what they need.', request);
+      if (expected === undefined || answer === undefined || answer === 'none' || answer === 'given above') {
+        if (answer === 'given above') return demo.say('The solution is correct: what it gives comes from the tools’ results, and nothing in the problem needs computing.', request);
         return demo.say(answer === 'none' || answer === undefined ? 'There is no calculation to check: the solution says so itself.' : 'The solution is correct: nothing in the problem needs computing.', request);
       }
       if (answer !== expected) return demo.say(`Flaw: the answer ${answer} is wrong; worked through, the problem comes to ${expected}. Solve it again, step by step.`, request);
@@ -67,20 +78,17 @@ export async function solverDemo(request: CompletionRequest, demo: DemoKit): Pro
     case 'solver.orchestrator': {
       const input = String(request.variables?.input ?? lastUser(request.messages));
       const flawed = /Flaw:/.test(input);
+      const unclear = /Answer: none \(unclear request\)/.test(input);
       const answer = /Answer: ([^\n]+)/.exec(input)?.[1]?.replace(' (checked)', '').trim() ?? '';
       const checked = /\(checked\)/.test(input) && /The solution is correct: I worked/.test(input);
-      const decision = flawed
-        ? { action: 'CONTINUE', rationale: 'The evaluator found a flaw.', final_answer: '', question_for_user: '', next_focus: 'solve it again and check the result' }
-        : {
-            action: 'FINAL',
-            rationale: checked ? 'The solution is correct and checked.' : 'There was nothing to compute.',
-            final_answer:
-              answer && answer !== 'none'
-                ? `**${answer}**: ${shorten(problem, 120)} comes to ${answer}${checked ? ', computed with the calculator, checked again and confirmed by the evaluator' : ''}.`
-                : 'The demo model computed no answer: it found no calculation it understands in the problem, or the calculator is not enabled.',
-            question_for_user: '',
-            next_focus: '',
-          };
+      const also = new RegExp(`${ALSO}\\n\\n([\\s\\S]*?)\\n\\nAnswer:`).exec(input)?.[1]?.trim();
+      const computed = answer && answer !== 'none' && answer !== 'given above' && work.expression ? `**${answer}**: \`${work.expression}\` = ${answer}${checked ? ', computed with the calculator, checked again and confirmed by the evaluator' : ''}.` : undefined;
+      const finalAnswer = [computed, also].filter(Boolean).join('\n\n') || 'The demo model computed no answer: it found no calculation it understands in the problem, or the calculator is not enabled.';
+      const decision = unclear
+        ? { action: 'ASK_USER', rationale: 'The request does not say what to solve; only the person can.', final_answer: '', question_for_user: clarifyingQuestion(problem), next_focus: 'solve what the person asks for' }
+        : flawed
+          ? { action: 'CONTINUE', rationale: 'The evaluator found a flaw.', final_answer: '', question_for_user: '', next_focus: 'solve it again and check the result' }
+          : { action: 'FINAL', rationale: checked ? 'The solution is correct and checked.' : computed ? 'The solution is correct.' : also ? 'The tools gave what was asked.' : 'There was nothing to compute.', final_answer: finalAnswer, question_for_user: '', next_focus: '' };
       return { text: JSON.stringify(decision), toolCalls: [], parsed: decision };
     }
     default:
@@ -88,11 +96,24 @@ export async function solverDemo(request: CompletionRequest, demo: DemoKit): Pro
   }
 }
 
-/** The problem's arithmetic and the calculator results of this stage so far. */
+/** The heading of a solution's parts that are not arithmetic (the time, a file's summary). */
+const ALSO = 'Also asked for:';
+
+/**
+ * The problem as the demo reads it (with the person's answers to ASK_USER, which reach the solver
+ * as "The user answered: …"), its arithmetic, and the calculator results of this stage so far.
+ */
 function workOf(request: CompletionRequest, problem: string) {
-  const messages: LlmMessage[] = [{ role: 'user', content: problem }, ...request.messages.filter((message) => message.role === 'assistant' || message.role === 'tool')];
+  const answers = [...lastUser(request.messages).matchAll(/^The user answered: (.+)$/gm)].map((match) => match[1]!);
+  const question = [problem, ...answers].join('\n');
+  const messages: LlmMessage[] = [{ role: 'user', content: question }, ...request.messages.filter((message) => message.role === 'assistant' || message.role === 'tool')];
   const situation = readSituation({ ...request, messages });
-  return { expression: chainExpression(situation.chain), chain: situation.chain, results: situation.calculations, calculator: situation.offered.has('calculator') };
+  return { situation, expression: chainExpression(situation.chain), chain: situation.chain, results: situation.calculations, calculator: situation.offered.has('calculator') };
+}
+
+/** The question the demo asks of a request too vague to act on (the same words as every strategy's). */
+function clarifyingQuestion(problem: string): string {
+  return `Could you tell me a bit more about what you need with "${shorten(problem)}"? For example, a calculation I should do.`;
 }
 
 function lastUser(messages: LlmMessage[]): string {

@@ -8,7 +8,7 @@ import { runToolCalls, toolCallMessages } from '../tool-calls.ts';
 import { solverDemo } from './solver-demo.ts';
 
 /** The templates in prompts/solver/: one system prompt per stage, each with an example of its variables. */
-const stageVariables = { problem: 'p', loop: 1, max_loops: 3, next_focus: '', tool_names: ['calculator'] };
+const stageVariables = { problem: 'p', loop: 1, max_loops: 3, next_focus: '', tool_names: ['calculator'], files_manifest: '' };
 const prompts = {
   approach_proposer: stageVariables,
   approach_evaluator: stageVariables,
@@ -42,7 +42,7 @@ export const YES = 'Yes';
 export const NO = 'No';
 const KEYWORDS = /\b(problem|question|research)\b/i;
 /** Tool rounds a problem_solver stage may take before it must write its solution. */
-const SOLVER_TOOL_ROUNDS = 4;
+const SOLVER_TOOL_ROUNDS = 6;
 
 const STAGE_WORDS: Record<SolverStage, string> = {
   approach_proposer: 'the approach proposer',
@@ -100,8 +100,10 @@ export const solver = defineStrategy({
     for (;;) {
       const solverInput = [flow.input, ...flow.answers.map((answer) => `The user answered: ${answer}`)].join('\n\n');
       flow.solution = await stage(run, flow, 'problem_solver', 'expert_evaluator', solverInput);
-      const evaluation = await stage(run, flow, 'expert_evaluator', 'orchestrator', `Problem:\n${problem}\n\nProposed solution:\n${flow.solution}`);
-      const decision = await orchestrate(run, flow, `Problem:\n${problem}\n\nSolution:\n${flow.solution}\n\nEvaluation:\n${evaluation}`);
+      // The evaluator and the orchestrator judge the problem as the person clarified it.
+      const clarified = [problem, ...flow.answers.map((answer) => `The user answered: ${answer}`)].join('\n\n');
+      const evaluation = await stage(run, flow, 'expert_evaluator', 'orchestrator', `Problem:\n${clarified}\n\nProposed solution:\n${flow.solution}`);
+      const decision = await orchestrate(run, flow, `Problem:\n${clarified}\n\nSolution:\n${flow.solution}\n\nEvaluation:\n${evaluation}`);
       if (decision.action === 'FINAL') return { answer: decision.final_answer.trim() || flow.solution, steps: flow.stages, reason: 'answered' };
       if (flow.loop >= maxLoops) {
         const limit = `I stopped after ${flow.loop} solver loop${flow.loop === 1 ? '' : 's'} (the most this run may take) without a final answer; the last solution:`;
@@ -169,7 +171,8 @@ function retryable(error: unknown): boolean {
 
 /** The stage's call: its system prompt, the input as the user's message; the problem solver may use tools first. */
 async function call(run: SolverRun, flow: Workflow, name: SolverStage, input: string): Promise<string> {
-  const variables = { problem: run.input.question.trim(), loop: flow.loop, max_loops: run.options.max_loops, next_focus: flow.nextFocus, tool_names: run.input.toolNames };
+  const files_manifest = name === 'problem_solver' ? await run.filesManifest() : '';
+  const variables = { problem: run.input.question.trim(), loop: flow.loop, max_loops: run.options.max_loops, next_focus: flow.nextFocus, tool_names: run.input.toolNames, files_manifest };
   const messages: LlmMessage[] = [
     { role: 'system', content: run.prompts.render(name, variables) },
     { role: 'user', content: input },
@@ -196,7 +199,7 @@ async function orchestrate(run: SolverRun, flow: Workflow, input: string): Promi
   flow.stages += 1;
   run.progress.step = flow.stages;
   await run.sink.emit({ type: 'agent_update', update_type: 'agent_stage_start', run_id: run.input.runId, stage: 'orchestrator', loop: flow.loop });
-  const variables = { problem: run.input.question.trim(), loop: flow.loop, max_loops: run.options.max_loops, next_focus: flow.nextFocus, tool_names: run.input.toolNames };
+  const variables = { problem: run.input.question.trim(), loop: flow.loop, max_loops: run.options.max_loops, next_focus: flow.nextFocus, tool_names: run.input.toolNames, files_manifest: '' };
   const { parsed } = await run.llm.complete({
     purpose: 'solver.orchestrator',
     messages: [
