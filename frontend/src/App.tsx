@@ -10,7 +10,7 @@ import { TokenPrompt } from './components/TokenPrompt.tsx';
 import { useNow } from './lib/use-now.ts';
 import { useStepwise } from './lib/use-stepwise.ts';
 import { SessionFilesContext } from './lib/session-files-context.ts';
-import { useState } from 'react';
+import { useEffect, useState } from 'react';
 import { pendingQuestion } from './state/reducer.ts';
 
 /** The whole app: state comes from the reducer, components only render it and send messages. */
@@ -22,6 +22,17 @@ export function App() {
   const [settingsOpen, setSettingsOpen] = useState(false);
   const [snapshotsOpen, setSnapshotsOpen] = useState(false);
   const now = useNow();
+  // Escape stops the run in progress, as the Stop button does (not while a dialog has the keyboard).
+  useEffect(() => {
+    const onKey = (event: KeyboardEvent) => {
+      if (event.key !== 'Escape' || event.defaultPrevented || !state.busy || state.stopping) return;
+      if (document.querySelector('dialog[open], [role="dialog"]')) return;
+      event.preventDefault();
+      actions.stop();
+    };
+    window.addEventListener('keydown', onKey);
+    return () => window.removeEventListener('keydown', onKey);
+  }, [state.busy, state.stopping, actions]);
   // The list refreshes when a response completes (a new title, a new last activity).
   const refreshKey = state.busy ? -1 : state.lastSeq;
   if (access === 'token_required') return <TokenPrompt />;
@@ -109,6 +120,7 @@ export function App() {
           strategies={state.session?.strategy_catalog ?? []}
           lastRun={state.session?.last_run ? { sessionId: state.session.session_id, ...state.session.last_run } : undefined}
           question={question?.text}
+          started={state.items.length > 0}
           onAttach={(files) => void actions.attach(files)}
           onSend={actions.chat}
           onAnswer={(answer) => (question ? actions.answer(question.runId, answer, question.questionId) : false)}

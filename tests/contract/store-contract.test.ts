@@ -70,6 +70,16 @@ describe.each(adapters)('the store on $name', (adapter) => {
     expect(await store.getSession(randomUUID())).toBeUndefined();
   });
 
+  it('renames a session: the new title stays, whatever messages come after', async () => {
+    const id = randomUUID();
+    await store.createSession(id);
+    await store.appendMessages(id, [{ role: 'user', content: 'first words' }], 0);
+    expect(await store.renameSession(id, 'My chat')).toMatchObject({ id, title: 'My chat' });
+    await store.appendMessages(id, [{ role: 'user', content: 'more words' }], 5);
+    expect((await store.getSession(id))?.title).toBe('My chat');
+    expect(await store.renameSession(randomUUID(), 'nobody')).toBeUndefined();
+  });
+
   it('keeps every kind of message in order, with the seq it was accepted at', async () => {
     const id = randomUUID();
     await store.createSession(id);

@@ -60,7 +60,7 @@ describe('a plan run in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS }, 
     await page.getByText('6*7 is 42.', { exact: false }).last().waitFor();
     await page.getByTestId('plan-summary').waitFor();
     expect(await steps.nth(1).getAttribute('data-status')).toBe('done');
-    await expect(page.getByTestId('plan-summary').textContent()).resolves.toMatch(/1 of 2 steps done, 1 failed · 4 tool calls · 2 plan revisions/);
+    await expect(page.getByTestId('plan-summary').textContent()).resolves.toMatch(/1 of 2 steps done, 1 failed · 4 tool calls · 1 re-plan/);
     const branches = page.getByTestId('branch');
     expect(await branches.count()).toBe(2);
     await expect(branches.nth(0).textContent()).resolves.toMatch(/Iteration 1.*Iteration 2.*Iteration 3/s);

@@ -55,6 +55,25 @@ describe('the history API', () => {
     await second.client.close();
   });
 
+  it('renames a chat: the title is kept, later messages do not change it, and bad titles are refused', async () => {
+    const { client, id } = await sessionWithOneRun('What is 6*7?');
+    const renamed = await api(`/api/sessions/${id}`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title: '  Sums for Friday  ' }) });
+    expect(renamed).toMatchObject({ status: 200, body: { id, title: 'Sums for Friday' } });
+    expect((await api(`/api/sessions/${id}`)).body.session.title).toBe('Sums for Friday');
+    for (const [body, message] of [
+      [{ title: '   ' }, /title must not be empty/],
+      [{ title: 'x'.repeat(201) }, /at most 200/],
+      [{ name: 'x' }, /title/],
+    ] as const) {
+      const refused = await api(`/api/sessions/${id}`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      expect(refused.status).toBe(400);
+      expect(refused.body.error.message).toMatch(message);
+    }
+    expect((await api(`/api/sessions/${randomUUID()}`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title: 'x' }) })).status).toBe(404);
+    expect((await api('/api/sessions')).body.sessions.find((session: { id: string }) => session.id === id).title).toBe('Sums for Friday');
+    await client.close();
+  });
+
   it('returns a session’s messages and runs', async () => {
     const { client, id } = await sessionWithOneRun('What is 6*7?');
     const { status, body } = await api(`/api/sessions/${id}`);

@@ -110,6 +110,14 @@ export class HistoryService {
   }
 
   /** Deletes a session and everything in it, stopping its run first. */
+  /** A chat renamed by the person: the title is kept (the first message no longer names it). */
+  async rename(id: string, title: string): Promise<SessionSummary> {
+    await this.find(id);
+    const renamed = await this.store.renameSession(id, title);
+    if (!renamed) throw new HistoryError(404, 'not_found', `No chat ${id}`);
+    return toSummary(renamed);
+  }
+
   async delete(id: string): Promise<void> {
     await this.find(id);
     await this.sessions.delete(id, async () => {

@@ -217,10 +217,12 @@ export async function listSnapshots(store: ChatDependencies['store'], sessionId:
       created_at: snapshot.createdAt,
     }),
   );
-  const points = (await stepEnds(store, sessionId)).map(
+  const ends = await stepEnds(store, sessionId);
+  const names = await runNames(store, sessionId, new Set(ends.map((end) => end.runId)));
+  const points = ends.map(
     ({ runId, step, seq, ts }): SnapshotInfo => ({
       snapshot_id: `step:${runId}:${step}`,
-      label: `End of step ${step}`,
+      label: `End of step ${step} · ${names.get(runId) ?? 'a run'}`,
       kind: 'step',
       run_id: runId,
       step,
@@ -229,6 +231,19 @@ export async function listSnapshots(store: ChatDependencies['store'], sessionId:
     }),
   );
   return [...saved, ...points].sort((a, b) => a.at_seq - b.at_seq || a.created_at.localeCompare(b.created_at));
+}
+
+/** Each run by its place in the chat and its request ("run 2: What is 12*7?"), so a step's restore point says whose step it is. */
+async function runNames(store: ChatDependencies['store'], sessionId: string, runIds: Set<string>): Promise<Map<string, string>> {
+  const names = new Map<string, string>();
+  const runs = (await store.listRuns(sessionId)).filter((run) => run.strategy !== PLAIN_CHAT);
+  for (const [index, run] of runs.entries()) {
+    if (!runIds.has(run.id)) continue;
+    const input = (await store.readJournal(run.id)).find((entry) => entry.kind === JOURNAL.input)?.value as { question?: unknown } | undefined;
+    const question = typeof input?.question === 'string' ? input.question.replace(/\s+/g, ' ').trim() : '';
+    names.set(run.id, `run ${index + 1}${question ? `: “${question.length > 60 ? `${question.slice(0, 60)}…` : question}”` : ''}`);
+  }
+  return names;
 }
 
 /** The end of every step (its agent_observe) of every agent run, with where its run began. */

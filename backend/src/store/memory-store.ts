@@ -29,6 +29,13 @@ export class MemoryStore implements Store {
     return record && { ...record };
   }
 
+  async renameSession(id: string, title: string): Promise<SessionRecord | undefined> {
+    const session = this.sessions.get(id);
+    if (!session) return undefined;
+    session.record.title = title;
+    return { ...session.record };
+  }
+
   async listSessions(limit: number): Promise<SessionRecord[]> {
     return [...this.sessions.values()]
       .map((session) => ({ ...session.record }))

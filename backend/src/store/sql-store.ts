@@ -96,6 +96,11 @@ export class SqlStore implements Store {
     return row && toSession(row);
   }
 
+  async renameSession(id: string, title: string): Promise<SessionRecord | undefined> {
+    const [row] = await this.db.query<SessionRow>('update sessions set title = $2 where id = $1 returning *', [id, title]);
+    return row && toSession(row);
+  }
+
   async listSessions(limit: number): Promise<SessionRecord[]> {
     const rows = await this.db.query<SessionRow>('select * from sessions order by updated_at desc, created_at desc limit $1', [limit]);
     return rows.map(toSession);

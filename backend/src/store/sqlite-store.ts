@@ -51,6 +51,7 @@ function prepareStatements(db: SqliteConnection) {
   return {
     insertSession: db.prepare(`insert into sessions (id, title, created_at, updated_at) values (?, null, ?, ?) returning ${SESSION_COLUMNS}`),
     getSession: db.prepare(`select ${SESSION_COLUMNS} from sessions where id = ?`),
+    renameSession: db.prepare(`update sessions set title = ? where id = ? returning ${SESSION_COLUMNS}`),
     listSessions: db.prepare(`select ${SESSION_COLUMNS} from sessions order by updated_at desc, created_at desc limit ?`),
     deleteSession: db.prepare('delete from sessions where id = ?'),
     nextPosition: db.prepare('select coalesce(max(position) + 1, 0) as position from messages where session_id = ?'),
@@ -125,6 +126,11 @@ export class SqliteStore implements Store {
 
   async getSession(id: string): Promise<SessionRecord | undefined> {
     const row = this.statements.getSession.get([id]) as SessionRow | undefined;
+    return row && toSession(row);
+  }
+
+  async renameSession(id: string, title: string): Promise<SessionRecord | undefined> {
+    const row = this.statements.renameSession.get([title, id]) as SessionRow | undefined;
     return row && toSession(row);
   }
 

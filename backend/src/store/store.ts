@@ -63,6 +63,8 @@ export interface Store {
   getSession(id: string): Promise<SessionRecord | undefined>;
   /** Newest activity first. */
   listSessions(limit: number): Promise<SessionRecord[]>;
+  /** Gives the session a title of the person's choosing (it keeps it); undefined when there is no such session. */
+  renameSession(id: string, title: string): Promise<SessionRecord | undefined>;
   /** Deletes the session with its messages, runs and events; false when there was none. */
   deleteSession(id: string): Promise<boolean>;
 

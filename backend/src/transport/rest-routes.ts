@@ -1,4 +1,4 @@
-import { type ErrorCode, SessionDetail, SessionEvents, SessionFile, SessionList, SnapshotList } from '@stepwise/shared-types';
+import { type ErrorCode, SessionDetail, SessionEvents, SessionFile, SessionList, SessionSummary, SnapshotList } from '@stepwise/shared-types';
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -70,6 +70,19 @@ export function registerRestRoutes(server: FastifyInstance, history: HistoryServ
       },
     },
     (request) => history.events(request.params.id, request.query.after_seq, request.query.limit),
+  );
+  app.patch(
+    '/api/sessions/:id',
+    {
+      schema: {
+        tags: ['history'],
+        summary: 'Renames a chat (the title is kept from then on)',
+        params: SessionParams,
+        body: z.object({ title: z.string().trim().min(1, 'title must not be empty').max(200, 'title must be at most 200 characters') }).strict(),
+        response: { 200: SessionSummary, ...errorResponses(400, 401, 404) },
+      },
+    },
+    (request) => history.rename(request.params.id, request.body.title),
   );
   app.delete('/api/sessions/:id', { schema: { tags: ['history'], summary: 'Deletes a chat, its log and its files', params: SessionParams, response: { 204: z.null().describe('Deleted'), ...errorResponses(400, 401, 404) } } }, async (request, reply) => {
     await history.delete(request.params.id);

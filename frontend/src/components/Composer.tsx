@@ -24,6 +24,8 @@ export interface ComposerProps {
   /** The user tried to send while a run works: say why nothing was sent. */
   onBlockedSend: () => void;
   onStop: () => void;
+  /** The chat has started (it has turns): the options fold to their one-line summary on every screen. */
+  started?: boolean;
   /** The chat's last agent run (a reopened chat): the picker goes on with its strategy and options. */
   lastRun?: { sessionId: string; strategy: string; options?: Record<string, unknown> } | undefined;
 }
@@ -40,7 +42,7 @@ export function correctMaxSteps(value: string, fallback: number, limit: number):
  * toggle on narrow screens), Send or Stop. While the agent asks something, the box takes the answer.
  */
 export function Composer(props: ComposerProps) {
-  const { busy, stopping, connected, limits, tools, mcpServers, strategies, question, onAttach, onSend, onAnswer, onBlockedSend, onStop } = props;
+  const { busy, stopping, connected, limits, tools, mcpServers, strategies, question, started, onAttach, onSend, onAnswer, onBlockedSend, onStop } = props;
   const fileInput = useRef<HTMLInputElement>(null);
   const textarea = useRef<HTMLTextAreaElement>(null);
   const optionsId = useId();
@@ -129,7 +131,7 @@ export function Composer(props: ComposerProps) {
   const placeholder = question !== undefined ? 'Your answer…' : busy ? 'The agent is working…' : agentMode ? 'Ask the agent…' : 'Message…';
 
   return (
-    <form className={`composer${question !== undefined ? ' composer-answering' : ''}`} onSubmit={submit}>
+    <form className={`composer${question !== undefined ? ' composer-answering' : ''}${started ? ' composer-started' : ''}`} onSubmit={submit}>
       <button
         type="button"
         className="ghost options-toggle"

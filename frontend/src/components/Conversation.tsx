@@ -1,6 +1,7 @@
 import { useEffect, useRef } from 'react';
 import { awaitingAnswer } from '../state/reducer.ts';
 import type { ChatItem, TodoView, ViewState } from '../state/view-state.ts';
+import { CopyButton } from './CopyButton.tsx';
 import { Markdown } from './Markdown.tsx';
 import { ChatSpending } from './RunSpending.tsx';
 import { RunTimeline } from './RunTimeline.tsx';
@@ -52,6 +53,7 @@ export function Conversation({
         return (
           <div key={item.id} className="turn turn-assistant" data-testid="assistant-turn">
             <Markdown text={item.content} className="bubble" />
+            <CopyButton text={item.content} label="Copy the answer" />
           </div>
         );
       case 'failure':

@@ -55,7 +55,12 @@ export function Header({
             </span>
           ))}
         {health.status === 'ok' && (
-          <span className="health-dot health-ok" role="img" aria-label={`${health.label}${checked}`} title={`${health.label}${checked}`} data-testid="model-health" />
+          <span className="health" title={`${health.label}${checked}`}>
+            <span className="health-dot health-ok" role="img" aria-label={`${health.label}${checked}`} data-testid="model-health" />
+            <span className="health-label" aria-hidden="true">
+              Model OK
+            </span>
+          </span>
         )}
       </div>
       {onOpenSnapshots && (

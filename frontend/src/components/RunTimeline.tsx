@@ -117,16 +117,28 @@ export function RunTimeline({
       ) : tree ? (
         <RunTree run={run} running={running} />
       ) : (
-        run.steps.map((step) => (
-          <StepCard
-            key={step.step}
-            step={step}
-            running={running}
-            current={running && step.step === lastStep}
-            folded={isStepFolded(run, step)}
-            {...(onRewind && !running ? { onRewind: () => onRewind(step.step) } : {})}
-          />
-        ))
+        <>
+          {run.steps.filter((step) => run.rewoundTo === undefined || step.step <= run.rewoundTo).map((step) => (
+            <StepCard
+              key={step.step}
+              step={step}
+              running={running}
+              current={running && step.step === lastStep}
+              folded={isStepFolded(run, step)}
+              {...(onRewind && !running ? { onRewind: () => onRewind(step.step) } : {})}
+            />
+          ))}
+          {run.rewoundTo !== undefined && run.steps.some((step) => step.step > run.rewoundTo!) && (
+            <details className="rolled-back rewound-steps" data-testid="rewound-steps">
+              <summary>
+                Steps after step {run.rewoundTo}: rolled back (the conversation was rewound to step {run.rewoundTo})
+              </summary>
+              {run.steps.filter((step) => step.step > run.rewoundTo!).map((step) => (
+                <StepCard key={step.step} step={step} running={false} current={false} folded={true} />
+              ))}
+            </details>
+          )}
+        </>
       )}
       {run.end && (
         <div className={`run-end run-end-${endClass(run.end)}`} role="status" data-testid="run-end">

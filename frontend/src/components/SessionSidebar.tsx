@@ -14,6 +14,8 @@ export function SessionSidebar({ currentId, refreshKey, open, onClose }: { curre
   const [sessions, setSessions] = useState<SessionSummary[]>([]);
   const [error, setError] = useState<string | undefined>();
   const [pending, setPending] = useState<PendingDeletion[]>([]);
+  const [renaming, setRenaming] = useState<string | undefined>();
+  const [draft, setDraft] = useState('');
   const now = useNow();
 
   const load = useCallback(() => {
@@ -69,12 +71,59 @@ export function SessionSidebar({ currentId, refreshKey, open, onClose }: { curre
         <ul className="session-list">
           {visible.map((session) => (
             <li key={session.id} className={session.id === currentId ? 'current' : ''}>
+              {renaming === session.id ? (
+                <form
+                  className="rename-form"
+                  onSubmit={(event) => {
+                    event.preventDefault();
+                    const title = draft.trim();
+                    if (!title) return;
+                    api.renameSession(session.id, title).then(
+                      () => {
+                        setRenaming(undefined);
+                        load();
+                      },
+                      (failure: Error) => setError(failure.message),
+                    );
+                  }}
+                >
+                  <input
+                    aria-label="New name for the chat"
+                    value={draft}
+                    maxLength={200}
+                    autoFocus
+                    onChange={(event) => setDraft(event.target.value)}
+                    onKeyDown={(event) => {
+                      if (event.key === 'Escape') {
+                        event.preventDefault();
+                        setRenaming(undefined);
+                      }
+                    }}
+                  />
+                  <button type="submit" className="ghost" disabled={!draft.trim()}>
+                    Save
+                  </button>
+                </form>
+              ) : (
               <a href={`/?session=${encodeURIComponent(session.id)}`} aria-current={session.id === currentId ? 'page' : undefined}>
                 <span className="session-title">{session.title ?? 'New chat'}</span>
                 <time className="session-time" dateTime={session.last_activity_at} title={formatFull(session.last_activity_at)}>
                   {formatWhen(session.last_activity_at, now)}
                 </time>
               </a>
+              )}
+              <button
+                type="button"
+                className="ghost rename"
+                onClick={() => {
+                  setDraft(session.title ?? '');
+                  setRenaming(session.id);
+                }}
+                aria-label={`Rename “${session.title ?? 'New chat'}”`}
+                title="Rename this chat"
+              >
+                ✎
+              </button>
               <button
                 type="button"
                 className="ghost delete"

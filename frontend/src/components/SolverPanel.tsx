@@ -90,7 +90,10 @@ export function SolverPanel({ run, running }: StrategyPanelProps) {
                 </p>
                 {String(decision.fields.next_focus ?? '') && <p>Next loop's focus: {String(decision.fields.next_focus)}</p>}
                 {String(decision.fields.question_for_user ?? '') && <p>Question for you: {String(decision.fields.question_for_user)}</p>}
-                <CopyableSnippet label="The decision as JSON" text={stage.content ?? ''} />
+                <details className="show-json" data-testid="decision-json">
+                  <summary>Show JSON</summary>
+                  <CopyableSnippet label="The decision as JSON" text={stage.content ?? ''} />
+                </details>
               </div>
             ) : stage.content !== undefined ? (
               <Markdown text={stage.content} />

@@ -3,6 +3,7 @@ import { formatDuration } from '../lib/time.ts';
 import { useSessionFiles } from '../lib/session-files-context.ts';
 import type { StrategyEventView } from '../state/view-state.ts';
 import { BranchCard } from './BranchCard.tsx';
+import { Markdown } from './Markdown.tsx';
 import type { StrategyPanelProps } from './strategy-panels.ts';
 
 interface GraphTaskField {
@@ -49,6 +50,8 @@ export function TaskGraphPanel({ run, running, onGoOn, onSaveText }: StrategyPan
     const ended = run.strategyEvents.find((event) => event.updateType === 'agent_task_complete' && event.fields.task_id === taskId);
     return started && ended ? formatDuration(Date.parse(ended.ts) - Date.parse(started.ts)) : undefined;
   };
+  // Nothing shows "running" once the run has ended: what it left unfinished waits for the next message.
+  const shown = (status: string) => (!running && status === 'running' ? 'waiting' : status);
   const reported = verdicts.some((verdict) => verdict.fields.scope === 'final' && verdict.fields.verdict === 'PASS');
   return (
     <div className="task-graph-panel" data-testid="task-graph">
@@ -61,7 +64,7 @@ export function TaskGraphPanel({ run, running, onGoOn, onSaveText }: StrategyPan
               <strong>
                 Stage {stage.id} · {stage.name}
               </strong>{' '}
-              <span className={`badge branch-status branch-${stage.status}`}>{stage.status}</span>
+              <span className={`badge branch-status branch-${shown(stage.status)}`}>{shown(stage.status)}</span>
               {stage.verdict && (
                 <span className={`badge verdict verdict-${stage.verdict.toLowerCase()}`} data-testid="stage-verdict">
                   {stage.verdict}
@@ -71,7 +74,7 @@ export function TaskGraphPanel({ run, running, onGoOn, onSaveText }: StrategyPan
             <ul className="graph-tasks">
               {stage.tasks.map((task) => (
                 <li key={task.id} className="graph-task" data-testid="graph-task" data-status={task.status}>
-                  <span className={`badge branch-status branch-${task.status}`}>{task.status}</span> <strong>{task.id}</strong> {task.title}{' '}
+                  <span className={`badge branch-status branch-${shown(task.status)}`}>{shown(task.status)}</span> <strong>{task.id}</strong> {task.title}{' '}
                   <small>
                     · {AGENT_WORDS[task.agent] ?? task.agent}
                     {task.depends_on.length > 0 && ` · after ${task.depends_on.join(', ')}`}
@@ -100,13 +103,7 @@ export function TaskGraphPanel({ run, running, onGoOn, onSaveText }: StrategyPan
           </p>
         );
       })}
-      {reported && (
-        <p className="graph-doc">
-          <button type="button" className="link" data-testid="open-report" onClick={() => files?.download('final_report.md')}>
-            Open the report (final_report.md)
-          </button>
-        </p>
-      )}
+      {reported && files && <ReportViewer load={() => files.fetchBlob('final_report.md').then((blob) => blob.text())} download={() => files.download('final_report.md')} />}
       {latest && (
         <p className="graph-doc">
           The project’s state:{' '}
@@ -129,6 +126,39 @@ export function TaskGraphPanel({ run, running, onGoOn, onSaveText }: StrategyPan
       {run.branches.map((branch) => (
         <BranchCard key={branch.nodeId} run={run} branch={branch} running={running} />
       ))}
+    </div>
+  );
+}
+
+/** The report in the app, as Markdown, on demand; the download stays one click away. */
+function ReportViewer({ load, download }: { load: () => Promise<string>; download: () => void }) {
+  const [text, setText] = useState<string | undefined>(undefined);
+  const [error, setError] = useState('');
+  return (
+    <div className="graph-doc report-viewer">
+      {text === undefined ? (
+        <button
+          type="button"
+          className="link"
+          data-testid="open-report"
+          onClick={() => {
+            setError('');
+            load().then(setText, (failure: unknown) => setError((failure as Error).message));
+          }}
+        >
+          Open the report (final_report.md)
+        </button>
+      ) : (
+        <button type="button" className="link" onClick={() => setText(undefined)}>
+          Close the report
+        </button>
+      )}{' '}
+      ·{' '}
+      <button type="button" className="link" onClick={download}>
+        Download
+      </button>
+      {error && <span role="alert"> · {error}</span>}
+      {text !== undefined && <Markdown text={text} className="report" />}
     </div>
   );
 }

@@ -9,6 +9,28 @@ const STATUS_LABEL: Record<ToolCallView['status'], string> = {
   stopped: 'stopped',
 };
 
+/** A tool call's arguments as a line of words: the to-do tool's operations said plainly, others as "name: value". */
+export function argumentsInWords(name: string, args: Record<string, unknown>): string {
+  if (name === 'todo_operations') {
+    const todos = Array.isArray(args.todos) ? (args.todos as Array<{ title?: unknown }>) : [];
+    switch (args.operation) {
+      case 'write':
+        return `Write ${todos.length} to-do${todos.length === 1 ? '' : 's'}: ${todos.map((todo) => String(todo.title ?? '')).join('; ')}`;
+      case 'update':
+        return `Mark to-do ${String(args.id ?? '?')} ${String(args.status ?? 'changed').replace('_', ' ')}${args.title ? ` (“${String(args.title)}”)` : ''}`;
+      case 'list':
+        return 'List the to-dos';
+      default:
+        break;
+    }
+  }
+  const parts = Object.entries(args).map(([key, value]) => {
+    const shown = typeof value === 'string' ? value : typeof value === 'number' || typeof value === 'boolean' ? String(value) : Array.isArray(value) ? `${value.length} item${value.length === 1 ? '' : 's'}` : '{…}';
+    return `${key.replace(/_/g, ' ')}: ${shown.length > 120 ? `${shown.slice(0, 120)}…` : shown}`;
+  });
+  return parts.join(' · ');
+}
+
 /** One tool call: what was asked, and what came back. */
 export function ToolCallCard({ tool }: { tool: ToolCallView }) {
   const args = JSON.stringify(tool.arguments, null, 2);
@@ -20,7 +42,15 @@ export function ToolCallCard({ tool }: { tool: ToolCallView }) {
         <span className="tool-status">{STATUS_LABEL[tool.status]}</span>
         {tool.durationMs !== undefined && <span className="tool-duration">{formatDuration(tool.durationMs)}</span>}
       </div>
-      {args !== '{}' && <pre className="tool-args" aria-label="Arguments">{args}</pre>}
+      {args !== '{}' && <p className="tool-args-line">{argumentsInWords(tool.name, tool.arguments)}</p>}
+      {args !== '{}' && (
+        <details className="show-json">
+          <summary>Show JSON</summary>
+          <pre className="tool-args" aria-label="Arguments">
+            {args}
+          </pre>
+        </details>
+      )}
       {tool.status === 'running' && tool.progress && (
         <div className="tool-progress">
           <progress

@@ -58,6 +58,12 @@ export const api = {
     link.remove();
     setTimeout(() => URL.revokeObjectURL(url), 10_000);
   },
+  /** Renames a chat (the server keeps the title from then on). */
+  async renameSession(id: string, title: string): Promise<void> {
+    const response = await call(`/api/sessions/${encodeURIComponent(id)}`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title }) });
+    if (!response.ok) throw new Error(`Could not rename the chat: ${await errorMessage(response)}`);
+  },
+
   /** Deletes a session and its files; `keepalive` lets the request outlive the page. */
   async deleteSession(id: string, options: { keepalive?: boolean } = {}): Promise<void> {
     const response = await call(`/api/sessions/${encodeURIComponent(id)}`, { method: 'DELETE', keepalive: options.keepalive === true });

@@ -32,6 +32,11 @@ const marked = new Marked({
       return `<a href="${escapeHtml(href)}"${titleAttribute} target="_blank" rel="noopener noreferrer">${label}</a>`;
     },
     image: ({ text }) => escapeHtml(text),
+    // Every code block gets a Copy button (Markdown.tsx handles its clicks).
+    code({ text, lang }) {
+      const language = lang ? ` class="language-${escapeHtml(lang.split(/\s/)[0]!)}"` : '';
+      return `<div class="code-block"><button type="button" class="code-copy" aria-label="Copy code">Copy</button><pre><code${language}>${escapeHtml(text)}</code></pre></div>`;
+    },
   },
 });
 

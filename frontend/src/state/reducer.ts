@@ -194,7 +194,11 @@ function applyLogged(state: ViewState, event: Logged): ViewState {
       const label = rollbackLabel(event.snapshot_id, state.snapshotLabels);
       const items = state.items.map((item) => (item.order > event.to_seq && item.order < event.seq ? { ...item, rolledBack: true } : item));
       const divider: ChatItem = { kind: 'rollback', id: `r${event.seq}`, label, toSeq: event.to_seq, order: event.seq };
-      return { ...state, items: insertItem(items, divider) };
+      // Rewound to a step of a run: that run's later steps are folded too.
+      const rewound = /^step:([^:]+):(\d+)$/.exec(event.snapshot_id);
+      const run = rewound ? state.runs[rewound[1]!] : undefined;
+      const runs = run ? { ...state.runs, [run.id]: { ...run, rewoundTo: Number(rewound![2]) } } : state.runs;
+      return { ...state, runs, items: insertItem(items, divider) };
     }
     default: {
       // A newer server may send events this app does not know: they change nothing.

@@ -101,6 +101,8 @@ export interface RunView {
   replayed?: boolean;
   /** Its tokens and cost so far (agent_usage after each model call, the totals on its ending). */
   spending?: RunSpendingView;
+  /** The step the conversation was rewound to ("Rewind to here"): the steps after it left the history and are folded. */
+  rewoundTo?: number;
 }
 
 /** A run's tokens and its cost in USD (null when a call's model had no known price). */
