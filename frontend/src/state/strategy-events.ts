@@ -69,7 +69,16 @@ export function describeFields(updateType: string, fields: Record<string, unknow
         return undefined;
     }
   })();
-  return said === undefined ? summarizeFields(fields) : shorten(said.replace(/\s+/g, ' ').trim(), SUMMARY_LIMIT);
+  return said === undefined ? summarizeFields(fields) : shorten(plainText(said), SUMMARY_LIMIT);
+}
+
+/** A one-line summary without Markdown's marks (a finding's `code` and **bold** read as their words). */
+function plainText(text: string): string {
+  return text
+    .replace(/\*\*([^*]+)\*\*/g, '$1')
+    .replace(/`([^`]+)`/g, '$1')
+    .replace(/\s+/g, ' ')
+    .trim();
 }
 
 /**
