@@ -61,6 +61,12 @@ export async function ask(page: Page, text: string): Promise<void> {
   await page.getByRole('button', { name: 'Send' }).click();
 }
 
+/** Unfolds the composer's options (one line once a chat has started), so its controls can be used. */
+export async function openOptions(page: Page): Promise<void> {
+  const toggle = page.getByRole('button', { name: /^(Agent ·|Plain chat)/ });
+  if ((await toggle.isVisible()) && (await toggle.getAttribute('aria-expanded')) === 'false') await toggle.click();
+}
+
 /** Saves a screenshot under tests/artifacts. */
 export async function screenshot(page: Page, name: string): Promise<string> {
   mkdirSync(ARTIFACTS, { recursive: true });

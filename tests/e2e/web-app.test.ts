@@ -83,7 +83,7 @@ describe('the web app', { timeout: BROWSER_TEST_TIMEOUT_MS }, () => {
     // Finished steps fold as the run goes on (the last one stays open); a click opens one again.
     expect(await steps.nth(0).getAttribute('open')).toBeNull();
     expect(await steps.nth(1).getAttribute('open')).not.toBeNull();
-    await steps.nth(0).locator('summary').click();
+    await steps.nth(0).locator('summary').first().click();
     expect(await steps.nth(0).getAttribute('open')).not.toBeNull();
     await screenshot(page, 'finished-run.png');
   });

@@ -2,7 +2,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { startStepwise, type TestServer } from '../helpers/stepwise.ts';
 import { TestClient } from '../helpers/ws-client.ts';
-import { BROWSER_TEST_TIMEOUT_MS, screenshot, useBrowser } from './browser.ts';
+import { BROWSER_TEST_TIMEOUT_MS, screenshot, useBrowser, openOptions } from './browser.ts';
 
 let browser: Browser;
 let context: BrowserContext | undefined;
@@ -34,6 +34,7 @@ describe('a reopened chat remembers its strategy', { timeout: 2 * BROWSER_TEST_T
     await page.goto(`${server.url}/?session=${solverChat}`);
     await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
     await page.waitForFunction(() => (document.querySelector('select[aria-label="Strategy"], select') as HTMLSelectElement | null)?.selectedOptions[0]?.textContent === 'Staged solver');
+    await openOptions(page);
     expect(await selected()).toBe('Staged solver');
     expect(await page.getByRole('checkbox', { name: 'Approaches' }).isChecked()).toBe(false);
     await screenshot(page, 'reopened-solver-chat.png');
@@ -41,6 +42,7 @@ describe('a reopened chat remembers its strategy', { timeout: 2 * BROWSER_TEST_T
     await page.goto(`${server.url}/?session=${researchChat}`);
     await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
     await page.waitForFunction(() => Array.from(document.querySelectorAll('select')).some((select) => select.selectedOptions[0]?.textContent === 'Research (task graph)'));
+    await openOptions(page);
     expect(await selected()).toBe('Research (task graph)');
   });
 });

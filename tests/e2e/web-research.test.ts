@@ -19,6 +19,8 @@ describe('a research run in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS
     await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
 
     await page.getByRole('combobox', { name: 'Strategy' }).selectOption({ label: 'Research (task graph)' });
+    // Without the calculator the figure cannot be computed: the stage verifier says so (FAIL) and adds a follow-up.
+    await page.getByRole('checkbox', { name: 'calculator' }).uncheck();
     await ask(page, 'What is 12*7?');
     const firstRun = page.getByTestId('run').first();
     await firstRun.getByTestId('run-end').waitFor();
@@ -29,8 +31,8 @@ describe('a research run in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS
     const board = firstRun.getByTestId('task-graph');
     expect(await board.getByTestId('graph-stage').count()).toBe(3);
     await expect(board.getByTestId('stage-verdict').first().textContent()).resolves.toBe('FAIL');
-    expect(await board.locator('[data-testid="graph-task"][data-status="todo"]').first().textContent()).toContain('1.3');
-    await expect(board.getByTestId('verdict').first().textContent()).resolves.toContain('follow-up tasks 1.3');
+    expect(await board.locator('[data-testid="graph-task"][data-status="todo"]').first().textContent()).toContain('1.2');
+    await expect(board.getByTestId('verdict').first().textContent()).resolves.toMatch(/the calculator is not enabled for this run.*follow-up tasks 1\.2/);
 
     expect(await board.getByTestId('follow-up').count()).toBe(1);
 
@@ -39,10 +41,10 @@ describe('a research run in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS
     const editor = board.getByRole('textbox', { name: 'RESEARCH_STATE.md' });
     const original = await editor.inputValue();
     expect(original).toContain('```yaml TASK_GRAPH_V2');
-    await editor.fill(original.replace('agent: paper_reader', 'agent: fortune_teller'));
+    await editor.fill(original.replace('agent: verifier', 'agent: fortune_teller'));
     await board.getByRole('button', { name: 'Save' }).click();
     await expect(board.getByTestId('doc-error').textContent()).resolves.toMatch(/RESEARCH_STATE\.md line \d+: stages\.1\.tasks\.0\.agent/);
-    await editor.fill(original.replace('Relate the findings to the question', 'Relate the findings to the question, briefly'));
+    await editor.fill(original.replace('Recompute the calculation another way, as one expression', 'Recompute the calculation another way, briefly'));
     await board.getByRole('button', { name: 'Save' }).click();
     await editor.waitFor({ state: 'detached' });
 
@@ -52,7 +54,7 @@ describe('a research run in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS
     const stages = secondRun.getByTestId('graph-stage');
     expect(await stages.evaluateAll((items) => items.map((item) => item.getAttribute('data-status')))).toEqual(['passed', 'passed', 'passed']);
     await page.getByTestId('assistant-turn').filter({ hasText: 'Report' }).waitFor();
-    await expect(secondRun.getByTestId('task-graph').textContent()).resolves.toContain('Relate the findings to the question, briefly');
+    await expect(secondRun.getByTestId('task-graph').textContent()).resolves.toContain('Recompute the calculation another way, briefly');
     await secondRun.getByTestId('open-report').waitFor();
     await screenshot(page, 'research-run.png');
   });

@@ -1,7 +1,7 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { startStepwise, type TestServer } from '../helpers/stepwise.ts';
-import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, useBrowser } from './browser.ts';
+import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, useBrowser, openOptions } from './browser.ts';
 
 let browser: Browser;
 let context: BrowserContext | undefined;
@@ -32,6 +32,7 @@ describe('snapshots in the web app', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, (
     await open();
     await page.getByRole('switch', { name: 'Agent mode' }).check();
     await send('What is 6*7?', 1);
+    await openOptions(page);
     await page.getByRole('switch', { name: 'Agent mode' }).uncheck();
 
     await page.getByRole('button', { name: 'Snapshots' }).click();
@@ -66,7 +67,7 @@ describe('snapshots in the web app', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, (
     await firstRun.getByTestId('run-end').filter({ hasText: 'Answered in 4 steps' }).waitFor();
 
     const step2 = firstRun.getByTestId('step-card').nth(1);
-    await step2.locator('summary').click();
+    await step2.locator('summary').first().click();
     await step2.getByRole('button', { name: 'Rewind to here' }).click();
 
     const secondRun = page.getByTestId('run').nth(1);

@@ -3,7 +3,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { startStepwise, type TestServer } from '../helpers/stepwise.ts';
-import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, useBrowser } from './browser.ts';
+import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, useBrowser, openOptions } from './browser.ts';
 
 let browser: Browser;
 let context: BrowserContext | undefined;
@@ -66,6 +66,7 @@ describe('strategies in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS }, 
     // After a reload the choice is still there, and the run is rebuilt with its branches.
     await page.reload();
     await live();
+    await openOptions(page);
     expect(await picker.inputValue()).toBe('example');
     expect(await maxPoints.inputValue()).toBe('2');
     await page.getByTestId('branch').nth(1).waitFor();

@@ -201,7 +201,7 @@ function judgeTask(task: string, content: string, goal: string, results: string)
 function judgeStage(results: string, goal: string) {
   const mismatch = /it does not match the derivation's ([^.]+)\./.exec(results);
   if (mismatch) return fail(`The recomputation does not match the derivation (${mismatch[1]}).`, 'Compute the figure a third time, link by link', 'derivation_coder');
-  if (/could not be computed|not enabled for this run/.test(results)) return fail('A figure the question needs could not be computed: the calculator is not enabled for this run.', 'Compute the figure with the calculator enabled', 'derivation_coder');
+  if (/could not be computed|not enabled for this run/.test(results) && figureIn(results) === undefined) return fail('A figure the question needs could not be computed: the calculator is not enabled for this run.', 'Compute the figure with the calculator enabled', 'derivation_coder');
   const expected = chainResult(findChain(goal));
   const derived = figureIn(results);
   if (expected !== undefined && derived !== undefined && derived !== expected) return fail(`The derived figure ${derived} is wrong; the calculation comes to ${expected}.`, 'Compute the figure again, link by link', 'derivation_coder');
