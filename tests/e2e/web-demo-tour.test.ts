@@ -1,12 +1,11 @@
 // A newcomer's tour of the demo in Chromium: each strategy's README request answered truthfully,
 // on a screen with no raw JSON and nothing "running" once the run ended (each screenshot goes to
-// docs/screenshots/); then what people expect of a chat: copy, Escape to stop, rename.
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+// tests/artifacts/tour-STRATEGY.png; docs/screenshots/STRATEGY.png are copies of them); then what
+// people expect of a chat: copy, Escape to stop, rename.
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { startStepwise, type TestServer } from '../helpers/stepwise.ts';
-import { ask, BROWSER_TEST_TIMEOUT_MS, useBrowser } from './browser.ts';
+import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, useBrowser } from './browser.ts';
 
 let browser: Browser;
 let context: BrowserContext | undefined;
@@ -15,7 +14,6 @@ let server: TestServer | undefined;
 
 useBrowser((launched) => (browser = launched), () => [context, server]);
 
-const DOCS = join(import.meta.dirname, '..', '..', 'docs', 'screenshots');
 
 /** The README's demo request of each strategy, and what its answer must say. */
 const TOUR = [
@@ -61,8 +59,7 @@ describe('the demo, strategy by strategy, in Chromium', { timeout: 3 * BROWSER_T
     // Once the chat has started, the options are one line: the conversation keeps the screen.
     await page.getByRole('button', { name: /^Agent ·/ }).waitFor();
     expect(await page.getByRole('combobox', { name: 'Strategy' }).isVisible()).toBe(false);
-    mkdirSync(DOCS, { recursive: true });
-    await page.screenshot({ path: join(DOCS, `${strategy}.png`), fullPage: false });
+    await screenshot(page, `tour-${strategy}.png`);
   });
 
   it('research: the report opens in the app, its work files are folded under "Work files (N)"', async () => {
