@@ -32,6 +32,7 @@ export function configFromEnv(env: Record<string, string | undefined>): Config {
     ...config,
     mcp: { ...config.mcp, servers: file.mcpServers },
     llm: { ...config.llm, models: file.models, prices: file.prices },
+    agent: { ...config.agent, approval: file.approval },
     transport: { ...config.transport, staticDir: config.transport.staticDir ?? REPOSITORY_PATHS.webApp },
   };
 }

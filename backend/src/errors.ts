@@ -138,6 +138,17 @@ export class InputTimeoutError extends StepwiseError {
   }
 }
 
+/** The run's next model call would pass its cost budget (`max_cost_usd`): the run ends with "budget". Not a failure. */
+export class CostBudgetReached extends Error {
+  constructor(
+    readonly budgetUsd: number,
+    readonly spentUsd: number,
+  ) {
+    super(`The run's cost budget of $${budgetUsd} would be passed by its next model call (spent so far: $${spentUsd})`);
+    this.name = 'CostBudgetReached';
+  }
+}
+
 /** True when `error` is the rejection of an aborted signal (stop, shutdown). */
 export function isAbortError(error: unknown, signal?: AbortSignal): boolean {
   if (signal?.aborted) return true;

@@ -13,6 +13,10 @@ export const ChatMessage = z.object({
   strategy: z.string().min(1).max(64).optional(),
   /** Options of the chosen strategy, validated by it. */
   strategy_options: z.record(z.string(), z.unknown()).optional(),
+  /** This run's approval policy per tool (`auto`, `ask`, `deny`), within what the server allows (a server `deny` stays). */
+  tool_approval: z.record(z.string().min(1).max(200), z.enum(['auto', 'ask', 'deny'])).optional(),
+  /** The most this run may cost in USD: it ends with `budget` before a model call would pass it. */
+  max_cost_usd: z.number().positive().max(1_000_000).optional(),
 });
 export type ChatMessage = z.infer<typeof ChatMessage>;
 
@@ -26,16 +30,29 @@ export const AgentControlMessage = z.object({
   action: z.enum(['stop', 'resume']),
   run_id: z.string().min(1).max(200).optional(),
   extra_steps: z.number().int().min(1).optional(),
+  /** A continued run's cost budget in USD (a run that ended with `budget` goes on with this one). */
+  max_cost_usd: z.number().positive().max(1_000_000).optional(),
 });
 export type AgentControlMessage = z.infer<typeof AgentControlMessage>;
 
 /** The answer to a pending `agent_request_input`. */
-export const AgentUserInputMessage = z.object({
-  type: z.literal('agent_user_input'),
-  content: z.string().max(MAX_CONTENT_CHARS),
-  /** Which question this answers; may be left out while exactly one is pending. */
-  question_id: z.string().min(1).max(200).optional(),
-});
+export const AgentUserInputMessage = z
+  .object({
+    type: z.literal('agent_user_input'),
+    content: z.string().max(MAX_CONTENT_CHARS).optional(),
+    /** Which question this answers; may be left out while exactly one is pending. */
+    question_id: z.string().min(1).max(200).optional(),
+    /** The answer to an approval (`kind: "approval"`): approve (with edited arguments) or deny (with a reason); `remember: "run"` approves later calls of the tool in this run. */
+    approval: z
+      .strictObject({
+        decision: z.enum(['approve', 'deny']),
+        arguments: z.record(z.string(), z.unknown()).optional(),
+        reason: z.string().trim().max(2_000).optional(),
+        remember: z.literal('run').optional(),
+      })
+      .optional(),
+  })
+  .refine((message) => message.content !== undefined || message.approval !== undefined, { message: 'needs "content" (or "approval" for an approval)', path: ['content'] });
 export type AgentUserInputMessage = z.infer<typeof AgentUserInputMessage>;
 
 /** Keep an immutable copy of the session's working state (the model's history). */

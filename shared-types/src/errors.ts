@@ -17,6 +17,7 @@ export const ERROR_CODES = {
   unknown_snapshot: { refusesChat: true, summary: 'No snapshot or restore point has this id' },
   too_many_snapshots: { summary: 'The chat holds as many snapshots as one chat may keep' },
   ambiguous_input: { summary: 'Several questions wait: the answer must name one' },
+  invalid_arguments: { summary: 'An approval’s edited arguments do not fit the tool’s schema; the approval still waits' },
   invalid_answer: { summary: 'The answer is not one of the question’s choices; the question still waits' },
   unknown_tool: { refusesChat: true, summary: 'A named tool does not exist' },
   unknown_strategy: { refusesChat: true, summary: 'No strategy has this name' },

@@ -26,6 +26,7 @@ export const CompletionReason = z.enum([
   'verifier_blocked',
   'wave_complete',
   'max_cycles',
+  'budget',
 ]);
 export type CompletionReason = z.infer<typeof CompletionReason>;
 
@@ -53,8 +54,11 @@ export const AgentRequestInput = agentUpdate('agent_request_input', {
   question_id: z.string().optional(),
   /** Answers to offer as buttons, e.g. ["Yes","No"]. */
   choices: z.array(z.string()).optional(),
-  kind: z.enum(['question', 'confirm']).optional(),
+  kind: z.enum(['question', 'confirm', 'approval']).optional(),
   tool_call_id: z.string().optional(),
+  /** An approval's tool and the arguments it would run with. */
+  tool: z.string().optional(),
+  arguments: z.record(z.string(), z.unknown()).optional(),
   /** When the question stops waiting (ISO-8601). */
   deadline: z.string().optional(),
 });
@@ -82,9 +86,20 @@ const runTotals = {
   cost_usd: z.number().nonnegative().nullable().optional(),
 };
 
+/** What became of one tool call of the step a stop interrupted. */
+export const StoppedCall = z.object({
+  tool_call_id: z.string(),
+  tool: z.string(),
+  /** completed: it finished; cancelled: its signal fired and it wound down; not_started; unknown: it did not settle within TOOL_STOP_GRACE_MS. */
+  status: z.enum(['completed', 'cancelled', 'not_started', 'unknown']),
+});
+export type StoppedCall = z.infer<typeof StoppedCall>;
+
 export const AgentStopped = agentUpdate('agent_stopped', {
   reason: StopReason.optional(),
   step: z.number().int().optional(),
+  /** The stop receipt: each call of the step in progress, and what became of it. */
+  calls: z.array(StoppedCall).optional(),
   ...runTotals,
 });
 export type AgentStopped = z.infer<typeof AgentStopped>;
@@ -404,6 +419,8 @@ export const ToolInfo = z.object({
   name: z.string(),
   description: z.string(),
   source: z.string(),
+  /** Its approval policy on this server: auto (runs), ask (a person approves each call), deny (never runs). */
+  approval: z.enum(['auto', 'ask', 'deny']).optional(),
   /** False while its MCP server is down (calls fail until it is back); absent means available. */
   available: z.boolean().optional(),
 });

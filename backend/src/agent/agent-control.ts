@@ -6,8 +6,13 @@ interface Waiter {
   questionId: string;
   /** The only answers the question takes (a confirmation's Yes / No), case and whitespace aside. */
   choices?: readonly string[] | undefined;
+  /** Checks an answer (an approval's edited arguments): the answer to give the run, or why it is refused (the question stays open). */
+  accept?: AnswerCheck | undefined;
   resolve: (answer: string) => void;
 }
+
+/** Checks an answer before the run takes it. */
+export type AnswerCheck = (answer: string) => { ok: true; answer: string } | { ok: false; outcome: 'invalid_answer' | 'invalid_arguments'; message: string };
 
 /**
  * Where a durable engine keeps answers (Restate: one durable promise per question). An answer
@@ -22,7 +27,7 @@ export interface AnswerLedger {
 }
 
 /** What became of an answer: given to its question, or why not. */
-export type InputOutcome = 'answered' | 'no_pending_input' | 'unknown_question' | 'ambiguous_input' | 'invalid_answer';
+export type InputOutcome = 'answered' | 'no_pending_input' | 'unknown_question' | 'ambiguous_input' | 'invalid_answer' | 'invalid_arguments';
 
 /**
  * The controls of one active run: a stop signal that every model call, tool and wait receives,
@@ -36,6 +41,8 @@ export class AgentControl {
   private handingOver = false;
   /** Set by a durable engine while it executes the run. */
   answers: AnswerLedger | undefined;
+  /** Why the last answer was refused, when a check refused it (read right after provideInput). */
+  rejection: string | undefined;
 
   /** Aborts when the run is stopped. */
   get signal(): AbortSignal {
@@ -87,7 +94,7 @@ export class AgentControl {
    * Resolves with the answer to question `questionId`. Rejects with InputTimeoutError after
    * `timeoutMs`, or with the abort error as soon as `signal` aborts.
    */
-  waitForInput(questionId: string, timeoutMs: number, signal: AbortSignal = this.signal, choices?: readonly string[]): Promise<string> {
+  waitForInput(questionId: string, timeoutMs: number, signal: AbortSignal = this.signal, choices?: readonly string[] | AnswerCheck): Promise<string> {
     const answers = this.answers;
     // The waiter is registered at once, so an answer sent the moment the question shows is taken.
     const local = this.waitHere(questionId, timeoutMs, signal, choices);
@@ -102,12 +109,12 @@ export class AgentControl {
     return local.then((answer) => answers.settle(questionId, answer));
   }
 
-  private waitHere(questionId: string, timeoutMs: number, signal: AbortSignal, choices: readonly string[] | undefined): Promise<string> {
+  private waitHere(questionId: string, timeoutMs: number, signal: AbortSignal, check: readonly string[] | AnswerCheck | undefined): Promise<string> {
     return new Promise((resolve, reject) => {
       if (signal.aborted) return reject(abortReason(signal));
       const waiter: Waiter = {
         questionId,
-        choices,
+        ...(typeof check === 'function' ? { accept: check } : { choices: check }),
         resolve: (answer) => {
           settle();
           resolve(answer);
@@ -141,6 +148,16 @@ export class AgentControl {
     if (questionId === undefined && this.waiters.length > 1) return 'ambiguous_input';
     const waiter = questionId === undefined ? this.waiters[0] : this.waiters.find((candidate) => candidate.questionId === questionId);
     if (!waiter) return 'unknown_question';
+    this.rejection = undefined;
+    if (waiter.accept) {
+      const checked = waiter.accept(answer);
+      if (!checked.ok) {
+        this.rejection = checked.message;
+        return checked.outcome;
+      }
+      waiter.resolve(checked.answer);
+      return 'answered';
+    }
     if (waiter.choices) {
       // A question with choices takes one of them and nothing else: anything else leaves it open.
       const choice = waiter.choices.find((candidate) => candidate.toLowerCase() === answer.trim().toLowerCase());

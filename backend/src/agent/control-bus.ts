@@ -7,7 +7,7 @@ export type ControlCommand =
   | { type: 'answer'; content: string; questionId?: string | undefined };
 
 /** What became of a command. */
-export type ControlOutcome = { type: 'stop'; outcome: 'stopping' | 'no_active_run' } | { type: 'answer'; outcome: InputOutcome };
+export type ControlOutcome = { type: 'stop'; outcome: 'stopping' | 'no_active_run' } | { type: 'answer'; outcome: InputOutcome; message?: string };
 
 /** A run's side of the channel: it handles the commands sent to it. */
 export type ControlHandler = (command: ControlCommand) => ControlOutcome;

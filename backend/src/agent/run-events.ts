@@ -1,4 +1,4 @@
-import type { AgentUsage, CompletionReason, LoggedEventBody, StopReason, TokenUsage } from '@stepwise/shared-types';
+import type { AgentUsage, CompletionReason, LoggedEventBody, StopReason, StoppedCall, TokenUsage } from '@stepwise/shared-types';
 
 /** A run's totals as its ending events carry them. */
 export interface RunTotals {
@@ -41,9 +41,23 @@ export function runEvents(runId: string | undefined, nodeId?: string) {
         tool_call_id: toolCallId,
         deadline: deadline.toISOString(),
       }),
+    /** A tool call that waits for a person's approval: a question of kind "approval" naming the tool and its arguments. */
+    approval: (step: number, question: string, toolCallId: string, questionId: string, deadline: Date, tool: string, args: Record<string, unknown>) =>
+      update('agent_request_input', {
+        question,
+        step,
+        question_id: questionId,
+        tool_call_id: toolCallId,
+        deadline: deadline.toISOString(),
+        kind: 'approval' as const,
+        choices: ['Approve', 'Deny'],
+        tool,
+        arguments: args,
+      }),
     requestInputTimeout: (step: number) => update('agent_request_input_timeout', { step }),
     observe: (step: number, content: string) => update('agent_observe', { content, step }),
-    stopped: (reason: StopReason, step: number, totals?: RunTotals) => update('agent_stopped', { reason, step, ...totals }),
+    stopped: (reason: StopReason, step: number, totals?: RunTotals, calls?: StoppedCall[]) =>
+      update('agent_stopped', { reason, step, ...(calls?.length ? { calls } : {}), ...totals }),
     error: (step: number, message: string, totals?: RunTotals) => update('agent_error', { message, step, ...totals }),
     completion: (steps: number, reason: CompletionReason, totals?: RunTotals) => update('agent_completion', { steps, reason, ...totals }),
     /** What one model call spent, and the run's cost so far. */

@@ -1,8 +1,8 @@
-import type { StopReason, StrategyInfo } from '@stepwise/shared-types';
+import type { StopReason, StoppedCall, StrategyInfo } from '@stepwise/shared-types';
 import { inject, injectable } from 'tsyringe';
 import type { z } from 'zod';
 import type { Config } from '../config/config.ts';
-import { InputTimeoutError, isAbortError, StepwiseError, toClientError } from '../errors.ts';
+import { CostBudgetReached, InputTimeoutError, isAbortError, StepwiseError, toClientError } from '../errors.ts';
 import type { CompletionRequest, CompletionResult, LlmClient } from '../llm/llm-client.ts';
 import { jsonSchemaOf } from '../llm/structured-output.ts';
 import type { Logger } from '../logger.ts';
@@ -16,7 +16,7 @@ import type { EventSink } from './event-sink.ts';
 import { type RunEvents, runEvents, type RunTotals } from './run-events.ts';
 import { type CallSpending, RunSpending } from './run-spending.ts';
 import { JOURNAL, JournalReplay, journaledTools, ReplaySink, type RunJournal, type RunPast } from './run-journal.ts';
-import type { AnyStrategy, Run, RunFiles, RunInput } from './strategy.ts';
+import type { AnyStrategy, Run, RunFiles, RunInput, RunProgress } from './strategy.ts';
 
 /** How a run ended, for the session's history and records. */
 export type RunOutcome = (
@@ -132,7 +132,7 @@ export class RunKernel {
     const sink = past ? new ReplaySink(session.sink, past.events) : session.sink;
     const events = runEvents(chatWire ? undefined : input.runId);
     const logger = this.logger.child({ session_id: input.sessionId, run_id: input.runId, strategy: definition.name });
-    const progress = { step: 0, transcript: [] as LlmMessage[] };
+    const progress: RunProgress = { step: 0, transcript: [] as LlmMessage[] };
     // What the session's history holds already (a continued run's past) is not saved again.
     const added = () => progress.transcript.slice(past?.storedMessages ?? 0);
     const usage: TokenUsage = { promptTokens: 0, completionTokens: 0 };
@@ -149,6 +149,18 @@ export class RunKernel {
         control.stop('token_budget');
       }
     };
+    // The cost budget (max_cost_usd): checked before each new model call; with no known price it cannot hold, which the log says once.
+    let unpriced = false;
+    const costBudget = () => {
+      const budget = input.maxCostUsd;
+      if (budget === undefined) return;
+      const passes = spending.wouldPass(budget);
+      if (passes === undefined && !unpriced) {
+        unpriced = true;
+        logger.warn({ budget_usd: budget }, 'the run has a cost budget but its model has no known price: the budget cannot be enforced');
+      }
+      if (passes) throw new CostBudgetReached(budget, spending.totals().cost_usd ?? 0);
+    };
     const timer = setTimeout(() => control.stop('timeout'), timeoutMs);
     timer.unref?.();
     const options = input.options ?? (this.checkOptions(definition.name, {}) as { options: Record<string, unknown> }).options ?? {};
@@ -156,7 +168,7 @@ export class RunKernel {
     const run: Run = {
       input,
       options,
-      llm: observedModel(this.llm, { runId: input.runId, replay, countReplayed: samePast, spending, onSpent, logger, checkBudget: overBudget }),
+      llm: observedModel(this.llm, { runId: input.runId, replay, countReplayed: samePast, spending, onSpent, logger, checkBudget: overBudget, beforeCall: costBudget }),
       tools: journaledTools(this.tools, replay, logger),
       prompts: loaded.prompts,
       control,
@@ -164,6 +176,7 @@ export class RunKernel {
       events,
       progress,
       inputTimeoutMs: this.config.agent.inputTimeoutMs,
+      approvalTimeoutAction: this.config.agent.approvalTimeoutAction,
       filesManifest: session.filesManifest,
       notepad: session.notepad ?? (async () => ''),
       files: session.files ?? memoryFiles(),
@@ -200,8 +213,16 @@ export class RunKernel {
         logger.info({ step: progress.step }, 'run handed over to another instance');
         return { status: 'stopped', reason: 'shutdown', steps: progress.step, transcript: added(), usage };
       }
-      const ending = await this.endEarly(error, { control, sink, events, step: progress.step, logger, chatWire, timeoutMs, totals: spending.totals() });
-      outcome = { ...ending, steps: progress.step, transcript: added(), usage, costUsd: spending.totals().cost_usd };
+      if (error instanceof CostBudgetReached && !chatWire) {
+        // Not a failure: the run did what its budget allowed, and may be continued with a larger one.
+        const answer = `I stopped before my next model call: it would pass this run's cost budget of $${error.budgetUsd} (spent so far: $${error.spentUsd}). Continue the run with a larger budget to go on.`;
+        await sink.emit(events.assistantMessage(answer));
+        await sink.emit(events.completion(progress.step, 'budget', spending.totals()));
+        outcome = { status: 'completed', steps: progress.step, answer, transcript: [...added(), { role: 'assistant', content: answer }], usage, costUsd: spending.totals().cost_usd };
+      } else {
+        const ending = await this.endEarly(error, { control, sink, events, step: progress.step, logger, chatWire, timeoutMs, totals: spending.totals(), calls: progress.stoppedCalls });
+        outcome = { ...ending, steps: progress.step, transcript: added(), usage, costUsd: spending.totals().cost_usd };
+      }
     } finally {
       clearTimeout(timer);
     }
@@ -225,13 +246,13 @@ export class RunKernel {
   /** Logs the one ending of a run that was stopped or failed. */
   private async endEarly(
     error: unknown,
-    run: { control: AgentControl; sink: EventSink; events: RunEvents; step: number; logger: Logger; chatWire: boolean; timeoutMs: number; totals: RunTotals },
+    run: { control: AgentControl; sink: EventSink; events: RunEvents; step: number; logger: Logger; chatWire: boolean; timeoutMs: number; totals: RunTotals; calls?: StoppedCall[] | undefined },
   ): Promise<{ status: 'stopped'; reason: StopReason } | { status: 'failed'; message: string }> {
     const { control, sink, events, step, logger, chatWire } = run;
     try {
       if (isAbortError(error, control.signal) || error instanceof InputTimeoutError) {
         const reason: StopReason = error instanceof InputTimeoutError ? 'input_timeout' : (control.stopReason ?? 'user');
-        if (!chatWire) await sink.emit(events.stopped(reason, step, run.totals));
+        if (!chatWire) await sink.emit(events.stopped(reason, step, run.totals, run.calls));
         else if (reason === 'timeout') {
           await sink.emit(events.failed('timeout', `The answer took longer than ${Math.round(run.timeoutMs / 1000)} s (CHAT_TIMEOUT_MS) and was stopped`));
         } else if (reason === 'token_budget') {
@@ -266,6 +287,8 @@ function observedModel(
     onSpent: (call: CallSpending, nodeId: string | undefined) => Promise<void>;
     logger: Logger;
     checkBudget: () => void;
+    /** Throws CostBudgetReached when the call about to be made would pass the run's cost budget. */
+    beforeCall?: () => void;
   },
 ): LlmClient {
   const { runId, replay, spending, logger, checkBudget } = run;
@@ -275,7 +298,11 @@ function observedModel(
     async complete<T>(request: CompletionRequest<T>): Promise<CompletionResult<T>> {
       const started = performance.now();
       const key = request.nodeId ? `${request.purpose}@${request.nodeId}` : request.purpose;
-      const { value: result, replayed } = await replay.once(JOURNAL.model, key, () => llm.complete({ ...request, runId }));
+      const { value: result, replayed } = await replay.once(JOURNAL.model, key, () => {
+        // A call the run's past made is read back; a new one is made only within the cost budget.
+        run.beforeCall?.();
+        return llm.complete({ ...request, runId });
+      });
       if (!replayed || run.countReplayed) {
         const spent = spending.add(request.purpose, llm.modelName, result);
         if (spent) await run.onSpent(spent, request.nodeId);

@@ -13,6 +13,8 @@ export type CallSpending = Omit<AgentUsage, 'type' | 'update_type' | 'seq' | 'ts
  */
 export class RunSpending {
   private costUsd: number | null = 0;
+  /** Calls whose cost is known, for the cost budget's estimate of the next one. */
+  private pricedCalls = 0;
 
   constructor(readonly usage: TokenUsage) {}
 
@@ -24,6 +26,7 @@ export class RunSpending {
     this.usage.cachedTokens = (this.usage.cachedTokens ?? 0) + (call?.cachedTokens ?? 0);
     this.usage.reasoningTokens = (this.usage.reasoningTokens ?? 0) + (call?.reasoningTokens ?? 0);
     const cost = typeof result.costUsd === 'number' ? result.costUsd : null;
+    if (cost !== null) this.pricedCalls++;
     this.costUsd = this.costUsd === null || cost === null ? null : roundUsd(this.costUsd + cost);
     if (!call && cost === null) return undefined;
     return {
@@ -37,6 +40,16 @@ export class RunSpending {
       run_cost_usd: this.costUsd,
       usage: this.totals().usage,
     };
+  }
+
+  /**
+   * Whether the next call would pass `budgetUsd`: what the run has spent plus what a call has cost
+   * it on average so far. Undefined while the cost is unknown (a model without a price).
+   */
+  wouldPass(budgetUsd: number): boolean | undefined {
+    if (this.costUsd === null) return undefined;
+    const next = this.pricedCalls > 0 ? this.costUsd / this.pricedCalls : 0;
+    return this.costUsd + next > budgetUsd;
   }
 
   /** The run's totals, as its ending events and the history carry them. */

@@ -1,3 +1,4 @@
+import type { StoppedCall } from '@stepwise/shared-types';
 import type { CompletionReason } from '@stepwise/shared-types';
 import type { z } from 'zod';
 import type { DemoResponder, LlmClient } from '../llm/llm-client.ts';
@@ -23,6 +24,10 @@ export interface RunInput {
   toolNames: string[];
   /** The strategy's options, defaults applied. */
   options?: Record<string, unknown>;
+  /** The run's own approval policies by tool (`chat.tool_approval`), under the server's rules. */
+  toolApproval?: Record<string, 'auto' | 'ask' | 'deny'>;
+  /** The most the run may cost in USD; it ends with `budget` before a model call would pass it. */
+  maxCostUsd?: number;
 }
 
 /**
@@ -33,6 +38,8 @@ export interface RunProgress {
   step: number;
   /** Messages of the run's completed phases, ready to join the session history. */
   transcript: LlmMessage[];
+  /** The calls of the step a stop interrupted, and what became of each (the stop receipt). */
+  stoppedCalls?: StoppedCall[];
 }
 
 /**
@@ -49,6 +56,8 @@ export interface Run<O = Record<string, unknown>, P extends PromptSamples = Prom
   sink: EventSink;
   events: RunEvents;
   progress: RunProgress;
+  /** What an approval nobody answered in time does (APPROVAL_TIMEOUT_ACTION). */
+  approvalTimeoutAction?: 'deny' | 'stop';
   inputTimeoutMs: number;
   /** The session's files, one line each, for prompts ('' when there are none). */
   filesManifest(): Promise<string>;

@@ -2,15 +2,25 @@ import { randomUUID } from 'node:crypto';
 import { InputTimeoutError, isAbortError } from '../errors.ts';
 import type { LlmMessage, LlmToolCall } from '../messages.ts';
 import { REQUEST_INPUT_TOOL } from '../tools/request-input-tool.ts';
+import type { StoppedCall } from '@stepwise/shared-types';
+import { type ApprovalAnswer, readApproval } from '../tools/approval.ts';
+import type { AgentControl, AnswerCheck } from './agent-control.ts';
 import { JOURNAL } from './run-journal.ts';
 import type { RunEvents } from './run-events.ts';
-import type { Run } from './strategy.ts';
+import type { Run, RunProgress } from './strategy.ts';
 
 /** The part of a run its tool calls use; `events` may be a branch's (`run.events.node(id)`). */
 type CallContext = Pick<Run, 'input' | 'tools' | 'control' | 'sink' | 'logger' | 'inputTimeoutMs' | 'effects'> & {
   events: RunEvents;
   nodeId?: string | undefined;
+  /** Where the stop receipt goes (the run's progress). */
+  progress?: RunProgress;
+  /** What an approval nobody answered in time does (APPROVAL_TIMEOUT_ACTION). */
+  approvalTimeoutAction?: 'deny' | 'stop';
 };
+
+/** The tools a person approved for the rest of a run ("Always in this run"), by run. */
+const rememberedByRun = new WeakMap<AgentControl, Set<string>>();
 
 /** One finished tool call: what the model reads back, and a line for the observe prompt. */
 export interface ToolCallRecord {
@@ -41,9 +51,14 @@ export async function runToolCalls(modelCalls: LlmToolCall[], step: number, cont
   const enabled = new Set(input.toolNames);
   const done = new Map<string, ToolCallRecord>();
   const ordinary = calls.filter((call) => call.name !== REQUEST_INPUT_TOOL);
-  const settled = await Promise.allSettled(ordinary.map((call) => runOrdinary(call, step, enabled, input, context)));
+  // The stop receipt: what became of each call, should the run be stopped during them.
+  const receipt = new Map<string, StoppedCall>(ordinary.map((call) => [call.id, { tool_call_id: call.id, tool: call.name, status: 'not_started' }]));
+  const settled = await Promise.allSettled(ordinary.map((call) => runOrdinary(call, step, enabled, input, context, receipt.get(call.id)!)));
   const failure = settled.find((result) => result.status === 'rejected');
-  if (failure) throw failure.reason;
+  if (failure) {
+    if (context.progress && isAbortError(failure.reason, context.control.signal)) context.progress.stoppedCalls = [...(context.progress.stoppedCalls ?? []), ...receipt.values()];
+    throw failure.reason;
+  }
   for (const result of settled) if (result.status === 'fulfilled') done.set(result.value.call.id, result.value);
 
   for (const call of calls) {
@@ -84,6 +99,7 @@ async function runOrdinary(
   enabled: ReadonlySet<string>,
   input: Run['input'],
   context: CallContext,
+  receipt: StoppedCall,
 ): Promise<ToolCallRecord> {
   const { events, sink, tools, control } = context;
   let args: Record<string, unknown>;
@@ -93,7 +109,29 @@ async function runOrdinary(
     args = { raw: call.arguments };
   }
   await sink.emit(events.toolStart(step, call.id, call.name, args));
+  // The approval policy: the call runs, a person approves it first, or it never runs.
+  const policy = enabled.has(call.name) ? tools.policy(call.name, args, input.toolApproval) : 'auto';
+  const remembered = rememberedByRun.get(control) ?? new Set<string>();
+  rememberedByRun.set(control, remembered);
+  let note = '';
+  if (policy === 'deny' || (policy === 'ask' && !remembered.has(call.name))) {
+    const decision = policy === 'deny' ? ({ decision: 'deny', policy: true } as const) : await approval(call, step, args, context);
+    if (decision.decision === 'deny') {
+      const error = 'policy' in decision ? `The approval policy denies ${call.name}: the call did not run` : `The person denied this call${decision.reason ? `: ${decision.reason}` : ''}`;
+      await sink.emit(events.toolError(step, call.id, call.name, error, 0));
+      receipt.status = 'completed';
+      return { call, content: error, summary: summarize(`${call.name}(${JSON.stringify(args)})`, error) };
+    }
+    if (decision.remember === 'run') remembered.add(call.name);
+    if (decision.arguments) {
+      args = decision.arguments;
+      call = { ...call, arguments: JSON.stringify(args) };
+      note = `(The person edited the arguments before approving: ${JSON.stringify(args)})\n`;
+    }
+  }
+  receipt.status = 'unknown';
   const outcome = await tools.execute(call, enabled, {
+    onStopped: (settledInTime) => (receipt.status = settledInTime ? 'cancelled' : 'unknown'),
     signal: control.signal,
     sessionId: input.sessionId,
     runId: input.runId,
@@ -111,13 +149,67 @@ async function runOrdinary(
         ...(message === undefined ? {} : { message: message.slice(0, 500) }),
       }),
   });
+  receipt.status = 'completed';
   context.logger.debug({ step, tool: call.name, ok: outcome.ok, duration_ms: outcome.durationMs }, 'tool done');
   if (outcome.ok) {
     await sink.emit(events.toolComplete(step, call.id, call.name, outcome.result, outcome.durationMs));
   } else {
     await sink.emit(events.toolError(step, call.id, call.name, outcome.error, outcome.durationMs));
   }
-  return { call, content: outcome.content, summary: summarize(`${call.name}(${JSON.stringify(args)})`, outcome.content) };
+  return { call, content: `${note}${outcome.content}`, summary: summarize(`${call.name}(${JSON.stringify(args)})`, outcome.content) };
+}
+
+/**
+ * A call that needs a person: an approval question (kind "approval", its tool and arguments,
+ * Approve / Deny), answered with `agent_user_input.approval`. The question (its id, its deadline)
+ * and the decision are journaled like request_input's: after a restart a pending approval keeps
+ * its id and deadline, and an approved call that ran is not asked again (nor run twice: the
+ * tool's result is journaled). Edited arguments are checked against the tool's schema before the
+ * run takes them (a mismatch leaves the question open). No answer in time: denied, or with
+ * APPROVAL_TIMEOUT_ACTION=stop, the run stops.
+ */
+async function approval(call: LlmToolCall, step: number, args: Record<string, unknown>, context: CallContext): Promise<ApprovalAnswer> {
+  const { events, sink, control, inputTimeoutMs, effects, tools } = context;
+  const key = `approval:${call.id}`;
+  const fresh = () => ({ id: newQuestionId(), deadline: new Date(Date.now() + inputTimeoutMs).toISOString() });
+  let asked = (await effects.once(JOURNAL.question, key, async () => fresh())).value;
+  const again = `${key}#again`;
+  if (effects.has(JOURNAL.question, again) || (effects.continues && !effects.has(JOURNAL.answer, key))) {
+    asked = (await effects.once(JOURNAL.question, again, async () => fresh())).value;
+  }
+  const question = `Allow ${call.name} to run with ${describeArguments(args)}?`;
+  await sink.emit(events.approval(step, question, call.id, asked.id, new Date(asked.deadline), call.name, args));
+  const check: AnswerCheck = (answer) => {
+    const read = readApproval(answer);
+    if (!read) return { ok: false, outcome: 'invalid_answer', message: 'An approval takes Approve or Deny (or an "approval" object); it is still waiting' };
+    if (read.decision === 'approve' && read.arguments) {
+      const problem = tools.checkArguments(call.name, read.arguments);
+      if (problem) return { ok: false, outcome: 'invalid_arguments', message: problem };
+    }
+    return { ok: true, answer: JSON.stringify(read) };
+  };
+  const { answer } = (
+    await effects.once(JOURNAL.answer, key, async () => {
+      try {
+        const remaining = Math.max(0, Date.parse(asked.deadline) - Date.now());
+        return { answer: await control.waitForInput(asked.id, remaining, control.signal, check) };
+      } catch (error) {
+        if (!(error instanceof InputTimeoutError)) throw error;
+        await sink.emit(events.requestInputTimeout(step));
+        if (context.approvalTimeoutAction === 'stop') throw error;
+        return { answer: JSON.stringify({ decision: 'deny', reason: 'it was not approved in time' }) };
+      }
+    })
+  ).value;
+  return readApproval(answer) ?? { decision: 'deny', reason: 'the answer could not be read' };
+}
+
+/** A call's arguments in a line: `name: "out.txt", content: "…"`. */
+function describeArguments(args: Record<string, unknown>): string {
+  const entries = Object.entries(args);
+  if (entries.length === 0) return 'no arguments';
+  const text = entries.map(([key, value]) => `${key}: ${JSON.stringify(value)}`).join(', ');
+  return text.length > 300 ? `${text.slice(0, 300)}…` : text;
 }
 
 /**

@@ -166,8 +166,17 @@ export class ChatService {
     if (!checked.ok) return reject('invalid_message', `Invalid "chat" message: ${checked.message}`);
     const { maxStepsDefault, maxStepsLimit } = config.agent;
     const maxSteps = Math.min(maxStepsLimit, Math.max(1, message.agent_max_steps ?? maxStepsDefault));
+    const maxCostUsd = message.max_cost_usd ?? config.agent.runCostBudgetUsd;
     return this.start(
-      { strategy, question: message.content, toolNames: [...new Set(toolNames)], maxSteps, options: checked.options },
+      {
+        strategy,
+        question: message.content,
+        toolNames: [...new Set(toolNames)],
+        maxSteps,
+        options: checked.options,
+        ...(message.tool_approval ? { toolApproval: message.tool_approval } : {}),
+        ...(maxCostUsd !== undefined ? { maxCostUsd } : {}),
+      },
       sender,
     );
   }
@@ -194,12 +203,14 @@ export class ChatService {
   }
 
   private async input(message: AgentUserInputMessage): Promise<ErrorEvent | undefined> {
-    const command = { type: 'answer', content: message.content, questionId: message.question_id } as const;
+    // An approval travels to the run as its JSON (tools/approval.ts reads it back), like any answer.
+    const content = message.approval ? JSON.stringify(message.approval) : (message.content ?? '');
+    const command = { type: 'answer', content, questionId: message.question_id } as const;
     const reply = this.active ? await this.send(command) : await this.deps.cluster?.sendToSession(this.sessionId, command);
     let outcome = reply?.type === 'answer' ? reply.outcome : 'no_pending_input';
     // The run is not waiting for it just now (its process restarting, its journal replaying): a
     // durable engine keeps the answer to a question the run asked and nobody answered yet.
-    if (outcome !== 'answered' && outcome !== 'ambiguous_input' && outcome !== 'invalid_answer' && message.question_id && (await this.answerDurably(message.question_id, message.content))) outcome = 'answered';
+    if (outcome !== 'answered' && outcome !== 'ambiguous_input' && outcome !== 'invalid_answer' && outcome !== 'invalid_arguments' && message.question_id && (await this.answerDurably(message.question_id, content))) outcome = 'answered';
     switch (outcome) {
       case 'answered':
         return undefined;
@@ -210,7 +221,9 @@ export class ChatService {
       case 'ambiguous_input':
         return reject('ambiguous_input', 'Several questions are waiting: say which one this answers with question_id');
       case 'invalid_answer':
-        return reject('invalid_answer', 'This question takes only one of its choices (such as Yes or No); it is still waiting');
+        return reject('invalid_answer', reply?.type === 'answer' && reply.message ? reply.message : 'This question takes only one of its choices (such as Yes or No); it is still waiting');
+      case 'invalid_arguments':
+        return reject('invalid_arguments', `${reply?.type === 'answer' && reply.message ? reply.message : 'The edited arguments do not fit the tool'}; the approval is still waiting`);
       default: {
         const unexpected: never = outcome;
         return reject('internal_error', `Unexpected outcome ${String(unexpected)}`);
@@ -276,7 +289,9 @@ export class ChatService {
       const found = await this.runs.continuation(message.run_id, message.extra_steps);
       if (!found.ok) return reject('not_resumable', found.message);
       const runId = randomUUID();
-      return this.occupy(runId, sender, { force: false }, (control) => this.runs.launchContinuation({ ...found.input, runId }, found.past, control));
+      // A new budget for the continued run, when given (a run that ended with "budget" needs one).
+      const input = message.max_cost_usd === undefined ? found.input : { ...found.input, maxCostUsd: message.max_cost_usd };
+      return this.occupy(runId, sender, { force: false }, (control) => this.runs.launchContinuation({ ...input, runId }, found.past, control));
     });
   }
 
@@ -401,8 +416,10 @@ function handleCommand(control: AgentControl, command: ControlCommand): ControlO
     case 'stop':
       control.stop(command.reason);
       return { type: 'stop', outcome: 'stopping' };
-    case 'answer':
-      return { type: 'answer', outcome: control.provideInput(command.content, command.questionId) };
+    case 'answer': {
+      const outcome = control.provideInput(command.content, command.questionId);
+      return outcome === 'answered' || !control.rejection ? { type: 'answer', outcome } : { type: 'answer', outcome, message: control.rejection };
+    }
     default: {
       const unexpected: never = command;
       throw new Error(`Unknown control command ${JSON.stringify(unexpected)}`);

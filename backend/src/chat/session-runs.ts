@@ -59,7 +59,7 @@ export class SessionRuns {
     if (target.id !== last?.id) return { ok: false, message: 'Only the chat’s last run can be continued' };
     if (target.status === 'running') return { ok: false, message: 'That run is still going' };
     const logged = await readLoggedRun(store, target, { plainChat: false });
-    if (target.status === 'completed' && logged.completionReason !== 'max_steps') {
+    if (target.status === 'completed' && logged.completionReason !== 'max_steps' && logged.completionReason !== 'budget') {
       return { ok: false, message: 'That run answered; send a new message to go further' };
     }
     const past = await this.readPast(target);

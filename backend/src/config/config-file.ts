@@ -1,3 +1,4 @@
+import { type ApprovalRule, parseApprovalRules } from '../tools/approval.ts';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ConfigError } from '../errors.ts';
@@ -26,6 +27,8 @@ export interface ModelPrice {
 /** What the config file declares. */
 export interface ConfigFile {
   mcpServers: Record<string, McpServerConfig>;
+  /** `"approval": {"files__*": "ask"}`: each tool's approval policy, first match wins. */
+  approval: ApprovalRule[];
   models: ModelRoute[];
   prices: Record<string, ModelPrice>;
 }
@@ -76,7 +79,7 @@ export function loadConfigFile(path: string, options: { required: boolean; env: 
   try {
     text = readFileSync(path, 'utf8');
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT' && !options.required) return { mcpServers: {}, models: [], prices: {} };
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT' && !options.required) return { mcpServers: {}, models: [], prices: {}, approval: [] };
     throw new ConfigError(`Cannot read the config file ${path} (STEPWISE_CONFIG): ${(error as Error).message}`);
   }
   return parseConfigFile(text, path, options.env);
@@ -102,7 +105,13 @@ export function parseConfigFile(text: string, path: string, env: Record<string, 
     const server = parseEntry(entry, where, env);
     if (server) mcpServers[name] = server;
   }
-  return { mcpServers, models: parseModels(file.data, path), prices: parsePrices(file.data, path) };
+  let approval: ApprovalRule[];
+  try {
+    approval = parseApprovalRules((file.data as { approval?: unknown }).approval, path);
+  } catch (error) {
+    throw new ConfigError((error as Error).message);
+  }
+  return { mcpServers, models: parseModels(file.data, path), prices: parsePrices(file.data, path), approval };
 }
 
 /** `"models": {"research.*": {"model": "…", "params": {…}}}`, in the file's order (the first match wins). */

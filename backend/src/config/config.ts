@@ -1,3 +1,4 @@
+import type { ApprovalRule } from '../tools/approval.ts';
 import { z } from 'zod';
 import { ConfigError } from '../errors.ts';
 import type { McpServerConfig, ModelPrice, ModelRoute } from './config-file.ts';
@@ -126,6 +127,8 @@ const EnvSchema = z.object({
   SHUTDOWN_TIMEOUT_MS: integer(1).default(5_000),
   AGENT_RUN_TIMEOUT_MS: integer(1).default(15 * 60_000),
   AGENT_RUN_TOKEN_BUDGET: integer(0).default(0),
+  AGENT_RUN_COST_BUDGET_USD: z.string().trim().transform(Number).pipe(z.number({ error: 'must be a number of USD' }).positive('must be more than 0')).optional(),
+  APPROVAL_TIMEOUT_ACTION: z.enum(['deny', 'stop']).default('deny'),
   CONTEXT_BUDGET_CHARS: integer(1000).default(60_000),
   FILE_MAX_BYTES: integer(1).default(10 * 1024 * 1024),
   SESSION_FILES_MAX: integer(1).default(500),
@@ -210,6 +213,12 @@ export interface Config {
     runTimeoutMs: number;
     /** A run's token budget (prompt + completion, as the model reports them); 0: none. */
     runTokenBudget: number;
+    /** A run's default cost budget in USD (a chat's `max_cost_usd` overrides it); undefined: none. */
+    runCostBudgetUsd: number | undefined;
+    /** What an approval nobody answered in time does: deny the call (the run goes on), or stop the run. */
+    approvalTimeoutAction: 'deny' | 'stop';
+    /** The config file's "approval" rules: tool name or glob → auto / ask / deny, first match wins. */
+    approval: ApprovalRule[];
     /** How much earlier conversation (in characters) goes to the model; oldest turns go first. */
     contextBudgetChars: number;
   };
@@ -364,6 +373,9 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
       inputTimeoutMs: e.AGENT_INPUT_TIMEOUT_MS,
       runTimeoutMs: e.AGENT_RUN_TIMEOUT_MS,
       runTokenBudget: e.AGENT_RUN_TOKEN_BUDGET,
+      runCostBudgetUsd: e.AGENT_RUN_COST_BUDGET_USD,
+      approvalTimeoutAction: e.APPROVAL_TIMEOUT_ACTION,
+      approval: [],
       contextBudgetChars: e.CONTEXT_BUDGET_CHARS,
     },
     limits: {

@@ -107,6 +107,8 @@ export class McpManager {
       source: connection.name,
       parameters: AnyObject,
       jsonSchema: { ...definition.inputSchema, type: 'object' },
+      // An MCP tool asks a person first unless its server says it only reads.
+      approval: definition.annotations?.readOnlyHint === true ? () => 'auto' : () => 'ask',
       available: () => connection.status === 'connected',
       async execute(args, context) {
         const result = await connection.callTool(definition.name, args, {

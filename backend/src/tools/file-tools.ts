@@ -54,6 +54,8 @@ export function createFileTools(files: SessionFiles, options: { readCapBytes: nu
     name: 'write_file',
     description: "Write a text file into this session's folder (the user can download it). Replaces a file of the same name.",
     source: 'builtin',
+    // It creates and replaces files: a person approves each write unless a policy says otherwise.
+    approval: () => 'ask',
     parameters: WriteFileArgs,
     async execute({ name, content }, { sessionId, runId, signal }) {
       // The run's signal reaches the write: after a stop, no file is created or replaced.

@@ -34,6 +34,8 @@ export function createNotepadTool(files: SessionFiles): Tool<z.infer<typeof Note
     description: 'Notes kept for this chat across runs: "read" them, or "append" one (a fact, a decision, something to remember).',
     source: 'builtin',
     parameters: NotepadArgs,
+    // Reading runs; an append changes what every later run reads, so a person approves it.
+    approval: (args) => (args.operation === 'read' ? 'auto' : 'ask'),
     async execute({ operation, text }, { sessionId, runId, signal }) {
       const current = await readNotepad(files, sessionId);
       if (operation === 'read') return current || 'The notepad is empty.';

@@ -6,6 +6,7 @@ import { isAbortError, StepwiseError, ToolArgumentsError, ToolExecutionError, To
 import type { LlmToolSchema } from '../messages.ts';
 import { TOKENS } from '../tokens.ts';
 import { abortReason, raceAbort } from '../util/abort.ts';
+import { type ApprovalPolicy, listedPolicy, policyOf } from './approval.ts';
 import type { Tool, ToolContext } from './tool.ts';
 
 /** What running one tool call came to. `content` is what the model reads, capped in size. */
@@ -68,11 +69,29 @@ export class ToolRegistry {
     return this.tools.has(name);
   }
 
-  /** What the `session` message lists. */
+  /** What the `session` message lists, each tool with its approval policy on this server. */
   list(): ToolInfo[] {
-    return [...this.tools.values()].map(({ name, description, source, available }) =>
-      available ? { name, description, source, available: available() } : { name, description, source },
-    );
+    return [...this.tools.values()].map(({ name, description, source, available, approval }) => ({
+      name,
+      description,
+      source,
+      approval: listedPolicy(name, this.config.agent.approval, approval),
+      ...(available ? { available: available() } : {}),
+    }));
+  }
+
+  /** The policy of one call of `name` with `args`: the config file's rules, then the run's own choices, then the tool's hint. */
+  policy(name: string, args: Record<string, unknown>, run?: Readonly<Record<string, ApprovalPolicy>>): ApprovalPolicy {
+    return policyOf(name, args, { rules: this.config.agent.approval, run, hint: this.tools.get(name)?.approval });
+  }
+
+  /** Why `args` do not fit tool `name` (a person's edit of an approval's arguments); undefined when they do. */
+  checkArguments(name: string, args: Record<string, unknown>): string | undefined {
+    const tool = this.tools.get(name);
+    if (!tool) return `There is no tool ${name}`;
+    const parsed = tool.parameters.safeParse(args);
+    if (parsed.success) return undefined;
+    return `Invalid arguments for ${name}: ${parsed.error.issues.map((issue) => `${issue.path.join('.') || 'arguments'}: ${issue.message}`).join('; ')}`;
   }
 
   /** The tools a run gets when it names none: every built-in tool. */
@@ -138,7 +157,10 @@ export class ToolRegistry {
       try {
         result = await raceAbort(running, signal);
       } catch (error) {
-        if (signal.aborted) await settledWithin(running, TOOL_STOP_GRACE_MS);
+        if (signal.aborted) {
+          const settled = await settledWithin(running, TOOL_STOP_GRACE_MS);
+          if (context.signal.aborted) context.onStopped?.(settled);
+        }
         if (timeout.aborted && !context.signal.aborted) {
           throw new ToolExecutionError(`${call.name} timed out after ${this.config.tools.timeoutMs} ms`);
         }
@@ -164,14 +186,17 @@ export class ToolRegistry {
   }
 }
 
-/** Resolves once `promise` has settled, or after `ms`, whichever comes first; never rejects. */
-function settledWithin(promise: Promise<unknown>, ms: number): Promise<void> {
+/** Resolves once `promise` has settled (true), or after `ms` (false), whichever comes first; never rejects. */
+function settledWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
   return new Promise((resolve) => {
-    const done = () => {
+    const done = (settled: boolean) => {
       clearTimeout(timer);
-      resolve();
+      resolve(settled);
     };
-    const timer = setTimeout(done, ms);
-    promise.then(done, done);
+    const timer = setTimeout(() => done(false), ms);
+    promise.then(
+      () => done(true),
+      () => done(true),
+    );
   });
 }

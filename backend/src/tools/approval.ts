@@ -1,0 +1,87 @@
+import { z } from 'zod';
+
+/** What happens when a run calls a tool: it runs, a person approves it first, or it never runs. */
+export const ApprovalPolicy = z.enum(['auto', 'ask', 'deny']);
+export type ApprovalPolicy = z.infer<typeof ApprovalPolicy>;
+
+/** A tool's own view of whether its call needs a person: built-ins by what they do, MCP tools by their annotations. */
+export type ApprovalHint = (args: Record<string, unknown>) => 'auto' | 'ask';
+
+/** The rules of the config file (`"approval": {"files__*": "ask"}`), first match wins; a glob's `*` matches any run of characters. */
+export interface ApprovalRule {
+  pattern: string;
+  policy: ApprovalPolicy;
+}
+
+const TOOL_GLOB = /^[A-Za-z0-9_.*-]{1,200}$/;
+
+/** Parses the config file's `approval` object; throws with what is wrong. */
+export function parseApprovalRules(value: unknown, where: string): ApprovalRule[] {
+  if (value === undefined) return [];
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new Error(`Invalid "approval" in ${where}: must be an object of tool names or globs, e.g. {"files__*": "ask", "everything__echo": "auto"}`);
+  }
+  return Object.entries(value).map(([pattern, policy]) => {
+    if (!TOOL_GLOB.test(pattern)) throw new Error(`Invalid approval."${pattern}" in ${where}: a tool glob holds letters, digits, ".", "_", "-" and "*"`);
+    const parsed = ApprovalPolicy.safeParse(policy);
+    if (!parsed.success) throw new Error(`Invalid approval."${pattern}" in ${where}: must be "auto", "ask" or "deny"`);
+    return { pattern, policy: parsed.data };
+  });
+}
+
+function matches(pattern: string, name: string): boolean {
+  const regex = new RegExp(`^${pattern.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replaceAll('*', '.*')}$`);
+  return regex.test(name);
+}
+
+/**
+ * The policy of one call. The config file's rules come first (a `deny` there is pinned: no chat
+ * can lift it); then the run's own choice (`chat.tool_approval`); then the tool's hint (built-in
+ * read-only tools run, `write_file` and notepad appends ask, MCP tools ask unless read-only).
+ */
+export function policyOf(
+  tool: string,
+  args: Record<string, unknown>,
+  sources: { rules: readonly ApprovalRule[]; run?: Readonly<Record<string, ApprovalPolicy>> | undefined; hint?: ApprovalHint | undefined },
+): ApprovalPolicy {
+  const rule = sources.rules.find((candidate) => matches(candidate.pattern, tool));
+  if (rule?.policy === 'deny') return 'deny';
+  const chosen = sources.run?.[tool];
+  if (chosen) return chosen;
+  if (rule) return rule.policy;
+  return sources.hint?.(args) ?? 'auto';
+}
+
+/** The policy a tool has before any call (for the tool picker and Settings): its hint with no arguments, under the rules. */
+export function listedPolicy(tool: string, rules: readonly ApprovalRule[], hint: ApprovalHint | undefined): ApprovalPolicy {
+  return policyOf(tool, {}, { rules, hint });
+}
+
+/** A person's answer to an approval, as `agent_user_input` carries it. */
+export const ApprovalAnswer = z.strictObject({
+  decision: z.enum(['approve', 'deny']),
+  arguments: z.record(z.string(), z.unknown()).optional(),
+  reason: z.string().trim().max(2_000).optional(),
+  remember: z.literal('run').optional(),
+});
+export type ApprovalAnswer = z.infer<typeof ApprovalAnswer>;
+
+/** The two answers an approval offers as buttons. */
+export const APPROVAL_CHOICES = ['Approve', 'Deny'] as const;
+
+/**
+ * Reads an answer to an approval: "Approve" / "Deny" (its buttons, any case), or the JSON of an
+ * ApprovalAnswer (what `agent_user_input.approval` becomes on its way to the run). Undefined when
+ * it is neither.
+ */
+export function readApproval(answer: string): ApprovalAnswer | undefined {
+  const word = answer.trim().toLowerCase();
+  if (word === 'approve' || word === 'yes') return { decision: 'approve' };
+  if (word === 'deny' || word === 'no') return { decision: 'deny' };
+  try {
+    const parsed = ApprovalAnswer.safeParse(JSON.parse(answer));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
