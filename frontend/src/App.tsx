@@ -11,12 +11,27 @@ import { useNow } from './lib/use-now.ts';
 import { useStepwise } from './lib/use-stepwise.ts';
 import { SessionFilesContext } from './lib/session-files-context.ts';
 import { useEffect, useState } from 'react';
-import { pendingQuestion } from './state/reducer.ts';
+import { pendingApprovals, pendingQuestion } from './state/reducer.ts';
+import { ApprovalContext, type Approve } from './lib/approval-context.ts';
 
 /** The whole app: state comes from the reducer, components only render it and send messages. */
 export function App() {
   const { state, actions, access } = useStepwise();
   const question = pendingQuestion(state);
+  const approvals = pendingApprovals(state);
+  const approve: Approve = (questionId, decision) => {
+    const pending = approvals.find((each) => each.questionId === questionId);
+    return pending ? actions.approve(pending.runId, questionId, decision) : false;
+  };
+  // Approvals waiting are counted in the tab's title, as a question flashes it.
+  useEffect(() => {
+    if (approvals.length === 0) return;
+    const original = document.title;
+    document.title = `(${approvals.length}) Approval needed · ${original.replace(/^\(\d+\) Approval needed · /, '')}`;
+    return () => {
+      document.title = original;
+    };
+  }, [approvals.length]);
   const [sidebarOpen, setSidebarOpen] = useState(false);
   const [dragging, setDragging] = useState(false);
   const [settingsOpen, setSettingsOpen] = useState(false);
@@ -38,6 +53,7 @@ export function App() {
   if (access === 'token_required') return <TokenPrompt />;
   return (
     <SessionFilesContext.Provider value={actions}>
+    <ApprovalContext.Provider value={approve}>
     <div className="layout">
       <SessionSidebar currentId={state.session?.session_id} refreshKey={refreshKey} open={sidebarOpen} onClose={() => setSidebarOpen(false)} />
       <div
@@ -65,6 +81,7 @@ export function App() {
         onToggleSidebar={() => setSidebarOpen((open) => !open)}
         onOpenSettings={() => setSettingsOpen(true)}
         onOpenSnapshots={() => setSnapshotsOpen(true)}
+        approvalsWaiting={approvals.length}
       />
       {settingsOpen && <SettingsDialog session={state.session} now={now} onClose={() => setSettingsOpen(false)} />}
       {snapshotsOpen && state.session && (
@@ -85,7 +102,7 @@ export function App() {
       <Conversation
         state={state}
         now={now}
-        onContinue={(runId, extra) => void actions.resume(runId, extra)}
+        onContinue={(runId, extra, maxCostUsd) => void actions.resume(runId, extra, maxCostUsd)}
         onRewind={(runId, step) => void actions.resumeSnapshot(`step:${runId}:${step}`)}
         onSaveTodos={(todos) => void actions.saveTodos(todos)}
         onGoOn={(strategy, strategyOptions) => void actions.chat('Go on', { agentMode: true, maxSteps: state.session?.limits.max_steps_default ?? 10, strategy, strategyOptions })}
@@ -130,6 +147,7 @@ export function App() {
       </div>
       </div>
     </div>
+    </ApprovalContext.Provider>
     </SessionFilesContext.Provider>
   );
 }

@@ -302,6 +302,8 @@ export type ToolStart = z.infer<typeof ToolStart>;
 export const ToolComplete = toolEvent('tool_complete', {
   result: z.unknown(),
   duration_ms: z.number().optional(),
+  /** The arguments the call ran with, when a person edited them before approving. */
+  arguments: z.record(z.string(), z.unknown()).optional(),
 });
 export type ToolComplete = z.infer<typeof ToolComplete>;
 export const ToolError = toolEvent('tool_error', {

@@ -130,6 +130,31 @@ describe('AG-UI: questions are interrupts, answered by resume', () => {
     expect(detail.runs.at(-1)!.status).toBe('completed');
   });
 
+  it('a tool approval is an interrupt (reason tool_approval, its call and arguments); a resume with the decision answers it', async () => {
+    const llm = await ScriptedLlmServer.start();
+    const real = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'gpt-4o-mini' });
+    try {
+      llm.enqueue(
+        { text: reasonText('Write it.') },
+        { toolCalls: [{ id: 'w1', name: 'write_file', arguments: { name: 'out.txt', content: 'hello' } }] },
+        { text: observeText('Denied.', { final_answer: 'I did not write it.' }) },
+      );
+      const client = new HttpAgent({ url: `${real.url}/api/ag-ui`, threadId: randomUUID() });
+      const first = await ask(client, 'Write hello to out.txt');
+      const [interrupt] = finished(first).outcome!.interrupts!;
+      expect(interrupt).toMatchObject({ reason: 'tool_approval', toolCallId: 'w1', metadata: { tool: 'write_file', arguments: { name: 'out.txt', content: 'hello' } } });
+      expect(interrupt!.responseSchema).toMatchObject({ required: ['decision'] });
+      const rest = await run(client, { resume: [{ interruptId: interrupt!.id, status: 'resolved', payload: { decision: 'deny', reason: 'not now' } }] });
+      expect(finished(rest).outcome).toEqual({ type: 'success' });
+      expect(ofType(rest, EventType.TOOL_CALL_RESULT).map((event) => event.content)).toContain(JSON.stringify({ error: 'The person denied this call: not now' }));
+    } finally {
+      await closeAll(
+        () => real.close(),
+        () => llm.close(),
+      );
+    }
+  });
+
   it('a solver confirmation carries its choices; a cancelled resume stops the run', async () => {
     const client = agent();
     const first = await ask(client, CHAIN, { strategy: 'solver', strategy_options: { auto_advance: false } });

@@ -278,7 +278,8 @@ describe('an MCP server over stdio (server-everything)', { timeout: MCP_TEST_TIM
     await start({ everything: EVERYTHING_STDIO });
     await waitForTool('everything__trigger-elicitation-request');
     scriptToolStep('everything__trigger-elicitation-request', {});
-    client.chat('Fill in the form', { agent_mode: true, tools: ['everything__trigger-elicitation-request'] });
+    // Not read-only, so it would ask for approval first: this test is about the elicitation, so it runs unasked.
+    client.chat('Fill in the form', { agent_mode: true, tools: ['everything__trigger-elicitation-request'], tool_approval: { 'everything__trigger-elicitation-request': 'auto' } });
     const question = await client.waitFor('agent_request_input');
     expect(question).toMatchObject({ step: 1, tool_call_id: 'call_1' });
     expect(String(question.question)).toContain('- name (string, required)');
@@ -300,7 +301,7 @@ describe('two questions pending at once (two calls that each elicit)', { timeout
       { toolCalls: [{ id: 'call_a', name: tool, arguments: {} }, { id: 'call_b', name: tool, arguments: {} }] },
       { text: observeText('Done.', { final_answer: 'Both forms filled.' }) },
     );
-    client.chat('Fill in two forms', { agent_mode: true, tools: [tool] });
+    client.chat('Fill in two forms', { agent_mode: true, tools: [tool], tool_approval: { [tool]: 'auto' } });
     const questions = () => client.events.filter((event) => event.update_type === 'agent_request_input');
     await client.waitUntil(() => (questions().length >= 2 ? true : undefined), WAIT_MS);
     const [first, second] = questions() as { question_id?: string }[];
@@ -353,7 +354,7 @@ describe('server-filesystem in an agent run', { timeout: MCP_TEST_TIMEOUT_MS }, 
       { toolCalls: [{ id: 'write_1', name: 'fs__write_file', arguments: { path: join(shared, 'summary.txt'), content: 'code=4242' } }] },
       { text: observeText('Written.', { final_answer: 'The launch code is 4242; saved to summary.txt.' }) },
     );
-    client.chat('What is the launch code? Save it.', { agent_mode: true, tools: ['fs__read_text_file', 'fs__write_file'] });
+    client.chat('What is the launch code? Save it.', { agent_mode: true, tools: ['fs__read_text_file', 'fs__write_file'], tool_approval: { fs__write_file: 'auto' } });
     const events = (await client.untilComplete({ timeoutMs: 30_000 })).filter((event) => 'seq' in event);
     expect(summarize(events)).toEqual([
       'agent_start',

@@ -24,7 +24,7 @@ describe('the notepad', () => {
       { toolCalls: [{ id: 'n1', name: 'notepad', arguments: { operation: 'append', text: 'The budget is 40 EUR.' } }] },
       { text: observeText('Noted.', { final_answer: 'I noted it.', should_continue: false }) },
     );
-    client.chat('Remember that the budget is 40 EUR', { agent_mode: true, tools: ['notepad'] });
+    client.chat('Remember that the budget is 40 EUR', { agent_mode: true, tools: ['notepad'], tool_approval: { notepad: 'auto' } });
     const first = await client.untilComplete();
     expect(first.find((event) => event.type === 'tool_complete')).toMatchObject({ tool_name: 'notepad', result: expect.stringContaining('1 note') });
     expect(first.find((event) => event.type === 'file_saved')).toMatchObject({ file: { name: 'notepad.md' }, source: 'agent' });

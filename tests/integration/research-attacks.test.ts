@@ -108,7 +108,7 @@ describe('research state under attack', () => {
     });
     server = await startStepwiseWithModel(llm.url);
     client = await TestClient.connect(server.wsUrl);
-    client.chat('Overwrite the research state', { agent_mode: true, tools: ['write_file'] });
+    client.chat('Overwrite the research state', { agent_mode: true, tools: ['write_file'], tool_approval: { write_file: 'auto' } });
     const events = (await client.untilComplete({ timeoutMs: 30_000 })) as Event[];
     const error = events.find((event) => event.type === 'tool_error') as Event | undefined;
     expect(error?.error).toMatch(/RESEARCH_STATE\.md|section|graph/);

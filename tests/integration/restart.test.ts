@@ -180,6 +180,35 @@ describe.each(stores)('a server killed with SIGKILL, on $name', { timeout: PROCE
     expect(observe.body.messages.find((message) => message.role === 'tool')).toMatchObject({ tool_call_id: 'ask_city', content: 'Lisbon' });
   });
 
+  it('keeps a pending approval across the restart (its id and deadline); approved afterwards, the tool runs once', async () => {
+    await prepare();
+    const first = await start();
+    llm.respond((request) => {
+      if (request.phase === 'reason') return { text: reasonText('Write it.') };
+      if (request.phase === 'act') return { toolCalls: [{ id: 'w1', name: 'write_file', arguments: { name: 'once.txt', content: 'written once' } }] };
+      return { text: observeText('Written.', { final_answer: 'Done.' }) };
+    });
+    const client = await connect(first.wsUrl);
+    client.chat('Write once.txt', { agent_mode: true });
+    const approval = await client.waitFor('agent_request_input');
+    expect(approval).toMatchObject({ kind: 'approval', tool: 'write_file' });
+    const sessionId = String(client.session.session_id);
+    await kill(first);
+
+    const second = await start();
+    const rejoined = await connect(second.wsUrl, { session_id: sessionId, after_seq: 0 });
+    const replayed = await rejoined.next((event) => event.seq === approval.seq);
+    expect(replayed).toMatchObject({ question_id: approval.question_id, deadline: approval.deadline });
+    rejoined.send({ type: 'agent_user_input', question_id: approval.question_id, approval: { decision: 'approve' } });
+    const events = await rejoined.untilComplete();
+    expect(summarize(events).slice(-3)).toEqual(['assistant_message', 'agent_completion:answered', 'response_complete']);
+    expect(events.filter((event) => event.type === 'tool_complete' && event.tool_name === 'write_file')).toHaveLength(1);
+    // The approval was asked once, before the restart: nothing asked it again.
+    expect(rejoined.logged.filter((event) => event.update_type === 'agent_request_input')).toHaveLength(1);
+    const file = await fetch(`${second.url}/api/sessions/${sessionId}/files/once.txt`);
+    expect(await file.text()).toBe('written once');
+  });
+
   it('counts the question’s timeout from before the restart', async () => {
     await prepare();
     const first = await start({ AGENT_INPUT_TIMEOUT_MS: '1500' });

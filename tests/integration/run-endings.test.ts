@@ -250,7 +250,7 @@ describe('stopping a run while its tools write files', () => {
       arguments: { name: `part-${index}.txt`, content: `${index % 10}`.repeat(8_000) },
     }));
     llm.enqueue({ text: reasonText('Write the parts.') }, { toolCalls: writes }, { text: observeText('ok', { final_answer: 'Written.' }) });
-    client.chat('Write twelve parts', { agent_mode: true });
+    client.chat('Write twelve parts', { agent_mode: true, tool_approval: { write_file: 'auto' } });
     await files.whenAllStarted();
     client.send({ type: 'agent_control', action: 'stop' });
     const events = await client.untilComplete();

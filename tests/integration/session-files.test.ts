@@ -149,7 +149,7 @@ describe('the file tools in an agent run', () => {
       },
       { text: observeText('Done.', { final_answer: 'The secret is 7; see answer.md.' }) },
     );
-    client.chat('What is the secret?', { agent_mode: true });
+    client.chat('What is the secret?', { agent_mode: true, tool_approval: { write_file: 'auto' } });
     const events = await client.untilComplete();
     const reason = llm.requests.find((request) => request.phase === 'reason')!;
     expect(reason.body.messages[0]!.content).toContain('notes.txt');
@@ -183,7 +183,7 @@ describe('the file tools in an agent run', () => {
       { toolCalls: attempts },
       { text: observeText('All refused.', { final_answer: 'I could not.' }) },
     );
-    client.chat('Read /etc/passwd', { agent_mode: true });
+    client.chat('Read /etc/passwd', { agent_mode: true, tool_approval: { write_file: 'auto' } });
     const events = await client.untilComplete();
     const errors = events.filter((event) => event.type === 'tool_error');
     expect(errors.map((event) => event.tool_call_id).sort()).toEqual(attempts.map((call) => call.id).sort());

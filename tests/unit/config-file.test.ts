@@ -17,6 +17,7 @@ describe('the config file', () => {
         },
       }),
     ).toEqual({
+      approval: [],
       mcpServers: {
         everything: { transport: 'stdio', command: 'npx', args: ['-y', '@modelcontextprotocol/server-everything'], env: {}, cwd: undefined },
         remote: { transport: 'http', url: 'http://127.0.0.1:3001/mcp', headers: { Authorization: 'Bearer x' } },
@@ -70,9 +71,19 @@ describe('the config file', () => {
 
   it('treats a missing file at the default path as no servers, but not one that STEPWISE_CONFIG names', () => {
     const dir = mkdtempSync(join(tmpdir(), 'stepwise-config-'));
-    expect(loadConfigFile(join(dir, 'none.json'), { required: false, env: {} })).toEqual({ mcpServers: {}, models: [], prices: {} });
+    expect(loadConfigFile(join(dir, 'none.json'), { required: false, env: {} })).toEqual({ mcpServers: {}, models: [], prices: {}, approval: [] });
     expect(() => loadConfigFile(join(dir, 'none.json'), { required: true, env: {} })).toThrow(/Cannot read the config file/);
     writeFileSync(join(dir, 'broken.json'), '{ "mcpServers": ');
     expect(() => loadConfigFile(join(dir, 'broken.json'), { required: false, env: {} })).toThrow(/not valid JSON/);
+  });
+
+  it('reads approval rules by tool name or glob, and refuses a bad policy naming it', () => {
+    expect(parse({ mcpServers: {}, approval: { 'files__*': 'ask', everything__echo: 'auto', 'shell__*': 'deny' } }).approval).toEqual([
+      { pattern: 'files__*', policy: 'ask' },
+      { pattern: 'everything__echo', policy: 'auto' },
+      { pattern: 'shell__*', policy: 'deny' },
+    ]);
+    expect(() => parse({ mcpServers: {}, approval: { write_file: 'sometimes' } })).toThrow(/approval\."write_file".*"auto", "ask" or "deny"/);
+    expect(() => parse({ mcpServers: {}, approval: ['ask'] })).toThrow(/Invalid "approval"/);
   });
 });

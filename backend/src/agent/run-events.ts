@@ -70,7 +70,7 @@ export function runEvents(runId: string | undefined, nodeId?: string) {
       tool_name: toolName,
       arguments: args,
     }),
-    toolComplete: (step: number, toolCallId: string, toolName: string, result: unknown, durationMs: number): Body<'tool_complete'> => ({
+    toolComplete: (step: number, toolCallId: string, toolName: string, result: unknown, durationMs: number, editedArguments?: Record<string, unknown>): Body<'tool_complete'> => ({
       type: 'tool_complete',
       ...stamp,
       step,
@@ -78,6 +78,7 @@ export function runEvents(runId: string | undefined, nodeId?: string) {
       tool_name: toolName,
       result,
       duration_ms: durationMs,
+      ...(editedArguments ? { arguments: editedArguments } : {}),
     }),
     toolError: (step: number, toolCallId: string, toolName: string, error: string, durationMs: number): Body<'tool_error'> => ({
       type: 'tool_error',

@@ -152,7 +152,7 @@ async function runOrdinary(
   receipt.status = 'completed';
   context.logger.debug({ step, tool: call.name, ok: outcome.ok, duration_ms: outcome.durationMs }, 'tool done');
   if (outcome.ok) {
-    await sink.emit(events.toolComplete(step, call.id, call.name, outcome.result, outcome.durationMs));
+    await sink.emit(events.toolComplete(step, call.id, call.name, outcome.result, outcome.durationMs, note ? args : undefined));
   } else {
     await sink.emit(events.toolError(step, call.id, call.name, outcome.error, outcome.durationMs));
   }

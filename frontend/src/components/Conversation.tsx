@@ -23,7 +23,7 @@ export function Conversation({
   /** Goes on with the latest run's strategy (a new message of it), offered under that run while nothing runs. */
   onGoOn?: (strategy: string, strategyOptions: Record<string, unknown>) => void;
   onSaveText?: (name: string, text: string) => Promise<void>;
-  onContinue?: (runId: string, extraSteps: number) => void;
+  onContinue?: (runId: string, extraSteps: number, maxCostUsd?: number) => void;
   onRewind?: (runId: string, step: number) => void;
 }) {
   const endRef = useRef<HTMLDivElement>(null);
@@ -35,7 +35,7 @@ export function Conversation({
   const lastRunOfChat = (state.items.findLast((item) => item.kind === 'run') as { runId: string } | undefined)?.runId;
   const continuable = (runId: string) => {
     const end = state.runs[runId]?.end;
-    return runId === lastRunId && !state.busy && end !== undefined && ['max_steps', 'stopped', 'input_timeout', 'failed'].includes(end.kind);
+    return runId === lastRunId && !state.busy && end !== undefined && (['max_steps', 'stopped', 'input_timeout', 'failed'].includes(end.kind) || (end.kind === 'answered' && end.reason === 'budget'));
   };
   useEffect(() => {
     endRef.current?.scrollIntoView?.({ block: 'end' });
@@ -87,7 +87,7 @@ export function Conversation({
             {...(onSaveText && item.runId === lastRunOfChat && !state.busy ? { onSaveText } : {})}
             {...(onRewind && !state.busy && !item.rolledBack && run.end ? { onRewind: (step: number) => onRewind(item.runId, step) } : {})}
             {...(onContinue && continuable(item.runId)
-              ? { onContinue: (extra: number) => onContinue(item.runId, extra), continueSteps: state.session?.limits.max_steps_default ?? 5 }
+              ? { onContinue: (extra: number, maxCostUsd?: number) => onContinue(item.runId, extra, maxCostUsd), continueSteps: state.session?.limits.max_steps_default ?? 5 }
               : {})}
           />
         ) : null;

@@ -24,6 +24,7 @@ export function Header({
   onToggleSidebar,
   onOpenSettings,
   onOpenSnapshots,
+  approvalsWaiting = 0,
 }: {
   session: SessionEvent | undefined;
   connection: ConnectionState;
@@ -31,6 +32,8 @@ export function Header({
   onToggleSidebar: () => void;
   onOpenSettings: () => void;
   onOpenSnapshots?: () => void;
+  /** Tool calls waiting for the person's approval. */
+  approvalsWaiting?: number;
 }) {
   const health = healthSummary(session);
   const checked = health.checkedAt ? ` (checked ${formatWhen(health.checkedAt, now)})` : '';
@@ -63,6 +66,17 @@ export function Header({
           </span>
         )}
       </div>
+      {approvalsWaiting > 0 && (
+        <button
+          type="button"
+          className="badge approvals-waiting"
+          data-testid="approvals-waiting"
+          onClick={() => document.querySelector('[data-testid="approval"]')?.scrollIntoView({ block: 'center' })}
+          title="Tool calls waiting for your approval: show the first"
+        >
+          {approvalsWaiting} approval{approvalsWaiting === 1 ? '' : 's'} waiting
+        </button>
+      )}
       {onOpenSnapshots && (
         <button
           type="button"

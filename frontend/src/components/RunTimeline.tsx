@@ -14,6 +14,14 @@ const NEEDS_YOU: Record<string, string> = {
   max_cycles: 'Stopped at the cycle limit: not finished. Send a message to go on',
   max_loops: 'Stopped at the loop limit without a final answer',
   wave_complete: 'One wave done (step mode): send a message for the next',
+  budget: 'Stopped at the cost budget: the next model call would have passed it. Continue with a larger budget to go on',
+};
+
+const RECEIPT_WORDS: Record<string, string> = {
+  completed: 'completed',
+  cancelled: 'cancelled',
+  not_started: 'not started',
+  unknown: 'unknown (it did not stop in time)',
 };
 
 /** The class of an ending: answered (green) only when the run answered. */
@@ -66,7 +74,7 @@ export function RunTimeline({
   /** Where the run's trace can be seen (TRACE_URL_TEMPLATE), when runs are traced. */
   traceUrl?: string;
   /** Offered under the chat's last run when it stopped, failed or reached its step limit. */
-  onContinue?: (extraSteps: number) => void;
+  onContinue?: (extraSteps: number, maxCostUsd?: number) => void;
   continueSteps?: number;
   /** Offered on the finished steps of an ended run: go back to that step's end and on from there. */
   onRewind?: (step: number) => void;
@@ -146,17 +154,33 @@ export function RunTimeline({
           {took !== undefined && took >= 0 && <span className="run-took"> · {formatDuration(took)}</span>}
         </div>
       )}
-      {onContinue && <ContinueRun steps={continueSteps} onContinue={onContinue} />}
+      {run.end?.kind === 'stopped' && run.end.calls && (
+        <p className="stop-receipt" data-testid="stop-receipt">
+          {run.end.calls.map((call) => `${call.tool}${describeCall(run, call.tool_call_id)}: ${RECEIPT_WORDS[call.status] ?? call.status}`).join(' · ')}
+        </p>
+      )}
+      {onContinue && <ContinueRun steps={continueSteps} onContinue={onContinue} budget={run.end?.kind === 'answered' && run.end.reason === 'budget'} />}
     </div>
   );
 }
 
+/** The argument that names a call best in a receipt: ` out.txt` for a file, nothing otherwise. */
+function describeCall(run: RunView, toolCallId: string): string {
+  for (const step of [...run.steps, ...run.branches.flatMap((branch) => branch.steps)]) {
+    const tool = step.tools.find((each) => each.id === toolCallId);
+    const name = tool?.arguments.name;
+    if (typeof name === 'string') return ` ${name}`;
+  }
+  return '';
+}
+
 /** "Continue N more steps": the run goes on where it ended, its done steps not made again. */
-function ContinueRun({ steps, onContinue }: { steps: number; onContinue: (extraSteps: number) => void }) {
+function ContinueRun({ steps, onContinue, budget }: { steps: number; onContinue: (extraSteps: number, maxCostUsd?: number) => void; budget?: boolean }) {
   const [extra, setExtra] = useState(steps);
+  const [usd, setUsd] = useState('1');
   return (
     <div className="run-continue" data-testid="run-continue">
-      <button type="button" onClick={() => onContinue(extra)} title="Go on from where this run ended; what it did is not done again">
+      <button type="button" onClick={() => onContinue(extra, budget ? Math.max(0.000001, Number(usd) || 0) : undefined)} title="Go on from where this run ended; what it did is not done again">
         Continue
       </button>
       <label>
@@ -170,6 +194,11 @@ function ContinueRun({ steps, onContinue }: { steps: number; onContinue: (extraS
         />{' '}
         more step{extra === 1 ? '' : 's'}
       </label>
+      {budget && (
+        <label>
+          with a budget of $<input type="number" min={0} step="any" value={usd} aria-label="New cost budget in USD" onChange={(event) => setUsd(event.target.value)} />
+        </label>
+      )}
     </div>
   );
 }

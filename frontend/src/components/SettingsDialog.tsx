@@ -1,3 +1,4 @@
+import { POLICY_WORDS } from './ToolPicker.tsx';
 import type { McpServerStatus, SessionEvent } from '@stepwise/shared-types';
 import { type ReactNode, useEffect, useId, useRef } from 'react';
 import { healthSummary } from '../lib/model-health.ts';
@@ -42,6 +43,7 @@ export function SettingsDialog({ session, now, onClose }: { session: SessionEven
         <div className="settings-body">
           <ModelSection session={session} now={now} />
           <McpSection session={session} now={now} />
+          <ApprovalSection session={session} />
           <LimitsSection session={session} />
           <HowToChangeSection session={session} />
         </div>
@@ -150,6 +152,23 @@ function McpSection({ session, now }: { session: SessionEvent; now: Date }) {
         To add one, put an entry like this in <code data-testid="config-file">{configFile}</code> and restart Stepwise:
       </p>
       <CopyableSnippet label="the MCP config snippet" text={MCP_CONFIG_SNIPPET} />
+    </Section>
+  );
+}
+
+/** Each tool's approval policy: what runs unasked, what asks first, what never runs. */
+function ApprovalSection({ session }: { session: SessionEvent }) {
+  const tools = session.tools ?? [];
+  return (
+    <Section title="Tool approval">
+      <p className="muted">A tool that asks waits for you to approve each call (with its arguments, which you may edit) before it runs. The config file's "approval" rules set this per tool or glob.</p>
+      <ul className="approval-policies" data-testid="approval-policies">
+        {tools.map((tool) => (
+          <li key={tool.name}>
+            <code>{tool.name}</code>: {POLICY_WORDS[tool.approval ?? 'auto']}
+          </li>
+        ))}
+      </ul>
     </Section>
   );
 }

@@ -1,3 +1,5 @@
+import { useState } from 'react';
+import { useApprove } from '../lib/approval-context.ts';
 import { formatDuration, localTimeOf } from '../lib/time.ts';
 import type { ToolCallView } from '../state/view-state.ts';
 import { SavedFileReferences } from './SavedFileReferences.tsx';
@@ -31,15 +33,81 @@ export function argumentsInWords(name: string, args: Record<string, unknown>): s
   return parts.join(' · ');
 }
 
+/**
+ * The approval of a call that waits for a person: its arguments (editable as JSON, checked before
+ * sending; the server checks them against the tool's schema too), Approve, Deny with an optional
+ * reason, and "Always in this run".
+ */
+function ApprovalForm({ tool }: { tool: ToolCallView }) {
+  const approve = useApprove();
+  const [text, setText] = useState(() => JSON.stringify(tool.arguments, null, 2));
+  const [reason, setReason] = useState('');
+  const [always, setAlways] = useState(false);
+  const [problem, setProblem] = useState('');
+  const questionId = tool.approval!.questionId;
+  const send = (decision: 'approve' | 'deny') => {
+    if (!approve) return;
+    if (decision === 'deny') {
+      approve(questionId, { decision, ...(reason.trim() ? { reason: reason.trim() } : {}) });
+      return;
+    }
+    let edited: unknown;
+    try {
+      edited = JSON.parse(text);
+    } catch {
+      setProblem('The arguments are not valid JSON');
+      return;
+    }
+    if (typeof edited !== 'object' || edited === null || Array.isArray(edited)) {
+      setProblem('The arguments must be a JSON object');
+      return;
+    }
+    setProblem('');
+    const changed = JSON.stringify(edited) !== JSON.stringify(tool.arguments);
+    approve(questionId, { decision, ...(changed ? { arguments: edited as Record<string, unknown> } : {}), ...(always ? { remember: 'run' as const } : {}) });
+  };
+  return (
+    <form className="approval" data-testid="approval" aria-label={`Approve ${tool.name}`} onSubmit={(event) => event.preventDefault()}>
+      <p className="approval-head">
+        <strong>Approve this call?</strong> {tool.approval!.deadline && <small>· denied if nobody answers by {new Date(tool.approval!.deadline).toLocaleTimeString()}</small>}
+      </p>
+      <label className="approval-args">
+        Arguments (JSON, editable)
+        <textarea value={text} onChange={(event) => setText(event.target.value)} rows={Math.min(10, text.split('\n').length + 1)} spellCheck={false} />
+      </label>
+      {problem && (
+        <p role="alert" className="approval-problem">
+          {problem}
+        </p>
+      )}
+      <label className="approval-always">
+        <input type="checkbox" checked={always} onChange={(event) => setAlways(event.target.checked)} /> Always in this run
+      </label>
+      <div className="approval-actions">
+        <button type="button" className="primary" onClick={() => send('approve')}>
+          Approve
+        </button>
+        <input aria-label="Reason for denying (optional)" placeholder="Reason (optional)" value={reason} maxLength={2000} onChange={(event) => setReason(event.target.value)} />
+        <button type="button" className="danger" onClick={() => send('deny')}>
+          Deny
+        </button>
+      </div>
+    </form>
+  );
+}
+
 /** One tool call: what was asked, and what came back. */
 export function ToolCallCard({ tool }: { tool: ToolCallView }) {
   const args = JSON.stringify(tool.arguments, null, 2);
+  const waiting = tool.status === 'running' && (tool.approval?.status === 'pending' || tool.approval?.status === 'sent');
+  const denied = tool.status === 'error' && /^The (person denied this call|approval policy denies)/.test(tool.error ?? '');
   return (
     <div className={`tool-card tool-${tool.status}`} data-testid="tool-card" aria-busy={tool.status === 'running'}>
       <div className="tool-head">
-        {tool.status === 'running' ? <span className="spinner" aria-hidden="true" /> : <span className="tool-dot" aria-hidden="true" />}
+        {tool.status === 'running' && !waiting ? <span className="spinner" aria-hidden="true" /> : <span className="tool-dot" aria-hidden="true" />}
         <code className="tool-name">{tool.name}</code>
-        <span className="tool-status">{STATUS_LABEL[tool.status]}</span>
+        <span className="tool-status">{waiting ? 'waiting for your approval' : denied ? 'denied' : STATUS_LABEL[tool.status]}</span>
+        {tool.edited && <span className="tool-status">· approved with your edited arguments</span>}
         {tool.durationMs !== undefined && <span className="tool-duration">{formatDuration(tool.durationMs)}</span>}
       </div>
       {args !== '{}' && <p className="tool-args-line">{argumentsInWords(tool.name, tool.arguments)}</p>}
@@ -64,6 +132,9 @@ export function ToolCallCard({ tool }: { tool: ToolCallView }) {
           </span>
         </div>
       )}
+      {waiting && tool.approval?.status === 'pending' && <ApprovalForm tool={tool} />}
+      {waiting && tool.approval?.status === 'sent' && <p className="approval-note">Sent; waiting for the run…</p>}
+      {tool.approval?.status === 'timed_out' && <p className="approval-note">Nobody approved this call in time.</p>}
       {tool.status === 'done' && (
         <pre className="tool-result" aria-label="Result">
           {typeof tool.result === 'string' ? tool.result : JSON.stringify(tool.result, null, 2)}

@@ -1,5 +1,12 @@
 import type { McpServerStatus, ToolInfo } from '@stepwise/shared-types';
 
+/** What a tool's approval policy means, in words. */
+export const POLICY_WORDS: Record<'auto' | 'ask' | 'deny', string> = {
+  auto: 'Runs without asking',
+  ask: 'Asks you to approve each call',
+  deny: 'Never runs (the server’s policy denies it)',
+};
+
 /** The tools a run may use, built-in ones first, then each MCP server's under its name and state. */
 export function ToolPicker({
   tools,
@@ -28,6 +35,11 @@ export function ToolPicker({
             <label key={tool.name} title={tool.description} className={tool.available === false ? 'tool-unavailable' : undefined}>
               <input type="checkbox" checked={enabled.has(tool.name)} onChange={() => onToggle(tool.name)} />
               <span>{group.source === 'builtin' ? tool.name : tool.name.slice(group.source.length + 2)}</span>
+              {tool.approval && tool.approval !== 'auto' && (
+                <span className={`badge approval-policy approval-${tool.approval}`} aria-hidden="true" title={POLICY_WORDS[tool.approval]}>
+                  {tool.approval === 'ask' ? 'asks' : 'never'}
+                </span>
+              )}
             </label>
           ))}
         </fieldset>

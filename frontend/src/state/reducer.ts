@@ -13,6 +13,7 @@ export type Action =
   | { kind: 'resume_requested' }
   /** An answer went out: to the question with `questionId`, or (without one) to every question the run waits on. */
   | { kind: 'answer_sent'; runId: string; answer: string; questionId?: string }
+  | { kind: 'approval_sent'; runId: string; questionId: string }
   | { kind: 'dismiss_notice' }
   | { kind: 'notice'; code: string; message: string }
   | { kind: 'upload_started'; name: string }
@@ -50,6 +51,13 @@ export function reduce(state: ViewState, action: Action): ViewState {
       return state.busy ? { ...state, stopping: true } : state;
     case 'resume_requested':
       return { ...state, busy: true, stopping: false };
+    case 'approval_sent':
+      return updateRun(state, action.runId, (run) =>
+        mapRunSteps(run, (step) => {
+          const tool = step.tools.find((each) => each.approval?.questionId === action.questionId && each.approval.status === 'pending');
+          return tool ? upsertTool(step, tool.id, { name: tool.name, approval: { ...tool.approval!, status: 'sent' } }) : step;
+        }),
+      );
     case 'answer_sent':
       return updateRun(state, action.runId, (run) =>
         mapRunSteps(run, (step) =>
@@ -90,7 +98,9 @@ function applyEvent(state: ViewState, event: ServerEvent | { type: string }): Vi
   if (event.type === 'error' && !('seq' in event)) {
     // An error that refuses a chat message means nothing will answer it.
     const refused = refusesChat(event.code) && !state.activeRunId && state.streamingAnswer === undefined;
-    return { ...state, notice: { code: event.code, message: event.message }, ...(refused ? { busy: false, stopping: false } : {}) };
+    const noticed = { ...state, notice: { code: event.code, message: event.message }, ...(refused ? { busy: false, stopping: false } : {}) };
+    // A refused approval (arguments that do not fit, an answer it does not take) still waits: offer it again.
+    return event.code === 'invalid_arguments' || event.code === 'invalid_answer' ? reopenSentApprovals(noticed) : noticed;
   }
   if (event.type === 'assistant_delta') {
     return event.run_id ? state : { ...state, busy: true, streamingAnswer: (state.streamingAnswer ?? '') + event.delta };
@@ -150,6 +160,8 @@ function applyLogged(state: ViewState, event: Logged): ViewState {
       return updateStep(state, runId, event.step, event.node_id, (step) =>
         upsertTool(step, event.tool_call_id, {
           name: event.tool_name,
+          ...settledApproval(step, event.tool_call_id),
+          ...(event.arguments ? { arguments: event.arguments, edited: true } : {}),
           status: 'done',
           result: event.result,
           ...(event.duration_ms === undefined ? {} : { durationMs: event.duration_ms }),
@@ -160,6 +172,7 @@ function applyLogged(state: ViewState, event: Logged): ViewState {
       return updateStep(state, runId, event.step, event.node_id, (step) =>
         upsertTool(step, event.tool_call_id, {
           name: event.tool_name,
+          ...settledApproval(step, event.tool_call_id),
           status: 'error',
           error: event.error,
           ...(event.duration_ms === undefined ? {} : { durationMs: event.duration_ms }),
@@ -241,6 +254,13 @@ function applyAgentUpdate(state: ViewState, runId: string, event: Extract<Logged
     case 'agent_observe':
       return updateStep(state, runId, event.step, event.node_id, (step) => ({ ...step, observe: event.content, observeDone: true }));
     case 'agent_request_input':
+      // An approval belongs to its tool call (several may wait at once, one per parallel call).
+      if (event.kind === 'approval' && event.tool_call_id && event.question_id) {
+        const approval = { questionId: event.question_id, status: 'pending' as const, ...(event.deadline ? { deadline: event.deadline } : {}) };
+        return updateStep(state, runId, event.step, event.node_id, (step) =>
+          upsertTool(step, event.tool_call_id!, { name: event.tool ?? 'tool', ...(event.arguments ? { arguments: event.arguments } : {}), approval }),
+        );
+      }
       return updateStep(state, runId, event.step, event.node_id, (step) => ({
         ...step,
         question: {
@@ -253,9 +273,12 @@ function applyAgentUpdate(state: ViewState, runId: string, event: Extract<Logged
         },
       }));
     case 'agent_request_input_timeout':
-      return updateStep(state, runId, event.step, event.node_id, (step) =>
-        step.question ? { ...step, question: { ...step.question, status: 'timed_out' } } : step,
-      );
+      return updateStep(state, runId, event.step, event.node_id, (step) => {
+        if (step.question?.status === 'pending') return { ...step, question: { ...step.question, status: 'timed_out' } };
+        // An approval nobody answered: its call was denied (or the run stops).
+        const waiting = step.tools.find((tool) => tool.approval && (tool.approval.status === 'pending' || tool.approval.status === 'sent'));
+        return waiting ? upsertTool(step, waiting.id, { name: waiting.name, approval: { ...waiting.approval!, status: 'timed_out' } }) : step;
+      });
     case 'agent_usage':
       return event.usage ? updateRun(state, runId, (run) => ({ ...run, spending: spendingView(event.usage!, event.run_cost_usd) })) : state;
     case 'agent_stopped':
@@ -264,7 +287,7 @@ function applyAgentUpdate(state: ViewState, runId: string, event: Extract<Logged
           ...run,
           ...(event.usage ? { spending: spendingView(event.usage, event.cost_usd ?? null) } : {}),
           endedAt: event.ts,
-          end: event.reason === 'input_timeout' ? { kind: 'input_timeout' } : { kind: 'stopped', reason: event.reason ?? 'user' },
+          end: event.reason === 'input_timeout' ? { kind: 'input_timeout' } : { kind: 'stopped', reason: event.reason ?? 'user', ...(event.calls?.length ? { calls: event.calls } : {}) },
         }),
       );
     case 'agent_error':
@@ -313,6 +336,20 @@ function strategyEvent(event: { seq: number; ts: string }): StrategyEventView {
     ...(typeof node_id === 'string' ? { nodeId: node_id } : {}),
     fields,
   };
+}
+
+/** The tool calls waiting for a person's approval, in every run still going. */
+export function pendingApprovals(state: ViewState): Array<{ runId: string; toolCallId: string; questionId: string; tool: string }> {
+  const waiting: Array<{ runId: string; toolCallId: string; questionId: string; tool: string }> = [];
+  for (const run of Object.values(state.runs)) {
+    if (run.complete || run.end) continue;
+    for (const { step } of allSteps(run)) {
+      for (const tool of step.tools) {
+        if (tool.approval?.status === 'pending') waiting.push({ runId: run.id, toolCallId: tool.id, questionId: tool.approval.questionId, tool: tool.name });
+      }
+    }
+  }
+  return waiting;
 }
 
 /** The question the run is waiting on, if any. */
@@ -376,6 +413,26 @@ function updateRun(state: ViewState, runId: string, change: (run: RunView) => Ru
 /** Changes a step of a run: outside any branch, or in the branch `nodeId` names. */
 function updateStep(state: ViewState, runId: string, stepNumber: number, nodeId: string | undefined, change: (step: StepView) => StepView): ViewState {
   return updateRun(state, runId, (run) => updateRunStep(run, stepNumber, nodeId, change));
+}
+
+function reopenSentApprovals(state: ViewState): ViewState {
+  let next = state;
+  for (const run of Object.values(state.runs)) {
+    if (run.end) continue;
+    next = updateRun(next, run.id, (current) =>
+      mapRunSteps(current, (step) => {
+        const sent = step.tools.find((tool) => tool.approval?.status === 'sent');
+        return sent ? upsertTool(step, sent.id, { name: sent.name, approval: { ...sent.approval!, status: 'pending' } }) : step;
+      }),
+    );
+  }
+  return next;
+}
+
+/** A call's approval once the call ran or was denied: settled (a timed-out one stays so). */
+function settledApproval(step: StepView, id: string): Partial<ToolCallView> {
+  const approval = step.tools.find((tool) => tool.id === id)?.approval;
+  return approval && approval.status !== 'timed_out' ? { approval: { ...approval, status: 'settled' } } : {};
 }
 
 function upsertTool(step: StepView, id: string, fields: Partial<ToolCallView> & { name: string }): StepView {

@@ -14,6 +14,17 @@ export interface ToolCallView {
   durationMs?: number;
   /** The latest progress a long call reported, while it runs. */
   progress?: { value: number; total?: number; message?: string };
+  /** True when a person edited the arguments before approving (they show as it ran). */
+  edited?: boolean;
+  /** A call that waits for (or waited for) a person's approval. */
+  approval?: ApprovalView;
+}
+
+/** An approval of a tool call: pending until a person (or its deadline) settles it. */
+export interface ApprovalView {
+  questionId: string;
+  status: 'pending' | 'sent' | 'settled' | 'timed_out';
+  deadline?: string;
 }
 
 /** A question the agent asked in a step. */
@@ -66,7 +77,7 @@ export interface StrategyEventView {
 export type RunEnd =
   | { kind: 'answered'; steps: number; reason?: string }
   | { kind: 'max_steps'; steps: number }
-  | { kind: 'stopped'; reason: string }
+  | { kind: 'stopped'; reason: string; calls?: Array<{ tool_call_id: string; tool: string; status: string }> }
   | { kind: 'input_timeout' }
   | { kind: 'failed'; message: string };
 

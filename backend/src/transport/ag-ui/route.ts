@@ -191,7 +191,14 @@ function statusOf(code: ErrorCode): number {
 /** Answers to interrupts as the socket's messages: resolved ones answer their question; a cancelled one stops the run. */
 function resumeMessages(resume: { interruptId: string; status: 'resolved' | 'cancelled'; payload?: unknown }[]): ClientMessage[] {
   if (resume.some((entry) => entry.status === 'cancelled')) return [{ type: 'agent_control', action: 'stop' }];
-  return resume.map((entry) => ({ type: 'agent_user_input', question_id: entry.interruptId, content: answerText(entry.payload) }));
+  return resume.map((entry): ClientMessage => {
+    const payload = entry.payload as { decision?: unknown } | undefined;
+    // An approval's payload is its decision object; anything else is the answer's text.
+    if (payload && typeof payload === 'object' && (payload.decision === 'approve' || payload.decision === 'deny')) {
+      return { type: 'agent_user_input', question_id: entry.interruptId, approval: payload as NonNullable<Extract<ClientMessage, { type: 'agent_user_input' }>['approval']> };
+    }
+    return { type: 'agent_user_input', question_id: entry.interruptId, content: answerText(entry.payload) };
+  });
 }
 
 /** An interrupt's payload as the answer's text: a string, `{answer}` or `{content}`, else its JSON. */

@@ -1,0 +1,105 @@
+// Approving tool calls in the web app: two parallel writes ask; one is approved with its
+// arguments edited, the other denied with a reason; the header counts what waits.
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
+import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, useBrowser } from './browser.ts';
+
+let browser: Browser;
+let context: BrowserContext | undefined;
+let page: Page;
+let llm: ScriptedLlmServer | undefined;
+let server: TestServer | undefined;
+
+useBrowser((launched) => (browser = launched), () => [context, server, llm]);
+
+describe('tool approval in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS }, () => {
+  it('approves one call with edited arguments and denies another with a reason', async () => {
+    llm = await ScriptedLlmServer.start();
+    server = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'scripted-model' });
+    llm.enqueue(
+      { text: reasonText('Two files.') },
+      {
+        toolCalls: [
+          { id: 'a', name: 'write_file', arguments: { name: 'a.txt', content: 'A' } },
+          { id: 'b', name: 'write_file', arguments: { name: 'b.txt', content: 'B' } },
+        ],
+      },
+      { text: observeText('Done.', { final_answer: 'One written, one denied.' }) },
+    );
+    context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    page = await context.newPage();
+    await page.goto(server.url);
+    await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+    // The tool picker marks the tools that ask.
+    expect(await page.locator('.approval-policy.approval-ask').count()).toBeGreaterThanOrEqual(1);
+
+    await ask(page, 'Write two files');
+    const forms = page.getByTestId('approval');
+    await forms.nth(1).waitFor();
+    expect(await page.getByTestId('approvals-waiting').textContent()).toBe('2 approvals waiting');
+    await page.waitForFunction(() => document.title.startsWith('(2) Approval needed'));
+    await screenshot(page, 'approval-pending.png');
+
+    // The first: arguments edited (checked as JSON first), then approved.
+    const first = forms.nth(0);
+    const args = first.getByRole('textbox', { name: /Arguments/ });
+    await args.fill('{ not json');
+    await first.getByRole('button', { name: 'Approve' }).click();
+    await first.getByRole('alert').filter({ hasText: 'not valid JSON' }).waitFor();
+    await args.fill(JSON.stringify({ name: 'edited.txt', content: 'edited in the browser' }));
+    await first.getByRole('button', { name: 'Approve' }).click();
+
+    // The second: denied, with a reason the model reads.
+    const second = page.getByTestId('approval');
+    await second.getByRole('textbox', { name: 'Reason for denying (optional)' }).fill('not this one');
+    await second.getByRole('button', { name: 'Deny' }).click();
+
+    await page.getByTestId('run-end').getByText(/Answered/).waitFor();
+    expect(await page.getByTestId('approval').count()).toBe(0);
+    expect(await page.getByTestId('approvals-waiting').count()).toBe(0);
+    const cards = page.getByTestId('tool-card');
+    await expect(cards.nth(0).innerText()).resolves.toMatch(/approved with your edited arguments[\s\S]*name: edited\.txt[\s\S]*Wrote edited\.txt/);
+    await expect(cards.nth(1).innerText()).resolves.toMatch(/The person denied this call: not this one/);
+    const written = await fetch(`${server.url}/api/sessions/${await page.evaluate(() => new URL(location.href).searchParams.get('session'))}/files/edited.txt`);
+    expect(await written.text()).toBe('edited in the browser');
+    const observe = llm.requests.find((request) => request.phase === 'observe')!;
+    expect(observe.body.messages.filter((message) => message.role === 'tool').map((message) => message.content)).toEqual([
+      expect.stringMatching(/edited\.txt/),
+      'The person denied this call: not this one',
+    ]);
+    await screenshot(page, 'approval-done.png');
+
+    // Settings lists every tool's policy.
+    await page.getByRole('button', { name: 'Settings' }).click();
+    const policies = page.getByTestId('approval-policies');
+    await expect(policies.innerText()).resolves.toMatch(/write_file: Asks you to approve each call[\s\S]*calculator: Runs without asking|calculator: Runs without asking[\s\S]*write_file: Asks you to approve each call/);
+  });
+
+  it('a stop during a step says what became of each of its calls', async () => {
+    llm = await ScriptedLlmServer.start();
+    server = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'scripted-model' });
+    llm.enqueue(
+      { text: reasonText('Two calls.') },
+      {
+        toolCalls: [
+          { id: 'calc', name: 'calculator', arguments: { expression: '2+2' } },
+          { id: 'w', name: 'write_file', arguments: { name: 'never.txt', content: 'x' } },
+        ],
+      },
+    );
+    context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    page = await context.newPage();
+    await page.goto(server.url);
+    await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+    await ask(page, 'Calculate and write');
+    await page.getByTestId('approval').waitFor();
+    await page.getByRole('button', { name: 'Stop' }).click();
+    await page.getByTestId('run-end').getByText('Stopped').waitFor();
+    await expect(page.getByTestId('stop-receipt').textContent()).resolves.toBe('calculator: completed · write_file never.txt: not started');
+    // The approval went with the run: nothing is left to approve.
+    expect(await page.getByTestId('approval').count()).toBe(0);
+    await screenshot(page, 'stop-receipt.png');
+  });
+});
