@@ -68,6 +68,8 @@ describe('session files in the web app', { timeout: BROWSER_FILE_TEST_TIMEOUT_MS
       { text: observeText('Written.', { final_answer: 'I wrote report.md.' }) },
     );
     await ask(page, 'Write a report file');
+    // write_file asks first: the person approves it in the tool's card.
+    await page.getByTestId('approval').getByRole('button', { name: 'Approve' }).click();
     const chip = page.getByRole('button', { name: 'Download report.md' });
     await chip.waitFor();
     const [download] = await Promise.all([page.waitForEvent('download'), chip.click()]);

@@ -1,6 +1,6 @@
 import { useEffect, useRef } from 'react';
 import { awaitingAnswer } from '../state/reducer.ts';
-import type { ChatItem, TodoView, ViewState } from '../state/view-state.ts';
+import type { ChatItem, RunView, TodoView, ViewState } from '../state/view-state.ts';
 import { CopyButton } from './CopyButton.tsx';
 import { Markdown } from './Markdown.tsx';
 import { ChatSpending } from './RunSpending.tsx';
@@ -33,6 +33,18 @@ export function Conversation({
     ? (state.items.findLast((item) => item.kind === 'run') as { runId: string } | undefined)?.runId
     : undefined;
   const lastRunOfChat = (state.items.findLast((item) => item.kind === 'run') as { runId: string } | undefined)?.runId;
+  // Each run's answer, and the branch a run can be compared with: the run it was rewound from, or the last one a rollback folded away before it.
+  const answers: Record<string, string | undefined> = {};
+  for (const item of state.items) if (item.kind === 'assistant' && item.runId) answers[item.runId] = item.content;
+  const compareTarget = (runId: string): RunView | undefined => {
+    const run = state.runs[runId];
+    if (run?.resumedFrom && state.runs[run.resumedFrom]) return state.runs[run.resumedFrom];
+    const index = state.items.findIndex((item) => item.kind === 'run' && item.runId === runId);
+    const divider = state.items.slice(0, index).findLastIndex((item) => item.kind === 'rollback');
+    if (divider < 0 || state.items.slice(divider + 1, index).some((item) => item.kind === 'run')) return undefined;
+    const folded = state.items.slice(0, divider).findLast((item) => item.kind === 'run' && item.rolledBack) as { runId: string } | undefined;
+    return folded ? state.runs[folded.runId] : undefined;
+  };
   const continuable = (runId: string) => {
     const end = state.runs[runId]?.end;
     return runId === lastRunId && !state.busy && end !== undefined && (['max_steps', 'stopped', 'input_timeout', 'failed'].includes(end.kind) || (end.kind === 'answered' && end.reason === 'budget'));
@@ -79,6 +91,7 @@ export function Conversation({
             key={item.id}
             run={run}
             now={now}
+            {...(compareTarget(item.runId) ? { compareWith: { run: compareTarget(item.runId)!, answers } } : {})}
             {...(label ? { strategyLabel: label } : {})}
             {...(traceUrl ? { traceUrl } : {})}
             {...(state.todos && (item.runId === lastRunOfChat || !run.end) ? { todos: state.todos } : {})}

@@ -2,6 +2,7 @@ import { useState } from 'react';
 import { formatClock, formatDuration, formatFull } from '../lib/time.ts';
 import { isStepFolded } from '../state/step-summary.ts';
 import type { RunEnd, RunView, TodoView } from '../state/view-state.ts';
+import { CompareRuns, RunCostChart, RunTimelineChart } from './RunInsights.tsx';
 import { RunSpending } from './RunSpending.tsx';
 import { RunTree } from './RunTree.tsx';
 import { StepCard } from './StepCard.tsx';
@@ -63,6 +64,7 @@ export function RunTimeline({
   onContinue,
   continueSteps = 5,
   onRewind,
+  compareWith,
   todos,
   onSaveTodos,
   onGoOn,
@@ -78,6 +80,8 @@ export function RunTimeline({
   continueSteps?: number;
   /** Offered on the finished steps of an ended run: go back to that step's end and on from there. */
   onRewind?: (step: number) => void;
+  /** The branch this run can be compared with (the run before a rewind or a rollback), and each run's answer. */
+  compareWith?: { run: RunView; answers: Record<string, string | undefined> };
   /** The session's todo list, for the panel of the chat's latest run, and how to save an edit of it. */
   todos?: TodoView[];
   onSaveTodos?: (todos: TodoView[]) => void;
@@ -158,6 +162,26 @@ export function RunTimeline({
         <p className="stop-receipt" data-testid="stop-receipt">
           {run.end.calls.map((call) => `${call.tool}${describeCall(run, call.tool_call_id)}: ${RECEIPT_WORDS[call.status] ?? call.status}`).join(' · ')}
         </p>
+      )}
+      {(run.timeline?.length ?? 0) > 1 && (
+        <div className="run-insights">
+          <details className="insight" data-testid="timeline-toggle">
+            <summary>Timeline</summary>
+            <RunTimelineChart run={run} />
+          </details>
+          {run.timeline?.some((event) => event.kind === 'agent_usage') && (
+            <details className="insight" data-testid="cost-toggle">
+              <summary>Tokens and cost by purpose</summary>
+              <RunCostChart run={run} />
+            </details>
+          )}
+          {compareWith && run.end && (
+            <details className="insight" data-testid="compare-toggle">
+              <summary>Compare with the branch before</summary>
+              <CompareRuns before={compareWith.run} after={run} answers={compareWith.answers} />
+            </details>
+          )}
+        </div>
       )}
       {onContinue && <ContinueRun steps={continueSteps} onContinue={onContinue} budget={run.end?.kind === 'answered' && run.end.reason === 'budget'} />}
     </div>

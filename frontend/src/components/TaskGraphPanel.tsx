@@ -1,4 +1,4 @@
-import { useState } from 'react';
+import { lazy, Suspense, useCallback, useState } from 'react';
 import { formatDuration } from '../lib/time.ts';
 import { useSessionFiles } from '../lib/session-files-context.ts';
 import type { StrategyEventView } from '../state/view-state.ts';
@@ -19,6 +19,18 @@ interface GraphStageField {
   status: string;
   verdict?: string;
   tasks: GraphTaskField[];
+}
+
+/** The drawing (and @xyflow/react with it) loads only when a graph is shown: the first bundle stays small. */
+const TaskGraphDrawing = lazy(() => import('./TaskGraphDrawing.tsx'));
+
+/** Opens a task's work: its card, unfolded and in view. */
+function openTask(taskId: string): void {
+  const card = document.querySelector<HTMLDetailsElement>(`[data-testid="branch"][data-node-id="${CSS.escape(taskId)}"]`);
+  if (!card) return;
+  card.open = true;
+  card.scrollIntoView({ block: 'center' });
+  card.querySelector<HTMLElement>('summary')?.focus();
 }
 
 const AGENT_WORDS: Record<string, string> = {
@@ -53,8 +65,25 @@ export function TaskGraphPanel({ run, running, onGoOn, onSaveText }: StrategyPan
   // Nothing shows "running" once the run has ended: what it left unfinished waits for the next message.
   const shown = (status: string) => (!running && status === 'running' ? 'waiting' : status);
   const reported = verdicts.some((verdict) => verdict.fields.scope === 'final' && verdict.fields.verdict === 'PASS');
+  const [drawn, setDrawn] = useState(true);
+  const onOpen = useCallback((taskId: string) => openTask(taskId), []);
   return (
     <div className="task-graph-panel" data-testid="task-graph">
+      {stages.length > 0 && (
+        <div className="graph-switch" role="group" aria-label="How the graph is shown">
+          <button type="button" className="ghost" aria-pressed={drawn} onClick={() => setDrawn(true)}>
+            Graph
+          </button>
+          <button type="button" className="ghost" aria-pressed={!drawn} onClick={() => setDrawn(false)}>
+            List only
+          </button>
+        </div>
+      )}
+      {stages.length > 0 && drawn && (
+        <Suspense fallback={<p className="muted">Drawing the graph…</p>}>
+          <TaskGraphDrawing stages={stages.map((stage) => ({ ...stage, status: shown(stage.status), tasks: stage.tasks.map((task) => ({ ...task, status: shown(task.status) })) }))} followUps={followUps} onOpen={onOpen} />
+        </Suspense>
+      )}
       {stages.length === 0 ? (
         running && <p>Planning the task graph…</p>
       ) : (

@@ -1,6 +1,6 @@
 import { type HistoryMessage, refusesChat, type ServerEvent, type SessionEvent, type TokenUsage } from '@stepwise/shared-types';
 import { allSteps, emptyRun, mapRunSteps, settleRun, updateRunStep, withBranch } from './run-tree.ts';
-import type { ChatItem, ConnectionState, RunSpendingView, RunView, StepView, StrategyEventView, ToolCallView, ViewState } from './view-state.ts';
+import type { TimelineEvent, ChatItem, ConnectionState, RunSpendingView, RunView, StepView, StrategyEventView, ToolCallView, ViewState } from './view-state.ts';
 
 /** Everything that changes what the web app shows. */
 export type Action =
@@ -139,6 +139,29 @@ function applySession(state: ViewState, session: SessionEvent): ViewState {
 }
 
 function applyLogged(state: ViewState, event: Logged): ViewState {
+  const applied = applyLoggedEvent(state, event);
+  const runId = event.run_id;
+  const run = runId ? applied.runs[runId] : undefined;
+  if (!run) return applied;
+  return { ...applied, runs: { ...applied.runs, [run.id]: { ...run, timeline: [...(run.timeline ?? []), timelineEvent(event)] } } };
+}
+
+/** An event in brief, for the run's timeline. */
+function timelineEvent(event: Logged): TimelineEvent {
+  const kind = event.type === 'agent_update' ? event.update_type : event.type;
+  const record: TimelineEvent = { seq: event.seq, ts: event.ts, kind, ...(event.node_id ? { nodeId: event.node_id } : {}) };
+  if ('step' in event && typeof event.step === 'number') record.step = event.step;
+  if ('tool_call_id' in event && typeof event.tool_call_id === 'string') record.toolCallId = event.tool_call_id;
+  if ('tool_name' in event && typeof event.tool_name === 'string') record.tool = event.tool_name;
+  if ('duration_ms' in event && typeof event.duration_ms === 'number') record.durationMs = event.duration_ms;
+  if (event.type === 'agent_update' && event.update_type === 'agent_usage') {
+    Object.assign(record, { purpose: event.purpose, promptTokens: event.prompt_tokens, completionTokens: event.completion_tokens, costUsd: event.cost_usd });
+  }
+  if (event.type === 'agent_update' && (event.update_type === 'agent_stage_start' || event.update_type === 'agent_stage_complete')) record.stage = event.stage;
+  return record;
+}
+
+function applyLoggedEvent(state: ViewState, event: Logged): ViewState {
   const runId = event.run_id;
   switch (event.type) {
     case 'assistant_message': {

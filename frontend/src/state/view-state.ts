@@ -114,6 +114,27 @@ export interface RunView {
   spending?: RunSpendingView;
   /** The step the conversation was rewound to ("Rewind to here"): the steps after it left the history and are folded. */
   rewoundTo?: number;
+  /** The run's logged events in brief, in log order: what its timeline and cost chart are drawn from. */
+  timeline?: TimelineEvent[];
+}
+
+/** One logged event of a run, as much as its timeline needs. */
+export interface TimelineEvent {
+  seq: number;
+  ts: string;
+  kind: string;
+  nodeId?: string;
+  step?: number;
+  toolCallId?: string;
+  tool?: string;
+  durationMs?: number;
+  /** Model calls (agent_usage): the call's purpose, tokens and cost. */
+  purpose?: string;
+  promptTokens?: number;
+  completionTokens?: number;
+  costUsd?: number | null;
+  /** Solver stages. */
+  stage?: string;
 }
 
 /** A run's tokens and its cost in USD (null when a call's model had no known price). */
