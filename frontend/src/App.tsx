@@ -4,13 +4,15 @@ import { Conversation } from './components/Conversation.tsx';
 import { Header } from './components/Header.tsx';
 import { QuestionBanner } from './components/QuestionBanner.tsx';
 import { SessionSidebar } from './components/SessionSidebar.tsx';
-import { SettingsDialog } from './components/SettingsDialog.tsx';
-import { SnapshotsDialog } from './components/SnapshotsDialog.tsx';
 import { TokenPrompt } from './components/TokenPrompt.tsx';
 import { useNow } from './lib/use-now.ts';
 import { useStepwise } from './lib/use-stepwise.ts';
 import { SessionFilesContext } from './lib/session-files-context.ts';
-import { useEffect, useState } from 'react';
+import { lazy, Suspense, useEffect, useState } from 'react';
+
+// The dialogs load when first opened.
+const SettingsDialog = lazy(() => import('./components/SettingsDialog.tsx').then((module) => ({ default: module.SettingsDialog })));
+const SnapshotsDialog = lazy(() => import('./components/SnapshotsDialog.tsx').then((module) => ({ default: module.SnapshotsDialog })));
 import { pendingApprovals, pendingQuestion } from './state/reducer.ts';
 import { ApprovalContext, type Approve } from './lib/approval-context.ts';
 
@@ -83,6 +85,7 @@ export function App() {
         onOpenSnapshots={() => setSnapshotsOpen(true)}
         approvalsWaiting={approvals.length}
       />
+      <Suspense fallback={null}>
       {settingsOpen && <SettingsDialog session={state.session} now={now} onClose={() => setSettingsOpen(false)} />}
       {snapshotsOpen && state.session && (
         <SnapshotsDialog
@@ -99,6 +102,7 @@ export function App() {
           onClose={() => setSnapshotsOpen(false)}
         />
       )}
+      </Suspense>
       <Conversation
         state={state}
         now={now}

@@ -54,14 +54,14 @@ describe('seeing a run', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, () => {
     await page.getByRole('combobox', { name: 'Strategy' }).selectOption({ label: 'Research (task graph)' });
     await ask(page, 'Study it');
     const drawing = page.getByTestId('graph-view');
-    await drawing.locator('[data-testid="graph-node"][data-task="1.1"][data-status="running"]').waitFor();
+    await drawing.locator('[data-testid="graph-node"][data-task="1.1"][data-status="running"]').waitFor({ state: 'attached' });
     expect(await drawing.getByTestId('graph-node').count()).toBe(4);
     await page.waitForFunction(() => document.querySelectorAll('[data-testid="graph-view"] .react-flow__edge').length === 2);
     expect(await drawing.locator('.react-flow__edge').evaluateAll((edges) => edges.map((edge) => edge.getAttribute('data-id')).sort())).toEqual(['1.1->1.2', '1.1->1.3']);
     await screenshot(page, 'graph-running.png');
     release();
     await page.getByTestId('run-end').waitFor({ timeout: 60_000 });
-    await drawing.locator('[data-testid="graph-node"][data-task="2.1"][data-status="done"]').waitFor();
+    await drawing.locator('[data-testid="graph-node"][data-task="2.1"][data-status="done"]').waitFor({ state: 'attached' });
     expect(await drawing.locator('[data-testid="graph-node"][data-status="done"]').count()).toBe(4);
     // A node opens its task's work.
     await drawing.locator('[data-testid="graph-node"][data-task="1.3"]').click();
@@ -99,6 +99,13 @@ describe('seeing a run', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, () => {
     expect(await rows.count()).toBe(3);
     expect(await page.getByTestId('cost-chart').innerText()).toMatch(/roa\.reason\s+1,100 tokens · 1 call · \$0\.00021/);
     await screenshot(page, 'timeline-and-cost.png');
+    // On a phone the timeline scrolls sideways; its rows and bars stay readable.
+    await page.setViewportSize({ width: 390, height: 800 });
+    // The chat list slides away on a phone: the picture is taken once it has.
+    await page.waitForFunction(() => (document.querySelector('nav.sidebar')?.getBoundingClientRect().right ?? 0) <= 0);
+    await page.getByTestId('timeline').scrollIntoViewIfNeeded();
+    await screenshot(page, 'timeline-phone.png');
+    await page.setViewportSize({ width: 1280, height: 900 });
 
     // After a reload the timeline is rebuilt from the log.
     await page.reload();

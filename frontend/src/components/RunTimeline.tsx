@@ -1,12 +1,16 @@
-import { useState } from 'react';
+import { lazy, Suspense, useState } from 'react';
 import { formatClock, formatDuration, formatFull } from '../lib/time.ts';
 import { isStepFolded } from '../state/step-summary.ts';
 import type { RunEnd, RunView, TodoView } from '../state/view-state.ts';
-import { CompareRuns, RunCostChart, RunTimelineChart } from './RunInsights.tsx';
 import { RunSpending } from './RunSpending.tsx';
 import { RunTree } from './RunTree.tsx';
 import { StepCard } from './StepCard.tsx';
 import { strategyPanels } from './strategy-panels.ts';
+
+// The timeline, the cost chart and the comparison load when first unfolded.
+const RunTimelineChart = lazy(() => import('./RunInsights.tsx').then((module) => ({ default: module.RunTimelineChart })));
+const RunCostChart = lazy(() => import('./RunInsights.tsx').then((module) => ({ default: module.RunCostChart })));
+const CompareRuns = lazy(() => import('./RunInsights.tsx').then((module) => ({ default: module.CompareRuns })));
 
 /** How a run ended, in words. */
 /** Endings that wait on the person (a verifier's doubts, a cycle or loop limit, one wave done): never shown as a success. */
@@ -125,7 +129,9 @@ export function RunTimeline({
         <RunSpending spending={run.spending} />
       </div>
       {Panel ? (
-        <Panel run={run} running={running} now={now} {...(todos ? { todos } : {})} {...(onSaveTodos ? { onSaveTodos } : {})} {...(onGoOn ? { onGoOn } : {})} {...(onSaveText ? { onSaveText } : {})} />
+        <Suspense fallback={<p className="muted">Loading…</p>}>
+          <Panel run={run} running={running} now={now} {...(todos ? { todos } : {})} {...(onSaveTodos ? { onSaveTodos } : {})} {...(onGoOn ? { onGoOn } : {})} {...(onSaveText ? { onSaveText } : {})} />
+        </Suspense>
       ) : tree ? (
         <RunTree run={run} running={running} />
       ) : (
@@ -164,6 +170,7 @@ export function RunTimeline({
         </p>
       )}
       {(run.timeline?.length ?? 0) > 1 && (
+        <Suspense fallback={null}>
         <div className="run-insights">
           <details className="insight" data-testid="timeline-toggle">
             <summary>Timeline</summary>
@@ -182,6 +189,7 @@ export function RunTimeline({
             </details>
           )}
         </div>
+        </Suspense>
       )}
       {onContinue && <ContinueRun steps={continueSteps} onContinue={onContinue} budget={run.end?.kind === 'answered' && run.end.reason === 'budget'} />}
     </div>

@@ -57,6 +57,9 @@ const nodeTypes = { task: TaskNodeView, lane: LaneView };
  * since stages as fixed lanes is what a general layered layout would not keep.
  */
 export default function TaskGraphDrawing({ stages, followUps, onOpen }: { stages: DrawnStage[]; followUps: Set<string>; onOpen: (taskId: string) => void }) {
+  // The panel re-renders often (a clock ticks): the graph is rebuilt only when what it shows changed,
+  // so React Flow keeps its measured nodes instead of hiding them to measure again.
+  const shape = JSON.stringify([stages, [...followUps].sort()]);
   const { nodes, edges } = useMemo(() => {
     const nodes: Array<TaskNode | LaneNode> = [];
     const edges: Edge[] = [];
@@ -89,7 +92,8 @@ export default function TaskGraphDrawing({ stages, followUps, onOpen }: { stages
       x += LANE_WIDTH + widest * COLUMN_GAP;
     }
     return { nodes, edges };
-  }, [stages, followUps, onOpen]);
+    // biome-ignore lint/correctness/useExhaustiveDependencies: `shape` stands for stages and followUps
+  }, [shape, onOpen]);
   return (
     <div className="graph-view" data-testid="graph-view">
       <ReactFlow nodes={nodes} edges={edges} nodeTypes={nodeTypes} fitView minZoom={0.3} nodesConnectable={false} proOptions={{ hideAttribution: true }} aria-label="The task graph">

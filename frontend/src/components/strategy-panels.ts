@@ -1,9 +1,5 @@
-import type { ComponentType } from 'react';
+import { type ComponentType, lazy } from 'react';
 import type { RunView, TodoView } from '../state/view-state.ts';
-import { AutonomousPanel } from './AutonomousPanel.tsx';
-import { PlanPanel } from './PlanPanel.tsx';
-import { SolverPanel } from './SolverPanel.tsx';
-import { TaskGraphPanel } from './TaskGraphPanel.tsx';
 
 /** What a strategy's panel gets: the whole run (steps, branches, strategy events) and the time now. */
 export interface StrategyPanelProps {
@@ -25,4 +21,10 @@ export interface StrategyPanelProps {
  * Panels that show a strategy's runs its own way (a plan board, a task graph…), by strategy name.
  * A run whose strategy has none shows the generic tree (RunTree); roa's runs show their steps.
  */
-export const strategyPanels: Record<string, ComponentType<StrategyPanelProps>> = { plan_execute: PlanPanel, autonomous: AutonomousPanel, solver: SolverPanel, research: TaskGraphPanel };
+// Each loads when a run of its strategy is first shown: the first bundle carries none of them.
+export const strategyPanels: Record<string, ComponentType<StrategyPanelProps>> = {
+  plan_execute: lazy(() => import('./PlanPanel.tsx').then((module) => ({ default: module.PlanPanel }))),
+  autonomous: lazy(() => import('./AutonomousPanel.tsx').then((module) => ({ default: module.AutonomousPanel }))),
+  solver: lazy(() => import('./SolverPanel.tsx').then((module) => ({ default: module.SolverPanel }))),
+  research: lazy(() => import('./TaskGraphPanel.tsx').then((module) => ({ default: module.TaskGraphPanel }))),
+};

@@ -27,7 +27,6 @@ const MODEL_OUTPUT: Record<string, string> = {
   agent_plan: 'plan',
   agent_verdict: 'verdict',
   agent_task_complete: 'task result',
-  assistant_message: 'answer',
 };
 
 const STAGE_WORDS: Record<string, string> = {
