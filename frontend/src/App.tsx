@@ -44,6 +44,10 @@ export function App() {
     const onKey = (event: KeyboardEvent) => {
       if (event.key !== 'Escape' || event.defaultPrevented || !state.busy || state.stopping) return;
       if (document.querySelector('dialog[open], [role="dialog"]')) return;
+      // Escape in a field being edited (an approval's arguments, a reason, a rename) leaves the field alone, not the run.
+      const target = event.target as HTMLElement | null;
+      const editing = target?.closest('input, textarea, select, [contenteditable="true"]');
+      if (editing && editing.getAttribute('aria-label') !== 'Message') return;
       event.preventDefault();
       actions.stop();
     };
