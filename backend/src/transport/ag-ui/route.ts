@@ -137,6 +137,8 @@ export function registerAgUiRoutes(server: FastifyInstance, sessions: SessionMan
         // A dropped stream leaves the run going, as a dropped socket does.
         if (!connection.finished) finish();
       });
+      // Closed already (before the listener was there): let go of the session now.
+      if (reply.raw.destroyed && !connection.finished) finish();
     },
   );
 
