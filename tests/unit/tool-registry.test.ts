@@ -23,6 +23,36 @@ function registry(env: Record<string, string> = {}) {
 }
 
 describe('the tool registry', () => {
+  it('checks a person’s edited arguments against the zod schema, and against a tool’s own JSON Schema', () => {
+    const remote: Tool<Record<string, unknown>> = {
+      name: 'files__move',
+      description: 'Move a file',
+      source: 'files',
+      parameters: z.record(z.string(), z.unknown()),
+      jsonSchema: { type: 'object', properties: { from: { type: 'string' }, to: { type: 'string' } }, required: ['from', 'to'] },
+      approval: () => 'ask',
+      execute: async () => 'moved',
+    };
+    const tools = new ToolRegistry(configFromEnv({}), [echo as Tool, remote as Tool]);
+    expect(tools.checkArguments('echo', { text: 'hi' })).toBeUndefined();
+    expect(tools.checkArguments('echo', { text: 3 })).toMatch(/Invalid arguments for echo: text:/);
+    expect(tools.checkArguments('files__move', { from: 'a', to: 'b' })).toBeUndefined();
+    expect(tools.checkArguments('files__move', { from: 'a' })).toMatch(/Invalid arguments for files__move: arguments: must have required property 'to'/);
+    expect(tools.checkArguments('files__move', { from: 'a', to: 7 })).toMatch(/files__move: to: must be string/);
+    expect(tools.checkArguments('nothing', {})).toBe('There is no tool nothing');
+  });
+
+  it('gives each tool its approval policy: its hint, under the config file’s rules and a run’s own choices', () => {
+    const write: Tool<Record<string, unknown>> = { name: 'write_file', description: 'w', source: 'builtin', parameters: z.record(z.string(), z.unknown()), approval: () => 'ask', execute: async () => 'ok' };
+    const config = configFromEnv({});
+    const tools = new ToolRegistry({ ...config, agent: { ...config.agent, approval: [{ pattern: 'ec*', policy: 'deny' }] } }, [echo as Tool, write as Tool, calculatorTool]);
+    expect(Object.fromEntries(tools.list().map((tool) => [tool.name, tool.approval]))).toEqual({ echo: 'deny', write_file: 'ask', calculator: 'auto' });
+    // A run may loosen what the rules leave open, never a pinned deny.
+    expect(tools.policy('write_file', {}, { write_file: 'auto' })).toBe('auto');
+    expect(tools.policy('echo', {}, { echo: 'auto' })).toBe('deny');
+    expect(tools.policy('calculator', {}, { calculator: 'deny' })).toBe('deny');
+  });
+
   it('derives JSON schemas for the model from the zod parameters', () => {
     const [schema] = registry().schemas(['calculator']);
     expect(schema).toMatchObject({

@@ -1,3 +1,4 @@
+import { Ajv, type ValidateFunction } from 'ajv';
 import { inject, injectable } from 'tsyringe';
 import { z } from 'zod';
 import type { ToolInfo } from '@stepwise/shared-types';
@@ -52,6 +53,7 @@ export class ToolRegistry {
       if (tool.source !== source) continue;
       this.tools.delete(name);
       this.schemaCache.delete(name);
+      this.jsonValidators.delete(name);
     }
     for (const tool of tools) {
       if (this.tools.has(tool.name)) continue;
@@ -85,14 +87,36 @@ export class ToolRegistry {
     return policyOf(name, args, { rules: this.config.agent.approval, run, hint: this.tools.get(name)?.approval });
   }
 
-  /** Why `args` do not fit tool `name` (a person's edit of an approval's arguments); undefined when they do. */
+  /**
+   * Why `args` do not fit tool `name` (a person's edit of an approval's arguments); undefined when
+   * they do. A tool's zod schema checks them, and a tool that brings its own JSON Schema (an MCP
+   * server's) is checked against that too.
+   */
   checkArguments(name: string, args: Record<string, unknown>): string | undefined {
     const tool = this.tools.get(name);
     if (!tool) return `There is no tool ${name}`;
     const parsed = tool.parameters.safeParse(args);
-    if (parsed.success) return undefined;
-    return `Invalid arguments for ${name}: ${parsed.error.issues.map((issue) => `${issue.path.join('.') || 'arguments'}: ${issue.message}`).join('; ')}`;
+    if (!parsed.success) {
+      return `Invalid arguments for ${name}: ${parsed.error.issues.map((issue) => `${issue.path.join('.') || 'arguments'}: ${issue.message}`).join('; ')}`;
+    }
+    if (!tool.jsonSchema) return undefined;
+    let validate = this.jsonValidators.get(name);
+    if (!validate) {
+      try {
+        validate = this.ajv.compile(tool.jsonSchema);
+      } catch {
+        // A schema Ajv cannot compile is the server's to fix; the server checks the call itself.
+        return undefined;
+      }
+      this.jsonValidators.set(name, validate);
+    }
+    if (validate(args)) return undefined;
+    return `Invalid arguments for ${name}: ${(validate.errors ?? []).map((error) => `${error.instancePath.replace(/^\//, '').replaceAll('/', '.') || 'arguments'}: ${error.message ?? 'invalid'}`).join('; ')}`;
   }
+
+  /** JSON Schema validators of the tools that bring their own schema, made on first use. */
+  private readonly jsonValidators = new Map<string, ValidateFunction>();
+  private readonly ajv = new Ajv({ allErrors: false, strict: false });
 
   /** The tools a run gets when it names none: every built-in tool. */
   defaultNames(): string[] {
