@@ -25,6 +25,7 @@ export const ERROR_CODES = {
   server_busy: { refusesChat: true, summary: 'The server runs as many runs as it may' },
   too_many_runs: { refusesChat: true, summary: 'This client runs as many runs as one client may' },
   session_deleted: { refusesChat: true, summary: 'The chat was deleted' },
+  read_only: { refusesChat: true, summary: 'An admin watching another person’s chat may only stop its run' },
   // A response failed or was cut short.
   timeout: { summary: 'The answer took too long and was stopped' },
   model_error: { summary: 'The model endpoint failed' },

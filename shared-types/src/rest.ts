@@ -7,6 +7,8 @@ export const SessionSummary = z.object({
   title: z.string().nullable(),
   created_at: z.string(),
   last_activity_at: z.string(),
+  /** Whose chat it is: in an admin's list of everyone's chats (`?scope=all`). */
+  owner: z.object({ id: z.string(), name: z.string().nullable() }).optional(),
 });
 export type SessionSummary = z.infer<typeof SessionSummary>;
 
@@ -77,3 +79,22 @@ export type SnapshotInfo = z.infer<typeof SnapshotInfo>;
 /** `GET /api/sessions/:id/snapshots`: manual snapshots, rollbacks and every step's end, oldest first. */
 export const SnapshotList = z.object({ snapshots: z.array(SnapshotInfo) });
 export type SnapshotList = z.infer<typeof SnapshotList>;
+
+/** A signed-in person, as `GET /api/me` describes them. */
+export const AuthUser = z.object({
+  id: z.string(),
+  name: z.string(),
+  email: z.string().optional(),
+  /** Admins may list and read every chat and stop its run. */
+  admin: z.boolean(),
+});
+export type AuthUser = z.infer<typeof AuthUser>;
+
+/** `GET /api/me`: who the server takes this client for, and how people sign in. */
+export const Me = z.object({
+  auth_mode: z.enum(['none', 'token', 'oidc', 'header']),
+  user: AuthUser,
+  /** Where to sign out (oidc), when signing out is a thing here. */
+  logout_url: z.string().optional(),
+});
+export type Me = z.infer<typeof Me>;

@@ -30,6 +30,10 @@ export const CompletionReason = z.enum([
 ]);
 export type CompletionReason = z.infer<typeof CompletionReason>;
 
+/** Who did something to a run (multi-user modes: AUTH_MODE oidc or header). */
+export const By = z.object({ id: z.string(), name: z.string() });
+export type By = z.infer<typeof By>;
+
 export const AgentStart = agentUpdate('agent_start', {
   max_steps: z.number().int(),
   strategy: z.string().optional(),
@@ -67,6 +71,9 @@ export const AgentRequestInputTimeout = agentUpdate('agent_request_input_timeout
   step: z.number().int(),
 });
 export type AgentRequestInputTimeout = z.infer<typeof AgentRequestInputTimeout>;
+/** A question (or an approval) was answered, and by whom (multi-user modes only). */
+export const AgentInputReceived = agentUpdate('agent_input_received', { question_id: z.string(), by: By });
+export type AgentInputReceived = z.infer<typeof AgentInputReceived>;
 export const AgentObserve = agentUpdate('agent_observe', { content: z.string(), step: z.number().int() });
 export type AgentObserve = z.infer<typeof AgentObserve>;
 /** Tokens spent, as the model endpoint reported them: by one call, or a run's totals. */
@@ -97,6 +104,8 @@ export type StoppedCall = z.infer<typeof StoppedCall>;
 
 export const AgentStopped = agentUpdate('agent_stopped', {
   reason: StopReason.optional(),
+  /** Who pressed stop (multi-user modes). */
+  by: By.optional(),
   step: z.number().int().optional(),
   /** The stop receipt: each call of the step in progress, and what became of it. */
   calls: z.array(StoppedCall).optional(),
@@ -266,6 +275,7 @@ export const AgentUpdate = z.discriminatedUnion('update_type', [
   AgentReason,
   AgentRequestInput,
   AgentRequestInputTimeout,
+  AgentInputReceived,
   AgentObserve,
   AgentStopped,
   AgentError,
@@ -499,6 +509,8 @@ export const SessionEvent = z.object({
   type: z.literal('session'),
   session_id: z.string(),
   protocol: z.literal(1),
+  /** True when an admin joined another person's chat: they may watch it and stop its run, nothing more. */
+  read_only: z.boolean().optional(),
   model: z.string(),
   /** True when the model is the offline demo stand-in. */
   demo: z.boolean().optional(),

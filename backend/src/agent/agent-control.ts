@@ -1,4 +1,4 @@
-import type { StopReason } from '@stepwise/shared-types';
+import type { By, StopReason } from '@stepwise/shared-types';
 import { InputTimeoutError } from '../errors.ts';
 import { abortReason } from '../util/abort.ts';
 
@@ -38,7 +38,10 @@ export class AgentControl {
   private readonly controller = new AbortController();
   private readonly waiters: Waiter[] = [];
   private reason: StopReason | undefined;
+  private stopper: By | undefined;
   private handingOver = false;
+  /** Told when a person's answer is taken (the kernel logs who answered, in multi-user modes). */
+  onAnswered: ((questionId: string, by: By) => void) | undefined;
   /** Set by a durable engine while it executes the run. */
   answers: AnswerLedger | undefined;
   /** Why the last answer was refused, when a check refused it (read right after provideInput). */
@@ -52,6 +55,11 @@ export class AgentControl {
   /** Why the run was stopped, once it was. */
   get stopReason(): StopReason | undefined {
     return this.reason;
+  }
+
+  /** Who stopped the run, when a person did in a multi-user mode. */
+  get stoppedBy(): By | undefined {
+    return this.stopper;
   }
 
   /** True while the run waits for the user's answer. */
@@ -72,9 +80,10 @@ export class AgentControl {
   }
 
   /** Stops the run: aborts in-flight model calls, tools and waits at once. Later calls change nothing. */
-  stop(reason: StopReason = 'user'): void {
+  stop(reason: StopReason = 'user', by?: By): void {
     if (this.controller.signal.aborted) return;
     this.reason = reason;
+    this.stopper = by;
     const error = new Error(`Run stopped (${reason})`);
     error.name = 'AbortError';
     this.controller.abort(error);
@@ -143,29 +152,29 @@ export class AgentControl {
    * Hands the user's answer to the question it names; without a `questionId`, to the only question
    * waiting (with several waiting, that is ambiguous and nothing is answered).
    */
-  provideInput(answer: string, questionId?: string): InputOutcome {
+  provideInput(answer: string, questionId?: string, by?: By): InputOutcome {
     if (this.waiters.length === 0) return 'no_pending_input';
     if (questionId === undefined && this.waiters.length > 1) return 'ambiguous_input';
     const waiter = questionId === undefined ? this.waiters[0] : this.waiters.find((candidate) => candidate.questionId === questionId);
     if (!waiter) return 'unknown_question';
     this.rejection = undefined;
+    let taken = answer;
     if (waiter.accept) {
       const checked = waiter.accept(answer);
       if (!checked.ok) {
         this.rejection = checked.message;
         return checked.outcome;
       }
-      waiter.resolve(checked.answer);
-      return 'answered';
-    }
-    if (waiter.choices) {
+      taken = checked.answer;
+    } else if (waiter.choices) {
       // A question with choices takes one of them and nothing else: anything else leaves it open.
       const choice = waiter.choices.find((candidate) => candidate.toLowerCase() === answer.trim().toLowerCase());
       if (choice === undefined) return 'invalid_answer';
-      waiter.resolve(choice);
-      return 'answered';
+      taken = choice;
     }
-    waiter.resolve(answer);
+    // Who answered is logged before the run goes on with the answer.
+    if (by) this.onAnswered?.(waiter.questionId, by);
+    waiter.resolve(taken);
     return 'answered';
   }
 }

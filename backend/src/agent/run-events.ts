@@ -1,4 +1,4 @@
-import type { AgentUsage, CompletionReason, LoggedEventBody, StopReason, StoppedCall, TokenUsage } from '@stepwise/shared-types';
+import type { AgentUsage, By, CompletionReason, LoggedEventBody, StopReason, StoppedCall, TokenUsage } from '@stepwise/shared-types';
 
 /** A run's totals as its ending events carry them. */
 export interface RunTotals {
@@ -56,8 +56,10 @@ export function runEvents(runId: string | undefined, nodeId?: string) {
       }),
     requestInputTimeout: (step: number) => update('agent_request_input_timeout', { step }),
     observe: (step: number, content: string) => update('agent_observe', { content, step }),
-    stopped: (reason: StopReason, step: number, totals?: RunTotals, calls?: StoppedCall[]) =>
-      update('agent_stopped', { reason, step, ...(calls?.length ? { calls } : {}), ...totals }),
+    stopped: (reason: StopReason, step: number, totals?: RunTotals, calls?: StoppedCall[], by?: By) =>
+      update('agent_stopped', { reason, ...(by ? { by } : {}), step, ...(calls?.length ? { calls } : {}), ...totals }),
+    /** A person answered a question or an approval (multi-user modes: who did). */
+    inputReceived: (questionId: string, by: By) => update('agent_input_received', { question_id: questionId, by }),
     error: (step: number, message: string, totals?: RunTotals) => update('agent_error', { message, step, ...totals }),
     completion: (steps: number, reason: CompletionReason, totals?: RunTotals) => update('agent_completion', { steps, reason, ...totals }),
     /** What one model call spent, and the run's cost so far. */

@@ -163,6 +163,8 @@ export class RunKernel {
     };
     const timer = setTimeout(() => control.stop('timeout'), timeoutMs);
     timer.unref?.();
+    // Several users: who answered each question is logged, before the run goes on with the answer.
+    control.onAnswered = (questionId, by) => void sink.emit(events.inputReceived(questionId, by)).catch((error: unknown) => logger.warn({ err: error }, 'could not log who answered'));
     const options = input.options ?? (this.checkOptions(definition.name, {}) as { options: Record<string, unknown> }).options ?? {};
     const replay = new JournalReplay(hooks.journal ?? this.journal, input.runId, past, () => progress.step);
     const run: Run = {
@@ -252,7 +254,7 @@ export class RunKernel {
     try {
       if (isAbortError(error, control.signal) || error instanceof InputTimeoutError) {
         const reason: StopReason = error instanceof InputTimeoutError ? 'input_timeout' : (control.stopReason ?? 'user');
-        if (!chatWire) await sink.emit(events.stopped(reason, step, run.totals, run.calls));
+        if (!chatWire) await sink.emit(events.stopped(reason, step, run.totals, run.calls, reason === 'user' ? control.stoppedBy : undefined));
         else if (reason === 'timeout') {
           await sink.emit(events.failed('timeout', `The answer took longer than ${Math.round(run.timeoutMs / 1000)} s (CHAT_TIMEOUT_MS) and was stopped`));
         } else if (reason === 'token_budget') {

@@ -5,16 +5,19 @@ import { todosEvent } from '../agent/autonomous/autonomous-events.ts';
 import { serializeTodos, TodoError, TODOS_FILE, todosFromUser } from '../agent/autonomous/todos.ts';
 import type { ControlCommand, ControlOutcome } from '../agent/control-bus.ts';
 import type { RunInput } from '../agent/strategy.ts';
-import type { RunRecord, Store } from '../store/store.ts';
+import { LOCAL_OWNER, type RunRecord, type SessionOwner, type Store } from '../store/store.ts';
+import { byOf, type User } from '../auth/user.ts';
 import type { ChatDependencies } from './chat-dependencies.ts';
 import { sessionEvents } from './run-endings.ts';
 import { PLAIN_CHAT, type RunPastWithHistory, SessionRuns } from './session-runs.ts';
 import { SessionSnapshots, SnapshotLimitError } from './session-snapshots.ts';
 import type { SessionEventLog } from './session-event-log.ts';
 
-/** Who sent a message: the client's address, whose share of the run slots a new run takes. */
+/** Who sent a message: the client's address and user, whose shares of the run slots a new run takes. */
 export interface MessageSender {
   address?: string | undefined;
+  /** The user (multi-user modes): counted against MAX_RUNS_PER_USER, and named as `by` on what they do to a run. */
+  user?: User | undefined;
 }
 
 /** What is running in a session: a plain chat answer or an agent run. */
@@ -47,12 +50,16 @@ export class ChatService {
   /** True while this instance claims the session from the cluster for a run (several instances). */
   private claiming = false;
 
+  /** Whose chat this is. */
+  readonly owner: SessionOwner;
+
   constructor(
     readonly sessionId: string,
     readonly log: SessionEventLog,
     private readonly deps: ChatDependencies,
-    options: { stored: boolean } = { stored: true },
+    options: { stored: boolean; owner?: SessionOwner } = { stored: true },
   ) {
+    this.owner = options.owner ?? { id: LOCAL_OWNER };
     if (options.stored) this.stored = Promise.resolve();
     this.runs = new SessionRuns(sessionId, log, deps);
     this.snapshots = new SessionSnapshots(sessionId, log, deps);
@@ -63,7 +70,7 @@ export class ChatService {
    * leaves (or a client cycling connections) leaves no row behind.
    */
   ensureStored(): Promise<void> {
-    this.stored ??= this.deps.store.createSession(this.sessionId).then(
+    this.stored ??= this.deps.store.createSession(this.sessionId, this.owner).then(
       () => undefined,
       (error: unknown) => {
         this.stored = undefined;
@@ -107,7 +114,7 @@ export class ChatService {
       case 'agent_control':
         return this.control(message, sender);
       case 'agent_user_input':
-        return this.input(message);
+        return this.input(message, sender);
       case 'snapshot_save':
         return this.whenIdle(async () => void (await this.snapshots.save(message.label)));
       case 'snapshot_rollback':
@@ -183,7 +190,9 @@ export class ChatService {
 
   private async control(message: AgentControlMessage, sender: MessageSender): Promise<ErrorEvent | undefined> {
     if (message.action === 'resume') return this.continueRun(message, sender);
-    const reply = this.active ? await this.send({ type: 'stop', reason: 'user' }) : await this.deps.cluster?.sendToSession(this.sessionId, { type: 'stop', reason: 'user' });
+    const by = byOf(sender.user);
+    const command: ControlCommand = { type: 'stop', reason: 'user', ...(by ? { by } : {}) };
+    const reply = this.active ? await this.send(command) : await this.deps.cluster?.sendToSession(this.sessionId, command);
     if (reply?.type !== 'stop' || reply.outcome === 'no_active_run') return reject('no_active_run', 'There is no active run to stop');
     return undefined;
   }
@@ -202,10 +211,11 @@ export class ChatService {
     return engine.recordAnswer(run.id, questionId, answer);
   }
 
-  private async input(message: AgentUserInputMessage): Promise<ErrorEvent | undefined> {
+  private async input(message: AgentUserInputMessage, sender: MessageSender): Promise<ErrorEvent | undefined> {
     // An approval travels to the run as its JSON (tools/approval.ts reads it back), like any answer.
     const content = message.approval ? JSON.stringify(message.approval) : (message.content ?? '');
-    const command = { type: 'answer', content, questionId: message.question_id } as const;
+    const by = byOf(sender.user);
+    const command: ControlCommand = { type: 'answer', content, questionId: message.question_id, ...(by ? { by } : {}) };
     const reply = this.active ? await this.send(command) : await this.deps.cluster?.sendToSession(this.sessionId, command);
     let outcome = reply?.type === 'answer' ? reply.outcome : 'no_pending_input';
     // The run is not waiting for it just now (its process restarting, its journal replaying): a
@@ -320,6 +330,8 @@ export class ChatService {
   ): Promise<ErrorEvent | undefined> {
     const runId = randomUUID();
     const { cluster } = this.deps;
+    const busyUser = await this.userAtLimitElsewhere(sender.user);
+    if (busyUser) return busyUser;
     if (cluster) {
       // Several instances: one run per session across all of them, and this one writes the log from now on.
       this.claiming = true;
@@ -335,6 +347,24 @@ export class ChatService {
     return refused;
   }
 
+  /**
+   * Several instances: MAX_RUNS_PER_USER counts the user's runs on every instance (the store's
+   * running runs of their chats), not only the slots this one holds.
+   */
+  private async userAtLimitElsewhere(user: User | undefined): Promise<ErrorEvent | undefined> {
+    const { cluster, runSlots, store } = this.deps;
+    const limit = runSlots.userLimit;
+    if (!cluster || !user || limit === undefined) return undefined;
+    let running = 0;
+    const owners = new Map<string, string | undefined>();
+    for (const run of await store.listRunningRuns()) {
+      if (!owners.has(run.sessionId)) owners.set(run.sessionId, (await store.getSession(run.sessionId))?.owner);
+      if (owners.get(run.sessionId) === user.id) running++;
+    }
+    if (running < limit) return undefined;
+    return reject('too_many_runs', `You have ${limit} runs going at once, the most one user may have (MAX_RUNS_PER_USER); wait for one to finish`);
+  }
+
   /** Takes a run slot and runs `work` as the session's one active response. */
   private occupy(
     runId: string,
@@ -345,12 +375,17 @@ export class ChatService {
     // One response at a time, whatever asked for it (a second start must never orphan the first).
     if (this.active) return reject('run_active', 'A response is still in progress: stop it or wait for response_complete');
     const { runSlots } = this.deps;
-    const slot = runSlots.tryAcquire(sender.address);
+    const slot = runSlots.tryAcquire(sender.address, sender.user?.id);
     const release = typeof slot === 'function' ? slot : options.force ? () => undefined : undefined;
     if (!release) {
-      return slot === 'address_busy'
-        ? reject('too_many_runs', `You have ${runSlots.addressLimit} runs going at once, the most one client may have; wait for one to finish`)
-        : reject('server_busy', `The server is at its limit of ${runSlots.limit} concurrent runs; try again shortly`);
+      switch (slot) {
+        case 'user_busy':
+          return reject('too_many_runs', `You have ${runSlots.userLimit} runs going at once, the most one user may have (MAX_RUNS_PER_USER); wait for one to finish`);
+        case 'address_busy':
+          return reject('too_many_runs', `You have ${runSlots.addressLimit} runs going at once, the most one client may have; wait for one to finish`);
+        default:
+          return reject('server_busy', `The server is at its limit of ${runSlots.limit} concurrent runs; try again shortly`);
+      }
     }
     const control = new AgentControl();
     const detach = this.deps.controlBus.attach(runId, (command) => handleCommand(control, command));
@@ -414,10 +449,10 @@ export class ChatService {
 function handleCommand(control: AgentControl, command: ControlCommand): ControlOutcome {
   switch (command.type) {
     case 'stop':
-      control.stop(command.reason);
+      control.stop(command.reason, command.by);
       return { type: 'stop', outcome: 'stopping' };
     case 'answer': {
-      const outcome = control.provideInput(command.content, command.questionId);
+      const outcome = control.provideInput(command.content, command.questionId, command.by);
       return outcome === 'answered' || !control.rejection ? { type: 'answer', outcome } : { type: 'answer', outcome, message: control.rejection };
     }
     default: {

@@ -11,7 +11,8 @@ import { ToolRegistry } from '../tools/tool-registry.ts';
 import { McpManager } from '../mcp/mcp-manager.ts';
 import type { ChatService, MessageSender } from './chat-service.ts';
 import type { ClientConnection } from './client-connection.ts';
-import { RateLimiter } from './rate-limiter.ts';
+import { RateLimiter, RateLimiters } from './rate-limiter.ts';
+import { LOCAL_USER, type User } from '../auth/user.ts';
 import { SessionManager } from './session-manager.ts';
 
 /** What a transport passes on about a new connection. */
@@ -20,6 +21,8 @@ export interface ConnectionRequest {
   afterSeq?: string | undefined;
   /** The client's address: its runs count against its share of the server's run slots. */
   address?: string | undefined;
+  /** Who the client is (the access check said): they see and drive only their own sessions. */
+  user?: User | undefined;
 }
 
 /** The core's side of one connection: the transport feeds it frames. */
@@ -35,6 +38,9 @@ const error = (code: ErrorCode, message: string): ErrorEvent => ({ type: 'error'
 /** Turns a transport connection into a session: greets it, replays the log, validates every frame. */
 @injectable()
 export class ConnectionHandler {
+  /** Messages a second per user, over all their sockets here (multi-user modes). */
+  private readonly perUser: RateLimiters;
+
   constructor(
     @inject(TOKENS.Config) private readonly config: Config,
     @inject(SessionManager) private readonly sessions: SessionManager,
@@ -45,6 +51,7 @@ export class ConnectionHandler {
     @inject(RunKernel) private readonly kernel: RunKernel,
     @inject(ModelHealthMonitor) private readonly health: ModelHealthMonitor,
   ) {
+    this.perUser = new RateLimiters(config.quotas.messagesPerSecondPerUser);
     // Clients hear when servers come and go, so the tool picker stays true without a reload.
     let pending: NodeJS.Timeout | undefined;
     tools.onChange(() => {
@@ -58,13 +65,16 @@ export class ConnectionHandler {
   }
 
   async open(connection: ClientConnection, request: ConnectionRequest): Promise<ConnectionSession> {
-    const { chat, resumed } = await this.sessions.open(request.sessionId);
+    const user = request.user ?? LOCAL_USER;
+    // Another user's session id is an unknown one: a new session of this user's starts.
+    const { chat, resumed, access } = (await this.sessions.open(request.sessionId, { user }))!;
     const afterSeq = resumed ? parseAfterSeq(request.afterSeq) : 0;
     const lastRun = resumed ? await this.sessions.lastAgentRun(chat.sessionId) : undefined;
     const session: SessionEvent = {
       type: 'session',
       session_id: chat.sessionId,
       protocol: 1,
+      ...(access === 'watch' ? { read_only: true } : {}),
       model: this.llm.modelName,
       demo: this.llm.isDemo,
       resumed,
@@ -88,10 +98,17 @@ export class ConnectionHandler {
     await chat.log.attach(connection, afterSeq);
     let closed = false;
     const limiter = new RateLimiter(this.config.limits.messagesPerSecond);
+    const multiUser = this.config.auth.mode === 'oidc' || this.config.auth.mode === 'header';
     const refuseFlood = () => {
-      if (limiter.take()) return false;
-      connection.send(error('rate_limited', `Too many messages: at most ${this.config.limits.messagesPerSecond} a second`));
-      return true;
+      if (!limiter.take()) {
+        connection.send(error('rate_limited', `Too many messages: at most ${this.config.limits.messagesPerSecond} a second`));
+        return true;
+      }
+      if (multiUser && !this.perUser.take(user.id)) {
+        connection.send(error('rate_limited', `Too many messages: at most ${this.config.quotas.messagesPerSecondPerUser} a second from one user`));
+        return true;
+      }
+      return false;
     };
     return {
       chat,
@@ -102,7 +119,12 @@ export class ConnectionHandler {
           connection.send(parsed.error);
           return;
         }
-        void this.dispatch(chat, parsed.message, { address: request.address }).then((reply) => {
+        // An admin watching another's chat may stop its run, and nothing else.
+        if (access === 'watch' && !(parsed.message.type === 'agent_control' && parsed.message.action === 'stop')) {
+          connection.send(error('read_only', `This chat is ${chat.owner.name ?? chat.owner.id}'s: an admin may watch it and stop its run, nothing more`));
+          return;
+        }
+        void this.dispatch(chat, parsed.message, { address: request.address, user }).then((reply) => {
           if (reply && !closed) connection.send(reply);
         });
       },

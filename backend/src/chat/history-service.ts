@@ -7,6 +7,10 @@ import { TOKENS } from '../tokens.ts';
 import { UUID } from '../util/ids.ts';
 import { SessionFiles } from '../files/session-files.ts';
 import { SessionManager } from './session-manager.ts';
+import { chatAccess, type User } from '../auth/user.ts';
+
+/** What a request means to do with a chat: read it (its owner, or an admin) or change it (its owner only). */
+export type Intent = 'read' | 'write';
 
 /** An events page holds about this many bytes of events at most (and always one), read this many at a time. */
 export const EVENTS_PAGE_MAX_BYTES = 4 * 1024 * 1024;
@@ -16,8 +20,8 @@ const EVENTS_CHUNK = 200;
 /** Why a history request could not be answered. */
 export class HistoryError extends Error {
   constructor(
-    readonly status: 400 | 404,
-    readonly code: Extract<ErrorCode, 'invalid_id' | 'invalid_query' | 'not_found'>,
+    readonly status: 400 | 403 | 404,
+    readonly code: Extract<ErrorCode, 'invalid_id' | 'invalid_query' | 'not_found' | 'read_only'>,
     message: string,
   ) {
     super(message);
@@ -39,19 +43,27 @@ export class HistoryService {
    * nobody wrote in yet, which is stored now when the caller is about to write in it (a file
    * attached before the first message).
    */
-  async requireSession(id: string, options: { write?: boolean } = {}): Promise<void> {
+  async requireSession(id: string, viewer: User, intent: Intent): Promise<void> {
     if (!UUID.test(id)) throw new HistoryError(400, 'invalid_id', 'A session id is a UUID');
-    if (!(await this.sessions.exists(id, options))) throw new HistoryError(404, 'not_found', 'No such session');
+    this.allow(viewer, await this.sessions.ownerOf(id), intent);
+    if (!(await this.sessions.exists(id, { write: intent === 'write' }))) throw new HistoryError(404, 'not_found', 'No such session');
   }
 
-  /** Sessions someone wrote in (a page that only connected leaves an empty one behind), newest first. */
-  async list(limit = 100): Promise<SessionSummary[]> {
-    const sessions = await this.store.listSessions(limit * 2);
-    return sessions.filter((session) => session.title !== null).slice(0, limit).map(toSummary);
+  /**
+   * Sessions someone wrote in (a page that only connected leaves an empty one behind), newest
+   * first: the viewer's own, or with `everyone` (an admin's view) everyone's, each naming its owner.
+   */
+  async list(viewer: User, limit = 100, everyone = false): Promise<SessionSummary[]> {
+    const all = everyone && viewer.admin;
+    const sessions = await this.store.listSessions(limit * 2, all ? undefined : viewer.id);
+    return sessions
+      .filter((session) => session.title !== null)
+      .slice(0, limit)
+      .map((session) => (all ? { ...toSummary(session), owner: { id: session.owner, name: session.ownerName } } : toSummary(session)));
   }
 
-  async get(id: string): Promise<SessionDetail> {
-    const session = await this.find(id);
+  async get(id: string, viewer: User): Promise<SessionDetail> {
+    const session = await this.find(id, viewer, 'read');
     const [messages, runs, lastSeq] = await Promise.all([
       this.store.listMessages(id),
       this.store.listRuns(id),
@@ -78,8 +90,8 @@ export class HistoryService {
    * (always at least one), read from the store a chunk at a time, so a log of huge events never
    * costs more memory than one page.
    */
-  async events(id: string, afterSeq: number, limit: number): Promise<SessionEvents> {
-    await this.find(id);
+  async events(id: string, viewer: User, afterSeq: number, limit: number): Promise<SessionEvents> {
+    await this.find(id, viewer, 'read');
     const events: LoggedEvent[] = [];
     let bytes = 0;
     let hasMore = false;
@@ -104,33 +116,44 @@ export class HistoryService {
   }
 
   /** The session's snapshots and restore points (every step's end), oldest first. */
-  async snapshots(id: string): Promise<SnapshotList> {
-    await this.find(id);
+  async snapshots(id: string, viewer: User): Promise<SnapshotList> {
+    await this.find(id, viewer, 'read');
     return { snapshots: await listSnapshots(this.store, id) };
   }
 
   /** Deletes a session and everything in it, stopping its run first. */
   /** A chat renamed by the person: the title is kept (the first message no longer names it). */
-  async rename(id: string, title: string): Promise<SessionSummary> {
-    await this.find(id);
+  async rename(id: string, viewer: User, title: string): Promise<SessionSummary> {
+    await this.find(id, viewer, 'write');
     const renamed = await this.store.renameSession(id, title);
     if (!renamed) throw new HistoryError(404, 'not_found', `No chat ${id}`);
     return toSummary(renamed);
   }
 
-  async delete(id: string): Promise<void> {
-    await this.find(id);
+  async delete(id: string, viewer: User): Promise<void> {
+    await this.find(id, viewer, 'write');
     await this.sessions.delete(id, async () => {
       await this.store.deleteSession(id);
       await this.files.removeSession(id);
     });
   }
 
-  private async find(id: string): Promise<SessionRecord> {
+  private async find(id: string, viewer: User, intent: Intent): Promise<SessionRecord> {
     if (!UUID.test(id)) throw new HistoryError(400, 'invalid_id', 'A session id is a UUID');
     const session = await this.store.getSession(id);
-    if (!session) throw new HistoryError(404, 'not_found', 'No such session');
-    return session;
+    this.allow(viewer, session?.owner, intent);
+    return session!;
+  }
+
+  /**
+   * Refuses what `viewer` may not do with a chat owned by `owner`: another user's chat (or none)
+   * is not found, whatever the intent, so nothing tells that it exists; an admin may read anyone's
+   * and change only their own.
+   */
+  private allow(viewer: User, owner: string | undefined, intent: Intent): void {
+    const access = owner === undefined ? 'none' : chatAccess(viewer, owner);
+    if (access === 'none') throw new HistoryError(404, 'not_found', 'No such session');
+    if (access === 'watch' && intent === 'write') throw new HistoryError(403, 'read_only', 'This chat is another person’s: an admin may read it and stop its run, not change it');
   }
 }
 

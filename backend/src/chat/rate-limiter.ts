@@ -21,3 +21,30 @@ export class RateLimiter {
     return true;
   }
 }
+
+/**
+ * One bucket per user, shared by all of that user's sockets on this instance; a bucket is let go
+ * once it would be full again (the user has been quiet for a second), so the map stays small.
+ */
+export class RateLimiters {
+  private readonly buckets = new Map<string, { limiter: RateLimiter; lastUsed: number }>();
+
+  constructor(
+    private readonly ratePerSecond: number,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
+
+  take(key: string): boolean {
+    const now = this.now();
+    if (this.buckets.size > 1000) {
+      for (const [other, bucket] of this.buckets) if (now - bucket.lastUsed > 1000) this.buckets.delete(other);
+    }
+    let bucket = this.buckets.get(key);
+    if (!bucket) {
+      bucket = { limiter: new RateLimiter(this.ratePerSecond, this.now), lastUsed: now };
+      this.buckets.set(key, bucket);
+    }
+    bucket.lastUsed = now;
+    return bucket.limiter.take();
+  }
+}

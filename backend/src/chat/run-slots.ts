@@ -1,5 +1,5 @@
 /** Why a slot could not be had: the server is full, or this address has its share already. */
-export type SlotRefusal = 'server_busy' | 'address_busy';
+export type SlotRefusal = 'server_busy' | 'address_busy' | 'user_busy';
 
 /**
  * How many answers and runs the server works on at once, and how many of them one client
@@ -8,32 +8,46 @@ export type SlotRefusal = 'server_busy' | 'address_busy';
 export class RunSlots {
   private used = 0;
   private readonly perAddress = new Map<string, number>();
+  private readonly perUser = new Map<string, number>();
 
   constructor(
     readonly limit: number,
     readonly addressLimit: number = limit,
+    /** MAX_RUNS_PER_USER: how many one user may hold (undefined: no limit of its own). */
+    readonly userLimit: number | undefined = undefined,
   ) {}
+
+  /** How many runs `user` holds here. */
+  heldBy(user: string): number {
+    return this.perUser.get(user) ?? 0;
+  }
 
   get inUse(): number {
     return this.used;
   }
 
   /** Takes a slot for `address`; returns its release function, or why none was free. */
-  tryAcquire(address: string | undefined): (() => void) | SlotRefusal {
+  tryAcquire(address: string | undefined, user?: string): (() => void) | SlotRefusal {
     if (this.used >= this.limit) return 'server_busy';
+    if (user !== undefined && this.userLimit !== undefined && this.heldBy(user) >= this.userLimit) return 'user_busy';
     const held = address === undefined ? 0 : (this.perAddress.get(address) ?? 0);
     if (address !== undefined && held >= this.addressLimit) return 'address_busy';
     this.used++;
     if (address !== undefined) this.perAddress.set(address, held + 1);
+    if (user !== undefined) this.perUser.set(user, this.heldBy(user) + 1);
     let released = false;
     return () => {
       if (released) return;
       released = true;
       this.used--;
-      if (address === undefined) return;
-      const left = (this.perAddress.get(address) ?? 1) - 1;
-      if (left > 0) this.perAddress.set(address, left);
-      else this.perAddress.delete(address);
+      if (address !== undefined) countDown(this.perAddress, address);
+      if (user !== undefined) countDown(this.perUser, user);
     };
   }
+}
+
+function countDown(counts: Map<string, number>, key: string): void {
+  const left = (counts.get(key) ?? 1) - 1;
+  if (left > 0) counts.set(key, left);
+  else counts.delete(key);
 }

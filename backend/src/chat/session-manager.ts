@@ -8,7 +8,8 @@ import { RunKernel } from '../agent/run-kernel.ts';
 import type { Config } from '../config/config.ts';
 import { type FileListener, SessionFiles } from '../files/session-files.ts';
 import type { Logger } from '../logger.ts';
-import type { Store } from '../store/store.ts';
+import type { SessionOwner, Store } from '../store/store.ts';
+import { type ChatAccess, chatAccess, LOCAL_USER, ownerOf, type User } from '../auth/user.ts';
 import { TOKENS } from '../tokens.ts';
 import { ToolRegistry } from '../tools/tool-registry.ts';
 import { type ChatDependencies, ChatService, PLAIN_CHAT } from './chat-service.ts';
@@ -56,7 +57,7 @@ export class SessionManager {
       tools,
       store,
       logger,
-      runSlots: new RunSlots(config.limits.concurrentRuns, config.limits.runsPerAddress),
+      runSlots: new RunSlots(config.limits.concurrentRuns, config.limits.runsPerAddress, config.quotas.runsPerUser),
       files,
       cluster,
     };
@@ -143,22 +144,41 @@ export class SessionManager {
   }
 
   /**
-   * Rejoins the session `requestedId` when it exists, else starts a new one: under a new id, or
-   * with `keepId` (an AG-UI thread names its own) under the requested one.
+   * Rejoins the session `requestedId` when it exists and `user` may see it, else starts a new one
+   * of theirs: under a new id, or with `keepId` (an AG-UI thread names its own) under the requested
+   * one. Another user's session is treated exactly as an unknown id (nothing tells that it
+   * exists), except with `keepId`, whose id cannot be taken: then the answer is undefined (404).
+   * An admin rejoins anyone's session to watch it (`access: 'watch'`).
    */
-  async open(requestedId: string | undefined, options: { keepId?: boolean } = {}): Promise<{ chat: ChatService; resumed: boolean }> {
+  async open(
+    requestedId: string | undefined,
+    options: { keepId?: boolean; user?: User } = {},
+  ): Promise<{ chat: ChatService; resumed: boolean; access: Exclude<ChatAccess, 'none'> } | undefined> {
+    const user = options.user ?? LOCAL_USER;
     const valid = requestedId !== undefined && SESSION_ID.test(requestedId);
     if (valid) {
       const existing = await this.find(requestedId);
       if (existing) {
-        this.cancelEviction(requestedId);
-        return { chat: existing, resumed: true };
+        const access = chatAccess(user, existing.owner.id);
+        if (access !== 'none') {
+          this.cancelEviction(requestedId);
+          return { chat: existing, resumed: true, access };
+        }
+        if (options.keepId) return undefined;
       }
     }
     // The session is stored at its first write: connecting alone leaves nothing behind.
     const id = valid && options.keepId ? requestedId : randomUUID();
-    const chat = this.sessions.get(id) ?? this.create(id, 0, { stored: false });
-    return { chat, resumed: false };
+    const chat = this.sessions.get(id) ?? this.create(id, 0, { stored: false, owner: ownerOf(user) });
+    return { chat, resumed: false, access: 'own' };
+  }
+
+  /** Whose session `id` is (a live one nobody wrote in yet included); undefined when there is none. */
+  async ownerOf(id: string): Promise<string | undefined> {
+    if (this.deleting.has(id)) return undefined;
+    const live = this.sessions.get(id);
+    if (live) return live.owner.id;
+    return (await this.store.getSession(id))?.owner;
   }
 
   /** Called when a socket leaves; an idle session with no sockets is dropped from memory later. */
@@ -308,15 +328,16 @@ export class SessionManager {
     let pending = this.opening.get(id);
     if (!pending) {
       pending = (async () => {
-        if (!(await this.store.getSession(id)) || this.deleting.has(id)) return undefined;
-        return this.sessions.get(id) ?? this.create(id, await this.store.lastSeq(id));
+        const stored = await this.store.getSession(id);
+        if (!stored || this.deleting.has(id)) return undefined;
+        return this.sessions.get(id) ?? this.create(id, await this.store.lastSeq(id), { stored: true, owner: { id: stored.owner, name: stored.ownerName ?? undefined } });
       })().finally(() => this.opening.delete(id));
       this.opening.set(id, pending);
     }
     return pending;
   }
 
-  private create(id: string, lastSeq: number, options = { stored: true }): ChatService {
+  private create(id: string, lastSeq: number, options: { stored: boolean; owner?: SessionOwner } = { stored: true }): ChatService {
     const log = new SessionEventLog(id, this.store, lastSeq, this.observer);
     const chat = new ChatService(id, log, this.deps, options);
     this.sessions.set(id, chat);

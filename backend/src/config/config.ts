@@ -1,4 +1,5 @@
 import type { ApprovalRule } from '../tools/approval.ts';
+import { isIP } from 'node:net';
 import { z } from 'zod';
 import { ConfigError } from '../errors.ts';
 import type { McpServerConfig, ModelPrice, ModelRoute } from './config-file.ts';
@@ -20,6 +21,17 @@ const boolean = z
 
 const url = z.string().trim().pipe(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }));
 const nonEmpty = z.string().trim().min(1, 'must not be empty');
+const list = z.string().transform((value) => value.split(',').map((item) => item.trim()).filter(Boolean));
+
+/** An IPv4 or IPv6 address, or a CIDR range of either. */
+function validAddressOrRange(value: string): boolean {
+  const [address, bits, extra] = value.split('/');
+  const family = isIP(address ?? '');
+  if (family === 0 || extra !== undefined) return false;
+  if (bits === undefined) return true;
+  const prefix = Number(bits);
+  return /^\d{1,3}$/.test(bits) && prefix <= (family === 4 ? 32 : 128);
+}
 
 /** Environment variables: PROTOCOL.md's table first, then Stepwise's own tuning knobs. */
 const EnvSchema = z.object({
@@ -80,6 +92,25 @@ const EnvSchema = z.object({
     .min(16, 'must be at least 16 characters')
     .regex(/^[A-Za-z0-9._~-]+$/, 'may hold only letters, digits and - . _ ~ (it travels in a WebSocket subprotocol)')
     .optional(),
+  AUTH_MODE: z.string().trim().toLowerCase().pipe(z.enum(['none', 'token', 'oidc', 'header'], { error: 'must be none, token, oidc or header' })).optional(),
+  OIDC_ISSUER: url.optional(),
+  OIDC_CLIENT_ID: nonEmpty.optional(),
+  OIDC_CLIENT_SECRET: nonEmpty.optional(),
+  OIDC_SCOPES: nonEmpty.default('openid profile email'),
+  OIDC_ADMIN_EMAILS: list.optional(),
+  OIDC_ADMIN_GROUP: nonEmpty.optional(),
+  OIDC_GROUPS_CLAIM: nonEmpty.default('groups'),
+  /** Signs the sign-in cookie: the same on every instance, so any instance accepts it. */
+  SESSION_SECRET: z.string().trim().min(32, 'must be at least 32 characters').optional(),
+  SESSION_MAX_AGE_HOURS: integer(1, 24 * 90).default(12),
+  AUTH_HEADER: z.string().trim().toLowerCase().regex(/^[a-z0-9-]+$/, 'must be a header name, e.g. X-Forwarded-User').optional(),
+  AUTH_EMAIL_HEADER: z.string().trim().toLowerCase().regex(/^[a-z0-9-]+$/, 'must be a header name, e.g. X-Forwarded-Email').optional(),
+  TRUSTED_PROXIES: list.pipe(z.array(z.string().refine(validAddressOrRange, 'must be a comma-separated list of IP addresses or CIDR ranges, e.g. 10.0.0.5,172.16.0.0/12'))).optional(),
+  /** Admins in header mode: user names or emails. */
+  AUTH_ADMIN_USERS: list.optional(),
+  MAX_RUNS_PER_USER: integer(1).optional(),
+  MAX_MESSAGES_PER_SECOND_PER_USER: integer(1).optional(),
+  REST_MAX_REQUESTS_PER_MINUTE: integer(1).default(1200),
   /** A token that opens GET /metrics alone (for a Prometheus scraper that must not hold AUTH_TOKEN). */
   METRICS_TOKEN: z.string().trim().min(16, 'must be at least 16 characters').optional(),
   ALLOWED_ORIGINS: z
@@ -248,6 +279,10 @@ export interface Config {
     retryMaxMs: number;
   };
   transport: { maxFrameBytes: number; staticDir: string | undefined };
+  /** Who the users are (AUTH_MODE) and how each is recognised; see auth/. */
+  auth: AuthConfig;
+  /** Per-user quotas (multi-user modes; per address when nobody signs in). */
+  quotas: { runsPerUser: number | undefined; messagesPerSecondPerUser: number; restPerMinute: number };
   access: {
     authToken: string | undefined;
     metricsToken: string | undefined;
@@ -298,6 +333,26 @@ export interface Config {
   traceUrlTemplate: string | undefined;
 }
 
+/** AUTH_MODE and what each mode needs. */
+export type AuthConfig =
+  | { mode: 'none' }
+  | { mode: 'token' }
+  | {
+      mode: 'oidc';
+      issuer: string;
+      clientId: string;
+      clientSecret: string | undefined;
+      scopes: string;
+      adminEmails: string[];
+      adminGroup: string | undefined;
+      groupsClaim: string;
+      /** Where the provider sends the browser back: PUBLIC_ORIGIN/auth/callback. */
+      redirectUri: string;
+      sessionSecret: string;
+      sessionMaxAgeMs: number;
+    }
+  | { mode: 'header'; header: string; emailHeader: string | undefined; trustedProxies: string[]; adminUsers: string[] };
+
 /** Reads and validates the settings; throws one ConfigError naming the first bad variable. */
 export function loadConfig(env: Record<string, string | undefined>, defaults: { promptsDir: string }): Config {
   // An empty variable means "not set", as in most shells' `VAR= command`.
@@ -308,7 +363,7 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const name = String(issue.path[0] ?? 'environment');
-    const secret = /KEY|TOKEN|DATABASE_URL|REDIS_URL|PROXY/i.test(name);
+    const secret = /KEY|TOKEN|SECRET|DATABASE_URL|REDIS_URL|PROXY/i.test(name);
     const shown = present[name] === undefined || secret ? '' : ` (got "${present[name]}")`;
     throw new ConfigError(`Invalid ${name}: ${issue.message}${shown}`);
   }
@@ -324,6 +379,7 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
   if (e.RUN_ENGINE === 'restate' && (!e.RESTATE_INGRESS_URL || !e.RESTATE_ADMIN_URL)) {
     throw new ConfigError(`Invalid RUN_ENGINE: restate needs RESTATE_INGRESS_URL and RESTATE_ADMIN_URL (missing: ${[e.RESTATE_INGRESS_URL ? '' : 'RESTATE_INGRESS_URL', e.RESTATE_ADMIN_URL ? '' : 'RESTATE_ADMIN_URL'].filter(Boolean).join(', ')})`);
   }
+  const auth = authConfig(e);
   const provider = e.LLM_PROVIDER ?? (e.AZURE_OPENAI_ENDPOINT ? 'azure' : e.OPENAI_API_KEY || e.OPENAI_BASE_URL ? 'openai' : 'demo');
   if (provider === 'azure' && (!e.AZURE_OPENAI_ENDPOINT || !e.OPENAI_API_VERSION)) {
     throw new ConfigError(`Invalid LLM_PROVIDER: azure needs AZURE_OPENAI_ENDPOINT and OPENAI_API_VERSION (missing: ${[e.AZURE_OPENAI_ENDPOINT ? '' : 'AZURE_OPENAI_ENDPOINT', e.OPENAI_API_VERSION ? '' : 'OPENAI_API_VERSION'].filter(Boolean).join(', ')})`);
@@ -398,6 +454,12 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
       retryMaxMs: Math.max(e.MCP_RETRY_MAX_MS, e.MCP_RETRY_BASE_MS),
     },
     transport: { maxFrameBytes: e.MAX_FRAME_BYTES, staticDir: e.STATIC_DIR },
+    auth,
+    quotas: {
+      runsPerUser: e.MAX_RUNS_PER_USER,
+      messagesPerSecondPerUser: e.MAX_MESSAGES_PER_SECOND_PER_USER ?? 2 * e.MAX_MESSAGES_PER_SECOND,
+      restPerMinute: e.REST_MAX_REQUESTS_PER_MINUTE,
+    },
     access: {
       authToken: e.AUTH_TOKEN,
       metricsToken: e.METRICS_TOKEN,
@@ -429,6 +491,48 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
     tracing: tracingConfig(e),
     traceUrlTemplate: e.TRACE_URL_TEMPLATE?.replaceAll('%7Btrace_id%7D', '{trace_id}'),
   };
+}
+
+/** AUTH_MODE (token when AUTH_TOKEN is set, none otherwise) and the settings its mode needs. */
+function authConfig(e: z.infer<typeof EnvSchema>): AuthConfig {
+  const mode = e.AUTH_MODE ?? (e.AUTH_TOKEN ? 'token' : 'none');
+  const missing = (names: [string, unknown][]) => names.filter(([, value]) => !value).map(([name]) => name);
+  switch (mode) {
+    case 'none':
+      if (e.AUTH_TOKEN) throw new ConfigError('Invalid AUTH_MODE: none, yet AUTH_TOKEN is set; use AUTH_MODE=token or unset AUTH_TOKEN');
+      return { mode };
+    case 'token':
+      if (!e.AUTH_TOKEN) throw new ConfigError('Invalid AUTH_MODE: token needs AUTH_TOKEN');
+      return { mode };
+    case 'oidc': {
+      const absent = missing([['OIDC_ISSUER', e.OIDC_ISSUER], ['OIDC_CLIENT_ID', e.OIDC_CLIENT_ID], ['PUBLIC_ORIGIN', e.PUBLIC_ORIGIN], ['SESSION_SECRET', e.SESSION_SECRET]]);
+      if (absent.length > 0) throw new ConfigError(`Invalid AUTH_MODE: oidc needs ${absent.join(', ')}`);
+      return {
+        mode,
+        issuer: e.OIDC_ISSUER!,
+        clientId: e.OIDC_CLIENT_ID!,
+        clientSecret: e.OIDC_CLIENT_SECRET,
+        scopes: e.OIDC_SCOPES,
+        adminEmails: (e.OIDC_ADMIN_EMAILS ?? []).map((email) => email.toLowerCase()),
+        adminGroup: e.OIDC_ADMIN_GROUP,
+        groupsClaim: e.OIDC_GROUPS_CLAIM,
+        redirectUri: `${new URL(e.PUBLIC_ORIGIN!).origin}/auth/callback`,
+        sessionSecret: e.SESSION_SECRET!,
+        sessionMaxAgeMs: e.SESSION_MAX_AGE_HOURS * 3_600_000,
+      };
+    }
+    case 'header': {
+      const absent = missing([['AUTH_HEADER', e.AUTH_HEADER], ['TRUSTED_PROXIES', e.TRUSTED_PROXIES?.length]]);
+      if (absent.length > 0) throw new ConfigError(`Invalid AUTH_MODE: header needs ${absent.join(', ')} (the header is believed only from those addresses)`);
+      return {
+        mode,
+        header: e.AUTH_HEADER!,
+        emailHeader: e.AUTH_EMAIL_HEADER,
+        trustedProxies: e.TRUSTED_PROXIES!,
+        adminUsers: (e.AUTH_ADMIN_USERS ?? []).map((user) => user.toLowerCase()),
+      };
+    }
+  }
 }
 
 /** Tracing is on when OTEL_TRACES_EXPORTER names an exporter, or (unset) an OTLP endpoint is given. */

@@ -39,6 +39,10 @@ export function settingsInForce(config: Config): SettingInfo[] {
     ['STEPWISE_CONFIG', config.configFile, 'The config file (MCP servers)'],
     ['DATA_DIR', store, 'Where chats are kept'],
     ['AUTH_TOKEN', config.access.authToken ? 'set' : 'not set', 'A token every client must present'],
+    ['AUTH_MODE', config.auth.mode, 'Who the users are: none (one local user), token, oidc (sign-in), header (an auth proxy)'],
+    ['MAX_RUNS_PER_USER', config.quotas.runsPerUser === undefined ? 'none' : String(config.quotas.runsPerUser), 'Runs one user may have at once'],
+    ['MAX_MESSAGES_PER_SECOND_PER_USER', String(config.quotas.messagesPerSecondPerUser), 'Messages one user may send a second, over all their sockets'],
+    ['REST_MAX_REQUESTS_PER_MINUTE', String(config.quotas.restPerMinute), 'REST requests one user (or address) may make a minute'],
   ];
   return rows.map(([name, value, description]) => ({ name, value, description }));
 }

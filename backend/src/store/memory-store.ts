@@ -1,6 +1,6 @@
 import type { LoggedEvent } from '@stepwise/shared-types';
 import type { LlmMessage } from '../messages.ts';
-import { type JournalEntry, type MessageRecord, type SnapshotRecord, type NewRun, type RunEnd, type RunRecord, type SessionRecord, type Store, titleFrom } from './store.ts';
+import { type JournalEntry, type MessageRecord, type SnapshotRecord, type NewRun, type RunEnd, type RunRecord, type SessionRecord, type SessionOwner, type Store, LOCAL_OWNER, titleFrom } from './store.ts';
 
 interface SessionData {
   record: SessionRecord;
@@ -16,10 +16,10 @@ export class MemoryStore implements Store {
   private readonly snapshots = new Map<string, SnapshotRecord>();
   private clock = 0;
 
-  async createSession(id: string): Promise<SessionRecord> {
+  async createSession(id: string, owner: SessionOwner = { id: LOCAL_OWNER }): Promise<SessionRecord> {
     if (this.sessions.has(id)) throw new Error(`Session ${id} exists`);
     const now = this.now();
-    const record = { id, title: null, createdAt: now, updatedAt: now };
+    const record: SessionRecord = { id, title: null, createdAt: now, updatedAt: now, owner: owner.id, ownerName: owner.name ?? null };
     this.sessions.set(id, { record, messages: [], events: [] });
     return { ...record };
   }
@@ -36,9 +36,10 @@ export class MemoryStore implements Store {
     return { ...session.record };
   }
 
-  async listSessions(limit: number): Promise<SessionRecord[]> {
+  async listSessions(limit: number, owner?: string): Promise<SessionRecord[]> {
     return [...this.sessions.values()]
       .map((session) => ({ ...session.record }))
+      .filter((record) => owner === undefined || record.owner === owner)
       .sort((a, b) => b.updatedAt.localeCompare(a.updatedAt))
       .slice(0, limit);
   }

@@ -1,7 +1,7 @@
 import type { LoggedEvent } from '@stepwise/shared-types';
 import type { LlmMessage } from '../messages.ts';
 import type { SqlDatabase } from './sql-database.ts';
-import { type JournalEntry, type MessageRecord, type SnapshotRecord, type NewRun, type RunEnd, type RunRecord, type SessionRecord, type Store, titleFrom } from './store.ts';
+import { type JournalEntry, type MessageRecord, type SnapshotRecord, type NewRun, type RunEnd, type RunRecord, type SessionRecord, type SessionOwner, type Store, LOCAL_OWNER, titleFrom } from './store.ts';
 import { fromSnapshotColumn, toSnapshotColumn } from './snapshot-column.ts';
 
 interface SessionRow {
@@ -9,6 +9,8 @@ interface SessionRow {
   title: string | null;
   created_at: Date | string;
   updated_at: Date | string;
+  owner: string;
+  owner_name: string | null;
 }
 
 interface RunRow {
@@ -86,8 +88,8 @@ const parsed = <T>(value: unknown): T => (typeof value === 'string' ? (JSON.pars
 export class SqlStore implements Store {
   constructor(private readonly db: SqlDatabase) {}
 
-  async createSession(id: string): Promise<SessionRecord> {
-    const [row] = await this.db.query<SessionRow>('insert into sessions (id) values ($1) returning *', [id]);
+  async createSession(id: string, owner: SessionOwner = { id: LOCAL_OWNER }): Promise<SessionRecord> {
+    const [row] = await this.db.query<SessionRow>('insert into sessions (id, owner, owner_name) values ($1, $2, $3) returning *', [id, owner.id, owner.name ?? null]);
     return toSession(row!);
   }
 
@@ -101,8 +103,11 @@ export class SqlStore implements Store {
     return row && toSession(row);
   }
 
-  async listSessions(limit: number): Promise<SessionRecord[]> {
-    const rows = await this.db.query<SessionRow>('select * from sessions order by updated_at desc, created_at desc limit $1', [limit]);
+  async listSessions(limit: number, owner?: string): Promise<SessionRecord[]> {
+    const rows =
+      owner === undefined
+        ? await this.db.query<SessionRow>('select * from sessions order by updated_at desc, created_at desc limit $1', [limit])
+        : await this.db.query<SessionRow>('select * from sessions where owner = $2 order by updated_at desc, created_at desc limit $1', [limit, owner]);
     return rows.map(toSession);
   }
 
@@ -277,7 +282,7 @@ export class SqlStore implements Store {
 }
 
 function toSession(row: SessionRow): SessionRecord {
-  return { id: row.id, title: row.title, createdAt: iso(row.created_at), updatedAt: iso(row.updated_at) };
+  return { id: row.id, title: row.title, createdAt: iso(row.created_at), updatedAt: iso(row.updated_at), owner: row.owner, ownerName: row.owner_name };
 }
 
 function toRun(row: RunRow): RunRecord {

@@ -88,6 +88,15 @@ export const SQLITE_MIGRATIONS: { version: number; name: string; sql: string }[]
     name: "a run's cached and reasoning tokens and its cost in USD",
     sql: `alter table runs add column spending text;`,
   },
+  {
+    version: 4,
+    name: 'every chat has an owner; the chats from before belong to the local user',
+    sql: `
+      alter table sessions add column owner text not null default 'local';
+      alter table sessions add column owner_name text;
+      create index sessions_owner on sessions (owner, updated_at desc);
+    `,
+  },
 ];
 
 /** Brings the schema up to date; each migration commits with its version, so a crash leaves no half. */

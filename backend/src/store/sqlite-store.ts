@@ -1,7 +1,7 @@
 import type { LoggedEvent } from '@stepwise/shared-types';
 import type { LlmMessage } from '../messages.ts';
 import { closeSqliteDatabase, type SqliteConnection } from './sqlite-database.ts';
-import { type JournalEntry, type MessageRecord, type SnapshotRecord, type NewRun, type RunEnd, type RunRecord, type SessionRecord, type Store, titleFrom } from './store.ts';
+import { type JournalEntry, type MessageRecord, type SnapshotRecord, type NewRun, type RunEnd, type RunRecord, type SessionRecord, type SessionOwner, type Store, LOCAL_OWNER, titleFrom } from './store.ts';
 import { fromSnapshotColumn, toSnapshotColumn } from './snapshot-column.ts';
 
 interface SessionRow {
@@ -9,6 +9,8 @@ interface SessionRow {
   title: string | null;
   created_at: string;
   updated_at: string;
+  owner: string;
+  owner_name: string | null;
 }
 
 interface RunRow {
@@ -28,7 +30,7 @@ interface RunRow {
   spending: string | null;
 }
 
-const SESSION_COLUMNS = 'id, title, created_at, updated_at';
+const SESSION_COLUMNS = 'id, title, created_at, updated_at, owner, owner_name';
 const RUN_COLUMNS =
   'id, session_id, strategy, max_steps, status, end_reason, steps, prompt_tokens, completion_tokens, after_seq, started_at, ended_at, checkpoint, spending';
 
@@ -49,10 +51,11 @@ interface PendingWrite {
 /** Every statement the store runs, prepared once when it opens. */
 function prepareStatements(db: SqliteConnection) {
   return {
-    insertSession: db.prepare(`insert into sessions (id, title, created_at, updated_at) values (?, null, ?, ?) returning ${SESSION_COLUMNS}`),
+    insertSession: db.prepare(`insert into sessions (id, title, created_at, updated_at, owner, owner_name) values (?, null, ?, ?, ?, ?) returning ${SESSION_COLUMNS}`),
     getSession: db.prepare(`select ${SESSION_COLUMNS} from sessions where id = ?`),
     renameSession: db.prepare(`update sessions set title = ? where id = ? returning ${SESSION_COLUMNS}`),
     listSessions: db.prepare(`select ${SESSION_COLUMNS} from sessions order by updated_at desc, created_at desc limit ?`),
+    listOwnSessions: db.prepare(`select ${SESSION_COLUMNS} from sessions where owner = ? order by updated_at desc, created_at desc limit ?`),
     deleteSession: db.prepare('delete from sessions where id = ?'),
     nextPosition: db.prepare('select coalesce(max(position) + 1, 0) as position from messages where session_id = ?'),
     insertMessage: db.prepare('insert into messages (session_id, position, message, after_seq, created_at) values (?, ?, ?, ?, ?)'),
@@ -119,9 +122,9 @@ export class SqliteStore implements Store {
     this.statements = prepareStatements(db);
   }
 
-  async createSession(id: string): Promise<SessionRecord> {
+  async createSession(id: string, owner: SessionOwner = { id: LOCAL_OWNER }): Promise<SessionRecord> {
     const now = this.now();
-    return toSession(this.statements.insertSession.get([id, now, now]) as SessionRow);
+    return toSession(this.statements.insertSession.get([id, now, now, owner.id, owner.name ?? null]) as SessionRow);
   }
 
   async getSession(id: string): Promise<SessionRecord | undefined> {
@@ -134,8 +137,9 @@ export class SqliteStore implements Store {
     return row && toSession(row);
   }
 
-  async listSessions(limit: number): Promise<SessionRecord[]> {
-    return (this.statements.listSessions.all([limit]) as SessionRow[]).map(toSession);
+  async listSessions(limit: number, owner?: string): Promise<SessionRecord[]> {
+    const rows = owner === undefined ? this.statements.listSessions.all([limit]) : this.statements.listOwnSessions.all([owner, limit]);
+    return (rows as SessionRow[]).map(toSession);
   }
 
   async deleteSession(id: string): Promise<boolean> {
@@ -326,7 +330,7 @@ export class SqliteStore implements Store {
 }
 
 function toSession(row: SessionRow): SessionRecord {
-  return { id: row.id, title: row.title, createdAt: row.created_at, updatedAt: row.updated_at };
+  return { id: row.id, title: row.title, createdAt: row.created_at, updatedAt: row.updated_at, owner: row.owner, ownerName: row.owner_name };
 }
 
 interface SnapshotRow {

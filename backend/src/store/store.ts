@@ -8,7 +8,20 @@ export interface SessionRecord {
   createdAt: string;
   /** The last activity: the newest message, or the end of the newest run. */
   updatedAt: string;
+  /** The user the chat belongs to (`local` for the one user of AUTH_MODE none or token). */
+  owner: string;
+  /** That user's name when the chat was made, for an admin's list of everyone's chats. */
+  ownerName: string | null;
 }
+
+/** Who a new session belongs to. */
+export interface SessionOwner {
+  id: string;
+  name?: string | undefined;
+}
+
+/** The one user of AUTH_MODE none and token, who owns every chat made before there were users. */
+export const LOCAL_OWNER = 'local';
 
 /** A message of the history, with the log position it was accepted at. */
 export interface MessageRecord {
@@ -59,10 +72,11 @@ export interface RunEnd {
 
 /** Persistence of sessions, their history, runs and event logs. Every write is committed when it resolves. */
 export interface Store {
-  createSession(id: string): Promise<SessionRecord>;
+  /** Stores a new session, owned by `owner` (the local user when not given). */
+  createSession(id: string, owner?: SessionOwner): Promise<SessionRecord>;
   getSession(id: string): Promise<SessionRecord | undefined>;
-  /** Newest activity first. */
-  listSessions(limit: number): Promise<SessionRecord[]>;
+  /** Newest activity first; only `owner`'s when given, everyone's otherwise (an admin's view). */
+  listSessions(limit: number, owner?: string): Promise<SessionRecord[]>;
   /** Gives the session a title of the person's choosing (it keeps it); undefined when there is no such session. */
   renameSession(id: string, title: string): Promise<SessionRecord | undefined>;
   /** Deletes the session with its messages, runs and events; false when there was none. */

@@ -2,7 +2,10 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { isIP } from 'node:net';
 import type { ErrorCode } from '@stepwise/shared-types';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type {} from '@fastify/cookie';
 import type { Config } from '../config/config.ts';
+import { decodeSession, SESSION_COOKIE, TrustedProxies, userFromHeaders } from '../auth/identify.ts';
+import { LOCAL_USER, type User } from '../auth/user.ts';
 
 /** The subprotocol a browser offers (with `bearer.TOKEN`) and the server answers with. */
 export const SUBPROTOCOL = 'stepwise';
@@ -16,6 +19,10 @@ const BEARER_PROTOCOL_PREFIX = 'bearer.';
 export type RouteAccess = 'public' | 'socket' | 'api' | 'metrics';
 
 declare module 'fastify' {
+  interface FastifyRequest {
+    /** Who sent the request (set by the access check); undefined on public routes when nobody is signed in. */
+    user: User | undefined;
+  }
   interface FastifyContextConfig {
     /** Who may call the route (see RouteAccess); undeclared: `api`. */
     access?: RouteAccess;
@@ -116,56 +123,124 @@ function absoluteFormAuthority(rawUrl: string): string | undefined | null {
 
 type Refusal = { status: number; code: ErrorCode; message: string; challenge?: boolean };
 
+/** What the access check decided: a refusal, or who the request comes from (nobody, on public routes and METRICS_TOKEN scrapes). */
+export type AccessDecision = { refusal: Refusal } | { user: User | undefined };
+
+/** How the check reads a signed cookie: its verified value, or undefined. */
+export type CookieReader = (name: string) => string | undefined;
+
 /**
  * Decides one request. Access is decided on the route that will actually run (Fastify has
  * matched it before any hook runs), never on the raw URL, so no encoding, case or request-target
- * form can reach a route past its check; a route that declares nothing needs the token.
+ * form can reach a route past its check; a route that declares nothing needs a user.
  */
 export function decideAccess(
-  request: Pick<FastifyRequest, 'headers' | 'raw'> & { routeOptions: { config?: unknown }; ws?: boolean },
+  request: Pick<FastifyRequest, 'headers' | 'raw'> & { routeOptions: { config?: unknown }; ws?: boolean; socket?: { remoteAddress?: string | undefined } },
   config: Config,
-): Refusal | undefined {
+  readCookie: CookieReader = () => undefined,
+  proxies?: TrustedProxies,
+): AccessDecision {
   const access: RouteAccess = (request.routeOptions.config as { access?: RouteAccess } | undefined)?.access ?? 'api';
   const policy: HostPolicy = { ...config.access, bindHost: config.host };
   const isHealth = access === 'public' && (request.routeOptions.config as { health?: boolean } | undefined)?.health === true;
 
   if (!isHealth) {
     const target = absoluteFormAuthority(request.raw.url ?? '');
-    if (target === null) return { status: 400, code: 'bad_request', message: 'Unsupported request target' };
+    if (target === null) return { refusal: { status: 400, code: 'bad_request', message: 'Unsupported request target' } };
     // Both the Host header and, in absolute form, the target's authority must name this server.
     const authorities = [request.headers.host, ...(target === undefined ? [] : [target])];
     for (const authority of authorities) {
       if (!hostAllowed(authority === undefined ? undefined : hostName(authority), policy)) {
         return {
-          status: 421,
-          code: 'forbidden_host',
-          message: `This server does not answer to the host "${String(authority ?? '').slice(0, 100)}"; add it to ALLOWED_HOSTS or PUBLIC_ORIGIN`,
+          refusal: {
+            status: 421,
+            code: 'forbidden_host',
+            message: `This server does not answer to the host "${String(authority ?? '').slice(0, 100)}"; add it to ALLOWED_HOSTS or PUBLIC_ORIGIN`,
+          },
         };
       }
     }
   }
-  if (access === 'public') return undefined;
+  if (access === 'public') return { user: publicUser(request, config, readCookie, proxies) };
 
   const origin = request.headers.origin;
   if (origin !== undefined && !originAllowed(origin, request.headers.host, config.access, policy)) {
-    return { status: 403, code: 'forbidden_origin', message: 'This origin may not use the server' };
+    return { refusal: { status: 403, code: 'forbidden_origin', message: 'This origin may not use the server' } };
   }
   const { authToken, metricsToken } = config.access;
-  const accepted = [authToken, access === 'metrics' ? metricsToken : undefined].filter((secret): secret is string => Boolean(secret));
-  if (accepted.length === 0) return undefined;
   const token = presentedToken(request as FastifyRequest, access === 'socket');
-  if (!token || !accepted.some((secret) => sameSecret(token, secret))) {
-    return { status: 401, code: 'unauthorized', message: 'A valid token is required', challenge: true };
+  // METRICS_TOKEN opens /metrics (and nothing else) in every mode.
+  if (access === 'metrics' && metricsToken && token && sameSecret(token, metricsToken)) return { user: undefined };
+  const unauthorized = (message: string): AccessDecision => ({ refusal: { status: 401, code: 'unauthorized', message, challenge: true } });
+  let user: User;
+  switch (config.auth.mode) {
+    case 'none':
+      if (access === 'metrics' && metricsToken) return unauthorized('A valid token is required');
+      user = LOCAL_USER;
+      break;
+    case 'token':
+      if (!token || !authToken || !sameSecret(token, authToken)) return unauthorized('A valid token is required');
+      user = LOCAL_USER;
+      break;
+    case 'oidc': {
+      const signedIn = signedInUser(readCookie);
+      if (!signedIn) return unauthorized('Sign in first: /auth/login');
+      user = signedIn;
+      break;
+    }
+    case 'header': {
+      const vouched = userFromHeaders(request.headers, request.socket?.remoteAddress, config.auth, proxies ?? new TrustedProxies(config.auth.trustedProxies));
+      if (vouched === 'untrusted_address') return unauthorized(`The ${config.auth.header} header is believed only from TRUSTED_PROXIES; this request did not come through the sign-in proxy`);
+      if (typeof vouched === 'string') return unauthorized(`The sign-in proxy named no user (${config.auth.header})`);
+      user = vouched;
+      break;
+    }
   }
-  return undefined;
+  // With several users, the metrics (everyone's activity) are an admin's, or METRICS_TOKEN's.
+  if (access === 'metrics' && (config.auth.mode === 'oidc' || config.auth.mode === 'header') && !user.admin) return unauthorized('Metrics are for admins, or METRICS_TOKEN');
+  return { user };
 }
 
-/** The access check of every request, as an onRequest hook (PROTOCOL.md "Access"). */
+/** Who a public request comes from, when it says (the web app's /api/me asks on a public route too). */
+function publicUser(request: Pick<FastifyRequest, 'headers'> & { socket?: { remoteAddress?: string | undefined } }, config: Config, readCookie: CookieReader, proxies: TrustedProxies | undefined): User | undefined {
+  switch (config.auth.mode) {
+    case 'none':
+      return LOCAL_USER;
+    case 'token': {
+      const token = presentedToken(request as FastifyRequest, false);
+      return token && config.access.authToken && sameSecret(token, config.access.authToken) ? LOCAL_USER : undefined;
+    }
+    case 'oidc':
+      return signedInUser(readCookie);
+    case 'header': {
+      const vouched = userFromHeaders(request.headers, request.socket?.remoteAddress, config.auth, proxies ?? new TrustedProxies(config.auth.trustedProxies));
+      return typeof vouched === 'string' ? undefined : vouched;
+    }
+  }
+}
+
+function signedInUser(readCookie: CookieReader): User | undefined {
+  const value = readCookie(SESSION_COOKIE);
+  return value === undefined ? undefined : decodeSession(value);
+}
+
+/** The access check of every request, as an onRequest hook (PROTOCOL.md "Access"); it sets `request.user`. */
 export function checkAccess(config: Config) {
+  const proxies = config.auth.mode === 'header' ? new TrustedProxies(config.auth.trustedProxies) : undefined;
   return async (request: FastifyRequest, reply: FastifyReply) => {
-    const refusal = decideAccess(request, config);
-    if (!refusal) return;
-    if (refusal.challenge) reply.header('www-authenticate', 'Bearer');
+    const readCookie: CookieReader = (name) => {
+      const raw = (request as { cookies?: Record<string, string | undefined> }).cookies?.[name];
+      if (raw === undefined || typeof request.unsignCookie !== 'function') return undefined;
+      const unsigned = request.unsignCookie(raw);
+      return unsigned.valid && unsigned.value !== null ? unsigned.value : undefined;
+    };
+    const decision = decideAccess(request, config, readCookie, proxies);
+    if ('user' in decision) {
+      request.user = decision.user;
+      return;
+    }
+    const { refusal } = decision;
+    if (refusal.challenge) reply.header('www-authenticate', config.auth.mode === 'token' ? 'Bearer' : 'Cookie');
     return reply.code(refusal.status).send({ error: { code: refusal.code, message: refusal.message } });
   };
 }

@@ -1,5 +1,6 @@
 import { type ErrorCode, SessionDetail, SessionEvents, SessionFile, SessionList, SessionSummary, SnapshotList } from '@stepwise/shared-types';
-import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { LOCAL_USER, type User } from '../auth/user.ts';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { HistoryError, type HistoryService } from '../chat/history-service.ts';
@@ -32,7 +33,7 @@ export function registerRestRoutes(server: FastifyInstance, history: HistoryServ
     }
     const status = (error as { statusCode?: number }).statusCode ?? 500;
     if (status >= 500) request.log.error({ err: error }, 'request failed');
-    return sendError(reply, status, status >= 500 ? 'internal_error' : 'bad_request', status >= 500 ? 'Internal error' : (error as Error).message);
+    return sendError(reply, status, status >= 500 ? 'internal_error' : status === 429 ? 'rate_limited' : 'bad_request', status >= 500 ? 'Internal error' : (error as Error).message);
   });
   app.setNotFoundHandler((request, reply) => sendError(reply, 404, 'not_found', `No route ${request.method} ${request.url.split('?')[0]}`));
 
@@ -42,21 +43,24 @@ export function registerRestRoutes(server: FastifyInstance, history: HistoryServ
       schema: {
         tags: ['history'],
         summary: 'The chats, newest activity first',
-        querystring: z.object({ limit: wholeNumber(1, 500, 'limit').default(100) }),
+        querystring: z.object({
+          limit: wholeNumber(1, 500, 'limit').default(100),
+          scope: z.enum(['own', 'all'], { error: 'scope must be own or all' }).default('own').describe('all: everyone’s chats, each naming its owner (admins only)'),
+        }),
         response: { 200: SessionList, ...errorResponses(400, 401) },
       },
     },
-    async (request) => ({ sessions: await history.list(request.query.limit) }),
+    async (request) => ({ sessions: await history.list(viewer(request), request.query.limit, request.query.scope === 'all') }),
   );
   app.get(
     '/api/sessions/:id',
     { schema: { tags: ['history'], summary: 'A chat: its messages and runs', params: SessionParams, response: { 200: SessionDetail, ...errorResponses(400, 401, 404) } } },
-    (request) => history.get(request.params.id),
+    (request) => history.get(request.params.id, viewer(request)),
   );
   app.get(
     '/api/sessions/:id/snapshots',
     { schema: { tags: ['history'], summary: 'A chat’s snapshots, rollbacks and every step’s end, oldest first', params: SessionParams, response: { 200: SnapshotList, ...errorResponses(400, 401, 404) } } },
-    (request) => history.snapshots(request.params.id),
+    (request) => history.snapshots(request.params.id, viewer(request)),
   );
   app.get(
     '/api/sessions/:id/events',
@@ -69,7 +73,7 @@ export function registerRestRoutes(server: FastifyInstance, history: HistoryServ
         response: { 200: SessionEvents, ...errorResponses(400, 401, 404) },
       },
     },
-    (request) => history.events(request.params.id, request.query.after_seq, request.query.limit),
+    (request) => history.events(request.params.id, viewer(request), request.query.after_seq, request.query.limit),
   );
   app.patch(
     '/api/sessions/:id',
@@ -82,10 +86,10 @@ export function registerRestRoutes(server: FastifyInstance, history: HistoryServ
         response: { 200: SessionSummary, ...errorResponses(400, 401, 404) },
       },
     },
-    (request) => history.rename(request.params.id, request.body.title),
+    (request) => history.rename(request.params.id, viewer(request), request.body.title),
   );
   app.delete('/api/sessions/:id', { schema: { tags: ['history'], summary: 'Deletes a chat, its log and its files', params: SessionParams, response: { 204: z.null().describe('Deleted'), ...errorResponses(400, 401, 404) } } }, async (request, reply) => {
-    await history.delete(request.params.id);
+    await history.delete(request.params.id, viewer(request));
     return reply.code(204).send(null);
   });
   registerFileRoutes(app, history, files);
@@ -102,7 +106,7 @@ function registerFileRoutes(server: FastifyInstance, history: HistoryService, fi
     '/api/sessions/:id/files',
     { schema: { tags, summary: 'A chat’s files', params: SessionParams, response: { 200: z.object({ files: z.array(SessionFile) }), ...errorResponses(400, 401, 404) } } },
     async (request) => {
-      await history.requireSession(request.params.id);
+      await history.requireSession(request.params.id, viewer(request), 'read');
       return { files: await files.list(request.params.id) };
     },
   );
@@ -117,7 +121,7 @@ function registerFileRoutes(server: FastifyInstance, history: HistoryService, fi
       },
     },
     async (request, reply) => {
-      await history.requireSession(request.params.id);
+      await history.requireSession(request.params.id, viewer(request), 'read');
       const file = await files.openForDownload(request.params.id, request.params.name);
       // Always a download, never rendered: an uploaded .html must not run in this origin.
       return reply
@@ -133,7 +137,7 @@ function registerFileRoutes(server: FastifyInstance, history: HistoryService, fi
     '/api/sessions/:id/files/:name',
     { schema: { tags, summary: 'Deletes a file', params: FileParams, response: { 204: z.null().describe('Deleted'), ...errorResponses(400, 401, 404) } } },
     async (request, reply) => {
-      await history.requireSession(request.params.id);
+      await history.requireSession(request.params.id, viewer(request), 'write');
       await files.remove(request.params.id, request.params.name);
       return reply.code(204).send(null);
     },
@@ -155,7 +159,7 @@ function registerFileRoutes(server: FastifyInstance, history: HistoryService, fi
         },
       },
       async (request, reply) => {
-        await history.requireSession(request.params.id, { write: true });
+        await history.requireSession(request.params.id, viewer(request), 'write');
         const name = SessionFiles.uploadName(request.query.name);
         const declared = Number(request.headers['content-length'] ?? 0);
         if (declared > files.maxBytes) {
@@ -166,6 +170,11 @@ function registerFileRoutes(server: FastifyInstance, history: HistoryService, fi
       },
     );
   });
+}
+
+/** Who asks: the access check has named the user of every route here. */
+function viewer(request: FastifyRequest): User {
+  return request.user ?? LOCAL_USER;
 }
 
 /** An attachment header that survives any file name: an ASCII fallback and the UTF-8 original. */

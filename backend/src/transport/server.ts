@@ -1,6 +1,8 @@
 import type { Cluster } from '../cluster/cluster.ts';
 import { isDurable, type RunEngine } from '../agent/run-engine.ts';
 import { existsSync } from 'node:fs';
+import fastifyCookie from '@fastify/cookie';
+import fastifyRateLimit from '@fastify/rate-limit';
 import fastifyStatic from '@fastify/static';
 import fastifyWebsocket from '@fastify/websocket';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
@@ -15,7 +17,9 @@ import { TOKENS } from '../tokens.ts';
 import { SessionFiles } from '../files/session-files.ts';
 import { Metrics } from '../metrics/metrics.ts';
 import { z } from 'zod';
-import { checkAccess, chooseSubprotocol, METRICS_ROUTE, PUBLIC_ROUTE } from './access.ts';
+import { checkAccess, chooseSubprotocol, METRICS_ROUTE, PUBLIC_ROUTE, type RouteAccess } from './access.ts';
+import { registerAuthRoutes } from '../auth/auth-routes.ts';
+import type { Logger } from '../logger.ts';
 import { registerAgUiRoutes } from './ag-ui/route.ts';
 import { registerOpenApi } from './openapi.ts';
 import { SocketsPerAddress } from './connection-limits.ts';
@@ -46,9 +50,24 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
       await new Promise<void>((resolve) => this.websocketServer.close(() => resolve()));
     },
   });
+  // The sign-in cookie is read (and its signature checked with SESSION_SECRET) before the access check.
+  await app.register(fastifyCookie, config.auth.mode === 'oidc' ? { secret: config.auth.sessionSecret } : {});
+  app.decorateRequest('user', undefined);
   // Every REST call and upgrade passes the access check before any route runs. It comes after the
   // WebSocket plugin's own onRequest hook, which must mark upgrades so that refused ones are closed.
+  // It says who the request comes from (request.user).
   app.addHook('onRequest', checkAccess(config));
+  // REST calls per user (per address when nobody signs in), after the check has named the user;
+  // the web app's files and the health check are not counted.
+  await app.register(fastifyRateLimit, {
+    hook: 'preHandler',
+    max: config.quotas.restPerMinute,
+    timeWindow: 60_000,
+    keyGenerator: (request) => (request.user && config.auth.mode !== 'none' && config.auth.mode !== 'token' ? `user:${request.user.id}` : `address:${request.ip}`),
+    allowList: (request) => ((request.routeOptions.config as { access?: RouteAccess } | undefined)?.access ?? 'api') === 'public' && !request.url.startsWith('/auth/'),
+    errorResponseBuilder: (_request, context) =>
+      Object.assign(new Error(`Too many requests: at most ${context.max} a minute; try again in ${context.after}`), { statusCode: 429 }),
+  });
   // Routes declared from here on are validated against their zod schemas and described at /api/openapi.json.
   await registerOpenApi(app);
   // The web app's files are the only routes open to anyone (besides the health check); every
@@ -84,6 +103,7 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
     const ok = Object.values(dependencies).every(Boolean);
     return reply.code(ok ? 200 : 503).send({ status: ok ? 'ok' : 'degraded', ...(cluster ? { instance: cluster.instanceId } : {}), dependencies });
   });
+  await registerAuthRoutes(app, config, container.resolve<Logger>(TOKENS.Logger));
   registerRestRoutes(app, container.resolve(HistoryService), container.resolve(SessionFiles));
   registerAgUiRoutes(app, sessions, container.resolve<Store>(TOKENS.Store), config.limits);
   const sockets = new SocketsPerAddress(config.limits.socketsPerAddress);

@@ -19,6 +19,7 @@ export function registerWebSocketRoute(
       sessionId: query.session_id,
       afterSeq: query.after_seq,
       address: request.ip,
+      user: request.user,
     });
     // Frames that arrive while the session is being opened wait for it, in order.
     socket.on('message', (data: RawData, isBinary: boolean) => {

@@ -10,6 +10,7 @@ import type { ChatService } from '../../chat/chat-service.ts';
 import type { ClientConnection } from '../../chat/client-connection.ts';
 import { SESSION_ID, type SessionManager } from '../../chat/session-manager.ts';
 import type { Store } from '../../store/store.ts';
+import { chatAccess, LOCAL_USER } from '../../auth/user.ts';
 import { errorResponses, SessionParams } from '../openapi.ts';
 import { sendError } from '../rest-routes.ts';
 import type { BackpressureLimits } from '../websocket-connection.ts';
@@ -94,7 +95,13 @@ export function registerAgUiRoutes(server: FastifyInstance, sessions: SessionMan
         messages = [message.data];
       }
 
-      const { chat } = await sessions.open(input.threadId, { keepId: true });
+      const opened = await sessions.open(input.threadId, { keepId: true, user: request.user });
+      // Another user's thread is not found; an admin watches chats, never drives them.
+      if (!opened || opened.access !== 'own') {
+        if (opened) sessions.release(opened.chat);
+        return sendError(reply, 404, 'not_found', `No chat ${input.threadId}`);
+      }
+      const { chat } = opened;
       const stream = new AgUiStream(reply.raw, new EventEncoder({ accept: wantsProtobuf(request.headers.accept) ? request.headers.accept : 'text/event-stream' }), limits);
       const translator = new AgUiTranslator(input.threadId, input.runId, (event) => stream.write(event));
       let afterSeq = chat.log.lastSeq;
@@ -119,7 +126,7 @@ export function registerAgUiRoutes(server: FastifyInstance, sessions: SessionMan
       connection.onDone = finish;
       await chat.log.attach(connection, afterSeq);
       for (const message of messages) {
-        const refusedMessage = await chat.handle(message, { address: request.ip });
+        const refusedMessage = await chat.handle(message, { address: request.ip, user: request.user });
         if (refusedMessage) {
           // Nothing was streamed yet: the refusal is the response.
           connection.finished = true;
@@ -153,11 +160,18 @@ export function registerAgUiRoutes(server: FastifyInstance, sessions: SessionMan
       },
     },
     async (request, reply) => {
-      if (!SESSION_ID.test(request.params.id) || !(await sessions.exists(request.params.id))) {
+      const owner = SESSION_ID.test(request.params.id) ? await sessions.ownerOf(request.params.id) : undefined;
+      // Another user's chat is not found (an admin may stop any run).
+      if (owner === undefined || chatAccess(request.user ?? LOCAL_USER, owner) === 'none') {
         return sendError(reply, 404, 'not_found', `No chat ${request.params.id.slice(0, 100)}`);
       }
-      const { chat } = await sessions.open(request.params.id);
-      const refused = await chat.handle({ type: 'agent_control', action: 'stop' }, { address: request.ip });
+      const opened = await sessions.open(request.params.id, { user: request.user });
+      if (!opened?.resumed) {
+        if (opened) sessions.release(opened.chat);
+        return sendError(reply, 404, 'not_found', `No chat ${request.params.id.slice(0, 100)}`);
+      }
+      const { chat } = opened;
+      const refused = await chat.handle({ type: 'agent_control', action: 'stop' }, { address: request.ip, user: request.user });
       sessions.release(chat);
       if (refused) return sendError(reply, 409, refused.code as ErrorCode, refused.message);
       return reply.code(202).send({ status: 'stopping' as const });

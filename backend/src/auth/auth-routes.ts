@@ -1,0 +1,166 @@
+import { Me } from '@stepwise/shared-types';
+import type { CookieSerializeOptions } from '@fastify/cookie';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import * as oidc from 'openid-client';
+import { z } from 'zod';
+import type { AuthConfig, Config } from '../config/config.ts';
+import type { Logger } from '../logger.ts';
+import { PUBLIC_ROUTE } from '../transport/access.ts';
+import { errorResponses } from '../transport/openapi.ts';
+import { sendError } from '../transport/rest-routes.ts';
+import { encodeSession, LOGIN_COOKIE, SESSION_COOKIE } from './identify.ts';
+import type { User } from './user.ts';
+
+type OidcAuth = Extract<AuthConfig, { mode: 'oidc' }>;
+
+/** How long a sign-in may take between /auth/login and the provider sending the browser back. */
+const LOGIN_MAX_AGE_S = 10 * 60;
+
+/** What /auth/login leaves in its cookie for /auth/callback to check. */
+const LoginState = z.object({ state: z.string(), verifier: z.string(), nonce: z.string() });
+
+/**
+ * `GET /api/me` (who this client is, in every mode) and, with AUTH_MODE=oidc, the sign-in:
+ * `/auth/login` sends the browser to the provider (authorization code with PKCE, a state and a
+ * nonce kept in a short-lived signed cookie), `/auth/callback` takes the code, checks the ID token
+ * and sets the sign-in cookie, `/auth/logout` clears it (and signs out at the provider when it
+ * offers that).
+ */
+export async function registerAuthRoutes(server: FastifyInstance, config: Config, logger: Logger): Promise<void> {
+  const app = server.withTypeProvider<ZodTypeProvider>();
+  const { auth } = config;
+  const secure = (config.access.publicOrigin ?? '').startsWith('https:');
+  const provider = auth.mode === 'oidc' ? new OidcProvider(auth, logger) : undefined;
+
+  app.get(
+    '/api/me',
+    { ...PUBLIC_ROUTE, schema: { tags: ['auth'], summary: 'Who the server takes this client for, and how people sign in here', security: [], response: { 200: Me, ...errorResponses(401) } } },
+    async (request, reply) => {
+      const user = request.user;
+      if (!user) return sendError(reply, 401, 'unauthorized', auth.mode === 'oidc' ? 'Sign in first: /auth/login' : 'Not signed in');
+      return { auth_mode: auth.mode, user, ...(auth.mode === 'oidc' ? { logout_url: '/auth/logout' } : {}) };
+    },
+  );
+  if (!provider || auth.mode !== 'oidc') return;
+
+  const cookieOptions = (maxAgeS: number): CookieSerializeOptions => ({ path: '/', httpOnly: true, sameSite: 'lax', secure, signed: true, maxAge: maxAgeS });
+
+  app.get('/auth/login', { ...PUBLIC_ROUTE, schema: { tags: ['auth'], summary: 'Starts signing in with the OpenID provider', security: [] } }, async (_request, reply) => {
+    const login = { state: oidc.randomState(), verifier: oidc.randomPKCECodeVerifier(), nonce: oidc.randomNonce() };
+    let target: URL;
+    try {
+      target = await provider.authorizationUrl(login);
+    } catch (error) {
+      logger.error({ err: error, issuer: auth.issuer }, 'the OpenID provider could not be reached');
+      return signInProblem(reply, 503, 'The sign-in provider could not be reached. Try again in a moment.');
+    }
+    reply.setCookie(LOGIN_COOKIE, Buffer.from(JSON.stringify(login)).toString('base64url'), cookieOptions(LOGIN_MAX_AGE_S));
+    return reply.redirect(target.href, 302);
+  });
+
+  app.get('/auth/callback', { ...PUBLIC_ROUTE, schema: { tags: ['auth'], summary: 'Where the OpenID provider sends the browser back', security: [] } }, async (request, reply) => {
+    const raw = request.cookies[LOGIN_COOKIE];
+    const unsigned = raw === undefined ? undefined : request.unsignCookie(raw);
+    reply.clearCookie(LOGIN_COOKIE, { path: '/' });
+    const login = unsigned?.valid && unsigned.value ? parseLogin(unsigned.value) : undefined;
+    if (!login) return signInProblem(reply, 400, 'This sign-in expired or was started in another browser. Start again.');
+    let user: User;
+    try {
+      user = await provider.finish(new URL(request.url, auth.redirectUri), login);
+    } catch (error) {
+      logger.warn({ err: error }, 'a sign-in was refused');
+      return signInProblem(reply, 400, 'The sign-in could not be completed. Start again.');
+    }
+    reply.setCookie(SESSION_COOKIE, encodeSession(user, auth.sessionMaxAgeMs), cookieOptions(Math.floor(auth.sessionMaxAgeMs / 1000)));
+    logger.info({ user: user.id, admin: user.admin }, 'signed in');
+    return reply.redirect('/', 302);
+  });
+
+  const logout = async (_request: unknown, reply: FastifyReply) => {
+    reply.clearCookie(SESSION_COOKIE, { path: '/' });
+    const target = await provider.endSessionUrl(config.access.publicOrigin ?? '/');
+    return reply.redirect(target ?? '/', 302);
+  };
+  app.get('/auth/logout', { ...PUBLIC_ROUTE, schema: { tags: ['auth'], summary: 'Signs out (and at the provider, when it offers that)', security: [] } }, logout);
+  app.post('/auth/logout', { ...PUBLIC_ROUTE, schema: { tags: ['auth'], summary: 'Signs out (and at the provider, when it offers that)', security: [] } }, logout);
+}
+
+function parseLogin(value: string): z.infer<typeof LoginState> | undefined {
+  try {
+    const parsed = LoginState.safeParse(JSON.parse(Buffer.from(value, 'base64url').toString('utf8')));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A sign-in that cannot go on, as a small page with a way back in. */
+function signInProblem(reply: FastifyReply, status: number, message: string) {
+  const page = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Stepwise: sign-in</title></head><body><h1>Stepwise</h1><p>${message}</p><p><a href="/auth/login">Sign in</a></p></body></html>`;
+  return reply.code(status).type('text/html').header('cache-control', 'no-store').send(page);
+}
+
+/** The OpenID provider, found through its discovery document when first needed (and again after a failure). */
+class OidcProvider {
+  private configuration: Promise<oidc.Configuration> | undefined;
+
+  constructor(
+    private readonly auth: OidcAuth,
+    private readonly logger: Logger,
+  ) {}
+
+  private discover(): Promise<oidc.Configuration> {
+    this.configuration ??= oidc
+      .discovery(new URL(this.auth.issuer), this.auth.clientId, undefined, this.auth.clientSecret ? oidc.ClientSecretPost(this.auth.clientSecret) : oidc.None(), {
+        // A provider on plain http (a test, a provider inside a private network) is allowed, with a warning.
+        ...(this.auth.issuer.startsWith('http:') ? { execute: [oidc.allowInsecureRequests] } : {}),
+      })
+      .then((configuration) => {
+        if (this.auth.issuer.startsWith('http:')) this.logger.warn({ issuer: this.auth.issuer }, 'the OpenID provider is on plain http');
+        return configuration;
+      })
+      .catch((error: unknown) => {
+        this.configuration = undefined;
+        throw error;
+      });
+    return this.configuration;
+  }
+
+  async authorizationUrl(login: z.infer<typeof LoginState>): Promise<URL> {
+    const configuration = await this.discover();
+    return oidc.buildAuthorizationUrl(configuration, {
+      redirect_uri: this.auth.redirectUri,
+      scope: this.auth.scopes,
+      code_challenge: await oidc.calculatePKCECodeChallenge(login.verifier),
+      code_challenge_method: 'S256',
+      state: login.state,
+      nonce: login.nonce,
+    });
+  }
+
+  /** Takes the provider's answer: the code for tokens, the ID token's claims checked, the user made of them. */
+  async finish(callback: URL, login: z.infer<typeof LoginState>): Promise<User> {
+    const configuration = await this.discover();
+    const tokens = await oidc.authorizationCodeGrant(configuration, callback, { pkceCodeVerifier: login.verifier, expectedState: login.state, expectedNonce: login.nonce, idTokenExpected: true });
+    const claims = tokens.claims();
+    if (!claims) throw new Error('The provider sent no ID token');
+    const text = (value: unknown) => (typeof value === 'string' && value.trim() ? value.trim() : undefined);
+    const email = text(claims.email);
+    const groups = claims[this.auth.groupsClaim];
+    const inGroup = this.auth.adminGroup !== undefined && Array.isArray(groups) && groups.includes(this.auth.adminGroup);
+    const admin = inGroup || (email !== undefined && this.auth.adminEmails.includes(email.toLowerCase()));
+    const name = text(claims.name) ?? text(claims.preferred_username) ?? email ?? claims.sub;
+    return { id: claims.sub, name: name.slice(0, 200), ...(email ? { email: email.slice(0, 320) } : {}), admin };
+  }
+
+  async endSessionUrl(returnTo: string): Promise<string | undefined> {
+    try {
+      const configuration = await this.discover();
+      if (!configuration.serverMetadata().end_session_endpoint) return undefined;
+      return oidc.buildEndSessionUrl(configuration, { client_id: this.auth.clientId, post_logout_redirect_uri: returnTo }).href;
+    } catch {
+      return undefined;
+    }
+  }
+}
