@@ -107,6 +107,30 @@ describe('the embedded store', () => {
     }
   });
 
+  it('gives the chats made before there were owners to the local user when it upgrades', async () => {
+    const dir = newDataDir();
+    const path = join(dir, SQLITE_DATABASE_FILE);
+    const sessionId = randomUUID();
+    // A database as the release before owners left it: migrations up to 3, one chat in it.
+    const db = openSqliteDatabase(path, 'full');
+    try {
+      db.exec('create table schema_migrations (version integer primary key, name text not null, applied_at text not null) strict');
+      for (const migration of SQLITE_MIGRATIONS.filter((candidate) => candidate.version <= 3)) {
+        db.exec(migration.sql);
+        db.prepare('insert into schema_migrations (version, name, applied_at) values (?, ?, ?)').run([migration.version, migration.name, new Date().toISOString()]);
+      }
+      const now = new Date().toISOString();
+      db.prepare('insert into sessions (id, title, created_at, updated_at) values (?, ?, ?, ?)').run([sessionId, 'From before', now, now]);
+    } finally {
+      db.close();
+    }
+    const store = openSqliteStore(path);
+    stores.push(store);
+    expect(await store.getSession(sessionId)).toMatchObject({ title: 'From before', owner: 'local', ownerName: null });
+    expect((await store.listSessions(10, 'local')).map((session) => session.id)).toEqual([sessionId]);
+    expect(await store.listSessions(10, 'alice')).toEqual([]);
+  });
+
   it('leaves an old embedded PostgreSQL folder beside an existing SQLite file alone, and says so', async () => {
     const dir = newDataDir();
     await open({ DATA_DIR: dir });

@@ -290,6 +290,21 @@ describe.each(adapters)('the store on $name', (adapter) => {
     expect(await store.listSessions(1)).toHaveLength(1);
   });
 
+  it('gives every session an owner, the local user unless told, and lists one owner’s sessions or everyone’s', async () => {
+    const local = randomUUID();
+    const alices = randomUUID();
+    const bobs = randomUUID();
+    await store.createSession(local);
+    await store.createSession(alices, { id: 'alice', name: 'Alice A.' });
+    await store.createSession(bobs, { id: 'bob' });
+    expect(await store.getSession(local)).toMatchObject({ owner: 'local', ownerName: null });
+    expect(await store.getSession(alices)).toMatchObject({ owner: 'alice', ownerName: 'Alice A.' });
+    expect((await store.listSessions(10, 'alice')).map((session) => session.id)).toEqual([alices]);
+    expect((await store.listSessions(10, 'bob')).map((session) => session.id)).toEqual([bobs]);
+    expect((await store.listSessions(10, 'nobody'))).toEqual([]);
+    expect((await store.listSessions(10)).map((session) => session.id).sort()).toEqual([local, alices, bobs].sort());
+  });
+
   it('deletes a session with everything in it', async () => {
     const sessionId = randomUUID();
     const runId = randomUUID();
@@ -305,6 +320,19 @@ describe.each(adapters)('the store on $name', (adapter) => {
   });
 
   if (adapter.db) {
+    it('gives the chats made before there were owners to the local user when it upgrades', async () => {
+      const db = adapter.db!();
+      const before = randomUUID();
+      await db.exec('drop index sessions_owner');
+      await db.exec('alter table sessions drop column owner');
+      await db.exec('alter table sessions drop column owner_name');
+      await db.query('delete from schema_migrations where version = 6');
+      await db.query('insert into sessions (id, title) values ($1, $2)', [before, 'From before']);
+      expect(await migrate(db)).toEqual([6]);
+      expect(await store.getSession(before)).toMatchObject({ title: 'From before', owner: 'local', ownerName: null });
+      expect((await store.listSessions(10, 'local')).map((session) => session.id)).toContain(before);
+    });
+
     it('applies each migration once', async () => {
       expect(await migrate(adapter.db!())).toEqual([]);
       const rows = await adapter.db!().query<{ version: number }>('select version from schema_migrations order by version');
