@@ -5,6 +5,7 @@ import { Header } from './components/Header.tsx';
 import { QuestionBanner } from './components/QuestionBanner.tsx';
 import { SessionSidebar } from './components/SessionSidebar.tsx';
 import { TokenPrompt } from './components/TokenPrompt.tsx';
+import { SignInPage } from './components/SignInPage.tsx';
 import { useNow } from './lib/use-now.ts';
 import { useStepwise } from './lib/use-stepwise.ts';
 import { SessionFilesContext } from './lib/session-files-context.ts';
@@ -18,7 +19,7 @@ import { ApprovalContext, type Approve } from './lib/approval-context.ts';
 
 /** The whole app: state comes from the reducer, components only render it and send messages. */
 export function App() {
-  const { state, actions, access } = useStepwise();
+  const { state, actions, access, me } = useStepwise();
   const question = pendingQuestion(state);
   const approvals = pendingApprovals(state);
   const approve: Approve = (questionId, decision) => {
@@ -57,11 +58,13 @@ export function App() {
   // The list refreshes when a response completes (a new title, a new last activity).
   const refreshKey = state.busy ? -1 : state.lastSeq;
   if (access === 'token_required') return <TokenPrompt />;
+  if (access === 'sign_in_required') return <SignInPage />;
+  const watching = state.session?.read_only === true ? (state.session.owner?.name ?? 'another person') : undefined;
   return (
     <SessionFilesContext.Provider value={actions}>
     <ApprovalContext.Provider value={approve}>
     <div className="layout">
-      <SessionSidebar currentId={state.session?.session_id} refreshKey={refreshKey} open={sidebarOpen} onClose={() => setSidebarOpen(false)} />
+      <SessionSidebar currentId={state.session?.session_id} refreshKey={refreshKey} open={sidebarOpen} onClose={() => setSidebarOpen(false)} admin={me?.user.admin === true} userId={me?.user.id} />
       <div
         className={`app${dragging ? ' dragging' : ''}`}
         onDragOver={(event) => {
@@ -88,6 +91,7 @@ export function App() {
         onOpenSettings={() => setSettingsOpen(true)}
         onOpenSnapshots={() => setSnapshotsOpen(true)}
         approvalsWaiting={approvals.length}
+        me={me}
       />
       <Suspense fallback={null}>
       {settingsOpen && <SettingsDialog session={state.session} now={now} onClose={() => setSettingsOpen(false)} />}
@@ -135,23 +139,36 @@ export function App() {
           </div>
         )}
         <FileList files={state.files} uploading={state.uploading} onDownload={actions.download} />
-        <Composer
-          busy={state.busy}
-          stopping={state.stopping}
-          connected={state.connection === 'live'}
-          limits={state.session?.limits}
-          tools={state.session?.tools ?? []}
-          mcpServers={state.session?.mcp_servers ?? []}
-          strategies={state.session?.strategy_catalog ?? []}
-          lastRun={state.session?.last_run ? { sessionId: state.session.session_id, ...state.session.last_run } : undefined}
-          question={question?.text}
-          started={state.items.length > 0}
-          onAttach={(files) => void actions.attach(files)}
-          onSend={actions.chat}
-          onAnswer={(answer) => (question ? actions.answer(question.runId, answer, question.questionId) : false)}
-          onBlockedSend={actions.explainBusy}
-          onStop={actions.stop}
-        />
+        {watching !== undefined ? (
+          <div className="watch-bar" role="status" data-testid="watching">
+            <span>
+              You are watching <strong>{watching}</strong>’s chat as an admin: you can read it and stop its run.
+            </span>
+            {state.busy && (
+              <button type="button" className="danger" onClick={actions.stop} disabled={state.stopping}>
+                Stop
+              </button>
+            )}
+          </div>
+        ) : (
+          <Composer
+            busy={state.busy}
+            stopping={state.stopping}
+            connected={state.connection === 'live'}
+            limits={state.session?.limits}
+            tools={state.session?.tools ?? []}
+            mcpServers={state.session?.mcp_servers ?? []}
+            strategies={state.session?.strategy_catalog ?? []}
+            lastRun={state.session?.last_run ? { sessionId: state.session.session_id, ...state.session.last_run } : undefined}
+            question={question?.text}
+            started={state.items.length > 0}
+            onAttach={(files) => void actions.attach(files)}
+            onSend={actions.chat}
+            onAnswer={(answer) => (question ? actions.answer(question.runId, answer, question.questionId) : false)}
+            onBlockedSend={actions.explainBusy}
+            onStop={actions.stop}
+          />
+        )}
       </div>
       </div>
     </div>

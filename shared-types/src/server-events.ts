@@ -511,6 +511,8 @@ export const SessionEvent = z.object({
   protocol: z.literal(1),
   /** True when an admin joined another person's chat: they may watch it and stop its run, nothing more. */
   read_only: z.boolean().optional(),
+  /** Whose chat it is, when it is not the client's own (an admin watching). */
+  owner: z.object({ id: z.string(), name: z.string() }).optional(),
   model: z.string(),
   /** True when the model is the offline demo stand-in. */
   demo: z.boolean().optional(),

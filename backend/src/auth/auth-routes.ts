@@ -7,12 +7,17 @@ import { z } from 'zod';
 import type { AuthConfig, Config } from '../config/config.ts';
 import type { Logger } from '../logger.ts';
 import { PUBLIC_ROUTE } from '../transport/access.ts';
-import { errorResponses } from '../transport/openapi.ts';
-import { sendError } from '../transport/rest-routes.ts';
 import { encodeSession, LOGIN_COOKIE, SESSION_COOKIE } from './identify.ts';
 import type { User } from './user.ts';
 
 type OidcAuth = Extract<AuthConfig, { mode: 'oidc' }>;
+
+/** `GET /api/me` when nobody is signed in: the error, and how to sign in here. */
+const MeRefusal = z.object({
+  error: z.object({ code: z.literal('unauthorized'), message: z.string() }),
+  auth_mode: Me.shape.auth_mode,
+  login_url: z.string().optional(),
+});
 
 /** How long a sign-in may take between /auth/login and the provider sending the browser back. */
 const LOGIN_MAX_AGE_S = 10 * 60;
@@ -35,10 +40,15 @@ export async function registerAuthRoutes(server: FastifyInstance, config: Config
 
   app.get(
     '/api/me',
-    { ...PUBLIC_ROUTE, schema: { tags: ['auth'], summary: 'Who the server takes this client for, and how people sign in here', security: [], response: { 200: Me, ...errorResponses(401) } } },
+    { ...PUBLIC_ROUTE, schema: { tags: ['auth'], summary: 'Who the server takes this client for, and how people sign in here', security: [], response: { 200: Me, 401: MeRefusal } } },
     async (request, reply) => {
       const user = request.user;
-      if (!user) return sendError(reply, 401, 'unauthorized', auth.mode === 'oidc' ? 'Sign in first: /auth/login' : 'Not signed in');
+      // The refusal says how to get in: the web app shows the sign-in page, or asks for the token.
+      if (!user) {
+        return reply
+          .code(401)
+          .send({ error: { code: 'unauthorized' as const, message: auth.mode === 'oidc' ? 'Sign in first: /auth/login' : 'Not signed in' }, auth_mode: auth.mode, ...(auth.mode === 'oidc' ? { login_url: '/auth/login' } : {}) });
+      }
       return { auth_mode: auth.mode, user, ...(auth.mode === 'oidc' ? { logout_url: '/auth/logout' } : {}) };
     },
   );

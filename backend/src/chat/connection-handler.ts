@@ -74,7 +74,7 @@ export class ConnectionHandler {
       type: 'session',
       session_id: chat.sessionId,
       protocol: 1,
-      ...(access === 'watch' ? { read_only: true } : {}),
+      ...(access === 'watch' ? { read_only: true, owner: { id: chat.owner.id, name: chat.owner.name ?? chat.owner.id } } : {}),
       model: this.llm.modelName,
       demo: this.llm.isDemo,
       resumed,

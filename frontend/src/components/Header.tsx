@@ -1,4 +1,4 @@
-import type { SessionEvent } from '@stepwise/shared-types';
+import type { Me, SessionEvent } from '@stepwise/shared-types';
 import { healthSummary } from '../lib/model-health.ts';
 import { formatWhen } from '../lib/time.ts';
 import type { ConnectionState } from '../state/view-state.ts';
@@ -25,6 +25,7 @@ export function Header({
   onOpenSettings,
   onOpenSnapshots,
   approvalsWaiting = 0,
+  me,
 }: {
   session: SessionEvent | undefined;
   connection: ConnectionState;
@@ -34,6 +35,8 @@ export function Header({
   onOpenSnapshots?: () => void;
   /** Tool calls waiting for the person's approval. */
   approvalsWaiting?: number;
+  /** Who is signed in (shown when there are several users: AUTH_MODE oidc or header). */
+  me?: Me | undefined;
 }) {
   const health = healthSummary(session);
   const checked = health.checkedAt ? ` (checked ${formatWhen(health.checkedAt, now)})` : '';
@@ -98,6 +101,19 @@ export function Header({
           Settings
         </span>
       </button>
+      {me && (me.auth_mode === 'oidc' || me.auth_mode === 'header') && (
+        <div className="user" data-testid="user">
+          <span className="user-name" title={me.user.email ?? me.user.name}>
+            {me.user.name}
+            {me.user.admin && <span className="badge admin-badge">admin</span>}
+          </span>
+          {me.logout_url && (
+            <a className="ghost button sign-out" href={me.logout_url}>
+              Sign out
+            </a>
+          )}
+        </div>
+      )}
       <div className={`connection connection-${connection}`} role="status" aria-label={`Connection: ${CONNECTION_LABEL[connection]}`} title={CONNECTION_LABEL[connection]}>
         <span className="connection-dot" aria-hidden="true" />
         <span className="connection-label">{CONNECTION_LABEL[connection]}</span>

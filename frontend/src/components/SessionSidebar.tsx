@@ -10,8 +10,25 @@ import { UndoToast } from './UndoToast.tsx';
 export const UNDO_DELETE_MS = 5_000;
 
 /** Past sessions: open one, start a new chat, delete (with a few seconds to undo). Opening one loads the page for it. */
-export function SessionSidebar({ currentId, refreshKey, open, onClose }: { currentId: string | undefined; refreshKey: number; open: boolean; onClose: () => void }) {
+export function SessionSidebar({
+  currentId,
+  refreshKey,
+  open,
+  onClose,
+  admin = false,
+  userId,
+}: {
+  currentId: string | undefined;
+  refreshKey: number;
+  open: boolean;
+  onClose: () => void;
+  /** An admin may switch to everyone's chats. */
+  admin?: boolean;
+  /** The signed-in user: in everyone's list, only their own chats can be renamed or deleted. */
+  userId?: string | undefined;
+}) {
   const [sessions, setSessions] = useState<SessionSummary[]>([]);
+  const [scope, setScope] = useState<'own' | 'all'>('own');
   const [error, setError] = useState<string | undefined>();
   const [pending, setPending] = useState<PendingDeletion[]>([]);
   const [renaming, setRenaming] = useState<string | undefined>();
@@ -19,14 +36,14 @@ export function SessionSidebar({ currentId, refreshKey, open, onClose }: { curre
   const now = useNow();
 
   const load = useCallback(() => {
-    api.sessions().then(
+    api.sessions(scope).then(
       (list) => {
         setSessions(list);
         setError(undefined);
       },
       (failure: Error) => setError(failure.message),
     );
-  }, []);
+  }, [scope]);
 
   useEffect(load, [load, refreshKey]);
 
@@ -67,6 +84,16 @@ export function SessionSidebar({ currentId, refreshKey, open, onClose }: { curre
             ×
           </button>
         </div>
+        {admin && (
+          <div className="scope-switch" role="group" aria-label="Whose chats">
+            <button type="button" className={scope === 'own' ? 'ghost active' : 'ghost'} aria-pressed={scope === 'own'} onClick={() => setScope('own')}>
+              My chats
+            </button>
+            <button type="button" className={scope === 'all' ? 'ghost active' : 'ghost'} aria-pressed={scope === 'all'} onClick={() => setScope('all')}>
+              All chats
+            </button>
+          </div>
+        )}
         {error && <p className="sidebar-error">{error}</p>}
         <ul className="session-list">
           {visible.map((session) => (
@@ -107,11 +134,14 @@ export function SessionSidebar({ currentId, refreshKey, open, onClose }: { curre
               ) : (
               <a href={`/?session=${encodeURIComponent(session.id)}`} aria-current={session.id === currentId ? 'page' : undefined}>
                 <span className="session-title">{session.title ?? 'New chat'}</span>
+                {session.owner && session.owner.id !== userId && <span className="session-owner">{session.owner.name ?? session.owner.id}</span>}
                 <time className="session-time" dateTime={session.last_activity_at} title={formatFull(session.last_activity_at)}>
                   {formatWhen(session.last_activity_at, now)}
                 </time>
               </a>
               )}
+              {(!session.owner || session.owner.id === userId) && (
+              <>
               <button
                 type="button"
                 className="ghost rename"
@@ -133,6 +163,8 @@ export function SessionSidebar({ currentId, refreshKey, open, onClose }: { curre
               >
                 ×
               </button>
+              </>
+              )}
             </li>
           ))}
           {visible.length === 0 && !error && <li className="muted empty-list">No chats yet.</li>}

@@ -1,6 +1,6 @@
-import { type SessionDetail, SessionDetail as SessionDetailSchema, type SessionSummary, SessionList, type SnapshotInfo, SnapshotList } from '@stepwise/shared-types';
+import { Me, type SessionDetail, SessionDetail as SessionDetailSchema, type SessionSummary, SessionList, type SnapshotInfo, SnapshotList } from '@stepwise/shared-types';
 
-import { AuthRequiredError, authHeaders } from './auth.ts';
+import { AuthRequiredError, authHeaders, SignInRequiredError } from './auth.ts';
 import { withHumanSizes } from './sizes.ts';
 
 async function call(path: string, init: RequestInit = {}): Promise<Response> {
@@ -11,12 +11,23 @@ async function call(path: string, init: RequestInit = {}): Promise<Response> {
 
 /** The history API, from the page's own origin. */
 export const api = {
-  /** Resolves when the server accepts this browser's token (or needs none); rejects with AuthRequiredError. */
-  async checkAccess(): Promise<void> {
-    await call('/api/sessions?limit=1');
+  /**
+   * Who the server takes this browser for; rejects with AuthRequiredError (the token is missing or
+   * wrong) or SignInRequiredError (AUTH_MODE oidc: nobody is signed in).
+   */
+  async me(): Promise<Me> {
+    const response = await fetch('/api/me', { headers: authHeaders() });
+    if (response.status === 401) {
+      const body = (await response.json().catch(() => ({}))) as { auth_mode?: string; login_url?: string };
+      if (body.auth_mode === 'oidc') throw new SignInRequiredError(body.login_url ?? '/auth/login');
+      throw new AuthRequiredError();
+    }
+    if (!response.ok) throw new Error(`Could not reach the server (${response.status})`);
+    return Me.parse(await response.json());
   },
-  async sessions(): Promise<SessionSummary[]> {
-    const response = await call('/api/sessions');
+  /** The user's chats; `all`: everyone's, each naming its owner (admins). */
+  async sessions(scope: 'own' | 'all' = 'own'): Promise<SessionSummary[]> {
+    const response = await call(scope === 'all' ? '/api/sessions?scope=all' : '/api/sessions');
     if (!response.ok) throw new Error(`Could not load the sessions (${response.status})`);
     return SessionList.parse(await response.json()).sessions;
   },

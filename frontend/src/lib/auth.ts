@@ -36,3 +36,11 @@ export class AuthRequiredError extends Error {
     this.name = 'AuthRequiredError';
   }
 }
+
+/** Thrown when the server wants the person to sign in (AUTH_MODE oidc). */
+export class SignInRequiredError extends Error {
+  constructor(readonly loginUrl: string) {
+    super('Sign in to use this Stepwise');
+    this.name = 'SignInRequiredError';
+  }
+}

@@ -3,7 +3,8 @@ import { useCallback, useEffect, useMemo, useReducer, useRef, useState } from 'r
 import { reduce } from '../state/reducer.ts';
 import { initialViewState } from '../state/view-state.ts';
 import { api, sessionInUrl } from './api.ts';
-import { AuthRequiredError, socketProtocols } from './auth.ts';
+import { AuthRequiredError, SignInRequiredError, socketProtocols } from './auth.ts';
+import type { Me } from '@stepwise/shared-types';
 import { StepwiseSocket } from './socket-client.ts';
 
 /** What a message sends besides its text. `strategy` only when the server offers a choice of them. */
@@ -28,13 +29,21 @@ export function useStepwise(url: string = defaultSocketUrl()) {
   const [state, dispatch] = useReducer(reduce, initialViewState);
   const socketRef = useRef<StepwiseSocket | null>(null);
   const sessionIdRef = useRef<string | undefined>(undefined);
-  const [access, setAccess] = useState<'checking' | 'granted' | 'token_required'>('checking');
+  const [access, setAccess] = useState<'checking' | 'granted' | 'token_required' | 'sign_in_required'>('checking');
+  const [me, setMe] = useState<Me | undefined>();
 
   useEffect(() => {
     let cancelled = false;
-    api.checkAccess().then(
-      () => !cancelled && setAccess('granted'),
-      (error: unknown) => !cancelled && setAccess(error instanceof AuthRequiredError ? 'token_required' : 'granted'),
+    api.me().then(
+      (found) => {
+        if (cancelled) return;
+        setMe(found);
+        setAccess('granted');
+      },
+      (error: unknown) => {
+        if (cancelled) return;
+        setAccess(error instanceof SignInRequiredError ? 'sign_in_required' : error instanceof AuthRequiredError ? 'token_required' : 'granted');
+      },
     );
     return () => {
       cancelled = true;
@@ -179,5 +188,5 @@ export function useStepwise(url: string = defaultSocketUrl()) {
     [send],
   );
 
-  return { state, actions, access };
+  return { state, actions, access, me };
 }
