@@ -59,6 +59,7 @@ export function App() {
   const refreshKey = state.busy ? -1 : state.lastSeq;
   if (access === 'token_required') return <TokenPrompt />;
   if (access === 'sign_in_required') return <SignInPage />;
+  if (access === 'proxy_required') return <SignInPage viaProxy />;
   const watching = state.session?.read_only === true ? (state.session.owner?.name ?? 'another person') : undefined;
   return (
     <SessionFilesContext.Provider value={actions}>
@@ -89,7 +90,7 @@ export function App() {
         now={now}
         onToggleSidebar={() => setSidebarOpen((open) => !open)}
         onOpenSettings={() => setSettingsOpen(true)}
-        onOpenSnapshots={() => setSnapshotsOpen(true)}
+        {...(watching === undefined ? { onOpenSnapshots: () => setSnapshotsOpen(true) } : {})}
         approvalsWaiting={approvals.length}
         me={me}
       />

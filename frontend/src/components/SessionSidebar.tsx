@@ -6,6 +6,16 @@ import { formatFull, formatWhen } from '../lib/time.ts';
 import { useNow } from '../lib/use-now.ts';
 import { UndoToast } from './UndoToast.tsx';
 
+const SCOPE_KEY = 'stepwise.chatScope';
+
+function readScope(): string | null {
+  try {
+    return sessionStorage.getItem(SCOPE_KEY);
+  } catch {
+    return null;
+  }
+}
+
 /** How long a deleted chat can be brought back before the request goes out. */
 export const UNDO_DELETE_MS = 5_000;
 
@@ -28,7 +38,19 @@ export function SessionSidebar({
   userId?: string | undefined;
 }) {
   const [sessions, setSessions] = useState<SessionSummary[]>([]);
-  const [scope, setScope] = useState<'own' | 'all'>('own');
+  // An admin's choice of list stays across the page loads that opening a chat makes.
+  const [scope, setScopeState] = useState<'own' | 'all'>(() => (admin && readScope() === 'all' ? 'all' : 'own'));
+  const setScope = (next: 'own' | 'all') => {
+    setScopeState(next);
+    try {
+      sessionStorage.setItem(SCOPE_KEY, next);
+    } catch {
+      // Storage may be off: the choice then lasts until the page reloads.
+    }
+  };
+  useEffect(() => {
+    if (admin && readScope() === 'all') setScopeState('all');
+  }, [admin]);
   const [error, setError] = useState<string | undefined>();
   const [pending, setPending] = useState<PendingDeletion[]>([]);
   const [renaming, setRenaming] = useState<string | undefined>();

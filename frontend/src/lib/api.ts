@@ -20,6 +20,7 @@ export const api = {
     if (response.status === 401) {
       const body = (await response.json().catch(() => ({}))) as { auth_mode?: string; login_url?: string };
       if (body.auth_mode === 'oidc') throw new SignInRequiredError(body.login_url ?? '/auth/login');
+      if (body.auth_mode === 'header') throw new SignInRequiredError(undefined);
       throw new AuthRequiredError();
     }
     if (!response.ok) throw new Error(`Could not reach the server (${response.status})`);

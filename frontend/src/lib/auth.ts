@@ -37,9 +37,9 @@ export class AuthRequiredError extends Error {
   }
 }
 
-/** Thrown when the server wants the person to sign in (AUTH_MODE oidc). */
+/** Thrown when the server wants the person to sign in: at `loginUrl` (AUTH_MODE oidc), or through the sign-in proxy (header, no URL). */
 export class SignInRequiredError extends Error {
-  constructor(readonly loginUrl: string) {
+  constructor(readonly loginUrl: string | undefined) {
     super('Sign in to use this Stepwise');
     this.name = 'SignInRequiredError';
   }

@@ -29,7 +29,7 @@ export function useStepwise(url: string = defaultSocketUrl()) {
   const [state, dispatch] = useReducer(reduce, initialViewState);
   const socketRef = useRef<StepwiseSocket | null>(null);
   const sessionIdRef = useRef<string | undefined>(undefined);
-  const [access, setAccess] = useState<'checking' | 'granted' | 'token_required' | 'sign_in_required'>('checking');
+  const [access, setAccess] = useState<'checking' | 'granted' | 'token_required' | 'sign_in_required' | 'proxy_required'>('checking');
   const [me, setMe] = useState<Me | undefined>();
 
   useEffect(() => {
@@ -42,7 +42,8 @@ export function useStepwise(url: string = defaultSocketUrl()) {
       },
       (error: unknown) => {
         if (cancelled) return;
-        setAccess(error instanceof SignInRequiredError ? 'sign_in_required' : error instanceof AuthRequiredError ? 'token_required' : 'granted');
+        if (error instanceof SignInRequiredError) setAccess(error.loginUrl ? 'sign_in_required' : 'proxy_required');
+        else setAccess(error instanceof AuthRequiredError ? 'token_required' : 'granted');
       },
     );
     return () => {

@@ -1,0 +1,139 @@
+// Signing in with OpenID Connect in Chromium, against a real provider (oidc-provider): its login
+// form filled in, consent given, the person's name in the header; the sign-in cookie accepted by a
+// second instance; an admin's "All chats"; signing out.
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import { freePort } from '../fixtures/mcp-servers.ts';
+import { OIDC_CLIENT, TestOidcProvider } from '../fixtures/oidc-provider.ts';
+import { startStepwise, type TestServer } from '../helpers/stepwise.ts';
+import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, useBrowser } from './browser.ts';
+
+let browser: Browser;
+let context: BrowserContext | undefined;
+let provider: TestOidcProvider | undefined;
+let first: TestServer | undefined;
+let second: TestServer | undefined;
+
+useBrowser((launched) => (browser = launched), () => [context, first, second, provider]);
+
+const SESSION_SECRET = 'a-session-secret-shared-by-every-instance-0123';
+
+/** Two instances of one Stepwise (one database), both known to the provider at the first one's public origin. */
+async function startInstances(): Promise<{ origin: string }> {
+  const port = await freePort();
+  const origin = `http://127.0.0.1:${port}`;
+  provider = await TestOidcProvider.start([origin]);
+  const env = {
+    AUTH_MODE: 'oidc',
+    OIDC_ISSUER: provider.issuer,
+    OIDC_CLIENT_ID: OIDC_CLIENT.id,
+    OIDC_CLIENT_SECRET: OIDC_CLIENT.secret,
+    OIDC_SCOPES: 'openid profile email groups',
+    OIDC_ADMIN_GROUP: 'stepwise-admins',
+    PUBLIC_ORIGIN: origin,
+    SESSION_SECRET,
+    LLM_PROVIDER: 'demo',
+  };
+  first = await startStepwise({ ...env, PORT: String(port) });
+  second = await startStepwise(env);
+  return { origin };
+}
+
+/** Signs in through the provider's own pages: its login form, then its consent page. */
+async function signIn(page: Page, login: string): Promise<void> {
+  await page.getByRole('link', { name: 'Sign in' }).click();
+  await page.locator('input[name="login"]').fill(login);
+  await page.locator('input[name="password"]').fill('any password');
+  await page.getByRole('button', { name: 'Sign-in' }).click();
+  await page.getByRole('button', { name: 'Continue' }).click();
+  await page.getByTestId('user').waitFor();
+}
+
+describe('signing in with OpenID Connect', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, () => {
+  it('signs in at the provider, shows the person, and a second instance takes the same cookie', async () => {
+    const { origin } = await startInstances();
+    context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    // The provider's pages load a web font; nothing leaves this machine.
+    await context.route(/^https?:\/\/(?!127\.0\.0\.1)/, (route) => route.abort());
+    const page = await context.newPage();
+    await page.goto(origin);
+    await page.getByRole('link', { name: 'Sign in' }).waitFor();
+    await screenshot(page, 'sign-in.png');
+    // Nothing of the app answers before signing in.
+    expect((await page.request.get(`${origin}/api/sessions`)).status()).toBe(401);
+
+    await signIn(page, 'alice');
+    expect(await page.getByTestId('user').textContent()).toContain('Alice Example');
+    await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+    await ask(page, 'What is 2+2?');
+    await page.getByTestId('run-end').waitFor();
+    expect(await page.getByTestId('assistant-turn').last().innerText()).toContain('4');
+    await screenshot(page, 'signed-in.png');
+    const cookie = (await context.cookies(origin)).find((each) => each.name === 'stepwise_session');
+    expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Lax', secure: false });
+
+    // The other instance takes the same cookie: same person, same chats.
+    const other = await context.newPage();
+    await other.goto(second!.url);
+    await other.getByTestId('user').waitFor();
+    expect(await other.getByTestId('user').textContent()).toContain('Alice Example');
+    await other.locator('.session-list').getByText('What is 2+2?').waitFor();
+    const me = await other.request.get(`${second!.url}/api/me`);
+    expect(await me.json()).toMatchObject({ auth_mode: 'oidc', user: { id: 'alice', name: 'Alice Example', email: 'alice@example.com', admin: false } });
+
+    // A cookie not signed with SESSION_SECRET is nobody's.
+    const forged = Buffer.from(JSON.stringify({ id: 'root', name: 'Forged', admin: true, exp: Date.now() + 3_600_000 })).toString('base64url');
+    const refused = await fetch(`${second!.url}/api/sessions`, { headers: { cookie: `stepwise_session=${forged}.bad-signature` } });
+    expect(refused.status).toBe(401);
+
+    // Signing out (and at the provider) leads back to the sign-in page.
+    await page.getByRole('link', { name: 'Sign out' }).click();
+    const confirm = page.getByRole('button', { name: /Yes, sign me out/i });
+    await Promise.race([confirm.waitFor().then(() => confirm.click()), page.getByRole('link', { name: 'Sign in' }).waitFor()]);
+    await page.getByRole('link', { name: 'Sign in' }).waitFor();
+    expect((await context.cookies(origin)).some((each) => each.name === 'stepwise_session')).toBe(false);
+  });
+
+  it('makes a member of OIDC_ADMIN_GROUP an admin, who sees everyone’s chats', async () => {
+    const { origin } = await startInstances();
+    // Alice's chat, in a context of her own.
+    const hers = await browser.newContext();
+    await hers.route(/^https?:\/\/(?!127\.0\.0\.1)/, (route) => route.abort());
+    try {
+      const page = await hers.newPage();
+      await page.goto(origin);
+      await signIn(page, 'alice');
+      await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+      await ask(page, 'What is 6*7?');
+      await page.getByTestId('run-end').waitFor();
+      expect(await page.getByTestId('assistant-turn').last().innerText()).toContain('42');
+    } finally {
+      await hers.close();
+    }
+    context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    await context.route(/^https?:\/\/(?!127\.0\.0\.1)/, (route) => route.abort());
+    const page = await context.newPage();
+    await page.goto(origin);
+    await signIn(page, 'root');
+    expect(await page.getByTestId('user').textContent()).toContain('admin');
+    const list = page.locator('.session-list');
+    expect(await list.getByText('What is 6*7?').count()).toBe(0);
+    await page.getByRole('button', { name: 'All chats' }).click();
+    const item = list.locator('li').filter({ hasText: 'What is 6*7?' });
+    await item.waitFor();
+    expect(await item.locator('.session-owner').textContent()).toBe('Alice Example');
+    expect(await item.getByRole('button', { name: /Delete/ }).count()).toBe(0);
+    await screenshot(page, 'admin-all-chats.png');
+    // Opening it: her conversation, read-only.
+    await item.getByRole('link').click();
+    await page.getByTestId('watching').waitFor();
+    expect(await page.getByTestId('watching').textContent()).toContain('Alice Example');
+    expect(await page.getByRole('textbox', { name: 'Message' }).count()).toBe(0);
+    expect(await page.getByRole('button', { name: 'Snapshots' }).count()).toBe(0);
+    // The list stays on everyone's chats.
+    await page.locator('.session-list li').filter({ hasText: 'What is 6*7?' }).locator('.session-owner').waitFor();
+    expect(await page.getByRole('button', { name: 'All chats' }).getAttribute('aria-pressed')).toBe('true');
+    await page.getByTestId('assistant-turn').filter({ hasText: '42' }).first().waitFor();
+    await screenshot(page, 'admin-watching.png');
+  });
+});
