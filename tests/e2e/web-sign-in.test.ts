@@ -5,21 +5,42 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { freePort } from '../fixtures/mcp-servers.ts';
 import { OIDC_CLIENT, TestOidcProvider } from '../fixtures/oidc-provider.ts';
-import { startStepwise, type TestServer } from '../helpers/stepwise.ts';
+import { freshPostgresDatabase, postgresUrl } from '../helpers/databases.ts';
+import { startStepwiseProcess } from '../helpers/process.ts';
+import { startStepwise } from '../helpers/stepwise.ts';
 import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, useBrowser } from './browser.ts';
 
 let browser: Browser;
 let context: BrowserContext | undefined;
 let provider: TestOidcProvider | undefined;
-let first: TestServer | undefined;
-let second: TestServer | undefined;
+/** An instance of Stepwise: in this process, or a process of its own. */
+type Instance = { url: string; close(): unknown };
+let first: Instance | undefined;
+let second: Instance | undefined;
+let database: { drop: () => Promise<void> } | undefined;
 
-useBrowser((launched) => (browser = launched), () => [context, first, second, provider]);
+useBrowser(
+  (launched) => (browser = launched),
+  () => [context, first, second, provider, { close: () => dropDatabase() }],
+);
+
+async function dropDatabase(): Promise<void> {
+  const dropping = database;
+  database = undefined;
+  await dropping?.drop();
+}
+
+const pg = postgresUrl();
+const redisUrl = process.env.TEST_REDIS_URL;
 
 const SESSION_SECRET = 'a-session-secret-shared-by-every-instance-0123';
 
-/** Two instances of one Stepwise (one database), both known to the provider at the first one's public origin. */
-async function startInstances(): Promise<{ origin: string }> {
+/**
+ * Two instances of one Stepwise, both known to the provider at the first one's public origin: two
+ * processes on PostgreSQL and Redis when the test command provides them, else two servers in this
+ * process on one database.
+ */
+async function startInstances(options: { cluster?: boolean } = {}): Promise<{ origin: string }> {
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
   provider = await TestOidcProvider.start([origin]);
@@ -34,6 +55,16 @@ async function startInstances(): Promise<{ origin: string }> {
     SESSION_SECRET,
     LLM_PROVIDER: 'demo',
   };
+  if (options.cluster && pg && redisUrl) {
+    const fresh = await freshPostgresDatabase(pg);
+    await fresh.db.close();
+    database = fresh;
+    const cluster = { ...env, DATABASE_URL: fresh.url, REDIS_URL: redisUrl };
+    const [a, b] = await Promise.all([startStepwiseProcess({ ...cluster, INSTANCE_ID: 'a', PORT: String(port) }), startStepwiseProcess({ ...cluster, INSTANCE_ID: 'b' })]);
+    first = { url: a.url, close: () => a.kill() };
+    second = { url: b.url, close: () => b.kill() };
+    return { origin };
+  }
   first = await startStepwise({ ...env, PORT: String(port) });
   second = await startStepwise(env);
   return { origin };
@@ -51,7 +82,7 @@ async function signIn(page: Page, login: string): Promise<void> {
 
 describe('signing in with OpenID Connect', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, () => {
   it('signs in at the provider, shows the person, and a second instance takes the same cookie', async () => {
-    const { origin } = await startInstances();
+    const { origin } = await startInstances({ cluster: true });
     context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     // The provider's pages load a web font; nothing leaves this machine.
     await context.route(/^https?:\/\/(?!127\.0\.0\.1)/, (route) => route.abort());
@@ -73,6 +104,7 @@ describe('signing in with OpenID Connect', { timeout: 3 * BROWSER_TEST_TIMEOUT_M
     expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Lax', secure: false });
 
     // The other instance takes the same cookie: same person, same chats.
+    if (pg && redisUrl) expect(await (await fetch(`${second!.url}/api/health`)).json()).toMatchObject({ instance: 'b', dependencies: { database: true, redis: true } });
     const other = await context.newPage();
     await other.goto(second!.url);
     await other.getByTestId('user').waitFor();
