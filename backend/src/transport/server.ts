@@ -18,7 +18,7 @@ import { SessionFiles } from '../files/session-files.ts';
 import { Metrics } from '../metrics/metrics.ts';
 import { z } from 'zod';
 import { checkAccess, chooseSubprotocol, METRICS_ROUTE, PUBLIC_ROUTE, type RouteAccess } from './access.ts';
-import { registerAuthRoutes } from '../auth/auth-routes.ts';
+import { registerAuthRoutes } from './auth-routes.ts';
 import type { Logger } from '../logger.ts';
 import { registerAgUiRoutes } from './ag-ui/route.ts';
 import { registerOpenApi } from './openapi.ts';

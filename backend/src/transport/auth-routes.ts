@@ -6,9 +6,9 @@ import * as oidc from 'openid-client';
 import { z } from 'zod';
 import type { AuthConfig, Config } from '../config/config.ts';
 import type { Logger } from '../logger.ts';
-import { PUBLIC_ROUTE } from '../transport/access.ts';
-import { encodeSession, LOGIN_COOKIE, SESSION_COOKIE } from './identify.ts';
-import type { User } from './user.ts';
+import { PUBLIC_ROUTE } from './access.ts';
+import { encodeSession, LOGIN_COOKIE, SESSION_COOKIE } from '../auth/identify.ts';
+import type { User } from '../auth/user.ts';
 
 type OidcAuth = Extract<AuthConfig, { mode: 'oidc' }>;
 
