@@ -77,3 +77,4 @@ export { example as exampleStrategy } from './agent/example/example.ts';
 export { decodeSession, encodeSession, TrustedProxies, userFromHeaders } from './auth/identify.ts';
 export { chatAccess, LOCAL_USER, type User } from './auth/user.ts';
 export { RunSlots } from './chat/run-slots.ts';
+export { decideAccess, isLoopbackAddress } from './transport/access.ts';

@@ -1,4 +1,4 @@
-import { ConfigError, chatAccess, decodeSession, encodeSession, LOCAL_USER, loadConfig, RunSlots, TrustedProxies, userFromHeaders } from '@stepwise/backend';
+import { ConfigError, chatAccess, decideAccess, decodeSession, encodeSession, isLoopbackAddress, LOCAL_USER, loadConfig, RunSlots, TrustedProxies, userFromHeaders } from '@stepwise/backend';
 import { describe, expect, it } from 'vitest';
 
 const load = (env: Record<string, string>) => loadConfig(env, { promptsDir: '/prompts' });
@@ -82,5 +82,20 @@ describe('who may use a chat', () => {
     (one as () => void)();
     expect(typeof slots.tryAcquire('c', 'alice')).toBe('function');
     expect(typeof two).toBe('function');
+  });
+});
+
+describe('the access check without sign-in (AUTH_MODE=none)', () => {
+  const request = (remoteAddress: string) => ({ headers: { host: '127.0.0.1:8787' }, raw: { url: '/api/sessions' }, routeOptions: { config: {} }, socket: { remoteAddress } }) as never;
+  const config = load({ HOST: '0.0.0.0' });
+
+  it('lets this machine in as the local user', () => {
+    for (const address of ['127.0.0.1', '127.0.0.2', '::1', '::ffff:127.0.0.1']) expect(decideAccess(request(address), config)).toEqual({ user: LOCAL_USER });
+  });
+
+  it('refuses a client from another address, saying how to open the server to others', () => {
+    const decision = decideAccess(request('192.0.2.7'), config);
+    expect(decision).toMatchObject({ refusal: { status: 401, code: 'unauthorized', message: expect.stringContaining('AUTH_MODE=none') } });
+    expect(isLoopbackAddress('::ffff:192.0.2.7')).toBe(false);
   });
 });

@@ -175,6 +175,10 @@ export function decideAccess(
   let user: User;
   switch (config.auth.mode) {
     case 'none':
+      // No sign-in means this machine only: a client from elsewhere must be let in by a mode that knows who it is.
+      if (!isLoopbackAddress(request.socket?.remoteAddress)) {
+        return unauthorized('This Stepwise has no sign-in (AUTH_MODE=none) and answers only on this machine; set AUTH_TOKEN, or AUTH_MODE=oidc or header, to open it to others');
+      }
       if (access === 'metrics' && metricsToken) return unauthorized('A valid token is required');
       user = LOCAL_USER;
       break;
@@ -205,7 +209,7 @@ export function decideAccess(
 function publicUser(request: Pick<FastifyRequest, 'headers'> & { socket?: { remoteAddress?: string | undefined } }, config: Config, readCookie: CookieReader, proxies: TrustedProxies | undefined): User | undefined {
   switch (config.auth.mode) {
     case 'none':
-      return LOCAL_USER;
+      return isLoopbackAddress(request.socket?.remoteAddress) ? LOCAL_USER : undefined;
     case 'token': {
       const token = presentedToken(request as FastifyRequest, false);
       return token && config.access.authToken && sameSecret(token, config.access.authToken) ? LOCAL_USER : undefined;
@@ -217,6 +221,13 @@ function publicUser(request: Pick<FastifyRequest, 'headers'> & { socket?: { remo
       return typeof vouched === 'string' ? undefined : vouched;
     }
   }
+}
+
+/** Whether a peer is this machine: 127.0.0.0/8, ::1, or IPv4 loopback on a dual-stack socket. Unknown (a test's fake request) counts as local. */
+export function isLoopbackAddress(address: string | undefined): boolean {
+  if (address === undefined) return true;
+  const v4 = address.replace(/^::ffff:/i, '');
+  return /^127\.\d+\.\d+\.\d+$/.test(v4) || address === '::1';
 }
 
 function signedInUser(readCookie: CookieReader): User | undefined {
