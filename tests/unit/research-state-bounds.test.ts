@@ -80,6 +80,30 @@ describe('model text in the state document stays text', () => {
   });
 });
 
+describe('the state document gives back what was written in it', () => {
+  it('round-trips a best answer with ## headings, code fences and lines that start with a backslash', () => {
+    const state = twoStageState();
+    state.bestAnswer = '## Summary\n\nThe total is **29**.\n\n```ts\nconst total = (2 + 3) * 4 + 9;\n```\n\\# not a heading\n  ~~~\n### Sources\n- the calculator';
+    state.results.push('- 1.1: # a heading in a result', '- 1.2: ```');
+    state.goal = '# The goal\nWhat is (2+3)*4+9?';
+    const back = parseState(renderState(state));
+    expect(back.bestAnswer).toBe(state.bestAnswer);
+    expect(back.goal).toBe(state.goal);
+    expect(back.results).toEqual(state.results);
+    expect(renderState(back)).toBe(renderState(state));
+  });
+
+  it('reads a document saved with CRLF line endings', () => {
+    const state = twoStageState();
+    state.bestAnswer = 'Line one\n## Heading';
+    const windows = renderState(state).replace(/\n/g, '\r\n');
+    const back = parseState(windows);
+    expect(back.bestAnswer).toBe('Line one\n## Heading');
+    expect(back.graph).toEqual(state.graph);
+    expect(back.history).toEqual(state.history);
+  });
+});
+
 describe('the server never writes a document it cannot read back', () => {
   it('six tasks with 620 evidence items each are trimmed to fit, oldest first, and the document reads back', () => {
     const state = twoStageState();

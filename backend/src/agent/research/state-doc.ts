@@ -194,10 +194,17 @@ export function renderState(state: ResearchState): string {
 /**
  * Text from a model or a person, made inert in the document: a line that would read as a heading
  * or a code fence (a forged section, a second graph block) gets a backslash in front, which
- * Markdown shows as nothing. Idempotent: an escaped line is not escaped again.
+ * Markdown shows as nothing. A line that already starts with backslashes before one gets one more,
+ * so `restore` gives back exactly the text that was written (an answer with `## ` headings and
+ * code fences round-trips).
  */
 export function inert(text: string): string {
-  return text.replace(/^([ \t]*)(#|```|~~~)/gm, '$1\\$2');
+  return text.replace(/^([ \t]*)(\\*)(#|```|~~~)/gm, '$1\\$2$3');
+}
+
+/** The text `inert` was given, from what it wrote. */
+export function restore(text: string): string {
+  return text.replace(/^([ \t]*)\\(\\*)(#|```|~~~)/gm, '$1$2$3');
 }
 
 /** One line of text: a title or a name never spans lines. */
@@ -232,9 +239,11 @@ export function fitState(state: ResearchState): ResearchState {
  * Reads the document back: its sections, and its task graph parsed (YAML) and checked. A document
  * that cannot be used throws a GraphError naming the line and the reason.
  */
-export function parseState(text: string): ResearchState {
-  const size = Buffer.byteLength(text);
+export function parseState(source: string): ResearchState {
+  const size = Buffer.byteLength(source);
   if (size > STATE_DOC_MAX_BYTES) throw new GraphError(`the document has ${size} bytes; it may have at most ${STATE_DOC_MAX_BYTES}`, [], 1);
+  // A document saved by an editor with Windows line endings reads the same.
+  const text = source.replace(/\r\n?/g, '\n');
   const section = (name: string): string => {
     const start = text.indexOf(`\n## ${name}\n`);
     if (start < 0) throw new GraphError(`the section "## ${name}" is missing`, [], lineAt(text, text.length));
@@ -254,11 +263,12 @@ export function parseState(text: string): ResearchState {
   const yamlEnd = text.indexOf('\n```', yamlStart - 1);
   if (yamlEnd < 0) throw new GraphError('the task graph block is not closed with ```', [], lineAt(text, fenceStart));
   const graph = parseGraphYaml(text.slice(yamlStart, yamlEnd + 1), lineAt(text, yamlStart) - 1);
-  const items = (name: string) => section(name).split('\n').filter((line) => line.trim() && !/^\((none yet|empty)\)$/.test(line.trim()));
+  const items = (name: string) => section(name).split('\n').filter((line) => line.trim() && !/^\((none yet|empty)\)$/.test(line.trim())).map(restore);
+  const best = section('Current best answer');
   return {
-    goal: (goalPart ?? '').trim(),
-    constraints: (constraintPart ?? '').split('\n').map((line) => line.replace(/^\s*-\s*/, '').trim()).filter(Boolean),
-    bestAnswer: /^\(none yet\)$/.test(section('Current best answer')) ? '' : section('Current best answer'),
+    goal: restore((goalPart ?? '').trim()),
+    constraints: (constraintPart ?? '').split('\n').map((line) => restore(line.replace(/^\s*-\s*/, '').trim())).filter(Boolean),
+    bestAnswer: /^\(none yet\)$/.test(best) ? '' : restore(best),
     graph,
     results: items('Results ledger'),
     evidence: items('Evidence ledger'),
