@@ -333,6 +333,30 @@ describe.each(adapters)('the store on $name', (adapter) => {
       expect((await store.listSessions(10, 'local')).map((session) => session.id)).toContain(before);
     });
 
+    it('applies a migration whose function body holds semicolons, as one script', async () => {
+      const db = adapter.db!();
+      const body = `
+        create function stepwise_test_double(value integer) returns integer as $$
+        declare doubled integer;
+        begin
+          doubled := value * 2;
+          return doubled;
+        end;
+        $$ language plpgsql;
+        create table stepwise_test_notes (note text not null default 'a; b;');
+      `;
+      const extra = { version: 10_000, name: 'a function with a body', sql: body };
+      try {
+        expect(await migrate(db, [...MIGRATIONS, extra])).toEqual([10_000]);
+        expect(await db.query<{ doubled: number }>('select stepwise_test_double(21) as doubled')).toEqual([{ doubled: 42 }]);
+        await db.query('insert into stepwise_test_notes default values');
+        expect(await db.query('select note from stepwise_test_notes')).toEqual([{ note: 'a; b;' }]);
+      } finally {
+        await db.exec('drop table if exists stepwise_test_notes; drop function if exists stepwise_test_double(integer);');
+        await db.query('delete from schema_migrations where version = 10000');
+      }
+    });
+
     it('applies each migration once', async () => {
       expect(await migrate(adapter.db!())).toEqual([]);
       const rows = await adapter.db!().query<{ version: number }>('select version from schema_migrations order by version');

@@ -1,7 +1,14 @@
 import type { SqlDatabase } from './sql-database.ts';
 
 /** Versioned schema changes, applied in order at startup; never edit one that has shipped. */
-export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
+/** One step of the schema: a script, applied once, in one transaction with its version. */
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const MIGRATIONS: Migration[] = [
   {
     version: 1,
     name: 'sessions, messages, runs and event logs',
@@ -118,7 +125,7 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
 ];
 
 /** Brings the schema up to date in one transaction: a crash leaves no half, and concurrent starts wait their turn. */
-export async function migrate(db: SqlDatabase): Promise<number[]> {
+export async function migrate(db: SqlDatabase, migrations: readonly Migration[] = MIGRATIONS): Promise<number[]> {
   const done: number[] = [];
   // Several instances may start at once on a new database: they migrate one after the other
   // (the lock is the transaction's), and each sees what the one before it applied.
@@ -128,19 +135,13 @@ export async function migrate(db: SqlDatabase): Promise<number[]> {
       'create table if not exists schema_migrations (version integer primary key, name text not null, applied_at timestamptz not null default now())',
     );
     const applied = new Set((await tx.query<{ version: number }>('select version from schema_migrations')).map((row) => row.version));
-    for (const migration of MIGRATIONS) {
+    for (const migration of migrations) {
       if (applied.has(migration.version)) continue;
-      for (const statement of splitStatements(migration.sql)) await tx.query(statement);
+      // The whole script at once: the server parses it, so a `;` in a function body or a string is no split.
+      await tx.exec(migration.sql);
       await tx.query('insert into schema_migrations (version, name) values ($1, $2)', [migration.version, migration.name]);
       done.push(migration.version);
     }
   });
   return done;
-}
-
-function splitStatements(sql: string): string[] {
-  return sql
-    .split(/;\s*$/m)
-    .map((statement) => statement.trim())
-    .filter(Boolean);
 }

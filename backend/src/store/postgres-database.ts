@@ -26,7 +26,11 @@ export class PostgresDatabase implements SqlDatabase {
     const client = await this.pool.connect();
     try {
       await client.query('begin');
-      const result = await work({ query: async <R>(sql: string, params: unknown[] = []) => (await client.query(sql, params)).rows as R[] });
+      const result = await work({
+        query: async <R>(sql: string, params: unknown[] = []) => (await client.query(sql, params)).rows as R[],
+        // Without parameters node-postgres sends the simple query protocol, which takes a whole script.
+        exec: async (sql: string) => void (await client.query(sql)),
+      });
       await client.query('commit');
       return result;
     } catch (error) {
