@@ -12,7 +12,9 @@ const children = [
   }),
   spawn(process.execPath, [vite, '--host', '127.0.0.1'], { stdio: 'inherit', cwd: join(root, 'frontend') }),
 ];
-const stopAll = (signal) => children.forEach((child) => child.kill(signal));
+const stopAll = (signal) => {
+  for (const child of children) child.kill(signal);
+};
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => stopAll(signal));
 for (const child of children) child.on('exit', (code) => {
   stopAll('SIGTERM');

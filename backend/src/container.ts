@@ -48,7 +48,7 @@ export function buildContainer(
   container.register(TOKENS.Config, { useValue: config });
   container.register(TOKENS.Logger, { useValue: logger });
   // tsyringe builds the class itself, so its constructor parameters are its concern.
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  // biome-ignore lint/suspicious/noExplicitAny: strategies of any options and events share one registry
   const llmClient: new (...args: any[]) => LlmClient = config.llm.provider === 'demo' ? DemoLlmClient : OpenAiLlmClient;
   container.registerSingleton(TOKENS.ModelAdapter, llmClient);
   container.registerSingleton(ModelHealthMonitor);

@@ -1,8 +1,9 @@
-import { configFromEnv, startServer } from './app.ts';
+import { configFromEnv, type RunningServer, startServer } from './app.ts';
+import type { Config } from './config/config.ts';
 import { StepwiseError } from './errors.ts';
 
 async function main(): Promise<void> {
-  let config;
+  let config: Config;
   try {
     config = configFromEnv(process.env);
   } catch (error) {
@@ -12,7 +13,7 @@ async function main(): Promise<void> {
     }
     throw error;
   }
-  let server;
+  let server: RunningServer;
   try {
     server = await startServer({ config });
   } catch (error) {

@@ -51,7 +51,7 @@ export function bareOpenAi(baseURL: string): Framework {
         const response = await client.chat.completions.create({ model: 'bench', messages, tools });
         const message = response.choices[0]!.message;
         const call = message.tool_calls?.[0];
-        if (!call || call.type !== 'function') return calls;
+        if (call?.type !== 'function') return calls;
         messages.push(message, { role: 'tool', tool_call_id: call.id, content: add(JSON.parse(call.function.arguments).expression) });
       }
     },

@@ -87,7 +87,7 @@ describe('the settings panel', { timeout: SETTINGS_TEST_TIMEOUT_MS }, () => {
     // Nothing listens on this port.
     const deadEndpoint = `http://127.0.0.1:${await freePort()}/v1`;
     server = await startStepwiseWithModel(deadEndpoint, { LLM_MODEL: 'absent-model' });
-    const session = await sessionOf(server);
+    await sessionOf(server);
     await openPage(server.url, { width: 375, height: 740 });
 
     // The startup check finds it (the session says so, or a live model_health event follows).

@@ -33,7 +33,7 @@ export async function chatsBackToBack(
     const round = completions(index);
     if (round < rounds && senderIndex(round) === index) send(round);
   });
-  clients.forEach((client, index) => client.socket.on('message', listeners[index]!));
+  for (const [index, client] of clients.entries()) client.socket.on('message', listeners[index]!);
   try {
     send(0);
     for (let round = 0; round < rounds && errors().length === 0; round++) {
@@ -46,6 +46,6 @@ export async function chatsBackToBack(
     if (errors().length === 0) await Promise.all(clients.map((client, index) => client.waitUntil(() => (completions(index) >= rounds || errors().length > 0 ? true : undefined), 60_000)));
     return { completed: Math.min(...clients.map((_, index) => completions(index))), errors: errors() };
   } finally {
-    clients.forEach((client, index) => client.socket.off('message', listeners[index]!));
+    for (const [index, client] of clients.entries()) client.socket.off('message', listeners[index]!);
   }
 }

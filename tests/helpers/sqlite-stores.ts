@@ -14,10 +14,14 @@ export function sqliteTestStores(where: 'file' | 'memory'): { open: () => Promis
   return {
     async open() {
       await current?.close();
-      if (where === 'memory') return (current = openSqliteStore(':memory:'));
+      if (where === 'memory') {
+        current = openSqliteStore(':memory:');
+        return current;
+      }
       const folder = mkdtempSync(join(tmpdir(), 'stepwise-sqlite-'));
       folders.push(folder);
-      return (current = openSqliteStore(join(folder, 'stepwise.db')));
+      current = openSqliteStore(join(folder, 'stepwise.db'));
+      return current;
     },
     async teardown() {
       await current?.close();

@@ -106,7 +106,7 @@ describe('the demo model summarizes files truthfully in every strategy', () => {
   }
 
   const small = '# Notes\nThe launch is on Friday.\nBring the slides.\n';
-  const big = Array.from({ length: 3000 }, (_, index) => `Line ${index + 1} of the log.`).join('\n') + '\n';
+  const big = `${Array.from({ length: 3000 }, (_, index) => `Line ${index + 1} of the log.`).join('\n')}\n`;
 
   it.each(ALL)('%s: an attached file is summarized with its real line count, never reported missing', async (strategy) => {
     const answer = await askAbout(strategy, 'summarize small.txt and big.txt', { 'small.txt': small, 'big.txt': big });

@@ -165,7 +165,7 @@ describe('the model wire on the openai SDK', () => {
 
   it('refuses one stream event of many lines larger than the output cap allows, before the SDK buffers it', async () => {
     const { model } = modelClient({ LLM_MAX_OUTPUT_CHARS: '5000', LLM_MAX_RETRIES: '2' });
-    llm.enqueue({ raw: 'data: {"choices":[{"index":0,"delta":{"content":"a"}}]}\n\n' + 'data: x\r\n'.repeat(200_000) });
+    llm.enqueue({ raw: `data: {"choices":[{"index":0,"delta":{"content":"a"}}]}\n\n${'data: x\r\n'.repeat(200_000)}` });
     const before = llm.requests.length;
     await expect(model.complete(call())).rejects.toThrow(/^The model's reply was larger than [\d,]+ bytes/);
     expect(llm.requests.length - before).toBe(1);

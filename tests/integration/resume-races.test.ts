@@ -141,7 +141,7 @@ describe('client messages', () => {
       replies.push(`${typeof message === 'string' ? message.slice(0, 90) : JSON.stringify(message).slice(0, 90)} -> ${reply.type}:${reply.code ?? ''} ${reply.message ?? JSON.stringify(reply.options)}`);
       if (reply.update_type === 'agent_start') await client.untilComplete({ from: at0 });
     }
-    console.log('replies:\n' + replies.join('\n'));
+    console.log(`replies:\n${replies.join('\n')}`);
     // '__proto__' as strategy options must not be accepted as a run.
     const started = client.events.slice(from).filter((event) => event.update_type === 'agent_start');
     const at = client.events.length;

@@ -37,7 +37,7 @@ describe('the calculator', () => {
     ['sqrt(1, 2)', /takes 1 argument/],
     ['', /empty/],
     ['sqrt(-1)', /not a finite number/],
-    ['('.repeat(500) + '1' + ')'.repeat(500), /nested too deeply/],
+    [`${'('.repeat(500)}1${')'.repeat(500)}`, /nested too deeply/],
   ])('refuses %s', (expression, message) => {
     expect(() => evaluateExpression(expression)).toThrow(message);
   });

@@ -7,7 +7,9 @@ function memoryJournal(entries: JournalEntry[]): RunJournal & { entries: Journal
     entries: [...entries],
     read: async () => [...journal.entries],
     append: async (_runId: string, entry: JournalEntry) => void journal.entries.push(entry),
-    truncate: async (_runId: string, from: number) => void (journal.entries = journal.entries.filter((entry) => entry.position < from)),
+    truncate: async (_runId: string, from: number) => {
+      journal.entries = journal.entries.filter((entry) => entry.position < from);
+    },
   };
   return journal;
 }

@@ -9,7 +9,7 @@ describe('parseReply', () => {
   it('a degenerate reply (an open fence, then whitespace up to the output cap) is refused, read in one pass', () => {
     // Small local models fall into repeating newlines; the default LLM_MAX_OUTPUT_CHARS is 200 000.
     // (The reader scans with indexOf, never a backtracking regex; bench/, not this test, times it.)
-    const text = '```json\n' + '\n'.repeat(200_000);
+    const text = `\`\`\`json\n${'\n'.repeat(200_000)}`;
     expect(parseReply(text, Plan)).toEqual({ ok: false, problem: 'the reply holds no JSON object' });
   });
 
@@ -51,9 +51,9 @@ describe('parseReply on nested and unbalanced braces up to the output cap', () =
     'nested braces': '{'.repeat(CAP / 2) + '}'.repeat(CAP / 2),
     'unbalanced opening braces': '{'.repeat(CAP),
     'unbalanced closing braces': '}'.repeat(CAP),
-    'nested objects with strings': '{"a":'.repeat(CAP / 10) + '1' + '}'.repeat(CAP / 10),
+    'nested objects with strings': `${'{"a":'.repeat(CAP / 10)}1${'}'.repeat(CAP / 10)}`,
     'brace pairs side by side': '{}'.repeat(CAP / 2),
-    'a fence of nested braces': '```json\n' + '{'.repeat(CAP / 2) + '}'.repeat(CAP / 2) + '\n```',
+    'a fence of nested braces': `\`\`\`json\n${'{'.repeat(CAP / 2)}${'}'.repeat(CAP / 2)}\n\`\`\``,
   };
   // Work is counted in parse attempts, never timed: each attempt reads at most the whole reply,
   // so a bounded number of attempts keeps the read linear in the reply's length.

@@ -387,7 +387,7 @@ export function findingsOf(situation: Situation): { findings: string[]; answers:
     answers.push(`I could not summarize **${situation.missingFile}**: this chat has no such file. Attach it with the paperclip (or drop it on the page) and ask again.`);
   }
   for (const [tool, label] of [
-    ...(read !== undefined && read.startsWith('Error:') ? [['read_file', 'The file says']] : []),
+    ...(read?.startsWith('Error:') ? [['read_file', 'The file says']] : []),
     ['list_files', 'The session has these files'],
     ...(situation.named ? [[situation.named.name, `${situation.named.name} returned`]] : []),
   ] as const) {

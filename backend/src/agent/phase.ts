@@ -40,8 +40,8 @@ export interface PhaseResult<C> {
  * render → stream → parse the control block → emit → append: the sequence every text phase repeats.
  * The phase's text joins the run's transcript, so later calls see it.
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export async function runPhase<P extends PromptSamples, K extends keyof P & string, C extends Record<string, unknown>>(
+  // biome-ignore lint/suspicious/noExplicitAny: a phase runs in a run of any strategy's options
   run: Run<any, P>,
   spec: PhaseSpec<P, K, C>,
 ): Promise<PhaseResult<C>> {

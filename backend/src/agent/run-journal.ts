@@ -176,11 +176,6 @@ function branchOf(key: string): string | undefined {
   return at < 0 ? undefined : key.slice(at + 1);
 }
 
-/** Two events are the same when they say the same, whichever run, seq and time they carry. */
-function sameEvent(a: LoggedEventBody, b: LoggedEventBody): boolean {
-  return canonical(a) === canonical(b);
-}
-
 function canonical(event: LoggedEventBody): string {
   const { run_id: _run, seq: _seq, ts: _ts, ...rest } = event as LoggedEventBody & { seq?: number; ts?: string };
   return JSON.stringify(rest, Object.keys(rest).sort());

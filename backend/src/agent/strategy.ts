@@ -122,7 +122,7 @@ export interface StrategyDefinition<O = Record<string, unknown>, P extends Promp
 }
 
 /** Any strategy, whatever its options and prompts. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: strategies of any options and events share one registry
 export type AnyStrategy = StrategyDefinition<any, any>;
 
 /** Declares a strategy with its types inferred from its options and prompt examples. */

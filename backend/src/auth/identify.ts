@@ -66,7 +66,7 @@ export function userFromHeaders(
   const raw = headers[auth.header];
   if (raw === undefined) return 'no_header';
   const name = (Array.isArray(raw) ? raw[0] : raw)?.trim() ?? '';
-  // eslint-disable-next-line no-control-regex
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused here
   if (!name || name.length > 200 || /[\u0000-\u001f\u007f]/.test(name)) return 'bad_header';
   const emailRaw = auth.emailHeader ? headers[auth.emailHeader] : undefined;
   const email = (Array.isArray(emailRaw) ? emailRaw[0] : emailRaw)?.trim();

@@ -205,7 +205,7 @@ export class ChatService {
     const { engine, store } = this.deps;
     if (!engine.recordAnswer) return false;
     const run = (await store.listRuns(this.sessionId)).at(-1);
-    if (!run || run.status !== 'running') return false;
+    if (run?.status !== 'running') return false;
     const deadline = await askedIn(store, run, questionId);
     if (deadline === undefined || Date.parse(deadline) <= Date.now()) return false;
     return engine.recordAnswer(run.id, questionId, answer);
@@ -247,7 +247,7 @@ export class ChatService {
    */
   /** A person's edit of the todo list between runs: saved as the session file, then `agent_todos` for every tab. */
   private async setTodos(message: TodosSetMessage): Promise<ErrorEvent | undefined> {
-    let todos;
+    let todos: ReturnType<typeof todosFromUser>;
     try {
       todos = todosFromUser(message.todos);
     } catch (error) {

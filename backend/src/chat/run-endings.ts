@@ -135,7 +135,6 @@ export async function strategyEventsOf(store: Store, run: RunRecord, options: { 
       }
     }
   }
-  {
     for (const event of events) {
       if (!event.run_id || !chain.has(event.run_id)) continue;
       if (options.upToSeq !== undefined && event.seq > options.upToSeq) continue;
@@ -144,6 +143,5 @@ export async function strategyEventsOf(store: Store, run: RunRecord, options: { 
       const { seq: _seq, ts: _ts, ...body } = event;
       found.push(body as LoggedEventBody);
     }
-  }
   return found;
 }

@@ -14,7 +14,6 @@ import { TOKENS } from '../tokens.ts';
 import { ToolRegistry } from '../tools/tool-registry.ts';
 import { type ChatDependencies, ChatService, PLAIN_CHAT } from './chat-service.ts';
 import { JOURNAL } from '../agent/run-journal.ts';
-import { hasEnded, readLoggedRun } from './run-endings.ts';
 import { RunSlots } from './run-slots.ts';
 import { type EventObserver, SessionEventLog } from './session-event-log.ts';
 

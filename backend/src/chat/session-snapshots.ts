@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { AgentStart, LoggedEvent, LoggedEventBody, SnapshotInfo } from '@stepwise/shared-types';
+import type { AgentStart, LoggedEvent, SnapshotInfo } from '@stepwise/shared-types';
 import { JOURNAL } from '../agent/run-journal.ts';
 import type { RunInput } from '../agent/strategy.ts';
 import type { MessageRecord, RunRecord, SnapshotRecord } from '../store/store.ts';

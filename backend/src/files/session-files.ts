@@ -1,3 +1,4 @@
+import type { Dirent } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { constants, createReadStream, type ReadStream, statSync } from 'node:fs';
 import { type FileHandle, lstat, mkdir, open, readdir, readFile, rename, rm, unlink } from 'node:fs/promises';
@@ -128,7 +129,7 @@ export class SessionFiles {
 
   async list(sessionId: string): Promise<SessionFileInfo[]> {
     const dir = this.folder(sessionId);
-    let entries;
+    let entries: Dirent[];
     try {
       entries = await readdir(dir, { withFileTypes: true });
     } catch (error) {

@@ -307,7 +307,12 @@ export class SqliteStore implements Store {
     if (batch.length === 0) return;
     try {
       if (batch.length === 1) batch[0]!.write();
-      else this.db.transaction(() => batch.forEach((item) => item.write())).immediate();
+      else
+        this.db
+          .transaction(() => {
+            for (const item of batch) item.write();
+          })
+          .immediate();
     } catch {
       for (const item of batch) {
         try {

@@ -157,7 +157,7 @@ export interface SnapshotRecord {
 /** The title a session gets from its first user message. */
 export function titleFrom(content: string): string {
   // Control characters (NUL above all, which PostgreSQL text cannot hold) become spaces.
-  // eslint-disable-next-line no-control-regex
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is replaced
   const line = content.replace(/[\u0000-\u001f\u007f\s]+/g, ' ').trim();
   if (!line) return 'Untitled chat';
   return line.length > 80 ? `${line.slice(0, 79)}…` : line;

@@ -67,6 +67,7 @@ export function Composer(props: ComposerProps) {
 
   // A reopened chat goes on with the strategy (and options) of its last run, not whatever was picked last elsewhere.
   const { lastRun } = props;
+  // biome-ignore lint/correctness/useExhaustiveDependencies: it runs when another chat opens (its id), not whenever the last run's object is new
   useEffect(() => {
     if (!lastRun) return;
     setChoice((current) => {

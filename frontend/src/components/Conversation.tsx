@@ -49,6 +49,7 @@ export function Conversation({
     const end = state.runs[runId]?.end;
     return runId === lastRunId && !state.busy && end !== undefined && (['max_steps', 'stopped', 'input_timeout', 'failed'].includes(end.kind) || (end.kind === 'answered' && end.reason === 'budget'));
   };
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the listed values are the triggers: anything new at the end scrolls it into view
   useEffect(() => {
     endRef.current?.scrollIntoView?.({ block: 'end' });
   }, [state.items.length, last, state.streamingAnswer, state.lastSeq]);

@@ -24,6 +24,7 @@ export function QuestionBanner({
   const questionId = useId();
   const hintId = useId();
 
+  // biome-ignore lint/correctness/useExhaustiveDependencies: each new question flashes the title again
   useEffect(() => flashTitleWhileHidden(), [question]);
 
   return (

@@ -67,6 +67,7 @@ export function SessionSidebar({
     );
   }, [scope]);
 
+  // biome-ignore lint/correctness/useExhaustiveDependencies: refreshKey is the trigger: a response completed, the list may have changed
   useEffect(load, [load, refreshKey]);
 
   // Deleting the open chat leaves it for a new one; any other deletion refreshes the list.

@@ -40,10 +40,15 @@ export function SnapshotsDialog({
     if (dialog && !dialog.open) dialog.showModal();
   }, []);
 
+  // biome-ignore lint/correctness/useExhaustiveDependencies: refreshKey is the trigger: the chat's log moved on, its snapshots may have too
   useEffect(() => {
     let current = true;
     api.snapshots(sessionId).then(
-      (list) => current && (setSnapshots(list), setError(undefined)),
+      (list) => {
+        if (!current) return;
+        setSnapshots(list);
+        setError(undefined);
+      },
       (failure: unknown) => current && setError(failure instanceof Error ? failure.message : 'Could not load the snapshots'),
     );
     return () => {

@@ -60,6 +60,7 @@ export default function TaskGraphDrawing({ stages, followUps, onOpen }: { stages
   // The panel re-renders often (a clock ticks): the graph is rebuilt only when what it shows changed,
   // so React Flow keeps its measured nodes instead of hiding them to measure again.
   const shape = JSON.stringify([stages, [...followUps].sort()]);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: `shape` stands for what is drawn; the objects themselves are new at every render
   const { nodes, edges } = useMemo(() => {
     const nodes: Array<TaskNode | LaneNode> = [];
     const edges: Edge[] = [];
@@ -92,7 +93,6 @@ export default function TaskGraphDrawing({ stages, followUps, onOpen }: { stages
       x += LANE_WIDTH + widest * COLUMN_GAP;
     }
     return { nodes, edges };
-    // biome-ignore lint/correctness/useExhaustiveDependencies: `shape` stands for stages and followUps
   }, [shape, onOpen]);
   return (
     <div className="graph-view" data-testid="graph-view">

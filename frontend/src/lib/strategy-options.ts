@@ -58,7 +58,7 @@ export function initialValues(fields: OptionField[], stored: Record<string, unkn
 export function optionsToSend(fields: OptionField[], values: OptionValues): Record<string, unknown> {
   const options: Record<string, unknown> = {};
   for (const field of fields) {
-    const value = valueOf(field, values[field.name]);
+    const value = fieldValue(field, values[field.name]);
     if (value !== undefined && value !== field.defaultValue) options[field.name] = value;
   }
   return options;
@@ -66,11 +66,11 @@ export function optionsToSend(fields: OptionField[], values: OptionValues): Reco
 
 /** A number input's text once it loses focus: in range and whole when it must be, or the default when it does not parse. */
 export function correctNumberText(field: Extract<OptionField, { kind: 'number' }>, text: string): string {
-  const value = valueOf(field, text);
+  const value = fieldValue(field, text);
   return value === undefined ? '' : String(value);
 }
 
-function valueOf(field: OptionField, raw: string | boolean | undefined): unknown {
+function fieldValue(field: OptionField, raw: string | boolean | undefined): unknown {
   switch (field.kind) {
     case 'boolean':
       return typeof raw === 'boolean' ? raw : field.defaultValue;

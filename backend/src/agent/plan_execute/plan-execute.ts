@@ -283,7 +283,7 @@ async function maybeReplan(run: PlanRun, state: State, step: StepState): Promise
   });
   const fresh = planSteps(reply, input.toolNames, kept.length + 1);
   // Completed steps stay; everything after them is the new plan's, numbered on from them.
-  kept.forEach((each, at) => (each.index = at + 1));
+  for (const [at, each] of kept.entries()) each.index = at + 1;
   state.steps = [...kept, ...fresh.steps];
   state.notes.push(...fresh.notes);
   state.replans++;

@@ -97,7 +97,7 @@ export function registerAgUiRoutes(server: FastifyInstance, sessions: SessionMan
 
       const opened = await sessions.open(input.threadId, { keepId: true, user: request.user });
       // Another user's thread is not found; an admin watches chats, never drives them.
-      if (!opened || opened.access !== 'own') {
+      if (opened?.access !== 'own') {
         if (opened) sessions.release(opened.chat);
         return sendError(reply, 404, 'not_found', `No chat ${input.threadId}`);
       }
