@@ -51,8 +51,22 @@ export async function startTestPostgres() {
 
   const port = await freePort();
   const [postgres, postgresArgs] = asPostgres(join(bin, 'postgres'), [
-    '-D', dir, '-h', '127.0.0.1', '-p', String(port), '-k', dir,
-    '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=200',
+    '-D',
+    dir,
+    '-h',
+    '127.0.0.1',
+    '-p',
+    String(port),
+    '-k',
+    dir,
+    '-c',
+    'fsync=off',
+    '-c',
+    'synchronous_commit=off',
+    '-c',
+    'full_page_writes=off',
+    '-c',
+    'max_connections=200',
   ]);
   const server = spawn(postgres, postgresArgs, { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
   let log = '';

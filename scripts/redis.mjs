@@ -47,10 +47,14 @@ export async function startTestRedis() {
   await ensureRedis();
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'stepwise-redis-'));
-  const child = spawn(REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--logfile', join(dir, 'redis.log')], {
-    detached: true,
-    stdio: 'ignore',
-  });
+  const child = spawn(
+    REDIS_SERVER,
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--logfile', join(dir, 'redis.log')],
+    {
+      detached: true,
+      stdio: 'ignore',
+    },
+  );
   const { stopNow, stop } = groupStopper(child, dir, 5_000);
   try {
     await waitForRedis(port);

@@ -22,7 +22,10 @@ export function restateServerPath() {
 export async function waitForRestate(adminUrl, timeoutMs = 60_000) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const ok = await fetch(`${adminUrl}/health`).then((response) => response.ok, () => false);
+    const ok = await fetch(`${adminUrl}/health`).then(
+      (response) => response.ok,
+      () => false,
+    );
     if (ok) return;
     if (Date.now() > deadline) throw new Error(`Restate did not answer at ${adminUrl}`);
     await new Promise((resolve) => setTimeout(resolve, 100));

@@ -73,4 +73,3 @@ export function groupStopper(child, dir, graceMs) {
   };
   return { exited, stopNow, stop };
 }
-

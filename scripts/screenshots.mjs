@@ -62,7 +62,10 @@ async function firstMinutes(device, viewport, url) {
 
   // 2. A multi-step run, finished: the calculator, then the clock.
   await ask('What is (17+25)*3, and what time is it?');
-  await page.getByTestId('run-end').getByText(/Answered in 2 steps/).waitFor();
+  await page
+    .getByTestId('run-end')
+    .getByText(/Answered in 2 steps/)
+    .waitFor();
   await page.getByTestId('assistant-turn').waitFor();
   // The run has ended for the page too (response_complete): Send is back, Rewind is offered.
   await page.getByRole('button', { name: 'Send' }).waitFor();
@@ -102,7 +105,10 @@ async function firstMinutes(device, viewport, url) {
   if (device === 'phone') await page.getByRole('button', { name: 'Chats' }).click();
   await chats.getByRole('link', { name: /What is \(17\+25\)\*3/ }).click();
   await live();
-  await page.getByTestId('run-end').getByText(/Answered in 2 steps/).waitFor();
+  await page
+    .getByTestId('run-end')
+    .getByText(/Answered in 2 steps/)
+    .waitFor();
   if (device === 'phone') await page.getByRole('button', { name: 'Chats' }).click();
   await chats.getByRole('link', { name: /Help me/ }).hover();
   await finiteAnimations(page);

@@ -63,7 +63,9 @@ export async function startServer(options: {
   const logger = options.logger ?? pino({ level: config.logLevel });
   const store = options.store ?? (await openStore(config, logger));
   // Tracing loads its SDK only when it is on; its last spans are sent after everything else has closed.
-  const tracing = config.tracing ? await startTracing(config.tracing, { provider: tracedProvider(config), logger, modelFor: (purpose) => modelFor(purpose, config.llm).model }) : undefined;
+  const tracing = config.tracing
+    ? await startTracing(config.tracing, { provider: tracedProvider(config), logger, modelFor: (purpose) => modelFor(purpose, config.llm).model })
+    : undefined;
   const container = buildContainer(config, logger, store, options.configure, { tracing });
   const app = await buildServer(container, logger);
   if (tracing) app.addHook('onClose', () => tracing.shutdown());

@@ -92,8 +92,7 @@ export function buildContainer(
   container.register<AnyStrategy[]>(TOKENS.Strategies, { useValue: [...STRATEGIES] });
   // The demo model answers each strategy's calls with that strategy's own responder.
   container.register<ReadonlyMap<string, DemoResponder>>(TOKENS.DemoResponders, {
-    useFactory: (dependencies) =>
-      new Map(dependencies.resolve<AnyStrategy[]>(TOKENS.Strategies).map((strategy) => [strategy.name, strategy.demo])),
+    useFactory: (dependencies) => new Map(dependencies.resolve<AnyStrategy[]>(TOKENS.Strategies).map((strategy) => [strategy.name, strategy.demo])),
   });
   container.registerSingleton(RunKernel);
   // Several instances: commands travel through the cluster to the instance that runs the run.

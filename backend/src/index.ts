@@ -16,7 +16,22 @@ export { applyTodoOperation, parseTodos, TODOS_FILE, TodoError, todosFromUser } 
 export { ensureAlternation } from './llm/alternation.ts';
 export { checkProblem, OrchestratorDecision, solver } from './agent/solver/solver.ts';
 export { research } from './agent/research/research.ts';
-export { checkGraph, currentStage, fitState, GraphError, inert, nextTaskId, parseGraphYaml, parseState, renderState, type ResearchState, runnableWave, STATE_DOC, STATE_DOC_MAX_BYTES, STATE_DOC_MAX_TASKS } from './agent/research/state-doc.ts';
+export {
+  checkGraph,
+  currentStage,
+  fitState,
+  GraphError,
+  inert,
+  nextTaskId,
+  parseGraphYaml,
+  parseState,
+  renderState,
+  type ResearchState,
+  runnableWave,
+  STATE_DOC,
+  STATE_DOC_MAX_BYTES,
+  STATE_DOC_MAX_TASKS,
+} from './agent/research/state-doc.ts';
 export { artifactName } from './agent/research/research.ts';
 export { MISSING_PREREQUISITE_KEYWORDS } from './agent/plan_execute/plan.ts';
 export { chat as plainChat } from './agent/chat/chat.ts';

@@ -21,10 +21,15 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   const { app, url } = server;
-  const model = config.llm.provider === 'demo' ? 'the offline demo model' : `${config.llm.model} at ${config.llm.azure?.endpoint ?? config.llm.baseUrl ?? 'api.openai.com'}`;
+  const model =
+    config.llm.provider === 'demo'
+      ? 'the offline demo model'
+      : `${config.llm.model} at ${config.llm.azure?.endpoint ?? config.llm.baseUrl ?? 'api.openai.com'}`;
   app.log.info(`Stepwise is ready at ${url} (model: ${model})`);
   if (config.auth.mode === 'none' && !/^(127\.|localhost$|::1$|\[::1\]$)/.test(config.host)) {
-    app.log.warn(`Listening on ${config.host} without sign-in (AUTH_MODE=none): only this machine is let in. Set AUTH_TOKEN, or AUTH_MODE=oidc or header, to let others in.`);
+    app.log.warn(
+      `Listening on ${config.host} without sign-in (AUTH_MODE=none): only this machine is let in. Set AUTH_TOKEN, or AUTH_MODE=oidc or header, to let others in.`,
+    );
   }
 
   let stopping = false;

@@ -77,7 +77,12 @@ await measure('1. the same (a 5k-item list, under the model output cap) through 
   socket.send(JSON.stringify({ type: 'chat', content: 'write it', agent_mode: true, agent_max_steps: 1, tools: ['write_file'] }));
   await until((event) => event.type === 'response_complete', from);
   const error = events.slice(from).find((event) => event.type === 'tool_error');
-  return error ? `tool_error: ${String(error.error).slice(0, 80)}` : `not refused: ${events.slice(from).map((event) => event.update_type ?? event.type).join(' ')}`;
+  return error
+    ? `tool_error: ${String(error.error).slice(0, 80)}`
+    : `not refused: ${events
+        .slice(from)
+        .map((event) => event.update_type ?? event.type)
+        .join(' ')}`;
 });
 await measure('2. a 9.5 MB document', async () => upload(id, 'RESEARCH_STATE.md', anchored(0, 1) + 'x'.repeat(9.5 * 2 ** 20)));
 await measure('3. a 100k-character reply of nested braces to research.plan (and to its re-ask)', async () => {

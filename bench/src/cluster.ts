@@ -18,7 +18,9 @@ type Event = Record<string, unknown> & { type?: string; update_type?: string; se
 const EVENT_TIMEOUT_MS = 30_000;
 
 export async function cluster(settings: Settings, stores: Stores) {
-  log(`6. several instances: ${settings.clusterStops} stops from each instance during a 10 s model call on A; ${settings.clusterRounds} run${settings.clusterRounds === 1 ? '' : 's'} of ${settings.clusterSteps} tool steps on A, followed from B`);
+  log(
+    `6. several instances: ${settings.clusterStops} stops from each instance during a 10 s model call on A; ${settings.clusterRounds} run${settings.clusterRounds === 1 ? '' : 's'} of ${settings.clusterSteps} tool steps on A, followed from B`,
+  );
   if (!stores.postgres) throw new Error('several instances need PostgreSQL (Debian package "postgresql"), left out or not found');
   // Stopped in reverse order however the section ends: the servers first, then Redis, then the model server.
   const stops: (() => Promise<void>)[] = [];
@@ -53,10 +55,20 @@ export async function cluster(settings: Settings, stores: Stores) {
         measured[from].toClose.push(toClose);
       }
     }
-    const summary = (values: number[]) => ({ p50: round(median(values), 2), p95: round(quantile(values, 0.95), 2), p99: round(quantile(values, 0.99), 2), max: round(Math.max(...values), 2) });
+    const summary = (values: number[]) => ({
+      p50: round(median(values), 2),
+      p95: round(quantile(values, 0.95), 2),
+      p99: round(quantile(values, 0.99), 2),
+      max: round(Math.max(...values), 2),
+    });
     const stopRows = [
       { key: 'across', name: 'stop sent on B, the run on A', toEndMs: summary(measured.across.toEnd), toUpstreamCloseMs: summary(measured.across.toClose) },
-      { key: 'local', name: 'stop sent on A, where the run executes (B joined too)', toEndMs: summary(measured.local.toEnd), toUpstreamCloseMs: summary(measured.local.toClose) },
+      {
+        key: 'local',
+        name: 'stop sent on A, where the run executes (B joined too)',
+        toEndMs: summary(measured.local.toEnd),
+        toUpstreamCloseMs: summary(measured.local.toClose),
+      },
     ];
     for (const row of stopRows) log(`   ${JSON.stringify(row)}`);
 
@@ -194,7 +206,10 @@ async function join(wsUrl: string, sessionId?: string) {
   });
   const next = (predicate: (event: Event) => boolean) => {
     const arrived = new Promise<{ event: Event; at: number }>((resolve, reject) => {
-      const timer = setTimeout(() => waiter.fail(new Error(`an awaited event did not reach the socket on ${wsUrl} within ${EVENT_TIMEOUT_MS / 1000} s`)), EVENT_TIMEOUT_MS);
+      const timer = setTimeout(
+        () => waiter.fail(new Error(`an awaited event did not reach the socket on ${wsUrl} within ${EVENT_TIMEOUT_MS / 1000} s`)),
+        EVENT_TIMEOUT_MS,
+      );
       const waiter = {
         match: (event: Event, at: number) => {
           if (!predicate(event)) return false;

@@ -55,7 +55,8 @@ export function bareOpenAi(baseURL: string): Framework {
         messages.push(message, { role: 'tool', tool_call_id: call.id, content: add(JSON.parse(call.function.arguments).expression) });
       }
     },
-    stop: (marker, inFlight) => abortInFlight((signal) => client.chat.completions.create({ model: 'bench', messages: [{ role: 'user', content: marker }] }, { signal }), inFlight),
+    stop: (marker, inFlight) =>
+      abortInFlight((signal) => client.chat.completions.create({ model: 'bench', messages: [{ role: 'user', content: marker }] }, { signal }), inFlight),
     async close() {},
   };
 }
@@ -63,7 +64,12 @@ export function bareOpenAi(baseURL: string): Framework {
 export function openAiAgents(baseURL: string): Framework {
   setTracingDisabled(true);
   const model = new OpenAIChatCompletionsModel(new OpenAI({ baseURL, apiKey: 'bench', maxRetries: 0 }), 'bench');
-  const calculator = agentsTool({ name: 'calculator', description: 'Evaluate', parameters: calculatorArgs, execute: async ({ expression }) => add(expression) });
+  const calculator = agentsTool({
+    name: 'calculator',
+    description: 'Evaluate',
+    parameters: calculatorArgs,
+    execute: async ({ expression }) => add(expression),
+  });
   const agent = new OpenAiAgent({ name: 'bench', instructions: 'Use the calculator.', model, tools: [calculator] });
   return {
     name: 'OpenAI Agents SDK',

@@ -27,7 +27,10 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => pr
 const started = new Date();
 const loadAtStart = round(loadavg()[0]!, 2);
 const stores = await prepareStores(settings);
-const sections = { footprint, overhead, stop: stopLatency, concurrency, streaming, requests: requestPaths, cluster, restate: restateEngine } satisfies Record<Section, unknown>;
+const sections = { footprint, overhead, stop: stopLatency, concurrency, streaming, requests: requestPaths, cluster, restate: restateEngine } satisfies Record<
+  Section,
+  unknown
+>;
 const figures: Partial<Record<Section, unknown>> = {};
 /** The machine's 1-minute load average as each section began and ended: other work on it shows here. */
 const load: Partial<Record<Section, { start: number; end: number }>> = {};
@@ -55,7 +58,13 @@ const results = {
   tree: tree(),
   load: { atStart: loadAtStart, sections: load },
   failed,
-  machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', memoryGb: round(totalmem() / 1024 ** 3, 0), node: process.version, platform: process.platform },
+  machine: {
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model ?? 'unknown',
+    memoryGb: round(totalmem() / 1024 ** 3, 0),
+    node: process.version,
+    platform: process.platform,
+  },
   stores: stores.details,
   ...figures,
 };

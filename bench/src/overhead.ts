@@ -62,10 +62,15 @@ export async function overhead(settings: Settings, stores: Stores) {
   };
   const stepwiseStores = [...stores.embeddedVariants, ...(stores.postgres ? [stores.postgres] : [])];
   for (const store of stepwiseStores) await addStepwise(`stepwise-${store.key}`, `Stepwise, streaming (the default), ${store.label}`, store, 'fresh', true);
-  for (const store of stores.embeddedVariants) await addStepwise(`stepwise-plain-${store.key}`, `Stepwise, LLM_STREAMING=false, ${store.label}`, store, 'fresh', false);
+  for (const store of stores.embeddedVariants)
+    await addStepwise(`stepwise-plain-${store.key}`, `Stepwise, LLM_STREAMING=false, ${store.label}`, store, 'fresh', false);
   const growingStore = stores.embeddedVariants[0]!;
   await addStepwise('stepwise-growing', `Stepwise, streaming, ${growingStore.label}, one growing chat for every task`, growingStore, 'growing', true);
-  for (const [key, name] of [['agents', 'OpenAI Agents SDK'], ['ai', 'Vercel AI SDK'], ['langgraph', 'LangGraph.js']] as const) {
+  for (const [key, name] of [
+    ['agents', 'OpenAI Agents SDK'],
+    ['ai', 'Vercel AI SDK'],
+    ['langgraph', 'LangGraph.js'],
+  ] as const) {
     contenders.push({ key, name, worker: await startWorker(key, model.url) });
   }
 

@@ -98,7 +98,22 @@ export async function startBenchPostgres(): Promise<BenchPostgres> {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }
-  const shown = (await run(join(bin, 'psql'), ['-h', '127.0.0.1', '-p', String(port), '-U', 'stepwise', '-d', 'postgres', '-Atc', 'show fsync; show synchronous_commit; show full_page_writes'])).stdout.trim().split('\n');
+  const shown = (
+    await run(join(bin, 'psql'), [
+      '-h',
+      '127.0.0.1',
+      '-p',
+      String(port),
+      '-U',
+      'stepwise',
+      '-d',
+      'postgres',
+      '-Atc',
+      'show fsync; show synchronous_commit; show full_page_writes',
+    ])
+  ).stdout
+    .trim()
+    .split('\n');
   if (shown.join(',') !== 'on,on,on') {
     stopNow();
     throw new Error(`PostgreSQL is not running with durable settings (fsync, synchronous_commit, full_page_writes: ${shown.join(', ')})`);

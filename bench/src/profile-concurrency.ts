@@ -13,13 +13,15 @@ const server = await startStepwise(model.url, {
   nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${process.env.PROFILE_DIR}`],
 });
 const sockets = await Promise.all(
-  Array.from({ length: n }, () =>
-    new Promise<WebSocket>((resolve) => {
-      const socket = new WebSocket(server.wsUrl);
-      socket.on('message', (data) => {
-        if (String(data).includes('"type":"session"')) resolve(socket);
-      });
-    }),
+  Array.from(
+    { length: n },
+    () =>
+      new Promise<WebSocket>((resolve) => {
+        const socket = new WebSocket(server.wsUrl);
+        socket.on('message', (data) => {
+          if (String(data).includes('"type":"session"')) resolve(socket);
+        });
+      }),
   ),
 );
 const started = performance.now();

@@ -46,9 +46,13 @@ for (let i = 0; i < rounds; i++) {
   times.push(r.ms / r.calls);
   calls += r.calls;
 }
-console.log(`${server.store.label}: stepwise per call median ms ${median(times).toFixed(3)}, floor ${median(floors).toFixed(3)}, ratio of medians ${(median(times) / median(floors)).toFixed(2)}`);
+console.log(
+  `${server.store.label}: stepwise per call median ms ${median(times).toFixed(3)}, floor ${median(floors).toFixed(3)}, ratio of medians ${(median(times) / median(floors)).toFixed(2)}`,
+);
 const profiler = process.env.PROFILE_DIR ? ', profiler included' : '';
-console.log(`server CPU per call ${((serverCpu * 1000) / calls).toFixed(0)} µs (from /proc${profiler}); floor client CPU per call ${(floorCpuUs / floorCalls).toFixed(0)} µs`);
+console.log(
+  `server CPU per call ${((serverCpu * 1000) / calls).toFixed(0)} µs (from /proc${profiler}); floor client CPU per call ${(floorCpuUs / floorCalls).toFixed(0)} µs`,
+);
 // The window spans the floor's runs between Stepwise's too; the server is idle then, which the summary leaves out.
 console.log(`profile-summary: --from=${from} --to=${to} --calls=${calls}`);
 await worker.exit();

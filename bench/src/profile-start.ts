@@ -10,7 +10,9 @@ for (let start = 0; start < Number(process.env.STARTS ?? 5); start++) {
     pollMs: 5,
     nodeArgs: profiled ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PROFILE_DIR}`, '--cpu-prof-interval=200'] : [],
   });
-  console.log(`start ${start + 1}: ${server.startMs.toFixed(0)} ms to a healthy /api/health, RSS ${(currentRss(server.pid) / 2 ** 20).toFixed(0)} MB${profiled ? ' (profiled)' : ''}`);
+  console.log(
+    `start ${start + 1}: ${server.startMs.toFixed(0)} ms to a healthy /api/health, RSS ${(currentRss(server.pid) / 2 ** 20).toFixed(0)} MB${profiled ? ' (profiled)' : ''}`,
+  );
   await server.stop();
 }
 process.exit(0);

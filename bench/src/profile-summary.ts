@@ -84,7 +84,8 @@ const shortUrl = (url: string) => url.replace(/^file:\/\/\/.*?node_modules\/\.pn
 const frameName = (frame: CallFrame) => `${frame.functionName || '(anonymous)'} ${frame.url ? `${shortUrl(frame.url)}:${frame.lineNumber + 1}` : '(native)'}`;
 
 /** Inclusive time of frames matching these tests: each sample counts once per watched frame. */
-const modelHttpPath = /node_modules\/openai\/|node:internal\/deps\/undici|node:internal\/webstreams|node:_http_|http-transport\.ts|response-body\.ts|reply-reader\.ts|reply-assembler\.ts/;
+const modelHttpPath =
+  /node_modules\/openai\/|node:internal\/deps\/undici|node:internal\/webstreams|node:_http_|http-transport\.ts|response-body\.ts|reply-reader\.ts|reply-assembler\.ts/;
 const watched: Record<string, (frame: CallFrame) => boolean> = {
   'the model call over HTTP: request, response, reading the reply (SDK + undici + web streams, or node:http; inclusive)': (frame) =>
     modelHttpPath.test(frame.url) || (frame.url.endsWith('openai-llm-client.ts') && frame.functionName === 'attempt'),
@@ -95,7 +96,7 @@ const watched: Record<string, (frame: CallFrame) => boolean> = {
   'WebSocket frames (ws, inclusive)': (frame) => frame.url.includes('node_modules/ws/'),
   'ToolRegistry.schemas': (frame) => frame.url.endsWith('tool-registry.ts') && frame.functionName.includes('schemas'),
   'prompt rendering (handlebars)': (frame) => frame.url.includes('node_modules/handlebars'),
-  'zod': (frame) => frame.url.includes('node_modules/zod'),
+  zod: (frame) => frame.url.includes('node_modules/zod'),
   'pino (logs)': (frame) => frame.url.includes('node_modules/pino'),
   'reading the reply (reply-reader, response-body)': (frame) => /reply-reader\.ts|response-body\.ts|reply-assembler\.ts/.test(frame.url),
   'reading session files for the prompt (readdir)': (frame) => frame.url.endsWith('session-files.ts'),

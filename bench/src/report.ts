@@ -20,9 +20,13 @@ export function report(results: any): string {
   );
   if (stores) {
     const postgres = stores.postgresVersion
-      ? ` PostgreSQL: ${stores.postgresVersion}, ${Object.entries(stores.postgresSettings ?? {}).map(([name, value]) => `${name}=${value}`).join(', ')}, a new database per server.`
+      ? ` PostgreSQL: ${stores.postgresVersion}, ${Object.entries(stores.postgresSettings ?? {})
+          .map(([name, value]) => `${name}=${value}`)
+          .join(', ')}, a new database per server.`
       : '';
-    lines.push(`Stores: the embedded store as the server reports it (${stores.embeddedDescription ?? 'it reported nothing'}), on a new DATA_DIR per server on a disk-backed file system.${postgres}`);
+    lines.push(
+      `Stores: the embedded store as the server reports it (${stores.embeddedDescription ?? 'it reported nothing'}), on a new DATA_DIR per server on a disk-backed file system.${postgres}`,
+    );
   }
   if (results.tree) {
     lines.push(`Tree measured: commit ${results.tree.commit}${results.tree.changed ? ', with uncommitted changes' : ', clean'}.`);
@@ -55,7 +59,9 @@ export function report(results: any): string {
     lines.push(`## 0. Cold start and idle memory (${starts} start${starts === 1 ? '' : 's'} per store)`, '');
     lines.push('| store | cold start to a healthy /api/health, median (min – max) | idle server RSS, median |', '| --- | ---: | ---: |');
     for (const row of footprint.rows) {
-      lines.push(`| ${row.store} | ${(row.coldStartMs / 1000).toFixed(2)} s (${(row.coldStartMinMs / 1000).toFixed(2)} – ${(row.coldStartMaxMs / 1000).toFixed(2)} s) | ${row.idleRssMb} MB |`);
+      lines.push(
+        `| ${row.store} | ${(row.coldStartMs / 1000).toFixed(2)} s (${(row.coldStartMinMs / 1000).toFixed(2)} – ${(row.coldStartMaxMs / 1000).toFixed(2)} s) | ${row.idleRssMb} MB |`,
+      );
     }
     lines.push(
       '',
@@ -66,7 +72,9 @@ export function report(results: any): string {
 
   if (overhead) {
     lines.push(`## 1. Overhead per model call (${overhead.steps} tool steps per task, ${overhead.rounds} interleaved rounds, zero model latency)`, '');
-    lines.push('| framework | model calls per task | time per call (median) | overhead per call vs floor, p50 / p95 | ratio to floor (median) | CPU per call, its own process | Stepwise server CPU per call | request body per call, mean / max | peak RSS of its process |');
+    lines.push(
+      '| framework | model calls per task | time per call (median) | overhead per call vs floor, p50 / p95 | ratio to floor (median) | CPU per call, its own process | Stepwise server CPU per call | request body per call, mean / max | peak RSS of its process |',
+    );
     lines.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
     for (const row of overhead.rows) {
       const rss = row.serverRssMb === undefined ? `${row.rssMb} MB` : `${row.serverRssMb} MB server + ${row.rssMb} MB client`;
@@ -105,8 +113,13 @@ export function report(results: any): string {
   if (concurrency) {
     const latency = concurrency.latencyMs ?? 250;
     const calls = concurrency.calls ?? 9;
-    lines.push(`## 3. Concurrency (N sessions in lockstep, three-step runs, ${latency} ms per model call: ${calls} calls, ${((latency * calls) / 1000).toFixed(2)} s ideal)`, '');
-    lines.push('| system | sessions | total time | ideal | lag model → client, p50 / p99 | failed | memory per idle session | peak RSS | CPU | CPU per model call |');
+    lines.push(
+      `## 3. Concurrency (N sessions in lockstep, three-step runs, ${latency} ms per model call: ${calls} calls, ${((latency * calls) / 1000).toFixed(2)} s ideal)`,
+      '',
+    );
+    lines.push(
+      '| system | sessions | total time | ideal | lag model → client, p50 / p99 | failed | memory per idle session | peak RSS | CPU | CPU per model call |',
+    );
     lines.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
     for (const row of concurrency.rows) {
       const system = row.system ?? row.store;
@@ -114,7 +127,9 @@ export function report(results: any): string {
         `| ${system} | ${row.sessions} | ${(row.totalMs / 1000).toFixed(2)} s | ${(row.idealMs / 1000).toFixed(2)} s | ${row.lagP50Ms} / ${row.lagP99Ms} ms | ${show(row.failures, String)} | ${show(row.idleRssPerSessionKb, (value) => `${value} KB`)} | ${row.peakRssMb} MB | ${row.cpuPercent}% | ${show(row.cpuUsPerCall, us)} |`,
       );
     }
-    const largest = Object.entries(concurrency.largestUnder100ms).map(([system, n]) => `${system}: **${n || 'none of those measured'}**`).join('; ');
+    const largest = Object.entries(concurrency.largestUnder100ms)
+      .map(([system, n]) => `${system}: **${n || 'none of those measured'}**`)
+      .join('; ');
     lines.push(
       '',
       `Largest N with p99 lag under 100 ms and nothing failed: ${largest}.`,
@@ -128,12 +143,17 @@ export function report(results: any): string {
     lines.push(`## 4. Streaming relay (${streaming.tokens} tokens, as fast as the socket takes them)`, '');
     lines.push('| | |', '| --- | ---: |');
     lines.push(`| bare openai SDK stream, tokens per second | ${streaming.floorTokensPerSecond} |`);
-    lines.push(`| Stepwise, tokens per second reaching the WebSocket client as \`assistant_delta\` | ${streaming.stepwiseTokensPerSecond} (${streaming.tokensAtClient} tokens in ${streaming.framesAtClient} frames) |`);
+    lines.push(
+      `| Stepwise, tokens per second reaching the WebSocket client as \`assistant_delta\` | ${streaming.stepwiseTokensPerSecond} (${streaming.tokensAtClient} tokens in ${streaming.framesAtClient} frames) |`,
+    );
     lines.push(`| added time per token, Stepwise relay vs bare SDK | ${streaming.addedLatencyPerTokenUs} µs |`, '');
   }
   if (requests) {
     lines.push(`## 5. One request by each HTTP path (${requests.blocks} interleaved blocks of ${requests.requests} requests, medians)`, '');
-    lines.push('| path | request body | reply | wall per request | CPU of the caller per request | CPU vs the SDK, parsed |', '| --- | --- | --- | ---: | ---: | ---: |');
+    lines.push(
+      '| path | request body | reply | wall per request | CPU of the caller per request | CPU vs the SDK, parsed |',
+      '| --- | --- | --- | ---: | ---: | ---: |',
+    );
     for (const row of requests.rows) {
       lines.push(`| ${row.path} | ${row.size} | ${row.stream ? 'streamed' : 'whole'} | ${us(row.wallUs)} | ${us(row.cpuUs)} | ${row.cpuVsSdk.toFixed(2)}× |`);
     }
@@ -146,7 +166,10 @@ export function report(results: any): string {
   }
   if (cluster) {
     const { events } = cluster;
-    lines.push(`## 6. Several instances (two Stepwise processes on one PostgreSQL database and one Redis; ${cluster.stops} stops each, during a 10 s model call on A)`, '');
+    lines.push(
+      `## 6. Several instances (two Stepwise processes on one PostgreSQL database and one Redis; ${cluster.stops} stops each, during a 10 s model call on A)`,
+      '',
+    );
     lines.push('| stop | to agent_stopped at the sending socket, p50 / p95 / p99 / max | to the upstream request closed, p50 / p95 / p99 / max |');
     lines.push('| --- | ---: | ---: |');
     for (const row of cluster.stopRows) {
@@ -158,9 +181,14 @@ export function report(results: any): string {
       `A run of ${events.steps} tool steps on A, zero model latency (${events.eventsPerRun} logged events, ${(events.runMs / 1000).toFixed(2)} s; median of ${events.rounds} run${events.rounds === 1 ? '' : 's'}):`,
       '',
     );
-    lines.push('| socket | logged events per second | behind the socket on A, p50 / p99 / max | logged events missing | streamed previews received |', '| --- | ---: | ---: | ---: | ---: |');
+    lines.push(
+      '| socket | logged events per second | behind the socket on A, p50 / p99 / max | logged events missing | streamed previews received |',
+      '| --- | ---: | ---: | ---: | ---: |',
+    );
     lines.push(`| on A, where the run executes | ${events.onAEventsPerSecond} | — | — | ${events.previewsOnA} |`);
-    lines.push(`| on B (a Redis notice, then read from PostgreSQL) | ${events.onBEventsPerSecond} (${events.ratio.toFixed(2)}× A's) | ${events.lagP50Ms} / ${events.lagP99Ms} / ${events.lagMaxMs} ms | ${events.missingOnB} | ${events.previewsOnB} |`);
+    lines.push(
+      `| on B (a Redis notice, then read from PostgreSQL) | ${events.onBEventsPerSecond} (${events.ratio.toFixed(2)}× A's) | ${events.lagP50Ms} / ${events.lagP99Ms} / ${events.lagMaxMs} ms | ${events.missingOnB} | ${events.previewsOnB} |`,
+    );
     lines.push(
       '',
       "Both instances run with the same settings (INSTANCE_ID bench-a and bench-b, a new database on the benchmark's PostgreSQL, a throwaway redis-server). Each stop uses a new session on A and a socket on B joined to it (`session_id`, `after_seq=0`); the two kinds of stop alternate. Events per second: the run's logged events that reached the socket, over the time from sending the chat on A to that socket's response_complete; the lag behind A is, event by event, when B's socket received it minus when A's did.",
@@ -169,8 +197,13 @@ export function report(results: any): string {
   }
   if (restate) {
     const version = restate.restateVersion ? ` ${restate.restateVersion}` : '';
-    lines.push(`## 7. Restate engine (RUN_ENGINE=restate against the in-process engine; ${restate.steps} tool steps per task, ${restate.rounds} interleaved rounds, zero model latency)`, '');
-    lines.push('| engine | model calls per task | time per call, median / p95 | ratio to in-process (median) | ratio to floor (median) | Stepwise server CPU per call | restate-server CPU per call | Restate journal steps (ctx.run) per call | peak RSS |');
+    lines.push(
+      `## 7. Restate engine (RUN_ENGINE=restate against the in-process engine; ${restate.steps} tool steps per task, ${restate.rounds} interleaved rounds, zero model latency)`,
+      '',
+    );
+    lines.push(
+      '| engine | model calls per task | time per call, median / p95 | ratio to in-process (median) | ratio to floor (median) | Stepwise server CPU per call | restate-server CPU per call | Restate journal steps (ctx.run) per call | peak RSS |',
+    );
     lines.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
     for (const row of restate.rows) {
       const steps = known(row.journalStepsPerCall) ? `${row.journalStepsPerCall} (${row.journalStepsPerRun} per run)` : '—';
@@ -179,7 +212,9 @@ export function report(results: any): string {
         `| ${row.name} | ${row.calls} | ${row.perCallMs.toFixed(3)} / ${row.perCallP95Ms.toFixed(3)} ms | ${show(row.ratioToInProcess, (value) => `${value.toFixed(2)}×`)} | ${row.ratioToFloor.toFixed(2)}× | ${show(row.serverCpuUsPerCall, us)} | ${show(row.restateCpuUsPerCall, us)} | ${steps} | ${rss} |`,
       );
     }
-    const perStep = known(restate.addedPerJournalStepUs) ? `, about ${us(restate.addedPerJournalStepUs)} per journal step (the run's start spread over them too)` : '';
+    const perStep = known(restate.addedPerJournalStepUs)
+      ? `, about ${us(restate.addedPerJournalStepUs)} per journal step (the run's start spread over them too)`
+      : '';
     lines.push(
       '',
       `Restate adds ${us(restate.addedPerCallUs.p50Us)} per model call (median over rounds; p95 ${us(restate.addedPerCallUs.p95Us)})${perStep}.`,

@@ -16,11 +16,25 @@ import { log, type Settings } from './settings.ts';
 import { median, round } from './stats.ts';
 
 const tools = [
-  { type: 'function' as const, function: { name: 'calculator', description: 'Evaluate', parameters: { type: 'object', properties: { expression: { type: 'string' } }, required: ['expression'] } } },
+  {
+    type: 'function' as const,
+    function: {
+      name: 'calculator',
+      description: 'Evaluate',
+      parameters: { type: 'object', properties: { expression: { type: 'string' } }, required: ['expression'] },
+    },
+  },
 ];
 const filler = 'The user asks for the product of two sums; the calculator tool will do it. ';
 const BODIES: Record<string, Body> = {
-  small: { model: 'bench', messages: [{ role: 'system', content: 'You are a helpful agent.' }, { role: 'user', content: 'Count with the calculator.' }], tools },
+  small: {
+    model: 'bench',
+    messages: [
+      { role: 'system', content: 'You are a helpful agent.' },
+      { role: 'user', content: 'Count with the calculator.' },
+    ],
+    tools,
+  },
   '20 KiB': {
     model: 'bench',
     messages: [
@@ -56,10 +70,21 @@ function paths(baseUrl: string, agent: Agent, dispatcher: UndiciAgent): Record<s
     baseURL: baseUrl,
     apiKey: 'bench',
     maxRetries: 0,
-    fetch: ((input: string, init?: RequestInit) => undiciFetch(input, { ...(init as object), dispatcher } as Parameters<typeof undiciFetch>[1])) as unknown as typeof fetch,
+    fetch: ((input: string, init?: RequestInit) =>
+      undiciFetch(input, { ...(init as object), dispatcher } as Parameters<typeof undiciFetch>[1])) as unknown as typeof fetch,
   });
   const adapter = (streaming: boolean) =>
-    new OpenAiLlmClient(configFromEnv({ LLM_PROVIDER: 'openai', OPENAI_BASE_URL: baseUrl, OPENAI_API_KEY: 'bench', LLM_MODEL: 'bench', LLM_STREAMING: String(streaming), LLM_MAX_RETRIES: '0' }), silent);
+    new OpenAiLlmClient(
+      configFromEnv({
+        LLM_PROVIDER: 'openai',
+        OPENAI_BASE_URL: baseUrl,
+        OPENAI_API_KEY: 'bench',
+        LLM_MODEL: 'bench',
+        LLM_STREAMING: String(streaming),
+        LLM_MAX_RETRIES: '0',
+      }),
+      silent,
+    );
   const adapters = { whole: adapter(false), streamed: adapter(true) };
   return {
     'openai SDK, parsed reply, global fetch (the floor)': (body, stream) => parsedReply(sdk, body, stream),
@@ -130,7 +155,12 @@ export async function requestPaths(settings: Settings) {
         const cpuMedian = median(cpuUs.get(name)!);
         rows.push({ path: name, size, stream, wallUs: round(median(wallUs.get(name)!), 0), cpuUs: round(cpuMedian, 0), cpuVsSdk: round(cpuMedian / floor, 2) });
       }
-      log(`   ${size}, ${stream ? 'streamed' : 'whole'}: ${rows.slice(-names.length).map((row) => `${row.cpuUs} µs`).join(', ')}`);
+      log(
+        `   ${size}, ${stream ? 'streamed' : 'whole'}: ${rows
+          .slice(-names.length)
+          .map((row) => `${row.cpuUs} µs`)
+          .join(', ')}`,
+      );
     }
   }
   agent.destroy();

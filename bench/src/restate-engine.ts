@@ -70,7 +70,10 @@ export async function restateEngine(settings: Settings, stores: Stores) {
     ]);
     for (const result of started) if (result.status === 'fulfilled') stops.push(result.value.stop);
     for (const result of started) if (result.status === 'rejected') throw result.reason;
-    const [inProcessServer, restateServer] = started.map((result) => (result as PromiseFulfilledResult<StepwiseServer>).value) as [StepwiseServer, StepwiseServer];
+    const [inProcessServer, restateServer] = started.map((result) => (result as PromiseFulfilledResult<StepwiseServer>).value) as [
+      StepwiseServer,
+      StepwiseServer,
+    ];
 
     const floor = await startWorker('floor', model.url);
     stops.push(floor.exit);

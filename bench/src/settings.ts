@@ -14,7 +14,11 @@ export type Section = (typeof SECTIONS)[number];
 function option(name: string): string | undefined {
   return process.argv.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3);
 }
-const list = (value: string | undefined) => value?.split(',').map((item) => item.trim()).filter(Boolean);
+const list = (value: string | undefined) =>
+  value
+    ?.split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
 
 const quick = process.argv.includes('--quick');
 const only = list(option('only'));

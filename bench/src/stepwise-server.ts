@@ -58,23 +58,25 @@ export async function startStepwise(modelUrl: string, options: StepwiseOptions =
   } = process.env;
   if (!existsSync(serverBundle)) throw new Error(`${serverBundle} is missing: run \`node scripts/build-server.mjs\` (pnpm bench does)`);
   const spawnedAt = performance.now();
-  const child = track(spawn(process.execPath, [...(options.nodeArgs ?? []), '--enable-source-maps', serverBundle], {
-    cwd: base,
-    env: {
-      ...inherited,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      DATA_DIR: dataDir,
-      LLM_PROVIDER: 'openai',
-      OPENAI_BASE_URL: modelUrl,
-      OPENAI_API_KEY: 'bench',
-      MAX_CONCURRENT_RUNS: '100000',
-      MAX_SOCKETS_PER_ADDRESS: '100000',
-      MAX_MESSAGES_PER_SECOND: '100000',
-      ...options.env,
-    },
-    stdio: ['ignore', logFd, 'inherit'],
-  }));
+  const child = track(
+    spawn(process.execPath, [...(options.nodeArgs ?? []), '--enable-source-maps', serverBundle], {
+      cwd: base,
+      env: {
+        ...inherited,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        DATA_DIR: dataDir,
+        LLM_PROVIDER: 'openai',
+        OPENAI_BASE_URL: modelUrl,
+        OPENAI_API_KEY: 'bench',
+        MAX_CONCURRENT_RUNS: '100000',
+        MAX_SOCKETS_PER_ADDRESS: '100000',
+        MAX_MESSAGES_PER_SECOND: '100000',
+        ...options.env,
+      },
+      stdio: ['ignore', logFd, 'inherit'],
+    }),
+  );
   closeSync(logFd);
   const url = `http://127.0.0.1:${port}`;
   const stop = async () => {
@@ -132,7 +134,13 @@ async function waitForHealth(child: ChildProcess, url: string, pollMs: number): 
   const deadline = performance.now() + 60_000;
   while (performance.now() < deadline) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error('Stepwise exited before it was ready');
-    if (await fetch(`${url}/api/health`).then((response) => response.ok, () => false)) return;
+    if (
+      await fetch(`${url}/api/health`).then(
+        (response) => response.ok,
+        () => false,
+      )
+    )
+      return;
     await new Promise((resolve) => setTimeout(resolve, pollMs));
   }
   throw new Error('Stepwise did not start in time');

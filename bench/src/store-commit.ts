@@ -43,7 +43,15 @@ async function open(kind: Kind, dataDir: string): Promise<Store> {
 /** An event of the size a step's events have (a reason text of a few hundred characters). */
 function event(seq: number, runId: string): LoggedEvent {
   const text = 'The user asks for the product of two sums; the calculator tool will do it. '.repeat(4);
-  return { type: 'agent_update', update_type: 'agent_reason', step: seq, content: text, seq, ts: new Date().toISOString(), run_id: runId } as unknown as LoggedEvent;
+  return {
+    type: 'agent_update',
+    update_type: 'agent_reason',
+    step: seq,
+    content: text,
+    seq,
+    ts: new Date().toISOString(),
+    run_id: runId,
+  } as unknown as LoggedEvent;
 }
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
@@ -94,9 +102,13 @@ if (child) {
   const events = Number(argument('events') ?? 5000);
   const rows: Measured[] = [];
   for (const kind of ['sqlite-full', 'sqlite-normal', 'pglite'] as const) {
-    const output = execFileSync(process.execPath, [...process.execArgv, process.argv[1]!, `--kind=${kind}`, `--events=${kind === 'pglite' ? Math.min(events, 1000) : events}`], {
-      env: process.env,
-    });
+    const output = execFileSync(
+      process.execPath,
+      [...process.execArgv, process.argv[1]!, `--kind=${kind}`, `--events=${kind === 'pglite' ? Math.min(events, 1000) : events}`],
+      {
+        env: process.env,
+      },
+    );
     rows.push(JSON.parse(output.toString().trim().split('\n').at(-1)!) as Measured);
   }
   console.log('| store | open a new data dir | RSS before → after opening | appendEvent p50 | p99 | mean | events |');

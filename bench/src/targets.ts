@@ -50,7 +50,12 @@ export function assessTargets(results: any): Verdict[] {
     });
   }
   for (const row of results.footprint?.rows ?? []) {
-    verdicts.push({ target: `idle server RSS ≤ ${TARGETS.idleRssMb} MB (after start and one chat)`, subject: `Stepwise, ${row.store}`, measured: `${row.idleRssMb} MB`, met: row.idleRssMb <= TARGETS.idleRssMb });
+    verdicts.push({
+      target: `idle server RSS ≤ ${TARGETS.idleRssMb} MB (after start and one chat)`,
+      subject: `Stepwise, ${row.store}`,
+      measured: `${row.idleRssMb} MB`,
+      met: row.idleRssMb <= TARGETS.idleRssMb,
+    });
     verdicts.push({
       target: `cold start on a new data dir ≤ ${TARGETS.coldStartMs / 1000} s (spawn → first 200 from /api/health)`,
       subject: `Stepwise, ${row.store}`,

@@ -63,117 +63,132 @@ export function App() {
   const watching = state.session?.read_only === true ? (state.session.owner?.name ?? 'another person') : undefined;
   return (
     <SessionFilesContext.Provider value={actions}>
-    <ApprovalContext.Provider value={approve}>
-    <div className="layout">
-      <SessionSidebar currentId={state.session?.session_id} refreshKey={refreshKey} open={sidebarOpen} onClose={() => setSidebarOpen(false)} admin={me?.user.admin === true} userId={me?.user.id} />
-      <div
-        className={`app${dragging ? ' dragging' : ''}`}
-        onDragOver={(event) => {
-          if (!event.dataTransfer.types.includes('Files')) return;
-          event.preventDefault();
-          setDragging(true);
-        }}
-        onDragLeave={(event) => {
-          if (event.currentTarget === event.target || !event.currentTarget.contains(event.relatedTarget as Node)) setDragging(false);
-        }}
-        onDrop={(event) => {
-          if (!event.dataTransfer.types.includes('Files')) return;
-          event.preventDefault();
-          setDragging(false);
-          void actions.attach([...event.dataTransfer.files]);
-        }}
-      >
-      {dragging && <div className="drop-hint" aria-hidden="true">Drop files to attach them to this chat</div>}
-      <Header
-        session={state.session}
-        connection={state.connection}
-        now={now}
-        onToggleSidebar={() => setSidebarOpen((open) => !open)}
-        onOpenSettings={() => setSettingsOpen(true)}
-        {...(watching === undefined ? { onOpenSnapshots: () => setSnapshotsOpen(true) } : {})}
-        approvalsWaiting={approvals.length}
-        me={me}
-      />
-      <Suspense fallback={null}>
-      {settingsOpen && <SettingsDialog session={state.session} now={now} onClose={() => setSettingsOpen(false)} />}
-      {snapshotsOpen && state.session && (
-        <SnapshotsDialog
-          sessionId={state.session.session_id}
-          busy={state.busy}
-          refreshKey={state.lastSeq}
-          now={now}
-          onSave={(label) => void actions.saveSnapshot(label)}
-          onRollback={(id) => void actions.rollback(id)}
-          onResume={(id) => {
-            actions.resumeSnapshot(id);
-            setSnapshotsOpen(false);
-          }}
-          onClose={() => setSnapshotsOpen(false)}
-        />
-      )}
-      </Suspense>
-      <Conversation
-        state={state}
-        now={now}
-        onContinue={(runId, extra, maxCostUsd) => void actions.resume(runId, extra, maxCostUsd)}
-        onRewind={(runId, step) => void actions.resumeSnapshot(`step:${runId}:${step}`)}
-        onSaveTodos={(todos) => void actions.saveTodos(todos)}
-        onGoOn={(strategy, strategyOptions) => void actions.chat('Go on', { agentMode: true, maxSteps: state.session?.limits.max_steps_default ?? 10, strategy, strategyOptions })}
-        onSaveText={(name, text) => actions.saveText(name, text)}
-      />
-      <div className="dock">
-        {question && (
-          <QuestionBanner
-            key={`${question.runId}:${question.step}:${question.text}:${question.questionId ?? ''}`}
-            question={question.text}
-            deadline={question.deadline}
-            now={now}
-            {...(question.choices ? { choices: question.choices, onChoose: (choice: string) => void actions.answer(question.runId, choice, question.questionId) } : {})}
+      <ApprovalContext.Provider value={approve}>
+        <div className="layout">
+          <SessionSidebar
+            currentId={state.session?.session_id}
+            refreshKey={refreshKey}
+            open={sidebarOpen}
+            onClose={() => setSidebarOpen(false)}
+            admin={me?.user.admin === true}
+            userId={me?.user.id}
           />
-        )}
-        {state.notice && (
-          <div className="notice" role="alert">
-            <span>{state.notice.message}</span>
-            <button type="button" className="ghost" onClick={actions.dismissNotice} aria-label="Dismiss">
-              ×
-            </button>
-          </div>
-        )}
-        <FileList files={state.files} uploading={state.uploading} onDownload={actions.download} />
-        {watching !== undefined ? (
-          <div className="watch-bar" role="status" data-testid="watching">
-            <span>
-              You are watching <strong>{watching}</strong>’s chat as an admin: you can read it and stop its run.
-            </span>
-            {state.busy && (
-              <button type="button" className="danger" onClick={actions.stop} disabled={state.stopping}>
-                Stop
-              </button>
+          <div
+            className={`app${dragging ? ' dragging' : ''}`}
+            onDragOver={(event) => {
+              if (!event.dataTransfer.types.includes('Files')) return;
+              event.preventDefault();
+              setDragging(true);
+            }}
+            onDragLeave={(event) => {
+              if (event.currentTarget === event.target || !event.currentTarget.contains(event.relatedTarget as Node)) setDragging(false);
+            }}
+            onDrop={(event) => {
+              if (!event.dataTransfer.types.includes('Files')) return;
+              event.preventDefault();
+              setDragging(false);
+              void actions.attach([...event.dataTransfer.files]);
+            }}
+          >
+            {dragging && (
+              <div className="drop-hint" aria-hidden="true">
+                Drop files to attach them to this chat
+              </div>
             )}
+            <Header
+              session={state.session}
+              connection={state.connection}
+              now={now}
+              onToggleSidebar={() => setSidebarOpen((open) => !open)}
+              onOpenSettings={() => setSettingsOpen(true)}
+              {...(watching === undefined ? { onOpenSnapshots: () => setSnapshotsOpen(true) } : {})}
+              approvalsWaiting={approvals.length}
+              me={me}
+            />
+            <Suspense fallback={null}>
+              {settingsOpen && <SettingsDialog session={state.session} now={now} onClose={() => setSettingsOpen(false)} />}
+              {snapshotsOpen && state.session && (
+                <SnapshotsDialog
+                  sessionId={state.session.session_id}
+                  busy={state.busy}
+                  refreshKey={state.lastSeq}
+                  now={now}
+                  onSave={(label) => void actions.saveSnapshot(label)}
+                  onRollback={(id) => void actions.rollback(id)}
+                  onResume={(id) => {
+                    actions.resumeSnapshot(id);
+                    setSnapshotsOpen(false);
+                  }}
+                  onClose={() => setSnapshotsOpen(false)}
+                />
+              )}
+            </Suspense>
+            <Conversation
+              state={state}
+              now={now}
+              onContinue={(runId, extra, maxCostUsd) => void actions.resume(runId, extra, maxCostUsd)}
+              onRewind={(runId, step) => void actions.resumeSnapshot(`step:${runId}:${step}`)}
+              onSaveTodos={(todos) => void actions.saveTodos(todos)}
+              onGoOn={(strategy, strategyOptions) =>
+                void actions.chat('Go on', { agentMode: true, maxSteps: state.session?.limits.max_steps_default ?? 10, strategy, strategyOptions })
+              }
+              onSaveText={(name, text) => actions.saveText(name, text)}
+            />
+            <div className="dock">
+              {question && (
+                <QuestionBanner
+                  key={`${question.runId}:${question.step}:${question.text}:${question.questionId ?? ''}`}
+                  question={question.text}
+                  deadline={question.deadline}
+                  now={now}
+                  {...(question.choices
+                    ? { choices: question.choices, onChoose: (choice: string) => void actions.answer(question.runId, choice, question.questionId) }
+                    : {})}
+                />
+              )}
+              {state.notice && (
+                <div className="notice" role="alert">
+                  <span>{state.notice.message}</span>
+                  <button type="button" className="ghost" onClick={actions.dismissNotice} aria-label="Dismiss">
+                    ×
+                  </button>
+                </div>
+              )}
+              <FileList files={state.files} uploading={state.uploading} onDownload={actions.download} />
+              {watching !== undefined ? (
+                <div className="watch-bar" role="status" data-testid="watching">
+                  <span>
+                    You are watching <strong>{watching}</strong>’s chat as an admin: you can read it and stop its run.
+                  </span>
+                  {state.busy && (
+                    <button type="button" className="danger" onClick={actions.stop} disabled={state.stopping}>
+                      Stop
+                    </button>
+                  )}
+                </div>
+              ) : (
+                <Composer
+                  busy={state.busy}
+                  stopping={state.stopping}
+                  connected={state.connection === 'live'}
+                  limits={state.session?.limits}
+                  tools={state.session?.tools ?? []}
+                  mcpServers={state.session?.mcp_servers ?? []}
+                  strategies={state.session?.strategy_catalog ?? []}
+                  lastRun={state.session?.last_run ? { sessionId: state.session.session_id, ...state.session.last_run } : undefined}
+                  question={question?.text}
+                  started={state.items.length > 0}
+                  onAttach={(files) => void actions.attach(files)}
+                  onSend={actions.chat}
+                  onAnswer={(answer) => (question ? actions.answer(question.runId, answer, question.questionId) : false)}
+                  onBlockedSend={actions.explainBusy}
+                  onStop={actions.stop}
+                />
+              )}
+            </div>
           </div>
-        ) : (
-          <Composer
-            busy={state.busy}
-            stopping={state.stopping}
-            connected={state.connection === 'live'}
-            limits={state.session?.limits}
-            tools={state.session?.tools ?? []}
-            mcpServers={state.session?.mcp_servers ?? []}
-            strategies={state.session?.strategy_catalog ?? []}
-            lastRun={state.session?.last_run ? { sessionId: state.session.session_id, ...state.session.last_run } : undefined}
-            question={question?.text}
-            started={state.items.length > 0}
-            onAttach={(files) => void actions.attach(files)}
-            onSend={actions.chat}
-            onAnswer={(answer) => (question ? actions.answer(question.runId, answer, question.questionId) : false)}
-            onBlockedSend={actions.explainBusy}
-            onStop={actions.stop}
-          />
-        )}
-      </div>
-      </div>
-    </div>
-    </ApprovalContext.Provider>
+        </div>
+      </ApprovalContext.Provider>
     </SessionFilesContext.Provider>
   );
 }

@@ -52,7 +52,10 @@ export const AgentUserInputMessage = z
       })
       .optional(),
   })
-  .refine((message) => message.content !== undefined || message.approval !== undefined, { message: 'needs "content" (or "approval" for an approval)', path: ['content'] });
+  .refine((message) => message.content !== undefined || message.approval !== undefined, {
+    message: 'needs "content" (or "approval" for an approval)',
+    path: ['content'],
+  });
 export type AgentUserInputMessage = z.infer<typeof AgentUserInputMessage>;
 
 /** Keep an immutable copy of the session's working state (the model's history). */
@@ -105,4 +108,12 @@ export const ClientMessage = z.discriminatedUnion('type', [
 export type ClientMessage = z.infer<typeof ClientMessage>;
 
 /** The `type` values a client may send, for error messages. */
-export const CLIENT_MESSAGE_TYPES = ['chat', 'agent_control', 'agent_user_input', 'snapshot_save', 'snapshot_rollback', 'snapshot_resume', 'todos_set'] as const;
+export const CLIENT_MESSAGE_TYPES = [
+  'chat',
+  'agent_control',
+  'agent_user_input',
+  'snapshot_save',
+  'snapshot_rollback',
+  'snapshot_resume',
+  'todos_set',
+] as const;

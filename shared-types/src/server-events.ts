@@ -425,7 +425,6 @@ export type DeltaEvent = z.infer<typeof DeltaEvent>;
 export const ErrorEvent = z.object({ type: z.literal('error'), code: z.string(), message: z.string() });
 export type ErrorEvent = z.infer<typeof ErrorEvent>;
 
-
 /** A tool a run may enable. */
 export const ToolInfo = z.object({
   name: z.string(),

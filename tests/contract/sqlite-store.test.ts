@@ -117,7 +117,11 @@ describe('the embedded store', () => {
       db.exec('create table schema_migrations (version integer primary key, name text not null, applied_at text not null) strict');
       for (const migration of SQLITE_MIGRATIONS.filter((candidate) => candidate.version <= 3)) {
         db.exec(migration.sql);
-        db.prepare('insert into schema_migrations (version, name, applied_at) values (?, ?, ?)').run([migration.version, migration.name, new Date().toISOString()]);
+        db.prepare('insert into schema_migrations (version, name, applied_at) values (?, ?, ?)').run([
+          migration.version,
+          migration.name,
+          new Date().toISOString(),
+        ]);
       }
       const now = new Date().toISOString();
       db.prepare('insert into sessions (id, title, created_at, updated_at) values (?, ?, ?, ?)').run([sessionId, 'From before', now, now]);

@@ -206,7 +206,11 @@ describe.each(adapters)('the store on $name', (adapter) => {
     const [priced, unpriced, older] = [randomUUID(), randomUUID(), randomUUID()];
     await store.createSession(sessionId);
     for (const id of [priced, unpriced, older]) await store.createRun({ id, sessionId, strategy: 'roa', maxSteps: 5 });
-    await store.finishRun(priced, { status: 'completed', usage: { promptTokens: 10, completionTokens: 5 }, spending: { cachedTokens: 4, reasoningTokens: 2, costUsd: 0.000123 } });
+    await store.finishRun(priced, {
+      status: 'completed',
+      usage: { promptTokens: 10, completionTokens: 5 },
+      spending: { cachedTokens: 4, reasoningTokens: 2, costUsd: 0.000123 },
+    });
     await store.finishRun(unpriced, { status: 'failed', spending: { cachedTokens: 0, reasoningTokens: 0, costUsd: null } });
     await store.finishRun(older, { status: 'completed' });
     expect((await store.getRun(priced))?.spending).toEqual({ cachedTokens: 4, reasoningTokens: 2, costUsd: 0.000123 });
@@ -231,7 +235,11 @@ describe.each(adapters)('the store on $name', (adapter) => {
     const runId = randomUUID();
     await store.createSession(sessionId);
     await store.createRun({ id: runId, sessionId, strategy: 'roa', maxSteps: 5 });
-    const result = { text: 'Plan: add.', toolCalls: [{ id: 'c1', name: 'calculator', arguments: '{"expression":"1+1"}' }], usage: { promptTokens: 3, completionTokens: 4 } };
+    const result = {
+      text: 'Plan: add.',
+      toolCalls: [{ id: 'c1', name: 'calculator', arguments: '{"expression":"1+1"}' }],
+      usage: { promptTokens: 3, completionTokens: 4 },
+    };
     await store.appendJournal(runId, { position: 0, kind: 'input', key: 'input', value: { question: 'q', history: [] }, step: 0 });
     await store.appendJournal(runId, { position: 1, kind: 'model', key: 'roa.reason', value: result, step: 1 });
     await store.appendJournal(runId, { position: 2, kind: 'tool', key: 'calculator:c1', value: { ok: true, content: '2' }, step: 1 });
@@ -252,7 +260,14 @@ describe.each(adapters)('the store on $name', (adapter) => {
   it('keeps snapshots of a session’s history, lists them without their messages, and replaces the history in one go', async () => {
     const sessionId = randomUUID();
     await store.createSession(sessionId);
-    await store.appendMessages(sessionId, [{ role: 'user', content: 'first' }, { role: 'assistant', content: 'one' }], 2);
+    await store.appendMessages(
+      sessionId,
+      [
+        { role: 'user', content: 'first' },
+        { role: 'assistant', content: 'one' },
+      ],
+      2,
+    );
     const messages = await store.listMessages(sessionId);
     const id = randomUUID();
     const saved = await store.saveSnapshot({ id, sessionId, label: 'Before', kind: 'manual', atSeq: 2, messages });
@@ -301,7 +316,7 @@ describe.each(adapters)('the store on $name', (adapter) => {
     expect(await store.getSession(alices)).toMatchObject({ owner: 'alice', ownerName: 'Alice A.' });
     expect((await store.listSessions(10, 'alice')).map((session) => session.id)).toEqual([alices]);
     expect((await store.listSessions(10, 'bob')).map((session) => session.id)).toEqual([bobs]);
-    expect((await store.listSessions(10, 'nobody'))).toEqual([]);
+    expect(await store.listSessions(10, 'nobody')).toEqual([]);
     expect((await store.listSessions(10)).map((session) => session.id).sort()).toEqual([local, alices, bobs].sort());
   });
 

@@ -12,7 +12,10 @@ let page: Page;
 let llm: ScriptedLlmServer;
 let server: TestServer;
 
-useBrowser((launched) => (browser = launched), () => [context, server, llm]);
+useBrowser(
+  (launched) => (browser = launched),
+  () => [context, server, llm],
+);
 
 /** Each test starts its server (the file's first one opens the shared embedded database) and maybe server-everything. */
 const BROWSER_FILE_TEST_TIMEOUT_MS = 2 * BROWSER_TEST_TIMEOUT_MS;
@@ -29,7 +32,9 @@ async function open(env: Record<string, string> = {}) {
 describe('session files in the web app', { timeout: BROWSER_FILE_TEST_TIMEOUT_MS }, () => {
   it('attaches a file with the picker and watches the agent read it', async () => {
     await open();
-    await page.getByLabel('Attach files').setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('The meeting is on Thursday at 10.') });
+    await page
+      .getByLabel('Attach files')
+      .setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('The meeting is on Thursday at 10.') });
     await page.getByRole('button', { name: 'Download notes.txt' }).waitFor();
 
     llm.enqueue(
@@ -80,7 +85,10 @@ describe('session files in the web app', { timeout: BROWSER_FILE_TEST_TIMEOUT_MS
   it('says why an upload was refused', async () => {
     await open({ FILE_MAX_BYTES: '10' });
     await page.getByLabel('Attach files').setInputFiles({ name: 'big.txt', mimeType: 'text/plain', buffer: Buffer.alloc(100, 'a') });
-    await page.getByRole('alert').getByText(/Could not attach big\.txt: Files are limited to/).waitFor();
+    await page
+      .getByRole('alert')
+      .getByText(/Could not attach big\.txt: Files are limited to/)
+      .waitFor();
   });
 });
 
@@ -121,7 +129,7 @@ describe('MCP tools in the web app', { timeout: BROWSER_FILE_TEST_TIMEOUT_MS }, 
     await screenshot(page, 'mcp-image.png');
   });
 
-  it('shows a long MCP call\'s progress, and Stop cancels it', async () => {
+  it("shows a long MCP call's progress, and Stop cancels it", async () => {
     await open({ STEPWISE_CONFIG: writeMcpConfig({ everything: EVERYTHING_STDIO }) });
     await page.getByRole('group', { name: 'everything' }).getByRole('checkbox', { name: 'trigger-long-running-operation', exact: true }).check();
     llm.enqueue(

@@ -94,7 +94,10 @@ describe('a new user’s first minutes', { timeout: BROWSER_TEST_TIMEOUT_MS }, (
     // Enter while the agent works sends nothing, and says why.
     await page.getByRole('textbox', { name: 'Message' }).fill('And then?');
     await page.getByRole('textbox', { name: 'Message' }).press('Enter');
-    await page.getByRole('alert').getByText(/still working/).waitFor();
+    await page
+      .getByRole('alert')
+      .getByText(/still working/)
+      .waitFor();
 
     await page.getByRole('button', { name: 'Stop' }).click();
     await page.getByTestId('run-end').getByText('Stopped').waitFor();
@@ -120,7 +123,10 @@ describe('a new user’s first minutes', { timeout: BROWSER_TEST_TIMEOUT_MS }, (
   it('reads a run: "Step 1" with the budget in the run header, finished steps folded live with a summary, human times, phase hints', async () => {
     await open(demo!.url);
     await ask(page, 'What is (17+25)*3, and what time is it?');
-    await page.getByTestId('run-end').getByText(/Answered in 2 steps/).waitFor();
+    await page
+      .getByTestId('run-end')
+      .getByText(/Answered in 2 steps/)
+      .waitFor();
     const steps = page.getByTestId('step-card');
     expect(await steps.count()).toBe(2);
     expect(await steps.nth(0).locator('.step-badge').textContent()).toBe('Step 1');
@@ -143,18 +149,27 @@ describe('a new user’s first minutes', { timeout: BROWSER_TEST_TIMEOUT_MS }, (
     expect(await page.locator('.tool-local-time').textContent()).toMatch(/your time$/);
 
     // What each phase means, on hover.
-    const titles = await steps.nth(1).locator('h4').evaluateAll((headings) => headings.map((heading) => heading.getAttribute('title')));
+    const titles = await steps
+      .nth(1)
+      .locator('h4')
+      .evaluateAll((headings) => headings.map((heading) => heading.getAttribute('title')));
     expect(titles).toEqual([expect.stringMatching(/^Reason: /), expect.stringMatching(/^Act: /), expect.stringMatching(/^Observe: /)]);
   });
 
   it('answers a pending question with Enter in the message box', async () => {
     await open(demo!.url);
     await ask(page, 'Help me');
-    await page.getByRole('alertdialog').getByText(/Could you tell me a bit more/).waitFor();
+    await page
+      .getByRole('alertdialog')
+      .getByText(/Could you tell me a bit more/)
+      .waitFor();
     await page.waitForFunction(() => document.activeElement?.getAttribute('aria-label') === 'Your answer');
     await page.keyboard.type('What is 2+3?');
     await page.keyboard.press('Enter');
-    await page.getByTestId('run-end').getByText(/Answered in/).waitFor();
+    await page
+      .getByTestId('run-end')
+      .getByText(/Answered in/)
+      .waitFor();
     expect(await page.getByRole('alertdialog').count()).toBe(0);
     expect(await page.locator('.question-record').first().textContent()).toContain('You answered: What is 2+3?');
     expect(await page.getByTestId('assistant-turn').textContent()).toContain('5');

@@ -12,7 +12,10 @@ let page: Page;
 let llm: ScriptedLlmServer | undefined;
 let server: TestServer | undefined;
 
-useBrowser((launched) => (browser = launched), () => [context, server, llm]);
+useBrowser(
+  (launched) => (browser = launched),
+  () => [context, server, llm],
+);
 
 describe('tool approval in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS }, () => {
   it('approves one call with edited arguments and denies another with a reason', async () => {
@@ -56,7 +59,10 @@ describe('tool approval in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS 
     await second.getByRole('textbox', { name: 'Reason for denying (optional)' }).fill('not this one');
     await second.getByRole('button', { name: 'Deny' }).click();
 
-    await page.getByTestId('run-end').getByText(/Answered/).waitFor();
+    await page
+      .getByTestId('run-end')
+      .getByText(/Answered/)
+      .waitFor();
     expect(await page.getByTestId('approval').count()).toBe(0);
     expect(await page.getByTestId('approvals-waiting').count()).toBe(0);
     const cards = page.getByTestId('tool-card');
@@ -74,7 +80,9 @@ describe('tool approval in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS 
     // Settings lists every tool's policy.
     await page.getByRole('button', { name: 'Settings' }).click();
     const policies = page.getByTestId('approval-policies');
-    await expect(policies.innerText()).resolves.toMatch(/write_file: Asks you to approve each call[\s\S]*calculator: Runs without asking|calculator: Runs without asking[\s\S]*write_file: Asks you to approve each call/);
+    await expect(policies.innerText()).resolves.toMatch(
+      /write_file: Asks you to approve each call[\s\S]*calculator: Runs without asking|calculator: Runs without asking[\s\S]*write_file: Asks you to approve each call/,
+    );
   });
 
   it('a stop during a step says what became of each of its calls', async () => {

@@ -8,7 +8,10 @@ let context: BrowserContext | undefined;
 let page: Page;
 let server: TestServer | undefined;
 
-useBrowser((launched) => (browser = launched), () => [context, server]);
+useBrowser(
+  (launched) => (browser = launched),
+  () => [context, server],
+);
 
 const live = () => page.getByRole('status', { name: 'Connection: Live' }).waitFor();
 

@@ -8,7 +8,10 @@ let context: BrowserContext | undefined;
 let page: Page;
 let server: TestServer | undefined;
 
-useBrowser((launched) => (browser = launched), () => [context, server]);
+useBrowser(
+  (launched) => (browser = launched),
+  () => [context, server],
+);
 
 describe('continuing a run in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS }, () => {
   it('offers Continue under a run that reached its step limit, and the run goes on to the answer', async () => {

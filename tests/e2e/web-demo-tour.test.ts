@@ -12,15 +12,27 @@ let context: BrowserContext | undefined;
 let page: Page;
 let server: TestServer | undefined;
 
-useBrowser((launched) => (browser = launched), () => [context, server]);
-
+useBrowser(
+  (launched) => (browser = launched),
+  () => [context, server],
+);
 
 /** The README's demo request of each strategy, and what its answer must say. */
 const TOUR = [
   { strategy: 'roa', label: 'Reason, act, observe', request: 'First compute 12*7, then add 15, divide by 3, subtract 4', answer: /\*?29\*?/ },
   { strategy: 'plan_execute', label: 'Plan and execute', request: 'What time is it, and what is 2^10?', answer: /1024[\s\S]*It is now/ },
-  { strategy: 'autonomous', label: 'Autonomous (todo list)', request: 'Tell three short facts about octopus and keep a list', answer: /Fact 3 about “octopus”/ },
-  { strategy: 'solver', label: 'Staged solver', request: 'What is (17+25)*3, then subtract 6?', answer: /120: \(\(17\+25\)\*3\) - 6 = 120, computed with the calculator, checked again and confirmed by the evaluator/ },
+  {
+    strategy: 'autonomous',
+    label: 'Autonomous (todo list)',
+    request: 'Tell three short facts about octopus and keep a list',
+    answer: /Fact 3 about “octopus”/,
+  },
+  {
+    strategy: 'solver',
+    label: 'Staged solver',
+    request: 'What is (17+25)*3, then subtract 6?',
+    answer: /120: \(\(17\+25\)\*3\) - 6 = 120, computed with the calculator, checked again and confirmed by the evaluator/,
+  },
   { strategy: 'research', label: 'Research (task graph)', request: 'What time is it, and what is 12*7?', answer: /12\*7 = 84[\s\S]*It is now/ },
 ];
 
@@ -45,22 +57,25 @@ async function machinery(): Promise<{ json: string[]; running: number }> {
 }
 
 describe('the demo, strategy by strategy, in Chromium', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, () => {
-  it.each(TOUR)('$strategy answers its README request truthfully, with no JSON and nothing running on screen afterwards', async ({ strategy, label, request, answer }) => {
-    server = await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0' });
-    await openChat();
-    await page.getByRole('combobox', { name: 'Strategy' }).selectOption({ label });
-    await ask(page, request);
-    const end = page.getByTestId('run-end');
-    await end.waitFor({ timeout: 60_000 });
-    expect(await end.getAttribute('class')).toMatch(/run-end-answered/);
-    const answerText = await page.getByTestId('assistant-turn').last().innerText();
-    expect(answerText).toMatch(answer);
-    expect(await machinery()).toEqual({ json: [], running: 0 });
-    // Once the chat has started, the options are one line: the conversation keeps the screen.
-    await page.getByRole('button', { name: /^Agent ·/ }).waitFor();
-    expect(await page.getByRole('combobox', { name: 'Strategy' }).isVisible()).toBe(false);
-    await screenshot(page, `tour-${strategy}.png`);
-  });
+  it.each(TOUR)(
+    '$strategy answers its README request truthfully, with no JSON and nothing running on screen afterwards',
+    async ({ strategy, label, request, answer }) => {
+      server = await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0' });
+      await openChat();
+      await page.getByRole('combobox', { name: 'Strategy' }).selectOption({ label });
+      await ask(page, request);
+      const end = page.getByTestId('run-end');
+      await end.waitFor({ timeout: 60_000 });
+      expect(await end.getAttribute('class')).toMatch(/run-end-answered/);
+      const answerText = await page.getByTestId('assistant-turn').last().innerText();
+      expect(answerText).toMatch(answer);
+      expect(await machinery()).toEqual({ json: [], running: 0 });
+      // Once the chat has started, the options are one line: the conversation keeps the screen.
+      await page.getByRole('button', { name: /^Agent ·/ }).waitFor();
+      expect(await page.getByRole('combobox', { name: 'Strategy' }).isVisible()).toBe(false);
+      await screenshot(page, `tour-${strategy}.png`);
+    },
+  );
 
   it('research: the report opens in the app, its work files are folded under "Work files (N)"', async () => {
     server = await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0' });

@@ -13,7 +13,10 @@ let page: Page;
 let llm: ScriptedLlmServer | undefined;
 let server: TestServer | undefined;
 
-useBrowser((launched) => (browser = launched), () => [context, server, llm]);
+useBrowser(
+  (launched) => (browser = launched),
+  () => [context, server, llm],
+);
 
 async function open(viewport = { width: 1280, height: 900 }) {
   context = await browser.newContext({ viewport });
@@ -25,7 +28,14 @@ async function open(viewport = { width: 1280, height: 900 }) {
 describe('seeing a run', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, () => {
   it('draws the research graph: a node per task, an edge per dependency, statuses live; a node opens its task', async () => {
     llm = await ScriptedLlmServer.start();
-    const task = (id: string, depends_on: string[] = []) => ({ id, title: `Task ${id}`, agent: 'literature_scout', depends_on, acceptance_criteria: [], inputs: [] });
+    const task = (id: string, depends_on: string[] = []) => ({
+      id,
+      title: `Task ${id}`,
+      agent: 'literature_scout',
+      depends_on,
+      acceptance_criteria: [],
+      inputs: [],
+    });
     const plan = {
       stages: [
         { id: '1', name: 'Gather', verifier_criteria: [], tasks: [task('1.1'), task('1.2', ['1.1']), task('1.3', ['1.1'])] },
@@ -57,7 +67,10 @@ describe('seeing a run', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, () => {
     await drawing.locator('[data-testid="graph-node"][data-task="1.1"][data-status="running"]').waitFor({ state: 'attached' });
     expect(await drawing.getByTestId('graph-node').count()).toBe(4);
     await page.waitForFunction(() => document.querySelectorAll('[data-testid="graph-view"] .react-flow__edge').length === 2);
-    expect(await drawing.locator('.react-flow__edge').evaluateAll((edges) => edges.map((edge) => edge.getAttribute('data-id')).sort())).toEqual(['1.1->1.2', '1.1->1.3']);
+    expect(await drawing.locator('.react-flow__edge').evaluateAll((edges) => edges.map((edge) => edge.getAttribute('data-id')).sort())).toEqual([
+      '1.1->1.2',
+      '1.1->1.3',
+    ]);
     await screenshot(page, 'graph-running.png');
     release();
     await page.getByTestId('run-end').waitFor({ timeout: 60_000 });
@@ -87,7 +100,9 @@ describe('seeing a run', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, () => {
     expect(kinds.filter((kind) => kind === 'model')).toHaveLength(3);
     expect(kinds.filter((kind) => kind === 'tool')).toHaveLength(1);
     // The model calls took at least as long as the model server held them.
-    const durations = await page.locator('[data-testid="timeline-bar"][data-kind="model"]').evaluateAll((items) => items.map((item) => Number(item.getAttribute('data-duration'))));
+    const durations = await page
+      .locator('[data-testid="timeline-bar"][data-kind="model"]')
+      .evaluateAll((items) => items.map((item) => Number(item.getAttribute('data-duration'))));
     expect(durations[0]).toBeGreaterThanOrEqual(50);
     expect(await bars.first().getAttribute('aria-label')).toMatch(/roa\.reason · \d+ ms · 1100 tokens/);
     // Keyboard: the bars are buttons that take focus.

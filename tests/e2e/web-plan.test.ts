@@ -10,10 +10,12 @@ let page: Page;
 let llm: ScriptedLlmServer | undefined;
 let server: TestServer | undefined;
 
-useBrowser((launched) => (browser = launched), () => [context, server, llm]);
+useBrowser(
+  (launched) => (browser = launched),
+  () => [context, server, llm],
+);
 
-const observe = (observation: string, complete: boolean) =>
-  `${observation}\n\n\`\`\`json\n${JSON.stringify({ observation, step_complete: complete })}\n\`\`\``;
+const observe = (observation: string, complete: boolean) => `${observation}\n\n\`\`\`json\n${JSON.stringify({ observation, step_complete: complete })}\n\`\`\``;
 const planOf = (...goals: string[]) =>
   JSON.stringify({ steps: goals.map((goal) => ({ goal, primary_tools: ['calculator'], success_criteria: 'a number', context: '' })) });
 
@@ -55,7 +57,9 @@ describe('a plan run in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS }, 
     await expect(checklist.textContent()).resolves.toContain('revision 2');
     expect(await steps.nth(0).getAttribute('data-status')).toBe('failed');
     await expect(steps.nth(1).textContent()).resolves.toContain('Compute 6*7 plainly');
-    await expect(page.getByTestId('plan-revision').textContent()).resolves.toMatch(/Revision 2: re-planned because a step failed after its attempts · 1 step added, 1 dropped/);
+    await expect(page.getByTestId('plan-revision').textContent()).resolves.toMatch(
+      /Revision 2: re-planned because a step failed after its attempts · 1 step added, 1 dropped/,
+    );
 
     await page.getByText('6*7 is 42.', { exact: false }).last().waitFor();
     await page.getByTestId('plan-summary').waitFor();

@@ -10,7 +10,10 @@ let page: Page;
 let server: TestServer | undefined;
 const clients: TestClient[] = [];
 
-useBrowser((launched) => (browser = launched), () => [...clients.splice(0), context, server]);
+useBrowser(
+  (launched) => (browser = launched),
+  () => [...clients.splice(0), context, server],
+);
 
 /** A chat with one finished run of `strategy`, made over a socket; its id. */
 async function chatWith(strategy: string, content: string, options: Record<string, unknown>): Promise<string> {
@@ -33,7 +36,9 @@ describe('a reopened chat remembers its strategy', { timeout: 2 * BROWSER_TEST_T
 
     await page.goto(`${server.url}/?session=${solverChat}`);
     await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
-    await page.waitForFunction(() => (document.querySelector('select[aria-label="Strategy"], select') as HTMLSelectElement | null)?.selectedOptions[0]?.textContent === 'Staged solver');
+    await page.waitForFunction(
+      () => (document.querySelector('select[aria-label="Strategy"], select') as HTMLSelectElement | null)?.selectedOptions[0]?.textContent === 'Staged solver',
+    );
     await openOptions(page);
     expect(await selected()).toBe('Staged solver');
     expect(await page.getByRole('checkbox', { name: 'Approaches' }).isChecked()).toBe(false);
@@ -41,7 +46,9 @@ describe('a reopened chat remembers its strategy', { timeout: 2 * BROWSER_TEST_T
 
     await page.goto(`${server.url}/?session=${researchChat}`);
     await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
-    await page.waitForFunction(() => Array.from(document.querySelectorAll('select')).some((select) => select.selectedOptions[0]?.textContent === 'Research (task graph)'));
+    await page.waitForFunction(() =>
+      Array.from(document.querySelectorAll('select')).some((select) => select.selectedOptions[0]?.textContent === 'Research (task graph)'),
+    );
     await openOptions(page);
     expect(await selected()).toBe('Research (task graph)');
   });

@@ -8,7 +8,10 @@ let context: BrowserContext | undefined;
 let page: Page;
 let server: TestServer | undefined;
 
-useBrowser((launched) => (browser = launched), () => [context, server]);
+useBrowser(
+  (launched) => (browser = launched),
+  () => [context, server],
+);
 
 describe('a research run in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS }, () => {
   it('shows the task board with the stage verdicts, a follow-up marked, the document edited (a broken edit refused), and Run going on to every stage passed and the report', async () => {

@@ -13,7 +13,10 @@ let llm: ScriptedLlmServer | undefined;
 let server: TestServer | undefined;
 let probe: TestClient | undefined;
 
-useBrowser((launched) => (browser = launched), () => [probe, context, server, llm]);
+useBrowser(
+  (launched) => (browser = launched),
+  () => [probe, context, server, llm],
+);
 
 /** The session message as any client gets it: says which optional fields this server sends. */
 async function sessionOf(target: TestServer) {
@@ -56,11 +59,16 @@ describe('the settings panel', { timeout: SETTINGS_TEST_TIMEOUT_MS }, () => {
     await expect(model.textContent()).resolves.toContain(session.model_endpoint);
     // The scripted endpoint answers: the startup check finds it working.
     await dialog.getByTestId('settings-health').filter({ hasText: 'Model working' }).waitFor();
-    await dialog.getByTestId('settings-health').getByText(/Checked (just now|\d+ min ago)/).waitFor();
+    await dialog
+      .getByTestId('settings-health')
+      .getByText(/Checked (just now|\d+ min ago)/)
+      .waitFor();
 
     const servers = dialog.getByRole('region', { name: 'MCP servers' });
     await servers.getByText('broken').waitFor();
-    await expect(servers.getByRole('listitem').filter({ hasText: 'broken' }).textContent()).resolves.toMatch(/broken.*stdio.*(connecting|unavailable).*0 tools/s);
+    await expect(servers.getByRole('listitem').filter({ hasText: 'broken' }).textContent()).resolves.toMatch(
+      /broken.*stdio.*(connecting|unavailable).*0 tools/s,
+    );
     await expect(servers.getByTestId('config-file').textContent()).resolves.toBe(session.config_file);
 
     const limits = dialog.getByRole('region', { name: 'Limits in force' });
@@ -72,7 +80,10 @@ describe('the settings panel', { timeout: SETTINGS_TEST_TIMEOUT_MS }, () => {
     await expect(howTo.textContent()).resolves.toContain('npx -y pnpm@10 start');
 
     await servers.getByRole('button', { name: 'Copy the MCP config snippet' }).click();
-    await servers.getByRole('status').filter({ hasText: /Copied|Selected/ }).waitFor();
+    await servers
+      .getByRole('status')
+      .filter({ hasText: /Copied|Selected/ })
+      .waitFor();
     const copied = await page.evaluate(() => navigator.clipboard.readText().catch(() => ''));
     if (copied) expect(JSON.parse(copied)).toEqual({ mcpServers: { NAME: { command: 'npx', args: ['-y', '@modelcontextprotocol/server-filesystem', '.'] } } });
     await screenshot(page, 'settings.png');

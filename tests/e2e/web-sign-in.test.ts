@@ -60,7 +60,10 @@ async function startInstances(options: { cluster?: boolean } = {}): Promise<{ or
     await fresh.db.close();
     database = fresh;
     const cluster = { ...env, DATABASE_URL: fresh.url, REDIS_URL: redisUrl };
-    const [a, b] = await Promise.all([startStepwiseProcess({ ...cluster, INSTANCE_ID: 'a', PORT: String(port) }), startStepwiseProcess({ ...cluster, INSTANCE_ID: 'b' })]);
+    const [a, b] = await Promise.all([
+      startStepwiseProcess({ ...cluster, INSTANCE_ID: 'a', PORT: String(port) }),
+      startStepwiseProcess({ ...cluster, INSTANCE_ID: 'b' }),
+    ]);
     first = { url: a.url, close: () => a.kill() };
     second = { url: b.url, close: () => b.kill() };
     return { origin };
@@ -104,7 +107,8 @@ describe('signing in with OpenID Connect', { timeout: 3 * BROWSER_TEST_TIMEOUT_M
     expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Lax', secure: false });
 
     // The other instance takes the same cookie: same person, same chats.
-    if (pg && redisUrl) expect(await (await fetch(`${second!.url}/api/health`)).json()).toMatchObject({ instance: 'b', dependencies: { database: true, redis: true } });
+    if (pg && redisUrl)
+      expect(await (await fetch(`${second!.url}/api/health`)).json()).toMatchObject({ instance: 'b', dependencies: { database: true, redis: true } });
     const other = await context.newPage();
     await other.goto(second!.url);
     await other.getByTestId('user').waitFor();

@@ -8,7 +8,10 @@ let context: BrowserContext | undefined;
 let page: Page;
 let server: TestServer | undefined;
 
-useBrowser((launched) => (browser = launched), () => [context, server]);
+useBrowser(
+  (launched) => (browser = launched),
+  () => [context, server],
+);
 
 async function open() {
   server = await startStepwise({ DEMO_DELAY_MS: '1' });
@@ -21,7 +24,10 @@ async function open() {
 /** Sends a message and waits until its answer is shown (the composer is free again). */
 async function send(text: string, answers: number) {
   await ask(page, text);
-  await page.getByTestId('assistant-turn').nth(answers - 1).waitFor();
+  await page
+    .getByTestId('assistant-turn')
+    .nth(answers - 1)
+    .waitFor();
   await page.getByRole('button', { name: 'Send' }).waitFor();
 }
 
@@ -48,7 +54,9 @@ describe('snapshots in the web app', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, (
     await page.getByTestId('rollback-divider').filter({ hasText: 'Rolled back to “Checkpoint”' }).waitFor();
     // The list now has the step's end, the snapshot, and the state before the rollback.
     await dialog().getByTestId('snapshot').filter({ hasText: 'Before rolling back' }).waitFor();
-    const kinds = await dialog().getByTestId('snapshot').evaluateAll((items) => items.map((item) => item.getAttribute('data-kind')));
+    const kinds = await dialog()
+      .getByTestId('snapshot')
+      .evaluateAll((items) => items.map((item) => item.getAttribute('data-kind')));
     expect([...kinds].sort()).toEqual(['manual', 'rollback', 'step']);
     await page.keyboard.press('Escape');
 

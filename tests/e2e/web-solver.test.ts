@@ -8,7 +8,10 @@ let context: BrowserContext | undefined;
 let page: Page;
 let server: TestServer | undefined;
 
-useBrowser((launched) => (browser = launched), () => [context, server]);
+useBrowser(
+  (launched) => (browser = launched),
+  () => [context, server],
+);
 
 const live = () => page.getByRole('status', { name: 'Connection: Live' }).waitFor();
 const dialog = () => page.getByRole('dialog', { name: 'Snapshots' });
@@ -37,7 +40,10 @@ describe('a solver run in the web app', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }
     const pipeline = page.getByTestId('stage-pipeline');
     expect(await pipeline.locator('[data-stage="problem_solver"]').getAttribute('data-state')).toBe('done');
     await choose('No', 'Go on to the orchestrator?');
-    await page.getByTestId('run-end').filter({ hasText: /paused/i }).waitFor();
+    await page
+      .getByTestId('run-end')
+      .filter({ hasText: /paused/i })
+      .waitFor();
     expect(await pipeline.locator('[data-stage="orchestrator"]').getAttribute('data-state')).toBe('next');
     await expect(pipeline.textContent()).resolves.toContain('loop 1 of 3');
     await screenshot(page, 'solver-paused.png');

@@ -11,14 +11,16 @@ let page: Page;
 let llm: ScriptedLlmServer | undefined;
 let server: TestServer | undefined;
 
-useBrowser((launched) => (browser = launched), () => [context, server, llm]);
+useBrowser(
+  (launched) => (browser = launched),
+  () => [context, server, llm],
+);
 
 /** The real server on the scripted model, offering roa and the example strategy (one branch per point). */
 async function startWithExample() {
   llm = await ScriptedLlmServer.start();
-  server = await startStepwise(
-    { LLM_PROVIDER: 'openai', OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'test-key', LLM_MODEL: 'scripted-model' },
-    (container) => container.register(TOKENS.Strategies, { useValue: [...STRATEGIES, exampleStrategy] }),
+  server = await startStepwise({ LLM_PROVIDER: 'openai', OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'test-key', LLM_MODEL: 'scripted-model' }, (container) =>
+    container.register(TOKENS.Strategies, { useValue: [...STRATEGIES, exampleStrategy] }),
   );
   llm.respond((request) =>
     request.purpose === 'example.points' ? { text: JSON.stringify({ points: ['cost', 'speed', 'risk'] }) } : { text: `On point ${request.node}.` },

@@ -11,7 +11,10 @@ let page: Page;
 let server: TestServer | undefined;
 let collector: Server | undefined;
 
-useBrowser((launched) => (browser = launched), () => [context, server, collector]);
+useBrowser(
+  (launched) => (browser = launched),
+  () => [context, server, collector],
+);
 
 /** A collector that takes every export and keeps nothing. */
 async function acceptingCollector(): Promise<string> {

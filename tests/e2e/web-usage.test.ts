@@ -13,7 +13,10 @@ let page: Page;
 let server: TestServer | undefined;
 let llm: ScriptedLlmServer | undefined;
 
-useBrowser((launched) => (browser = launched), () => [context, server, llm]);
+useBrowser(
+  (launched) => (browser = launched),
+  () => [context, server, llm],
+);
 
 describe("a run's tokens and cost in the web app", { timeout: 2 * BROWSER_TEST_TIMEOUT_MS }, () => {
   it("shows each run's tokens and cost, the chat's total, and in Settings which model serves which purposes", async () => {

@@ -43,7 +43,10 @@ export async function chatsBackToBack(
       await clients[watcher]!.waitUntil(() => (completions(watcher) > round || errors().length > 0 ? true : undefined), 60_000);
     }
     // Every client follows the session: each sees every run end (the last one too, wherever it ran).
-    if (errors().length === 0) await Promise.all(clients.map((client, index) => client.waitUntil(() => (completions(index) >= rounds || errors().length > 0 ? true : undefined), 60_000)));
+    if (errors().length === 0)
+      await Promise.all(
+        clients.map((client, index) => client.waitUntil(() => (completions(index) >= rounds || errors().length > 0 ? true : undefined), 60_000)),
+      );
     return { completed: Math.min(...clients.map((_, index) => completions(index))), errors: errors() };
   } finally {
     for (const [index, client] of clients.entries()) client.socket.off('message', listeners[index]!);

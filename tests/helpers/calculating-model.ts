@@ -9,7 +9,9 @@ export function scriptCalculatorRun(llm: ScriptedLlmServer): void {
   llm.respond((request) => {
     if (request.phase === 'act') {
       const done = request.body.messages.some((message) => message.role === 'tool');
-      return done ? { text: 'No more tools.' } : { toolCalls: [{ name: 'calculator', arguments: { expression: '6*7' } }], usage: { prompt_tokens: 100, completion_tokens: 20 } };
+      return done
+        ? { text: 'No more tools.' }
+        : { toolCalls: [{ name: 'calculator', arguments: { expression: '6*7' } }], usage: { prompt_tokens: 100, completion_tokens: 20 } };
     }
     if (request.phase === 'observe') return { text: observeText('It is 42.', { should_continue: false, final_answer: '42' }) };
     return { text: reasonText('Use the calculator.') };

@@ -83,7 +83,13 @@ export function spawnTracked(command: string, args: readonly string[], options: 
   const child = spawn(command, args, { ...spawnOptions, detached: true });
   if (child.pid === undefined) return child; // it failed to start; the 'error' event says why
   const pid = child.pid;
-  const entry: Entry = { pid, group: true, start: startTime(pid), description: description ?? [command, ...args].join(' ').slice(0, 200), exited: Promise.resolve() };
+  const entry: Entry = {
+    pid,
+    group: true,
+    start: startTime(pid),
+    description: description ?? [command, ...args].join(' ').slice(0, 200),
+    exited: Promise.resolve(),
+  };
   entry.exited = new Promise<void>((resolve) =>
     child.once('exit', () => {
       finish(entry);
@@ -168,7 +174,6 @@ export async function stopAllProcesses(options: { signal?: NodeJS.Signals; grace
   await Promise.all([...live.keys()].map((pid) => stopProcess(pid, options)));
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // Stepwise as its own process.
 // ---------------------------------------------------------------------------------------------
@@ -191,13 +196,22 @@ export interface StepwiseProcess {
  */
 export async function startStepwiseProcess(
   env: Record<string, string>,
-  options: { readyTimeoutMs?: number; /** Another Node.js binary to run it with. */ node?: string } = {},
+  options: { readyTimeoutMs?: number /** Another Node.js binary to run it with. */; node?: string } = {},
 ): Promise<StepwiseProcess> {
   // The server as `pnpm start` runs it: compiled (by the tests' global setup) into one file, in
   // this one process, so a signal reaches the server itself.
   const child = spawnTracked(options.node ?? process.execPath, ['--enable-source-maps', serverBundle], {
     cwd: root,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', DEMO_DELAY_MS: '0', LLM_RETRY_BASE_MS: '1', ...env },
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      DEMO_DELAY_MS: '0',
+      LLM_RETRY_BASE_MS: '1',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
     description: 'Stepwise (backend/dist/main.js)',
   });

@@ -129,15 +129,17 @@ export class TestClient {
  * Streaming deltas and messages outside the chat (session, tools_changed) are left out.
  */
 export function summarize(events: readonly Record<string, unknown>[]): string[] {
-  return events
-    // Deltas and agent_usage (a model call's spending) are left out: they say nothing of the run's course.
-    .filter((event) => !String(event.update_type ?? event.type).endsWith('delta') && event.update_type !== 'agent_usage' && inChat(event))
-    .map((event) => {
-      const kind = String(event.type === 'agent_update' ? event.update_type : event.type);
-      if (event.type === 'error') return `error:${String(event.code)}`;
-      if (String(event.type).startsWith('tool_')) return `${kind}:${String(event.tool_name)}`;
-      if (kind === 'agent_stopped') return `${kind}:${String(event.reason)}`;
-      if (kind === 'agent_completion') return `${kind}:${String(event.reason)}`;
-      return typeof event.step === 'number' ? `${kind}:${event.step}` : kind;
-    });
+  return (
+    events
+      // Deltas and agent_usage (a model call's spending) are left out: they say nothing of the run's course.
+      .filter((event) => !String(event.update_type ?? event.type).endsWith('delta') && event.update_type !== 'agent_usage' && inChat(event))
+      .map((event) => {
+        const kind = String(event.type === 'agent_update' ? event.update_type : event.type);
+        if (event.type === 'error') return `error:${String(event.code)}`;
+        if (String(event.type).startsWith('tool_')) return `${kind}:${String(event.tool_name)}`;
+        if (kind === 'agent_stopped') return `${kind}:${String(event.reason)}`;
+        if (kind === 'agent_completion') return `${kind}:${String(event.reason)}`;
+        return typeof event.step === 'number' ? `${kind}:${event.step}` : kind;
+      })
+  );
 }

@@ -42,7 +42,8 @@ describe('with AUTH_TOKEN set', () => {
   it('guards AG-UI runs and the stop route like every /api route', async () => {
     server = await startStepwise({ AUTH_TOKEN: TOKEN, LLM_PROVIDER: 'demo' });
     const input = JSON.stringify({ threadId: randomUUID(), runId: 'r', messages: [{ id: '1', role: 'user', content: 'What is 2+2?' }] });
-    const post = (headers: Record<string, string>) => fetch(`${server!.url}/api/ag-ui`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: input });
+    const post = (headers: Record<string, string>) =>
+      fetch(`${server!.url}/api/ag-ui`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: input });
     const refused = await post({});
     expect(refused.status).toBe(401);
     expect((await refused.json()).error.code).toBe('unauthorized');

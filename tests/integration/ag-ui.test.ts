@@ -68,7 +68,8 @@ describe('AG-UI: every strategy’s demo, streamed to a standard client', () => 
     expect(assistantText(client)).toMatch(/\b29\b/);
     // The strategy's own state reaches the client as AG-UI state.
     expect(client.state).toMatchObject({ strategy, status: 'completed' });
-    if (strategy === 'plan_execute') expect((client.state as { plan: { steps: { status: string }[] } }).plan.steps.every((step) => step.status === 'done')).toBe(true);
+    if (strategy === 'plan_execute')
+      expect((client.state as { plan: { steps: { status: string }[] } }).plan.steps.every((step) => step.status === 'done')).toBe(true);
     if (strategy === 'solver') expect(client.state).toMatchObject({ stage: { status: 'done' } });
     expect(ofType(events, EventType.CUSTOM).map((event) => event.name)).toContain('stepwise.agent_start');
   });
@@ -89,15 +90,24 @@ describe('AG-UI: every strategy’s demo, streamed to a standard client', () => 
     const real = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'gpt-4o-mini' });
     try {
       llm.enqueue(
-        { text: reasonText('Nothing to look up.', { finish: true }), usage: { prompt_tokens: 1_000, completion_tokens: 200, cached_tokens: 400, reasoning_tokens: 50 } },
+        {
+          text: reasonText('Nothing to look up.', { finish: true }),
+          usage: { prompt_tokens: 1_000, completion_tokens: 200, cached_tokens: 400, reasoning_tokens: 50 },
+        },
         { text: observeText('Done.', { final_answer: 'Hello there.' }), usage: { prompt_tokens: 2_000, completion_tokens: 100 } },
       );
       const client = new HttpAgent({ url: `${real.url}/api/ag-ui`, threadId: randomUUID() });
       const events = await ask(client, 'Hello');
-      expect(ofType(events, EventType.REASONING_MESSAGE_CONTENT).map((event) => event.delta).join('')).toContain('Nothing to look up.');
+      expect(
+        ofType(events, EventType.REASONING_MESSAGE_CONTENT)
+          .map((event) => event.delta)
+          .join(''),
+      ).toContain('Nothing to look up.');
       expect(ofType(events, EventType.REASONING_START)).toHaveLength(ofType(events, EventType.REASONING_END).length);
       expect(assistantText(client)).toContain('Hello there.');
-      expect(finished(events).usage).toEqual([{ model: 'gpt-4o-mini', inputTokens: 3_000, outputTokens: 300, totalTokens: 3_300, cachedInputTokens: 400, reasoningTokens: 50 }]);
+      expect(finished(events).usage).toEqual([
+        { model: 'gpt-4o-mini', inputTokens: 3_000, outputTokens: 300, totalTokens: 3_300, cachedInputTokens: 400, reasoningTokens: 50 },
+      ]);
     } finally {
       await closeAll(
         () => real.close(),
@@ -142,11 +152,17 @@ describe('AG-UI: questions are interrupts, answered by resume', () => {
       const client = new HttpAgent({ url: `${real.url}/api/ag-ui`, threadId: randomUUID() });
       const first = await ask(client, 'Write hello to out.txt');
       const [interrupt] = finished(first).outcome!.interrupts!;
-      expect(interrupt).toMatchObject({ reason: 'tool_approval', toolCallId: 'w1', metadata: { tool: 'write_file', arguments: { name: 'out.txt', content: 'hello' } } });
+      expect(interrupt).toMatchObject({
+        reason: 'tool_approval',
+        toolCallId: 'w1',
+        metadata: { tool: 'write_file', arguments: { name: 'out.txt', content: 'hello' } },
+      });
       expect(interrupt!.responseSchema).toMatchObject({ required: ['decision'] });
       const rest = await run(client, { resume: [{ interruptId: interrupt!.id, status: 'resolved', payload: { decision: 'deny', reason: 'not now' } }] });
       expect(finished(rest).outcome).toEqual({ type: 'success' });
-      expect(ofType(rest, EventType.TOOL_CALL_RESULT).map((event) => event.content)).toContain(JSON.stringify({ error: 'The person denied this call: not now' }));
+      expect(ofType(rest, EventType.TOOL_CALL_RESULT).map((event) => event.content)).toContain(
+        JSON.stringify({ error: 'The person denied this call: not now' }),
+      );
     } finally {
       await closeAll(
         () => real.close(),
@@ -169,7 +185,12 @@ describe('AG-UI: questions are interrupts, answered by resume', () => {
     const client = agent();
     const first = await ask(client, CHAIN, { strategy: 'solver', strategy_options: { auto_advance: false } });
     const [interrupt] = finished(first).outcome!.interrupts!;
-    const refused = await post({ threadId: client.threadId, runId: randomUUID(), messages: [], resume: [{ interruptId: interrupt!.id, status: 'resolved', payload: 'Maybe' }] });
+    const refused = await post({
+      threadId: client.threadId,
+      runId: randomUUID(),
+      messages: [],
+      resume: [{ interruptId: interrupt!.id, status: 'resolved', payload: 'Maybe' }],
+    });
     expect(refused.status).toBe(400);
     expect((await refused.json()).error.code).toBe('invalid_answer');
     const rest = await run(client, { resume: [{ interruptId: interrupt!.id, status: 'resolved', payload: 'Yes' }] });
@@ -178,7 +199,11 @@ describe('AG-UI: questions are interrupts, answered by resume', () => {
 });
 
 function post(body: unknown, headers: Record<string, string> = {}): Promise<Response> {
-  return fetch(`${server.url}/api/ag-ui`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...headers }, body: JSON.stringify(body) });
+  return fetch(`${server.url}/api/ag-ui`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...headers },
+    body: JSON.stringify(body),
+  });
 }
 
 describe('AG-UI: bad input and the stream’s life', () => {
@@ -191,9 +216,19 @@ describe('AG-UI: bad input and the stream’s life', () => {
     expect((await badThread.json()).error.code).toBe('invalid_id');
     const noUser = await post({ threadId: randomUUID(), runId: 'r', messages: [] });
     expect((await noUser.json()).error.message).toMatch(/no user message/);
-    const badProps = await post({ threadId: randomUUID(), runId: 'r', messages: [{ id: '1', role: 'user', content: 'hi' }], forwardedProps: { max_steps: 'many' } });
+    const badProps = await post({
+      threadId: randomUUID(),
+      runId: 'r',
+      messages: [{ id: '1', role: 'user', content: 'hi' }],
+      forwardedProps: { max_steps: 'many' },
+    });
     expect((await badProps.json()).error.message).toMatch(/forwardedProps\.max_steps/);
-    const unknownStrategy = await post({ threadId: randomUUID(), runId: 'r', messages: [{ id: '1', role: 'user', content: 'hi' }], forwardedProps: { strategy: 'nope' } });
+    const unknownStrategy = await post({
+      threadId: randomUUID(),
+      runId: 'r',
+      messages: [{ id: '1', role: 'user', content: 'hi' }],
+      forwardedProps: { strategy: 'nope' },
+    });
     expect(unknownStrategy.status).toBe(400);
     expect((await unknownStrategy.json()).error.code).toBe('unknown_strategy');
     const noQuestion = await post({ threadId: randomUUID(), runId: 'r', messages: [], resume: [{ interruptId: 'q', status: 'resolved', payload: 'x' }] });

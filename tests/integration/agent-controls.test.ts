@@ -25,11 +25,9 @@ describe('request_input', () => {
   beforeEach(() => start());
 
   it('pauses the run, shows the question, and resumes with the answer as the tool result', async () => {
-    llm.enqueue(
-      { text: reasonText('The city is missing; ask.') },
-      askQuestion,
-      { text: observeText('The user said Oslo.', { final_answer: 'Weather for Oslo.' }) },
-    );
+    llm.enqueue({ text: reasonText('The city is missing; ask.') }, askQuestion, {
+      text: observeText('The user said Oslo.', { final_answer: 'Weather for Oslo.' }),
+    });
     client.chat('What is the weather?', { agent_mode: true });
     const question = await client.waitFor('agent_request_input');
     expect(question).toMatchObject({ question: 'Which city?', step: 1, tool_call_id: 'ask_1' });
@@ -105,13 +103,7 @@ describe('stop', () => {
     client.send({ type: 'agent_control', action: 'stop' });
     const events = await client.untilComplete();
     await llm.waitForAbort(act);
-    expect(summarize(events)).toEqual([
-      'agent_start',
-      'agent_turn_start:1',
-      'agent_reason:1',
-      'agent_stopped:user',
-      'response_complete',
-    ]);
+    expect(summarize(events)).toEqual(['agent_start', 'agent_turn_start:1', 'agent_reason:1', 'agent_stopped:user', 'response_complete']);
     expect(llm.phases()).toEqual(['reason', 'act']);
   });
 

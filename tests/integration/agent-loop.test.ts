@@ -61,7 +61,9 @@ describe('the reason–act–observe loop', () => {
       expect(new Date(String(event.ts)).toISOString()).toBe(event.ts);
       expect(event.run_id).toBe(logged[0]!.run_id);
     }
-    expect(client.events.filter((event) => event.type.endsWith('delta') || String(event.update_type).endsWith('delta')).every((event) => !('seq' in event))).toBe(true);
+    expect(
+      client.events.filter((event) => event.type.endsWith('delta') || String(event.update_type).endsWith('delta')).every((event) => !('seq' in event)),
+    ).toBe(true);
   });
 
   it('offers the enabled tools and request_input in act, and no tools in reason or observe', async () => {
@@ -75,10 +77,7 @@ describe('the reason–act–observe loop', () => {
   });
 
   it('skips the act call when reason says finish', async () => {
-    llm.enqueue(
-      { text: reasonText('I already know this.', { finish: true }) },
-      { text: observeText('Known.', { final_answer: 'Paris.' }) },
-    );
+    llm.enqueue({ text: reasonText('I already know this.', { finish: true }) }, { text: observeText('Known.', { final_answer: 'Paris.' }) });
     client.chat('Capital of France?', { agent_mode: true });
     const events = await client.untilComplete();
     expect(llm.phases()).toEqual(['reason', 'observe']);
@@ -135,9 +134,7 @@ describe('the reason–act–observe loop', () => {
     );
     client.chat('Break things', { agent_mode: true });
     const events = await client.untilComplete();
-    const errors = Object.fromEntries(
-      events.filter((event) => event.type === 'tool_error').map((event) => [event.tool_call_id, event.error]),
-    );
+    const errors = Object.fromEntries(events.filter((event) => event.type === 'tool_error').map((event) => [event.tool_call_id, event.error]));
     expect(errors.bad_json).toMatch(/not valid JSON/);
     expect(errors.bad_type).toMatch(/Invalid arguments for calculator: expression/);
     expect(errors.bad_math).toMatch(/Unexpected/);
@@ -172,9 +169,7 @@ describe('the reason–act–observe loop', () => {
       'agent_completion:max_steps',
       'response_complete',
     ]);
-    expect(events.find((event) => event.type === 'assistant_message')!.content).toBe(
-      'Best answer from what was found; still missing: the last part.',
-    );
+    expect(events.find((event) => event.type === 'assistant_message')!.content).toBe('Best answer from what was found; still missing: the last part.');
     expect(events.find((event) => event.update_type === 'agent_completion')!.steps).toBe(2);
     expect(llm.phases().slice(-2)).toEqual(['observe', 'final']);
     expect(llm.requests.at(-2)!.body.messages[0]!.content).toContain('This is the last step');

@@ -42,9 +42,9 @@ describe('autonomous on the wire', () => {
   it('works a three-todo request through to workflow_complete on the demo model, the list kept as a session file', async () => {
     server = await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0' });
     client = await TestClient.connect(server.wsUrl);
-    const entry = (client.session.strategy_catalog as unknown as Array<{ name: string; options_schema: { properties: Record<string, { default: unknown }> } }>).find(
-      (strategy) => strategy.name === 'autonomous',
-    );
+    const entry = (
+      client.session.strategy_catalog as unknown as Array<{ name: string; options_schema: { properties: Record<string, { default: unknown }> } }>
+    ).find((strategy) => strategy.name === 'autonomous');
     expect(entry?.options_schema.properties).toMatchObject({ workflow_mode: { default: false } });
 
     client.chat('Tell three short facts about octopus and keep a list', { agent_mode: true, strategy: 'autonomous' });
@@ -145,7 +145,13 @@ describe('autonomous on the wire', () => {
   it('refuses a todo list with two todos in progress, changing nothing', async () => {
     server = await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0' });
     client = await TestClient.connect(server.wsUrl);
-    client.send({ type: 'todos_set', todos: [{ title: 'x', status: 'in_progress' }, { title: 'y', status: 'in_progress' }] });
+    client.send({
+      type: 'todos_set',
+      todos: [
+        { title: 'x', status: 'in_progress' },
+        { title: 'y', status: 'in_progress' },
+      ],
+    });
     expect(await client.waitFor('error')).toMatchObject({ code: 'invalid_message' });
     client.send({ type: 'todos_set', todos: [{ title: 'x' }] });
     const saved = (await client.waitFor('agent_todos')) as Record<string, unknown>;

@@ -105,7 +105,8 @@ describe.skipIf(!pg || !sharedRedis)('several instances on PostgreSQL and Redis'
     caughtUp();
     await onA.untilComplete({ timeoutMs: 30_000 });
     await seen(onB, Math.max(...seqs(onA)));
-    const previews = (client: TestClient) => client.events.filter((event) => (event as Event).update_type === 'agent_reason_delta').map((event) => (event as Event).delta as string);
+    const previews = (client: TestClient) =>
+      client.events.filter((event) => (event as Event).update_type === 'agent_reason_delta').map((event) => (event as Event).delta as string);
     expect(previews(onA).join('')).toContain('First one');
     expect(previews(onB)).toEqual(previews(onA));
     const reasoned = onB.events.findIndex((event) => (event as Event).update_type === 'agent_reason');
@@ -121,7 +122,9 @@ describe.skipIf(!pg || !sharedRedis)('several instances on PostgreSQL and Redis'
       }
       if (request.phase === 'observe') {
         const answered = request.body.messages.some((message) => message.content?.includes('Paris'));
-        return { text: `Noted.\n\n\`\`\`json\n${JSON.stringify({ observation: 'ok', should_continue: !answered, final_answer: answered ? 'Paris it is.' : '' })}\n\`\`\`` };
+        return {
+          text: `Noted.\n\n\`\`\`json\n${JSON.stringify({ observation: 'ok', should_continue: !answered, final_answer: answered ? 'Paris it is.' : '' })}\n\`\`\``,
+        };
       }
       return { text: reasonText('Ask which city.') };
     });
@@ -141,7 +144,8 @@ describe.skipIf(!pg || !sharedRedis)('several instances on PostgreSQL and Redis'
     let acts = 0;
     llm!.respond((request) => {
       if (request.phase === 'act') return ++acts === 1 ? { hang: true } : { toolCalls: [{ name: 'calculator', arguments: { expression: '6*7' } }] };
-      if (request.phase === 'observe') return { text: `6*7 = 42.\n\n\`\`\`json\n${JSON.stringify({ observation: '42', should_continue: false, final_answer: 'It is 42.' })}\n\`\`\`` };
+      if (request.phase === 'observe')
+        return { text: `6*7 = 42.\n\n\`\`\`json\n${JSON.stringify({ observation: '42', should_continue: false, final_answer: 'It is 42.' })}\n\`\`\`` };
       return { text: reasonText('Use the calculator.') };
     });
     const onA = await connect(a);
@@ -164,7 +168,10 @@ describe.skipIf(!pg || !sharedRedis)('several instances on PostgreSQL and Redis'
     let acts = 0;
     llm!.respond((request) => {
       if (request.phase === 'act') return ++acts === 1 ? { hang: true } : { text: 'No tool needed.' };
-      if (request.phase === 'observe') return { text: `Done.\n\n\`\`\`json\n${JSON.stringify({ observation: 'done', should_continue: false, final_answer: 'Handed over and done.' })}\n\`\`\`` };
+      if (request.phase === 'observe')
+        return {
+          text: `Done.\n\n\`\`\`json\n${JSON.stringify({ observation: 'done', should_continue: false, final_answer: 'Handed over and done.' })}\n\`\`\``,
+        };
       return { text: reasonText('Think.') };
     });
     const onA = await connect(a);
@@ -186,7 +193,10 @@ describe.skipIf(!pg || !sharedRedis)('several instances on PostgreSQL and Redis'
     const dir = mkdtempSync(join(tmpdir(), 'stepwise-redis-test-'));
     folders.push(dir);
     const startRedis = async () => {
-      const child = spawnTracked(REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore', description: 'redis-server (test)' });
+      const child = spawnTracked(REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {
+        stdio: 'ignore',
+        description: 'redis-server (test)',
+      });
       await waitForRedis(port);
       return child;
     };
@@ -194,7 +204,8 @@ describe.skipIf(!pg || !sharedRedis)('several instances on PostgreSQL and Redis'
     const { a, b } = await twoInstances(`redis://127.0.0.1:${port}`);
     llm!.respond((request) => {
       if (request.phase === 'act') return { toolCalls: [{ name: 'calculator', arguments: { expression: '2+2' } }], delayMs: 1_500 };
-      if (request.phase === 'observe') return { text: `4.\n\n\`\`\`json\n${JSON.stringify({ observation: '4', should_continue: false, final_answer: 'Four.' })}\n\`\`\`` };
+      if (request.phase === 'observe')
+        return { text: `4.\n\n\`\`\`json\n${JSON.stringify({ observation: '4', should_continue: false, final_answer: 'Four.' })}\n\`\`\`` };
       return { text: reasonText('Compute.') };
     });
     const onA = await connect(a);

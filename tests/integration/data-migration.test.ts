@@ -29,7 +29,15 @@ function recordingLogger() {
 }
 
 const event = (seq: number, runId: string | undefined, fields: Record<string, unknown> = {}): LoggedEvent =>
-  ({ type: 'agent_update', update_type: 'agent_turn_start', step: seq, seq, ts: new Date(Date.UTC(2030, 0, 1, 0, 0, seq)).toISOString(), run_id: runId, ...fields }) as LoggedEvent;
+  ({
+    type: 'agent_update',
+    update_type: 'agent_turn_start',
+    step: seq,
+    seq,
+    ts: new Date(Date.UTC(2030, 0, 1, 0, 0, seq)).toISOString(),
+    run_id: runId,
+    ...fields,
+  }) as LoggedEvent;
 
 /** Everything a store holds about some sessions, through the port: what must survive the move. */
 async function snapshot(store: Store, sessionIds: string[]) {

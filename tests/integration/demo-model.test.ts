@@ -17,7 +17,10 @@ afterEach(async () => {
 
 describe('the offline demo model', () => {
   it('reads an attached file when the message names it', async () => {
-    const upload = await fetch(`${server.url}/api/sessions/${client.session.session_id}/files?name=notes.txt`, { method: 'POST', body: 'Pack the blue umbrella.' });
+    const upload = await fetch(`${server.url}/api/sessions/${client.session.session_id}/files?name=notes.txt`, {
+      method: 'POST',
+      body: 'Pack the blue umbrella.',
+    });
     expect(upload.status).toBe(201);
     client.chat('Summarize notes.txt for me', { agent_mode: true });
     const events = (await client.untilComplete()).filter((event) => 'seq' in event && event.type !== 'file_saved');

@@ -36,7 +36,9 @@ describe('the demo model answers a chained calculation correctly in every strate
 
   it('solver: its evaluator fails a wrong answer and the orchestrator says "checked" only of a checked one', async () => {
     const { events, answer } = await ask('solver', CHAIN);
-    const evaluations = events.filter((event) => event.update_type === 'agent_stage_complete' && event.stage === 'expert_evaluator').map((event) => String(event.content));
+    const evaluations = events
+      .filter((event) => event.update_type === 'agent_stage_complete' && event.stage === 'expert_evaluator')
+      .map((event) => String(event.content));
     expect(evaluations.at(-1)).toMatch(/correct: I worked the problem through to 29/);
     expect(answer).toMatch(/^\*\*29\*\*/);
     expect(answer).toMatch(/checked/);
@@ -53,10 +55,18 @@ describe('the demo model answers a chained calculation correctly in every strate
     const { events, answer } = await ask('plan_execute', CHAIN);
     const plans = events.filter((event) => event.update_type === 'agent_plan') as Array<{ steps: Array<{ goal: string }> }>;
     expect(plans).toHaveLength(1);
-    expect(plans[0]!.steps.map((step) => step.goal)).toEqual(['Compute 12*7', 'Compute (12*7) + 15', 'Compute ((12*7) + 15) / 3', 'Compute (((12*7) + 15) / 3) - 4']);
+    expect(plans[0]!.steps.map((step) => step.goal)).toEqual([
+      'Compute 12*7',
+      'Compute (12*7) + 15',
+      'Compute ((12*7) + 15) / 3',
+      'Compute (((12*7) + 15) / 3) - 4',
+    ]);
     expect(answer).toMatch(/^`\(\(\(12\*7\) \+ 15\) \/ 3\) - 4` = \*\*29\*\*\./);
     const two = await ask('plan_execute', 'What time is it, and what is 2^10?');
-    expect((two.events.find((event) => event.update_type === 'agent_plan') as { steps: Array<{ goal: string }> }).steps.map((step) => step.goal)).toEqual(['Compute 2^10', 'Read the current time']);
+    expect((two.events.find((event) => event.update_type === 'agent_plan') as { steps: Array<{ goal: string }> }).steps.map((step) => step.goal)).toEqual([
+      'Compute 2^10',
+      'Read the current time',
+    ]);
   });
 
   it('autonomous writes a to-do for each part of a multi-part request and works through them', async () => {
@@ -125,4 +135,3 @@ describe('the demo model summarizes files truthfully in every strategy', () => {
     expect(answer).toMatch(/no such file|not there|missing|Attach/i);
   });
 });
-

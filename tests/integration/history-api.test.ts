@@ -57,7 +57,11 @@ describe('the history API', () => {
 
   it('renames a chat: the title is kept, later messages do not change it, and bad titles are refused', async () => {
     const { client, id } = await sessionWithOneRun('What is 6*7?');
-    const renamed = await api(`/api/sessions/${id}`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title: '  Sums for Friday  ' }) });
+    const renamed = await api(`/api/sessions/${id}`, {
+      method: 'PATCH',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ title: '  Sums for Friday  ' }),
+    });
     expect(renamed).toMatchObject({ status: 200, body: { id, title: 'Sums for Friday' } });
     expect((await api(`/api/sessions/${id}`)).body.session.title).toBe('Sums for Friday');
     for (const [body, message] of [
@@ -69,7 +73,10 @@ describe('the history API', () => {
       expect(refused.status).toBe(400);
       expect(refused.body.error.message).toMatch(message);
     }
-    expect((await api(`/api/sessions/${randomUUID()}`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title: 'x' }) })).status).toBe(404);
+    expect(
+      (await api(`/api/sessions/${randomUUID()}`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title: 'x' }) }))
+        .status,
+    ).toBe(404);
     expect((await api('/api/sessions')).body.sessions.find((session: { id: string }) => session.id === id).title).toBe('Sums for Friday');
     await client.close();
   });

@@ -20,7 +20,10 @@ function contract(name: string, make: () => { llm: LlmClient; script?: (purpose:
       const deltas: string[] = [];
       const result = await llm.complete({
         purpose: 'chat',
-        messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Say hello' }],
+        messages: [
+          { role: 'system', content: 'Be brief.' },
+          { role: 'user', content: 'Say hello' },
+        ],
         signal: new AbortController().signal,
         onDelta: (delta) => deltas.push(delta),
       });
@@ -34,7 +37,10 @@ function contract(name: string, make: () => { llm: LlmClient; script?: (purpose:
       script?.('roa.act');
       const result = await llm.complete({
         purpose: 'roa.act',
-        messages: [{ role: 'system', content: 'Act.' }, { role: 'user', content: 'What is 2+3?' }],
+        messages: [
+          { role: 'system', content: 'Act.' },
+          { role: 'user', content: 'What is 2+3?' },
+        ],
         tools: [calculator],
         variables: { tool_names: ['calculator'] },
         signal: new AbortController().signal,
@@ -50,7 +56,10 @@ function contract(name: string, make: () => { llm: LlmClient; script?: (purpose:
       const result = await llm.complete({
         purpose: 'example.points',
         schema: { name: 'points', zod: Points },
-        messages: [{ role: 'system', content: 'List points.' }, { role: 'user', content: 'Should we move?' }],
+        messages: [
+          { role: 'system', content: 'List points.' },
+          { role: 'user', content: 'Should we move?' },
+        ],
         signal: new AbortController().signal,
       });
       expect(Points.parse(result.parsed).points.length).toBeGreaterThan(0);

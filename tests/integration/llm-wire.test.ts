@@ -132,7 +132,16 @@ describe('the model wire on the openai SDK', () => {
       llm.enqueue({ text: 'ok' });
       expect((await model.complete(call(purpose))).model).toBeDefined();
     }
-    expect(llm.requests.slice(before).map((request) => [request.purpose, request.body.model, (request.body as Record<string, unknown>).reasoning_effort ?? null, (request.body as Record<string, unknown>).seed])).toEqual([
+    expect(
+      llm.requests
+        .slice(before)
+        .map((request) => [
+          request.purpose,
+          request.body.model,
+          (request.body as Record<string, unknown>).reasoning_effort ?? null,
+          (request.body as Record<string, unknown>).seed,
+        ]),
+    ).toEqual([
       ['research.plan', 'strong-planner', 'high', 1],
       ['research.task', 'strong-planner', 'high', 1],
       ['solver.expert_evaluator', 'cheap-checker', null, 1],
@@ -156,9 +165,15 @@ describe('the model wire on the openai SDK', () => {
   it("prices from the config file's prices over the built-in table, also for a model it does not know", async () => {
     const { model } = modelClient({
       LLM_STREAMING: 'false',
-      ...configFile({ models: { 'mystery.*': { model: 'in-house-llm' } }, prices: { 'gpt-4o-mini': { input: 1, output: 2 }, 'in-house-llm': { input: 10, cached_input: 1, output: 20 } } }),
+      ...configFile({
+        models: { 'mystery.*': { model: 'in-house-llm' } },
+        prices: { 'gpt-4o-mini': { input: 1, output: 2 }, 'in-house-llm': { input: 10, cached_input: 1, output: 20 } },
+      }),
     });
-    llm.enqueue({ text: 'a', usage: { prompt_tokens: 1_000_000, completion_tokens: 1_000_000 } }, { text: 'b', usage: { prompt_tokens: 2_000_000, completion_tokens: 0, cached_tokens: 1_000_000 } });
+    llm.enqueue(
+      { text: 'a', usage: { prompt_tokens: 1_000_000, completion_tokens: 1_000_000 } },
+      { text: 'b', usage: { prompt_tokens: 2_000_000, completion_tokens: 0, cached_tokens: 1_000_000 } },
+    );
     expect((await model.complete(call())).costUsd).toBe(3);
     expect((await model.complete(call('mystery.guess'))).costUsd).toBe(11);
   });

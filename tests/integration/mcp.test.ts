@@ -114,7 +114,6 @@ const recordedLines = (file: string) =>
         .map((line) => JSON.parse(line) as { id?: number; method?: string; params?: Record<string, unknown> })
     : [];
 
-
 describe('an MCP server over stdio (server-everything)', { timeout: MCP_TEST_TIMEOUT_MS }, () => {
   it('lists its tools as SERVER__TOOL with their JSON schemas and the server as source', async () => {
     await start({ everything: EVERYTHING_STDIO });
@@ -146,7 +145,7 @@ describe('an MCP server over stdio (server-everything)', { timeout: MCP_TEST_TIM
     expect(observe.body.messages.find((message) => message.role === 'tool')?.content).toContain('42');
   });
 
-  it('passes a long call\'s progress reports on to the client, live and before its result', async () => {
+  it("passes a long call's progress reports on to the client, live and before its result", async () => {
     await start({ everything: EVERYTHING_STDIO });
     // Four reports, 300 ms apart, the last one right before the result.
     scriptToolStep('everything__trigger-long-running-operation', { duration: 1.2, steps: 4 });
@@ -279,7 +278,11 @@ describe('an MCP server over stdio (server-everything)', { timeout: MCP_TEST_TIM
     await waitForTool('everything__trigger-elicitation-request');
     scriptToolStep('everything__trigger-elicitation-request', {});
     // Not read-only, so it would ask for approval first: this test is about the elicitation, so it runs unasked.
-    client.chat('Fill in the form', { agent_mode: true, tools: ['everything__trigger-elicitation-request'], tool_approval: { 'everything__trigger-elicitation-request': 'auto' } });
+    client.chat('Fill in the form', {
+      agent_mode: true,
+      tools: ['everything__trigger-elicitation-request'],
+      tool_approval: { 'everything__trigger-elicitation-request': 'auto' },
+    });
     const question = await client.waitFor('agent_request_input');
     expect(question).toMatchObject({ step: 1, tool_call_id: 'call_1' });
     expect(String(question.question)).toContain('- name (string, required)');
@@ -298,7 +301,12 @@ describe('two questions pending at once (two calls that each elicit)', { timeout
     await waitForTool(tool);
     llm.enqueue(
       { text: reasonText('Ask twice.') },
-      { toolCalls: [{ id: 'call_a', name: tool, arguments: {} }, { id: 'call_b', name: tool, arguments: {} }] },
+      {
+        toolCalls: [
+          { id: 'call_a', name: tool, arguments: {} },
+          { id: 'call_b', name: tool, arguments: {} },
+        ],
+      },
       { text: observeText('Done.', { final_answer: 'Both forms filled.' }) },
     );
     client.chat('Fill in two forms', { agent_mode: true, tools: [tool], tool_approval: { [tool]: 'auto' } });
@@ -354,7 +362,11 @@ describe('server-filesystem in an agent run', { timeout: MCP_TEST_TIMEOUT_MS }, 
       { toolCalls: [{ id: 'write_1', name: 'fs__write_file', arguments: { path: join(shared, 'summary.txt'), content: 'code=4242' } }] },
       { text: observeText('Written.', { final_answer: 'The launch code is 4242; saved to summary.txt.' }) },
     );
-    client.chat('What is the launch code? Save it.', { agent_mode: true, tools: ['fs__read_text_file', 'fs__write_file'], tool_approval: { fs__write_file: 'auto' } });
+    client.chat('What is the launch code? Save it.', {
+      agent_mode: true,
+      tools: ['fs__read_text_file', 'fs__write_file'],
+      tool_approval: { fs__write_file: 'auto' },
+    });
     const events = (await client.untilComplete({ timeoutMs: 30_000 })).filter((event) => 'seq' in event);
     expect(summarize(events)).toEqual([
       'agent_start',

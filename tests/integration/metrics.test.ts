@@ -36,7 +36,8 @@ async function scrape(headers: Record<string, string> = {}): Promise<(name: stri
       const match = /^([a-zA-Z_:][\w:]*)(\{[^}]*\})? (\S+)$/.exec(line);
       if (!match || match[1] !== name) continue;
       const found = Object.fromEntries([...(match[2] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map(([, key, value]) => [key, value]));
-      if (Object.entries(labels).every(([key, value]) => found[key] === value) && Object.keys(found).length === Object.keys(labels).length) return Number(match[3]);
+      if (Object.entries(labels).every(([key, value]) => found[key] === value) && Object.keys(found).length === Object.keys(labels).length)
+        return Number(match[3]);
     }
     return undefined;
   };
@@ -73,7 +74,9 @@ describe('GET /metrics (Prometheus)', () => {
 
   it('shows a run in progress and the question it waits on, then a stopped run', async () => {
     llm = await ScriptedLlmServer.start();
-    llm.respond((request) => (request.phase === 'act' ? { toolCalls: [{ name: 'request_input', arguments: { question: 'Which city?' } }] } : { text: reasonText('Ask.') }));
+    llm.respond((request) =>
+      request.phase === 'act' ? { toolCalls: [{ name: 'request_input', arguments: { question: 'Which city?' } }] } : { text: reasonText('Ask.') },
+    );
     server = await startStepwiseWithModel(llm.url);
     const client = await connect();
     client.chat('Plan my trip', { agent_mode: true });

@@ -367,7 +367,8 @@ describe('the model client on its own', () => {
     const { llm, model } = await modelClient();
     const chunk = (delta: object, finish: string | null = null) => JSON.stringify({ choices: [{ index: 0, delta, finish_reason: finish }] });
     llm.enqueue({
-      raw: `: keep-alive\r\n\r\ndata: ${chunk({ content: 'Hello' })}\r\n\r\n: ping\rdata: ${chunk({ content: ', world' })}\r\r` +
+      raw:
+        `: keep-alive\r\n\r\ndata: ${chunk({ content: 'Hello' })}\r\n\r\n: ping\rdata: ${chunk({ content: ', world' })}\r\r` +
         `data: ${chunk({}, 'stop')}\n\ndata: [DONE]`,
     });
 

@@ -67,11 +67,7 @@ describe('model endpoint failures', () => {
   });
 
   it('retries a connection cut before any text, and succeeds', async () => {
-    llm.enqueue(
-      { text: 'x', breakAfterChunks: 0 },
-      { text: reasonText('OK.', { finish: true }) },
-      { text: observeText('ok', { final_answer: 'Fine.' }) },
-    );
+    llm.enqueue({ text: 'x', breakAfterChunks: 0 }, { text: reasonText('OK.', { finish: true }) }, { text: observeText('ok', { final_answer: 'Fine.' }) });
     client.chat('Hello', { agent_mode: true });
     const events = await client.untilComplete();
     expect(events.find((event) => event.type === 'assistant_message')!.content).toBe('Fine.');

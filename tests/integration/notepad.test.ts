@@ -29,9 +29,7 @@ describe('the notepad', () => {
     expect(first.find((event) => event.type === 'tool_complete')).toMatchObject({ tool_name: 'notepad', result: expect.stringContaining('1 note') });
     expect(first.find((event) => event.type === 'file_saved')).toMatchObject({ file: { name: 'notepad.md' }, source: 'agent' });
 
-    llm.respond((request) =>
-      request.purpose === 'plan_execute.plan' ? { text: JSON.stringify({ steps: [] }) } : { text: 'Within budget.' },
-    );
+    llm.respond((request) => (request.purpose === 'plan_execute.plan' ? { text: JSON.stringify({ steps: [] }) } : { text: 'Within budget.' }));
     const from = client.events.length;
     client.chat('Plan a dinner', { agent_mode: true, strategy: 'plan_execute' });
     await client.untilComplete({ from });

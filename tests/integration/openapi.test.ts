@@ -11,7 +11,17 @@ afterEach(async () => {
 interface OpenApiDocument {
   openapi: string;
   info: { title: string };
-  paths: Record<string, Record<string, { parameters?: { name: string; in: string; required?: boolean; schema: Record<string, unknown> }[]; responses: Record<string, { content?: Record<string, { schema: Record<string, unknown> }> }>; summary?: string }>>;
+  paths: Record<
+    string,
+    Record<
+      string,
+      {
+        parameters?: { name: string; in: string; required?: boolean; schema: Record<string, unknown> }[];
+        responses: Record<string, { content?: Record<string, { schema: Record<string, unknown> }> }>;
+        summary?: string;
+      }
+    >
+  >;
 }
 
 async function openApi(headers: Record<string, string> = {}): Promise<OpenApiDocument> {
@@ -45,7 +55,10 @@ describe('the REST API described as OpenAPI 3.1', () => {
     expect(events.parameters!.map((parameter) => `${parameter.in}:${parameter.name}`).sort()).toEqual(['path:id', 'query:after_seq', 'query:limit']);
     expect(events.parameters!.find((parameter) => parameter.name === 'limit')!.schema).toMatchObject({ minimum: 1, maximum: 10000, default: 1000 });
     const error = events.responses['400']!.content!['application/json']!.schema;
-    expect(error).toMatchObject({ type: 'object', properties: { error: { type: 'object', properties: { code: { type: 'string' }, message: { type: 'string' } } } } });
+    expect(error).toMatchObject({
+      type: 'object',
+      properties: { error: { type: 'object', properties: { code: { type: 'string' }, message: { type: 'string' } } } },
+    });
     const list = document.paths['/api/sessions']!.get!.responses['200']!.content!['application/json']!.schema;
     expect(list).toMatchObject({ properties: { sessions: { type: 'array' } } });
     expect(document.paths['/api/sessions/{id}']!.delete!.summary).toMatch(/Deletes a chat/);

@@ -14,12 +14,10 @@ afterEach(async () => {
   client = server = llm = undefined;
 });
 
-const observe = (observation: string, complete: boolean) =>
-  `${observation}\n\n\`\`\`json\n${JSON.stringify({ observation, step_complete: complete })}\n\`\`\``;
+const observe = (observation: string, complete: boolean) => `${observation}\n\n\`\`\`json\n${JSON.stringify({ observation, step_complete: complete })}\n\`\`\``;
 const planOf = (...goals: string[]) =>
   JSON.stringify({ steps: goals.map((goal) => ({ goal, primary_tools: ['calculator'], success_criteria: 'a number', context: '' })) });
-const schemaName = (request: RecordedRequest) =>
-  (request.body as { response_format?: { json_schema?: { name?: string } } }).response_format?.json_schema?.name;
+const schemaName = (request: RecordedRequest) => (request.body as { response_format?: { json_schema?: { name?: string } } }).response_format?.json_schema?.name;
 
 describe('plan_execute on the wire', () => {
   it('streams the plan, each step under its node id, a re-plan after a failed step, the metadata, then the answer', async () => {
@@ -44,7 +42,11 @@ describe('plan_execute on the wire', () => {
     });
     server = await startStepwiseWithModel(llm.url);
     client = await TestClient.connect(server.wsUrl);
-    const catalog = client.session.strategy_catalog as unknown as Array<{ name: string; label: string; options_schema: { properties: Record<string, { default: unknown }> } }>;
+    const catalog = client.session.strategy_catalog as unknown as Array<{
+      name: string;
+      label: string;
+      options_schema: { properties: Record<string, { default: unknown }> };
+    }>;
     const entry = catalog.find((strategy) => strategy.name === 'plan_execute')!;
     expect(entry).toMatchObject({ label: 'Plan and execute' });
     expect(entry.options_schema.properties).toMatchObject({ max_step_attempts: { default: 3 }, replan: { default: true } });
@@ -82,7 +84,13 @@ describe('plan_execute on the wire', () => {
     ]);
     expect(run[0]).toMatchObject({ strategy: 'plan_execute', options: { max_step_attempts: 2, replan: true } });
     const plans = run.filter((event) => event.update_type === 'agent_plan');
-    expect(plans[0]).toMatchObject({ revision: 1, steps: [{ index: 1, status: 'pending' }, { index: 2, status: 'pending' }] });
+    expect(plans[0]).toMatchObject({
+      revision: 1,
+      steps: [
+        { index: 1, status: 'pending' },
+        { index: 2, status: 'pending' },
+      ],
+    });
     expect(plans[0]).not.toHaveProperty('trigger');
     expect(plans[1]).toMatchObject({
       revision: 2,

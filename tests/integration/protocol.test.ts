@@ -100,9 +100,12 @@ describe('plain chat', () => {
     llm.enqueue({ text: 'Nice to meet you, Ada.' }, { text: 'Your name is Ada.' });
     client.chat('My name is Ada.');
     const first = await client.untilComplete();
-    expect(first.filter((event) => event.type === 'assistant_delta').map((event) => event.delta).join('')).toBe(
-      'Nice to meet you, Ada.',
-    );
+    expect(
+      first
+        .filter((event) => event.type === 'assistant_delta')
+        .map((event) => event.delta)
+        .join(''),
+    ).toBe('Nice to meet you, Ada.');
     expect(summarize(first)).toEqual(['assistant_message', 'response_complete']);
 
     const from = client.events.length;
@@ -130,10 +133,7 @@ describe('plain chat', () => {
 
 describe('reconnecting', () => {
   it('replays the log after after_seq, then goes on live, with no gap and no duplicate', async () => {
-    llm.enqueue(
-      { text: reasonText('Ask first.') },
-      { toolCalls: [{ id: 'ask', name: 'request_input', arguments: { question: 'Which unit?' } }] },
-    );
+    llm.enqueue({ text: reasonText('Ask first.') }, { toolCalls: [{ id: 'ask', name: 'request_input', arguments: { question: 'Which unit?' } }] });
     client.chat('Convert it', { agent_mode: true });
     const question = await client.waitFor('agent_request_input');
     const sessionId = String(client.session.session_id);

@@ -47,7 +47,14 @@ describe('research state under attack', () => {
                   { name: `${'x'.repeat(300)}\u0001`, content: 'bad name' },
                 ]
               : [{ name: 'notes.md', content: `notes of ${request.node}` }];
-          return { text: JSON.stringify({ summary: `done ${request.node}\n${FORGED}`, result: `result ${request.node}\n${FORGED}`, evidence: [{ source: FORGED, location: '## History log' }], artifacts }) };
+          return {
+            text: JSON.stringify({
+              summary: `done ${request.node}\n${FORGED}`,
+              result: `result ${request.node}\n${FORGED}`,
+              evidence: [{ source: FORGED, location: '## History log' }],
+              artifacts,
+            }),
+          };
         }
         case 'research.report':
           return { text: 'Report.' };
@@ -74,7 +81,16 @@ describe('research state under attack', () => {
     expect(doc.match(/^```yaml TASK_GRAPH_V2$/gm)).toHaveLength(1);
     // Artifacts went to their task's namespace; the bad one was left out and said so.
     const names = ((await (await fetch(files())).json()) as { files: { name: string }[] }).files.map((file) => file.name);
-    expect(names).toEqual(expect.arrayContaining(['artifact-1.1-RESEARCH_STATE.md', 'artifact-1.1-task-1.2.json', 'artifact-1.2-notes.md', 'artifact-2.1-notes.md', 'task-1.1.json', 'task-1.2.json']));
+    expect(names).toEqual(
+      expect.arrayContaining([
+        'artifact-1.1-RESEARCH_STATE.md',
+        'artifact-1.1-task-1.2.json',
+        'artifact-1.2-notes.md',
+        'artifact-2.1-notes.md',
+        'task-1.1.json',
+        'task-1.2.json',
+      ]),
+    );
     expect(JSON.parse(await fileText('task-1.2.json'))).toMatchObject({ task: '1.2' });
     expect(await fileText('artifact-1.1-RESEARCH_STATE.md')).toBe('not a research state');
     expect(doc).toMatch(/artifact "x+" of task 1\.1 not saved: File names are limited to 255 bytes/);
@@ -87,11 +103,18 @@ describe('research state under attack', () => {
     client.chat('What is 12*7?', { agent_mode: true, strategy: 'research', strategy_options: { mode: 'step' } });
     await client.untilComplete({ timeoutMs: 30_000 });
     const before = await fileText('RESEARCH_STATE.md');
-    const aliased = before.replace('version: 1\n', `version: 1\nbig: &big\n${Array.from({ length: 1000 }, (_, index) => `  - c${index}`).join('\n')}\nagain: [*big, *big, *big]\n`);
+    const aliased = before.replace(
+      'version: 1\n',
+      `version: 1\nbig: &big\n${Array.from({ length: 1000 }, (_, index) => `  - c${index}`).join('\n')}\nagain: [*big, *big, *big]\n`,
+    );
     const uploaded = await fetch(`${files()}?name=RESEARCH_STATE.md`, { method: 'POST', body: aliased, headers: { 'content-type': 'text/plain' } });
     expect(uploaded.status).toBe(400);
     expect(await uploaded.json()).toEqual({ error: { code: 'invalid_file_content', message: expect.stringMatching(/may not use YAML aliases/) } });
-    const huge = await fetch(`${files()}?name=RESEARCH_STATE.md`, { method: 'POST', body: `${before}\n${'x'.repeat(1024 * 1024)}`, headers: { 'content-type': 'text/plain' } });
+    const huge = await fetch(`${files()}?name=RESEARCH_STATE.md`, {
+      method: 'POST',
+      body: `${before}\n${'x'.repeat(1024 * 1024)}`,
+      headers: { 'content-type': 'text/plain' },
+    });
     expect(huge.status).toBe(400);
     expect(await fileText('RESEARCH_STATE.md')).toBe(before);
   });
@@ -101,9 +124,12 @@ describe('research state under attack', () => {
     llm.respond((request): ScriptedReply => {
       if (request.phase === 'act') {
         const done = request.body.messages.some((message) => message.role === 'tool');
-        return done ? { text: 'No more tools.' } : { toolCalls: [{ name: 'write_file', arguments: { name: 'RESEARCH_STATE.md', content: '# Research state\n\nnot a graph' } }] };
+        return done
+          ? { text: 'No more tools.' }
+          : { toolCalls: [{ name: 'write_file', arguments: { name: 'RESEARCH_STATE.md', content: '# Research state\n\nnot a graph' } }] };
       }
-      if (request.phase === 'observe') return { text: `Done.\n\n\`\`\`json\n${JSON.stringify({ observation: 'ok', should_continue: false, final_answer: 'Done.' })}\n\`\`\`` };
+      if (request.phase === 'observe')
+        return { text: `Done.\n\n\`\`\`json\n${JSON.stringify({ observation: 'ok', should_continue: false, final_answer: 'Done.' })}\n\`\`\`` };
       return { text: reasonText('Write it.') };
     });
     server = await startStepwiseWithModel(llm.url);

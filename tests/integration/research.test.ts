@@ -26,7 +26,12 @@ describe('research on the wire', () => {
     client.chat('What time is it, and what is 12*7?', { agent_mode: true, strategy: 'research' });
     const first = (await client.untilComplete()) as Event[];
     expect(summarize(first).slice(-2)).toEqual(['agent_completion:answered', 'response_complete']);
-    expect(of(first, 'agent_verdict').map((event) => `${event.scope}:${event.target}:${event.verdict}`)).toEqual(['stage:1:PASS', 'stage:2:PASS', 'stage:3:PASS', 'final:final:PASS']);
+    expect(of(first, 'agent_verdict').map((event) => `${event.scope}:${event.target}:${event.verdict}`)).toEqual([
+      'stage:1:PASS',
+      'stage:2:PASS',
+      'stage:3:PASS',
+      'final:final:PASS',
+    ]);
     const starts = of(first, 'agent_task_start').map((event) => event.node_id);
     expect(starts).toEqual(['1.1', '1.2', '2.1', '3.1']);
     // The scout and the derivation started before either finished: they ran side by side.
@@ -89,10 +94,12 @@ describe('research on the wire', () => {
     // Meanwhile task 1.2 finishes, and 1.1 shows as blocked with the question as its reason.
     await client.next((event) => event.update_type === 'agent_task_complete' && event.task_id === '1.2');
     const blockedGraph = (await client.next(
-      (event) => event.update_type === 'agent_task_graph' && (event.stages as Array<{ tasks: Array<{ id: string; status: string }> }>)[0]!.tasks[0]!.status === 'blocked',
+      (event) =>
+        event.update_type === 'agent_task_graph' &&
+        (event.stages as Array<{ tasks: Array<{ id: string; status: string }> }>)[0]!.tasks[0]!.status === 'blocked',
     )) as Event;
     expect(blockedGraph).toBeDefined();
-    expect(await fileText('RESEARCH_STATE.md')).toContain("blocked_reason: \"waiting for the user's answer: Which tower?\"");
+    expect(await fileText('RESEARCH_STATE.md')).toContain('blocked_reason: "waiting for the user\'s answer: Which tower?"');
     client.send({ type: 'agent_user_input', content: 'The Eiffel Tower', question_id: question.question_id });
     const events = (await client.untilComplete()) as Event[];
     expect(summarize(events).slice(-2)).toEqual(['agent_completion:answered', 'response_complete']);
@@ -110,7 +117,11 @@ describe('research on the wire', () => {
     expect(summarize(first).slice(-2)).toEqual(['agent_completion:wave_complete', 'response_complete']);
     const before = await fileText('RESEARCH_STATE.md');
     const broken = before.replace('agent: verifier', 'agent: fortune_teller');
-    const uploaded = await fetch(`${server.url}/api/sessions/${client.session.session_id}/files?name=RESEARCH_STATE.md`, { method: 'POST', body: broken, headers: { 'content-type': 'text/plain' } });
+    const uploaded = await fetch(`${server.url}/api/sessions/${client.session.session_id}/files?name=RESEARCH_STATE.md`, {
+      method: 'POST',
+      body: broken,
+      headers: { 'content-type': 'text/plain' },
+    });
     expect(uploaded.status).toBe(400);
     expect(uploaded.headers.get('content-type')).toContain('json');
     const line = broken.split('\n').findIndex((text) => text.includes('fortune_teller')) + 1;
@@ -122,7 +133,14 @@ describe('research on the wire', () => {
 
   it('runs a wave side by side at the model server, a dependent task only after its dependency, the next stage only after a PASS; two questions answered out of order; an edit honoured by the next cycle', async () => {
     llm = await ScriptedLlmServer.start();
-    const task = (id: string, depends_on: string[] = []) => ({ id, title: `Task ${id}`, agent: 'literature_scout', depends_on, acceptance_criteria: [], inputs: [] });
+    const task = (id: string, depends_on: string[] = []) => ({
+      id,
+      title: `Task ${id}`,
+      agent: 'literature_scout',
+      depends_on,
+      acceptance_criteria: [],
+      inputs: [],
+    });
     const plan = {
       stages: [
         { id: '1', name: 'First', verifier_criteria: [], tasks: [task('1.1'), task('1.2'), task('1.3', ['1.1'])] },
@@ -176,14 +194,20 @@ describe('research on the wire', () => {
     const at = before.indexOf('status: todo', before.indexOf('- id: "2.2"'));
     const edited = `${before.slice(0, at)}status: skipped\n        skip_reason: not needed${before.slice(at + 'status: todo'.length)}`;
     expect(edited).toContain('skip_reason: not needed');
-    const uploaded = await fetch(`${server.url}/api/sessions/${client.session.session_id}/files?name=RESEARCH_STATE.md`, { method: 'POST', body: edited, headers: { 'content-type': 'text/plain' } });
+    const uploaded = await fetch(`${server.url}/api/sessions/${client.session.session_id}/files?name=RESEARCH_STATE.md`, {
+      method: 'POST',
+      body: edited,
+      headers: { 'content-type': 'text/plain' },
+    });
     expect(uploaded.ok).toBe(true);
     const from = client.events.length;
     client.chat('Go on', { agent_mode: true, strategy: 'research' });
     const rest = (await client.untilComplete({ from })) as Event[];
     expect(summarize(rest).slice(-2)).toEqual(['agent_completion:answered', 'response_complete']);
     // 1.3 (after 1.1) ran in the next wave; stage 2 only after stage 1 passed; 2.2 never ran.
-    const order = rest.filter((event) => event.update_type === 'agent_task_start' || event.update_type === 'agent_verdict').map((event) => String(event.task_id ?? `${event.scope}:${event.target}`));
+    const order = rest
+      .filter((event) => event.update_type === 'agent_task_start' || event.update_type === 'agent_verdict')
+      .map((event) => String(event.task_id ?? `${event.scope}:${event.target}`));
     expect(order).toEqual(['1.3', 'stage:1', '2.1', 'stage:2', 'final:final']);
     const start13 = llm.requests.find((request) => request.node === '1.3')!;
     expect(start13.receivedAt).toBeGreaterThan(lastOf('1.1').receivedAt);

@@ -81,7 +81,8 @@ async function stoppedBackToBack(client: TestClient, stopper: TestClient) {
   });
 }
 
-const answeredBackToBack = (...clients: TestClient[]) => chatsBackToBack(clients, ROUNDS, { chat: (round) => ({ content: `Quick job ${round}`, agent_mode: true }) });
+const answeredBackToBack = (...clients: TestClient[]) =>
+  chatsBackToBack(clients, ROUNDS, { chat: (round) => ({ content: `Quick job ${round}`, agent_mode: true }) });
 
 /** Two instances on a fresh PostgreSQL database and Redis, the scripted model behind both. */
 async function twoInstances(extra: Record<string, string> = {}): Promise<[StepwiseProcess, StepwiseProcess]> {
@@ -163,15 +164,25 @@ describe('response_complete means the session is free', { timeout: PROCESS_TEST_
         chat: (round) => ({ content: `Job ${round} ${ENDINGS[round % ENDINGS.length]}`, agent_mode: true }),
         each: async (round) => {
           if (ENDINGS[round % ENDINGS.length] !== 'stopped') return;
-          await llm!.waitFor((request) => request.phase === 'act' && endingOf(request) === 'stopped' && request.body.messages.some((message) => message.content?.includes(`Job ${round} `)), 30_000);
+          await llm!.waitFor(
+            (request) =>
+              request.phase === 'act' && endingOf(request) === 'stopped' && request.body.messages.some((message) => message.content?.includes(`Job ${round} `)),
+            30_000,
+          );
           // Stopped from the instance that did not send it.
           (round % 2 === 0 ? onB : onA).send({ type: 'agent_control', action: 'stop' });
         },
       });
       expect(result).toEqual({ completed: rounds, errors: [] });
       const endings = onA.events.filter((event) => ['agent_completion', 'agent_stopped', 'agent_error'].includes(String(event.update_type)));
-      expect(endings.map((event) => event.update_type === 'agent_stopped' ? `stopped:${String(event.reason)}` : String(event.update_type))).toEqual(
-        Array.from({ length: rounds }, (_, round) => ({ answered: 'agent_completion', stopped: 'stopped:user', failed: 'agent_error', timed_out: 'stopped:input_timeout' })[ENDINGS[round % ENDINGS.length]!]),
+      expect(endings.map((event) => (event.update_type === 'agent_stopped' ? `stopped:${String(event.reason)}` : String(event.update_type)))).toEqual(
+        Array.from(
+          { length: rounds },
+          (_, round) =>
+            ({ answered: 'agent_completion', stopped: 'stopped:user', failed: 'agent_error', timed_out: 'stopped:input_timeout' })[
+              ENDINGS[round % ENDINGS.length]!
+            ],
+        ),
       );
     });
   });

@@ -106,7 +106,12 @@ describe.each(stores)('a server killed with SIGKILL, on $name', { timeout: PROCE
     expect(rejoined.session).toMatchObject({ session_id: sessionId, resumed: true });
     const events = await rejoined.untilComplete({ timeoutMs: 30_000 });
     // What the client saw is kept as it was, and the run went on after it, with no event twice.
-    expect(events.filter((event) => 'seq' in event).slice(0, seen.length).map((event) => [event.seq, summarize([event])[0]])).toEqual(seen);
+    expect(
+      events
+        .filter((event) => 'seq' in event)
+        .slice(0, seen.length)
+        .map((event) => [event.seq, summarize([event])[0]]),
+    ).toEqual(seen);
     expect(summarize(events).filter((name) => name.startsWith('agent_turn_start'))).toEqual(['agent_turn_start:1', 'agent_turn_start:2', 'agent_turn_start:3']);
     expect(summarize(events).filter((name) => name === 'agent_start')).toHaveLength(1);
     expect(summarize(events).slice(-3)).toEqual(['assistant_message', 'agent_completion:answered', 'response_complete']);
@@ -133,7 +138,12 @@ describe.each(stores)('a server killed with SIGKILL, on $name', { timeout: PROCE
     const rejoined = await connect(second.wsUrl, { session_id: sessionId, after_seq: 0 });
     expect(rejoined.session).toMatchObject({ session_id: sessionId, resumed: true });
     const events = await rejoined.untilComplete();
-    expect(events.filter((event) => 'seq' in event).slice(0, seen.length).map((event) => [event.seq, summarize([event])[0]])).toEqual(seen);
+    expect(
+      events
+        .filter((event) => 'seq' in event)
+        .slice(0, seen.length)
+        .map((event) => [event.seq, summarize([event])[0]]),
+    ).toEqual(seen);
     expect(summarize(events).slice(-2)).toEqual(['agent_stopped:server_restart', 'response_complete']);
     expect(events.at(-1)!.run_id).toBe(rejoined.logged[0]!.run_id);
 

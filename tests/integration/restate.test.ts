@@ -110,7 +110,8 @@ describe('runs as Restate workflows (RUN_ENGINE=restate)', { timeout: PROCESS_TE
     // Every call completed before the kill was not made again; the one in flight was, once.
     expect(completedBeforeKill.map(callKey)).toEqual(expect.arrayContaining(['research.plan@', 'research.task@1.1']));
     const made = llm!.requests.map(fingerprint);
-    for (const request of completedBeforeKill) expect({ call: callKey(request), times: made.filter((one) => one === fingerprint(request)).length }).toEqual({ call: callKey(request), times: 1 });
+    for (const request of completedBeforeKill)
+      expect({ call: callKey(request), times: made.filter((one) => one === fingerprint(request)).length }).toEqual({ call: callKey(request), times: 1 });
     expect(made.filter((one) => one === fingerprint(inFlight))).toHaveLength(2);
     const resumed = llm!.requests.filter((request) => request.purpose === 'research.task' && request.node === '1.1').at(-1)!;
     expect(resumed.body.messages.some((message) => message.role === 'tool' && message.content === 'The Eiffel Tower')).toBe(true);
@@ -129,7 +130,8 @@ describe('runs as Restate workflows (RUN_ENGINE=restate)', { timeout: PROCESS_TE
     let acts = 0;
     llm!.respond((request) => {
       if (request.phase === 'act') return ++acts === 1 ? { hang: true } : { toolCalls: [{ name: 'calculator', arguments: { expression: '6*7' } }] };
-      if (request.phase === 'observe') return { text: `6*7 = 42.\n\n\`\`\`json\n${JSON.stringify({ observation: '42', should_continue: false, final_answer: 'It is 42.' })}\n\`\`\`` };
+      if (request.phase === 'observe')
+        return { text: `6*7 = 42.\n\n\`\`\`json\n${JSON.stringify({ observation: '42', should_continue: false, final_answer: 'It is 42.' })}\n\`\`\`` };
       return { text: reasonText('Use the calculator.') };
     });
     const first = await startStepwiseProcess(env);
@@ -178,7 +180,11 @@ describe('runs as Restate workflows (RUN_ENGINE=restate)', { timeout: PROCESS_TE
   it('on Node 22 as on Node 20 (which needs the Promise.withResolvers polyfill), a run executes as a workflow and answers', async () => {
     const env = await restateEnv();
     // Node 22 from the npm registry, as `npx -y node@22` gets it.
-    const node22 = execFileSync('npx', ['-y', 'node@22', '-e', 'process.stdout.write(process.execPath)'], { encoding: 'utf8', timeout: 240_000, stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const node22 = execFileSync('npx', ['-y', 'node@22', '-e', 'process.stdout.write(process.execPath)'], {
+      encoding: 'utf8',
+      timeout: 240_000,
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
     for (const node of [process.execPath, node22]) {
       const server = await startStepwiseProcess({ ...env, LLM_PROVIDER: 'demo', RESTATE_SERVICE_PORT: String(await freePort()) }, { node });
       const client = await connect(server.wsUrl);
@@ -208,7 +214,14 @@ describe('runs as Restate workflows (RUN_ENGINE=restate)', { timeout: PROCESS_TE
       const from = client.events.length;
       client.chat(content, options);
       events = (await client.untilComplete({ from, timeoutMs: 60_000 })) as Event[];
-      expect({ content, options, ending: summarize(events).filter((name) => name !== 'response_complete').at(-1) ?? 'response_complete' }).toEqual({ content, options, ending: ending === 'response_complete' ? 'assistant_message' : ending });
+      expect({
+        content,
+        options,
+        ending:
+          summarize(events)
+            .filter((name) => name !== 'response_complete')
+            .at(-1) ?? 'response_complete',
+      }).toEqual({ content, options, ending: ending === 'response_complete' ? 'assistant_message' : ending });
     }
     const start = events.find((event) => event.update_type === 'agent_start')!;
     const outputUrl = `${restate!.ingressUrl}/restate/workflow/StepwiseRun/${start.run_id as string}/output`;
@@ -222,7 +235,13 @@ describe('runs as Restate workflows (RUN_ENGINE=restate)', { timeout: PROCESS_TE
     expect(await output.json()).toBe('completed');
 
     // Restate's ingress unreachable (its admin API is, so the server starts): the run fails, saying why.
-    const lost = await startStepwiseProcess({ ...env, LLM_PROVIDER: 'demo', RESTATE_INGRESS_URL: `http://127.0.0.1:${await freePort()}`, RESTATE_SERVICE_PORT: String(await freePort()), DATA_DIR: join(env.DATA_DIR!, 'second') });
+    const lost = await startStepwiseProcess({
+      ...env,
+      LLM_PROVIDER: 'demo',
+      RESTATE_INGRESS_URL: `http://127.0.0.1:${await freePort()}`,
+      RESTATE_SERVICE_PORT: String(await freePort()),
+      DATA_DIR: join(env.DATA_DIR!, 'second'),
+    });
     const refused = await connect(lost.wsUrl);
     refused.chat('What is 6*7?', { agent_mode: true });
     const failed = (await refused.untilComplete({ timeoutMs: 60_000 })) as Event[];

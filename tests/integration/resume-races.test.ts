@@ -40,7 +40,11 @@ async function stoppedRun(llm: ScriptedLlmServer, client: TestClient) {
   return client.untilComplete();
 }
 
-const errors = (client: TestClient, from: number) => client.events.slice(from).filter((event) => event.type === 'error').map((event) => event.code);
+const errors = (client: TestClient, from: number) =>
+  client.events
+    .slice(from)
+    .filter((event) => event.type === 'error')
+    .map((event) => event.code);
 const settle = () => new Promise((resolve) => setTimeout(resolve, 300));
 
 describe('client messages', () => {
@@ -62,7 +66,9 @@ describe('client messages', () => {
     const names = summarize(client.events.slice(from));
     // Either the resume is refused (run_active) or the rollback is: not both accepted at once.
     const accepted = names.includes('session_rolled_back') && names.includes('agent_start');
-    const history = (await (await fetch(`${server.url}/api/sessions/${client.session.session_id}`)).json()) as { messages: { role: string; content: string | null }[] };
+    const history = (await (await fetch(`${server.url}/api/sessions/${client.session.session_id}`)).json()) as {
+      messages: { role: string; content: string | null }[];
+    };
     console.log('rollback+resume:', names.join(' '), '\nhistory:', JSON.stringify(history.messages.map((m) => `${m.role}:${(m.content ?? '').slice(0, 30)}`)));
     expect({ accepted, names, errors: errors(client, from) }).toMatchObject({ accepted: false });
   });
@@ -82,18 +88,29 @@ describe('client messages', () => {
     client.send({ type: 'snapshot_resume', snapshot_id: point.snapshot_id });
     await settle();
     await settle();
-    const starts = client.events.slice(from).filter((event) => event.update_type === 'agent_start').map((event) => event.run_id);
+    const starts = client.events
+      .slice(from)
+      .filter((event) => event.update_type === 'agent_start')
+      .map((event) => event.run_id);
     console.log('concurrent:', summarize(client.events.slice(from)).join(' '), errors(client, from));
     // Stop reaches only the run the session calls active; is the session left with a run going?
     const at = client.events.length;
     client.send({ type: 'agent_control', action: 'stop' });
     await settle();
-    const completes = client.events.slice(from).filter((event) => event.type === 'response_complete').map((event) => event.run_id);
+    const completes = client.events
+      .slice(from)
+      .filter((event) => event.type === 'response_complete')
+      .map((event) => event.run_id);
     console.log('after stop:', summarize(client.events.slice(at)).join(' '), 'completed runs', completes.length, 'of', starts.length);
     const at2 = client.events.length;
     client.send({ type: 'agent_control', action: 'stop' });
     await settle();
-    console.log('second stop:', JSON.stringify(client.events.slice(at2).map((e) => `${e.type}:${e.code ?? e.update_type ?? ''}`)), 'observe requests still open:', llm.requests.filter((r) => r.phase === 'observe' && !r.aborted && r.body.messages.filter((m) => m.role === 'tool').length === 3).length);
+    console.log(
+      'second stop:',
+      JSON.stringify(client.events.slice(at2).map((e) => `${e.type}:${e.code ?? e.update_type ?? ''}`)),
+      'observe requests still open:',
+      llm.requests.filter((r) => r.phase === 'observe' && !r.aborted && r.body.messages.filter((m) => m.role === 'tool').length === 3).length,
+    );
     expect(starts.length).toBeLessThanOrEqual(1);
   });
 
@@ -108,7 +125,15 @@ describe('client messages', () => {
     client.send({ type: 'agent_control', action: 'resume', extra_steps: 5 });
     await settle();
     const after = summarize(client.events.slice(from));
-    console.log('resume at the limit:', JSON.stringify({ after, calls: llm.requests.length - before, completion: client.events.slice(from).find((e) => e.update_type === 'agent_completion'), start: client.events.slice(from).find((e) => e.update_type === 'agent_start') }));
+    console.log(
+      'resume at the limit:',
+      JSON.stringify({
+        after,
+        calls: llm.requests.length - before,
+        completion: client.events.slice(from).find((e) => e.update_type === 'agent_completion'),
+        start: client.events.slice(from).find((e) => e.update_type === 'agent_start'),
+      }),
+    );
     expect({ errors: errors(client, from), after, calls: llm.requests.length - before }).toMatchObject({ errors: ['not_resumable'] });
   });
 
@@ -138,7 +163,9 @@ describe('client messages', () => {
       const at0 = client.events.length;
       client.send(message);
       const reply = await client.next((event) => event.type === 'error' || event.update_type === 'agent_start', { from: at0, timeoutMs: 3_000 });
-      replies.push(`${typeof message === 'string' ? message.slice(0, 90) : JSON.stringify(message).slice(0, 90)} -> ${reply.type}:${reply.code ?? ''} ${reply.message ?? JSON.stringify(reply.options)}`);
+      replies.push(
+        `${typeof message === 'string' ? message.slice(0, 90) : JSON.stringify(message).slice(0, 90)} -> ${reply.type}:${reply.code ?? ''} ${reply.message ?? JSON.stringify(reply.options)}`,
+      );
       if (reply.update_type === 'agent_start') await client.untilComplete({ from: at0 });
     }
     console.log(`replies:\n${replies.join('\n')}`);

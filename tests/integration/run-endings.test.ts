@@ -1,15 +1,6 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  type Config,
-  createFileTools,
-  openSqlStore,
-  PgliteDatabase,
-  SessionFiles,
-  type Store,
-  TOKENS,
-  type Tool,
-} from '@stepwise/backend';
+import { type Config, createFileTools, openSqlStore, PgliteDatabase, SessionFiles, type Store, TOKENS, type Tool } from '@stepwise/backend';
 import type { DependencyContainer } from 'tsyringe';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -39,11 +30,8 @@ beforeEach(async () => {
 });
 
 afterEach(() =>
-  closeAll(
-    ...clients.splice(0).map((client) => () => client.close()),
-    ...servers.splice(0).map((server) => () => server.close()),
-    () => llm?.close(),
-  ));
+  closeAll(...clients.splice(0).map((client) => () => client.close()), ...servers.splice(0).map((server) => () => server.close()), () => llm?.close()),
+);
 
 async function start(options: { store?: Store; configure?: (container: DependencyContainer) => void; env?: Record<string, string> } = {}) {
   const server = await startStepwise(
@@ -142,9 +130,7 @@ describe('the end of a run', () => {
     llm.enqueue({ text: reasonText('Plan.', { finish: true }) }, { text: observeText('ok', { final_answer: 'Done.' }) });
     client.chat('Finish', { agent_mode: true });
     expect(endings(await client.untilComplete())).toEqual(['agent_completion:answered', 'response_complete']);
-    expect(await runsOf(server, String(client.session.session_id))).toMatchObject([
-      { status: 'completed', prompt_tokens: 0, completion_tokens: 0 },
-    ]);
+    expect(await runsOf(server, String(client.session.session_id))).toMatchObject([{ status: 'completed', prompt_tokens: 0, completion_tokens: 0 }]);
   });
 
   it('that cannot be saved at all still reaches the client once, and a restart adds no second ending', async () => {

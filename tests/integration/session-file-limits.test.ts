@@ -16,7 +16,12 @@ beforeEach(async () => {
   sessionId = String(client.session.session_id);
 });
 
-afterEach(() => closeAll(() => client?.close(), () => server?.close()));
+afterEach(() =>
+  closeAll(
+    () => client?.close(),
+    () => server?.close(),
+  ),
+);
 
 async function upload(name: string, body: string): Promise<{ status: number; code?: string }> {
   const response = await fetch(`${server.url}/api/sessions/${sessionId}/files?name=${encodeURIComponent(name)}`, {

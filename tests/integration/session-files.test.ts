@@ -178,11 +178,7 @@ describe('the file tools in an agent run', () => {
       { name: 'write_file', arguments: { name: 'link.txt', content: 'overwrite the target' } },
       { name: 'write_file', arguments: { name: `${'z'.repeat(300)}.txt`, content: 'x' } },
     ].map((call, index) => ({ id: `bad_${index}`, ...call }));
-    llm.enqueue(
-      { text: reasonText('Try to escape.') },
-      { toolCalls: attempts },
-      { text: observeText('All refused.', { final_answer: 'I could not.' }) },
-    );
+    llm.enqueue({ text: reasonText('Try to escape.') }, { toolCalls: attempts }, { text: observeText('All refused.', { final_answer: 'I could not.' }) });
     client.chat('Read /etc/passwd', { agent_mode: true, tool_approval: { write_file: 'auto' } });
     const events = await client.untilComplete();
     const errors = events.filter((event) => event.type === 'tool_error');

@@ -43,7 +43,9 @@ async function say(client: TestClient, content: string, options: Record<string, 
 
 async function snapshotList(server: TestServer, client: TestClient) {
   const response = await fetch(`${server.url}/api/sessions/${client.session.session_id}/snapshots`);
-  return ((await response.json()) as { snapshots: { snapshot_id: string; kind: string; label: string; run_id: string | null; step: number | null; at_seq: number }[] }).snapshots;
+  return (
+    (await response.json()) as { snapshots: { snapshot_id: string; kind: string; label: string; run_id: string | null; step: number | null; at_seq: number }[] }
+  ).snapshots;
 }
 
 describe('snapshots and rollback', () => {
@@ -168,4 +170,3 @@ describe('snapshots and rollback', () => {
     expect((await snapshotList(server, client)).filter((snapshot) => snapshot.kind !== 'step')).toHaveLength(100);
   });
 });
-

@@ -90,7 +90,9 @@ describe('solver on the wire', () => {
 
   it('auto-advances without asking until max_loops, and answers the orchestrator’s ASK_USER question', async () => {
     llm = await ScriptedLlmServer.start();
-    llm.respond(solverModel((loop) => (loop === 1 ? decision('ASK_USER', { question_for_user: 'Metres or feet?' }) : decision('CONTINUE', { next_focus: 'units' }))));
+    llm.respond(
+      solverModel((loop) => (loop === 1 ? decision('ASK_USER', { question_for_user: 'Metres or feet?' }) : decision('CONTINUE', { next_focus: 'units' }))),
+    );
     server = await startStepwiseWithModel(llm.url);
     client = await TestClient.connect(server.wsUrl);
     client.chat('Problem: how far is it?', { agent_mode: true, strategy: 'solver', strategy_options: { auto_advance: true, max_loops: 2, approaches: false } });
@@ -131,7 +133,12 @@ describe('solver on the wire', () => {
     const resumed = (await client.untilComplete({ from })) as Event[];
     expect(summarize(resumed).slice(-2)).toEqual(['agent_completion:answered', 'response_complete']);
     expect(stages(resumed)).toEqual(['expert_evaluator:1', 'orchestrator:1']);
-    expect(llm.requests.map((request) => request.purpose)).toEqual(['solver.problem_solver', 'solver.expert_evaluator', 'solver.expert_evaluator', 'solver.orchestrator']);
+    expect(llm.requests.map((request) => request.purpose)).toEqual([
+      'solver.problem_solver',
+      'solver.expert_evaluator',
+      'solver.expert_evaluator',
+      'solver.orchestrator',
+    ]);
   });
 
   it('snapshot → rollback → resume from the snapshot, on the demo model', async () => {

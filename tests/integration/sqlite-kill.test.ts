@@ -34,7 +34,13 @@ async function keepChatting(client: TestClient): Promise<void> {
     const from = client.events.length;
     client.chat(`What is (${turn}+25)*3?`, { agent_mode: turn % 2 === 0 });
     const ended = await client
-      .waitUntil(() => (client.closeCode !== undefined || client.events.slice(from).some((event) => event.type === 'response_complete' || event.type === 'error') ? true : undefined), 30_000)
+      .waitUntil(
+        () =>
+          client.closeCode !== undefined || client.events.slice(from).some((event) => event.type === 'response_complete' || event.type === 'error')
+            ? true
+            : undefined,
+        30_000,
+      )
       .catch(() => false);
     if (!ended) return;
   }
@@ -82,7 +88,9 @@ describe('the embedded SQLite database under SIGKILL', () => {
 
       // The earlier sessions go on, a new one starts, and all of them write at once until the kill.
       const writers = [
-        ...(await Promise.all([...acknowledged.entries()].map(([sessionId, seen]) => connect(server.wsUrl, { session_id: sessionId, after_seq: Math.max(0, ...seen.keys()) })))),
+        ...(await Promise.all(
+          [...acknowledged.entries()].map(([sessionId, seen]) => connect(server.wsUrl, { session_id: sessionId, after_seq: Math.max(0, ...seen.keys()) })),
+        )),
         await connect(server.wsUrl),
         await connect(server.wsUrl),
       ];

@@ -41,7 +41,10 @@ describe('strategies on the wire', () => {
         label: 'Plan and execute',
         description: expect.any(String),
         options_schema: expect.objectContaining({
-          properties: expect.objectContaining({ max_step_attempts: expect.objectContaining({ default: 3 }), replan: expect.objectContaining({ default: true }) }),
+          properties: expect.objectContaining({
+            max_step_attempts: expect.objectContaining({ default: 3 }),
+            replan: expect.objectContaining({ default: true }),
+          }),
         }),
       },
       {
@@ -136,7 +139,14 @@ describe('strategies on the wire', () => {
 
   it('a strategy with branches and data: structured output named by its schema, X-Stepwise-Node, node_id on branch events', async () => {
     const { client, llm } = await start({}, true);
-    expect((client.session.strategy_catalog as { name: string }[]).map((entry) => entry.name)).toEqual(['roa', 'plan_execute', 'autonomous', 'solver', 'research', 'example']);
+    expect((client.session.strategy_catalog as { name: string }[]).map((entry) => entry.name)).toEqual([
+      'roa',
+      'plan_execute',
+      'autonomous',
+      'solver',
+      'research',
+      'example',
+    ]);
     llm.respond((request) =>
       request.purpose === 'example.points' ? { text: JSON.stringify({ points: ['cost', 'speed'] }) } : { text: `On ${request.node}.` },
     );
@@ -156,10 +166,7 @@ describe('strategies on the wire', () => {
 
   it('with LLM_STRUCTURED_OUTPUT=false, asks for the JSON in the prompt, reads it leniently and re-asks once when it does not fit', async () => {
     const { client, llm } = await start({ LLM_STRUCTURED_OUTPUT: 'false' }, true);
-    llm.enqueue(
-      { text: 'Here you go: {"points": "not a list"}' },
-      { text: 'Sorry!\n```json\n{"points": ["cost",]}\n```' },
-    );
+    llm.enqueue({ text: 'Here you go: {"points": "not a list"}' }, { text: 'Sorry!\n```json\n{"points": ["cost",]}\n```' });
     llm.respond(() => ({ text: 'Fine.' }));
     client.chat('Should we move?', { agent_mode: true, strategy: 'example' });
     const events = await client.untilComplete();

@@ -21,10 +21,21 @@ afterEach(async () => {
   await Promise.all(clients.splice(0).map((client) => client.close()));
 });
 
-async function call(server: TestServer, user: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
+async function call(
+  server: TestServer,
+  user: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: any }> {
   const response = await fetch(`${server.url}${path}`, {
     method,
-    headers: { ...as(user), ...(body === undefined ? {} : typeof body === 'string' ? { 'content-type': 'application/octet-stream' } : { 'content-type': 'application/json' }), ...headers },
+    headers: {
+      ...as(user),
+      ...(body === undefined ? {} : typeof body === 'string' ? { 'content-type': 'application/octet-stream' } : { 'content-type': 'application/json' }),
+      ...headers,
+    },
     ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
   });
   const text = await response.text();
@@ -47,7 +58,13 @@ describe('two users behind an auth proxy', () => {
   let questionId: string;
 
   beforeAll(async () => {
-    server = await startStepwise({ AUTH_MODE: 'header', AUTH_HEADER: 'X-Forwarded-User', TRUSTED_PROXIES: '127.0.0.1,::1', AUTH_ADMIN_USERS: 'root', LLM_PROVIDER: 'demo' });
+    server = await startStepwise({
+      AUTH_MODE: 'header',
+      AUTH_HEADER: 'X-Forwarded-User',
+      TRUSTED_PROXIES: '127.0.0.1,::1',
+      AUTH_ADMIN_USERS: 'root',
+      LLM_PROVIDER: 'demo',
+    });
     alice = await TestClient.connect(server.wsUrl, {}, { headers: as('alice') });
     chatId = alice.session.session_id;
     alice.chat('Hello there');
@@ -93,11 +110,23 @@ describe('two users behind an auth proxy', () => {
     for (const [method, path, body] of routes) {
       const other = await call(server, 'bob', method, path, body);
       const missing = await call(server, 'bob', method, path.replace(chatId, randomUUID()), body);
-      expect({ route: `${method} ${path}`, status: other.status, code: other.body.error?.code }).toEqual({ route: `${method} ${path}`, status: 404, code: 'not_found' });
+      expect({ route: `${method} ${path}`, status: other.status, code: other.body.error?.code }).toEqual({
+        route: `${method} ${path}`,
+        status: 404,
+        code: 'not_found',
+      });
       expect(JSON.stringify(other.body).replaceAll(chatId, 'ID')).toEqual(JSON.stringify(missing.body).replace(/[0-9a-f-]{36}/g, 'ID'));
     }
     // AG-UI: a run in her thread, or an answer to her question through it.
-    const input = { threadId: chatId, runId: 'r1', state: {}, tools: [], context: [], forwardedProps: {}, messages: [{ id: 'm1', role: 'user', content: 'What is 2+2?' }] };
+    const input = {
+      threadId: chatId,
+      runId: 'r1',
+      state: {},
+      tools: [],
+      context: [],
+      forwardedProps: {},
+      messages: [{ id: 'm1', role: 'user', content: 'What is 2+2?' }],
+    };
     expect(await call(server, 'bob', 'POST', '/api/ag-ui', input)).toMatchObject({ status: 404, body: { error: { code: 'not_found' } } });
     const resume = { ...input, messages: [], resume: [{ interruptId: questionId, status: 'resolved', payload: 'What is 2^10?' }] };
     expect(await call(server, 'bob', 'POST', '/api/ag-ui', resume)).toMatchObject({ status: 404, body: { error: { code: 'not_found' } } });
@@ -153,7 +182,10 @@ describe('two users behind an auth proxy', () => {
     expect((await call(server, 'root', 'GET', `/api/sessions/${chatId}`)).status).toBe(200);
     expect((await call(server, 'root', 'GET', `/api/sessions/${chatId}/events`)).status).toBe(200);
     expect((await call(server, 'root', 'GET', `/api/sessions/${chatId}/files/notes.txt`)).body).toBe('alice only\n');
-    expect(await call(server, 'root', 'PATCH', `/api/sessions/${chatId}`, { title: 'Mine now' })).toMatchObject({ status: 403, body: { error: { code: 'read_only' } } });
+    expect(await call(server, 'root', 'PATCH', `/api/sessions/${chatId}`, { title: 'Mine now' })).toMatchObject({
+      status: 403,
+      body: { error: { code: 'read_only' } },
+    });
     expect(await call(server, 'root', 'DELETE', `/api/sessions/${chatId}`)).toMatchObject({ status: 403, body: { error: { code: 'read_only' } } });
 
     // Watching over the socket: her log, and only stop is taken.
@@ -206,7 +238,10 @@ describe('the auth proxy’s header', () => {
     server = await startStepwise({ AUTH_MODE: 'header', AUTH_HEADER: 'X-Forwarded-User', TRUSTED_PROXIES: '127.0.0.1,::1' });
     const response = await fetch(`${server.url}/api/sessions`);
     expect(response.status).toBe(401);
-    expect((await fetch(`${server.url}/api/me`, { headers: as('carol') }).then((reply) => reply.json()))).toEqual({ auth_mode: 'header', user: { id: 'carol', name: 'carol', admin: false } });
+    expect(await fetch(`${server.url}/api/me`, { headers: as('carol') }).then((reply) => reply.json())).toEqual({
+      auth_mode: 'header',
+      user: { id: 'carol', name: 'carol', admin: false },
+    });
   });
 });
 
@@ -218,7 +253,13 @@ describe('quotas per user', () => {
   });
 
   it('refuses a user’s run beyond MAX_RUNS_PER_USER, and not another user’s', async () => {
-    server = await startStepwise({ AUTH_MODE: 'header', AUTH_HEADER: 'X-Forwarded-User', TRUSTED_PROXIES: '127.0.0.1,::1', LLM_PROVIDER: 'demo', MAX_RUNS_PER_USER: '1' });
+    server = await startStepwise({
+      AUTH_MODE: 'header',
+      AUTH_HEADER: 'X-Forwarded-User',
+      TRUSTED_PROXIES: '127.0.0.1,::1',
+      LLM_PROVIDER: 'demo',
+      MAX_RUNS_PER_USER: '1',
+    });
     const first = await connect(server, 'alice');
     first.chat('help me', { agent_mode: true });
     await first.waitFor('agent_request_input');
@@ -237,7 +278,12 @@ describe('quotas per user', () => {
   });
 
   it('counts one user’s messages over all their sockets against MAX_MESSAGES_PER_SECOND_PER_USER', async () => {
-    server = await startStepwise({ AUTH_MODE: 'header', AUTH_HEADER: 'X-Forwarded-User', TRUSTED_PROXIES: '127.0.0.1,::1', MAX_MESSAGES_PER_SECOND_PER_USER: '2' });
+    server = await startStepwise({
+      AUTH_MODE: 'header',
+      AUTH_HEADER: 'X-Forwarded-User',
+      TRUSTED_PROXIES: '127.0.0.1,::1',
+      MAX_MESSAGES_PER_SECOND_PER_USER: '2',
+    });
     const one = await connect(server, 'alice');
     const two = await connect(server, 'alice');
     const bob = await connect(server, 'bob');

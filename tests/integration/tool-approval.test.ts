@@ -79,7 +79,11 @@ describe('tool approval', () => {
     client.send({ type: 'agent_user_input', question_id: approval.question_id, approval: { decision: 'approve', arguments: { name: 42 } } });
     const refused = await client.waitFor('error');
     expect(refused).toMatchObject({ code: 'invalid_arguments', message: expect.stringMatching(/name/) });
-    client.send({ type: 'agent_user_input', question_id: approval.question_id, approval: { decision: 'approve', arguments: { name: 'edited.txt', content: 'edited by a person' } } });
+    client.send({
+      type: 'agent_user_input',
+      question_id: approval.question_id,
+      approval: { decision: 'approve', arguments: { name: 'edited.txt', content: 'edited by a person' } },
+    });
     const events = (await client.untilComplete()) as Event[];
     expect(events.find((event) => event.type === 'tool_complete')).toMatchObject({ tool_name: 'write_file' });
     expect(await fileOf('edited.txt')).toBe('edited by a person');
@@ -175,7 +179,12 @@ describe('MCP tools ask unless their annotations say they only read', { timeout:
     client.send({ type: 'agent_user_input', question_id: approval.question_id, approval: { decision: 'approve' } });
     const events = (await client.untilComplete({ timeoutMs: 60_000 })) as Event[];
     expect(events.filter((event) => event.update_type === 'agent_request_input')).toHaveLength(1);
-    expect(events.filter((event) => event.type === 'tool_complete').map((event) => event.tool_name).sort()).toEqual(['everything__echo', 'everything__toggle-simulated-logging']);
+    expect(
+      events
+        .filter((event) => event.type === 'tool_complete')
+        .map((event) => event.tool_name)
+        .sort(),
+    ).toEqual(['everything__echo', 'everything__toggle-simulated-logging']);
   });
 });
 

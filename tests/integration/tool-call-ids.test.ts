@@ -14,7 +14,13 @@ beforeEach(async () => {
   client = await TestClient.connect(server.wsUrl);
 });
 
-afterEach(() => closeAll(() => client?.close(), () => server?.close(), () => llm?.close()));
+afterEach(() =>
+  closeAll(
+    () => client?.close(),
+    () => server?.close(),
+    () => llm?.close(),
+  ),
+);
 
 /**
  * What an OpenAI-compatible endpoint checks of a request's messages: tool call ids are unique, and
@@ -56,7 +62,11 @@ describe('tool calls that share an id in one model reply', () => {
     client.chat('Compute 1+1, 2+2 and 3+3', { agent_mode: true });
     const events = await client.untilComplete();
     // The calls run in parallel, so their events interleave in any order.
-    expect(summarize(events).filter((kind) => kind.startsWith('tool_')).sort()).toEqual([
+    expect(
+      summarize(events)
+        .filter((kind) => kind.startsWith('tool_'))
+        .sort(),
+    ).toEqual([
       'tool_complete:calculator',
       'tool_complete:calculator',
       'tool_complete:calculator',
@@ -65,9 +75,7 @@ describe('tool calls that share an id in one model reply', () => {
       'tool_start:calculator',
     ]);
     expect(summarize(events).slice(-3)).toEqual(['assistant_message', 'agent_completion:answered', 'response_complete']);
-    const results = Object.fromEntries(
-      events.filter((event) => event.type === 'tool_complete').map((event) => [event.tool_call_id, String(event.result)]),
-    );
+    const results = Object.fromEntries(events.filter((event) => event.type === 'tool_complete').map((event) => [event.tool_call_id, String(event.result)]));
     expect(results).toEqual({ call_same: '2', call_same_3: '4', call_same_2: '6' });
 
     const observe = llm.requests.find((request) => request.phase === 'observe')!;

@@ -29,7 +29,9 @@ class TraceReceiver {
       request.on('data', (chunk: Buffer) => chunks.push(chunk));
       request.on('end', () => {
         if (request.url === '/v1/traces') receiver!.exports.push({ contentType: request.headers['content-type'] ?? '', body: Buffer.concat(chunks) });
-        response.writeHead(200, { 'content-type': request.headers['content-type'] ?? 'application/json' }).end(request.headers['content-type']?.includes('json') ? '{}' : '');
+        response
+          .writeHead(200, { 'content-type': request.headers['content-type'] ?? 'application/json' })
+          .end(request.headers['content-type']?.includes('json') ? '{}' : '');
         for (const waiter of [...receiver!.waiters]) waiter();
       });
     });
@@ -46,7 +48,14 @@ class TraceReceiver {
   spans(): ExportedSpan[] {
     return this.exports
       .filter((entry) => entry.contentType.includes('json'))
-      .flatMap((entry) => (JSON.parse(entry.body.toString()) as { resourceSpans: { scopeSpans: { spans: (ExportedSpan & { attributes: { key: string; value: Record<string, unknown> }[] })[] }[] }[] }).resourceSpans)
+      .flatMap(
+        (entry) =>
+          (
+            JSON.parse(entry.body.toString()) as {
+              resourceSpans: { scopeSpans: { spans: (ExportedSpan & { attributes: { key: string; value: Record<string, unknown> }[] })[] }[] }[];
+            }
+          ).resourceSpans,
+      )
       .flatMap((resource) => resource.scopeSpans.flatMap((scope) => scope.spans))
       .map((span) => ({ ...span, attributes: Object.fromEntries(span.attributes.map(({ key, value }) => [key, Object.values(value)[0]])) }));
   }
@@ -63,7 +72,13 @@ class TraceReceiver {
       };
       const timer = setTimeout(() => {
         this.waiters.delete(check);
-        reject(new Error(`No such export after ${timeoutMs} ms; spans so far: ${this.spans().map((span) => span.name).join(', ')}`));
+        reject(
+          new Error(
+            `No such export after ${timeoutMs} ms; spans so far: ${this.spans()
+              .map((span) => span.name)
+              .join(', ')}`,
+          ),
+        );
       }, timeoutMs);
       this.waiters.add(check);
       check();
@@ -143,7 +158,12 @@ describe('OpenTelemetry traces (OTLP over HTTP)', () => {
     for (const call of calls) {
       expect(call.traceId).toBe(traceId);
       expect(call.parentSpanId).toBe(run.spanId);
-      expect(call.attributes).toMatchObject({ 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': 'openai', 'gen_ai.request.model': 'gpt-test', 'gen_ai.response.model': expect.any(String) });
+      expect(call.attributes).toMatchObject({
+        'gen_ai.operation.name': 'chat',
+        'gen_ai.provider.name': 'openai',
+        'gen_ai.request.model': 'gpt-test',
+        'gen_ai.response.model': expect.any(String),
+      });
       // Message content stays out unless OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT is on.
       expect(call.attributes['gen_ai.input.messages']).toBeUndefined();
     }
@@ -152,7 +172,11 @@ describe('OpenTelemetry traces (OTLP over HTTP)', () => {
     expect(act.attributes).toMatchObject({ 'gen_ai.usage.input_tokens': expect.anything(), 'gen_ai.usage.output_tokens': expect.anything() });
     expect(Number(act.attributes['gen_ai.usage.input_tokens'])).toBe(100);
     expect(tool.parentSpanId).toBe(run.spanId);
-    expect(tool.attributes).toMatchObject({ 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': 'calculator', 'gen_ai.tool.call.id': expect.any(String) });
+    expect(tool.attributes).toMatchObject({
+      'gen_ai.operation.name': 'execute_tool',
+      'gen_ai.tool.name': 'calculator',
+      'gen_ai.tool.call.id': expect.any(String),
+    });
   });
 
   it('captures prompts and replies only with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true', async () => {
@@ -192,6 +216,8 @@ describe('OpenTelemetry traces (OTLP over HTTP)', () => {
   });
 
   it('refuses grpc, which it does not speak, naming the variable', async () => {
-    await expect(startStepwise({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).rejects.toThrow(/OTEL_EXPORTER_OTLP_PROTOCOL/);
+    await expect(startStepwise({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).rejects.toThrow(
+      /OTEL_EXPORTER_OTLP_PROTOCOL/,
+    );
   });
 });

@@ -41,15 +41,43 @@ describe('usage and cost of a run', () => {
     client.chat('Hello', { agent_mode: true });
     const events = await client.untilComplete();
 
-    expect(summarize(events)).toEqual(['agent_start', 'agent_turn_start:1', 'agent_reason:1', 'agent_observe:1', 'assistant_message', 'agent_completion:answered', 'response_complete']);
+    expect(summarize(events)).toEqual([
+      'agent_start',
+      'agent_turn_start:1',
+      'agent_reason:1',
+      'agent_observe:1',
+      'assistant_message',
+      'agent_completion:answered',
+      'response_complete',
+    ]);
     const runId = String(events.find((event) => event.update_type === 'agent_start')!.run_id);
     // gpt-4o-mini: $0.15 in, $0.075 cached in, $0.60 out per million tokens.
     const first = (600 * 0.15 + 400 * 0.075 + 200 * 0.6) / 1e6;
     const second = (2_000 * 0.15 + 100 * 0.6) / 1e6;
     const usage = updates(events, 'agent_usage');
     expect(usage.map(({ seq: _seq, ts: _ts, cost_usd: _cost, run_cost_usd: _runCost, usage: _totals, ...call }) => call)).toEqual([
-      { type: 'agent_update', update_type: 'agent_usage', run_id: runId, purpose: 'roa.reason', model: 'gpt-4o-mini', prompt_tokens: 1_000, completion_tokens: 200, cached_tokens: 400, reasoning_tokens: 50 },
-      { type: 'agent_update', update_type: 'agent_usage', run_id: runId, purpose: 'roa.observe', model: 'gpt-4o-mini', prompt_tokens: 2_000, completion_tokens: 100, cached_tokens: 0, reasoning_tokens: 0 },
+      {
+        type: 'agent_update',
+        update_type: 'agent_usage',
+        run_id: runId,
+        purpose: 'roa.reason',
+        model: 'gpt-4o-mini',
+        prompt_tokens: 1_000,
+        completion_tokens: 200,
+        cached_tokens: 400,
+        reasoning_tokens: 50,
+      },
+      {
+        type: 'agent_update',
+        update_type: 'agent_usage',
+        run_id: runId,
+        purpose: 'roa.observe',
+        model: 'gpt-4o-mini',
+        prompt_tokens: 2_000,
+        completion_tokens: 100,
+        cached_tokens: 0,
+        reasoning_tokens: 0,
+      },
     ]);
     expect(usage[0]!.cost_usd).toBeCloseTo(first, 12);
     expect(usage[1]!.run_cost_usd).toBeCloseTo(first + second, 12);
@@ -78,8 +106,13 @@ describe('usage and cost of a run', () => {
     client.chat('Hello', { agent_mode: true });
     const events = await client.untilComplete();
 
-    expect(updates(events, 'agent_usage')).toEqual([expect.objectContaining({ model: 'in-house-llm', prompt_tokens: 100, cost_usd: null, run_cost_usd: null })]);
-    expect(updates(events, 'agent_error')[0]).toMatchObject({ usage: { prompt_tokens: 100, completion_tokens: 10, cached_tokens: 0, reasoning_tokens: 0 }, cost_usd: null });
+    expect(updates(events, 'agent_usage')).toEqual([
+      expect.objectContaining({ model: 'in-house-llm', prompt_tokens: 100, cost_usd: null, run_cost_usd: null }),
+    ]);
+    expect(updates(events, 'agent_error')[0]).toMatchObject({
+      usage: { prompt_tokens: 100, completion_tokens: 10, cached_tokens: 0, reasoning_tokens: 0 },
+      cost_usd: null,
+    });
   });
 
   it('a stopped run carries its totals on agent_stopped', async () => {
@@ -97,7 +130,10 @@ describe('usage and cost of a run', () => {
 describe('models per purpose in the settings', () => {
   it("lists which model serves which purposes, in the config file's order, and routes a run's calls by them", async () => {
     const path = join(mkdtempSync(join(tmpdir(), 'stepwise-models-')), 'stepwise.config.json');
-    writeFileSync(path, JSON.stringify({ models: { 'roa.reason': { model: 'gpt-4.1', params: { reasoning_effort: 'high' } }, 'roa.*': { model: 'gpt-4.1-mini' } } }));
+    writeFileSync(
+      path,
+      JSON.stringify({ models: { 'roa.reason': { model: 'gpt-4.1', params: { reasoning_effort: 'high' } }, 'roa.*': { model: 'gpt-4.1-mini' } } }),
+    );
     const { llm, client } = await start({ STEPWISE_CONFIG: path, LLM_PARAMS: '{"seed":3}' });
     const settings = client.session.settings as { name: string; value: string; description: string }[];
     expect(settings.filter((setting) => setting.name.startsWith('models.')).map((setting) => [setting.name, setting.value])).toEqual([

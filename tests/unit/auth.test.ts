@@ -1,8 +1,26 @@
-import { ConfigError, chatAccess, decideAccess, decodeSession, encodeSession, isLoopbackAddress, LOCAL_USER, loadConfig, RunSlots, TrustedProxies, userFromHeaders } from '@stepwise/backend';
+import {
+  ConfigError,
+  chatAccess,
+  decideAccess,
+  decodeSession,
+  encodeSession,
+  isLoopbackAddress,
+  LOCAL_USER,
+  loadConfig,
+  RunSlots,
+  TrustedProxies,
+  userFromHeaders,
+} from '@stepwise/backend';
 import { describe, expect, it } from 'vitest';
 
 const load = (env: Record<string, string>) => loadConfig(env, { promptsDir: '/prompts' });
-const headerAuth = { mode: 'header' as const, header: 'x-forwarded-user', emailHeader: 'x-forwarded-email', trustedProxies: ['10.0.0.0/8', 'fd00::/64', '127.0.0.1'], adminUsers: ['rosa', 'ops@acme.example'] };
+const headerAuth = {
+  mode: 'header' as const,
+  header: 'x-forwarded-user',
+  emailHeader: 'x-forwarded-email',
+  trustedProxies: ['10.0.0.0/8', 'fd00::/64', '127.0.0.1'],
+  adminUsers: ['rosa', 'ops@acme.example'],
+};
 
 describe('AUTH_MODE', () => {
   it('is token with AUTH_TOKEN and none without, and says what each mode is missing', () => {
@@ -25,7 +43,13 @@ describe('AUTH_MODE', () => {
       SESSION_SECRET: 'x'.repeat(32),
       OIDC_ADMIN_EMAILS: 'Ops@Example.com, rosa@example.com',
     });
-    expect(config.auth).toMatchObject({ mode: 'oidc', redirectUri: 'https://chat.example.com/auth/callback', adminEmails: ['ops@example.com', 'rosa@example.com'], scopes: 'openid profile email', sessionMaxAgeMs: 12 * 3_600_000 });
+    expect(config.auth).toMatchObject({
+      mode: 'oidc',
+      redirectUri: 'https://chat.example.com/auth/callback',
+      adminEmails: ['ops@example.com', 'rosa@example.com'],
+      scopes: 'openid profile email',
+      sessionMaxAgeMs: 12 * 3_600_000,
+    });
   });
 });
 
@@ -55,9 +79,16 @@ describe('the auth proxy’s header', () => {
   });
 
   it('names the user, their email, and whether they are an admin', () => {
-    expect(userFromHeaders({ 'x-forwarded-user': 'alice', 'x-forwarded-email': 'alice@acme.example' }, '10.0.0.5', headerAuth, proxies)).toEqual({ id: 'alice', name: 'alice', email: 'alice@acme.example', admin: false });
+    expect(userFromHeaders({ 'x-forwarded-user': 'alice', 'x-forwarded-email': 'alice@acme.example' }, '10.0.0.5', headerAuth, proxies)).toEqual({
+      id: 'alice',
+      name: 'alice',
+      email: 'alice@acme.example',
+      admin: false,
+    });
     expect(userFromHeaders({ 'x-forwarded-user': 'Rosa' }, '10.0.0.5', headerAuth, proxies)).toMatchObject({ admin: true });
-    expect(userFromHeaders({ 'x-forwarded-user': 'ops', 'x-forwarded-email': 'OPS@acme.example' }, '10.0.0.5', headerAuth, proxies)).toMatchObject({ admin: true });
+    expect(userFromHeaders({ 'x-forwarded-user': 'ops', 'x-forwarded-email': 'OPS@acme.example' }, '10.0.0.5', headerAuth, proxies)).toMatchObject({
+      admin: true,
+    });
     expect(userFromHeaders({ 'x-forwarded-user': 'alice' }, '192.168.1.1', headerAuth, proxies)).toBe('untrusted_address');
     expect(userFromHeaders({}, '10.0.0.5', headerAuth, proxies)).toBe('no_header');
     expect(userFromHeaders({ 'x-forwarded-user': '  ' }, '10.0.0.5', headerAuth, proxies)).toBe('bad_header');
@@ -86,7 +117,8 @@ describe('who may use a chat', () => {
 });
 
 describe('the access check without sign-in (AUTH_MODE=none)', () => {
-  const request = (remoteAddress: string) => ({ headers: { host: '127.0.0.1:8787' }, raw: { url: '/api/sessions' }, routeOptions: { config: {} }, socket: { remoteAddress } }) as never;
+  const request = (remoteAddress: string) =>
+    ({ headers: { host: '127.0.0.1:8787' }, raw: { url: '/api/sessions' }, routeOptions: { config: {} }, socket: { remoteAddress } }) as never;
   const config = load({ HOST: '0.0.0.0' });
 
   it('lets this machine in as the local user', () => {

@@ -149,7 +149,10 @@ describe('the todo list', () => {
 
   it('is the session’s: a run finds the list a person left, and sends agent_todos with the whole list after every change', async () => {
     const files = new Map([[TODOS_FILE, listFile([{ id: '1', title: 'Left by a person', status: 'pending' }])]]);
-    const { sink, outcome, llm } = start([{ toolCalls: [update('1', 'in_progress')] }, { toolCalls: [update('1', 'completed')] }, { text: 'Done. [WORKFLOW_COMPLETE]' }], { files });
+    const { sink, outcome, llm } = start(
+      [{ toolCalls: [update('1', 'in_progress')] }, { toolCalls: [update('1', 'completed')] }, { text: 'Done. [WORKFLOW_COMPLETE]' }],
+      { files },
+    );
     await outcome;
     expect(llm.requests[0]!.variables?.todos).toEqual([{ id: '1', title: 'Left by a person', status: 'pending' }]);
     expect(updates(sink.events, 'agent_todos').map((event) => (event.todos as Todo[]).map((todo) => todo.status))).toEqual([['in_progress'], ['completed']]);
@@ -169,7 +172,10 @@ describe('the todo list', () => {
   });
 
   it('answers a bad todo call with a tool error the model reads, and the run goes on', async () => {
-    const { sink, outcome, llm } = start([{ toolCalls: [todoCall({ operation: 'update', id: '7', status: 'completed' })] }, { text: 'Sorry. [WORKFLOW_COMPLETE]' }]);
+    const { sink, outcome, llm } = start([
+      { toolCalls: [todoCall({ operation: 'update', id: '7', status: 'completed' })] },
+      { text: 'Sorry. [WORKFLOW_COMPLETE]' },
+    ]);
     await outcome;
     expect(sink.summary()).toContain('tool_error:todo_operations');
     const results = llm.requests[1]!.messages.filter((message) => message.role === 'tool');

@@ -27,7 +27,7 @@ describe('the config file', () => {
     });
   });
 
-  it('reads models per purpose in the file\'s order, and prices per million tokens', () => {
+  it("reads models per purpose in the file's order, and prices per million tokens", () => {
     const file = parse({
       models: { 'research.*': { model: 'gpt-4.1', params: { reasoning_effort: 'high' } }, 'solver.expert_evaluator': { model: 'gpt-4.1-mini' } },
       prices: { 'my-model': { input: 1, cached_input: 0.5, output: 4 } },

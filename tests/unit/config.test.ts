@@ -85,7 +85,9 @@ describe('the configuration', () => {
 
   it('runs on Restate only with its ingress and admin URLs, the workflow endpoint on loopback unless told otherwise', () => {
     expect(load({}).restate).toBeUndefined();
-    expect(() => load({ RUN_ENGINE: 'restate' })).toThrow('Invalid RUN_ENGINE: restate needs RESTATE_INGRESS_URL and RESTATE_ADMIN_URL (missing: RESTATE_INGRESS_URL, RESTATE_ADMIN_URL)');
+    expect(() => load({ RUN_ENGINE: 'restate' })).toThrow(
+      'Invalid RUN_ENGINE: restate needs RESTATE_INGRESS_URL and RESTATE_ADMIN_URL (missing: RESTATE_INGRESS_URL, RESTATE_ADMIN_URL)',
+    );
     expect(() => load({ RUN_ENGINE: 'temporal' })).toThrow('Invalid RUN_ENGINE: must be in-process or restate');
     const urls = { RUN_ENGINE: 'restate', RESTATE_INGRESS_URL: 'http://restate:8080/', RESTATE_ADMIN_URL: 'http://restate:9070' };
     expect(load({ ...urls, HOST: '0.0.0.0' }).restate).toEqual({
@@ -97,12 +99,19 @@ describe('the configuration', () => {
       identityKeys: [],
     });
     const key = 'publickeyv1_ChjENKeMvCtRnqG2mrBK1HmPKufgFUc98K8B3ononQvp';
-    expect(load({ ...urls, RESTATE_SERVICE_HOST: '0.0.0.0', RESTATE_SERVICE_URL: 'http://web-1:9080', RESTATE_IDENTITY_KEYS: ` ${key} ` }).restate).toMatchObject({ serviceHost: '0.0.0.0', serviceUrl: 'http://web-1:9080', identityKeys: [key] });
+    expect(
+      load({ ...urls, RESTATE_SERVICE_HOST: '0.0.0.0', RESTATE_SERVICE_URL: 'http://web-1:9080', RESTATE_IDENTITY_KEYS: ` ${key} ` }).restate,
+    ).toMatchObject({ serviceHost: '0.0.0.0', serviceUrl: 'http://web-1:9080', identityKeys: [key] });
     expect(() => load({ ...urls, RESTATE_IDENTITY_KEYS: 'not-a-key' })).toThrow('Invalid RESTATE_IDENTITY_KEYS');
   });
 
   it('reads Azure OpenAI: the provider from its endpoint, the deployment as the model unless LLM_MODEL is set', () => {
-    const azure = { AZURE_OPENAI_ENDPOINT: 'https://team.openai.azure.com', AZURE_OPENAI_API_KEY: 'k', AZURE_OPENAI_DEPLOYMENT: 'gpt4o-prod', OPENAI_API_VERSION: '2024-10-21' };
+    const azure = {
+      AZURE_OPENAI_ENDPOINT: 'https://team.openai.azure.com',
+      AZURE_OPENAI_API_KEY: 'k',
+      AZURE_OPENAI_DEPLOYMENT: 'gpt4o-prod',
+      OPENAI_API_VERSION: '2024-10-21',
+    };
     expect(load(azure).llm).toMatchObject({
       provider: 'azure',
       model: 'gpt4o-prod',
@@ -113,7 +122,10 @@ describe('the configuration', () => {
   });
 
   it('reads LLM_PARAMS as a JSON object, and refuses anything else naming the variable', () => {
-    expect(load({ LLM_PARAMS: '{"reasoning_effort":"low","max_completion_tokens":4000}' }).llm.params).toEqual({ reasoning_effort: 'low', max_completion_tokens: 4000 });
+    expect(load({ LLM_PARAMS: '{"reasoning_effort":"low","max_completion_tokens":4000}' }).llm.params).toEqual({
+      reasoning_effort: 'low',
+      max_completion_tokens: 4000,
+    });
     expect(load({}).llm.params).toEqual({});
     for (const bad of ['{reasoning_effort: low}', '"low"', '[1]', 'null']) {
       expect(() => load({ LLM_PARAMS: bad })).toThrow(/^Invalid LLM_PARAMS: must be a JSON object/);

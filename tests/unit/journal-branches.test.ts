@@ -35,7 +35,14 @@ describe('replaying a journal whose branches ran side by side', () => {
     // ...and branch 1.1's call and question come back as they were.
     expect(await replay.once('model', 'research.task@1.1', live('new'))).toEqual({ value: 'asks which tower', replayed: true });
     expect(await replay.once('question', 'call_1', async () => ({ id: 'q_fresh' }))).toEqual({ value: { id: 'q_1' }, replayed: true });
-    expect(journal.entries.map((one) => one.key)).toEqual(['input', 'research.task@1.1', 'research.task@1.2', 'call_1', 'research.task_result@1.2', 'research.verify@1.2']);
+    expect(journal.entries.map((one) => one.key)).toEqual([
+      'input',
+      'research.task@1.1',
+      'research.task@1.2',
+      'call_1',
+      'research.task_result@1.2',
+      'research.verify@1.2',
+    ]);
   });
 
   it('a miss in a branch drops that branch’s later past; a miss outside any branch drops the whole rest', async () => {
@@ -64,7 +71,11 @@ describe('replaying a journal whose branches ran side by side', () => {
   });
 
   it('a question still waiting for its answer does not end the replay of the tasks beside it', async () => {
-    const side = [entry(1, 'question', 'call_1', { id: 'q_1' }), entry(2, 'model', 'research.task@1.2', 'finding of 1.2'), entry(3, 'model', 'research.task_result@1.2', 'result of 1.2')];
+    const side = [
+      entry(1, 'question', 'call_1', { id: 'q_1' }),
+      entry(2, 'model', 'research.task@1.2', 'finding of 1.2'),
+      entry(3, 'model', 'research.task_result@1.2', 'result of 1.2'),
+    ];
     const journal = memoryJournal([entry(0, 'input', 'input', {}), ...side]);
     const replay = new JournalReplay(journal, 'run', { runId: 'run', entries: side, events: [] });
     expect(await replay.once('question', 'call_1', async () => ({ id: 'q_fresh' }))).toEqual({ value: { id: 'q_1' }, replayed: true });
@@ -77,7 +88,12 @@ describe('replaying a journal whose branches ran side by side', () => {
   });
 
   it('two branches going another way at once drop each its own past, and neither writes back what the other dropped', async () => {
-    const side = [entry(1, 'model', 'r.task@1.1', 'a'), entry(2, 'model', 'r.task@1.2', 'b'), entry(3, 'model', 'r.more@1.1', 'c'), entry(4, 'model', 'r.more@1.2', 'd')];
+    const side = [
+      entry(1, 'model', 'r.task@1.1', 'a'),
+      entry(2, 'model', 'r.task@1.2', 'b'),
+      entry(3, 'model', 'r.more@1.1', 'c'),
+      entry(4, 'model', 'r.more@1.2', 'd'),
+    ];
     const journal = memoryJournal([entry(0, 'input', 'input', {}), ...side]);
     const replay = new JournalReplay(journal, 'run', { runId: 'run', entries: side, events: [] });
     expect(await replay.once('model', 'r.task@1.1', async () => 'new')).toMatchObject({ replayed: true });
@@ -88,4 +104,3 @@ describe('replaying a journal whose branches ran side by side', () => {
     expect(journal.entries.map((one) => one.value).sort()).toEqual(['a', 'b', 'x', 'y', {}].sort());
   });
 });
-

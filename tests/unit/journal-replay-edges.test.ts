@@ -52,7 +52,16 @@ function kernelWith(llm: LlmClient, tools: Tool[], journal = new MemoryJournal()
   return {
     journal,
     start(runId: string, options: { maxSteps?: number; toolNames: string[]; past?: RunPast & { storedMessages: number } }) {
-      const input: RunInput = { runId, sessionId: 's', strategy: 'roa', question: 'Q', history: [], maxSteps: options.maxSteps ?? 3, toolNames: options.toolNames, options: {} };
+      const input: RunInput = {
+        runId,
+        sessionId: 's',
+        strategy: 'roa',
+        question: 'Q',
+        history: [],
+        maxSteps: options.maxSteps ?? 3,
+        toolNames: options.toolNames,
+        options: {},
+      };
       const sink = new ArraySink();
       const control = new AgentControl();
       const outcome: Promise<RunOutcome> = kernel.execute(input, { control, sink, filesManifest: async () => '' }, options.past ? { past: options.past } : {});
@@ -71,7 +80,14 @@ describe('journal replay', () => {
         if (request.purpose === 'roa.reason') return { text: reasonText('Use both.') };
         if (request.purpose === 'roa.act') {
           const done = request.messages.some((message) => message.role === 'tool');
-          return done ? { text: 'nothing more' } : { toolCalls: [{ name: 'slow', arguments: {}, id: 's1' }, { name: 'fast', arguments: {}, id: 'f1' }] };
+          return done
+            ? { text: 'nothing more' }
+            : {
+                toolCalls: [
+                  { name: 'slow', arguments: {}, id: 's1' },
+                  { name: 'fast', arguments: {}, id: 'f1' },
+                ],
+              };
         }
         return { text: observeText('Done.', { final_answer: 'ok', should_continue: false }) };
       });
@@ -110,7 +126,14 @@ describe('journal replay', () => {
         const results = request.messages.filter((message) => message.role === 'tool').length;
         if (request.purpose === 'roa.reason') return { text: reasonText(`Plan at ${results}.`) };
         if (request.purpose === 'roa.act') {
-          return results === 0 ? { toolCalls: [{ name: 'slowfirst', arguments: {}, id: 'a1' }, { name: 'fast', arguments: {}, id: 'b1' }] } : { text: 'no tools' };
+          return results === 0
+            ? {
+                toolCalls: [
+                  { name: 'slowfirst', arguments: {}, id: 'a1' },
+                  { name: 'fast', arguments: {}, id: 'b1' },
+                ],
+              }
+            : { text: 'no tools' };
         }
         if (request.purpose === 'roa.final') return { text: 'final' };
         return { text: observeText(`At ${results}.`, { should_continue: true }) };
@@ -142,7 +165,12 @@ describe('journal replay', () => {
     stopAtObserve2 = false;
     const tools2 = [countingTool('slowfirst', { delayMs: 50 }), countingTool('fast')] as unknown as Tool[];
     const k2 = kernelWith(script(), tools2, k1.journal);
-    const past = { runId: 'run-1', entries: (await k1.journal.read('run-1')).filter((entry) => entry.kind !== 'input'), events: strategyEvents(run1.sink), storedMessages: ended.transcript.length };
+    const past = {
+      runId: 'run-1',
+      entries: (await k1.journal.read('run-1')).filter((entry) => entry.kind !== 'input'),
+      events: strategyEvents(run1.sink),
+      storedMessages: ended.transcript.length,
+    };
     const run2 = k2.start('run-2', { maxSteps: 3, toolNames: ['slowfirst', 'fast'], past });
     await run2.outcome;
     console.log('run2 events:', run2.sink.summary().join(' '));
@@ -186,7 +214,12 @@ describe('journal replay', () => {
     // Run 2 continues run 1 and is stopped during step 3's observe.
     const m2 = counting((_p, observes) => observes >= 1);
     const k2 = kernelWith(m2.wrapped, [calculatorTool as Tool], journal);
-    const past1 = { runId: 'run-1', entries: (await journal.read('run-1')).filter((entry) => entry.kind !== 'input'), events: strategyEvents(run1.sink), storedMessages: end1.transcript.length };
+    const past1 = {
+      runId: 'run-1',
+      entries: (await journal.read('run-1')).filter((entry) => entry.kind !== 'input'),
+      events: strategyEvents(run1.sink),
+      storedMessages: end1.transcript.length,
+    };
     const run2 = k2.start('run-2', { maxSteps: 5, toolNames: ['calculator'], past: past1 });
     await run2.sink.until((event) => event.type === 'tool_complete' && event.step === 3);
     await tick();
@@ -196,7 +229,12 @@ describe('journal replay', () => {
     // Run 3 continues run 2: its journal holds run 1's entries too, and its past events are both runs' (as the store gives them).
     const m3 = counting(() => false);
     const k3 = kernelWith(m3.wrapped, [calculatorTool as Tool], journal);
-    const past2 = { runId: 'run-2', entries: (await journal.read('run-2')).filter((entry) => entry.kind !== 'input'), events: [...strategyEvents(run1.sink), ...strategyEvents(run2.sink)], storedMessages: end1.transcript.length + end2.transcript.length };
+    const past2 = {
+      runId: 'run-2',
+      entries: (await journal.read('run-2')).filter((entry) => entry.kind !== 'input'),
+      events: [...strategyEvents(run1.sink), ...strategyEvents(run2.sink)],
+      storedMessages: end1.transcript.length + end2.transcript.length,
+    };
     const run3 = k3.start('run-3', { maxSteps: 5, toolNames: ['calculator'], past: past2 });
     await run3.outcome;
     // No completed call is made again (holds)...
@@ -247,7 +285,12 @@ describe('journal replay', () => {
       if (runId === 'run-2' && ++appended === 4) stopRun2();
     };
     const m2 = make(99);
-    const past1 = { runId: 'run-1', entries: (await journal.read('run-1')).filter((entry) => entry.kind !== 'input'), events: strategyEvents(run1.sink), storedMessages: end1.transcript.length };
+    const past1 = {
+      runId: 'run-1',
+      entries: (await journal.read('run-1')).filter((entry) => entry.kind !== 'input'),
+      events: strategyEvents(run1.sink),
+      storedMessages: end1.transcript.length,
+    };
     const run2 = kernelWith(m2.wrapped, [calculatorTool as Tool], stopping).start('run-2', { maxSteps: 10, toolNames: ['calculator'], past: past1 });
     stopRun2 = () => run2.control.stop('user');
     const end2 = await run2.outcome;
@@ -255,7 +298,12 @@ describe('journal replay', () => {
     expect(m2.llm.requests).toHaveLength(0);
     // Run 3 continues run 2 (now the chat's last run).
     const m3 = make(99);
-    const past2 = { runId: 'run-2', entries: (await stopping.read('run-2')).filter((entry) => entry.kind !== 'input'), events: strategyEvents(run2.sink), storedMessages: end1.transcript.length };
+    const past2 = {
+      runId: 'run-2',
+      entries: (await stopping.read('run-2')).filter((entry) => entry.kind !== 'input'),
+      events: strategyEvents(run2.sink),
+      storedMessages: end1.transcript.length,
+    };
     const run3 = kernelWith(m3.wrapped, [calculatorTool as Tool], stopping).start('run-3', { maxSteps: 6, toolNames: ['calculator'], past: past2 });
     await run3.outcome;
     console.log('run 2 ended at step', end2.steps, '; run 3 calls:', m3.llm.purposes().join(' '));
@@ -281,7 +329,12 @@ describe('journal replay', () => {
     expect(end1.status).toBe('stopped');
 
     const k2 = kernelWith(asking(), [calculatorTool as Tool], journal);
-    const past = { runId: 'run-1', entries: (await journal.read('run-1')).filter((entry) => entry.kind !== 'input'), events: strategyEvents(run1.sink), storedMessages: end1.transcript.length };
+    const past = {
+      runId: 'run-1',
+      entries: (await journal.read('run-1')).filter((entry) => entry.kind !== 'input'),
+      events: strategyEvents(run1.sink),
+      storedMessages: end1.transcript.length,
+    };
     const run2 = k2.start('run-2', { toolNames: ['calculator'], past });
     await tick();
     // The run waits on a question...
@@ -309,7 +362,12 @@ describe('journal replay', () => {
     expect(end1).toMatchObject({ status: 'stopped', reason: 'input_timeout' });
     // Run 2 continues it and asks again under a new id; the server dies while it waits.
     const k2 = kernelWith(asking(), [calculatorTool as Tool], journal);
-    const past = { runId: 'run-1', entries: (await journal.read('run-1')).filter((entry) => entry.kind !== 'input'), events: strategyEvents(run1.sink), storedMessages: end1.transcript.length };
+    const past = {
+      runId: 'run-1',
+      entries: (await journal.read('run-1')).filter((entry) => entry.kind !== 'input'),
+      events: strategyEvents(run1.sink),
+      storedMessages: end1.transcript.length,
+    };
     const run2 = k2.start('run-2', { toolNames: ['calculator'], past });
     const asked = (await run2.sink.until((event) => event.type === 'agent_update' && event.update_type === 'agent_request_input')) as { question_id: string };
     const entries2 = (await journal.read('run-2')).filter((entry) => entry.kind !== 'input');

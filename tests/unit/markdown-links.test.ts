@@ -2,9 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { isSafeHref } from '../../frontend/src/lib/markdown.ts';
 
 describe('links in model Markdown', () => {
-  it.each(['https://example.com/a', 'http://example.com', 'mailto:me@example.com', '#section', '/api/health', '/docs/page?x=1'])(
-    'keeps %s',
-    (href) => expect(isSafeHref(href)).toBe(true),
+  it.each(['https://example.com/a', 'http://example.com', 'mailto:me@example.com', '#section', '/api/health', '/docs/page?x=1'])('keeps %s', (href) =>
+    expect(isSafeHref(href)).toBe(true),
   );
 
   it.each([

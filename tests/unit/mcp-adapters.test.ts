@@ -7,7 +7,13 @@ const form = {
     age: { type: 'integer' },
     agree: { type: 'boolean', default: false },
     color: { type: 'string', enum: ['red', 'green'], enumNames: ['Red', 'Green'] },
-    hero: { type: 'string', oneOf: [{ const: 'h1', title: 'Superman' }, { const: 'h2', title: 'Batman' }] },
+    hero: {
+      type: 'string',
+      oneOf: [
+        { const: 'h1', title: 'Superman' },
+        { const: 'h2', title: 'Batman' },
+      ],
+    },
   },
   required: ['name'],
 };

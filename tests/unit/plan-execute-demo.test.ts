@@ -38,7 +38,14 @@ describe('the plan_execute demo model', () => {
     expect(done).toMatchObject({ status: 'completed' });
     const plans = updates(sink.events, 'agent_plan');
     expect(plans).toHaveLength(2);
-    expect(plans[1]).toMatchObject({ revision: 2, trigger: 'missing_prerequisite', steps: [{ index: 1, status: 'done' }, { index: 2, status: 'pending' }] });
+    expect(plans[1]).toMatchObject({
+      revision: 2,
+      trigger: 'missing_prerequisite',
+      steps: [
+        { index: 1, status: 'done' },
+        { index: 2, status: 'pending' },
+      ],
+    });
     expect(done.status === 'completed' && done.answer).toContain('Attach report.txt');
   });
 

@@ -10,8 +10,7 @@ type PlanStepIn = { goal: string; primary_tools?: string[]; success_criteria?: s
 const plan = (...steps: PlanStepIn[]) => ({
   steps: steps.map((step) => ({ primary_tools: [], success_criteria: 'done', context: '', ...step })),
 });
-const observe = (observation: string, complete: boolean) =>
-  `${observation}\n\n\`\`\`json\n${JSON.stringify({ observation, step_complete: complete })}\n\`\`\``;
+const observe = (observation: string, complete: boolean) => `${observation}\n\n\`\`\`json\n${JSON.stringify({ observation, step_complete: complete })}\n\`\`\``;
 const reason = (text: string) => `${text}\n\n\`\`\`json\n${JSON.stringify({ plan: text, tools_to_consider: [], finish: false })}\n\`\`\``;
 
 interface Script {
@@ -203,13 +202,16 @@ describe('the plan_execute strategy', () => {
     expect(llm.purposes().indexOf('plan_execute.replan')).toBeLessThan(llm.purposes().indexOf('plan_execute.viability'));
   });
 
-  it.each(MISSING_PREREQUISITE_KEYWORDS.slice(0, 3))('re-plans (missing_prerequisite) when an observation says "%s", without a viability call', async (keyword) => {
-    const llm = model({ observation: (goal) => (goal === 'Compute 6*7' ? `The input file is ${keyword} here.` : 'ok') });
-    const { sink, outcome } = start(llm);
-    expect(await outcome).toMatchObject({ status: 'completed' });
-    expect(updates(sink.events, 'agent_plan')[1]).toMatchObject({ revision: 2, trigger: 'missing_prerequisite' });
-    expect(llm.purposes()).not.toContain('plan_execute.viability');
-  });
+  it.each(MISSING_PREREQUISITE_KEYWORDS.slice(0, 3))(
+    're-plans (missing_prerequisite) when an observation says "%s", without a viability call',
+    async (keyword) => {
+      const llm = model({ observation: (goal) => (goal === 'Compute 6*7' ? `The input file is ${keyword} here.` : 'ok') });
+      const { sink, outcome } = start(llm);
+      expect(await outcome).toMatchObject({ status: 'completed' });
+      expect(updates(sink.events, 'agent_plan')[1]).toMatchObject({ revision: 2, trigger: 'missing_prerequisite' });
+      expect(llm.purposes()).not.toContain('plan_execute.viability');
+    },
+  );
 
   it('re-plans (not_viable) when the viability check is sure enough, and not when it is unsure', async () => {
     const sure = model({ viability: { viable: false, confidence: 0.7, reason: 'the numbers changed' } });
@@ -280,7 +282,9 @@ describe('the plan_execute strategy', () => {
     const kernelEvents = new Set(['agent_start', 'agent_completion', 'agent_stopped', 'agent_error', 'assistant_message', 'response_complete']);
     const logged = (sink: ArraySink) => sink.events.filter((event) => !kernelEvents.has(event.type === 'agent_update' ? event.update_type : event.type));
     let acts = 0;
-    const first = model({ act: () => (++acts === 2 ? { hang: true } : { toolCalls: [{ name: 'calculator', arguments: { expression: '6*7' }, id: `c${acts}` }] }) });
+    const first = model({
+      act: () => (++acts === 2 ? { hang: true } : { toolCalls: [{ name: 'calculator', arguments: { expression: '6*7' }, id: `c${acts}` }] }),
+    });
     const kernel = inProcessKernel(first, [planExecute]);
     const crashed = kernel.start('What is 6*7 plus 1?', { strategy: 'plan_execute', runId: 'run-p' });
     await first.untilCalls(7);
@@ -292,7 +296,11 @@ describe('the plan_execute strategy', () => {
     const second = model({});
     const restarted = inProcessKernel(second, [planExecute]);
     restarted.journal.runs.set('run-p', structuredClone(kernel.journal.runs.get('run-p')!));
-    const resumed = restarted.start('What is 6*7 plus 1?', { strategy: 'plan_execute', runId: 'run-p', past: { runId: 'run-p', entries, events, storedMessages: 0 } });
+    const resumed = restarted.start('What is 6*7 plus 1?', {
+      strategy: 'plan_execute',
+      runId: 'run-p',
+      past: { runId: 'run-p', entries, events, storedMessages: 0 },
+    });
     expect(await resumed.outcome).toMatchObject({ status: 'completed', steps: 2 });
     expect(second.purposes()).toEqual(['plan_execute.act', 'plan_execute.observe', 'plan_execute.synthesis']);
     const all = [...events, ...resumed.sink.events].map((event) => JSON.stringify(event));

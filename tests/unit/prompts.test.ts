@@ -19,8 +19,7 @@ const samples = {
   act: { plan: 'p' },
 };
 const valid = { 'demo/reason.md': 'Reason about {{question}} at step {{step}}', 'demo/act.md': 'Act on {{plan}}' };
-const load = (files: Record<string, string>) => () =>
-  new HandlebarsPromptProvider(configFromEnv({ PROMPTS_DIR: promptsDir(files) })).load('demo', samples);
+const load = (files: Record<string, string>) => () => new HandlebarsPromptProvider(configFromEnv({ PROMPTS_DIR: promptsDir(files) })).load('demo', samples);
 
 describe('the prompt provider', () => {
   it('renders the repository templates with every variable', () => {

@@ -1,9 +1,28 @@
 // The research state document as an attack surface: bounded parsing, model text that stays text,
 // a document the server writes that always reads back.
-import { artifactName, fitState, GraphError, parseGraphYaml, parseState, renderState, type ResearchState, STATE_DOC_MAX_BYTES, STATE_DOC_MAX_TASKS } from '@stepwise/backend';
+import {
+  artifactName,
+  fitState,
+  GraphError,
+  parseGraphYaml,
+  parseState,
+  renderState,
+  type ResearchState,
+  STATE_DOC_MAX_BYTES,
+  STATE_DOC_MAX_TASKS,
+} from '@stepwise/backend';
 import { describe, expect, it } from 'vitest';
 
-const task = (id: string): ResearchState['graph']['stages'][number]['tasks'][number] => ({ id, title: `Task ${id}`, agent: 'literature_scout', status: 'todo', depends_on: [], acceptance_criteria: [], inputs: [], outputs: [] });
+const task = (id: string): ResearchState['graph']['stages'][number]['tasks'][number] => ({
+  id,
+  title: `Task ${id}`,
+  agent: 'literature_scout',
+  status: 'todo',
+  depends_on: [],
+  acceptance_criteria: [],
+  inputs: [],
+  outputs: [],
+});
 
 function twoStageState(): ResearchState {
   return {
@@ -37,7 +56,10 @@ function refusal(read: () => unknown): string {
 describe('the state document, parsed with bounded cost', () => {
   it('refuses YAML aliases: one anchored list named 99 times is not expanded', () => {
     const list = Array.from({ length: 1000 }, (_, index) => `    - c${index}`).join('\n');
-    const tasks = Array.from({ length: 99 }, (_, index) => `      - id: "1.${index + 1}"\n        title: T\n        agent: literature_scout\n        acceptance_criteria: *big`).join('\n');
+    const tasks = Array.from(
+      { length: 99 },
+      (_, index) => `      - id: "1.${index + 1}"\n        title: T\n        agent: literature_scout\n        acceptance_criteria: *big`,
+    ).join('\n');
     const yaml = `version: 1\nanchor: &big\n${list}\nstages:\n  - id: "1"\n    name: S\n    tasks:\n${tasks}\n`;
     expect(refusal(() => parseGraphYaml(yaml))).toMatch(/may not use YAML aliases/);
   });
@@ -83,7 +105,8 @@ describe('model text in the state document stays text', () => {
 describe('the state document gives back what was written in it', () => {
   it('round-trips a best answer with ## headings, code fences and lines that start with a backslash', () => {
     const state = twoStageState();
-    state.bestAnswer = '## Summary\n\nThe total is **29**.\n\n```ts\nconst total = (2 + 3) * 4 + 9;\n```\n\\# not a heading\n  ~~~\n### Sources\n- the calculator';
+    state.bestAnswer =
+      '## Summary\n\nThe total is **29**.\n\n```ts\nconst total = (2 + 3) * 4 + 9;\n```\n\\# not a heading\n  ~~~\n### Sources\n- the calculator';
     state.results.push('- 1.1: # a heading in a result', '- 1.2: ```');
     state.goal = '# The goal\nWhat is (2+3)*4+9?';
     const back = parseState(renderState(state));

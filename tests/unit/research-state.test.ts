@@ -39,7 +39,9 @@ describe('the task graph of the state document', () => {
     expect(errorOf(graphYaml(task('1.1') + task('1.1'))).message).toMatch(/line 9: stages\.0\.tasks\.1\.id: task id "1\.1" is used twice/);
     expect(errorOf(graphYaml(task('2.1'))).message).toMatch(/task "2\.1" is not in stage 1/);
     expect(errorOf(graphYaml(task('1.1', '        depends_on: ["1.9"]\n'))).message).toMatch(/line 9: .*depends on "1\.9", which is not a task of stage 1/);
-    expect(errorOf(graphYaml(task('1.1', '        depends_on: ["1.2"]\n') + task('1.2', '        depends_on: ["1.1"]\n'))).message).toMatch(/go round in a circle: 1\.1 → 1\.2 → 1\.1/);
+    expect(errorOf(graphYaml(task('1.1', '        depends_on: ["1.2"]\n') + task('1.2', '        depends_on: ["1.1"]\n'))).message).toMatch(
+      /go round in a circle: 1\.1 → 1\.2 → 1\.1/,
+    );
     expect(errorOf(graphYaml(task('1.1', '        status: blocked\n'))).message).toMatch(/line 9: .*blocked without a blocked_reason/);
     expect(errorOf(graphYaml(task('1.1', '        status: skipped\n'))).message).toMatch(/skipped without a skip_reason/);
     expect(errorOf(graphYaml(task('1.1', '        status: superseded\n'))).message).toMatch(/superseded without superseded_by/);
@@ -79,7 +81,13 @@ describe('the task graph of the state document', () => {
 
   it('picks the runnable wave: todo tasks whose dependencies are done or skipped, at most max_parallel', () => {
     const graph = parseGraphYaml(
-      graphYaml(task('1.1', '        status: done\n') + task('1.2', '        depends_on: ["1.1"]\n') + task('1.3', '        depends_on: ["1.2"]\n') + task('1.4') + task('1.5')),
+      graphYaml(
+        task('1.1', '        status: done\n') +
+          task('1.2', '        depends_on: ["1.1"]\n') +
+          task('1.3', '        depends_on: ["1.2"]\n') +
+          task('1.4') +
+          task('1.5'),
+      ),
     );
     const stage = graph.stages[0]!;
     expect(runnableWave(stage, 4).map((t) => t.id)).toEqual(['1.2', '1.4', '1.5']);
@@ -90,8 +98,18 @@ describe('the task graph of the state document', () => {
 
 const plan = {
   stages: [
-    { id: '1', name: 'Gather', verifier_criteria: ['enough'], tasks: [1, 2].map((n) => ({ id: `1.${n}`, title: `T${n}`, agent: 'literature_scout', depends_on: [], acceptance_criteria: [], inputs: [] })) },
-    { id: '2', name: 'Write', verifier_criteria: [], tasks: [{ id: '2.1', title: 'W', agent: 'orchestrator', depends_on: [], acceptance_criteria: [], inputs: [] }] },
+    {
+      id: '1',
+      name: 'Gather',
+      verifier_criteria: ['enough'],
+      tasks: [1, 2].map((n) => ({ id: `1.${n}`, title: `T${n}`, agent: 'literature_scout', depends_on: [], acceptance_criteria: [], inputs: [] })),
+    },
+    {
+      id: '2',
+      name: 'Write',
+      verifier_criteria: [],
+      tasks: [{ id: '2.1', title: 'W', agent: 'orchestrator', depends_on: [], acceptance_criteria: [], inputs: [] }],
+    },
   ],
 };
 const result = (summary: string) => ({ parsed: { summary, result: summary, evidence: [{ source: 's', location: 'l' }], artifacts: [] } });
@@ -116,7 +134,8 @@ function model(overrides: (request: { purpose: string; nodeId?: string }) => Scr
   });
 }
 
-const updates = (events: LoggedEventBody[], type: string) => events.filter((event) => event.type === 'agent_update' && event.update_type === type) as Array<Record<string, unknown>>;
+const updates = (events: LoggedEventBody[], type: string) =>
+  events.filter((event) => event.type === 'agent_update' && event.update_type === type) as Array<Record<string, unknown>>;
 
 describe('the research strategy', () => {
   it('plans, runs each stage’s wave side by side under the tasks’ node ids, verifies, and reports', async () => {
@@ -125,11 +144,19 @@ describe('the research strategy', () => {
     expect(await run.outcome).toMatchObject({ status: 'completed', answer: 'The report.' });
     expect(llm.requests[0]!.schema?.name).toBe('task_graph');
     expect(llm.requests.filter((request) => request.schema?.name === 'task_result').map((request) => request.nodeId)).toEqual(['1.1', '1.2', '2.1']);
-    expect(updates(run.sink.events, 'agent_verdict').map((event) => `${event.scope}:${event.target}:${event.verdict}`)).toEqual(['stage:1:PASS', 'stage:2:PASS', 'final:final:PASS']);
+    expect(updates(run.sink.events, 'agent_verdict').map((event) => `${event.scope}:${event.target}:${event.verdict}`)).toEqual([
+      'stage:1:PASS',
+      'stage:2:PASS',
+      'final:final:PASS',
+    ]);
     // Both tasks of stage 1 started before either finished.
     const kinds = run.sink.summary();
     expect(kinds.indexOf('agent_task_start')).toBeLessThan(kinds.indexOf('agent_task_complete'));
-    expect(updates(run.sink.events, 'agent_task_start').slice(0, 2).map((event) => event.node_id)).toEqual(['1.1', '1.2']);
+    expect(
+      updates(run.sink.events, 'agent_task_start')
+        .slice(0, 2)
+        .map((event) => event.node_id),
+    ).toEqual(['1.1', '1.2']);
     expect(run.files.get('final_report.md')).toBe('The report.\n');
     expect(JSON.parse(run.files.get('task-1.2.json')!)).toMatchObject({ task: '1.2', summary: 'found 1.2' });
     expect(parseState(run.files.get(STATE_DOC)!).graph.stages.map((stage) => stage.status)).toEqual(['passed', 'passed']);
@@ -173,7 +200,10 @@ describe('the research strategy', () => {
     const calls = llm.requests.length;
     const run = kernel.start('Go on', { strategy: 'research', files });
     const outcome = await run.outcome;
-    expect(outcome).toMatchObject({ status: 'failed', message: expect.stringMatching(/RESEARCH_STATE\.md line \d+: .*depends on "2\.7", which is not a task of stage 2/) });
+    expect(outcome).toMatchObject({
+      status: 'failed',
+      message: expect.stringMatching(/RESEARCH_STATE\.md line \d+: .*depends on "2\.7", which is not a task of stage 2/),
+    });
     expect(files.get(STATE_DOC)).toBe(edited);
     expect(llm.requests.length).toBe(calls);
   });

@@ -38,7 +38,12 @@ describe('the run journal', () => {
     const second = counting();
     const again = inProcessKernel(second, [roa]);
     for (const [runId, entries] of kernel.journal.runs) again.journal.runs.set(runId, entries);
-    const past = { runId: stopped.input.runId, entries: (await kernel.journal.read(stopped.input.runId)).filter((entry) => entry.kind !== 'input'), events: strategyEvents(stopped.sink), storedMessages: ended.transcript.length };
+    const past = {
+      runId: stopped.input.runId,
+      entries: (await kernel.journal.read(stopped.input.runId)).filter((entry) => entry.kind !== 'input'),
+      events: strategyEvents(stopped.sink),
+      storedMessages: ended.transcript.length,
+    };
     const resumed = again.start('Count', { maxSteps: 3, past, runId: 'run-continued' });
     const outcome = await resumed.outcome;
     expect(outcome).toMatchObject({ status: 'completed', steps: 3 });
@@ -48,7 +53,9 @@ describe('the run journal', () => {
     expect(resumed.sink.summary().filter((name) => name.startsWith('agent_turn_start'))).toEqual(['agent_turn_start:3']);
     expect(resumed.sink.summary()).not.toContain('agent_reason:1');
     // The calculator went on from where it was: 2 after the first run, 3 now.
-    expect(resumed.sink.events.filter((event) => event.type === 'tool_start').map((event) => (event as { arguments: unknown }).arguments)).toEqual([{ expression: '2+1' }]);
+    expect(resumed.sink.events.filter((event) => event.type === 'tool_start').map((event) => (event as { arguments: unknown }).arguments)).toEqual([
+      { expression: '2+1' },
+    ]);
     // The session's history gets only what the continued run added.
     expect(outcome.transcript.filter((message) => message.role === 'tool').map((message) => message.content)).toEqual(['3']);
   });
@@ -64,7 +71,12 @@ describe('the run journal', () => {
     const second = counting();
     const again = inProcessKernel(second, [roa]);
     for (const [runId, entries] of kernel.journal.runs) again.journal.runs.set(runId, entries);
-    const past = { runId: capped.input.runId, entries: (await kernel.journal.read(capped.input.runId)).filter((entry) => entry.kind !== 'input'), events: strategyEvents(capped.sink), storedMessages: ended.transcript.length - 1 };
+    const past = {
+      runId: capped.input.runId,
+      entries: (await kernel.journal.read(capped.input.runId)).filter((entry) => entry.kind !== 'input'),
+      events: strategyEvents(capped.sink),
+      storedMessages: ended.transcript.length - 1,
+    };
     const continued = again.start('Count', { maxSteps: 4, past, runId: 'run-continued' });
     expect(await continued.outcome).toMatchObject({ status: 'completed', steps: 4, answer: 'Reached 4.' });
     expect(second.purposes()).toEqual(['roa.reason', 'roa.act', 'roa.observe', 'roa.reason', 'roa.act', 'roa.observe', 'roa.final']);
@@ -90,7 +102,11 @@ describe('the run journal', () => {
     expect(second.purposes()).toEqual(['roa.act', 'roa.observe', 'roa.reason', 'roa.act', 'roa.observe', 'roa.final']);
     // No second agent_start, and step 2's turn start and reason were not logged again.
     expect(resumed.sink.summary()[0]).toBe('tool_start:calculator');
-    expect([...events.map((event) => JSON.stringify(event)), ...resumed.sink.events.map((event) => JSON.stringify(event))].filter((line, at, all) => all.indexOf(line) !== at)).toEqual([]);
+    expect(
+      [...events.map((event) => JSON.stringify(event)), ...resumed.sink.events.map((event) => JSON.stringify(event))].filter(
+        (line, at, all) => all.indexOf(line) !== at,
+      ),
+    ).toEqual([]);
     // The journal of the run now holds each call once.
     const keys = (await restarted.journal.read('run-9')).map((entry) => `${entry.kind}:${entry.key}`);
     expect(keys.filter((key) => key === 'model:roa.reason')).toHaveLength(3);

@@ -30,7 +30,10 @@ async function answerQuestions(run: ReturnType<typeof start>, answer: (question:
   let answered = 0;
   for (;;) {
     const next = await Promise.race([
-      run.sink.until((event) => event.type === 'agent_update' && event.update_type === 'agent_request_input' && updates(run.sink.events, 'agent_request_input').length > answered),
+      run.sink.until(
+        (event) =>
+          event.type === 'agent_update' && event.update_type === 'agent_request_input' && updates(run.sink.events, 'agent_request_input').length > answered,
+      ),
       run.outcome.then(() => undefined),
     ]);
     if (!next) return;
@@ -45,7 +48,13 @@ describe('the solver strategy', () => {
     const llm = model(() => ({ action: 'FINAL', final_answer: '**42**' }));
     const run = start(llm, { auto_advance: true });
     expect(await run.outcome).toMatchObject({ status: 'completed', answer: '**42**' });
-    expect(llm.purposes()).toEqual(['solver.approach_proposer', 'solver.approach_evaluator', 'solver.problem_solver', 'solver.expert_evaluator', 'solver.orchestrator']);
+    expect(llm.purposes()).toEqual([
+      'solver.approach_proposer',
+      'solver.approach_evaluator',
+      'solver.problem_solver',
+      'solver.expert_evaluator',
+      'solver.orchestrator',
+    ]);
     const userInput = (index: number) => (llm.requests[index]!.messages.at(-1) as { content: string }).content;
     expect(userInput(0)).toBe('Problem: what is 6*7?');
     expect(userInput(1)).toBe('approach_proposer output (loop 1)');

@@ -63,4 +63,3 @@ describe('parseReply on nested and unbalanced braces up to the output cap', () =
     expect(parse.mock.calls.length).toBeLessThanOrEqual(2 * 16 * 2 + 2);
   });
 });
-

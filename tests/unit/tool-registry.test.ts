@@ -43,9 +43,20 @@ describe('the tool registry', () => {
   });
 
   it('gives each tool its approval policy: its hint, under the config file’s rules and a run’s own choices', () => {
-    const write: Tool<Record<string, unknown>> = { name: 'write_file', description: 'w', source: 'builtin', parameters: z.record(z.string(), z.unknown()), approval: () => 'ask', execute: async () => 'ok' };
+    const write: Tool<Record<string, unknown>> = {
+      name: 'write_file',
+      description: 'w',
+      source: 'builtin',
+      parameters: z.record(z.string(), z.unknown()),
+      approval: () => 'ask',
+      execute: async () => 'ok',
+    };
     const config = configFromEnv({});
-    const tools = new ToolRegistry({ ...config, agent: { ...config.agent, approval: [{ pattern: 'ec*', policy: 'deny' }] } }, [echo as Tool, write as Tool, calculatorTool]);
+    const tools = new ToolRegistry({ ...config, agent: { ...config.agent, approval: [{ pattern: 'ec*', policy: 'deny' }] } }, [
+      echo as Tool,
+      write as Tool,
+      calculatorTool,
+    ]);
     expect(Object.fromEntries(tools.list().map((tool) => [tool.name, tool.approval]))).toEqual({ echo: 'deny', write_file: 'ask', calculator: 'auto' });
     // A run may loosen what the rules leave open, never a pinned deny.
     expect(tools.policy('write_file', {}, { write_file: 'auto' })).toBe('auto');

@@ -13,7 +13,12 @@ const session = {
   limits: { max_steps_default: 4, max_steps_limit: 8 },
   tools: [],
 };
-const failing = { status: 'failing', message: 'connection refused at http://127.0.0.1:9/v1', hint: 'check OPENAI_BASE_URL', checked_at: '2026-01-01T00:00:00.000Z' };
+const failing = {
+  status: 'failing',
+  message: 'connection refused at http://127.0.0.1:9/v1',
+  hint: 'check OPENAI_BASE_URL',
+  checked_at: '2026-01-01T00:00:00.000Z',
+};
 
 /** Every frame goes through the socket client's parser first, as in the app. */
 const receive = (state: ViewState, ...frames: Record<string, unknown>[]) =>

@@ -32,17 +32,20 @@ const session = {
 function started(strategy = 'plan_execute'): ViewState {
   seq = 0;
   const state = apply(initialViewState, session);
-  return receive(reduce(state, { kind: 'user_message', id: 'u1', content: 'Plan a trip' }), update('agent_start', { max_steps: 6, strategy, options: { replan: true } }));
+  return receive(
+    reduce(state, { kind: 'user_message', id: 'u1', content: 'Plan a trip' }),
+    update('agent_start', { max_steps: 6, strategy, options: { replan: true } }),
+  );
 }
 
 const plan = () =>
   update('agent_plan', {
-  revision: 1,
-  steps: [
-    { index: 1, goal: 'Find flights', tools: [], success_criteria: 'a flight', context: '', status: 'pending' },
-    { index: 2, goal: 'Book a hotel', tools: [], success_criteria: 'a room', context: '', status: 'pending' },
-  ],
-});
+    revision: 1,
+    steps: [
+      { index: 1, goal: 'Find flights', tools: [], success_criteria: 'a flight', context: '', status: 'pending' },
+      { index: 2, goal: 'Book a hotel', tools: [], success_criteria: 'a room', context: '', status: 'pending' },
+    ],
+  });
 
 /** The run as a compact outline: branches with their steps' numbers, and the strategy events' types. */
 function outline(view: RunView) {
@@ -57,7 +60,11 @@ describe('the run tree in the web app reducer', () => {
   it('keeps a roa run (no node ids) as plain steps, with no branches or strategy events', () => {
     seq = 0;
     let state = receive(apply(initialViewState, session), update('agent_start', { max_steps: 3 }), update('agent_turn_start', { step: 1 }));
-    state = receive(state, update('agent_reason', { step: 1, content: 'Compute.' }), logged({ type: 'tool_start', step: 1, tool_call_id: 'c1', tool_name: 'calculator', arguments: {} }));
+    state = receive(
+      state,
+      update('agent_reason', { step: 1, content: 'Compute.' }),
+      logged({ type: 'tool_start', step: 1, tool_call_id: 'c1', tool_name: 'calculator', arguments: {} }),
+    );
     expect(outline(state.runs[run]!)).toEqual({ steps: [1], branches: [], events: [] });
     expect(state.runs[run]!.strategy).toBeUndefined();
   });
@@ -85,7 +92,12 @@ describe('the run tree in the web app reducer', () => {
   });
 
   it('names branches after their plan step or task, with their latest status', () => {
-    let state = receive(started(), plan(), update('agent_plan_step', { index: 1, status: 'running', attempts: 1 }), update('agent_turn_start', { step: 1, node_id: '1' }));
+    let state = receive(
+      started(),
+      plan(),
+      update('agent_plan_step', { index: 1, status: 'running', attempts: 1 }),
+      update('agent_turn_start', { step: 1, node_id: '1' }),
+    );
     const view = () => state.runs[run]!;
     expect(branchTitle(view(), '1')).toBe('Step 1 · Find flights');
     expect(branchStatus(view(), '1')).toBe('running');
@@ -93,7 +105,14 @@ describe('the run tree in the web app reducer', () => {
     state = receive(state, update('agent_plan_step', { index: 1, status: 'failed', attempts: 3, observation: 'none left' }));
     expect(branchStatus(view(), '1')).toBe('failed');
     // A revised plan renames a step.
-    state = receive(state, update('agent_plan', { revision: 2, trigger: 'not_viable', steps: [{ index: 1, goal: 'Take the train', tools: [], success_criteria: 'a seat', context: '', status: 'running' }] }));
+    state = receive(
+      state,
+      update('agent_plan', {
+        revision: 2,
+        trigger: 'not_viable',
+        steps: [{ index: 1, goal: 'Take the train', tools: [], success_criteria: 'a seat', context: '', status: 'running' }],
+      }),
+    );
     expect(branchTitle(view(), '1')).toBe('Step 1 · Take the train');
 
     seq = 0;
@@ -102,7 +121,9 @@ describe('the run tree in the web app reducer', () => {
       update('agent_task_graph', {
         doc: 'state.md',
         version: 1,
-        stages: [{ id: '1', name: 'Gather', status: 'running', tasks: [{ id: '1.2', title: 'Read the sources', agent: 'reader', status: 'running', depends_on: [] }] }],
+        stages: [
+          { id: '1', name: 'Gather', status: 'running', tasks: [{ id: '1.2', title: 'Read the sources', agent: 'reader', status: 'running', depends_on: [] }] },
+        ],
       }),
       update('agent_task_start', { task_id: '1.2', agent: 'reader', node_id: '1.2' }),
       update('agent_task_complete', { task_id: '1.2', status: 'done', summary: 'Read.', node_id: '1.2' }),
@@ -115,7 +136,11 @@ describe('the run tree in the web app reducer', () => {
   });
 
   it('keeps update types it does not know as strategy events, through the socket client too', () => {
-    const state = receive(started('solver'), update('agent_stage_start', { stage: 'approach_proposer', loop: 1 }), update('agent_from_the_future', { node_id: '4', detail: { deep: true } }));
+    const state = receive(
+      started('solver'),
+      update('agent_stage_start', { stage: 'approach_proposer', loop: 1 }),
+      update('agent_from_the_future', { node_id: '4', detail: { deep: true } }),
+    );
     expect(outline(state.runs[run]!)).toEqual({ steps: [], branches: ['4:'], events: ['agent_stage_start', 'agent_from_the_future@4'] });
     expect(state.runs[run]!.strategyEvents[1]!.fields).toEqual({ detail: { deep: true } });
     expect(state.lastSeq).toBe(seq);
@@ -165,7 +190,11 @@ describe('the run tree in the web app reducer', () => {
     expect(pendingQuestion(state)).toMatchObject({ text: 'Which city?', questionId: 'q1', nodeId: '1.1' });
     state = reduce(state, { kind: 'answer_sent', runId: run, answer: 'Oslo', questionId: 'q1' });
     expect(pendingQuestion(state)).toMatchObject({ text: 'Which year?', questionId: 'q2', nodeId: '1.2' });
-    state = receive(state, logged({ type: 'tool_start', step: 1, node_id: '1.2', tool_call_id: 'c', tool_name: 'slow', arguments: {} }), update('agent_stopped', { reason: 'user' }));
+    state = receive(
+      state,
+      logged({ type: 'tool_start', step: 1, node_id: '1.2', tool_call_id: 'c', tool_name: 'slow', arguments: {} }),
+      update('agent_stopped', { reason: 'user' }),
+    );
     const [first, second] = state.runs[run]!.branches;
     expect(first!.steps[0]!.question).toMatchObject({ status: 'answered', answer: 'Oslo' });
     expect(second!.steps[0]!.question!.status).toBe('stopped');
@@ -215,4 +244,3 @@ describe('strategy events in words', () => {
     expect(describeFields('agent_new_thing', { count: 3 })).toBe('count: 3');
   });
 });
-

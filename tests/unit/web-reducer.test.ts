@@ -7,8 +7,7 @@ const run = 'run-1';
 let seq = 0;
 const ts = '2026-01-01T00:00:00.000Z';
 const logged = (event: Record<string, unknown>) => ({ ...event, seq: ++seq, ts, run_id: run });
-const update = (updateType: string, fields: Record<string, unknown> = {}) =>
-  logged({ type: 'agent_update', update_type: updateType, ...fields });
+const update = (updateType: string, fields: Record<string, unknown> = {}) => logged({ type: 'agent_update', update_type: updateType, ...fields });
 const event = (value: Record<string, unknown>): Action => ({ kind: 'server_event', event: value as never });
 const apply = (state: ViewState, ...values: Record<string, unknown>[]) => values.reduce((next, value) => reduce(next, event(value)), state);
 
@@ -54,9 +53,7 @@ describe('the web app reducer', () => {
 
   it('tracks a tool call from start to result', () => {
     let state = apply(started(), logged({ type: 'tool_start', step: 1, tool_call_id: 'c1', tool_name: 'calculator', arguments: { expression: '6*7' } }));
-    expect(state.runs[run]!.steps[0]!.tools).toEqual([
-      { id: 'c1', name: 'calculator', arguments: { expression: '6*7' }, status: 'running' },
-    ]);
+    expect(state.runs[run]!.steps[0]!.tools).toEqual([{ id: 'c1', name: 'calculator', arguments: { expression: '6*7' }, status: 'running' }]);
     state = apply(state, logged({ type: 'tool_complete', step: 1, tool_call_id: 'c1', tool_name: 'calculator', result: 42, duration_ms: 3 }));
     expect(state.runs[run]!.steps[0]!.tools[0]).toMatchObject({ status: 'done', result: 42, durationMs: 3, arguments: { expression: '6*7' } });
   });
@@ -116,11 +113,7 @@ describe('the web app reducer', () => {
   });
 
   it('ends a completed run with the answer as the assistant turn', () => {
-    let state = apply(
-      started(),
-      logged({ type: 'assistant_message', content: '**42**' }),
-      update('agent_completion', { steps: 1, reason: 'answered' }),
-    );
+    let state = apply(started(), logged({ type: 'assistant_message', content: '**42**' }), update('agent_completion', { steps: 1, reason: 'answered' }));
     expect(state.busy).toBe(true);
     state = apply(state, logged({ type: 'response_complete' }));
     expect(state.busy).toBe(false);
@@ -189,13 +182,9 @@ describe('the web app reducer', () => {
         { role: 'user', content: 'Q2', after_seq: 3 },
       ],
     });
-    expect(state.items.map((item) => (item.kind === 'run' || item.kind === 'failure' || item.kind === 'rollback' ? item.kind : `${item.kind}:${item.content}`))).toEqual([
-      'user:Q1',
-      'run',
-      'assistant:A1',
-      'user:Q2',
-      'assistant:A2',
-    ]);
+    expect(
+      state.items.map((item) => (item.kind === 'run' || item.kind === 'failure' || item.kind === 'rollback' ? item.kind : `${item.kind}:${item.content}`)),
+    ).toEqual(['user:Q1', 'run', 'assistant:A1', 'user:Q2', 'assistant:A2']);
     expect(state.runs[run]).toMatchObject({ complete: true, replayed: true });
     // Loading the same history twice adds nothing.
     expect(reduce(state, { kind: 'history_loaded', sessionId: 's-1', messages: [{ role: 'user', content: 'Q1', after_seq: 0 }] }).items).toHaveLength(5);
@@ -246,8 +235,12 @@ describe('the web app reducer', () => {
     expect(state.notice).toEqual({ code: 'upload_failed', message: 'Could not attach b.txt: too large' });
   });
 
-  it('shows a running tool\'s progress and ignores reports that come after its result', () => {
-    let state = apply(started(), update('agent_reason', { step: 1, content: 'Go.' }), logged({ type: 'tool_start', step: 1, tool_call_id: 't1', tool_name: 'slow', arguments: {} }));
+  it("shows a running tool's progress and ignores reports that come after its result", () => {
+    let state = apply(
+      started(),
+      update('agent_reason', { step: 1, content: 'Go.' }),
+      logged({ type: 'tool_start', step: 1, tool_call_id: 't1', tool_name: 'slow', arguments: {} }),
+    );
     state = apply(state, { type: 'tool_progress', run_id: run, step: 1, tool_call_id: 't1', tool_name: 'slow', progress: 2, total: 5, message: 'halfway' });
     expect(state.runs[run]!.steps[0]!.tools[0]).toMatchObject({ status: 'running', progress: { value: 2, total: 5, message: 'halfway' } });
     state = apply(state, logged({ type: 'tool_complete', step: 1, tool_call_id: 't1', tool_name: 'slow', result: 'ok' }));
@@ -289,12 +282,21 @@ describe('the web app reducer', () => {
     expect(isStepFolded(state.runs[run]!, state.runs[run]!.steps[1]!)).toBe(false);
     expect(stepSummary(first())).toBe('calculator: 6*7 → 42');
     // The step the run ended in stays open next to the answer.
-    state = apply(state, update('agent_observe', { step: 2, content: 'Done.' }), update('agent_completion', { steps: 2, reason: 'answered' }), update('response_complete'));
+    state = apply(
+      state,
+      update('agent_observe', { step: 2, content: 'Done.' }),
+      update('agent_completion', { steps: 2, reason: 'answered' }),
+      update('response_complete'),
+    );
     expect(isStepFolded(state.runs[run]!, state.runs[run]!.steps[1]!)).toBe(false);
   });
 
   it('sums up a step without tools by its first sentence, and a question (with its id and deadline) with its answer', () => {
-    let state = apply(started(), update('agent_reason', { step: 1, content: 'Nothing to compute. I know this.' }), update('agent_observe', { step: 1, content: 'The answer is known. Finish.' }));
+    let state = apply(
+      started(),
+      update('agent_reason', { step: 1, content: 'Nothing to compute. I know this.' }),
+      update('agent_observe', { step: 1, content: 'The answer is known. Finish.' }),
+    );
     expect(stepSummary(state.runs[run]!.steps[0]!)).toBe('The answer is known.');
     state = apply(
       state,

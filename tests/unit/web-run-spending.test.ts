@@ -25,7 +25,17 @@ const totals = (prompt: number, completion: number, cached = 0, reasoning = 0) =
 describe("a run's tokens and cost in the web app", () => {
   it('follows agent_usage live and takes the totals of the ending event', () => {
     let state = apply(initialViewState, update('a', 'agent_start', { max_steps: 5, strategy: 'roa' }));
-    state = apply(state, update('a', 'agent_usage', { purpose: 'roa.reason', model: 'gpt-4o', ...totals(1_000, 100, 200), cost_usd: 0.0035, run_cost_usd: 0.0035, usage: totals(1_000, 100, 200) }));
+    state = apply(
+      state,
+      update('a', 'agent_usage', {
+        purpose: 'roa.reason',
+        model: 'gpt-4o',
+        ...totals(1_000, 100, 200),
+        cost_usd: 0.0035,
+        run_cost_usd: 0.0035,
+        usage: totals(1_000, 100, 200),
+      }),
+    );
     expect(state.runs.a!.spending).toEqual({ promptTokens: 1_000, completionTokens: 100, cachedTokens: 200, reasoningTokens: 0, costUsd: 0.0035 });
     expect(state.runs.a!.strategyEvents).toEqual([]);
 
@@ -43,7 +53,11 @@ describe("a run's tokens and cost in the web app", () => {
     );
     expect(chatSpending(state.runs)).toEqual({ promptTokens: 3_000, completionTokens: 500, cachedTokens: 0, reasoningTokens: 0, costUsd: 0.75 });
 
-    state = apply(state, update('c', 'agent_start', { max_steps: 5 }), update('c', 'agent_stopped', { reason: 'user', step: 1, usage: totals(10, 1), cost_usd: null }));
+    state = apply(
+      state,
+      update('c', 'agent_start', { max_steps: 5 }),
+      update('c', 'agent_stopped', { reason: 'user', step: 1, usage: totals(10, 1), cost_usd: null }),
+    );
     expect(chatSpending(state.runs)).toMatchObject({ promptTokens: 3_010, costUsd: null });
   });
 
@@ -53,7 +67,12 @@ describe("a run's tokens and cost in the web app", () => {
   });
 
   it('writes tokens and costs briefly', () => {
-    expect([formatTokens(1), formatTokens(980), formatTokens(12_345), formatTokens(1_234_567)]).toEqual(['1 token', '980 tokens', '12.3k tokens', '1.2M tokens']);
+    expect([formatTokens(1), formatTokens(980), formatTokens(12_345), formatTokens(1_234_567)]).toEqual([
+      '1 token',
+      '980 tokens',
+      '12.3k tokens',
+      '1.2M tokens',
+    ]);
     expect([formatCost(null), formatCost(0), formatCost(0.00042), formatCost(1.5)]).toEqual(['cost unknown', '$0', '$0.0004', '$1.50']);
   });
 });

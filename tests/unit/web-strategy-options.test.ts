@@ -81,9 +81,14 @@ describe('the strategy options form', () => {
   it('sends only the options changed from their defaults, typed, clamped and whole where the schema says so', () => {
     const fields = optionFields(planExecute);
     expect(optionsToSend(fields, initialValues(fields))).toEqual({});
-    expect(
-      optionsToSend(fields, { max_step_attempts: '99', replan: false, mode: 'step', temperature: '0.25', note: 'fast', budget: '2.6' }),
-    ).toEqual({ max_step_attempts: 10, replan: false, mode: 'step', temperature: 0.25, note: 'fast', budget: 3 });
+    expect(optionsToSend(fields, { max_step_attempts: '99', replan: false, mode: 'step', temperature: '0.25', note: 'fast', budget: '2.6' })).toEqual({
+      max_step_attempts: 10,
+      replan: false,
+      mode: 'step',
+      temperature: 0.25,
+      note: 'fast',
+      budget: 3,
+    });
     // Typed nonsense or nothing falls back to the default, which is not sent.
     expect(optionsToSend(fields, { max_step_attempts: 'lots', replan: true, mode: 'run', temperature: '', note: '', budget: '' })).toEqual({});
     expect(optionsToSend(fields, { ...initialValues(fields), max_step_attempts: '0' })).toEqual({ max_step_attempts: 1 });

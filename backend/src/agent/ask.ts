@@ -21,7 +21,11 @@ export interface PersonQuestion {
  * question its past left unanswered, and also one answered with `askAgainOn` (a confirmation
  * answered "No" paused the past: going on means asking again).
  */
-export async function askPerson(run: Pick<Run, 'input' | 'events' | 'sink' | 'control' | 'inputTimeoutMs' | 'effects'>, ask: PersonQuestion, askAgainOn?: string): Promise<string> {
+export async function askPerson(
+  run: Pick<Run, 'input' | 'events' | 'sink' | 'control' | 'inputTimeoutMs' | 'effects'>,
+  ask: PersonQuestion,
+  askAgainOn?: string,
+): Promise<string> {
   const { events, sink, control, inputTimeoutMs, effects } = run;
   const round = await roundOf(run, ask.key, askAgainOn);
   const fresh = () => ({ id: `q_${randomUUID()}`, deadline: new Date(Date.now() + inputTimeoutMs).toISOString() });

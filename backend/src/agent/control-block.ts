@@ -29,10 +29,7 @@ const SEARCH_WINDOW = 8_000;
  * Finds the last JSON object in `text`, fenced (```json … ```) or bare, and validates it against
  * `schema`. A block that is missing, malformed, or of the wrong shape leaves the text as free text.
  */
-export function parseControlBlock<T extends Record<string, unknown>>(
-  text: string,
-  schema: z.ZodType<T>,
-): ParsedReply<T> {
+export function parseControlBlock<T extends Record<string, unknown>>(text: string, schema: z.ZodType<T>): ParsedReply<T> {
   const found = findLastJsonObject(text);
   if (!found) return { prose: text.trim(), control: null };
   const parsed = schema.safeParse(found.value);

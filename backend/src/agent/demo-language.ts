@@ -7,8 +7,7 @@ import { evaluateExpression } from '../tools/expression.ts';
  * the tool results a run has so far. Deterministic and offline.
  */
 
-export const SETUP_HINT =
-  'To use a real model, set `OPENAI_BASE_URL` (and `OPENAI_API_KEY` if the endpoint needs one) and restart Stepwise.';
+export const SETUP_HINT = 'To use a real model, set `OPENAI_BASE_URL` (and `OPENAI_API_KEY` if the endpoint needs one) and restart Stepwise.';
 
 /** What the demo model reads from a conversation: the request and the results it already has. */
 export interface Situation {
@@ -75,7 +74,8 @@ export function readSituation(request: CompletionRequest): Situation {
   const named_file = /\b([\w-]+(?:\.[\w-]+)*\.(?:txt|md|csv|json|log|pdf|docx?|html?|xml|ya?ml))\b/i.exec(question)?.[1];
   // A file already read is the one asked about, whatever this call's variables list: never "missing".
   const read = results.get('read_file');
-  const file = (toolNames.has('read_file') ? requestedFile(request, question) : undefined) ?? (read !== undefined && !read.startsWith('Error:') ? named_file : undefined);
+  const file =
+    (toolNames.has('read_file') ? requestedFile(request, question) : undefined) ?? (read !== undefined && !read.startsWith('Error:') ? named_file : undefined);
   // Missing when the call knows the session's files (its manifest) or offers no tools to look with.
   const knowsFiles = typeof request.variables?.files_manifest === 'string';
   const missingFile = named_file && !file && read === undefined && (request.tools === undefined || knowsFiles) ? named_file : undefined;
@@ -88,8 +88,7 @@ export function readSituation(request: CompletionRequest): Situation {
     chain,
     calculations,
     wantsTime,
-    ambiguous:
-      !expression && !wantsTime && !file && !missingFile && !wantsFileList && !named && (words.length <= 3 || (vague && words.length <= 6)),
+    ambiguous: !expression && !wantsTime && !file && !missingFile && !wantsFileList && !named && (words.length <= 3 || (vague && words.length <= 6)),
     missingFile,
     results,
     clarification,
@@ -127,7 +126,10 @@ function namedTool(question: string, tools: Array<{ name: string; parameters: Re
     const spoken = [tool.name, short, short.replace(/[-_]+/g, ' ')].map((name) => name.toLowerCase());
     const mention = spoken.find((name) => text.includes(name));
     if (mention === undefined) continue;
-    const rest = question.slice(text.indexOf(mention) + mention.length).replace(/^[\s:,]+/, '').trim();
+    const rest = question
+      .slice(text.indexOf(mention) + mention.length)
+      .replace(/^[\s:,]+/, '')
+      .trim();
     return { name: tool.name, arguments: demoArguments(tool.parameters, rest || question) };
   }
   return undefined;
@@ -182,7 +184,12 @@ const EXPRESSION_PART = /(?:\b(?:sqrt|abs|sin|cos|tan|ln|log|exp|floor|ceil|roun
 /** The longest run of the text that looks like arithmetic: digits with at least one operator or function. */
 export function findExpression(text: string): string | undefined {
   const candidates = (text.match(EXPRESSION_PART) ?? [])
-    .map((candidate) => candidate.trim().replace(/^[,)]+|[,(]+$/g, '').trim())
+    .map((candidate) =>
+      candidate
+        .trim()
+        .replace(/^[,)]+|[,(]+$/g, '')
+        .trim(),
+    )
     .filter((candidate) => /\d/.test(candidate) && /[-+*/%^×÷]|[a-z]\(/i.test(candidate) && !/^[-+]?\d+(\.\d+)?$/.test(candidate));
   return candidates.sort((a, b) => b.length - a.length)[0];
 }
@@ -196,7 +203,6 @@ function findLastIndex<T>(items: T[], predicate: (item: T) => boolean): number {
   for (let index = items.length - 1; index >= 0; index--) if (predicate(items[index]!)) return index;
   return -1;
 }
-
 
 /** The tool the next step needs when this run may not use it (the user did not tick it). */
 export function unavailable(situation: Situation, next: Next | undefined): string | undefined {
@@ -216,7 +222,10 @@ const OPERATIONS: { pattern: RegExp; operator: ChainLink['operator'] }[] = [
  * expression followed by operations on the running value, each one calculator call of its own.
  */
 export function findChain(text: string): ChainLink[] {
-  const parts = text.split(/,|;|\bthen\b|\band\b/i).map((part) => part.trim()).filter(Boolean);
+  const parts = text
+    .split(/,|;|\bthen\b|\band\b/i)
+    .map((part) => part.trim())
+    .filter(Boolean);
   const chain: ChainLink[] = [];
   for (const part of parts) {
     if (chain.length === 0) {
@@ -269,7 +278,9 @@ function nextExpression(chain: ChainLink[], calculations: string[]): string | un
 
 /** Every step of a chained calculation with its result, then the result in bold. */
 export function chainAnswer(situation: Situation): string {
-  const lines = situation.chain.map((_, index) => `${index + 1}. \`${linkExpression(situation.chain, situation.calculations, index)}\` = ${situation.calculations[index]}`);
+  const lines = situation.chain.map(
+    (_, index) => `${index + 1}. \`${linkExpression(situation.chain, situation.calculations, index)}\` = ${situation.calculations[index]}`,
+  );
   return `${lines.join('\n')}\n\nThe result is **${situation.calculations.at(-1)}**.`;
 }
 
@@ -284,7 +295,10 @@ export function summarize(name: string, result: string): string {
   const words = text.split(/\s+/).filter(Boolean).length;
   const headings = lines.filter((line) => /^#{1,6}\s/.test(line)).map((line) => line.replace(/^#+\s*/, ''));
   const prose = lines.filter((line) => !/^#{1,6}\s/.test(line)).join(' ');
-  const sentences = (prose.match(/[^.!?]+[.!?]+/g) ?? [prose]).map((sentence) => sentence.trim()).filter(Boolean).slice(0, 2);
+  const sentences = (prose.match(/[^.!?]+[.!?]+/g) ?? [prose])
+    .map((sentence) => sentence.trim())
+    .filter(Boolean)
+    .slice(0, 2);
   const count = total ?? lines.length;
   const parts = [
     partial
@@ -313,7 +327,8 @@ export interface RequestPart {
 export function requestParts(situation: Situation): RequestPart[] {
   const { chain, calculations, results } = situation;
   const parts: RequestPart[] = [];
-  const calculated = (index: number) => (calculations[index] === undefined ? undefined : `\`${linkExpression(chain, calculations, index)}\` = ${calculations[index]}`);
+  const calculated = (index: number) =>
+    calculations[index] === undefined ? undefined : `\`${linkExpression(chain, calculations, index)}\` = ${calculations[index]}`;
   if (chain.length > 1) {
     chain.forEach((link, index) => {
       const title = index === 0 ? `Compute ${link.expression}` : `${link.words.charAt(0).toUpperCase()}${link.words.slice(1)}`;
@@ -322,11 +337,26 @@ export function requestParts(situation: Situation): RequestPart[] {
   } else if (situation.expression) {
     parts.push({ kind: 'calculator', title: `Work out ${situation.expression}`, done: calculations.length > 0, finding: calculated(0) });
   }
-  if (situation.wantsTime) parts.push({ kind: 'current_time', title: 'Read the current time', done: results.has('current_time'), finding: results.has('current_time') ? `The clock says ${results.get('current_time')}.` : undefined });
-  if (situation.file) parts.push({ kind: 'read_file', title: `Read and summarize ${situation.file}`, done: results.has('read_file'), finding: `I read ${situation.file}.` });
-  else if (situation.missingFile) parts.push({ kind: 'missing_file', title: `Look for ${situation.missingFile}`, done: true, finding: `There is no file ${situation.missingFile} in this chat.` });
-  if (situation.wantsFileList) parts.push({ kind: 'list_files', title: 'List the chat’s files', done: results.has('list_files'), finding: 'I listed the files.' });
-  if (situation.named) parts.push({ kind: 'named', title: `Call ${situation.named.name}`, done: results.has(situation.named.name), finding: `${situation.named.name} answered.` });
+  if (situation.wantsTime)
+    parts.push({
+      kind: 'current_time',
+      title: 'Read the current time',
+      done: results.has('current_time'),
+      finding: results.has('current_time') ? `The clock says ${results.get('current_time')}.` : undefined,
+    });
+  if (situation.file)
+    parts.push({ kind: 'read_file', title: `Read and summarize ${situation.file}`, done: results.has('read_file'), finding: `I read ${situation.file}.` });
+  else if (situation.missingFile)
+    parts.push({
+      kind: 'missing_file',
+      title: `Look for ${situation.missingFile}`,
+      done: true,
+      finding: `There is no file ${situation.missingFile} in this chat.`,
+    });
+  if (situation.wantsFileList)
+    parts.push({ kind: 'list_files', title: 'List the chat’s files', done: results.has('list_files'), finding: 'I listed the files.' });
+  if (situation.named)
+    parts.push({ kind: 'named', title: `Call ${situation.named.name}`, done: results.has(situation.named.name), finding: `${situation.named.name} answered.` });
   return parts;
 }
 
@@ -384,7 +414,9 @@ export function findingsOf(situation: Situation): { findings: string[]; answers:
   }
   if (situation.missingFile) {
     findings.push(`There is no file ${situation.missingFile} in this chat.`);
-    answers.push(`I could not summarize **${situation.missingFile}**: this chat has no such file. Attach it with the paperclip (or drop it on the page) and ask again.`);
+    answers.push(
+      `I could not summarize **${situation.missingFile}**: this chat has no such file. Attach it with the paperclip (or drop it on the page) and ask again.`,
+    );
   }
   for (const [tool, label] of [
     ...(read?.startsWith('Error:') ? [['read_file', 'The file says']] : []),

@@ -6,10 +6,7 @@ export interface RunTotals {
   cost_usd: number | null;
 }
 
-type Body<T extends LoggedEventBody['type'], U = never> = Extract<
-  LoggedEventBody,
-  [U] extends [never] ? { type: T } : { type: T; update_type: U }
->;
+type Body<T extends LoggedEventBody['type'], U = never> = Extract<LoggedEventBody, [U] extends [never] ? { type: T } : { type: T; update_type: U }>;
 
 /**
  * Typed builders of one run's events, each stamped with the run's id (plain chat's carry none) and,
@@ -22,7 +19,11 @@ export function runEvents(runId: string | undefined, nodeId?: string) {
   return {
     /** The same builders for events of one branch (a plan step "3", a research task "1.2"). */
     node: (id: string) => runEvents(runId, id),
-    start: (maxSteps: number, strategy: string, extra: { options?: Record<string, unknown>; tools?: string[]; resumedFrom?: string | undefined; traceId?: string | undefined } = {}) =>
+    start: (
+      maxSteps: number,
+      strategy: string,
+      extra: { options?: Record<string, unknown>; tools?: string[]; resumedFrom?: string | undefined; traceId?: string | undefined } = {},
+    ) =>
       update('agent_start', {
         max_steps: maxSteps,
         strategy,
@@ -72,7 +73,14 @@ export function runEvents(runId: string | undefined, nodeId?: string) {
       tool_name: toolName,
       arguments: args,
     }),
-    toolComplete: (step: number, toolCallId: string, toolName: string, result: unknown, durationMs: number, editedArguments?: Record<string, unknown>): Body<'tool_complete'> => ({
+    toolComplete: (
+      step: number,
+      toolCallId: string,
+      toolName: string,
+      result: unknown,
+      durationMs: number,
+      editedArguments?: Record<string, unknown>,
+    ): Body<'tool_complete'> => ({
       type: 'tool_complete',
       ...stamp,
       step,
@@ -95,10 +103,8 @@ export function runEvents(runId: string | undefined, nodeId?: string) {
     responseComplete: (): Body<'response_complete'> => ({ type: 'response_complete', ...stamp }),
     /** A plain chat answer failed: logged, so a reload shows it too. */
     failed: (code: string, message: string): Body<'error'> => ({ type: 'error', ...stamp, code, message }),
-    reasonDelta: (step: number, delta: string) =>
-      ({ type: 'agent_update', update_type: 'agent_reason_delta', delta, step, ...stamp }) as const,
-    observeDelta: (step: number, delta: string) =>
-      ({ type: 'agent_update', update_type: 'agent_observe_delta', delta, step, ...stamp }) as const,
+    reasonDelta: (step: number, delta: string) => ({ type: 'agent_update', update_type: 'agent_reason_delta', delta, step, ...stamp }) as const,
+    observeDelta: (step: number, delta: string) => ({ type: 'agent_update', update_type: 'agent_observe_delta', delta, step, ...stamp }) as const,
     assistantDelta: (delta: string) => ({ type: 'assistant_delta', delta, ...stamp }) as const,
   };
 }

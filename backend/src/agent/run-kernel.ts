@@ -19,11 +19,12 @@ import { JOURNAL, JournalReplay, journaledTools, ReplaySink, type RunJournal, ty
 import type { AnyStrategy, Run, RunFiles, RunInput, RunProgress } from './strategy.ts';
 
 /** How a run ended, for the session's history and records. */
-export type RunOutcome = (
-  | { status: 'completed'; answer: string }
-  | { status: 'stopped'; reason: StopReason }
-  | { status: 'failed'; message: string }
-) & { steps: number; transcript: LlmMessage[]; usage: TokenUsage; costUsd?: number | null };
+export type RunOutcome = ({ status: 'completed'; answer: string } | { status: 'stopped'; reason: StopReason } | { status: 'failed'; message: string }) & {
+  steps: number;
+  transcript: LlmMessage[];
+  usage: TokenUsage;
+  costUsd?: number | null;
+};
 
 /** The session a run belongs to: its controls, where its events go, its files. */
 export interface RunSession {
@@ -164,13 +165,23 @@ export class RunKernel {
     const timer = setTimeout(() => control.stop('timeout'), timeoutMs);
     timer.unref?.();
     // Several users: who answered each question is logged, before the run goes on with the answer.
-    control.onAnswered = (questionId, by) => void sink.emit(events.inputReceived(questionId, by)).catch((error: unknown) => logger.warn({ err: error }, 'could not log who answered'));
+    control.onAnswered = (questionId, by) =>
+      void sink.emit(events.inputReceived(questionId, by)).catch((error: unknown) => logger.warn({ err: error }, 'could not log who answered'));
     const options = input.options ?? (this.checkOptions(definition.name, {}) as { options: Record<string, unknown> }).options ?? {};
     const replay = new JournalReplay(hooks.journal ?? this.journal, input.runId, past, () => progress.step);
     const run: Run = {
       input,
       options,
-      llm: observedModel(this.llm, { runId: input.runId, replay, countReplayed: samePast, spending, onSpent, logger, checkBudget: overBudget, beforeCall: costBudget }),
+      llm: observedModel(this.llm, {
+        runId: input.runId,
+        replay,
+        countReplayed: samePast,
+        spending,
+        onSpent,
+        logger,
+        checkBudget: overBudget,
+        beforeCall: costBudget,
+      }),
       tools: journaledTools(this.tools, replay, logger),
       prompts: loaded.prompts,
       control,
@@ -220,9 +231,26 @@ export class RunKernel {
         const answer = `I stopped before my next model call: it would pass this run's cost budget of $${error.budgetUsd} (spent so far: $${error.spentUsd}). Continue the run with a larger budget to go on.`;
         await sink.emit(events.assistantMessage(answer));
         await sink.emit(events.completion(progress.step, 'budget', spending.totals()));
-        outcome = { status: 'completed', steps: progress.step, answer, transcript: [...added(), { role: 'assistant', content: answer }], usage, costUsd: spending.totals().cost_usd };
+        outcome = {
+          status: 'completed',
+          steps: progress.step,
+          answer,
+          transcript: [...added(), { role: 'assistant', content: answer }],
+          usage,
+          costUsd: spending.totals().cost_usd,
+        };
       } else {
-        const ending = await this.endEarly(error, { control, sink, events, step: progress.step, logger, chatWire, timeoutMs, totals: spending.totals(), calls: progress.stoppedCalls });
+        const ending = await this.endEarly(error, {
+          control,
+          sink,
+          events,
+          step: progress.step,
+          logger,
+          chatWire,
+          timeoutMs,
+          totals: spending.totals(),
+          calls: progress.stoppedCalls,
+        });
         outcome = { ...ending, steps: progress.step, transcript: added(), usage, costUsd: spending.totals().cost_usd };
       }
     } finally {
@@ -238,17 +266,24 @@ export class RunKernel {
     } catch (error) {
       logger.error({ err: error }, 'could not log the end of the run');
     }
-    logger.info(
-      { status: outcome.status, steps: outcome.steps, duration_ms: Math.round(performance.now() - started), ...usage },
-      'run ended',
-    );
+    logger.info({ status: outcome.status, steps: outcome.steps, duration_ms: Math.round(performance.now() - started), ...usage }, 'run ended');
     return outcome;
   }
 
   /** Logs the one ending of a run that was stopped or failed. */
   private async endEarly(
     error: unknown,
-    run: { control: AgentControl; sink: EventSink; events: RunEvents; step: number; logger: Logger; chatWire: boolean; timeoutMs: number; totals: RunTotals; calls?: StoppedCall[] | undefined },
+    run: {
+      control: AgentControl;
+      sink: EventSink;
+      events: RunEvents;
+      step: number;
+      logger: Logger;
+      chatWire: boolean;
+      timeoutMs: number;
+      totals: RunTotals;
+      calls?: StoppedCall[] | undefined;
+    },
   ): Promise<{ status: 'stopped'; reason: StopReason } | { status: 'failed'; message: string }> {
     const { control, sink, events, step, logger, chatWire } = run;
     try {

@@ -56,7 +56,8 @@ export async function runToolCalls(modelCalls: LlmToolCall[], step: number, cont
   const settled = await Promise.allSettled(ordinary.map((call) => runOrdinary(call, step, enabled, input, context, receipt.get(call.id)!)));
   const failure = settled.find((result) => result.status === 'rejected');
   if (failure) {
-    if (context.progress && isAbortError(failure.reason, context.control.signal)) context.progress.stoppedCalls = [...(context.progress.stoppedCalls ?? []), ...receipt.values()];
+    if (context.progress && isAbortError(failure.reason, context.control.signal))
+      context.progress.stoppedCalls = [...(context.progress.stoppedCalls ?? []), ...receipt.values()];
     throw failure.reason;
   }
   for (const result of settled) if (result.status === 'fulfilled') done.set(result.value.call.id, result.value);
@@ -117,7 +118,10 @@ async function runOrdinary(
   if (policy === 'deny' || (policy === 'ask' && !remembered.has(call.name))) {
     const decision = policy === 'deny' ? ({ decision: 'deny', policy: true } as const) : await approval(call, step, args, context);
     if (decision.decision === 'deny') {
-      const error = 'policy' in decision ? `The approval policy denies ${call.name}: the call did not run` : `The person denied this call${decision.reason ? `: ${decision.reason}` : ''}`;
+      const error =
+        'policy' in decision
+          ? `The approval policy denies ${call.name}: the call did not run`
+          : `The person denied this call${decision.reason ? `: ${decision.reason}` : ''}`;
       await sink.emit(events.toolError(step, call.id, call.name, error, 0));
       receipt.status = 'completed';
       return { call, content: error, summary: summarize(`${call.name}(${JSON.stringify(args)})`, error) };

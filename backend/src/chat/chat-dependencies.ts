@@ -25,4 +25,3 @@ export interface ChatDependencies {
   /** Several instances share the sessions (REDIS_URL); absent for one. */
   cluster?: Cluster | undefined;
 }
-

@@ -1,5 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import type { AgentControlMessage, ErrorCode, AgentUserInputMessage, ChatMessage, ClientMessage, ErrorEvent, StopReason, TodosSetMessage } from '@stepwise/shared-types';
+import type {
+  AgentControlMessage,
+  ErrorCode,
+  AgentUserInputMessage,
+  ChatMessage,
+  ClientMessage,
+  ErrorEvent,
+  StopReason,
+  TodosSetMessage,
+} from '@stepwise/shared-types';
 import { AgentControl } from '../agent/agent-control.ts';
 import { todosEvent } from '../agent/autonomous/autonomous-events.ts';
 import { serializeTodos, TodoError, TODOS_FILE, todosFromUser } from '../agent/autonomous/todos.ts';
@@ -119,7 +128,9 @@ export class ChatService {
         return this.whenIdle(async () => void (await this.snapshots.save(message.label)));
       case 'snapshot_rollback':
         return this.whenIdle(async () =>
-          (await this.snapshots.rollback(message.snapshot_id)) ? undefined : reject('unknown_snapshot', `No snapshot "${message.snapshot_id.slice(0, 100)}" in this chat`),
+          (await this.snapshots.rollback(message.snapshot_id))
+            ? undefined
+            : reject('unknown_snapshot', `No snapshot "${message.snapshot_id.slice(0, 100)}" in this chat`),
         );
       case 'snapshot_resume':
         return this.resumeSnapshot(message.snapshot_id, message.extra_steps, sender);
@@ -157,10 +168,7 @@ export class ChatService {
     }
     const { config, tools, kernel } = this.deps;
     if (!message.agent_mode) {
-      return this.start(
-        { strategy: PLAIN_CHAT, question: message.content, toolNames: [], maxSteps: 0, options: {} },
-        sender,
-      );
+      return this.start({ strategy: PLAIN_CHAT, question: message.content, toolNames: [], maxSteps: 0, options: {} }, sender);
     }
     const toolNames = message.tools ?? tools.defaultNames();
     const unknown = toolNames.filter((name) => !tools.has(name));
@@ -220,7 +228,15 @@ export class ChatService {
     let outcome = reply?.type === 'answer' ? reply.outcome : 'no_pending_input';
     // The run is not waiting for it just now (its process restarting, its journal replaying): a
     // durable engine keeps the answer to a question the run asked and nobody answered yet.
-    if (outcome !== 'answered' && outcome !== 'ambiguous_input' && outcome !== 'invalid_answer' && outcome !== 'invalid_arguments' && message.question_id && (await this.answerDurably(message.question_id, content))) outcome = 'answered';
+    if (
+      outcome !== 'answered' &&
+      outcome !== 'ambiguous_input' &&
+      outcome !== 'invalid_answer' &&
+      outcome !== 'invalid_arguments' &&
+      message.question_id &&
+      (await this.answerDurably(message.question_id, content))
+    )
+      outcome = 'answered';
     switch (outcome) {
       case 'answered':
         return undefined;
@@ -231,9 +247,15 @@ export class ChatService {
       case 'ambiguous_input':
         return reject('ambiguous_input', 'Several questions are waiting: say which one this answers with question_id');
       case 'invalid_answer':
-        return reject('invalid_answer', reply?.type === 'answer' && reply.message ? reply.message : 'This question takes only one of its choices (such as Yes or No); it is still waiting');
+        return reject(
+          'invalid_answer',
+          reply?.type === 'answer' && reply.message ? reply.message : 'This question takes only one of its choices (such as Yes or No); it is still waiting',
+        );
       case 'invalid_arguments':
-        return reject('invalid_arguments', `${reply?.type === 'answer' && reply.message ? reply.message : 'The edited arguments do not fit the tool'}; the approval is still waiting`);
+        return reject(
+          'invalid_arguments',
+          `${reply?.type === 'answer' && reply.message ? reply.message : 'The edited arguments do not fit the tool'}; the approval is still waiting`,
+        );
       default: {
         const unexpected: never = outcome;
         return reject('internal_error', `Unexpected outcome ${String(unexpected)}`);
@@ -261,7 +283,8 @@ export class ChatService {
 
   private async whenIdle(work: () => Promise<ErrorEvent | undefined>): Promise<ErrorEvent | undefined> {
     await this.settleEnded();
-    if (this.active || this.snapshotting || this.claiming) return reject('run_active', 'A response is still in progress: stop it or wait for response_complete');
+    if (this.active || this.snapshotting || this.claiming)
+      return reject('run_active', 'A response is still in progress: stop it or wait for response_complete');
     this.snapshotting = true;
     const { cluster } = this.deps;
     try {
@@ -366,12 +389,7 @@ export class ChatService {
   }
 
   /** Takes a run slot and runs `work` as the session's one active response. */
-  private occupy(
-    runId: string,
-    sender: MessageSender,
-    options: { force: boolean },
-    work: (control: AgentControl) => Promise<void>,
-  ): ErrorEvent | undefined {
+  private occupy(runId: string, sender: MessageSender, options: { force: boolean }, work: (control: AgentControl) => Promise<void>): ErrorEvent | undefined {
     // One response at a time, whatever asked for it (a second start must never orphan the first).
     if (this.active) return reject('run_active', 'A response is still in progress: stop it or wait for response_complete');
     const { runSlots } = this.deps;
@@ -380,7 +398,10 @@ export class ChatService {
     if (!release) {
       switch (slot) {
         case 'user_busy':
-          return reject('too_many_runs', `You have ${runSlots.userLimit} runs going at once, the most one user may have (MAX_RUNS_PER_USER); wait for one to finish`);
+          return reject(
+            'too_many_runs',
+            `You have ${runSlots.userLimit} runs going at once, the most one user may have (MAX_RUNS_PER_USER); wait for one to finish`,
+          );
         case 'address_busy':
           return reject('too_many_runs', `You have ${runSlots.addressLimit} runs going at once, the most one client may have; wait for one to finish`);
         default:
@@ -393,7 +414,8 @@ export class ChatService {
     const done = this.ensureStored()
       // The session's lease names the run, so stop and answers from other instances find it here.
       .then(async () => {
-        if (cluster && !(await cluster.claim(this.sessionId, runId))) this.deps.logger.warn({ session_id: this.sessionId, run_id: runId }, 'another instance holds the session of a run starting here');
+        if (cluster && !(await cluster.claim(this.sessionId, runId)))
+          this.deps.logger.warn({ session_id: this.sessionId, run_id: runId }, 'another instance holds the session of a run starting here');
       })
       .then(() => work(control))
       .catch(async (error: unknown) => {
@@ -465,7 +487,8 @@ function handleCommand(control: AgentControl, command: ControlCommand): ControlO
 /** The deadline of question `questionId` when run `run` asked it (its log holds the question); undefined when it did not. */
 async function askedIn(store: Store, run: RunRecord, questionId: string): Promise<string | undefined> {
   for await (const event of sessionEvents(store, run.sessionId, run.afterSeq ?? 0)) {
-    if (event.run_id === run.id && event.type === 'agent_update' && event.update_type === 'agent_request_input' && event.question_id === questionId) return event.deadline;
+    if (event.run_id === run.id && event.type === 'agent_update' && event.update_type === 'agent_request_input' && event.question_id === questionId)
+      return event.deadline;
   }
   return undefined;
 }

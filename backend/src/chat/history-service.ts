@@ -16,7 +16,6 @@ export type Intent = 'read' | 'write';
 export const EVENTS_PAGE_MAX_BYTES = 4 * 1024 * 1024;
 const EVENTS_CHUNK = 200;
 
-
 /** Why a history request could not be answered. */
 export class HistoryError extends Error {
   constructor(
@@ -64,11 +63,7 @@ export class HistoryService {
 
   async get(id: string, viewer: User): Promise<SessionDetail> {
     const session = await this.find(id, viewer, 'read');
-    const [messages, runs, lastSeq] = await Promise.all([
-      this.store.listMessages(id),
-      this.store.listRuns(id),
-      this.store.lastSeq(id),
-    ]);
+    const [messages, runs, lastSeq] = await Promise.all([this.store.listMessages(id), this.store.listRuns(id), this.store.lastSeq(id)]);
     return {
       session: toSummary(session),
       messages: messages.flatMap(({ message, afterSeq }): HistoryMessage[] =>
@@ -153,7 +148,8 @@ export class HistoryService {
   private allow(viewer: User, owner: string | undefined, intent: Intent): void {
     const access = owner === undefined ? 'none' : chatAccess(viewer, owner);
     if (access === 'none') throw new HistoryError(404, 'not_found', 'No such session');
-    if (access === 'watch' && intent === 'write') throw new HistoryError(403, 'read_only', 'This chat is another person’s: an admin may read it and stop its run, not change it');
+    if (access === 'watch' && intent === 'write')
+      throw new HistoryError(403, 'read_only', 'This chat is another person’s: an admin may read it and stop its run, not change it');
   }
 }
 
@@ -171,9 +167,7 @@ function toRunSummary(run: RunRecord): RunSummary {
     steps: run.steps ?? null,
     prompt_tokens: run.promptTokens,
     completion_tokens: run.completionTokens,
-    ...(run.spending
-      ? { cached_tokens: run.spending.cachedTokens, reasoning_tokens: run.spending.reasoningTokens, cost_usd: run.spending.costUsd }
-      : {}),
+    ...(run.spending ? { cached_tokens: run.spending.cachedTokens, reasoning_tokens: run.spending.reasoningTokens, cost_usd: run.spending.costUsd } : {}),
     started_at: run.startedAt,
     ended_at: run.endedAt ?? null,
   };

@@ -35,7 +35,9 @@ export interface LoggedRun {
   /** True once its response_complete is logged: the run has ended, whatever the store says. */
   complete: boolean;
   /** Its agent_start: strategy, options, tools. */
-  start?: { strategy?: string | undefined; options?: Record<string, unknown> | undefined; tools?: string[] | undefined; resumedFrom?: string | undefined } | undefined;
+  start?:
+    | { strategy?: string | undefined; options?: Record<string, unknown> | undefined; tools?: string[] | undefined; resumedFrom?: string | undefined }
+    | undefined;
   /** Why it completed, when it did: answered, max_steps, … */
   completionReason?: string | undefined;
 }
@@ -129,19 +131,26 @@ export async function strategyEventsOf(store: Store, run: RunRecord, options: { 
   for (let changed = true; changed; ) {
     changed = false;
     for (const event of events) {
-      if (event.type === 'agent_update' && event.update_type === 'agent_start' && event.run_id && chain.has(event.run_id) && event.resumed_from && !chain.has(event.resumed_from)) {
+      if (
+        event.type === 'agent_update' &&
+        event.update_type === 'agent_start' &&
+        event.run_id &&
+        chain.has(event.run_id) &&
+        event.resumed_from &&
+        !chain.has(event.resumed_from)
+      ) {
         chain.add(event.resumed_from);
         changed = true;
       }
     }
   }
-    for (const event of events) {
-      if (!event.run_id || !chain.has(event.run_id)) continue;
-      if (options.upToSeq !== undefined && event.seq > options.upToSeq) continue;
-      const kind = event.type === 'agent_update' ? event.update_type : event.type;
-      if (KERNEL_EVENTS.has(kind)) continue;
-      const { seq: _seq, ts: _ts, ...body } = event;
-      found.push(body as LoggedEventBody);
-    }
+  for (const event of events) {
+    if (!event.run_id || !chain.has(event.run_id)) continue;
+    if (options.upToSeq !== undefined && event.seq > options.upToSeq) continue;
+    const kind = event.type === 'agent_update' ? event.update_type : event.type;
+    if (KERNEL_EVENTS.has(kind)) continue;
+    const { seq: _seq, ts: _ts, ...body } = event;
+    found.push(body as LoggedEventBody);
+  }
   return found;
 }

@@ -1,4 +1,13 @@
-import type { DeltaEvent, ErrorEvent, LoggedEvent, LoggedEventBody, SessionDeletedEvent, ToolProgressEvent, ToolsChangedEvent, ModelHealthEvent } from '@stepwise/shared-types';
+import type {
+  DeltaEvent,
+  ErrorEvent,
+  LoggedEvent,
+  LoggedEventBody,
+  SessionDeletedEvent,
+  ToolProgressEvent,
+  ToolsChangedEvent,
+  ModelHealthEvent,
+} from '@stepwise/shared-types';
 import type { EventSink } from '../agent/event-sink.ts';
 import type { Store } from '../store/store.ts';
 import type { ClientConnection } from './client-connection.ts';

@@ -121,7 +121,9 @@ export class SessionManager {
   async lastAgentRun(sessionId: string): Promise<{ strategy: string; options?: Record<string, unknown> } | undefined> {
     const run = (await this.store.listRuns(sessionId)).findLast((candidate) => candidate.strategy !== PLAIN_CHAT);
     if (!run) return undefined;
-    const input = (await this.store.readJournal(run.id)).find((entry) => entry.kind === JOURNAL.input)?.value as { options?: Record<string, unknown> } | undefined;
+    const input = (await this.store.readJournal(run.id)).find((entry) => entry.kind === JOURNAL.input)?.value as
+      | { options?: Record<string, unknown> }
+      | undefined;
     return { strategy: run.strategy, ...(input?.options ? { options: input.options } : {}) };
   }
 
@@ -329,7 +331,10 @@ export class SessionManager {
       pending = (async () => {
         const stored = await this.store.getSession(id);
         if (!stored || this.deleting.has(id)) return undefined;
-        return this.sessions.get(id) ?? this.create(id, await this.store.lastSeq(id), { stored: true, owner: { id: stored.owner, name: stored.ownerName ?? undefined } });
+        return (
+          this.sessions.get(id) ??
+          this.create(id, await this.store.lastSeq(id), { stored: true, owner: { id: stored.owner, name: stored.ownerName ?? undefined } })
+        );
       })().finally(() => this.opening.delete(id));
       this.opening.set(id, pending);
     }
@@ -356,12 +361,14 @@ export class SessionManager {
     // Previews stream to sockets on every instance: they are not logged, so they travel on their own.
     log.onPreview = (delta, afterSeq) => cluster.publishPreview(chat.sessionId, delta, afterSeq);
     let unfollow: (() => void) | undefined;
-    void cluster.follow(chat.sessionId, (preview) => (preview ? log.relayPreview(preview.delta, preview.afterSeq) : void log.syncFromStore())).then(
-      (stop) => {
-        unfollow = stop;
-      },
-      (error: unknown) => this.logger.warn({ err: error, session_id: chat.sessionId }, 'could not follow a session across instances; polling it'),
-    );
+    void cluster
+      .follow(chat.sessionId, (preview) => (preview ? log.relayPreview(preview.delta, preview.afterSeq) : void log.syncFromStore()))
+      .then(
+        (stop) => {
+          unfollow = stop;
+        },
+        (error: unknown) => this.logger.warn({ err: error, session_id: chat.sessionId }, 'could not follow a session across instances; polling it'),
+      );
     const poll = setInterval(() => {
       if (!this.sessions.has(chat.sessionId)) {
         clearInterval(poll);

@@ -35,7 +35,13 @@ export class SessionRuns {
     await store.appendMessages(this.sessionId, [{ role: 'user', content: request.question }], afterSeq);
     // Plain chat's events carry no run id, so its record says where in the log they begin.
     const plainChat = request.strategy === PLAIN_CHAT;
-    await store.createRun({ id: request.runId, sessionId: this.sessionId, strategy: request.strategy, maxSteps: request.maxSteps, ...(plainChat ? { afterSeq } : {}) });
+    await store.createRun({
+      id: request.runId,
+      sessionId: this.sessionId,
+      strategy: request.strategy,
+      maxSteps: request.maxSteps,
+      ...(plainChat ? { afterSeq } : {}),
+    });
     await this.execute({ ...request, sessionId: this.sessionId, history }, control);
   }
 
@@ -122,7 +128,8 @@ export class SessionRuns {
         notepad: () => readNotepad(this.deps.files, this.sessionId),
         files: {
           read: (name) => this.deps.files.readWhole(this.sessionId, name),
-          write: async (name, content) => void (await this.deps.files.write(this.sessionId, name, content, { source: 'agent', runId: input.runId, signal: control.signal })),
+          write: async (name, content) =>
+            void (await this.deps.files.write(this.sessionId, name, content, { source: 'agent', runId: input.runId, signal: control.signal })),
         },
       },
       {
@@ -209,7 +216,8 @@ export class SessionRuns {
  */
 export function trimToBudget(messages: LlmMessage[], budgetChars: number): LlmMessage[] {
   const size = (message: LlmMessage) =>
-    (message.content?.length ?? 0) + (message.role === 'assistant' ? (message.toolCalls ?? []).reduce((sum, call) => sum + call.arguments.length + call.name.length, 0) : 0);
+    (message.content?.length ?? 0) +
+    (message.role === 'assistant' ? (message.toolCalls ?? []).reduce((sum, call) => sum + call.arguments.length + call.name.length, 0) : 0);
   let total = messages.reduce((sum, message) => sum + size(message), 0);
   let start = 0;
   while (total > budgetChars && start < messages.length) {
@@ -221,5 +229,3 @@ export function trimToBudget(messages: LlmMessage[], budgetChars: number): LlmMe
   }
   return messages.slice(start);
 }
-
-

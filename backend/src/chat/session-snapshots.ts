@@ -48,7 +48,10 @@ export class SessionSnapshots {
 
   /** Keeps a copy of the working state; logs `snapshot_saved`. */
   async save(label: string | undefined): Promise<SnapshotRecord> {
-    const snapshot = await this.keep('manual', label?.trim() || `Snapshot of ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC${await this.workingPoint()}`);
+    const snapshot = await this.keep(
+      'manual',
+      label?.trim() || `Snapshot of ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC${await this.workingPoint()}`,
+    );
     await this.log.emit({ type: 'snapshot_saved', snapshot_id: snapshot.id, label: snapshot.label, at_seq: snapshot.atSeq });
     return snapshot;
   }
@@ -89,7 +92,13 @@ export class SessionSnapshots {
    * its run, replayed up to the step (a restore point) or to its end (a snapshot), with `extra`
    * more steps. A run that answered cannot go on from its end, only from one of its steps.
    */
-  async resumable(id: string, extra: number | undefined): Promise<{ ok: true; input: Omit<RunInput, 'runId'>; past: RunPastWithHistory; target: Target } | { ok: false; code: 'unknown_snapshot' | 'not_resumable'; message: string }> {
+  async resumable(
+    id: string,
+    extra: number | undefined,
+  ): Promise<
+    | { ok: true; input: Omit<RunInput, 'runId'>; past: RunPastWithHistory; target: Target }
+    | { ok: false; code: 'unknown_snapshot' | 'not_resumable'; message: string }
+  > {
     const target = await this.find(id);
     if (!target) return { ok: false, code: 'unknown_snapshot', message: `No snapshot "${id.slice(0, 100)}" in this chat` };
     const run = target.run;
@@ -113,7 +122,10 @@ export class SessionSnapshots {
         ...journaled,
         strategy: run.strategy,
         sessionId: this.sessionId,
-        history: trimToBudget(target.messages.slice(0, Math.max(0, question)).map((record) => record.message), this.deps.config.agent.contextBudgetChars),
+        history: trimToBudget(
+          target.messages.slice(0, Math.max(0, question)).map((record) => record.message),
+          this.deps.config.agent.contextBudgetChars,
+        ),
         maxSteps: Math.min(maxStepsLimit, upTo + Math.max(1, extra ?? maxStepsDefault)),
       },
       past: {
@@ -247,7 +259,10 @@ async function runNames(store: ChatDependencies['store'], sessionId: string, run
 }
 
 /** The end of every step (its agent_observe) of every agent run, with where its run began. */
-async function stepEnds(store: ChatDependencies['store'], sessionId: string): Promise<Array<{ runId: string; step: number; seq: number; ts: string; startSeq: number }>> {
+async function stepEnds(
+  store: ChatDependencies['store'],
+  sessionId: string,
+): Promise<Array<{ runId: string; step: number; seq: number; ts: string; startSeq: number }>> {
   const starts = new Map<string, AgentStart>();
   const ends: Array<{ runId: string; step: number; seq: number; ts: string; startSeq: number }> = [];
   let after = 0;

@@ -77,7 +77,8 @@ export class Cluster {
     this.redis = createClient({ url: options.redisUrl, socket: { reconnectStrategy } });
     this.reader = this.redis.duplicate();
     this.subscriber = this.redis.duplicate();
-    for (const client of [this.redis, this.reader, this.subscriber]) client.on('error', (error: Error) => this.logger.debug({ err: error.message }, 'redis connection error'));
+    for (const client of [this.redis, this.reader, this.subscriber])
+      client.on('error', (error: Error) => this.logger.debug({ err: error.message }, 'redis connection error'));
     this.controlBus = new ClusterControlBus(this);
   }
 
@@ -232,7 +233,12 @@ export class Cluster {
       () => true,
       () => false,
     );
-    const redis = this.redis.isReady ? await this.redis.ping().then(() => true, () => false) : false;
+    const redis = this.redis.isReady
+      ? await this.redis.ping().then(
+          () => true,
+          () => false,
+        )
+      : false;
     return { database, redis };
   }
 
@@ -350,7 +356,6 @@ class ClusterControlBus implements ControlBus {
     return this.cluster.sendRemote(holder.instanceId, holder.runId, command);
   }
 }
-
 
 function toFields(message: InboxMessage): Record<string, string> {
   return Object.fromEntries(Object.entries(message).filter(([, value]) => value !== undefined)) as Record<string, string>;

@@ -19,9 +19,17 @@ const boolean = z
   .pipe(z.enum(['true', 'false', '1', '0', 'yes', 'no']))
   .transform((value) => value === 'true' || value === '1' || value === 'yes');
 
-const url = z.string().trim().pipe(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }));
+const url = z
+  .string()
+  .trim()
+  .pipe(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }));
 const nonEmpty = z.string().trim().min(1, 'must not be empty');
-const list = z.string().transform((value) => value.split(',').map((item) => item.trim()).filter(Boolean));
+const list = z.string().transform((value) =>
+  value
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean),
+);
 
 /** An IPv4 or IPv6 address, or a CIDR range of either. */
 function validAddressOrRange(value: string): boolean {
@@ -68,11 +76,28 @@ const EnvSchema = z.object({
   AGENT_MAX_STEPS_LIMIT: integer(1).default(50),
   AGENT_INPUT_TIMEOUT_MS: integer(1).default(300_000),
   DATA_DIR: nonEmpty.default('./data'),
-  DATABASE_URL: z.string().trim().pipe(z.url({ protocol: /^postgres(ql)?$/, error: 'must be a postgres:// URL' })).optional(),
-  REDIS_URL: z.string().trim().pipe(z.url({ protocol: /^rediss?$/, error: 'must be a redis:// URL' })).optional(),
-  INSTANCE_ID: z.string().trim().regex(/^[\w.-]{1,64}$/, 'letters, digits, ".", "_" or "-", at most 64').optional(),
+  DATABASE_URL: z
+    .string()
+    .trim()
+    .pipe(z.url({ protocol: /^postgres(ql)?$/, error: 'must be a postgres:// URL' }))
+    .optional(),
+  REDIS_URL: z
+    .string()
+    .trim()
+    .pipe(z.url({ protocol: /^rediss?$/, error: 'must be a redis:// URL' }))
+    .optional(),
+  INSTANCE_ID: z
+    .string()
+    .trim()
+    .regex(/^[\w.-]{1,64}$/, 'letters, digits, ".", "_" or "-", at most 64')
+    .optional(),
   CLUSTER_LEASE_MS: integer(500, 600_000).default(5_000),
-  RUN_ENGINE: z.string().trim().toLowerCase().pipe(z.enum(['in-process', 'restate'], { error: 'must be in-process or restate' })).default('in-process'),
+  RUN_ENGINE: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .pipe(z.enum(['in-process', 'restate'], { error: 'must be in-process or restate' }))
+    .default('in-process'),
   RESTATE_INGRESS_URL: url.optional(),
   RESTATE_ADMIN_URL: url.optional(),
   RESTATE_SERVICE_PORT: integer(0, 65535).default(9080),
@@ -81,10 +106,20 @@ const EnvSchema = z.object({
   RESTATE_IDENTITY_KEYS: z
     .string()
     .trim()
-    .transform((value) => value.split(',').map((key) => key.trim()).filter(Boolean))
+    .transform((value) =>
+      value
+        .split(',')
+        .map((key) => key.trim())
+        .filter(Boolean),
+    )
     .pipe(z.array(z.string().regex(/^publickeyv1_\w+$/, 'each must be a Restate public key (publickeyv1_…)')))
     .optional(),
-  DB_SYNC: z.string().trim().toLowerCase().pipe(z.enum(['normal', 'full'], { error: 'must be normal or full' })).default('normal'),
+  DB_SYNC: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .pipe(z.enum(['normal', 'full'], { error: 'must be normal or full' }))
+    .default('normal'),
   STEPWISE_CONFIG: nonEmpty.default('./stepwise.config.json'),
   AUTH_TOKEN: z
     .string()
@@ -92,7 +127,12 @@ const EnvSchema = z.object({
     .min(16, 'must be at least 16 characters')
     .regex(/^[A-Za-z0-9._~-]+$/, 'may hold only letters, digits and - . _ ~ (it travels in a WebSocket subprotocol)')
     .optional(),
-  AUTH_MODE: z.string().trim().toLowerCase().pipe(z.enum(['none', 'token', 'oidc', 'header'], { error: 'must be none, token, oidc or header' })).optional(),
+  AUTH_MODE: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .pipe(z.enum(['none', 'token', 'oidc', 'header'], { error: 'must be none, token, oidc or header' }))
+    .optional(),
   OIDC_ISSUER: url.optional(),
   OIDC_CLIENT_ID: nonEmpty.optional(),
   OIDC_CLIENT_SECRET: nonEmpty.optional(),
@@ -103,9 +143,21 @@ const EnvSchema = z.object({
   /** Signs the sign-in cookie: the same on every instance, so any instance accepts it. */
   SESSION_SECRET: z.string().trim().min(32, 'must be at least 32 characters').optional(),
   SESSION_MAX_AGE_HOURS: integer(1, 24 * 90).default(12),
-  AUTH_HEADER: z.string().trim().toLowerCase().regex(/^[a-z0-9-]+$/, 'must be a header name, e.g. X-Forwarded-User').optional(),
-  AUTH_EMAIL_HEADER: z.string().trim().toLowerCase().regex(/^[a-z0-9-]+$/, 'must be a header name, e.g. X-Forwarded-Email').optional(),
-  TRUSTED_PROXIES: list.pipe(z.array(z.string().refine(validAddressOrRange, 'must be a comma-separated list of IP addresses or CIDR ranges, e.g. 10.0.0.5,172.16.0.0/12'))).optional(),
+  AUTH_HEADER: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .regex(/^[a-z0-9-]+$/, 'must be a header name, e.g. X-Forwarded-User')
+    .optional(),
+  AUTH_EMAIL_HEADER: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .regex(/^[a-z0-9-]+$/, 'must be a header name, e.g. X-Forwarded-Email')
+    .optional(),
+  TRUSTED_PROXIES: list
+    .pipe(z.array(z.string().refine(validAddressOrRange, 'must be a comma-separated list of IP addresses or CIDR ranges, e.g. 10.0.0.5,172.16.0.0/12')))
+    .optional(),
   /** Admins in header mode: user names or emails. */
   AUTH_ADMIN_USERS: list.optional(),
   MAX_RUNS_PER_USER: integer(1).optional(),
@@ -115,14 +167,32 @@ const EnvSchema = z.object({
   METRICS_TOKEN: z.string().trim().min(16, 'must be at least 16 characters').optional(),
   ALLOWED_ORIGINS: z
     .string()
-    .transform((value) => value.split(',').map((origin) => origin.trim()).filter(Boolean))
+    .transform((value) =>
+      value
+        .split(',')
+        .map((origin) => origin.trim())
+        .filter(Boolean),
+    )
     .pipe(z.array(z.url({ error: 'must be a comma-separated list of origins' })))
     .optional(),
-  PUBLIC_ORIGIN: z.string().trim().pipe(z.url({ protocol: /^https?$/, error: 'must be an http(s) origin, e.g. https://chat.example.com' })).optional(),
+  PUBLIC_ORIGIN: z
+    .string()
+    .trim()
+    .pipe(z.url({ protocol: /^https?$/, error: 'must be an http(s) origin, e.g. https://chat.example.com' }))
+    .optional(),
   ALLOWED_HOSTS: z
     .string()
-    .transform((value) => value.split(',').map((host) => host.trim().toLowerCase()).filter(Boolean))
-    .pipe(z.array(z.string().regex(/^(\*\.)?[a-z0-9.-]+$|^\[[0-9a-f:.]+\]$/, 'must be a comma-separated list of host names (no ports), e.g. chat.example.com,*.internal')))
+    .transform((value) =>
+      value
+        .split(',')
+        .map((host) => host.trim().toLowerCase())
+        .filter(Boolean),
+    )
+    .pipe(
+      z.array(
+        z.string().regex(/^(\*\.)?[a-z0-9.-]+$|^\[[0-9a-f:.]+\]$/, 'must be a comma-separated list of host names (no ports), e.g. chat.example.com,*.internal'),
+      ),
+    )
     .optional(),
 
   LLM_STREAMING: boolean.default(true),
@@ -158,7 +228,12 @@ const EnvSchema = z.object({
   SHUTDOWN_TIMEOUT_MS: integer(1).default(5_000),
   AGENT_RUN_TIMEOUT_MS: integer(1).default(15 * 60_000),
   AGENT_RUN_TOKEN_BUDGET: integer(0).default(0),
-  AGENT_RUN_COST_BUDGET_USD: z.string().trim().transform(Number).pipe(z.number({ error: 'must be a number of USD' }).positive('must be more than 0')).optional(),
+  AGENT_RUN_COST_BUDGET_USD: z
+    .string()
+    .trim()
+    .transform(Number)
+    .pipe(z.number({ error: 'must be a number of USD' }).positive('must be more than 0'))
+    .optional(),
   APPROVAL_TIMEOUT_ACTION: z.enum(['deny', 'stop']).default('deny'),
   CONTEXT_BUDGET_CHARS: integer(1000).default(60_000),
   FILE_MAX_BYTES: integer(1).default(10 * 1024 * 1024),
@@ -169,15 +244,37 @@ const EnvSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   STATIC_DIR: nonEmpty.optional(),
   // OpenTelemetry traces (the standard variable names; tracing is on when an exporter is named or an endpoint set).
-  OTEL_TRACES_EXPORTER: z.string().trim().toLowerCase().pipe(z.enum(['otlp', 'console', 'none'], { error: 'must be otlp, console or none' })).optional(),
-  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().trim().pipe(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' })).optional(),
-  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.string().trim().pipe(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' })).optional(),
-  OTEL_EXPORTER_OTLP_PROTOCOL: z.string().trim().pipe(z.enum(['http/protobuf', 'http/json'], { error: 'must be http/protobuf or http/json (grpc is not supported)' })).default('http/protobuf'),
+  OTEL_TRACES_EXPORTER: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .pipe(z.enum(['otlp', 'console', 'none'], { error: 'must be otlp, console or none' }))
+    .optional(),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z
+    .string()
+    .trim()
+    .pipe(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }))
+    .optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z
+    .string()
+    .trim()
+    .pipe(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }))
+    .optional(),
+  OTEL_EXPORTER_OTLP_PROTOCOL: z
+    .string()
+    .trim()
+    .pipe(z.enum(['http/protobuf', 'http/json'], { error: 'must be http/protobuf or http/json (grpc is not supported)' }))
+    .default('http/protobuf'),
   OTEL_EXPORTER_OTLP_HEADERS: z.string().optional(),
   OTEL_SERVICE_NAME: nonEmpty.default('stepwise'),
   OTEL_BSP_SCHEDULE_DELAY: integer(1).default(5_000),
   OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: boolean.default(false),
-  TRACE_URL_TEMPLATE: z.string().trim().pipe(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' })).refine((url) => url.includes('%7Btrace_id%7D') || url.includes('{trace_id}'), 'must contain {trace_id}').optional(),
+  TRACE_URL_TEMPLATE: z
+    .string()
+    .trim()
+    .pipe(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }))
+    .refine((url) => url.includes('%7Btrace_id%7D') || url.includes('{trace_id}'), 'must contain {trace_id}')
+    .optional(),
 });
 
 /** OpenTelemetry tracing, when on: where spans go and what they may hold. */
@@ -356,9 +453,7 @@ export type AuthConfig =
 /** Reads and validates the settings; throws one ConfigError naming the first bad variable. */
 export function loadConfig(env: Record<string, string | undefined>, defaults: { promptsDir: string }): Config {
   // An empty variable means "not set", as in most shells' `VAR= command`.
-  const present = Object.fromEntries(
-    Object.keys(EnvSchema.shape).flatMap((key) => (env[key] ? [[key, env[key]]] : [])),
-  );
+  const present = Object.fromEntries(Object.keys(EnvSchema.shape).flatMap((key) => (env[key] ? [[key, env[key]]] : [])));
   const parsed = EnvSchema.safeParse(present);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -369,20 +464,22 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
   }
   const e = parsed.data;
   if (present.AGENT_MAX_STEPS !== undefined && e.AGENT_MAX_STEPS > e.AGENT_MAX_STEPS_LIMIT) {
-    throw new ConfigError(
-      `Invalid AGENT_MAX_STEPS: ${e.AGENT_MAX_STEPS} is above AGENT_MAX_STEPS_LIMIT (${e.AGENT_MAX_STEPS_LIMIT})`,
-    );
+    throw new ConfigError(`Invalid AGENT_MAX_STEPS: ${e.AGENT_MAX_STEPS} is above AGENT_MAX_STEPS_LIMIT (${e.AGENT_MAX_STEPS_LIMIT})`);
   }
   if (e.REDIS_URL && !e.DATABASE_URL) {
     throw new ConfigError('Invalid REDIS_URL: several instances share PostgreSQL too; set DATABASE_URL as well');
   }
   if (e.RUN_ENGINE === 'restate' && (!e.RESTATE_INGRESS_URL || !e.RESTATE_ADMIN_URL)) {
-    throw new ConfigError(`Invalid RUN_ENGINE: restate needs RESTATE_INGRESS_URL and RESTATE_ADMIN_URL (missing: ${[e.RESTATE_INGRESS_URL ? '' : 'RESTATE_INGRESS_URL', e.RESTATE_ADMIN_URL ? '' : 'RESTATE_ADMIN_URL'].filter(Boolean).join(', ')})`);
+    throw new ConfigError(
+      `Invalid RUN_ENGINE: restate needs RESTATE_INGRESS_URL and RESTATE_ADMIN_URL (missing: ${[e.RESTATE_INGRESS_URL ? '' : 'RESTATE_INGRESS_URL', e.RESTATE_ADMIN_URL ? '' : 'RESTATE_ADMIN_URL'].filter(Boolean).join(', ')})`,
+    );
   }
   const auth = authConfig(e);
   const provider = e.LLM_PROVIDER ?? (e.AZURE_OPENAI_ENDPOINT ? 'azure' : e.OPENAI_API_KEY || e.OPENAI_BASE_URL ? 'openai' : 'demo');
   if (provider === 'azure' && (!e.AZURE_OPENAI_ENDPOINT || !e.OPENAI_API_VERSION)) {
-    throw new ConfigError(`Invalid LLM_PROVIDER: azure needs AZURE_OPENAI_ENDPOINT and OPENAI_API_VERSION (missing: ${[e.AZURE_OPENAI_ENDPOINT ? '' : 'AZURE_OPENAI_ENDPOINT', e.OPENAI_API_VERSION ? '' : 'OPENAI_API_VERSION'].filter(Boolean).join(', ')})`);
+    throw new ConfigError(
+      `Invalid LLM_PROVIDER: azure needs AZURE_OPENAI_ENDPOINT and OPENAI_API_VERSION (missing: ${[e.AZURE_OPENAI_ENDPOINT ? '' : 'AZURE_OPENAI_ENDPOINT', e.OPENAI_API_VERSION ? '' : 'OPENAI_API_VERSION'].filter(Boolean).join(', ')})`,
+    );
   }
   const azure =
     provider === 'azure' && e.AZURE_OPENAI_ENDPOINT && e.OPENAI_API_VERSION
@@ -469,7 +566,10 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
     },
     dataDir: e.DATA_DIR,
     databaseUrl: e.DATABASE_URL,
-    cluster: e.REDIS_URL && e.DATABASE_URL ? { redisUrl: e.REDIS_URL, databaseUrl: e.DATABASE_URL, instanceId: e.INSTANCE_ID, leaseMs: e.CLUSTER_LEASE_MS } : undefined,
+    cluster:
+      e.REDIS_URL && e.DATABASE_URL
+        ? { redisUrl: e.REDIS_URL, databaseUrl: e.DATABASE_URL, instanceId: e.INSTANCE_ID, leaseMs: e.CLUSTER_LEASE_MS }
+        : undefined,
     restate:
       e.RUN_ENGINE === 'restate' && e.RESTATE_INGRESS_URL && e.RESTATE_ADMIN_URL
         ? {
@@ -477,7 +577,10 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
             adminUrl: e.RESTATE_ADMIN_URL.replace(/\/+$/, ''),
             servicePort: e.RESTATE_SERVICE_PORT,
             serviceHost: e.RESTATE_SERVICE_HOST,
-            serviceUrl: (e.RESTATE_SERVICE_URL ?? `http://${e.RESTATE_SERVICE_HOST.includes(':') ? `[${e.RESTATE_SERVICE_HOST}]` : e.RESTATE_SERVICE_HOST}:${e.RESTATE_SERVICE_PORT}`).replace(/\/+$/, ''),
+            serviceUrl: (
+              e.RESTATE_SERVICE_URL ??
+              `http://${e.RESTATE_SERVICE_HOST.includes(':') ? `[${e.RESTATE_SERVICE_HOST}]` : e.RESTATE_SERVICE_HOST}:${e.RESTATE_SERVICE_PORT}`
+            ).replace(/\/+$/, ''),
             identityKeys: e.RESTATE_IDENTITY_KEYS ?? [],
           }
         : undefined,
@@ -505,7 +608,12 @@ function authConfig(e: z.infer<typeof EnvSchema>): AuthConfig {
       if (!e.AUTH_TOKEN) throw new ConfigError('Invalid AUTH_MODE: token needs AUTH_TOKEN');
       return { mode };
     case 'oidc': {
-      const absent = missing([['OIDC_ISSUER', e.OIDC_ISSUER], ['OIDC_CLIENT_ID', e.OIDC_CLIENT_ID], ['PUBLIC_ORIGIN', e.PUBLIC_ORIGIN], ['SESSION_SECRET', e.SESSION_SECRET]]);
+      const absent = missing([
+        ['OIDC_ISSUER', e.OIDC_ISSUER],
+        ['OIDC_CLIENT_ID', e.OIDC_CLIENT_ID],
+        ['PUBLIC_ORIGIN', e.PUBLIC_ORIGIN],
+        ['SESSION_SECRET', e.SESSION_SECRET],
+      ]);
       if (absent.length > 0) throw new ConfigError(`Invalid AUTH_MODE: oidc needs ${absent.join(', ')}`);
       return {
         mode,
@@ -522,7 +630,10 @@ function authConfig(e: z.infer<typeof EnvSchema>): AuthConfig {
       };
     }
     case 'header': {
-      const absent = missing([['AUTH_HEADER', e.AUTH_HEADER], ['TRUSTED_PROXIES', e.TRUSTED_PROXIES?.length]]);
+      const absent = missing([
+        ['AUTH_HEADER', e.AUTH_HEADER],
+        ['TRUSTED_PROXIES', e.TRUSTED_PROXIES?.length],
+      ]);
       if (absent.length > 0) throw new ConfigError(`Invalid AUTH_MODE: header needs ${absent.join(', ')} (the header is believed only from those addresses)`);
       return {
         mode,

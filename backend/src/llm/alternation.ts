@@ -48,5 +48,8 @@ function merge(first: LlmMessage, second: LlmMessage): LlmMessage {
 }
 
 function joinTexts(a: string | null, b: string | null): string {
-  return [a, b].map((text) => text?.trim() ?? '').filter(Boolean).join('\n\n');
+  return [a, b]
+    .map((text) => text?.trim() ?? '')
+    .filter(Boolean)
+    .join('\n\n');
 }

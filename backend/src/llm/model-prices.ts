@@ -41,8 +41,7 @@ export function costOf(model: string, usage: TokenUsage | undefined, overrides: 
   // No price, or no usage reported: the cost is unknown, not zero.
   if (!price || !usage) return null;
   const cached = Math.min(usage.cachedTokens ?? 0, usage.promptTokens);
-  const dollars =
-    (usage.promptTokens - cached) * price.input + cached * (price.cachedInput ?? price.input) + usage.completionTokens * price.output;
+  const dollars = (usage.promptTokens - cached) * price.input + cached * (price.cachedInput ?? price.input) + usage.completionTokens * price.output;
   return roundUsd(dollars / 1_000_000);
 }
 

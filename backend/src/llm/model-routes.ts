@@ -18,6 +18,9 @@ export function modelFor(purpose: string, llm: Pick<Config['llm'], 'model' | 'mo
 
 /** True when `glob` (letters, digits, `.`, `_`, `-` and `*`) matches all of `text`. */
 export function globMatches(glob: string, text: string): boolean {
-  const pattern = glob.split('*').map((part) => part.replace(/[.-]/g, '\\$&')).join('.*');
+  const pattern = glob
+    .split('*')
+    .map((part) => part.replace(/[.-]/g, '\\$&'))
+    .join('.*');
   return new RegExp(`^${pattern}$`).test(text);
 }

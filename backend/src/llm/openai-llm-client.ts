@@ -52,7 +52,7 @@ export class OpenAiLlmClient implements LlmClient {
     const first = await this.call({ ...request, messages }, output);
     const parsed = parseReply(first.text, output.zod);
     if (parsed.ok) return { ...first, parsed: parsed.value };
-    this.logger.warn({ purpose: request.purpose, schema: output.name, problem: parsed.problem }, 'the model\'s data did not fit its schema; asking once more');
+    this.logger.warn({ purpose: request.purpose, schema: output.name, problem: parsed.problem }, "the model's data did not fit its schema; asking once more");
     const second = await this.call({ ...request, messages: reAsk(messages, first.text, output, parsed.problem) }, output);
     const again = parseReply(second.text, output.zod);
     if (!again.ok) {
@@ -80,7 +80,10 @@ export class OpenAiLlmClient implements LlmClient {
         }
         if (!outcome.again || attempt >= maxRetries) throw outcome.error;
         const delayMs = Math.min(MAX_REREAD_DELAY_MS, Math.random() * retryBaseMs * 2 ** attempt);
-        this.logger.warn({ purpose: request.purpose, delayMs: Math.round(delayMs), attempt: attempt + 1, reason: outcome.error.message }, 'model reply failed, asking again');
+        this.logger.warn(
+          { purpose: request.purpose, delayMs: Math.round(delayMs), attempt: attempt + 1, reason: outcome.error.message },
+          'model reply failed, asking again',
+        );
         await sleep(delayMs, deadline.signal);
       }
     } catch (error) {
@@ -211,9 +214,7 @@ export class OpenAiLlmClient implements LlmClient {
     const { maxOutputChars } = this.config.llm;
     this.logger.warn({ purpose: request.purpose, max_output_chars: maxOutputChars }, 'model reply cut at LLM_MAX_OUTPUT_CHARS');
     if (!text.trim() && toolCalls.length === 0) {
-      throw new ModelError(
-        `The model's reply passed ${formatCount(maxOutputChars)} characters (LLM_MAX_OUTPUT_CHARS) before anything usable`,
-      );
+      throw new ModelError(`The model's reply passed ${formatCount(maxOutputChars)} characters (LLM_MAX_OUTPUT_CHARS) before anything usable`);
     }
     const note = `\n\n[Reply cut at ${formatCount(maxOutputChars)} characters: LLM_MAX_OUTPUT_CHARS]`;
     if (how.streamed) request.onDelta?.(note);
@@ -312,9 +313,12 @@ export function toModelError(error: unknown, where: EndpointNames): ModelError {
   }
   if (error instanceof APIConnectionError && !(error instanceof APIUserAbortError)) {
     const reason = connectionFailure(error);
-    return new ModelError(`Could not reach the model endpoint at ${endpoint}${reason ? ` (${reason})` : ''}: check ${where.urlVariable} and that the server is running`, {
-      cause: error,
-    });
+    return new ModelError(
+      `Could not reach the model endpoint at ${endpoint}${reason ? ` (${reason})` : ''}: check ${where.urlVariable} and that the server is running`,
+      {
+        cause: error,
+      },
+    );
   }
   if (error instanceof APIError && error.status !== undefined) {
     const status = error.status;
@@ -327,7 +331,11 @@ export function toModelError(error: unknown, where: EndpointNames): ModelError {
   if (error instanceof APIError) {
     // An error event inside a stream that had begun well.
     const detail = endpointWords(error);
-    return new ModelError('The model endpoint reported an error in its stream', { retryable: true, cause: error, ...(detail ? { detail: shorten(detail) } : {}) });
+    return new ModelError('The model endpoint reported an error in its stream', {
+      retryable: true,
+      cause: error,
+      ...(detail ? { detail: shorten(detail) } : {}),
+    });
   }
   if (error instanceof SyntaxError) {
     return new ModelError('The model endpoint sent a malformed response', { retryable: true, cause: error, detail: shorten(error.message) });
@@ -356,7 +364,10 @@ function statusAdvice(status: number, headers: Headers | undefined, where: Endpo
     return `it redirects${location ? ` to ${safeLocation(location)}` : ''}; set ${where.urlVariable} to the address it points to`;
   }
   if (status === 401 || status === 403) return `the key was refused; check ${where.keyVariable}`;
-  if (status === 404) return where.urlVariable === 'OPENAI_BASE_URL' ? 'no such model or path; check LLM_MODEL and OPENAI_BASE_URL (it usually ends in /v1)' : `no such deployment or path; check the model (deployment) and ${where.urlVariable}`;
+  if (status === 404)
+    return where.urlVariable === 'OPENAI_BASE_URL'
+      ? 'no such model or path; check LLM_MODEL and OPENAI_BASE_URL (it usually ends in /v1)'
+      : `no such deployment or path; check the model (deployment) and ${where.urlVariable}`;
   if (status === 429) return 'too many requests or no quota left; try again shortly';
   if (status === 400 || status === 413 || status === 422) return 'the request was refused (too long for the model, or an option it does not support)';
   if (status >= 500) return 'the model server failed; try again, or check its logs';

@@ -107,7 +107,8 @@ function matchingBraces(source: string): Int32Array {
     if (inString) {
       if (char === 0x5c) index++;
       else if (char === 0x22) inString = false;
-    } else if (char === 0x22) inString = open.length > 0; // a quote in prose outside any object opens no string
+    } else if (char === 0x22)
+      inString = open.length > 0; // a quote in prose outside any object opens no string
     else if (char === 0x7b) open.push(index);
     else if (char === 0x7d && open.length > 0) closing[open.pop()!] = index;
   }
@@ -123,7 +124,10 @@ function fencedBlocks(text: string): string[] {
     if (lineEnd < 0) break;
     const close = text.indexOf('```', lineEnd + 1);
     if (close < 0) break;
-    const label = text.slice(open + 3, lineEnd).trim().toLowerCase();
+    const label = text
+      .slice(open + 3, lineEnd)
+      .trim()
+      .toLowerCase();
     (label === 'json' ? labelled : other).push(text.slice(lineEnd + 1, close));
     open = text.indexOf('```', close + 3);
   }

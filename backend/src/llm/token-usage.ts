@@ -47,7 +47,8 @@ export function addUsage(first: TokenUsage | undefined, second: TokenUsage | und
   if (!second) return first;
   const sum: TokenUsage = { promptTokens: first.promptTokens + second.promptTokens, completionTokens: first.completionTokens + second.completionTokens };
   if (first.cachedTokens !== undefined || second.cachedTokens !== undefined) sum.cachedTokens = (first.cachedTokens ?? 0) + (second.cachedTokens ?? 0);
-  if (first.reasoningTokens !== undefined || second.reasoningTokens !== undefined) sum.reasoningTokens = (first.reasoningTokens ?? 0) + (second.reasoningTokens ?? 0);
+  if (first.reasoningTokens !== undefined || second.reasoningTokens !== undefined)
+    sum.reasoningTokens = (first.reasoningTokens ?? 0) + (second.reasoningTokens ?? 0);
   return sum;
 }
 

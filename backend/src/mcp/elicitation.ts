@@ -93,7 +93,12 @@ function choicesOf(property: PropertySchema): Array<{ value: unknown; title?: st
 
 function coerce(raw: unknown, property: PropertySchema): unknown {
   if (property.type === 'array') {
-    const items = Array.isArray(raw) ? raw : String(raw).split(',').map((item) => item.trim()).filter(Boolean);
+    const items = Array.isArray(raw)
+      ? raw
+      : String(raw)
+          .split(',')
+          .map((item) => item.trim())
+          .filter(Boolean);
     const values = items.map((item) => pickChoice(item, property));
     return values.some((value) => value === undefined) ? undefined : values;
   }
@@ -136,7 +141,10 @@ function parseJsonObject(text: string): Record<string, unknown> | undefined {
 }
 
 function parseFieldLines(text: string, keys: string[]): Record<string, unknown> | undefined {
-  const lines = text.split(/\r?\n/).map((line) => line.trim()).filter(Boolean);
+  const lines = text
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .filter(Boolean);
   const fields: Record<string, unknown> = {};
   for (const line of lines) {
     const match = /^([A-Za-z0-9_.-]+)\s*[:=]\s*(.*)$/.exec(line);

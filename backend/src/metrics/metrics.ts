@@ -90,7 +90,8 @@ export class Metrics {
   /** Counts what a logged event says: a run began (its strategy noted), ended, or a tool call finished. */
   readonly observe = (event: LoggedEvent): void => {
     if (event.type === 'tool_complete' || event.type === 'tool_error') {
-      if (event.duration_ms !== undefined) this.toolCalls.observe({ tool: event.tool_name, outcome: event.type === 'tool_complete' ? 'ok' : 'error' }, event.duration_ms / 1000);
+      if (event.duration_ms !== undefined)
+        this.toolCalls.observe({ tool: event.tool_name, outcome: event.type === 'tool_complete' ? 'ok' : 'error' }, event.duration_ms / 1000);
       return;
     }
     if (event.type !== 'agent_update' || !event.run_id) return;

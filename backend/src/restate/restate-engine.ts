@@ -88,7 +88,10 @@ export class RestateEngine implements DurableRunEngine {
     const endpoint = restate.endpoint().bind(workflow);
     if (this.config.identityKeys.length > 0) endpoint.withIdentityV1(...this.config.identityKeys);
     else if (!isLoopback(this.config.serviceHost)) {
-      this.logger.warn({ host: this.config.serviceHost }, 'the runs\' workflow endpoint is reachable beyond this machine and checks no signature: set RESTATE_IDENTITY_KEYS');
+      this.logger.warn(
+        { host: this.config.serviceHost },
+        "the runs' workflow endpoint is reachable beyond this machine and checks no signature: set RESTATE_IDENTITY_KEYS",
+      );
     }
     const server = createServer(endpoint.http2Handler());
     await new Promise<void>((resolve, reject) => {
@@ -240,7 +243,10 @@ export class RestateEngine implements DurableRunEngine {
     if (!waiting) return 'closed';
     // After a restart, the run goes on from Restate's journal (the store's copy was read before it was brought in line).
     const past = waiting.hooks.past;
-    const hooks = past?.runId === runId ? { ...waiting.hooks, past: { ...past, entries: journal.recorded.filter((entry) => entry.kind !== JOURNAL.input) } } : waiting.hooks;
+    const hooks =
+      past?.runId === runId
+        ? { ...waiting.hooks, past: { ...past, entries: journal.recorded.filter((entry) => entry.kind !== JOURNAL.input) } }
+        : waiting.hooks;
     const { control } = waiting.session;
     control.answers = journal.answers();
     journal.onCancelled = () => {
@@ -341,7 +347,10 @@ export class RestateEngine implements DurableRunEngine {
         throw new Error(`Restate's admin API answered ${response.status}: ${(await response.text()).slice(0, 300)}`);
       } catch (error) {
         if (Date.now() > deadline) {
-          throw new StepwiseError(ERROR_CODE.engineUnavailable, `Could not register with Restate at ${this.config.adminUrl} (RESTATE_ADMIN_URL): ${error instanceof Error ? error.message : String(error)}`);
+          throw new StepwiseError(
+            ERROR_CODE.engineUnavailable,
+            `Could not register with Restate at ${this.config.adminUrl} (RESTATE_ADMIN_URL): ${error instanceof Error ? error.message : String(error)}`,
+          );
         }
         if (attempt === 1) this.logger.warn({ err: error }, 'Restate is not reachable yet; retrying');
         await new Promise((resolve) => setTimeout(resolve, Math.min(2_000, 100 * attempt)));
@@ -353,7 +362,10 @@ export class RestateEngine implements DurableRunEngine {
 /** A journal for a run Restate could not start: its first record fails, saying why. */
 function unreachable(ingressUrl: string, cause: unknown): RunJournal {
   const fail = async (): Promise<never> => {
-    throw new StepwiseError(ERROR_CODE.engineUnavailable, `The run could not start: Restate is not reachable at ${ingressUrl} (${cause instanceof Error ? cause.message : String(cause)})`);
+    throw new StepwiseError(
+      ERROR_CODE.engineUnavailable,
+      `The run could not start: Restate is not reachable at ${ingressUrl} (${cause instanceof Error ? cause.message : String(cause)})`,
+    );
   };
   return { read: async () => [] as JournalEntry[], append: fail, truncate: fail };
 }

@@ -1,6 +1,18 @@
 import type { LoggedEvent } from '@stepwise/shared-types';
 import type { LlmMessage } from '../messages.ts';
-import { type JournalEntry, type MessageRecord, type SnapshotRecord, type NewRun, type RunEnd, type RunRecord, type SessionRecord, type SessionOwner, type Store, LOCAL_OWNER, titleFrom } from './store.ts';
+import {
+  type JournalEntry,
+  type MessageRecord,
+  type SnapshotRecord,
+  type NewRun,
+  type RunEnd,
+  type RunRecord,
+  type SessionRecord,
+  type SessionOwner,
+  type Store,
+  LOCAL_OWNER,
+  titleFrom,
+} from './store.ts';
 
 interface SessionData {
   record: SessionRecord;

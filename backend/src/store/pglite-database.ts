@@ -38,7 +38,10 @@ export class PgliteDatabase implements SqlDatabase {
 
   transaction<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T> {
     return this.db.transaction((tx: Transaction) =>
-      work({ query: async <R>(sql: string, params: unknown[] = []) => (await tx.query<R>(sql, params)).rows, exec: async (sql: string) => void (await tx.exec(sql)) }),
+      work({
+        query: async <R>(sql: string, params: unknown[] = []) => (await tx.query<R>(sql, params)).rows,
+        exec: async (sql: string) => void (await tx.exec(sql)),
+      }),
     );
   }
 

@@ -154,7 +154,10 @@ async function* pages<T extends object>(source: PgliteDatabase, select: string, 
   let last: T | undefined;
   for (;;) {
     const rows = last
-      ? await source.query<T>(`select * from (${select}) page where (${columns}) > (${placeholders}) order by ${columns} limit ${PAGE_SIZE}`, key.map((name) => last![name]))
+      ? await source.query<T>(
+          `select * from (${select}) page where (${columns}) > (${placeholders}) order by ${columns} limit ${PAGE_SIZE}`,
+          key.map((name) => last![name]),
+        )
       : await source.query<T>(`select * from (${select}) page order by ${columns} limit ${PAGE_SIZE}`);
     yield* rows;
     if (rows.length < PAGE_SIZE) return;

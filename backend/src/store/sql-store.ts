@@ -1,7 +1,19 @@
 import type { LoggedEvent } from '@stepwise/shared-types';
 import type { LlmMessage } from '../messages.ts';
 import type { SqlDatabase } from './sql-database.ts';
-import { type JournalEntry, type MessageRecord, type SnapshotRecord, type NewRun, type RunEnd, type RunRecord, type SessionRecord, type SessionOwner, type Store, LOCAL_OWNER, titleFrom } from './store.ts';
+import {
+  type JournalEntry,
+  type MessageRecord,
+  type SnapshotRecord,
+  type NewRun,
+  type RunEnd,
+  type RunRecord,
+  type SessionRecord,
+  type SessionOwner,
+  type Store,
+  LOCAL_OWNER,
+  titleFrom,
+} from './store.ts';
 import { fromSnapshotColumn, toSnapshotColumn } from './snapshot-column.ts';
 
 interface SessionRow {
@@ -89,7 +101,11 @@ export class SqlStore implements Store {
   constructor(private readonly db: SqlDatabase) {}
 
   async createSession(id: string, owner: SessionOwner = { id: LOCAL_OWNER }): Promise<SessionRecord> {
-    const [row] = await this.db.query<SessionRow>('insert into sessions (id, owner, owner_name) values ($1, $2, $3) returning *', [id, owner.id, owner.name ?? null]);
+    const [row] = await this.db.query<SessionRow>('insert into sessions (id, owner, owner_name) values ($1, $2, $3) returning *', [
+      id,
+      owner.id,
+      owner.name ?? null,
+    ]);
     return toSession(row!);
   }
 
@@ -140,10 +156,13 @@ export class SqlStore implements Store {
   }
 
   async createRun(run: NewRun): Promise<void> {
-    await this.db.query(
-      "insert into runs (id, session_id, strategy, max_steps, status, after_seq) values ($1, $2, $3, $4, 'running', $5)",
-      [run.id, run.sessionId, run.strategy, run.maxSteps, run.afterSeq ?? null],
-    );
+    await this.db.query("insert into runs (id, session_id, strategy, max_steps, status, after_seq) values ($1, $2, $3, $4, 'running', $5)", [
+      run.id,
+      run.sessionId,
+      run.strategy,
+      run.maxSteps,
+      run.afterSeq ?? null,
+    ]);
   }
 
   async finishRun(runId: string, end: RunEnd): Promise<void> {
@@ -236,7 +255,16 @@ export class SqlStore implements Store {
     const [row] = await this.db.query<{ created_at: Date | string }>(
       `insert into snapshots (id, session_id, label, kind, run_id, step, at_seq, messages)
        values ($1, $2, $3, $4, $5, $6, $7, $8) returning created_at`,
-      [snapshot.id, snapshot.sessionId, snapshot.label, snapshot.kind, snapshot.runId ?? null, snapshot.step ?? null, snapshot.atSeq, json(toSnapshotColumn(snapshot))],
+      [
+        snapshot.id,
+        snapshot.sessionId,
+        snapshot.label,
+        snapshot.kind,
+        snapshot.runId ?? null,
+        snapshot.step ?? null,
+        snapshot.atSeq,
+        json(toSnapshotColumn(snapshot)),
+      ],
     );
     return { ...snapshot, createdAt: new Date(row!.created_at).toISOString() };
   }
@@ -270,9 +298,7 @@ export class SqlStore implements Store {
   }
 
   async lastSeq(sessionId: string): Promise<number> {
-    const [row] = await this.db.query<{ seq: number }>('select coalesce(max(seq), 0)::int as seq from events where session_id = $1', [
-      sessionId,
-    ]);
+    const [row] = await this.db.query<{ seq: number }>('select coalesce(max(seq), 0)::int as seq from events where session_id = $1', [sessionId]);
     return row?.seq ?? 0;
   }
 

@@ -1,7 +1,19 @@
 import type { LoggedEvent } from '@stepwise/shared-types';
 import type { LlmMessage } from '../messages.ts';
 import { closeSqliteDatabase, type SqliteConnection } from './sqlite-database.ts';
-import { type JournalEntry, type MessageRecord, type SnapshotRecord, type NewRun, type RunEnd, type RunRecord, type SessionRecord, type SessionOwner, type Store, LOCAL_OWNER, titleFrom } from './store.ts';
+import {
+  type JournalEntry,
+  type MessageRecord,
+  type SnapshotRecord,
+  type NewRun,
+  type RunEnd,
+  type RunRecord,
+  type SessionRecord,
+  type SessionOwner,
+  type Store,
+  LOCAL_OWNER,
+  titleFrom,
+} from './store.ts';
 import { fromSnapshotColumn, toSnapshotColumn } from './snapshot-column.ts';
 
 interface SessionRow {
@@ -51,7 +63,9 @@ interface PendingWrite {
 /** Every statement the store runs, prepared once when it opens. */
 function prepareStatements(db: SqliteConnection) {
   return {
-    insertSession: db.prepare(`insert into sessions (id, title, created_at, updated_at, owner, owner_name) values (?, null, ?, ?, ?, ?) returning ${SESSION_COLUMNS}`),
+    insertSession: db.prepare(
+      `insert into sessions (id, title, created_at, updated_at, owner, owner_name) values (?, null, ?, ?, ?, ?) returning ${SESSION_COLUMNS}`,
+    ),
     getSession: db.prepare(`select ${SESSION_COLUMNS} from sessions where id = ?`),
     renameSession: db.prepare(`update sessions set title = ? where id = ? returning ${SESSION_COLUMNS}`),
     listSessions: db.prepare(`select ${SESSION_COLUMNS} from sessions order by updated_at desc, created_at desc limit ?`),
@@ -61,9 +75,7 @@ function prepareStatements(db: SqliteConnection) {
     insertMessage: db.prepare('insert into messages (session_id, position, message, after_seq, created_at) values (?, ?, ?, ?, ?)'),
     touchSession: db.prepare('update sessions set updated_at = ?, title = coalesce(title, ?) where id = ?'),
     listMessages: db.prepare('select message, after_seq from messages where session_id = ? order by position'),
-    insertRun: db.prepare(
-      "insert into runs (id, session_id, strategy, max_steps, status, after_seq, started_at) values (?, ?, ?, ?, 'running', ?, ?)",
-    ),
+    insertRun: db.prepare("insert into runs (id, session_id, strategy, max_steps, status, after_seq, started_at) values (?, ?, ?, ?, 'running', ?, ?)"),
     finishRun: db.prepare(
       `update runs set status = ?, end_reason = ?, steps = ?, ended_at = ?, checkpoint = null,
          prompt_tokens = min(prompt_tokens + ?, ${Number.MAX_SAFE_INTEGER}),

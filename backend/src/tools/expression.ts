@@ -70,9 +70,7 @@ function tokenize(source: string): Token[] {
       index += 2;
       continue;
     }
-    const operator = ({ '+': '+', '-': '-', '−': '-', '*': '*', '×': '*', '/': '/', '÷': '/', '%': '%', '^': '^' } as const)[
-      char as '+'
-    ];
+    const operator = ({ '+': '+', '-': '-', '−': '-', '*': '*', '×': '*', '/': '/', '÷': '/', '%': '%', '^': '^' } as const)[char as '+'];
     if (operator) tokens.push({ kind: 'operator', value: operator, at: index });
     else if (char === '(') tokens.push({ kind: 'open', at: index });
     else if (char === ')') tokens.push({ kind: 'close', at: index });
@@ -148,9 +146,7 @@ class Parser {
       case 'name':
         return this.name(token.value, token.at);
       default:
-        throw new ExpressionError(
-          token.kind === 'end' ? 'Expression ended unexpectedly' : `Unexpected ${describe(token)} at position ${token.at + 1}`,
-        );
+        throw new ExpressionError(token.kind === 'end' ? 'Expression ended unexpectedly' : `Unexpected ${describe(token)} at position ${token.at + 1}`);
     }
   }
 
@@ -173,9 +169,7 @@ class Parser {
     }
     const constant = Object.hasOwn(CONSTANTS, name) ? CONSTANTS[name] : undefined;
     if (constant !== undefined) return constant;
-    throw new ExpressionError(
-      fn ? `${name} is a function: write ${name}(…)` : `Unknown name "${name}" at position ${at + 1}`,
-    );
+    throw new ExpressionError(fn ? `${name} is a function: write ${name}(…)` : `Unknown name "${name}" at position ${at + 1}`);
   }
 
   private expect(kind: 'close', text: string): void {

@@ -37,9 +37,7 @@ export function createFileTools(files: SessionFiles, options: { readCapBytes: nu
 
   const readFile: Tool<z.infer<typeof ReadFileArgs>> = {
     name: 'read_file',
-    description:
-      `Read a text file of this session. Returns at most ${cap} bytes from "offset"; ` +
-      'when the file goes on, the result says which offset to read next.',
+    description: `Read a text file of this session. Returns at most ${cap} bytes from "offset"; when the file goes on, the result says which offset to read next.`,
     source: 'builtin',
     parameters: ReadFileArgs,
     async execute({ name, offset, length }, { sessionId }) {

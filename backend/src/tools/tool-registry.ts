@@ -158,11 +158,7 @@ export class ToolRegistry {
    * call has settled (or TOOL_STOP_GRACE_MS have passed), so that what it was doing is over before
    * the run's ending is logged. A call is not started once the signal has aborted.
    */
-  async execute(
-    call: { name: string; arguments: string },
-    enabled: ReadonlySet<string>,
-    context: ToolContext,
-  ): Promise<ToolOutcome> {
+  async execute(call: { name: string; arguments: string }, enabled: ReadonlySet<string>, context: ToolContext): Promise<ToolOutcome> {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
     try {
@@ -194,8 +190,7 @@ export class ToolRegistry {
       return { ok: true, result: capped.result, content: capped.content, durationMs: elapsed() };
     } catch (error) {
       if (isAbortError(error, context.signal)) throw abortReason(context.signal);
-      const message =
-        error instanceof StepwiseError ? error.message : `${call.name} failed: ${(error as Error)?.message ?? error}`;
+      const message = error instanceof StepwiseError ? error.message : `${call.name} failed: ${(error as Error)?.message ?? error}`;
       return { ok: false, error: message, content: `Error: ${message}`, durationMs: elapsed() };
     }
   }

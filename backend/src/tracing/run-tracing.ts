@@ -38,7 +38,7 @@ interface RunSpans {
  */
 export async function startTracing(
   config: TracingConfig,
-  options: { provider: string; logger: Logger; /** The model a call of this purpose goes to. */ modelFor: (purpose: string) => string },
+  options: { provider: string; logger: Logger /** The model a call of this purpose goes to. */; modelFor: (purpose: string) => string },
 ): Promise<RunTracing> {
   const api = await import('@opentelemetry/api');
   const { BatchSpanProcessor, ConsoleSpanExporter, RandomIdGenerator, SimpleSpanProcessor, TracerProvider } = await import('@opentelemetry/sdk-trace');
@@ -60,14 +60,18 @@ export async function startTracing(
     },
     generateSpanId: () => random.generateSpanId(),
   };
-  const processor = config.exporter === 'console' ? new SimpleSpanProcessor({ exporter }) : new BatchSpanProcessor({ exporter, scheduledDelayMillis: config.batchDelayMs });
+  const processor =
+    config.exporter === 'console' ? new SimpleSpanProcessor({ exporter }) : new BatchSpanProcessor({ exporter, scheduledDelayMillis: config.batchDelayMs });
   const provider = new TracerProvider({
     resource: resourceFromAttributes({ 'service.name': config.serviceName }),
     idGenerator,
     spanProcessors: [processor],
   });
   const tracer = provider.getTracer('stepwise');
-  options.logger.info({ exporter: config.exporter, endpoint: config.exporter === 'otlp' ? config.endpoint : undefined, protocol: config.protocol }, 'tracing runs with OpenTelemetry');
+  options.logger.info(
+    { exporter: config.exporter, endpoint: config.exporter === 'otlp' ? config.endpoint : undefined, protocol: config.protocol },
+    'tracing runs with OpenTelemetry',
+  );
   return new OtelRunTracing(api, tracer, provider, config, options, (traceId) => (nextTraceId = traceId));
 }
 
@@ -101,7 +105,15 @@ class OtelRunTracing implements RunTracing {
       const parent = this.parentOf(runId, event.node_id, at);
       const span = this.tracer.startSpan(
         `execute_tool ${event.tool_name}`,
-        { startTime: at, attributes: { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': event.tool_name, 'gen_ai.tool.call.id': event.tool_call_id, ...(this.config.captureContent ? { 'gen_ai.tool.call.arguments': JSON.stringify(event.arguments) } : {}) } },
+        {
+          startTime: at,
+          attributes: {
+            'gen_ai.operation.name': 'execute_tool',
+            'gen_ai.tool.name': event.tool_name,
+            'gen_ai.tool.call.id': event.tool_call_id,
+            ...(this.config.captureContent ? { 'gen_ai.tool.call.arguments': JSON.stringify(event.arguments) } : {}),
+          },
+        },
         parent,
       );
       this.run(runId, at).tools.set(event.tool_call_id, span);
@@ -126,7 +138,12 @@ class OtelRunTracing implements RunTracing {
       case 'agent_start': {
         const run = this.run(runId, at);
         run.span.updateName(`invoke_agent ${event.strategy ?? 'roa'}`);
-        run.span.setAttributes({ 'gen_ai.agent.name': event.strategy ?? 'roa', 'gen_ai.conversation.id': sessionId, 'stepwise.max_steps': event.max_steps, ...(event.resumed_from ? { 'stepwise.resumed_from': event.resumed_from } : {}) });
+        run.span.setAttributes({
+          'gen_ai.agent.name': event.strategy ?? 'roa',
+          'gen_ai.conversation.id': sessionId,
+          'stepwise.max_steps': event.max_steps,
+          ...(event.resumed_from ? { 'stepwise.resumed_from': event.resumed_from } : {}),
+        });
         return;
       }
       case 'agent_plan_step':
@@ -192,7 +209,15 @@ class OtelRunTracing implements RunTracing {
           'gen_ai.response.model': result.model ?? model,
           ...(result.usage ? { 'gen_ai.usage.input_tokens': result.usage.promptTokens, 'gen_ai.usage.output_tokens': result.usage.completionTokens } : {}),
           ...(this.config.captureContent
-            ? { 'gen_ai.output.messages': JSON.stringify([{ role: 'assistant', content: result.text, tool_calls: result.toolCalls.map((toolCall) => ({ name: toolCall.name, arguments: toolCall.arguments })) }]).slice(0, 100_000) }
+            ? {
+                'gen_ai.output.messages': JSON.stringify([
+                  {
+                    role: 'assistant',
+                    content: result.text,
+                    tool_calls: result.toolCalls.map((toolCall) => ({ name: toolCall.name, arguments: toolCall.arguments })),
+                  },
+                ]).slice(0, 100_000),
+              }
             : {}),
         });
         return result;
@@ -219,7 +244,11 @@ class OtelRunTracing implements RunTracing {
     if (!run) {
       const traceId = traceIdOfRun(runId);
       if (traceId) this.useTraceId(traceId);
-      const span = this.tracer.startSpan('invoke_agent', { startTime: at, attributes: { 'gen_ai.operation.name': 'invoke_agent', 'stepwise.run_id': runId } }, this.api.ROOT_CONTEXT);
+      const span = this.tracer.startSpan(
+        'invoke_agent',
+        { startTime: at, attributes: { 'gen_ai.operation.name': 'invoke_agent', 'stepwise.run_id': runId } },
+        this.api.ROOT_CONTEXT,
+      );
       run = { span, context: this.api.trace.setSpan(this.api.ROOT_CONTEXT, span), branches: new Map(), tools: new Map(), stage: undefined };
       this.runs.set(runId, run);
     }

@@ -177,7 +177,9 @@ export function decideAccess(
     case 'none':
       // No sign-in means this machine only: a client from elsewhere must be let in by a mode that knows who it is.
       if (!isLoopbackAddress(request.socket?.remoteAddress)) {
-        return unauthorized('This Stepwise has no sign-in (AUTH_MODE=none) and answers only on this machine; set AUTH_TOKEN, or AUTH_MODE=oidc or header, to open it to others');
+        return unauthorized(
+          'This Stepwise has no sign-in (AUTH_MODE=none) and answers only on this machine; set AUTH_TOKEN, or AUTH_MODE=oidc or header, to open it to others',
+        );
       }
       if (access === 'metrics' && metricsToken) return unauthorized('A valid token is required');
       user = LOCAL_USER;
@@ -194,19 +196,26 @@ export function decideAccess(
     }
     case 'header': {
       const vouched = userFromHeaders(request.headers, request.socket?.remoteAddress, config.auth, proxies ?? new TrustedProxies(config.auth.trustedProxies));
-      if (vouched === 'untrusted_address') return unauthorized(`The ${config.auth.header} header is believed only from TRUSTED_PROXIES; this request did not come through the sign-in proxy`);
+      if (vouched === 'untrusted_address')
+        return unauthorized(`The ${config.auth.header} header is believed only from TRUSTED_PROXIES; this request did not come through the sign-in proxy`);
       if (typeof vouched === 'string') return unauthorized(`The sign-in proxy named no user (${config.auth.header})`);
       user = vouched;
       break;
     }
   }
   // With several users, the metrics (everyone's activity) are an admin's, or METRICS_TOKEN's.
-  if (access === 'metrics' && (config.auth.mode === 'oidc' || config.auth.mode === 'header') && !user.admin) return unauthorized('Metrics are for admins, or METRICS_TOKEN');
+  if (access === 'metrics' && (config.auth.mode === 'oidc' || config.auth.mode === 'header') && !user.admin)
+    return unauthorized('Metrics are for admins, or METRICS_TOKEN');
   return { user };
 }
 
 /** Who a public request comes from, when it says (the web app's /api/me asks on a public route too). */
-function publicUser(request: Pick<FastifyRequest, 'headers'> & { socket?: { remoteAddress?: string | undefined } }, config: Config, readCookie: CookieReader, proxies: TrustedProxies | undefined): User | undefined {
+function publicUser(
+  request: Pick<FastifyRequest, 'headers'> & { socket?: { remoteAddress?: string | undefined } },
+  config: Config,
+  readCookie: CookieReader,
+  proxies: TrustedProxies | undefined,
+): User | undefined {
   switch (config.auth.mode) {
     case 'none':
       return isLoopbackAddress(request.socket?.remoteAddress) ? LOCAL_USER : undefined;

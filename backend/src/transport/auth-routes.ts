@@ -40,14 +40,24 @@ export async function registerAuthRoutes(server: FastifyInstance, config: Config
 
   app.get(
     '/api/me',
-    { ...PUBLIC_ROUTE, schema: { tags: ['auth'], summary: 'Who the server takes this client for, and how people sign in here', security: [], response: { 200: Me, 401: MeRefusal } } },
+    {
+      ...PUBLIC_ROUTE,
+      schema: {
+        tags: ['auth'],
+        summary: 'Who the server takes this client for, and how people sign in here',
+        security: [],
+        response: { 200: Me, 401: MeRefusal },
+      },
+    },
     async (request, reply) => {
       const user = request.user;
       // The refusal says how to get in: the web app shows the sign-in page, or asks for the token.
       if (!user) {
-        return reply
-          .code(401)
-          .send({ error: { code: 'unauthorized' as const, message: auth.mode === 'oidc' ? 'Sign in first: /auth/login' : 'Not signed in' }, auth_mode: auth.mode, ...(auth.mode === 'oidc' ? { login_url: '/auth/login' } : {}) });
+        return reply.code(401).send({
+          error: { code: 'unauthorized' as const, message: auth.mode === 'oidc' ? 'Sign in first: /auth/login' : 'Not signed in' },
+          auth_mode: auth.mode,
+          ...(auth.mode === 'oidc' ? { login_url: '/auth/login' } : {}),
+        });
       }
       return { auth_mode: auth.mode, user, ...(auth.mode === 'oidc' ? { logout_url: '/auth/logout' } : {}) };
     },
@@ -56,44 +66,60 @@ export async function registerAuthRoutes(server: FastifyInstance, config: Config
 
   const cookieOptions = (maxAgeS: number): CookieSerializeOptions => ({ path: '/', httpOnly: true, sameSite: 'lax', secure, signed: true, maxAge: maxAgeS });
 
-  app.get('/auth/login', { ...PUBLIC_ROUTE, schema: { tags: ['auth'], summary: 'Starts signing in with the OpenID provider', security: [] } }, async (_request, reply) => {
-    const login = { state: oidc.randomState(), verifier: oidc.randomPKCECodeVerifier(), nonce: oidc.randomNonce() };
-    let target: URL;
-    try {
-      target = await provider.authorizationUrl(login);
-    } catch (error) {
-      logger.error({ err: error, issuer: auth.issuer }, 'the OpenID provider could not be reached');
-      return signInProblem(reply, 503, 'The sign-in provider could not be reached. Try again in a moment.');
-    }
-    reply.setCookie(LOGIN_COOKIE, Buffer.from(JSON.stringify(login)).toString('base64url'), cookieOptions(LOGIN_MAX_AGE_S));
-    return reply.redirect(target.href, 302);
-  });
+  app.get(
+    '/auth/login',
+    { ...PUBLIC_ROUTE, schema: { tags: ['auth'], summary: 'Starts signing in with the OpenID provider', security: [] } },
+    async (_request, reply) => {
+      const login = { state: oidc.randomState(), verifier: oidc.randomPKCECodeVerifier(), nonce: oidc.randomNonce() };
+      let target: URL;
+      try {
+        target = await provider.authorizationUrl(login);
+      } catch (error) {
+        logger.error({ err: error, issuer: auth.issuer }, 'the OpenID provider could not be reached');
+        return signInProblem(reply, 503, 'The sign-in provider could not be reached. Try again in a moment.');
+      }
+      reply.setCookie(LOGIN_COOKIE, Buffer.from(JSON.stringify(login)).toString('base64url'), cookieOptions(LOGIN_MAX_AGE_S));
+      return reply.redirect(target.href, 302);
+    },
+  );
 
-  app.get('/auth/callback', { ...PUBLIC_ROUTE, schema: { tags: ['auth'], summary: 'Where the OpenID provider sends the browser back', security: [] } }, async (request, reply) => {
-    const raw = request.cookies[LOGIN_COOKIE];
-    const unsigned = raw === undefined ? undefined : request.unsignCookie(raw);
-    reply.clearCookie(LOGIN_COOKIE, { path: '/' });
-    const login = unsigned?.valid && unsigned.value ? parseLogin(unsigned.value) : undefined;
-    if (!login) return signInProblem(reply, 400, 'This sign-in expired or was started in another browser. Start again.');
-    let user: User;
-    try {
-      user = await provider.finish(new URL(request.url, auth.redirectUri), login);
-    } catch (error) {
-      logger.warn({ err: error }, 'a sign-in was refused');
-      return signInProblem(reply, 400, 'The sign-in could not be completed. Start again.');
-    }
-    reply.setCookie(SESSION_COOKIE, encodeSession(user, auth.sessionMaxAgeMs), cookieOptions(Math.floor(auth.sessionMaxAgeMs / 1000)));
-    logger.info({ user: user.id, admin: user.admin }, 'signed in');
-    return reply.redirect('/', 302);
-  });
+  app.get(
+    '/auth/callback',
+    { ...PUBLIC_ROUTE, schema: { tags: ['auth'], summary: 'Where the OpenID provider sends the browser back', security: [] } },
+    async (request, reply) => {
+      const raw = request.cookies[LOGIN_COOKIE];
+      const unsigned = raw === undefined ? undefined : request.unsignCookie(raw);
+      reply.clearCookie(LOGIN_COOKIE, { path: '/' });
+      const login = unsigned?.valid && unsigned.value ? parseLogin(unsigned.value) : undefined;
+      if (!login) return signInProblem(reply, 400, 'This sign-in expired or was started in another browser. Start again.');
+      let user: User;
+      try {
+        user = await provider.finish(new URL(request.url, auth.redirectUri), login);
+      } catch (error) {
+        logger.warn({ err: error }, 'a sign-in was refused');
+        return signInProblem(reply, 400, 'The sign-in could not be completed. Start again.');
+      }
+      reply.setCookie(SESSION_COOKIE, encodeSession(user, auth.sessionMaxAgeMs), cookieOptions(Math.floor(auth.sessionMaxAgeMs / 1000)));
+      logger.info({ user: user.id, admin: user.admin }, 'signed in');
+      return reply.redirect('/', 302);
+    },
+  );
 
   const logout = async (_request: unknown, reply: FastifyReply) => {
     reply.clearCookie(SESSION_COOKIE, { path: '/' });
     const target = await provider.endSessionUrl(config.access.publicOrigin ?? '/');
     return reply.redirect(target ?? '/', 302);
   };
-  app.get('/auth/logout', { ...PUBLIC_ROUTE, schema: { tags: ['auth'], summary: 'Signs out (and at the provider, when it offers that)', security: [] } }, logout);
-  app.post('/auth/logout', { ...PUBLIC_ROUTE, schema: { tags: ['auth'], summary: 'Signs out (and at the provider, when it offers that)', security: [] } }, logout);
+  app.get(
+    '/auth/logout',
+    { ...PUBLIC_ROUTE, schema: { tags: ['auth'], summary: 'Signs out (and at the provider, when it offers that)', security: [] } },
+    logout,
+  );
+  app.post(
+    '/auth/logout',
+    { ...PUBLIC_ROUTE, schema: { tags: ['auth'], summary: 'Signs out (and at the provider, when it offers that)', security: [] } },
+    logout,
+  );
 }
 
 function parseLogin(value: string): z.infer<typeof LoginState> | undefined {
@@ -122,10 +148,16 @@ class OidcProvider {
 
   private discover(): Promise<oidc.Configuration> {
     this.configuration ??= oidc
-      .discovery(new URL(this.auth.issuer), this.auth.clientId, undefined, this.auth.clientSecret ? oidc.ClientSecretPost(this.auth.clientSecret) : oidc.None(), {
-        // A provider on plain http (a test, a provider inside a private network) is allowed, with a warning.
-        ...(this.auth.issuer.startsWith('http:') ? { execute: [oidc.allowInsecureRequests] } : {}),
-      })
+      .discovery(
+        new URL(this.auth.issuer),
+        this.auth.clientId,
+        undefined,
+        this.auth.clientSecret ? oidc.ClientSecretPost(this.auth.clientSecret) : oidc.None(),
+        {
+          // A provider on plain http (a test, a provider inside a private network) is allowed, with a warning.
+          ...(this.auth.issuer.startsWith('http:') ? { execute: [oidc.allowInsecureRequests] } : {}),
+        },
+      )
       .then((configuration) => {
         if (this.auth.issuer.startsWith('http:')) this.logger.warn({ issuer: this.auth.issuer }, 'the OpenID provider is on plain http');
         return configuration;
@@ -152,7 +184,12 @@ class OidcProvider {
   /** Takes the provider's answer: the code for tokens, the ID token's claims checked, the user made of them. */
   async finish(callback: URL, login: z.infer<typeof LoginState>): Promise<User> {
     const configuration = await this.discover();
-    const tokens = await oidc.authorizationCodeGrant(configuration, callback, { pkceCodeVerifier: login.verifier, expectedState: login.state, expectedNonce: login.nonce, idTokenExpected: true });
+    const tokens = await oidc.authorizationCodeGrant(configuration, callback, {
+      pkceCodeVerifier: login.verifier,
+      expectedState: login.state,
+      expectedNonce: login.nonce,
+      idTokenExpected: true,
+    });
     const claims = tokens.claims();
     if (!claims) throw new Error('The provider sent no ID token');
     const text = (value: unknown) => (typeof value === 'string' && value.trim() ? value.trim() : undefined);

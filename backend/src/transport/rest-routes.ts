@@ -33,7 +33,12 @@ export function registerRestRoutes(server: FastifyInstance, history: HistoryServ
     }
     const status = (error as { statusCode?: number }).statusCode ?? 500;
     if (status >= 500) request.log.error({ err: error }, 'request failed');
-    return sendError(reply, status, status >= 500 ? 'internal_error' : status === 429 ? 'rate_limited' : 'bad_request', status >= 500 ? 'Internal error' : (error as Error).message);
+    return sendError(
+      reply,
+      status,
+      status >= 500 ? 'internal_error' : status === 429 ? 'rate_limited' : 'bad_request',
+      status >= 500 ? 'Internal error' : (error as Error).message,
+    );
   });
   app.setNotFoundHandler((request, reply) => sendError(reply, 404, 'not_found', `No route ${request.method} ${request.url.split('?')[0]}`));
 
@@ -45,7 +50,10 @@ export function registerRestRoutes(server: FastifyInstance, history: HistoryServ
         summary: 'The chats, newest activity first',
         querystring: z.object({
           limit: wholeNumber(1, 500, 'limit').default(100),
-          scope: z.enum(['own', 'all'], { error: 'scope must be own or all' }).default('own').describe('all: everyone’s chats, each naming its owner (admins only)'),
+          scope: z
+            .enum(['own', 'all'], { error: 'scope must be own or all' })
+            .default('own')
+            .describe('all: everyone’s chats, each naming its owner (admins only)'),
         }),
         response: { 200: SessionList, ...errorResponses(400, 401) },
       },
@@ -54,12 +62,26 @@ export function registerRestRoutes(server: FastifyInstance, history: HistoryServ
   );
   app.get(
     '/api/sessions/:id',
-    { schema: { tags: ['history'], summary: 'A chat: its messages and runs', params: SessionParams, response: { 200: SessionDetail, ...errorResponses(400, 401, 404) } } },
+    {
+      schema: {
+        tags: ['history'],
+        summary: 'A chat: its messages and runs',
+        params: SessionParams,
+        response: { 200: SessionDetail, ...errorResponses(400, 401, 404) },
+      },
+    },
     (request) => history.get(request.params.id, viewer(request)),
   );
   app.get(
     '/api/sessions/:id/snapshots',
-    { schema: { tags: ['history'], summary: 'A chat’s snapshots, rollbacks and every step’s end, oldest first', params: SessionParams, response: { 200: SnapshotList, ...errorResponses(400, 401, 404) } } },
+    {
+      schema: {
+        tags: ['history'],
+        summary: 'A chat’s snapshots, rollbacks and every step’s end, oldest first',
+        params: SessionParams,
+        response: { 200: SnapshotList, ...errorResponses(400, 401, 404) },
+      },
+    },
     (request) => history.snapshots(request.params.id, viewer(request)),
   );
   app.get(
@@ -69,7 +91,10 @@ export function registerRestRoutes(server: FastifyInstance, history: HistoryServ
         tags: ['history'],
         summary: 'One page of a chat’s event log, from after_seq on',
         params: SessionParams,
-        querystring: z.object({ after_seq: wholeNumber(0, Number.MAX_SAFE_INTEGER, 'after_seq').default(0), limit: wholeNumber(1, 10_000, 'limit').default(1000) }),
+        querystring: z.object({
+          after_seq: wholeNumber(0, Number.MAX_SAFE_INTEGER, 'after_seq').default(0),
+          limit: wholeNumber(1, 10_000, 'limit').default(1000),
+        }),
         response: { 200: SessionEvents, ...errorResponses(400, 401, 404) },
       },
     },
@@ -88,10 +113,21 @@ export function registerRestRoutes(server: FastifyInstance, history: HistoryServ
     },
     (request) => history.rename(request.params.id, viewer(request), request.body.title),
   );
-  app.delete('/api/sessions/:id', { schema: { tags: ['history'], summary: 'Deletes a chat, its log and its files', params: SessionParams, response: { 204: z.null().describe('Deleted'), ...errorResponses(400, 401, 404) } } }, async (request, reply) => {
-    await history.delete(request.params.id, viewer(request));
-    return reply.code(204).send(null);
-  });
+  app.delete(
+    '/api/sessions/:id',
+    {
+      schema: {
+        tags: ['history'],
+        summary: 'Deletes a chat, its log and its files',
+        params: SessionParams,
+        response: { 204: z.null().describe('Deleted'), ...errorResponses(400, 401, 404) },
+      },
+    },
+    async (request, reply) => {
+      await history.delete(request.params.id, viewer(request));
+      return reply.code(204).send(null);
+    },
+  );
   registerFileRoutes(app, history, files);
 }
 
@@ -104,7 +140,14 @@ function registerFileRoutes(server: FastifyInstance, history: HistoryService, fi
   const tags = ['files'];
   app.get(
     '/api/sessions/:id/files',
-    { schema: { tags, summary: 'A chat’s files', params: SessionParams, response: { 200: z.object({ files: z.array(SessionFile) }), ...errorResponses(400, 401, 404) } } },
+    {
+      schema: {
+        tags,
+        summary: 'A chat’s files',
+        params: SessionParams,
+        response: { 200: z.object({ files: z.array(SessionFile) }), ...errorResponses(400, 401, 404) },
+      },
+    },
     async (request) => {
       await history.requireSession(request.params.id, viewer(request), 'read');
       return { files: await files.list(request.params.id) };

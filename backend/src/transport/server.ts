@@ -37,7 +37,8 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
   const sessions = container.resolve(SessionManager);
 
   const app = Fastify({
-    loggerInstance: logger as FastifyBaseLogger,     logController: new LogController({ disableRequestLogging: true }),
+    loggerInstance: logger as FastifyBaseLogger,
+    logController: new LogController({ disableRequestLogging: true }),
     forceCloseConnections: true,
   });
 
@@ -63,8 +64,10 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
     hook: 'preHandler',
     max: config.quotas.restPerMinute,
     timeWindow: 60_000,
-    keyGenerator: (request) => (request.user && config.auth.mode !== 'none' && config.auth.mode !== 'token' ? `user:${request.user.id}` : `address:${request.ip}`),
-    allowList: (request) => ((request.routeOptions.config as { access?: RouteAccess } | undefined)?.access ?? 'api') === 'public' && !request.url.startsWith('/auth/'),
+    keyGenerator: (request) =>
+      request.user && config.auth.mode !== 'none' && config.auth.mode !== 'token' ? `user:${request.user.id}` : `address:${request.ip}`,
+    allowList: (request) =>
+      ((request.routeOptions.config as { access?: RouteAccess } | undefined)?.access ?? 'api') === 'public' && !request.url.startsWith('/auth/'),
     errorResponseBuilder: (_request, context) =>
       Object.assign(new Error(`Too many requests: at most ${context.max} a minute; try again in ${context.after}`), { statusCode: 429 }),
   });
@@ -111,7 +114,11 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
   const metrics = container.resolve(Metrics);
   metrics.readLiveCounts({ runsActive: () => sessions.runsActive, questionsWaiting: () => sessions.questionsWaiting, connections: () => sockets.total });
   // Prometheus scrapes with the access token, or METRICS_TOKEN, which opens this route alone.
-  const metricsSchema = { tags: ['meta'], summary: 'Prometheus metrics (text format); AUTH_TOKEN or METRICS_TOKEN', response: { 200: z.string().describe('Prometheus text format 0.0.4') } };
+  const metricsSchema = {
+    tags: ['meta'],
+    summary: 'Prometheus metrics (text format); AUTH_TOKEN or METRICS_TOKEN',
+    response: { 200: z.string().describe('Prometheus text format 0.0.4') },
+  };
   app.get('/metrics', { ...METRICS_ROUTE, schema: metricsSchema }, async (_request, reply) => {
     const { contentType, body } = await metrics.render();
     return reply.type(contentType).send(body);

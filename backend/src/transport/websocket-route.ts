@@ -6,12 +6,7 @@ import { SOCKET_ROUTE } from './access.ts';
 import { type BackpressureLimits, WebSocketConnection } from './websocket-connection.ts';
 
 /** `/ws`: hands each socket to the transport-free connection handler, and nothing more. */
-export function registerWebSocketRoute(
-  app: FastifyInstance,
-  handler: ConnectionHandler,
-  limits: SocketsPerAddress,
-  backpressure: BackpressureLimits,
-): void {
+export function registerWebSocketRoute(app: FastifyInstance, handler: ConnectionHandler, limits: SocketsPerAddress, backpressure: BackpressureLimits): void {
   app.get('/ws', { websocket: true, onRequest: limits.check, ...SOCKET_ROUTE }, (socket, request) => {
     const countOut = limits.add(request.ip);
     const query = request.query as Record<string, string | undefined>;

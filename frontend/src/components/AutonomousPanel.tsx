@@ -67,11 +67,20 @@ function TodoList({ todos, onSave }: { todos: TodoView[]; onSave?: (todos: TodoV
   const cycle = (todo: TodoView) => {
     const status = NEXT_STATUS[todo.status];
     // At most one todo is in progress: starting one puts the running one back to "to do".
-    save(todos.map((other) => (other.id === todo.id ? { ...other, status } : status === 'in_progress' && other.status === 'in_progress' ? { ...other, status: 'pending' } : other)));
+    save(
+      todos.map((other) =>
+        other.id === todo.id ? { ...other, status } : status === 'in_progress' && other.status === 'in_progress' ? { ...other, status: 'pending' } : other,
+      ),
+    );
   };
   return (
     <section className="todo-list" aria-label="To-dos" data-testid="todo-list">
-      <strong>To-dos</strong> {todos.length > 0 && <small>{todos.filter((todo) => todo.status === 'completed').length} of {todos.length} done</small>}
+      <strong>To-dos</strong>{' '}
+      {todos.length > 0 && (
+        <small>
+          {todos.filter((todo) => todo.status === 'completed').length} of {todos.length} done
+        </small>
+      )}
       {todos.length === 0 && <p className="muted">No to-dos{onSave ? ' yet: add one, or let the agent write its list.' : '.'}</p>}
       {groups.map((status) => {
         const items = todos.filter((todo) => todo.status === status);
@@ -99,7 +108,12 @@ function TodoList({ todos, onSave }: { todos: TodoView[]; onSave?: (todos: TodoV
                   <span className="todo-title">{todo.title}</span>
                 )}
                 {onSave && (
-                  <button type="button" className="ghost" aria-label={`Remove to-do ${todo.id}`} onClick={() => save(todos.filter((other) => other.id !== todo.id))}>
+                  <button
+                    type="button"
+                    className="ghost"
+                    aria-label={`Remove to-do ${todo.id}`}
+                    onClick={() => save(todos.filter((other) => other.id !== todo.id))}
+                  >
                     ×
                   </button>
                 )}

@@ -29,9 +29,10 @@ export function Conversation({
   const endRef = useRef<HTMLDivElement>(null);
   const last = state.items.at(-1);
   // Only the chat's last run can be continued, once it ended short of an answer and nothing runs.
-  const lastRunId = [...state.items].reverse().find((item) => item.kind === 'run' || item.kind === 'user')?.kind === 'run'
-    ? (state.items.findLast((item) => item.kind === 'run') as { runId: string } | undefined)?.runId
-    : undefined;
+  const lastRunId =
+    [...state.items].reverse().find((item) => item.kind === 'run' || item.kind === 'user')?.kind === 'run'
+      ? (state.items.findLast((item) => item.kind === 'run') as { runId: string } | undefined)?.runId
+      : undefined;
   const lastRunOfChat = (state.items.findLast((item) => item.kind === 'run') as { runId: string } | undefined)?.runId;
   // Each run's answer, and the branch a run can be compared with: the run it was rewound from, or the last one a rollback folded away before it.
   const answers: Record<string, string | undefined> = {};
@@ -47,7 +48,12 @@ export function Conversation({
   };
   const continuable = (runId: string) => {
     const end = state.runs[runId]?.end;
-    return runId === lastRunId && !state.busy && end !== undefined && (['max_steps', 'stopped', 'input_timeout', 'failed'].includes(end.kind) || (end.kind === 'answered' && end.reason === 'budget'));
+    return (
+      runId === lastRunId &&
+      !state.busy &&
+      end !== undefined &&
+      (['max_steps', 'stopped', 'input_timeout', 'failed'].includes(end.kind) || (end.kind === 'answered' && end.reason === 'budget'))
+    );
   };
   // biome-ignore lint/correctness/useExhaustiveDependencies: the listed values are the triggers: anything new at the end scrolls it into view
   useEffect(() => {
@@ -56,7 +62,7 @@ export function Conversation({
 
   const renderItem = (item: ChatItem) => {
     switch (item.kind) {
-          case 'user':
+      case 'user':
         return (
           <div key={item.id} className="turn turn-user" data-testid="user-turn">
             <div className="bubble">{item.content}</div>
@@ -97,11 +103,16 @@ export function Conversation({
             {...(traceUrl ? { traceUrl } : {})}
             {...(state.todos && (item.runId === lastRunOfChat || !run.end) ? { todos: state.todos } : {})}
             {...(onSaveTodos && item.runId === lastRunOfChat && !state.busy ? { onSaveTodos } : {})}
-            {...(onGoOn && run.strategy && item.runId === lastRunOfChat && !state.busy ? { onGoOn: (options: Record<string, unknown>) => onGoOn(run.strategy!, options) } : {})}
+            {...(onGoOn && run.strategy && item.runId === lastRunOfChat && !state.busy
+              ? { onGoOn: (options: Record<string, unknown>) => onGoOn(run.strategy!, options) }
+              : {})}
             {...(onSaveText && item.runId === lastRunOfChat && !state.busy ? { onSaveText } : {})}
             {...(onRewind && !state.busy && !item.rolledBack && run.end ? { onRewind: (step: number) => onRewind(item.runId, step) } : {})}
             {...(onContinue && continuable(item.runId)
-              ? { onContinue: (extra: number, maxCostUsd?: number) => onContinue(item.runId, extra, maxCostUsd), continueSteps: state.session?.limits.max_steps_default ?? 5 }
+              ? {
+                  onContinue: (extra: number, maxCostUsd?: number) => onContinue(item.runId, extra, maxCostUsd),
+                  continueSteps: state.session?.limits.max_steps_default ?? 5,
+                }
               : {})}
           />
         ) : null;
@@ -124,8 +135,8 @@ export function Conversation({
           </p>
           {state.session?.demo && (
             <p className="demo-hint">
-              You are talking to the offline demo model. To use a real one, start Stepwise with <code>OPENAI_BASE_URL</code> (and{' '}
-              <code>OPENAI_API_KEY</code>) pointing at any OpenAI-compatible endpoint.
+              You are talking to the offline demo model. To use a real one, start Stepwise with <code>OPENAI_BASE_URL</code> (and <code>OPENAI_API_KEY</code>)
+              pointing at any OpenAI-compatible endpoint.
             </p>
           )}
         </div>
@@ -133,7 +144,9 @@ export function Conversation({
       {foldRolledBack(state.items).map((group) =>
         group.rolledBack ? (
           <details key={`rolled-${group.items[0]!.id}`} className="rolled-back" data-testid="rolled-back">
-            <summary>Rolled back: no longer part of the conversation ({group.items.length} item{group.items.length === 1 ? '' : 's'})</summary>
+            <summary>
+              Rolled back: no longer part of the conversation ({group.items.length} item{group.items.length === 1 ? '' : 's'})
+            </summary>
             {group.items.map(renderItem)}
           </details>
         ) : (

@@ -11,7 +11,8 @@ const CONNECTION_LABEL: Record<ConnectionState, string> = {
 };
 
 /** What the demo badge says on hover; the empty conversation says it in full. */
-export const DEMO_HINT = 'This is the offline demo model. To use a real one, start Stepwise with OPENAI_BASE_URL (and OPENAI_API_KEY) pointing at any OpenAI-compatible endpoint.';
+export const DEMO_HINT =
+  'This is the offline demo model. To use a real one, start Stepwise with OPENAI_BASE_URL (and OPENAI_API_KEY) pointing at any OpenAI-compatible endpoint.';
 
 /**
  * The app bar, one line on every screen: name, the model in use and its health, Settings, and the
@@ -46,7 +47,10 @@ export function Header({
         ☰
       </button>
       <div className="brand">
-        <span className="logo" aria-hidden="true">◆</span> Stepwise
+        <span className="logo" aria-hidden="true">
+          ◆
+        </span>{' '}
+        Stepwise
       </div>
       <div className="model" data-testid="model">
         {session &&
@@ -114,7 +118,12 @@ export function Header({
           )}
         </div>
       )}
-      <div className={`connection connection-${connection}`} role="status" aria-label={`Connection: ${CONNECTION_LABEL[connection]}`} title={CONNECTION_LABEL[connection]}>
+      <div
+        className={`connection connection-${connection}`}
+        role="status"
+        aria-label={`Connection: ${CONNECTION_LABEL[connection]}`}
+        title={CONNECTION_LABEL[connection]}
+      >
         <span className="connection-dot" aria-hidden="true" />
         <span className="connection-label">{CONNECTION_LABEL[connection]}</span>
       </div>

@@ -39,7 +39,8 @@ export function RunTimelineChart({ run }: { run: RunView }) {
         </div>
       ))}
       <p className="timeline-legend" aria-hidden="true">
-        <span className="timeline-bar timeline-model" /> model call <span className="timeline-bar timeline-tool" /> tool call <span className="timeline-bar timeline-wait" /> waiting for you
+        <span className="timeline-bar timeline-model" /> model call <span className="timeline-bar timeline-tool" /> tool call{' '}
+        <span className="timeline-bar timeline-wait" /> waiting for you
       </p>
     </div>
   );
@@ -60,7 +61,8 @@ export function RunCostChart({ run }: { run: RunView }) {
               <span className="cost-bar" style={{ width: `${(entry.tokens / most) * 100}%` }} />
             </td>
             <td>
-              {entry.tokens.toLocaleString()} tokens · {entry.calls} call{entry.calls === 1 ? '' : 's'} · {entry.costUsd === null ? 'cost unknown' : `$${entry.costUsd.toFixed(6).replace(/0+$/, '').replace(/\.$/, '')}`}
+              {entry.tokens.toLocaleString()} tokens · {entry.calls} call{entry.calls === 1 ? '' : 's'} ·{' '}
+              {entry.costUsd === null ? 'cost unknown' : `$${entry.costUsd.toFixed(6).replace(/0+$/, '').replace(/\.$/, '')}`}
             </td>
           </tr>
         ))}
@@ -78,7 +80,9 @@ function summaryOf(run: RunView, answer: string | undefined) {
     steps: steps.map((step) => `Step ${step.step}: ${step.tools.map((tool) => tool.name).join(', ') || 'no tool'}`),
     tools: `${tools.length} call${tools.length === 1 ? '' : 's'}${tools.length ? ` (${[...new Set(tools.map((tool) => tool.name))].join(', ')})` : ''}`,
     answer: answer ?? '—',
-    cost: run.spending ? `${(run.spending.promptTokens + run.spending.completionTokens).toLocaleString()} tokens${run.spending.costUsd === null ? '' : ` · $${run.spending.costUsd}`}` : '—',
+    cost: run.spending
+      ? `${(run.spending.promptTokens + run.spending.completionTokens).toLocaleString()} tokens${run.spending.costUsd === null ? '' : ` · $${run.spending.costUsd}`}`
+      : '—',
     time: took === undefined ? '—' : seconds(took),
   };
 }
@@ -94,7 +98,8 @@ export function CompareRuns({ before, after, answers }: { before: RunView; after
     ['Cost', a.cost, b.cost],
     ['Time', a.time, b.time],
   ];
-  const cell = (value: string | string[]) => (Array.isArray(value) ? <ul>{value.length ? value.map((line, index) => <li key={index}>{line}</li>) : <li>—</li>}</ul> : value);
+  const cell = (value: string | string[]) =>
+    Array.isArray(value) ? <ul>{value.length ? value.map((line, index) => <li key={index}>{line}</li>) : <li>—</li>}</ul> : value;
   return (
     <table className="compare" data-testid="compare" aria-label="The branch before and after">
       <thead>

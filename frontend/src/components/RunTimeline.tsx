@@ -130,30 +130,42 @@ export function RunTimeline({
       </div>
       {Panel ? (
         <Suspense fallback={<p className="muted">Loading…</p>}>
-          <Panel run={run} running={running} now={now} {...(todos ? { todos } : {})} {...(onSaveTodos ? { onSaveTodos } : {})} {...(onGoOn ? { onGoOn } : {})} {...(onSaveText ? { onSaveText } : {})} />
+          <Panel
+            run={run}
+            running={running}
+            now={now}
+            {...(todos ? { todos } : {})}
+            {...(onSaveTodos ? { onSaveTodos } : {})}
+            {...(onGoOn ? { onGoOn } : {})}
+            {...(onSaveText ? { onSaveText } : {})}
+          />
         </Suspense>
       ) : tree ? (
         <RunTree run={run} running={running} />
       ) : (
         <>
-          {run.steps.filter((step) => run.rewoundTo === undefined || step.step <= run.rewoundTo).map((step) => (
-            <StepCard
-              key={step.step}
-              step={step}
-              running={running}
-              current={running && step.step === lastStep}
-              folded={isStepFolded(run, step)}
-              {...(onRewind && !running ? { onRewind: () => onRewind(step.step) } : {})}
-            />
-          ))}
+          {run.steps
+            .filter((step) => run.rewoundTo === undefined || step.step <= run.rewoundTo)
+            .map((step) => (
+              <StepCard
+                key={step.step}
+                step={step}
+                running={running}
+                current={running && step.step === lastStep}
+                folded={isStepFolded(run, step)}
+                {...(onRewind && !running ? { onRewind: () => onRewind(step.step) } : {})}
+              />
+            ))}
           {run.rewoundTo !== undefined && run.steps.some((step) => step.step > run.rewoundTo!) && (
             <details className="rolled-back rewound-steps" data-testid="rewound-steps">
               <summary>
                 Steps after step {run.rewoundTo}: rolled back (the conversation was rewound to step {run.rewoundTo})
               </summary>
-              {run.steps.filter((step) => step.step > run.rewoundTo!).map((step) => (
-                <StepCard key={step.step} step={step} running={false} current={false} folded={true} />
-              ))}
+              {run.steps
+                .filter((step) => step.step > run.rewoundTo!)
+                .map((step) => (
+                  <StepCard key={step.step} step={step} running={false} current={false} folded={true} />
+                ))}
             </details>
           )}
         </>
@@ -171,24 +183,24 @@ export function RunTimeline({
       )}
       {(run.timeline?.length ?? 0) > 1 && (
         <Suspense fallback={null}>
-        <div className="run-insights">
-          <details className="insight" data-testid="timeline-toggle">
-            <summary>Timeline</summary>
-            <RunTimelineChart run={run} />
-          </details>
-          {run.timeline?.some((event) => event.kind === 'agent_usage') && (
-            <details className="insight" data-testid="cost-toggle">
-              <summary>Tokens and cost by purpose</summary>
-              <RunCostChart run={run} />
+          <div className="run-insights">
+            <details className="insight" data-testid="timeline-toggle">
+              <summary>Timeline</summary>
+              <RunTimelineChart run={run} />
             </details>
-          )}
-          {compareWith && run.end && (
-            <details className="insight" data-testid="compare-toggle">
-              <summary>Compare with the branch before</summary>
-              <CompareRuns before={compareWith.run} after={run} answers={compareWith.answers} />
-            </details>
-          )}
-        </div>
+            {run.timeline?.some((event) => event.kind === 'agent_usage') && (
+              <details className="insight" data-testid="cost-toggle">
+                <summary>Tokens and cost by purpose</summary>
+                <RunCostChart run={run} />
+              </details>
+            )}
+            {compareWith && run.end && (
+              <details className="insight" data-testid="compare-toggle">
+                <summary>Compare with the branch before</summary>
+                <CompareRuns before={compareWith.run} after={run} answers={compareWith.answers} />
+              </details>
+            )}
+          </div>
         </Suspense>
       )}
       {onContinue && <ContinueRun steps={continueSteps} onContinue={onContinue} budget={run.end?.kind === 'answered' && run.end.reason === 'budget'} />}
@@ -212,7 +224,11 @@ function ContinueRun({ steps, onContinue, budget }: { steps: number; onContinue:
   const [usd, setUsd] = useState('1');
   return (
     <div className="run-continue" data-testid="run-continue">
-      <button type="button" onClick={() => onContinue(extra, budget ? Math.max(0.000001, Number(usd) || 0) : undefined)} title="Go on from where this run ended; what it did is not done again">
+      <button
+        type="button"
+        onClick={() => onContinue(extra, budget ? Math.max(0.000001, Number(usd) || 0) : undefined)}
+        title="Go on from where this run ended; what it did is not done again"
+      >
         Continue
       </button>
       <label>
@@ -228,7 +244,8 @@ function ContinueRun({ steps, onContinue, budget }: { steps: number; onContinue:
       </label>
       {budget && (
         <label>
-          with a budget of $<input type="number" min={0} step="any" value={usd} aria-label="New cost budget in USD" onChange={(event) => setUsd(event.target.value)} />
+          with a budget of $
+          <input type="number" min={0} step="any" value={usd} aria-label="New cost budget in USD" onChange={(event) => setUsd(event.target.value)} />
         </label>
       )}
     </div>

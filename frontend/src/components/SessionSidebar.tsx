@@ -155,38 +155,38 @@ export function SessionSidebar({
                   </button>
                 </form>
               ) : (
-              <a href={`/?session=${encodeURIComponent(session.id)}`} aria-current={session.id === currentId ? 'page' : undefined}>
-                <span className="session-title">{session.title ?? 'New chat'}</span>
-                {session.owner && session.owner.id !== userId && <span className="session-owner">{session.owner.name ?? session.owner.id}</span>}
-                <time className="session-time" dateTime={session.last_activity_at} title={formatFull(session.last_activity_at)}>
-                  {formatWhen(session.last_activity_at, now)}
-                </time>
-              </a>
+                <a href={`/?session=${encodeURIComponent(session.id)}`} aria-current={session.id === currentId ? 'page' : undefined}>
+                  <span className="session-title">{session.title ?? 'New chat'}</span>
+                  {session.owner && session.owner.id !== userId && <span className="session-owner">{session.owner.name ?? session.owner.id}</span>}
+                  <time className="session-time" dateTime={session.last_activity_at} title={formatFull(session.last_activity_at)}>
+                    {formatWhen(session.last_activity_at, now)}
+                  </time>
+                </a>
               )}
               {(!session.owner || session.owner.id === userId) && (
-              <>
-              <button
-                type="button"
-                className="ghost rename"
-                onClick={() => {
-                  setDraft(session.title ?? '');
-                  setRenaming(session.id);
-                }}
-                aria-label={`Rename “${session.title ?? 'New chat'}”`}
-                title="Rename this chat"
-              >
-                ✎
-              </button>
-              <button
-                type="button"
-                className="ghost delete"
-                onClick={() => deletes.schedule(session.id, session.title ?? 'New chat')}
-                aria-label={`Delete “${session.title ?? 'New chat'}”`}
-                title="Delete this chat and its files"
-              >
-                ×
-              </button>
-              </>
+                <>
+                  <button
+                    type="button"
+                    className="ghost rename"
+                    onClick={() => {
+                      setDraft(session.title ?? '');
+                      setRenaming(session.id);
+                    }}
+                    aria-label={`Rename “${session.title ?? 'New chat'}”`}
+                    title="Rename this chat"
+                  >
+                    ✎
+                  </button>
+                  <button
+                    type="button"
+                    className="ghost delete"
+                    onClick={() => deletes.schedule(session.id, session.title ?? 'New chat')}
+                    aria-label={`Delete “${session.title ?? 'New chat'}”`}
+                    title="Delete this chat and its files"
+                  >
+                    ×
+                  </button>
+                </>
               )}
             </li>
           ))}

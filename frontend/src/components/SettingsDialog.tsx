@@ -85,9 +85,7 @@ function ModelSection({ session, now }: { session: SessionEvent; now: Date }) {
                     <code>{route.name.slice('models.'.length)}</code> → {route.value}
                   </li>
                 ))}
-                <li>
-                  everything else → {session.model}
-                </li>
+                <li>everything else → {session.model}</li>
               </ul>
             </dd>
           </>
@@ -161,7 +159,10 @@ function ApprovalSection({ session }: { session: SessionEvent }) {
   const tools = session.tools ?? [];
   return (
     <Section title="Tool approval">
-      <p className="muted">A tool that asks waits for you to approve each call (with its arguments, which you may edit) before it runs. The config file's "approval" rules set this per tool or glob.</p>
+      <p className="muted">
+        A tool that asks waits for you to approve each call (with its arguments, which you may edit) before it runs. The config file's "approval" rules set this
+        per tool or glob.
+      </p>
       <ul className="approval-policies" data-testid="approval-policies">
         {tools.map((tool) => (
           <li key={tool.name}>

@@ -4,7 +4,10 @@ export function SignInPage({ loginUrl = '/auth/login', viaProxy = false }: { log
     <div className="token-page">
       <div className="token-form">
         <h1>
-          <span className="logo" aria-hidden="true">◆</span> Stepwise
+          <span className="logo" aria-hidden="true">
+            ◆
+          </span>{' '}
+          Stepwise
         </h1>
         {viaProxy ? (
           <p>This Stepwise is reached through your organisation’s sign-in. Open it at the address you were given, not directly.</p>

@@ -96,8 +96,7 @@ export function SnapshotsDialog({
         <ul className="snapshot-list" aria-label="Snapshots and restore points">
           {[...snapshots].reverse().map((snapshot) => (
             <li key={snapshot.snapshot_id} data-testid="snapshot" data-kind={snapshot.kind}>
-              <span className="snapshot-label">{snapshot.label}</span>{' '}
-              <span className="badge">{KIND_LABEL[snapshot.kind]}</span>{' '}
+              <span className="snapshot-label">{snapshot.label}</span> <span className="badge">{KIND_LABEL[snapshot.kind]}</span>{' '}
               <time dateTime={snapshot.created_at} title={formatFull(snapshot.created_at)} className="muted">
                 {formatClock(snapshot.created_at, now)}
               </time>

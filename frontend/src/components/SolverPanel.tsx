@@ -75,7 +75,13 @@ export function SolverPanel({ run, running }: StrategyPanelProps) {
         const tools = run.steps.find((step) => step.step === stage.step)?.tools ?? [];
         const preview = !stage.done ? run.steps.find((step) => step.step === stage.step)?.reason : undefined;
         return (
-          <details key={stage.step} className="stage-output" data-testid="stage-output" data-stage={stage.stage} open={!stage.done || stage.stage === 'orchestrator'}>
+          <details
+            key={stage.step}
+            className="stage-output"
+            data-testid="stage-output"
+            data-stage={stage.stage}
+            open={!stage.done || stage.stage === 'orchestrator'}
+          >
             <summary>
               {STAGE_LABELS[stage.stage] ?? stage.stage} · loop {stage.loop}
               {!stage.done && running && ' · writing…'}
@@ -86,7 +92,8 @@ export function SolverPanel({ run, running }: StrategyPanelProps) {
             {decision ? (
               <div className="decision" data-testid="decision" data-action={String(decision.fields.action)}>
                 <p>
-                  <span className={`badge decision-${String(decision.fields.action).toLowerCase()}`}>{String(decision.fields.action)}</span> {String(decision.fields.rationale)}
+                  <span className={`badge decision-${String(decision.fields.action).toLowerCase()}`}>{String(decision.fields.action)}</span>{' '}
+                  {String(decision.fields.rationale)}
                 </p>
                 {String(decision.fields.next_focus ?? '') && <p>Next loop's focus: {String(decision.fields.next_focus)}</p>}
                 {String(decision.fields.question_for_user ?? '') && <p>Question for you: {String(decision.fields.question_for_user)}</p>}

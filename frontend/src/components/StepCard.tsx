@@ -76,8 +76,7 @@ export function StepCard({ step, current, running, folded, label = `Step ${step.
                 <span className="muted">Asked you a question: waiting for your answer below.</span>
               ) : (
                 <>
-                  <span className="muted">Asked you:</span> {step.question.text}{' '}
-                  <span className="muted">({QUESTION_STATUS[step.question.status]})</span>
+                  <span className="muted">Asked you:</span> {step.question.text} <span className="muted">({QUESTION_STATUS[step.question.status]})</span>
                 </>
               )}
               {step.question.answer && (
@@ -97,7 +96,12 @@ export function StepCard({ step, current, running, folded, label = `Step ${step.
       )}
       {onRewind && step.observeDone && (
         <div className="step-rewind">
-          <button type="button" className="ghost" onClick={onRewind} title="Roll the conversation back to the end of this step and go on from here; later steps are folded">
+          <button
+            type="button"
+            className="ghost"
+            onClick={onRewind}
+            title="Roll the conversation back to the end of this step and go on from here; later steps are folded"
+          >
             Rewind to here
           </button>
         </div>

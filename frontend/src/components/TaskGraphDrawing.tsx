@@ -31,7 +31,15 @@ function TaskNodeView({ data }: NodeProps<TaskNode>) {
   return (
     <>
       <Handle type="target" position={Position.Left} />
-      <button type="button" className={`graph-node status-${task.status}`} data-testid="graph-node" data-task={task.id} data-status={task.status} onClick={() => onOpen(task.id)} aria-label={`Task ${task.id}, ${task.status}: ${task.title}. Open its work`}>
+      <button
+        type="button"
+        className={`graph-node status-${task.status}`}
+        data-testid="graph-node"
+        data-task={task.id}
+        data-status={task.status}
+        onClick={() => onOpen(task.id)}
+        aria-label={`Task ${task.id}, ${task.status}: ${task.title}. Open its work`}
+      >
         <strong>{task.id}</strong> {task.title.length > 60 ? `${task.title.slice(0, 60)}…` : task.title}
         <br />
         <small>
@@ -84,19 +92,42 @@ export default function TaskGraphDrawing({ stages, followUps, onOpen }: { stages
         const row = columns.get(column) ?? 0;
         columns.set(column, row + 1);
         widest = Math.max(widest, column);
-        nodes.push({ id: task.id, type: 'task', position: { x: x + column * COLUMN_GAP, y: TOP + row * ROW_HEIGHT }, data: { task, followUp: followUps.has(task.id), onOpen }, draggable: false });
+        nodes.push({
+          id: task.id,
+          type: 'task',
+          position: { x: x + column * COLUMN_GAP, y: TOP + row * ROW_HEIGHT },
+          data: { task, followUp: followUps.has(task.id), onOpen },
+          draggable: false,
+        });
         for (const dependency of task.depends_on) {
           edges.push({ id: `${dependency}->${task.id}`, source: dependency, target: task.id, animated: task.status === 'running' });
         }
       }
-      nodes.push({ id: `lane-${stage.id}`, type: 'lane', position: { x, y: 0 }, data: { label: `Stage ${stage.id} · ${stage.name}${stage.verdict ? ` · ${stage.verdict}` : ''}` }, selectable: false, draggable: false, focusable: false });
+      nodes.push({
+        id: `lane-${stage.id}`,
+        type: 'lane',
+        position: { x, y: 0 },
+        data: { label: `Stage ${stage.id} · ${stage.name}${stage.verdict ? ` · ${stage.verdict}` : ''}` },
+        selectable: false,
+        draggable: false,
+        focusable: false,
+      });
       x += LANE_WIDTH + widest * COLUMN_GAP;
     }
     return { nodes, edges };
   }, [shape, onOpen]);
   return (
     <div className="graph-view" data-testid="graph-view">
-      <ReactFlow nodes={nodes} edges={edges} nodeTypes={nodeTypes} fitView minZoom={0.3} nodesConnectable={false} proOptions={{ hideAttribution: true }} aria-label="The task graph">
+      <ReactFlow
+        nodes={nodes}
+        edges={edges}
+        nodeTypes={nodeTypes}
+        fitView
+        minZoom={0.3}
+        nodesConnectable={false}
+        proOptions={{ hideAttribution: true }}
+        aria-label="The task graph"
+      >
         <Background />
         <Controls showInteractive={false} />
       </ReactFlow>

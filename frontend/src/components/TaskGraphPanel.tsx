@@ -56,7 +56,9 @@ export function TaskGraphPanel({ run, running, onGoOn, onSaveText }: StrategyPan
   const verdicts = run.strategyEvents.filter((event) => event.updateType === 'agent_verdict');
   const doc = String(latest?.fields.doc ?? 'RESEARCH_STATE.md');
   const files = useSessionFiles();
-  const followUps = new Set(verdicts.flatMap((verdict) => (Array.isArray(verdict.fields.follow_up_task_ids) ? (verdict.fields.follow_up_task_ids as string[]) : [])));
+  const followUps = new Set(
+    verdicts.flatMap((verdict) => (Array.isArray(verdict.fields.follow_up_task_ids) ? (verdict.fields.follow_up_task_ids as string[]) : [])),
+  );
   const timeOf = (taskId: string) => {
     const started = run.strategyEvents.find((event) => event.updateType === 'agent_task_start' && event.fields.task_id === taskId);
     const ended = run.strategyEvents.find((event) => event.updateType === 'agent_task_complete' && event.fields.task_id === taskId);
@@ -81,58 +83,72 @@ export function TaskGraphPanel({ run, running, onGoOn, onSaveText }: StrategyPan
       )}
       {stages.length > 0 && drawn && (
         <Suspense fallback={<p className="muted">Drawing the graph…</p>}>
-          <TaskGraphDrawing stages={stages.map((stage) => ({ ...stage, status: shown(stage.status), tasks: stage.tasks.map((task) => ({ ...task, status: shown(task.status) })) }))} followUps={followUps} onOpen={onOpen} />
+          <TaskGraphDrawing
+            stages={stages.map((stage) => ({
+              ...stage,
+              status: shown(stage.status),
+              tasks: stage.tasks.map((task) => ({ ...task, status: shown(task.status) })),
+            }))}
+            followUps={followUps}
+            onOpen={onOpen}
+          />
         </Suspense>
       )}
-      {stages.length === 0 ? (
-        running && <p>Planning the task graph…</p>
-      ) : (
-        stages.map((stage) => (
-          <section key={stage.id} className={`graph-stage graph-stage-${stage.status}`} data-testid="graph-stage" data-status={stage.status} aria-label={`Stage ${stage.id}: ${stage.name}`}>
-            <div className="graph-stage-head">
-              <strong>
-                Stage {stage.id} · {stage.name}
-              </strong>{' '}
-              <span className={`badge branch-status branch-${shown(stage.status)}`}>{shown(stage.status)}</span>
-              {stage.verdict && (
-                <span className={`badge verdict verdict-${stage.verdict.toLowerCase()}`} data-testid="stage-verdict">
-                  {stage.verdict}
-                </span>
-              )}
-            </div>
-            <ul className="graph-tasks">
-              {stage.tasks.map((task) => (
-                <li key={task.id} className="graph-task" data-testid="graph-task" data-status={task.status}>
-                  <span className={`badge branch-status branch-${shown(task.status)}`}>{shown(task.status)}</span> <strong>{task.id}</strong> {task.title}{' '}
-                  <small>
-                    · {AGENT_WORDS[task.agent] ?? task.agent}
-                    {task.depends_on.length > 0 && ` · after ${task.depends_on.join(', ')}`}
-                    {timeOf(task.id) && ` · ${timeOf(task.id)}`}
-                  </small>
-                  {followUps.has(task.id) && (
-                    <span className="badge follow-up" data-testid="follow-up">
-                      follow-up
-                    </span>
-                  )}
-                </li>
-              ))}
-            </ul>
-          </section>
-        ))
-      )}
+      {stages.length === 0
+        ? running && <p>Planning the task graph…</p>
+        : stages.map((stage) => (
+            <section
+              key={stage.id}
+              className={`graph-stage graph-stage-${stage.status}`}
+              data-testid="graph-stage"
+              data-status={stage.status}
+              aria-label={`Stage ${stage.id}: ${stage.name}`}
+            >
+              <div className="graph-stage-head">
+                <strong>
+                  Stage {stage.id} · {stage.name}
+                </strong>{' '}
+                <span className={`badge branch-status branch-${shown(stage.status)}`}>{shown(stage.status)}</span>
+                {stage.verdict && (
+                  <span className={`badge verdict verdict-${stage.verdict.toLowerCase()}`} data-testid="stage-verdict">
+                    {stage.verdict}
+                  </span>
+                )}
+              </div>
+              <ul className="graph-tasks">
+                {stage.tasks.map((task) => (
+                  <li key={task.id} className="graph-task" data-testid="graph-task" data-status={task.status}>
+                    <span className={`badge branch-status branch-${shown(task.status)}`}>{shown(task.status)}</span> <strong>{task.id}</strong> {task.title}{' '}
+                    <small>
+                      · {AGENT_WORDS[task.agent] ?? task.agent}
+                      {task.depends_on.length > 0 && ` · after ${task.depends_on.join(', ')}`}
+                      {timeOf(task.id) && ` · ${timeOf(task.id)}`}
+                    </small>
+                    {followUps.has(task.id) && (
+                      <span className="badge follow-up" data-testid="follow-up">
+                        follow-up
+                      </span>
+                    )}
+                  </li>
+                ))}
+              </ul>
+            </section>
+          ))}
       {verdicts.map((verdict) => {
         const issues = Array.isArray(verdict.fields.issues) ? (verdict.fields.issues as string[]) : [];
         const followUps = Array.isArray(verdict.fields.follow_up_task_ids) ? (verdict.fields.follow_up_task_ids as string[]) : [];
         return (
           <p key={verdict.seq} className="graph-verdict" data-testid="verdict">
-            <span className={`badge verdict verdict-${String(verdict.fields.verdict).toLowerCase()}`}>{String(verdict.fields.verdict)}</span> {String(verdict.fields.scope)}{' '}
-            {String(verdict.fields.target)}
+            <span className={`badge verdict verdict-${String(verdict.fields.verdict).toLowerCase()}`}>{String(verdict.fields.verdict)}</span>{' '}
+            {String(verdict.fields.scope)} {String(verdict.fields.target)}
             {issues.length > 0 && `: ${issues.join('; ')}`}
             {followUps.length > 0 && ` · follow-up tasks ${followUps.join(', ')}`}
           </p>
         );
       })}
-      {reported && files && <ReportViewer load={() => files.fetchBlob('final_report.md').then((blob) => blob.text())} download={() => files.download('final_report.md')} />}
+      {reported && files && (
+        <ReportViewer load={() => files.fetchBlob('final_report.md').then((blob) => blob.text())} download={() => files.download('final_report.md')} />
+      )}
       {latest && (
         <p className="graph-doc">
           The project’s state:{' '}
@@ -141,7 +157,9 @@ export function TaskGraphPanel({ run, running, onGoOn, onSaveText }: StrategyPan
           </button>
         </p>
       )}
-      {latest && onSaveText && files && <DocumentEditor name={doc} load={() => files.fetchBlob(doc).then((blob) => blob.text())} save={(text) => onSaveText(doc, text)} />}
+      {latest && onSaveText && files && (
+        <DocumentEditor name={doc} load={() => files.fetchBlob(doc).then((blob) => blob.text())} save={(text) => onSaveText(doc, text)} />
+      )}
       {latest && onGoOn && (
         <div className="graph-actions">
           <button type="button" onClick={() => onGoOn({ mode: 'step' })} title="Run the next wave of tasks, then stop">

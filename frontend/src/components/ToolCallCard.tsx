@@ -27,7 +27,14 @@ export function argumentsInWords(name: string, args: Record<string, unknown>): s
     }
   }
   const parts = Object.entries(args).map(([key, value]) => {
-    const shown = typeof value === 'string' ? value : typeof value === 'number' || typeof value === 'boolean' ? String(value) : Array.isArray(value) ? `${value.length} item${value.length === 1 ? '' : 's'}` : '{…}';
+    const shown =
+      typeof value === 'string'
+        ? value
+        : typeof value === 'number' || typeof value === 'boolean'
+          ? String(value)
+          : Array.isArray(value)
+            ? `${value.length} item${value.length === 1 ? '' : 's'}`
+            : '{…}';
     return `${key.replace(/_/g, ' ')}: ${shown.length > 120 ? `${shown.slice(0, 120)}…` : shown}`;
   });
   return parts.join(' · ');
@@ -69,7 +76,8 @@ function ApprovalForm({ tool }: { tool: ToolCallView }) {
   return (
     <form className="approval" data-testid="approval" aria-label={`Approve ${tool.name}`} onSubmit={(event) => event.preventDefault()}>
       <p className="approval-head">
-        <strong>Approve this call?</strong> {tool.approval!.deadline && <small>· denied if nobody answers by {new Date(tool.approval!.deadline).toLocaleTimeString()}</small>}
+        <strong>Approve this call?</strong>{' '}
+        {tool.approval!.deadline && <small>· denied if nobody answers by {new Date(tool.approval!.deadline).toLocaleTimeString()}</small>}
       </p>
       <label className="approval-args">
         Arguments (JSON, editable)
@@ -87,7 +95,13 @@ function ApprovalForm({ tool }: { tool: ToolCallView }) {
         <button type="button" className="primary" onClick={() => send('approve')}>
           Approve
         </button>
-        <input aria-label="Reason for denying (optional)" placeholder="Reason (optional)" value={reason} maxLength={2000} onChange={(event) => setReason(event.target.value)} />
+        <input
+          aria-label="Reason for denying (optional)"
+          placeholder="Reason (optional)"
+          value={reason}
+          maxLength={2000}
+          onChange={(event) => setReason(event.target.value)}
+        />
         <button type="button" className="danger" onClick={() => send('deny')}>
           Deny
         </button>

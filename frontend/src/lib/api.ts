@@ -1,4 +1,12 @@
-import { Me, type SessionDetail, SessionDetail as SessionDetailSchema, type SessionSummary, SessionList, type SnapshotInfo, SnapshotList } from '@stepwise/shared-types';
+import {
+  Me,
+  type SessionDetail,
+  SessionDetail as SessionDetailSchema,
+  type SessionSummary,
+  SessionList,
+  type SnapshotInfo,
+  SnapshotList,
+} from '@stepwise/shared-types';
 
 import { AuthRequiredError, authHeaders, SignInRequiredError } from './auth.ts';
 import { withHumanSizes } from './sizes.ts';
@@ -72,7 +80,11 @@ export const api = {
   },
   /** Renames a chat (the server keeps the title from then on). */
   async renameSession(id: string, title: string): Promise<void> {
-    const response = await call(`/api/sessions/${encodeURIComponent(id)}`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title }) });
+    const response = await call(`/api/sessions/${encodeURIComponent(id)}`, {
+      method: 'PATCH',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ title }),
+    });
     if (!response.ok) throw new Error(`Could not rename the chat: ${await errorMessage(response)}`);
   },
 

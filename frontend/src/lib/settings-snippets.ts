@@ -36,7 +36,10 @@ export function changeSnippets(settings: SettingInfo[] | undefined): ChangeSnipp
   const example: Record<string, string> = { AGENT_MAX_STEPS: '20', AGENT_MAX_STEPS_LIMIT: '50' };
   return [
     { title: 'A local model (Ollama, llama.cpp, vLLM…)', command: `OPENAI_BASE_URL=http://localhost:11434/v1 ${model}=llama3.1 ${START_COMMAND}` },
-    { title: 'A hosted OpenAI-compatible endpoint', command: `OPENAI_BASE_URL=https://api.openai.com/v1 OPENAI_API_KEY=sk-… ${model}=gpt-4o-mini ${START_COMMAND}` },
+    {
+      title: 'A hosted OpenAI-compatible endpoint',
+      command: `OPENAI_BASE_URL=https://api.openai.com/v1 OPENAI_API_KEY=sk-… ${model}=gpt-4o-mini ${START_COMMAND}`,
+    },
     ...(limits.length ? [{ title: 'Other limits', command: `${limits.map((name) => `${name}=${example[name]}`).join(' ')} ${START_COMMAND}` }] : []),
   ];
 }

@@ -192,7 +192,11 @@ function defaultText(field: OptionField): string | boolean {
 
 /** "max_step_attempts" → "Max step attempts". */
 function inWords(name: string): string {
-  const words = name.replace(/[_-]+/g, ' ').replace(/([a-z])([A-Z])/g, '$1 $2').trim().toLowerCase();
+  const words = name
+    .replace(/[_-]+/g, ' ')
+    .replace(/([a-z])([A-Z])/g, '$1 $2')
+    .trim()
+    .toLowerCase();
   return words ? words[0]!.toUpperCase() + words.slice(1) : name;
 }
 

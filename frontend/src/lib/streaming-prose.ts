@@ -96,5 +96,8 @@ function isJsonObject(candidate: string): boolean {
 }
 
 function tidy(prose: string): string {
-  return prose.replace(/[ \t]+\n/g, '\n').replace(/\n{3,}/g, '\n\n').trim();
+  return prose
+    .replace(/[ \t]+\n/g, '\n')
+    .replace(/\n{3,}/g, '\n\n')
+    .trim();
 }

@@ -128,7 +128,16 @@ export function useStepwise(url: string = defaultSocketUrl()) {
       },
       /** Continues a run that stopped, failed or reached its step limit, for `extraSteps` more steps. */
       resume(runId: string, extraSteps: number, maxCostUsd?: number): boolean {
-        if (!send({ type: 'agent_control', action: 'resume', run_id: runId, extra_steps: extraSteps, ...(maxCostUsd === undefined ? {} : { max_cost_usd: maxCostUsd }) })) return false;
+        if (
+          !send({
+            type: 'agent_control',
+            action: 'resume',
+            run_id: runId,
+            extra_steps: extraSteps,
+            ...(maxCostUsd === undefined ? {} : { max_cost_usd: maxCostUsd }),
+          })
+        )
+          return false;
         dispatch({ kind: 'resume_requested' });
         return true;
       },
@@ -138,7 +147,11 @@ export function useStepwise(url: string = defaultSocketUrl()) {
         return true;
       },
       /** A person's decision on a tool call that waits for approval (edited arguments, a reason, "always in this run"). */
-      approve(runId: string, questionId: string, approval: { decision: 'approve' | 'deny'; arguments?: Record<string, unknown>; reason?: string; remember?: 'run' }): boolean {
+      approve(
+        runId: string,
+        questionId: string,
+        approval: { decision: 'approve' | 'deny'; arguments?: Record<string, unknown>; reason?: string; remember?: 'run' },
+      ): boolean {
         if (!send({ type: 'agent_user_input', question_id: questionId, approval })) return false;
         dispatch({ kind: 'approval_sent', runId, questionId });
         return true;

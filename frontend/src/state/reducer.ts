@@ -21,7 +21,6 @@ export type Action =
 
 type Logged = Extract<ServerEvent, { seq: number }>;
 
-
 /** The web app's one reducer: pure, event by event. */
 export function reduce(state: ViewState, action: Action): ViewState {
   switch (action.kind) {
@@ -217,7 +216,9 @@ function applyLoggedEvent(state: ViewState, event: Logged): ViewState {
       const item: ChatItem = { kind: 'failure', id: `e${event.seq}`, code: event.code, message: event.message, order: event.seq };
       const next = { ...state, streamingAnswer: undefined, items: insertItem(state.items, item) };
       const run = runId ? state.runs[runId] : undefined;
-      return run && !run.end ? updateRun(next, run.id, (current) => settleRun({ ...current, endedAt: event.ts, end: { kind: 'failed', message: event.message } })) : next;
+      return run && !run.end
+        ? updateRun(next, run.id, (current) => settleRun({ ...current, endedAt: event.ts, end: { kind: 'failed', message: event.message } }))
+        : next;
     }
     case 'snapshot_saved':
       return {
@@ -310,12 +311,20 @@ function applyAgentUpdate(state: ViewState, runId: string, event: Extract<Logged
           ...run,
           ...(event.usage ? { spending: spendingView(event.usage, event.cost_usd ?? null) } : {}),
           endedAt: event.ts,
-          end: event.reason === 'input_timeout' ? { kind: 'input_timeout' } : { kind: 'stopped', reason: event.reason ?? 'user', ...(event.calls?.length ? { calls: event.calls } : {}) },
+          end:
+            event.reason === 'input_timeout'
+              ? { kind: 'input_timeout' }
+              : { kind: 'stopped', reason: event.reason ?? 'user', ...(event.calls?.length ? { calls: event.calls } : {}) },
         }),
       );
     case 'agent_error':
       return updateRun(state, runId, (run) =>
-        settleRun({ ...run, ...(event.usage ? { spending: spendingView(event.usage, event.cost_usd ?? null) } : {}), endedAt: event.ts, end: { kind: 'failed', message: event.message } }),
+        settleRun({
+          ...run,
+          ...(event.usage ? { spending: spendingView(event.usage, event.cost_usd ?? null) } : {}),
+          endedAt: event.ts,
+          end: { kind: 'failed', message: event.message },
+        }),
       );
     case 'agent_completion':
       return updateRun(state, runId, (run) => ({

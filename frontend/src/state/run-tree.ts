@@ -40,10 +40,7 @@ export function mapRunSteps(run: RunView, change: (step: StepView) => StepView):
 
 /** Every step of a run with the branch it belongs to: the steps outside branches first. */
 export function allSteps(run: RunView): Array<{ step: StepView; nodeId?: string }> {
-  return [
-    ...run.steps.map((step) => ({ step })),
-    ...run.branches.flatMap((branch) => branch.steps.map((step) => ({ step, nodeId: branch.nodeId }))),
-  ];
+  return [...run.steps.map((step) => ({ step })), ...run.branches.flatMap((branch) => branch.steps.map((step) => ({ step, nodeId: branch.nodeId })))];
 }
 
 /** A run that ended early: whatever still ran, or waited for an answer, was cut off. */

@@ -39,7 +39,7 @@ function describeCall(tool: ToolCallView): string {
     case 'running':
       return `${call} …`;
     case 'done':
-      return `${call} → ${shorten(oneLine(typeof tool.result === 'string' ? tool.result : JSON.stringify(tool.result) ?? ''), 60)}`;
+      return `${call} → ${shorten(oneLine(typeof tool.result === 'string' ? tool.result : (JSON.stringify(tool.result) ?? '')), 60)}`;
     case 'error':
       return `${call} failed: ${shorten(oneLine(tool.error ?? ''), 60)}`;
     case 'stopped':

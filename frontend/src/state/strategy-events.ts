@@ -21,7 +21,10 @@ const UPDATE_TYPE_WORDS: Record<string, string> = {
 export function describeUpdateType(updateType: string): string {
   const known = UPDATE_TYPE_WORDS[updateType];
   if (known) return known;
-  const words = updateType.replace(/^agent_/, '').replace(/_/g, ' ').trim();
+  const words = updateType
+    .replace(/^agent_/, '')
+    .replace(/_/g, ' ')
+    .trim();
   return words ? words[0]!.toUpperCase() + words.slice(1) : updateType;
 }
 

@@ -64,7 +64,13 @@ export function buildTimeline(run: RunView): { rows: TimelineRow[]; duration: nu
     const key = event.nodeId ? `node:${event.nodeId}` : stage ? `stage:${stage}` : 'run';
     let state = rows.get(key);
     if (!state) {
-      const label = event.nodeId ? (run.strategy === 'plan_execute' ? `Step ${event.nodeId}` : `Task ${event.nodeId}`) : stage ? (STAGE_WORDS[stage] ?? stage) : 'Run';
+      const label = event.nodeId
+        ? run.strategy === 'plan_execute'
+          ? `Step ${event.nodeId}`
+          : `Task ${event.nodeId}`
+        : stage
+          ? (STAGE_WORDS[stage] ?? stage)
+          : 'Run';
       state = { row: { key, label, bars: [] }, last: key === 'run' ? 0 : time, lastKind: undefined, usageClosed: false, waitingSince: undefined };
       rows.set(key, state);
     }
@@ -83,13 +89,24 @@ export function buildTimeline(run: RunView): { rows: TimelineRow[]; duration: nu
     switch (event.kind) {
       case 'agent_usage': {
         const tokens = (event.promptTokens ?? 0) + (event.completionTokens ?? 0);
-        bar('model', event.purpose ?? 'model call', state.last, `${event.purpose ?? 'model call'} · ${seconds(time - state.last)} · ${tokens} tokens${typeof event.costUsd === 'number' ? ` · $${event.costUsd}` : ''}`);
+        bar(
+          'model',
+          event.purpose ?? 'model call',
+          state.last,
+          `${event.purpose ?? 'model call'} · ${seconds(time - state.last)} · ${tokens} tokens${typeof event.costUsd === 'number' ? ` · $${event.costUsd}` : ''}`,
+        );
         state.usageClosed = true;
         break;
       }
       case 'tool_start': {
         // The call that chose the tools ends where the first of them starts (unless its usage said so).
-        if (!state.usageClosed && state.lastKind !== 'tool_start' && state.lastKind !== 'tool_complete' && state.lastKind !== 'tool_error' && time > state.last) {
+        if (
+          !state.usageClosed &&
+          state.lastKind !== 'tool_start' &&
+          state.lastKind !== 'tool_complete' &&
+          state.lastKind !== 'tool_error' &&
+          time > state.last
+        ) {
           bar('model', 'act', state.last, `act · ${seconds(time - state.last)}`);
         }
         state.usageClosed = false;
@@ -103,9 +120,21 @@ export function buildTimeline(run: RunView): { rows: TimelineRow[]; duration: nu
         const tool = started?.tool ?? event.tool ?? 'tool';
         const target = started?.row ?? state;
         if (tool === 'request_input') {
-          target.row.bars.push({ kind: 'wait', label: 'waiting for you', start: started?.at ?? start, end: time, detail: `Waited ${seconds(time - (started?.at ?? start))} for an answer` });
+          target.row.bars.push({
+            kind: 'wait',
+            label: 'waiting for you',
+            start: started?.at ?? start,
+            end: time,
+            detail: `Waited ${seconds(time - (started?.at ?? start))} for an answer`,
+          });
         } else {
-          target.row.bars.push({ kind: 'tool', label: tool, start, end: Math.max(start, time), detail: `${tool} · ${seconds(time - start)}${event.kind === 'tool_error' ? ' · failed' : ''}` });
+          target.row.bars.push({
+            kind: 'tool',
+            label: tool,
+            start,
+            end: Math.max(start, time),
+            detail: `${tool} · ${seconds(time - start)}${event.kind === 'tool_error' ? ' · failed' : ''}`,
+          });
         }
         break;
       }

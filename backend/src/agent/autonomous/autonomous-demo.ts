@@ -23,14 +23,18 @@ export async function autonomousDemo(request: CompletionRequest, demo: DemoKit):
   const offered = situation.offered;
   // Only this request's list counts: an earlier run's is done with.
   const asked = request.messages.findLastIndex((message) => message.role === 'user' && !message.content.startsWith('<system-reminder>'));
-  const wroteList = request.messages.slice(asked + 1).some((message) => message.role === 'assistant' && message.toolCalls?.some((call) => call.name === TODO_TOOL && call.arguments.includes('"write"')));
+  const wroteList = request.messages
+    .slice(asked + 1)
+    .some((message) => message.role === 'assistant' && message.toolCalls?.some((call) => call.name === TODO_TOOL && call.arguments.includes('"write"')));
   const facts = partsOf(situation.question);
   const parts = facts ? [] : requestParts(situation);
   const allDone = todos.every((todo) => todo.status === 'completed');
 
   if (offered.has(TODO_TOOL) && !wroteList && allDone && (facts || parts.length > 1)) {
     const titles = facts ? Array.from({ length: facts.count }, (_, index) => `Fact ${index + 1} about “${facts.topic}”`) : parts.map((part) => part.title);
-    const intro = facts ? `I will keep a list of the ${facts.count} facts and work through it.` : `This request has ${parts.length} parts; I will keep a list and work through it.`;
+    const intro = facts
+      ? `I will keep a list of the ${facts.count} facts and work through it.`
+      : `This request has ${parts.length} parts; I will keep a list and work through it.`;
     return call(intro, TODO_TOOL, { operation: 'write', todos: titles.map((title) => ({ title })) });
   }
   const inProgress = todos.findIndex((todo) => todo.status === 'in_progress');
@@ -49,7 +53,9 @@ export async function autonomousDemo(request: CompletionRequest, demo: DemoKit):
   }
   if (wroteList && next) return call('', TODO_TOOL, { operation: 'update', id: next.id, status: 'in_progress' });
   if (wroteList && todos.length > 0) {
-    const summary = facts ? `Here is what I found, one todo at a time:\n\n${todos.map((todo) => `- ${factFor(todo)}`).join('\n')}` : findingsOf(situation).answers.join('\n\n');
+    const summary = facts
+      ? `Here is what I found, one todo at a time:\n\n${todos.map((todo) => `- ${factFor(todo)}`).join('\n')}`
+      : findingsOf(situation).answers.join('\n\n');
     return demo.say(`${summary}\n\n[WORKFLOW_COMPLETE]`, request);
   }
   // A single request: the tool calls it needs one at a time (every link of a calculation, the

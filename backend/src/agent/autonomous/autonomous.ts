@@ -87,9 +87,7 @@ interface LoopState {
 }
 
 /** Why the loop goes on after an iteration, or how the run ends. */
-export type Decision =
-  | { kind: 'stop'; reason: 'workflow_complete' | 'natural_stop' }
-  | { kind: 'continue'; reminder: boolean };
+export type Decision = { kind: 'stop'; reason: 'workflow_complete' | 'natural_stop' } | { kind: 'continue'; reminder: boolean };
 
 /**
  * The seed's continuation rule, in its priority order: a marker; tool calls were made; incomplete
@@ -222,7 +220,12 @@ async function runIterationTools(run: AutonomousRun, step: number, content: stri
   }
   const others = calls.filter((call) => call.name !== TODO_TOOL);
   if (others.length > 0) for (const record of await runToolCalls(others, step, run)) records.set(record.call.id, record);
-  run.progress.transcript.push(...toolCallMessages(content, calls.map((call) => records.get(call.id)!)));
+  run.progress.transcript.push(
+    ...toolCallMessages(
+      content,
+      calls.map((call) => records.get(call.id)!),
+    ),
+  );
   return { onlyPlanning: others.length === 0 && !completedAny };
 }
 
@@ -241,7 +244,9 @@ async function runTodoCall(run: AutonomousRun, step: number, call: LlmToolCall):
     try {
       const operation = TodoOperation.safeParse(args);
       if (!operation.success) {
-        throw new TodoError(`Invalid arguments: ${operation.error.issues.map((issue) => `${issue.path.join('.') || 'operation'}: ${issue.message}`).join('; ')}`);
+        throw new TodoError(
+          `Invalid arguments: ${operation.error.issues.map((issue) => `${issue.path.join('.') || 'operation'}: ${issue.message}`).join('; ')}`,
+        );
       }
       const outcome = applyTodoOperation(parseTodos(await run.files.read(TODOS_FILE)), operation.data);
       if (outcome.changed) await run.files.write(TODOS_FILE, serializeTodos(outcome.todos));

@@ -12,4 +12,3 @@ function chatReply(situation: Situation): string {
   }
   return fallbackAnswer(situation);
 }
-

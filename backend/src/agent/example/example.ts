@@ -12,10 +12,15 @@ export const example = defineStrategy({
   options: z.object({ max_points: z.number().int().min(1).max(5).default(3) }).strict(),
   prompts: { points: { question: 'q', max_points: 3 }, point: { question: 'q', point: 'p' } },
   demo: async (request) =>
-    request.schema ? { text: '', toolCalls: [], parsed: { points: ['the first', 'the second'] } } : { text: `On ${String(request.variables?.point)}.`, toolCalls: [] },
+    request.schema
+      ? { text: '', toolCalls: [], parsed: { points: ['the first', 'the second'] } }
+      : { text: `On ${String(request.variables?.point)}.`, toolCalls: [] },
   async run(run) {
     const { input, options, events, sink, control } = run;
-    const ask = (system: string) => [{ role: 'system' as const, content: system }, { role: 'user' as const, content: input.question }];
+    const ask = (system: string) => [
+      { role: 'system' as const, content: system },
+      { role: 'user' as const, content: input.question },
+    ];
     const { parsed } = await run.llm.complete({
       purpose: 'example.points',
       schema: { name: 'points', zod: Points },
@@ -28,8 +33,13 @@ export const example = defineStrategy({
       run.progress.step = step;
       await sink.emit(events.node(node).turnStart(step));
       const { content } = await runPhase(run, {
-        purpose: 'example.point', nodeId: node, template: 'point', variables: { question: input.question, point }, messages: ask,
-        preview: (delta) => events.node(node).reasonDelta(step, delta), event: (text) => events.node(node).reason(step, text),
+        purpose: 'example.point',
+        nodeId: node,
+        template: 'point',
+        variables: { question: input.question, point },
+        messages: ask,
+        preview: (delta) => events.node(node).reasonDelta(step, delta),
+        event: (text) => events.node(node).reason(step, text),
       });
       notes.push(`${step}. ${content}`);
     }

@@ -123,8 +123,10 @@ function reasonReply(context: string, goal: string): string {
 function actReply(request: CompletionRequest, context: string): CompletionResult {
   const { tool, argument } = action(context);
   const offered = new Set((request.tools ?? []).map((each) => each.name));
-  if (!tool || (!offered.has(tool) && tool !== 'request_input')) return { text: tool ? `The ${tool} tool is not enabled for this run.` : 'No tool is needed.', toolCalls: [] };
-  const args = tool === 'calculator' ? { expression: argument } : tool === 'read_file' ? { name: argument } : tool === 'request_input' ? { question: argument } : {};
+  if (!tool || (!offered.has(tool) && tool !== 'request_input'))
+    return { text: tool ? `The ${tool} tool is not enabled for this run.` : 'No tool is needed.', toolCalls: [] };
+  const args =
+    tool === 'calculator' ? { expression: argument } : tool === 'read_file' ? { name: argument } : tool === 'request_input' ? { question: argument } : {};
   const call: LlmToolCall = { id: `call_demo_${tool}`, name: tool, arguments: JSON.stringify(args) };
   return { text: '', toolCalls: [call] };
 }
@@ -175,12 +177,16 @@ function lastToolResult(request: CompletionRequest): string | undefined {
 
 /** The answer from the steps (the `steps` variable): what each part found, then how it was reached. */
 function synthesisReply(request: CompletionRequest): string {
-  const steps = Array.isArray(request.variables?.steps) ? (request.variables.steps as Array<{ index: number; goal: string; status: string; observation: string }>) : [];
+  const steps = Array.isArray(request.variables?.steps)
+    ? (request.variables.steps as Array<{ index: number; goal: string; status: string; observation: string }>)
+    : [];
   const notes = text(request.variables?.notes);
   if (steps.length === 0) return fallbackAnswer(readSituation(request));
   const lines = steps.map((each) => `${each.index}. ${each.goal} — ${each.status}${each.observation ? `: ${each.observation.split('\n')[0]}` : ''}`);
   const found = answerParts(steps.filter((each) => each.status === 'done' && each.observation).map((each) => each.observation));
-  return [found.length ? found.join('\n\n') : 'The plan did not reach an answer.', 'How I got there:', lines.join('\n'), ...(notes ? [notes] : [])].join('\n\n');
+  return [found.length ? found.join('\n\n') : 'The plan did not reach an answer.', 'How I got there:', lines.join('\n'), ...(notes ? [notes] : [])].join(
+    '\n\n',
+  );
 }
 
 /**
@@ -188,7 +194,10 @@ function synthesisReply(request: CompletionRequest): string {
  * time, each file's summary, what to do about a missing file. Other findings are not answers.
  */
 function answerParts(observations: string[]): string[] {
-  const calculated = observations.map((observation) => /^(.*) = (-?\d+(?:\.\d+)?(?:e[-+]?\d+)?)\.$/.exec(observation)).filter((match) => match !== null).at(-1);
+  const calculated = observations
+    .map((observation) => /^(.*) = (-?\d+(?:\.\d+)?(?:e[-+]?\d+)?)\.$/.exec(observation))
+    .filter((match) => match !== null)
+    .at(-1);
   const parts = calculated ? [`\`${calculated[1]}\` = **${calculated[2]}**.`] : [];
   for (const observation of observations) {
     const time = /^The clock says (.+) \(UTC\)\.$/.exec(observation);

@@ -28,7 +28,18 @@ const prompts = {
   plan: { question: 'q', tool_names: tools, files_manifest: '', notepad: '' },
   replan: { question: 'q', tool_names: tools, files_manifest: '', notepad: '', plan_status: '', observations: '', trigger: 'failed_attempts', reason: '' },
   viability: { question: 'q', plan_status: '', observation: '' },
-  reason: { question: 'q', goal: 'g', success_criteria: '', context: '', plan_status: '', observations: '', tool_names: tools, files_manifest: '', attempt: 1, max_attempts: 3 },
+  reason: {
+    question: 'q',
+    goal: 'g',
+    success_criteria: '',
+    context: '',
+    plan_status: '',
+    observations: '',
+    tool_names: tools,
+    files_manifest: '',
+    attempt: 1,
+    max_attempts: 3,
+  },
   act: { question: 'q', goal: 'g', context: '', plan: '', tool_names: tools, files_manifest: '' },
   observe: { question: 'q', goal: 'g', success_criteria: '', context: '', tool_summaries: '', attempt: 1, max_attempts: 3 },
   synthesis: { question: 'q', steps_report: '', notes: '', steps: [{ index: 1, goal: 'g', status: 'done', observation: '' }] },
@@ -297,7 +308,10 @@ async function synthesize(run: PlanRun, state: State, outOfBudget: boolean): Pro
   const notes = [...state.notes];
   if (outOfBudget) notes.push(`The run reached its limit of ${input.maxSteps} iterations before finishing the plan.`);
   const stepsReport = state.steps
-    .map((step) => `${step.index}. ${step.goal} — ${step.status}${step.toolsUsed.length ? ` (tools: ${step.toolsUsed.join(', ')})` : ''}${step.observation ? `: ${step.observation}` : ''}`)
+    .map(
+      (step) =>
+        `${step.index}. ${step.goal} — ${step.status}${step.toolsUsed.length ? ` (tools: ${step.toolsUsed.join(', ')})` : ''}${step.observation ? `: ${step.observation}` : ''}`,
+    )
     .join('\n');
   const variables = {
     question: input.question,

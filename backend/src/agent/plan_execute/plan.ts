@@ -112,7 +112,5 @@ export function planSteps(reply: PlanReply, enabled: readonly string[], firstInd
 
 /** The plan with each step's status, one line a step, for prompts. */
 export function planStatus(steps: readonly StepState[]): string {
-  return steps
-    .map((step) => `${step.index}. [${step.status}] ${step.goal}${step.observation ? ` — ${step.observation}` : ''}`)
-    .join('\n');
+  return steps.map((step) => `${step.index}. [${step.status}] ${step.goal}${step.observation ? ` — ${step.observation}` : ''}`).join('\n');
 }

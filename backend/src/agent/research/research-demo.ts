@@ -42,14 +42,36 @@ const DO_ASKED = 'Do what the person asked for';
 
 /** Stages from the request's parts: gather (the scout and the derivation side by side), check, synthesize. */
 function planFor(situation: Situation) {
-  const task = (id: string, title: string, agent: string, criteria: string) => ({ id, title, agent, depends_on: [], acceptance_criteria: [criteria], inputs: [] });
+  const task = (id: string, title: string, agent: string, criteria: string) => ({
+    id,
+    title,
+    agent,
+    depends_on: [],
+    acceptance_criteria: [criteria],
+    inputs: [],
+  });
   const goal = shorten(situation.question, 60);
-  const synthesize = { id: '3', name: 'Synthesize', verifier_criteria: ['one clear answer from the findings'], tasks: [task('3.1', 'Write the answer from the findings', 'orchestrator', 'every finding used')] };
+  const synthesize = {
+    id: '3',
+    name: 'Synthesize',
+    verifier_criteria: ['one clear answer from the findings'],
+    tasks: [task('3.1', 'Write the answer from the findings', 'orchestrator', 'every finding used')],
+  };
   if (situation.ambiguous) {
     return {
       stages: [
-        { id: '1', name: 'Clarify', verifier_criteria: ['the person said what they need'], tasks: [task('1.1', `Ask what “${goal}” is after`, 'literature_scout', 'a clear request')] },
-        { id: '2', name: 'Work it out', verifier_criteria: ['every part of the request is done'], tasks: [task('2.1', DO_ASKED, 'derivation_coder', 'every part done with the tools')] },
+        {
+          id: '1',
+          name: 'Clarify',
+          verifier_criteria: ['the person said what they need'],
+          tasks: [task('1.1', `Ask what “${goal}” is after`, 'literature_scout', 'a clear request')],
+        },
+        {
+          id: '2',
+          name: 'Work it out',
+          verifier_criteria: ['every part of the request is done'],
+          tasks: [task('2.1', DO_ASKED, 'derivation_coder', 'every part done with the tools')],
+        },
         synthesize,
       ],
     };
@@ -58,8 +80,26 @@ function planFor(situation: Situation) {
   const arithmetic = parts.some((part) => part.kind === 'calculator');
   const lookups = parts.filter((part) => part.kind !== 'calculator');
   const gather = [
-    ...(lookups.length || !arithmetic ? [task('1.1', lookups.length ? lookups.map((part) => part.title).join('; ') : `Collect what the question states: ${goal}`, 'literature_scout', 'what the question asks for, looked up')] : []),
-    ...(arithmetic ? [task(lookups.length || !arithmetic ? '1.2' : '1.1', `Work out ${situation.chain.length > 1 ? 'the calculation link by link' : 'the figure in the question'}`, 'derivation_coder', 'every figure from the calculator')] : []),
+    ...(lookups.length || !arithmetic
+      ? [
+          task(
+            '1.1',
+            lookups.length ? lookups.map((part) => part.title).join('; ') : `Collect what the question states: ${goal}`,
+            'literature_scout',
+            'what the question asks for, looked up',
+          ),
+        ]
+      : []),
+    ...(arithmetic
+      ? [
+          task(
+            lookups.length || !arithmetic ? '1.2' : '1.1',
+            `Work out ${situation.chain.length > 1 ? 'the calculation link by link' : 'the figure in the question'}`,
+            'derivation_coder',
+            'every figure from the calculator',
+          ),
+        ]
+      : []),
   ];
   const check = arithmetic
     ? task('2.1', 'Recompute the calculation another way, as one expression', 'verifier', 'the figure recomputed and compared')
@@ -121,7 +161,17 @@ function taskResult(request: CompletionRequest, goal: string) {
   return {
     summary: finding,
     result: finding,
-    evidence: [{ source: agent === 'literature_scout' ? 'the tools (clock, files) and the question' : agent === 'orchestrator' ? 'the findings of the earlier stages' : 'the calculator', location: taskId }],
+    evidence: [
+      {
+        source:
+          agent === 'literature_scout'
+            ? 'the tools (clock, files) and the question'
+            : agent === 'orchestrator'
+              ? 'the findings of the earlier stages'
+              : 'the calculator',
+        location: taskId,
+      },
+    ],
     artifacts: figures ? [{ name: 'figures.md', content: `# Figures\n\n${finding}\n` }] : [],
   };
 }
@@ -138,7 +188,9 @@ function findingOf(request: CompletionRequest, goal: string): string {
   switch (agent) {
     case 'literature_scout': {
       const { answers } = findingsOf(shareOf(agent, title, situation));
-      return answers.length ? answers.join(' ') : `The question asks: “${shorten(goal, 100)}”. There is nothing in it to look up with the tools of this run, and the demo model does not answer from memory.`;
+      return answers.length
+        ? answers.join(' ')
+        : `The question asks: “${shorten(goal, 100)}”. There is nothing in it to look up with the tools of this run, and the demo model does not answer from memory.`;
     }
     case 'derivation_coder': {
       const { calculations, chain } = situation;
@@ -152,11 +204,14 @@ function findingOf(request: CompletionRequest, goal: string): string {
       const value = situation.calculations.at(-1);
       const derived = figureIn(results);
       if (!expression || value === undefined) return 'Nothing was recomputed: the calculator is not enabled for this run.';
-      return derived === value ? `Recomputed \`${expression}\` = ${value} in one go: it matches the derivation.` : `Recomputed \`${expression}\` = ${value} in one go: it does not match the derivation's ${derived ?? 'missing figure'}.`;
+      return derived === value
+        ? `Recomputed \`${expression}\` = ${value} in one go: it matches the derivation.`
+        : `Recomputed \`${expression}\` = ${value} in one go: it does not match the derivation's ${derived ?? 'missing figure'}.`;
     }
     case 'paper_reader': {
       if (!results.trim()) return 'There are no findings to check yet.';
-      if (/nothing in it to look up/.test(results)) return 'The findings answer nothing: the question needs knowledge, and the demo model looks up only the clock and the files, and computes. The answer has to say so.';
+      if (/nothing in it to look up/.test(results))
+        return 'The findings answer nothing: the question needs knowledge, and the demo model looks up only the clock and the files, and computes. The answer has to say so.';
       return `The findings cover the question: ${results.split('\n').length} finding${results.split('\n').length === 1 ? '' : 's'}, each from a tool.`;
     }
     default:
@@ -189,9 +244,11 @@ function judgeTask(task: string, content: string, goal: string, results: string)
   const figure = /`([^`]+)` = (-?[\d.e+-]+)/.exec(content);
   if (figure) {
     const expected = computed(figure[1]!);
-    if (expected !== undefined && expected !== figure[2]) return fail(`${task}: \`${figure[1]}\` is ${expected}, not ${figure[2]}.`, `Recompute \`${figure[1]}\``, 'verifier');
+    if (expected !== undefined && expected !== figure[2])
+      return fail(`${task}: \`${figure[1]}\` is ${expected}, not ${figure[2]}.`, `Recompute \`${figure[1]}\``, 'verifier');
   }
-  if (/could not be computed|not enabled|no answer/.test(content)) return { verdict: 'CONDITIONAL', issues: [`${task}: ${shorten(content.split('\n').at(-1)!, 200)}`], follow_up_tasks: [] };
+  if (/could not be computed|not enabled|no answer/.test(content))
+    return { verdict: 'CONDITIONAL', issues: [`${task}: ${shorten(content.split('\n').at(-1)!, 200)}`], follow_up_tasks: [] };
   void goal;
   void results;
   return pass();
@@ -200,11 +257,18 @@ function judgeTask(task: string, content: string, goal: string, results: string)
 /** A stage passes when its findings check out: a figure that disagrees with a recomputation, or one that could not be computed, fails it. */
 function judgeStage(results: string, goal: string) {
   const mismatch = /it does not match the derivation's ([^.]+)\./.exec(results);
-  if (mismatch) return fail(`The recomputation does not match the derivation (${mismatch[1]}).`, 'Compute the figure a third time, link by link', 'derivation_coder');
-  if (/could not be computed|not enabled for this run/.test(results) && figureIn(results) === undefined) return fail('A figure the question needs could not be computed: the calculator is not enabled for this run.', 'Compute the figure with the calculator enabled', 'derivation_coder');
+  if (mismatch)
+    return fail(`The recomputation does not match the derivation (${mismatch[1]}).`, 'Compute the figure a third time, link by link', 'derivation_coder');
+  if (/could not be computed|not enabled for this run/.test(results) && figureIn(results) === undefined)
+    return fail(
+      'A figure the question needs could not be computed: the calculator is not enabled for this run.',
+      'Compute the figure with the calculator enabled',
+      'derivation_coder',
+    );
   const expected = chainResult(findChain(goal));
   const derived = figureIn(results);
-  if (expected !== undefined && derived !== undefined && derived !== expected) return fail(`The derived figure ${derived} is wrong; the calculation comes to ${expected}.`, 'Compute the figure again, link by link', 'derivation_coder');
+  if (expected !== undefined && derived !== undefined && derived !== expected)
+    return fail(`The derived figure ${derived} is wrong; the calculation comes to ${expected}.`, 'Compute the figure again, link by link', 'derivation_coder');
   return pass();
 }
 
@@ -213,7 +277,8 @@ function judgeFinal(results: string, goal: string) {
   const answer = /^- [\d.]+ \(orchestrator\): (.+)$/m.exec(results)?.[1];
   if (!answer) return fail('There is no answer among the findings.', 'Write the answer from the findings', 'orchestrator');
   const expected = chainResult(findChain(goal));
-  if (expected !== undefined && !answer.includes(`**${expected}**`)) return fail(`The answer does not give the calculation's value ${expected}.`, 'Write the answer again from the findings', 'orchestrator');
+  if (expected !== undefined && !answer.includes(`**${expected}**`))
+    return fail(`The answer does not give the calculation's value ${expected}.`, 'Write the answer again from the findings', 'orchestrator');
   return pass();
 }
 
@@ -226,7 +291,11 @@ function computed(expression: string): string | undefined {
 }
 
 const pass = () => ({ verdict: 'PASS', issues: [] as string[], follow_up_tasks: [] as unknown[] });
-const fail = (issue: string, title: string, agent: string) => ({ verdict: 'FAIL', issues: [issue], follow_up_tasks: [{ title, agent, acceptance_criteria: ['the figure checks out'] }] });
+const fail = (issue: string, title: string, agent: string) => ({
+  verdict: 'FAIL',
+  issues: [issue],
+  follow_up_tasks: [{ title, agent, acceptance_criteria: ['the figure checks out'] }],
+});
 
 /** The report: the answer first, then what each task found. */
 function report(goal: string, results: string): string {

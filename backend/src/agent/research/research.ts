@@ -24,7 +24,18 @@ import {
   Verdict,
 } from './state-doc.ts';
 
-const agentSample = { goal: 'g', constraints: [] as string[], stage: 's', task: 't', acceptance_criteria: [] as string[], best_answer: '', issues: [] as string[], results: '', tool_names: ['calculator'], files_manifest: '' };
+const agentSample = {
+  goal: 'g',
+  constraints: [] as string[],
+  stage: 's',
+  task: 't',
+  acceptance_criteria: [] as string[],
+  best_answer: '',
+  issues: [] as string[],
+  results: '',
+  tool_names: ['calculator'],
+  files_manifest: '',
+};
 /** The templates in prompts/research/: the planner, one per agent, the verifiers and the report. */
 const prompts = {
   plan: { goal: 'g', files_manifest: '' },
@@ -57,7 +68,16 @@ export const TaskGraphPlan = z.object({
       id: z.string(),
       name: z.string(),
       verifier_criteria: z.array(z.string()),
-      tasks: z.array(z.object({ id: z.string(), title: z.string(), agent: AgentName, depends_on: z.array(z.string()), acceptance_criteria: z.array(z.string()), inputs: z.array(z.string()) })),
+      tasks: z.array(
+        z.object({
+          id: z.string(),
+          title: z.string(),
+          agent: AgentName,
+          depends_on: z.array(z.string()),
+          acceptance_criteria: z.array(z.string()),
+          inputs: z.array(z.string()),
+        }),
+      ),
     }),
   ),
 });
@@ -133,7 +153,15 @@ export const research = defineStrategy({
           return { answer: waveSummary(state, wave), steps: cycle, reason: 'wave_complete' };
         }
       } else if (unfinished(stage).length > 0) {
-        return blocked(run, doc, state, cycle, `Stage ${stage.id} has tasks that cannot run (${unfinished(stage).map((task) => `${task.id} ${task.status}`).join(', ')}).`);
+        return blocked(
+          run,
+          doc,
+          state,
+          cycle,
+          `Stage ${stage.id} has tasks that cannot run (${unfinished(stage)
+            .map((task) => `${task.id} ${task.status}`)
+            .join(', ')}).`,
+        );
       }
       if (unfinished(stage).length === 0) {
         const verdict = await verifyStage(run, doc, state, stage);
@@ -141,7 +169,11 @@ export const research = defineStrategy({
       }
       if (cycle >= input.maxSteps) {
         await doc.write(state);
-        return { answer: `I stopped after ${cycle} cycles (the most this run may take). ${progressLine(state)} Send another message to go on.`, steps: cycle, reason: 'max_cycles' };
+        return {
+          answer: `I stopped after ${cycle} cycles (the most this run may take). ${progressLine(state)} Send another message to go on.`,
+          steps: cycle,
+          reason: 'max_cycles',
+        };
       }
     }
   },
@@ -158,7 +190,8 @@ class StateDocument {
     try {
       return parseState(value);
     } catch (error) {
-      if (error instanceof GraphError) throw new StateDocError(`${error.message}. Nothing was changed; fix the document (or delete it to start over) and send the message again.`);
+      if (error instanceof GraphError)
+        throw new StateDocError(`${error.message}. Nothing was changed; fix the document (or delete it to start over) and send the message again.`);
       throw error;
     }
   }
@@ -206,10 +239,23 @@ async function plan(run: ResearchRun): Promise<ResearchState> {
   });
   const graph = {
     version: 1,
-    stages: parsed!.stages.map((stage) => ({ ...stage, status: 'todo' as const, tasks: stage.tasks.map((task) => ({ ...task, status: 'todo' as const, outputs: [] })) })),
+    stages: parsed!.stages.map((stage) => ({
+      ...stage,
+      status: 'todo' as const,
+      tasks: stage.tasks.map((task) => ({ ...task, status: 'todo' as const, outputs: [] })),
+    })),
   };
   // The model's graph is checked like a person's edit: a bad plan ends the run with the reason.
-  const state: ResearchState = { goal, constraints: [], bestAnswer: '', graph, results: [], evidence: [], verifier: [], history: [`- ${new Date().toISOString().slice(0, 16)} planned: ${graph.stages.length} stages`] };
+  const state: ResearchState = {
+    goal,
+    constraints: [],
+    bestAnswer: '',
+    graph,
+    results: [],
+    evidence: [],
+    verifier: [],
+    history: [`- ${new Date().toISOString().slice(0, 16)} planned: ${graph.stages.length} stages`],
+  };
   try {
     parseState(renderState(state));
   } catch (error) {
@@ -242,7 +288,14 @@ async function runTask(run: ResearchRun, doc: StateDocument, state: ResearchStat
   ];
   const tools = [...run.tools.schemas(input.toolNames), requestInputSchema];
   for (let round = 1; round <= TASK_TOOL_ROUNDS; round++) {
-    const { text, toolCalls } = await run.llm.complete({ purpose: 'research.task', nodeId: task.id, messages, tools, signal: run.control.signal, variables: { ...variables, task_id: task.id, agent: task.agent } });
+    const { text, toolCalls } = await run.llm.complete({
+      purpose: 'research.task',
+      nodeId: task.id,
+      messages,
+      tools,
+      signal: run.control.signal,
+      variables: { ...variables, task_id: task.id, agent: task.agent },
+    });
     if (toolCalls.length === 0) {
       if (text.trim()) messages.push({ role: 'assistant', content: text });
       break;
@@ -268,7 +321,15 @@ async function runTask(run: ResearchRun, doc: StateDocument, state: ResearchStat
   state.results.push(`- ${task.id} (${task.agent}): ${oneLine(result.summary)}`);
   for (const item of result.evidence) state.evidence.push(`- ${task.id}: ${oneLine(item.source)}${item.location ? ` — ${oneLine(item.location)}` : ''}`);
   state.bestAnswer = bestAnswer(result.result, state.bestAnswer);
-  await sink.emit({ type: 'agent_update', update_type: 'agent_task_complete', run_id: input.runId, node_id: task.id, task_id: task.id, status: 'done', summary: result.summary });
+  await sink.emit({
+    type: 'agent_update',
+    update_type: 'agent_task_complete',
+    run_id: input.runId,
+    node_id: task.id,
+    task_id: task.id,
+    status: 'done',
+    summary: result.summary,
+  });
   let followUps: string[] = [];
   if (run.options.task_verification) followUps = await verifyTask(run, state, stage, task, result);
   await doc.write(state);
@@ -334,7 +395,9 @@ async function saveArtifacts(run: ResearchRun, state: ResearchState, task: Graph
       if (run.control.signal.aborted) throw error;
       const reason = error instanceof Error ? error.message : String(error);
       run.logger.warn({ task: task.id, artifact: name.slice(0, 200), reason }, 'a research artifact was not saved');
-      state.history.push(`- ${new Date().toISOString().slice(0, 16)} artifact "${oneLine(artifact.name).slice(0, 80)}" of task ${task.id} not saved: ${oneLine(reason)}`);
+      state.history.push(
+        `- ${new Date().toISOString().slice(0, 16)} artifact "${oneLine(artifact.name).slice(0, 80)}" of task ${task.id} not saved: ${oneLine(reason)}`,
+      );
     }
   }
   return saved;
@@ -350,7 +413,14 @@ export function artifactName(taskId: string, name: string): string {
 /** The optional check of one task against its acceptance criteria; follow-ups join the stage. */
 async function verifyTask(run: ResearchRun, state: ResearchState, stage: GraphStage, task: GraphTask, result: TaskResult): Promise<string[]> {
   const variables = { ...contextPack(run, state, stage, task), files_manifest: '' };
-  const verdict = await judge(run, 'research.task_verifier', task.id, run.prompts.render('task_verifier', variables), `Task ${task.id}: ${task.title}\n\nResult:\n${result.result}`, variables);
+  const verdict = await judge(
+    run,
+    'research.task_verifier',
+    task.id,
+    run.prompts.render('task_verifier', variables),
+    `Task ${task.id}: ${task.title}\n\nResult:\n${result.result}`,
+    variables,
+  );
   const added = addFollowUps(stage, verdict);
   await emitVerdict(run, state, 'task', task.id, verdict, added);
   return verdict.verdict === 'PASS' ? [] : added;
@@ -360,7 +430,14 @@ async function verifyTask(run: ResearchRun, state: ResearchState, stage: GraphSt
 async function verifyStage(run: ResearchRun, doc: StateDocument, state: ResearchState, stage: GraphStage): Promise<Verdict> {
   const stageResults = state.results.filter((line) => stage.tasks.some((task) => line.startsWith(`- ${task.id} `))).join('\n');
   const variables = { goal: state.goal, stage: `${stage.id}. ${stage.name}`, criteria: stage.verifier_criteria, results: stageResults };
-  const verdict = await judge(run, 'research.stage_verifier', `stage:${stage.id}`, run.prompts.render('stage_verifier', variables), `Stage ${stage.id} results:\n${stageResults}`, variables);
+  const verdict = await judge(
+    run,
+    'research.stage_verifier',
+    `stage:${stage.id}`,
+    run.prompts.render('stage_verifier', variables),
+    `Stage ${stage.id} results:\n${stageResults}`,
+    variables,
+  );
   stage.verdict = verdict.verdict;
   const added = verdict.verdict === 'PASS' ? [] : addFollowUps(stage, verdict);
   stage.status = verdict.verdict === 'PASS' ? 'passed' : 'running';
@@ -370,7 +447,14 @@ async function verifyStage(run: ResearchRun, doc: StateDocument, state: Research
   return verdict.verdict;
 }
 
-async function judge(run: ResearchRun, purpose: string, node: string, system: string, content: string, variables: Record<string, unknown>): Promise<VerdictResult> {
+async function judge(
+  run: ResearchRun,
+  purpose: string,
+  node: string,
+  system: string,
+  content: string,
+  variables: Record<string, unknown>,
+): Promise<VerdictResult> {
   const { parsed } = await run.llm.complete({
     purpose,
     ...(node.includes('.') ? { nodeId: node } : {}),
@@ -390,29 +474,69 @@ function addFollowUps(stage: GraphStage, verdict: VerdictResult): string[] {
   return verdict.follow_up_tasks.map((followUp) => {
     const id = nextTaskId(stage);
     const agent = (AGENTS as readonly string[]).includes(followUp.agent) ? followUp.agent : 'verifier';
-    stage.tasks.push({ id, title: followUp.title, agent, status: 'todo', depends_on: [], acceptance_criteria: followUp.acceptance_criteria, inputs: [], outputs: [] });
+    stage.tasks.push({
+      id,
+      title: followUp.title,
+      agent,
+      status: 'todo',
+      depends_on: [],
+      acceptance_criteria: followUp.acceptance_criteria,
+      inputs: [],
+      outputs: [],
+    });
     return id;
   });
 }
 
-async function emitVerdict(run: ResearchRun, state: ResearchState, scope: AgentVerdict['scope'], target: string, verdict: VerdictResult, followUps: string[]): Promise<void> {
+async function emitVerdict(
+  run: ResearchRun,
+  state: ResearchState,
+  scope: AgentVerdict['scope'],
+  target: string,
+  verdict: VerdictResult,
+  followUps: string[],
+): Promise<void> {
   // "final final" said nothing twice: the final verdict is named once.
   const judged = scope === 'final' ? 'final' : `${scope} ${target}`;
-  state.verifier.push(`- ${judged}: ${verdict.verdict}${verdict.issues.length ? ` — ${verdict.issues.map(oneLine).join('; ')}` : ''}${followUps.length ? ` (follow-ups ${followUps.join(', ')})` : ''}`);
+  state.verifier.push(
+    `- ${judged}: ${verdict.verdict}${verdict.issues.length ? ` — ${verdict.issues.map(oneLine).join('; ')}` : ''}${followUps.length ? ` (follow-ups ${followUps.join(', ')})` : ''}`,
+  );
   state.history.push(`- verdict on ${judged}: ${verdict.verdict}`);
-  await run.sink.emit({ type: 'agent_update', update_type: 'agent_verdict', run_id: run.input.runId, scope, target, verdict: verdict.verdict, issues: verdict.issues, follow_up_task_ids: followUps });
+  await run.sink.emit({
+    type: 'agent_update',
+    update_type: 'agent_verdict',
+    run_id: run.input.runId,
+    scope,
+    target,
+    verdict: verdict.verdict,
+    issues: verdict.issues,
+    follow_up_task_ids: followUps,
+  });
 }
 
 /** After the last stage: the final verifier, then the report (final_report.md, final_output.md). */
 async function finish(run: ResearchRun, doc: StateDocument, state: ResearchState, cycle: number): Promise<RunSuccess> {
   const results = state.results.join('\n');
-  const verdict = await judge(run, 'research.final_verifier', 'final', run.prompts.render('final_verifier', { goal: state.goal, results, best_answer: state.bestAnswer }), `Goal: ${state.goal}\n\nResults:\n${results}`, { goal: state.goal, results });
+  const verdict = await judge(
+    run,
+    'research.final_verifier',
+    'final',
+    run.prompts.render('final_verifier', { goal: state.goal, results, best_answer: state.bestAnswer }),
+    `Goal: ${state.goal}\n\nResults:\n${results}`,
+    { goal: state.goal, results },
+  );
   await emitVerdict(run, state, 'final', 'final', verdict, []);
   if (verdict.verdict !== 'PASS') {
     const stage = state.graph.stages.at(-1)!;
     const added = addFollowUps(stage, verdict);
     stage.status = 'running';
-    return blocked(run, doc, state, cycle, `The final verifier said ${verdict.verdict}${added.length ? `; follow-up tasks ${added.join(', ')} were added` : ''}.`);
+    return blocked(
+      run,
+      doc,
+      state,
+      cycle,
+      `The final verifier said ${verdict.verdict}${added.length ? `; follow-up tasks ${added.join(', ')} were added` : ''}.`,
+    );
   }
   const evidence = state.evidence.join('\n');
   const { text } = await run.llm.complete({
@@ -436,7 +560,11 @@ async function blocked(run: ResearchRun, doc: StateDocument, state: ResearchStat
   state.history.push(`- cycle ${cycle}: blocked: ${why}`);
   await doc.write(state);
   await emitGraph(run, state);
-  return { answer: `${why} ${progressLine(state)} Send another message to go on (its text joins the history log as guidance).`, steps: cycle, reason: 'verifier_blocked' };
+  return {
+    answer: `${why} ${progressLine(state)} Send another message to go on (its text joins the history log as guidance).`,
+    steps: cycle,
+    reason: 'verifier_blocked',
+  };
 }
 
 /** A title or name on the wire: the graph event stays small (at most STATE_DOC_MAX_TASKS tasks of this much), the document keeps it whole. */

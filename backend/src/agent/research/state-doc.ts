@@ -63,7 +63,10 @@ export type GraphStage = z.infer<typeof GraphStage>;
 export const TaskGraph = z
   .object({ version: z.number().int().positive().default(1), stages: z.array(GraphStage).min(1) })
   .strict()
-  .refine((graph) => graph.stages.reduce((sum, stage) => sum + stage.tasks.length, 0) <= STATE_DOC_MAX_TASKS, `a task graph holds at most ${STATE_DOC_MAX_TASKS} tasks`);
+  .refine(
+    (graph) => graph.stages.reduce((sum, stage) => sum + stage.tasks.length, 0) <= STATE_DOC_MAX_TASKS,
+    `a task graph holds at most ${STATE_DOC_MAX_TASKS} tasks`,
+  );
 export type TaskGraph = z.infer<typeof TaskGraph>;
 
 /** Why a graph cannot be used: the path of the offending value and, in a document, its line. */
@@ -88,14 +91,25 @@ export function checkGraph(graph: TaskGraph): void {
       const at = ['stages', s, 'tasks', t];
       if (ids.has(task.id)) throw new GraphError(`task id "${task.id}" is used twice`, [...at, 'id']);
       ids.add(task.id);
-      if (task.id.split('.')[0] !== stage.id) throw new GraphError(`task "${task.id}" is not in stage ${stage.id} (its id must start with "${stage.id}.")`, [...at, 'id']);
-      if (task.status === 'blocked' && !task.blocked_reason?.trim()) throw new GraphError(`task "${task.id}" is blocked without a blocked_reason`, [...at, 'status']);
+      if (task.id.split('.')[0] !== stage.id)
+        throw new GraphError(`task "${task.id}" is not in stage ${stage.id} (its id must start with "${stage.id}.")`, [...at, 'id']);
+      if (task.status === 'blocked' && !task.blocked_reason?.trim())
+        throw new GraphError(`task "${task.id}" is blocked without a blocked_reason`, [...at, 'status']);
       if (task.status === 'skipped' && !task.skip_reason?.trim()) throw new GraphError(`task "${task.id}" is skipped without a skip_reason`, [...at, 'status']);
-      if (task.status === 'superseded' && !task.superseded_by?.trim()) throw new GraphError(`task "${task.id}" is superseded without superseded_by`, [...at, 'status']);
+      if (task.status === 'superseded' && !task.superseded_by?.trim())
+        throw new GraphError(`task "${task.id}" is superseded without superseded_by`, [...at, 'status']);
     });
     stage.tasks.forEach((task, t) => {
       for (const [d, dependency] of task.depends_on.entries()) {
-        if (!ids.has(dependency)) throw new GraphError(`task "${task.id}" depends on "${dependency}", which is not a task of stage ${stage.id}`, ['stages', s, 'tasks', t, 'depends_on', d]);
+        if (!ids.has(dependency))
+          throw new GraphError(`task "${task.id}" depends on "${dependency}", which is not a task of stage ${stage.id}`, [
+            'stages',
+            s,
+            'tasks',
+            t,
+            'depends_on',
+            d,
+          ]);
       }
     });
     const cycle = findCycle(stage.tasks);
@@ -140,12 +154,29 @@ export interface ResearchState {
   history: string[];
 }
 
-const SECTIONS = ['Problem spec', 'Current best answer', 'Task graph', 'Task board', 'Results ledger', 'Evidence ledger', 'Verifier status', 'History log'] as const;
+const SECTIONS = [
+  'Problem spec',
+  'Current best answer',
+  'Task graph',
+  'Task board',
+  'Results ledger',
+  'Evidence ledger',
+  'Verifier status',
+  'History log',
+] as const;
 
 /** The document: header, problem spec, current best answer, task graph (YAML), task board, results, evidence, verifier status, history log. */
 export function renderState(state: ResearchState): string {
   const board = state.graph.stages
-    .map((stage) => [`### Stage ${stage.id}: ${flat(stage.name)} (${stage.status}${stage.verdict ? `, ${stage.verdict}` : ''})`, ...stage.tasks.map((task) => `- [${task.status === 'done' || task.status === 'skipped' || task.status === 'superseded' ? 'x' : ' '}] ${task.id} ${flat(task.title)} (${task.agent}, ${task.status})`)].join('\n'))
+    .map((stage) =>
+      [
+        `### Stage ${stage.id}: ${flat(stage.name)} (${stage.status}${stage.verdict ? `, ${stage.verdict}` : ''})`,
+        ...stage.tasks.map(
+          (task) =>
+            `- [${task.status === 'done' || task.status === 'skipped' || task.status === 'superseded' ? 'x' : ' '}] ${task.id} ${flat(task.title)} (${task.agent}, ${task.status})`,
+        ),
+      ].join('\n'),
+    )
     .join('\n\n');
   const lines = (items: string[], empty: string) => (items.length ? items.map(inert).join('\n') : empty);
   return [
@@ -221,14 +252,23 @@ function flat(text: string): string {
 export function fitState(state: ResearchState): ResearchState {
   if (Buffer.byteLength(renderState(state)) <= STATE_DOC_MAX_BYTES) return state;
   const cut = (line: string) => (line.length > LEDGER_LINE_MAX_CHARS ? `${line.slice(0, LEDGER_LINE_MAX_CHARS)}…` : line);
-  const fitted: ResearchState = { ...state, results: state.results.map(cut), evidence: state.evidence.map(cut), history: state.history.map(cut), verifier: state.verifier.map(cut) };
+  const fitted: ResearchState = {
+    ...state,
+    results: state.results.map(cut),
+    evidence: state.evidence.map(cut),
+    history: state.history.map(cut),
+    verifier: state.verifier.map(cut),
+  };
   for (const ledger of ['evidence', 'history', 'results'] as const) {
     let dropped = 0;
     while (fitted[ledger].length > 1 && Buffer.byteLength(renderState(fitted)) > STATE_DOC_MAX_BYTES) {
       const drop = Math.max(1, Math.ceil(fitted[ledger].length / 4));
       fitted[ledger] = fitted[ledger].slice(drop);
       dropped += drop;
-      fitted[ledger] = [`- (${dropped} earlier lines left out to keep the document under ${STATE_DOC_MAX_BYTES / 1024 / 1024} MB)`, ...fitted[ledger].filter((line) => !/^- \(\d+ earlier lines left out/.test(line))];
+      fitted[ledger] = [
+        `- (${dropped} earlier lines left out to keep the document under ${STATE_DOC_MAX_BYTES / 1024 / 1024} MB)`,
+        ...fitted[ledger].filter((line) => !/^- \(\d+ earlier lines left out/.test(line)),
+      ];
     }
     if (Buffer.byteLength(renderState(fitted)) <= STATE_DOC_MAX_BYTES) return fitted;
   }
@@ -263,11 +303,18 @@ export function parseState(source: string): ResearchState {
   const yamlEnd = text.indexOf('\n```', yamlStart - 1);
   if (yamlEnd < 0) throw new GraphError('the task graph block is not closed with ```', [], lineAt(text, fenceStart));
   const graph = parseGraphYaml(text.slice(yamlStart, yamlEnd + 1), lineAt(text, yamlStart) - 1);
-  const items = (name: string) => section(name).split('\n').filter((line) => line.trim() && !/^\((none yet|empty)\)$/.test(line.trim())).map(restore);
+  const items = (name: string) =>
+    section(name)
+      .split('\n')
+      .filter((line) => line.trim() && !/^\((none yet|empty)\)$/.test(line.trim()))
+      .map(restore);
   const best = section('Current best answer');
   return {
     goal: restore((goalPart ?? '').trim()),
-    constraints: (constraintPart ?? '').split('\n').map((line) => restore(line.replace(/^\s*-\s*/, '').trim())).filter(Boolean),
+    constraints: (constraintPart ?? '')
+      .split('\n')
+      .map((line) => restore(line.replace(/^\s*-\s*/, '').trim()))
+      .filter(Boolean),
     bestAnswer: /^\(none yet\)$/.test(best) ? '' : restore(best),
     graph,
     results: items('Results ledger'),

@@ -40,9 +40,7 @@ function reasonReply(situation: Situation): string {
   };
   const plan = next ? plans[next] : 'Everything needed is known, so answer directly.';
   const toolName = next === 'named' ? situation.named!.name : next;
-  const intro = next
-    ? `The user wrote: "${shorten(situation.question)}". ${plan}`
-    : `I have what I need to answer "${shorten(situation.question)}".`;
+  const intro = next ? `The user wrote: "${shorten(situation.question)}". ${plan}` : `I have what I need to answer "${shorten(situation.question)}".`;
   return `${intro}\n\n\`\`\`json\n${JSON.stringify({ plan, tools_to_consider: toolName ? [toolName] : [], finish: !next })}\n\`\`\``;
 }
 
@@ -79,7 +77,6 @@ function observeReply(situation: Situation): string {
     final_answer: answers.join('\n\n'),
   });
 }
-
 
 /** At the step limit: the best answer from what was found, and what is missing. */
 function finalReply(situation: Situation): string {

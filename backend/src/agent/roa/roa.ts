@@ -18,10 +18,7 @@ const prompts = {
 type RoaRun = Run<Record<string, never>, typeof prompts>;
 
 /** What the loop does after a step's observe phase. */
-type Next =
-  | { kind: 'continue'; observation: string }
-  | { kind: 'finish'; answer: string }
-  | { kind: 'max_steps'; observation: string };
+type Next = { kind: 'continue'; observation: string } | { kind: 'finish'; answer: string } | { kind: 'max_steps'; observation: string };
 
 /** What carries over from one step to the next. */
 interface LoopState {

@@ -27,16 +27,31 @@ export async function solverDemo(request: CompletionRequest, demo: DemoKit): Pro
         request,
       );
     case 'solver.approach_evaluator':
-      return demo.say('Approach 1 is the more reliable: the calculator does the arithmetic, so only the reading of the words can go wrong. Use it, and check the result.', request);
+      return demo.say(
+        'Approach 1 is the more reliable: the calculator does the arithmetic, so only the reading of the words can go wrong. Use it, and check the result.',
+        request,
+      );
     case 'solver.problem_solver': {
       await demo.pause(request.signal);
       const { situation, expression } = work;
       // Loop 1 evaluates the arithmetic as one expression; a later loop evaluates it again and then
       // works through it step by step (a chain of at most three steps) to compare.
-      const calls = !expression ? [] : loop === 1 ? [expression] : [expression, ...(work.chain.length > 1 && work.chain.length <= 3 ? work.chain.map((_, index) => linkExpression(work.chain, work.results.slice(1), index)) : [expression])];
+      const calls = !expression
+        ? []
+        : loop === 1
+          ? [expression]
+          : [
+              expression,
+              ...(work.chain.length > 1 && work.chain.length <= 3
+                ? work.chain.map((_, index) => linkExpression(work.chain, work.results.slice(1), index))
+                : [expression]),
+            ];
       if (work.results.length < calls.length && work.calculator) {
         const next = calls[work.results.length]!;
-        return { text: '', toolCalls: [{ id: `call_demo_solver_${loop}_${work.results.length + 1}`, name: 'calculator', arguments: JSON.stringify({ expression: next }) }] };
+        return {
+          text: '',
+          toolCalls: [{ id: `call_demo_solver_${loop}_${work.results.length + 1}`, name: 'calculator', arguments: JSON.stringify({ expression: next }) }],
+        };
       }
       // The request's other parts (the clock, a file, a tool it names), looked up as every strategy's demo does.
       const rest = { ...situation, expression: undefined, chain: [], calculations: [] };
@@ -46,14 +61,26 @@ export async function solverDemo(request: CompletionRequest, demo: DemoKit): Pro
       const also = found.length ? `\n\n${ALSO}\n\n${found.join('\n\n')}` : '';
       if (!expression) {
         if (found.length) return demo.say(`The request needs no arithmetic; here is what it asks for.${also}\n\nAnswer: given above`, request);
-        if (situation.ambiguous) return demo.say(`“${shorten(problem)}” does not say what to solve, and the demo model does not guess.\n\nAnswer: none (unclear request)`, request);
+        if (situation.ambiguous)
+          return demo.say(`“${shorten(problem)}” does not say what to solve, and the demo model does not guess.\n\nAnswer: none (unclear request)`, request);
         return demo.say(`I can only solve arithmetic word problems in the demo, and I found no calculation in “${shorten(problem)}”.\n\nAnswer: none`, request);
       }
-      if (!work.calculator) return demo.say(`The problem comes down to \`${expression}\`, but the calculator is not enabled, and the demo model does not do sums in its head.${also}\n\nAnswer: none`, request);
+      if (!work.calculator)
+        return demo.say(
+          `The problem comes down to \`${expression}\`, but the calculator is not enabled, and the demo model does not do sums in its head.${also}\n\nAnswer: none`,
+          request,
+        );
       const result = work.results[0]!;
-      if (loop === 1) return demo.say(`The problem comes down to \`${expression}\`, which the calculator puts at ${result}.${also}\n\nAnswer: ${result}`, request);
+      if (loop === 1)
+        return demo.say(`The problem comes down to \`${expression}\`, which the calculator puts at ${result}.${also}\n\nAnswer: ${result}`, request);
       const check = work.results.at(-1)!;
-      const steps = work.results.length > 2 ? ` Step by step: ${work.results.slice(1).map((value, index) => `\`${calls[index + 1]}\` = ${value}`).join(', ')}.` : '';
+      const steps =
+        work.results.length > 2
+          ? ` Step by step: ${work.results
+              .slice(1)
+              .map((value, index) => `\`${calls[index + 1]}\` = ${value}`)
+              .join(', ')}.`
+          : '';
       return demo.say(
         check === result
           ? `The problem comes down to \`${expression}\` = ${result}. Evaluated again as a check it gives ${check}, the same.${steps}${also}\n\nAnswer: ${result} (checked)`
@@ -68,11 +95,22 @@ export async function solverDemo(request: CompletionRequest, demo: DemoKit): Pro
       const expected = chainResult(work.chain);
       if (/Answer: none \(unclear request\)/.test(input)) return demo.say('The problem is unclear: only the person can say what they need.', request);
       if (expected === undefined || answer === undefined || answer === 'none' || answer === 'given above') {
-        if (answer === 'given above') return demo.say('The solution is correct: what it gives comes from the tools’ results, and nothing in the problem needs computing.', request);
-        return demo.say(answer === 'none' || answer === undefined ? 'There is no calculation to check: the solution says so itself.' : 'The solution is correct: nothing in the problem needs computing.', request);
+        if (answer === 'given above')
+          return demo.say('The solution is correct: what it gives comes from the tools’ results, and nothing in the problem needs computing.', request);
+        return demo.say(
+          answer === 'none' || answer === undefined
+            ? 'There is no calculation to check: the solution says so itself.'
+            : 'The solution is correct: nothing in the problem needs computing.',
+          request,
+        );
       }
-      if (answer !== expected) return demo.say(`Flaw: the answer ${answer} is wrong; worked through, the problem comes to ${expected}. Solve it again, step by step.`, request);
-      if (!/\(checked\)/.test(input)) return demo.say(`Flaw: the answer ${answer} is right, but it was stated without any check. Evaluate it a second time (or another way) and compare before answering.`, request);
+      if (answer !== expected)
+        return demo.say(`Flaw: the answer ${answer} is wrong; worked through, the problem comes to ${expected}. Solve it again, step by step.`, request);
+      if (!/\(checked\)/.test(input))
+        return demo.say(
+          `Flaw: the answer ${answer} is right, but it was stated without any check. Evaluate it a second time (or another way) and compare before answering.`,
+          request,
+        );
       return demo.say(`The solution is correct: I worked the problem through to ${expected}, and the solver's own check agrees.`, request);
     }
     case 'solver.orchestrator': {
@@ -82,13 +120,42 @@ export async function solverDemo(request: CompletionRequest, demo: DemoKit): Pro
       const answer = /Answer: ([^\n]+)/.exec(input)?.[1]?.replace(' (checked)', '').trim() ?? '';
       const checked = /\(checked\)/.test(input) && /The solution is correct: I worked/.test(input);
       const also = new RegExp(`${ALSO}\\n\\n([\\s\\S]*?)\\n\\nAnswer:`).exec(input)?.[1]?.trim();
-      const computed = answer && answer !== 'none' && answer !== 'given above' && work.expression ? `**${answer}**: \`${work.expression}\` = ${answer}${checked ? ', computed with the calculator, checked again and confirmed by the evaluator' : ''}.` : undefined;
-      const finalAnswer = [computed, also].filter(Boolean).join('\n\n') || 'The demo model computed no answer: it found no calculation it understands in the problem, or the calculator is not enabled.';
+      const computed =
+        answer && answer !== 'none' && answer !== 'given above' && work.expression
+          ? `**${answer}**: \`${work.expression}\` = ${answer}${checked ? ', computed with the calculator, checked again and confirmed by the evaluator' : ''}.`
+          : undefined;
+      const finalAnswer =
+        [computed, also].filter(Boolean).join('\n\n') ||
+        'The demo model computed no answer: it found no calculation it understands in the problem, or the calculator is not enabled.';
       const decision = unclear
-        ? { action: 'ASK_USER', rationale: 'The request does not say what to solve; only the person can.', final_answer: '', question_for_user: clarifyingQuestion(problem), next_focus: 'solve what the person asks for' }
+        ? {
+            action: 'ASK_USER',
+            rationale: 'The request does not say what to solve; only the person can.',
+            final_answer: '',
+            question_for_user: clarifyingQuestion(problem),
+            next_focus: 'solve what the person asks for',
+          }
         : flawed
-          ? { action: 'CONTINUE', rationale: 'The evaluator found a flaw.', final_answer: '', question_for_user: '', next_focus: 'solve it again and check the result' }
-          : { action: 'FINAL', rationale: checked ? 'The solution is correct and checked.' : computed ? 'The solution is correct.' : also ? 'The tools gave what was asked.' : 'There was nothing to compute.', final_answer: finalAnswer, question_for_user: '', next_focus: '' };
+          ? {
+              action: 'CONTINUE',
+              rationale: 'The evaluator found a flaw.',
+              final_answer: '',
+              question_for_user: '',
+              next_focus: 'solve it again and check the result',
+            }
+          : {
+              action: 'FINAL',
+              rationale: checked
+                ? 'The solution is correct and checked.'
+                : computed
+                  ? 'The solution is correct.'
+                  : also
+                    ? 'The tools gave what was asked.'
+                    : 'There was nothing to compute.',
+              final_answer: finalAnswer,
+              question_for_user: '',
+              next_focus: '',
+            };
       return { text: JSON.stringify(decision), toolCalls: [], parsed: decision };
     }
     default:
@@ -106,9 +173,18 @@ const ALSO = 'Also asked for:';
 function workOf(request: CompletionRequest, problem: string) {
   const answers = [...lastUser(request.messages).matchAll(/^The user answered: (.+)$/gm)].map((match) => match[1]!);
   const question = [problem, ...answers].join('\n');
-  const messages: LlmMessage[] = [{ role: 'user', content: question }, ...request.messages.filter((message) => message.role === 'assistant' || message.role === 'tool')];
+  const messages: LlmMessage[] = [
+    { role: 'user', content: question },
+    ...request.messages.filter((message) => message.role === 'assistant' || message.role === 'tool'),
+  ];
   const situation = readSituation({ ...request, messages });
-  return { situation, expression: chainExpression(situation.chain), chain: situation.chain, results: situation.calculations, calculator: situation.offered.has('calculator') };
+  return {
+    situation,
+    expression: chainExpression(situation.chain),
+    chain: situation.chain,
+    results: situation.calculations,
+    calculator: situation.offered.has('calculator'),
+  };
 }
 
 /** The question the demo asks of a request too vague to act on (the same words as every strategy's). */

@@ -110,11 +110,18 @@ export const solver = defineStrategy({
         return { answer: `${limit}\n\n${flow.solution}`, steps: flow.stages, reason: maxLoops === run.options.max_loops ? 'max_loops' : 'max_steps' };
       }
       if (decision.action === 'ASK_USER') {
-        const answer = await askPerson(run, { key: `solver.ask:${flow.loop}`, step: flow.stages, question: decision.question_for_user || 'What should I know to go on?', kind: 'question' });
+        const answer = await askPerson(run, {
+          key: `solver.ask:${flow.loop}`,
+          step: flow.stages,
+          question: decision.question_for_user || 'What should I know to go on?',
+          kind: 'question',
+        });
         flow.answers.push(answer);
       }
       flow.nextFocus = decision.next_focus;
-      flow.input = decision.next_focus ? `${problem}\n\nFocus of this loop: ${decision.next_focus}\n\nPrevious evaluation:\n${evaluation}` : `${problem}\n\nPrevious evaluation:\n${evaluation}`;
+      flow.input = decision.next_focus
+        ? `${problem}\n\nFocus of this loop: ${decision.next_focus}\n\nPrevious evaluation:\n${evaluation}`
+        : `${problem}\n\nPrevious evaluation:\n${evaluation}`;
       flow.loop += 1;
       await confirm(run, flow, 'problem_solver', `Run solver loop ${flow.loop}: ${STAGE_WORDS.problem_solver}?`);
     }
@@ -172,7 +179,14 @@ function retryable(error: unknown): boolean {
 /** The stage's call: its system prompt, the input as the user's message; the problem solver may use tools first. */
 async function call(run: SolverRun, flow: Workflow, name: SolverStage, input: string): Promise<string> {
   const files_manifest = name === 'problem_solver' ? await run.filesManifest() : '';
-  const variables = { problem: run.input.question.trim(), loop: flow.loop, max_loops: run.options.max_loops, next_focus: flow.nextFocus, tool_names: run.input.toolNames, files_manifest };
+  const variables = {
+    problem: run.input.question.trim(),
+    loop: flow.loop,
+    max_loops: run.options.max_loops,
+    next_focus: flow.nextFocus,
+    tool_names: run.input.toolNames,
+    files_manifest,
+  };
   const messages: LlmMessage[] = [
     { role: 'system', content: run.prompts.render(name, variables) },
     { role: 'user', content: input },
@@ -199,7 +213,14 @@ async function orchestrate(run: SolverRun, flow: Workflow, input: string): Promi
   flow.stages += 1;
   run.progress.step = flow.stages;
   await run.sink.emit({ type: 'agent_update', update_type: 'agent_stage_start', run_id: run.input.runId, stage: 'orchestrator', loop: flow.loop });
-  const variables = { problem: run.input.question.trim(), loop: flow.loop, max_loops: run.options.max_loops, next_focus: flow.nextFocus, tool_names: run.input.toolNames, files_manifest: '' };
+  const variables = {
+    problem: run.input.question.trim(),
+    loop: flow.loop,
+    max_loops: run.options.max_loops,
+    next_focus: flow.nextFocus,
+    tool_names: run.input.toolNames,
+    files_manifest: '',
+  };
   const { parsed } = await run.llm.complete({
     purpose: 'solver.orchestrator',
     messages: [
@@ -211,8 +232,21 @@ async function orchestrate(run: SolverRun, flow: Workflow, input: string): Promi
     variables: { ...variables, stage: 'orchestrator', input },
   });
   const decision = parsed!;
-  await run.sink.emit({ type: 'agent_update', update_type: 'agent_stage_complete', run_id: run.input.runId, stage: 'orchestrator', loop: flow.loop, content: JSON.stringify(decision, null, 2) });
-  const event: Omit<AgentDecision, 'seq' | 'ts'> = { type: 'agent_update', update_type: 'agent_decision', run_id: run.input.runId, loop: flow.loop, ...decision };
+  await run.sink.emit({
+    type: 'agent_update',
+    update_type: 'agent_stage_complete',
+    run_id: run.input.runId,
+    stage: 'orchestrator',
+    loop: flow.loop,
+    content: JSON.stringify(decision, null, 2),
+  });
+  const event: Omit<AgentDecision, 'seq' | 'ts'> = {
+    type: 'agent_update',
+    update_type: 'agent_decision',
+    run_id: run.input.runId,
+    loop: flow.loop,
+    ...decision,
+  };
   await run.sink.emit(event);
   run.progress.transcript.push({ role: 'assistant', content: `[orchestrator] ${decision.action}: ${decision.rationale}` });
   return decision;
@@ -221,11 +255,7 @@ async function orchestrate(run: SolverRun, flow: Workflow, input: string): Promi
 /** Unless auto-advance, asks the person whether to run the next stage; "No" pauses the run (resume asks again). */
 async function confirm(run: SolverRun, flow: Workflow, next: SolverStage, question: string): Promise<void> {
   if (run.options.auto_advance) return;
-  const answer = await askPerson(
-    run,
-    { key: `solver.confirm:${flow.stages}:${next}`, step: flow.stages, question, kind: 'confirm', choices: [YES, NO] },
-    NO,
-  );
+  const answer = await askPerson(run, { key: `solver.confirm:${flow.stages}:${next}`, step: flow.stages, question, kind: 'confirm', choices: [YES, NO] }, NO);
   if (answer.trim().toLowerCase() === NO.toLowerCase()) {
     run.control.stop('paused');
     run.control.throwIfStopped();

@@ -102,7 +102,11 @@ export function registerAgUiRoutes(server: FastifyInstance, sessions: SessionMan
         return sendError(reply, 404, 'not_found', `No chat ${input.threadId}`);
       }
       const { chat } = opened;
-      const stream = new AgUiStream(reply.raw, new EventEncoder({ accept: wantsProtobuf(request.headers.accept) ? request.headers.accept : 'text/event-stream' }), limits);
+      const stream = new AgUiStream(
+        reply.raw,
+        new EventEncoder({ accept: wantsProtobuf(request.headers.accept) ? request.headers.accept : 'text/event-stream' }),
+        limits,
+      );
       const translator = new AgUiTranslator(input.threadId, input.runId, (event) => stream.write(event));
       let afterSeq = chat.log.lastSeq;
       const quietUntil = afterSeq;
@@ -211,7 +215,11 @@ function resumeMessages(resume: { interruptId: string; status: 'resolved' | 'can
     const payload = entry.payload as { decision?: unknown } | undefined;
     // An approval's payload is its decision object; anything else is the answer's text.
     if (payload && typeof payload === 'object' && (payload.decision === 'approve' || payload.decision === 'deny')) {
-      return { type: 'agent_user_input', question_id: entry.interruptId, approval: payload as NonNullable<Extract<ClientMessage, { type: 'agent_user_input' }>['approval']> };
+      return {
+        type: 'agent_user_input',
+        question_id: entry.interruptId,
+        approval: payload as NonNullable<Extract<ClientMessage, { type: 'agent_user_input' }>['approval']>,
+      };
     }
     return { type: 'agent_user_input', question_id: entry.interruptId, content: answerText(entry.payload) };
   });

@@ -334,7 +334,14 @@ export class AgUiTranslator {
   }
 
   private count(event: Extract<LoggedEvent, { update_type: 'agent_usage' }>): void {
-    const entry = this.usage.get(event.model) ?? { model: event.model, inputTokens: 0, outputTokens: 0, totalTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 };
+    const entry = this.usage.get(event.model) ?? {
+      model: event.model,
+      inputTokens: 0,
+      outputTokens: 0,
+      totalTokens: 0,
+      cachedInputTokens: 0,
+      reasoningTokens: 0,
+    };
     entry.inputTokens! += event.prompt_tokens;
     entry.outputTokens! += event.completion_tokens;
     entry.totalTokens! += event.prompt_tokens + event.completion_tokens;
