@@ -93,3 +93,5 @@ export { decodeSession, encodeSession, TrustedProxies, userFromHeaders } from '.
 export { chatAccess, LOCAL_USER, type User } from './auth/user.ts';
 export { RunSlots } from './chat/run-slots.ts';
 export { decideAccess, isLoopbackAddress } from './transport/access.ts';
+export { Cluster } from './cluster/cluster.ts';
+export { type Fence, type FenceToken, StaleLeaseError } from './store/store.ts';

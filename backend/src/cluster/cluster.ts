@@ -4,6 +4,7 @@ import pg from 'pg';
 import { createClient } from 'redis';
 import { type ControlBus, type ControlCommand, type ControlHandler, type ControlOutcome, InProcessControlBus, noOutcome } from '../agent/control-bus.ts';
 import type { Logger } from '../logger.ts';
+import type { Fence, FenceToken } from '../store/store.ts';
 
 type RedisClient = ReturnType<typeof createClient>;
 
@@ -56,7 +57,10 @@ export class Cluster {
   private readonly redis: RedisClient;
   private readonly reader: RedisClient;
   private readonly subscriber: RedisClient;
-  private readonly held = new Map<string, string | null>();
+  /** The sessions this instance holds: the run each lease names, and the lease's generation (its writes' fence). */
+  private readonly held = new Map<string, { runId: string | null; generation: number }>();
+  /** Leases this instance held and lost to another: writes still made under them are refused (not let through unfenced). */
+  private readonly lost = new Map<string, { runId: string | null; generation: number }>();
   private readonly waiting = new Map<string, (outcome: ControlOutcome) => void>();
   private readonly sessionListeners = new Map<string, Set<SessionListener>>();
   private readonly timers: NodeJS.Timeout[] = [];
@@ -114,16 +118,21 @@ export class Cluster {
     const { rows } = await this.pool.query(
       `insert into session_leases (session_id, instance_id, run_id, expires_at)
        values ($1, $2, $3, now() + $4 * interval '1 millisecond')
-       on conflict (session_id) do update set instance_id = excluded.instance_id, run_id = excluded.run_id, expires_at = excluded.expires_at
+       on conflict (session_id) do update
+         set instance_id = excluded.instance_id, run_id = excluded.run_id, expires_at = excluded.expires_at,
+             -- A new holder (or this one after its lease ran out) is a new lease; a live holder claiming again keeps its own.
+             generation = case when session_leases.instance_id = excluded.instance_id and session_leases.expires_at >= now()
+                               then session_leases.generation else nextval('session_lease_generation') end
        where session_leases.expires_at < now()
           or (session_leases.instance_id = excluded.instance_id and (session_leases.run_id is null or session_leases.run_id = excluded.run_id))
           or (session_leases.run_id is distinct from excluded.run_id
               and exists (select 1 from runs where runs.id::text = session_leases.run_id and runs.status <> 'running'))
-       returning session_id`,
+       returning session_id, generation`,
       [sessionId, this.instanceId, runId, this.options.leaseMs],
     );
     if (rows.length === 0) return false;
-    this.held.set(sessionId, runId);
+    this.held.set(sessionId, { runId, generation: Number((rows[0] as { generation: string | number }).generation) });
+    this.lost.delete(sessionId);
     return true;
   }
 
@@ -132,7 +141,8 @@ export class Cluster {
    * lease that still names it goes: one the session's next run has claimed meanwhile stays.
    */
   async release(sessionId: string, runId: string | null): Promise<void> {
-    if (this.held.has(sessionId) && this.held.get(sessionId) === runId) this.held.delete(sessionId);
+    if (this.held.get(sessionId)?.runId === runId) this.held.delete(sessionId);
+    if (this.lost.get(sessionId)?.runId === runId) this.lost.delete(sessionId);
     await this.pool
       .query('delete from session_leases where session_id = $1 and instance_id = $2 and run_id is not distinct from $3', [sessionId, this.instanceId, runId])
       .catch((error: unknown) => {
@@ -153,6 +163,24 @@ export class Cluster {
     const { rows } = await this.pool.query('select instance_id, run_id from session_leases where session_id = $1 and expires_at >= now()', [sessionId]);
     const row = rows[0] as { instance_id: string; run_id: string | null } | undefined;
     return row ? { instanceId: row.instance_id, runId: row.run_id } : undefined;
+  }
+
+  /** The fence of this instance's writes to the session: the lease it holds, or the one it lost (then the write is refused). */
+  fenceFor(sessionId: string): FenceToken | undefined {
+    const lease = this.held.get(sessionId) ?? this.lost.get(sessionId);
+    return lease && { sessionId, instanceId: this.instanceId, generation: lease.generation };
+  }
+
+  /** The fence of a run's writes (its journal): the lease that names the run. */
+  fenceForRun(runId: string): FenceToken | undefined {
+    for (const [sessionId, lease] of this.held) if (lease.runId === runId) return { sessionId, instanceId: this.instanceId, generation: lease.generation };
+    for (const [sessionId, lease] of this.lost) if (lease.runId === runId) return { sessionId, instanceId: this.instanceId, generation: lease.generation };
+    return undefined;
+  }
+
+  /** The store's view of the leases (see Fence). */
+  get fence(): Fence {
+    return { forSession: (sessionId) => this.fenceFor(sessionId), forRun: (runId) => this.fenceForRun(runId) };
   }
 
   /** Tells the other instances that the session's log grew. */
@@ -245,7 +273,7 @@ export class Cluster {
   async close(): Promise<void> {
     this.closed = true;
     for (const timer of this.timers) clearInterval(timer);
-    for (const [sessionId, runId] of [...this.held]) await this.release(sessionId, runId);
+    for (const [sessionId, { runId }] of [...this.held]) await this.release(sessionId, runId);
     for (const client of [this.reader, this.subscriber, this.redis]) await client.close().catch(() => client.destroy());
     await this.pool.end().catch(() => undefined);
   }
@@ -266,6 +294,7 @@ export class Cluster {
         const holder = await this.holder(sessionId);
         if (!this.held.has(sessionId) || holder?.instanceId === this.instanceId) continue;
         this.logger.warn({ session_id: sessionId }, 'lost the lease of a session to another instance; its run stops here');
+        this.lost.set(sessionId, this.held.get(sessionId)!);
         this.held.delete(sessionId);
         this.lostHandler?.(sessionId);
       }
@@ -279,13 +308,14 @@ export class Cluster {
     if (this.closed || !this.orphanHandler) return;
     try {
       const { rows } = await this.pool.query(
-        `update session_leases set instance_id = $1, expires_at = now() + $2 * interval '1 millisecond'
+        `update session_leases set instance_id = $1, expires_at = now() + $2 * interval '1 millisecond', generation = nextval('session_lease_generation')
          where session_id in (select session_id from session_leases where expires_at < now() and run_id is not null limit 10 for update skip locked)
-         returning session_id, run_id`,
+         returning session_id, run_id, generation`,
         [this.instanceId, this.options.leaseMs],
       );
-      for (const row of rows as { session_id: string; run_id: string }[]) {
-        this.held.set(row.session_id, row.run_id);
+      for (const row of rows as { session_id: string; run_id: string; generation: string | number }[]) {
+        this.held.set(row.session_id, { runId: row.run_id, generation: Number(row.generation) });
+        this.lost.delete(row.session_id);
         this.logger.info({ session_id: row.session_id, run_id: row.run_id }, 'taking over a run whose instance went away');
         await this.orphanHandler({ sessionId: row.session_id, runId: row.run_id }).catch((error: unknown) => {
           this.logger.error({ err: error, run_id: row.run_id }, 'could not take over a run');

@@ -122,6 +122,15 @@ export const MIGRATIONS: Migration[] = [
       create index sessions_owner on sessions (owner, updated_at desc);
     `,
   },
+  {
+    version: 7,
+    name: 'a lease generation, which fences the writes of an instance that lost its lease',
+    // One sequence for every lease: a generation never comes back, even for a lease deleted and made again.
+    sql: `
+      create sequence session_lease_generation;
+      alter table session_leases add column generation bigint not null default nextval('session_lease_generation');
+    `,
+  },
 ];
 
 /** Brings the schema up to date in one transaction: a crash leaves no half, and concurrent starts wait their turn. */

@@ -9,6 +9,8 @@ import {
   type RunEnd,
   type RunRecord,
   type SessionRecord,
+  type Fence,
+  StaleLeaseError,
   type SessionOwner,
   type Store,
   LOCAL_OWNER,
@@ -55,7 +57,8 @@ class GroupWriter<T> {
   private readonly pending: { row: T; resolve: () => void; reject: (error: unknown) => void }[] = [];
   private writing = false;
 
-  constructor(private readonly insert: (rows: T[]) => Promise<void>) {}
+  /** `insert` writes the rows it may, and returns the errors of those it refused (by index), if any. */
+  constructor(private readonly insert: (rows: T[]) => Promise<Map<number, Error> | undefined>) {}
 
   add(row: T): Promise<void> {
     return new Promise((resolve, reject) => {
@@ -68,17 +71,36 @@ class GroupWriter<T> {
     this.writing = true;
     while (this.pending.length > 0) {
       const batch = this.pending.splice(0, BATCH_LIMIT);
+      const settle = (item: (typeof batch)[number], refused: Error | undefined) => (refused ? item.reject(refused) : item.resolve());
       try {
-        await this.insert(batch.map((item) => item.row));
-        for (const item of batch) item.resolve();
+        const refused = await this.insert(batch.map((item) => item.row));
+        for (const [index, item] of batch.entries()) settle(item, refused?.get(index));
       } catch (error) {
         // One bad row (a seq already taken) must fail only its own caller: retry one by one.
         if (batch.length === 1) batch[0]!.reject(error);
-        else for (const item of batch) await this.insert([item.row]).then(item.resolve, item.reject);
+        else for (const item of batch) await this.insert([item.row]).then((refused) => settle(item, refused?.get(0)), item.reject);
       }
     }
     this.writing = false;
   }
+}
+
+/**
+ * A fenced row is written only while its lease (session, instance, generation) is the session's;
+ * a row without one (no lease held: a file saved between runs) is written as before.
+ */
+const FENCED = `(v.instance_id is null or exists (
+  select 1 from session_leases l where l.session_id = v.session_id::text and l.instance_id = v.instance_id and l.generation = v.generation for share))`;
+
+/** `($1::uuid, $2::integer), …`: VALUES whose columns have types (a VALUES list read by a select has none of its own). */
+const typedValues = (rows: number, types: string[]) =>
+  Array.from({ length: rows }, (_, row) => `(${types.map((type, column) => `$${row * types.length + column + 1}::${type}`).join(', ')})`).join(', ');
+
+/** The rows `missing` says were not written, each refused with StaleLeaseError. */
+function refusals<T>(rows: T[], missing: (row: T) => boolean, sessionOf: (row: T, index: number) => string): Map<number, Error> | undefined {
+  const refused = new Map<number, Error>();
+  for (const [index, row] of rows.entries()) if (missing(row)) refused.set(index, new StaleLeaseError(sessionOf(row, index)));
+  return refused.size > 0 ? refused : undefined;
 }
 
 /** `($1, $2), ($3, $4)`: the VALUES of `rows` rows of `width` parameters. */
@@ -98,7 +120,17 @@ const parsed = <T>(value: unknown): T => (typeof value === 'string' ? (JSON.pars
 
 /** The Store on PostgreSQL (a server at DATABASE_URL; PGlite only to read data from before the SQLite store). */
 export class SqlStore implements Store {
+  private fence: Fence | undefined;
+
   constructor(private readonly db: SqlDatabase) {}
+
+  /**
+   * Several instances: from now on a run's events and journal entries are written only while the
+   * lease they are made under is still the session's (see Fence); a stale instance's are refused.
+   */
+  fenceWith(fence: Fence): void {
+    this.fence = fence;
+  }
 
   async createSession(id: string, owner: SessionOwner = { id: LOCAL_OWNER }): Promise<SessionRecord> {
     const [row] = await this.db.query<SessionRow>('insert into sessions (id, owner, owner_name) values ($1, $2, $3) returning *', [
@@ -212,8 +244,34 @@ export class SqlStore implements Store {
   }
 
   private readonly events = new GroupWriter<{ sessionId: string; event: LoggedEvent }>(async (rows) => {
-    const params = rows.flatMap(({ sessionId, event }) => [sessionId, event.seq, event.run_id ?? null, json(event)]);
-    await this.db.query(`insert into events (session_id, seq, run_id, payload) values ${valuesList(rows.length, 4)}`, params);
+    const tokens = rows.map(({ sessionId }) => this.fence?.forSession(sessionId));
+    if (tokens.every((token) => token === undefined)) {
+      const params = rows.flatMap(({ sessionId, event }) => [sessionId, event.seq, event.run_id ?? null, json(event)]);
+      await this.db.query(`insert into events (session_id, seq, run_id, payload) values ${valuesList(rows.length, 4)}`, params);
+      return undefined;
+    }
+    const params = rows.flatMap(({ sessionId, event }, index) => [
+      sessionId,
+      event.seq,
+      event.run_id ?? null,
+      json(event),
+      tokens[index]?.instanceId ?? null,
+      tokens[index]?.generation ?? null,
+    ]);
+    const written = await this.db.query<{ session_id: string; seq: number }>(
+      `insert into events (session_id, seq, run_id, payload)
+       select v.session_id, v.seq, v.run_id, v.payload
+       from (values ${typedValues(rows.length, ['uuid', 'integer', 'uuid', 'json', 'text', 'bigint'])}) as v (session_id, seq, run_id, payload, instance_id, generation)
+       where ${FENCED}
+       returning session_id, seq`,
+      params,
+    );
+    const done = new Set(written.map((row) => `${row.session_id}:${row.seq}`));
+    return refusals(
+      rows,
+      (row) => !done.has(`${row.sessionId}:${row.event.seq}`),
+      (row) => row.sessionId,
+    );
   });
 
   async listEvents(sessionId: string, afterSeq: number, limit?: number): Promise<LoggedEvent[]> {
@@ -230,12 +288,43 @@ export class SqlStore implements Store {
   }
 
   private readonly journal = new GroupWriter<{ runId: string; entry: JournalEntry }>(async (rows) => {
-    const params = rows.flatMap(({ runId, entry }) => [runId, entry.position, entry.kind, entry.key, json(entry.value ?? null), entry.step ?? 0]);
-    // Two rows for one position in one statement would fail it; GroupWriter then writes them one by one, in order.
-    await this.db.query(
-      `insert into run_journal (run_id, position, kind, key, value, step) values ${valuesList(rows.length, 6)}
-       on conflict (run_id, position) do update set kind = excluded.kind, key = excluded.key, value = excluded.value, step = excluded.step`,
+    const tokens = rows.map(({ runId }) => this.fence?.forRun(runId));
+    if (tokens.every((token) => token === undefined)) {
+      const params = rows.flatMap(({ runId, entry }) => [runId, entry.position, entry.kind, entry.key, json(entry.value ?? null), entry.step ?? 0]);
+      // Two rows for one position in one statement would fail it; GroupWriter then writes them one by one, in order.
+      await this.db.query(
+        `insert into run_journal (run_id, position, kind, key, value, step) values ${valuesList(rows.length, 6)}
+         on conflict (run_id, position) do update set kind = excluded.kind, key = excluded.key, value = excluded.value, step = excluded.step`,
+        params,
+      );
+      return undefined;
+    }
+    const params = rows.flatMap(({ runId, entry }, index) => [
+      runId,
+      entry.position,
+      entry.kind,
+      entry.key,
+      json(entry.value ?? null),
+      entry.step ?? 0,
+      tokens[index]?.sessionId ?? null,
+      tokens[index]?.instanceId ?? null,
+      tokens[index]?.generation ?? null,
+    ]);
+    const written = await this.db.query<{ run_id: string; position: number }>(
+      `insert into run_journal (run_id, position, kind, key, value, step)
+       select v.run_id, v.position, v.kind, v.key, v.value, v.step
+       from (values ${typedValues(rows.length, ['uuid', 'integer', 'text', 'text', 'json', 'integer', 'text', 'text', 'bigint'])})
+         as v (run_id, position, kind, key, value, step, session_id, instance_id, generation)
+       where ${FENCED}
+       on conflict (run_id, position) do update set kind = excluded.kind, key = excluded.key, value = excluded.value, step = excluded.step
+       returning run_id, position`,
       params,
+    );
+    const done = new Set(written.map((row) => `${row.run_id}:${row.position}`));
+    return refusals(
+      rows,
+      (row) => !done.has(`${row.runId}:${row.entry.position}`),
+      (_row, index) => tokens[index]!.sessionId,
     );
   });
 
@@ -248,7 +337,18 @@ export class SqlStore implements Store {
   }
 
   async truncateJournal(runId: string, fromPosition: number): Promise<void> {
-    await this.db.query('delete from run_journal where run_id = $1 and position >= $2', [runId, fromPosition]);
+    const token = this.fence?.forRun(runId);
+    if (!token) {
+      await this.db.query('delete from run_journal where run_id = $1 and position >= $2', [runId, fromPosition]);
+      return;
+    }
+    const [lease] = await this.db.query(
+      `with lease as (select 1 from session_leases l where l.session_id = $3 and l.instance_id = $4 and l.generation = $5 for share)
+       , gone as (delete from run_journal where run_id = $1 and position >= $2 and exists (select 1 from lease))
+       select exists (select 1 from lease) as held`,
+      [runId, fromPosition, token.sessionId, token.instanceId, token.generation],
+    );
+    if (!(lease as { held: boolean } | undefined)?.held) throw new StaleLeaseError(token.sessionId);
   }
 
   async saveSnapshot(snapshot: Omit<SnapshotRecord, 'createdAt'>): Promise<SnapshotRecord> {

@@ -162,3 +162,29 @@ export function titleFrom(content: string): string {
   if (!line) return 'Untitled chat';
   return line.length > 80 ? `${line.slice(0, 79)}…` : line;
 }
+
+/**
+ * Several instances: the lease an instance holds on a session, which its run's writes carry. A
+ * write whose lease has since passed to another instance (this one stalled past its lease) is
+ * refused, so a stale instance never overwrites the log or the journal of a run another one took over.
+ */
+export interface FenceToken {
+  sessionId: string;
+  instanceId: string;
+  /** Bumped at every claim of the session: a lease given up and taken again is another lease. */
+  generation: number;
+}
+
+/** Where the store learns which lease a write is made under (undefined: the write is not fenced). */
+export interface Fence {
+  forSession(sessionId: string): FenceToken | undefined;
+  forRun(runId: string): FenceToken | undefined;
+}
+
+/** A write made under a lease another instance holds now: refused, nothing written. */
+export class StaleLeaseError extends Error {
+  constructor(readonly sessionId: string) {
+    super(`This instance no longer holds session ${sessionId}: another instance took it over, and this write was refused`);
+    this.name = 'StaleLeaseError';
+  }
+}
