@@ -39,25 +39,37 @@ interface ActiveResponse {
 }
 
 const reject = (code: ErrorCode, message: string): ErrorEvent => ({ type: 'error', code, message });
+const RUN_ACTIVE = reject('run_active', 'A response is still in progress: stop it or wait for response_complete');
 const ANOTHER_INSTANCE_RUNS = reject('run_active', 'A response is still in progress (on another instance): stop it or wait for response_complete');
+const SESSION_DELETED = reject('session_deleted', 'This chat was deleted; start a new one');
+
+/**
+ * What a session is doing; every check and change of it goes through `state`, switched exhaustively.
+ * - `idle`: nothing runs; a message may start something.
+ * - `claiming`: asking the cluster for the session before a run starts (several instances).
+ * - `holding`: a snapshot command or a continuation works; nothing else may start meanwhile.
+ * - `running`: an answer or a run is in progress (it may have begun inside a holding command).
+ * - `deleted`: everything is refused; a response still winding down is kept until it has ended.
+ */
+type SessionState =
+  | { kind: 'idle' }
+  | { kind: 'claiming' }
+  | { kind: 'holding' }
+  | { kind: 'running'; response: ActiveResponse }
+  | { kind: 'deleted'; response: ActiveResponse | undefined };
 
 export { PLAIN_CHAT };
 export type { ChatDependencies };
 
 /** One chat session: plain answers, agent runs (one at a time), and the controls that steer them. */
 export class ChatService {
-  private active: ActiveResponse | undefined;
+  private state: SessionState = { kind: 'idle' };
   private readonly recovering = new Map<string, Promise<'resumed' | 'closed'>>();
 
   /** Resolves once the session has its row in the store (made at its first write, not at connect). */
   private stored: Promise<void> | undefined;
-  private deleted = false;
   private readonly runs: SessionRuns;
   private readonly snapshots: SessionSnapshots;
-  /** True while a snapshot command works: no run may start meanwhile. */
-  private snapshotting = false;
-  /** True while this instance claims the session from the cluster for a run (several instances). */
-  private claiming = false;
 
   /** Whose chat this is. */
   readonly owner: SessionOwner;
@@ -89,6 +101,42 @@ export class ChatService {
     return this.stored;
   }
 
+  /** The answer or run in progress here, if any (also while a deleted session's run winds down). */
+  private get active(): ActiveResponse | undefined {
+    switch (this.state.kind) {
+      case 'running':
+      case 'deleted':
+        return this.state.response;
+      case 'idle':
+      case 'claiming':
+      case 'holding':
+        return undefined;
+      default:
+        return unexpectedState(this.state);
+    }
+  }
+
+  /** Why nothing new may start now, or undefined when something may: the one place that says so. */
+  private refusal(): ErrorEvent | undefined {
+    switch (this.state.kind) {
+      case 'idle':
+        return undefined;
+      case 'claiming':
+      case 'holding':
+      case 'running':
+        return RUN_ACTIVE;
+      case 'deleted':
+        return SESSION_DELETED;
+      default:
+        return unexpectedState(this.state);
+    }
+  }
+
+  /** Goes back to `idle` from `from`, unless the session has moved on meanwhile (a run started, it was deleted). */
+  private leave(from: 'claiming' | 'holding'): void {
+    if (this.state.kind === from) this.state = { kind: 'idle' };
+  }
+
   /** True while an answer or a run is in progress. */
   get busy(): boolean {
     return this.active !== undefined;
@@ -111,12 +159,12 @@ export class ChatService {
 
   /** From now on every message is refused: the session is being deleted. */
   refuseMessages(): void {
-    this.deleted = true;
+    this.state = { kind: 'deleted', response: this.active };
   }
 
   /** Handles one validated client message; resolves with the error to send back to its sender, if any. */
   async handle(message: ClientMessage, sender: MessageSender = {}): Promise<ErrorEvent | undefined> {
-    if (this.deleted) return reject('session_deleted', 'This chat was deleted; start a new one');
+    if (this.state.kind === 'deleted') return SESSION_DELETED;
     switch (message.type) {
       case 'chat':
         return this.chat(message, sender);
@@ -163,9 +211,8 @@ export class ChatService {
   /** Checks a chat message and starts its run: a plain answer, or an agent run with its strategy. */
   private async chat(message: ChatMessage, sender: MessageSender): Promise<ErrorEvent | undefined> {
     await this.settleEnded();
-    if (this.active || this.snapshotting || this.claiming) {
-      return reject('run_active', 'A response is still in progress: stop it or wait for response_complete');
-    }
+    const refused = this.refusal();
+    if (refused) return refused;
     const { config, tools, kernel } = this.deps;
     if (!message.agent_mode) {
       return this.start({ strategy: PLAIN_CHAT, question: message.content, toolNames: [], maxSteps: 0, options: {} }, sender);
@@ -283,9 +330,9 @@ export class ChatService {
 
   private async whenIdle(work: () => Promise<ErrorEvent | undefined>): Promise<ErrorEvent | undefined> {
     await this.settleEnded();
-    if (this.active || this.snapshotting || this.claiming)
-      return reject('run_active', 'A response is still in progress: stop it or wait for response_complete');
-    this.snapshotting = true;
+    const refused = this.refusal();
+    if (refused) return refused;
+    this.state = { kind: 'holding' };
     const { cluster } = this.deps;
     try {
       // Several instances: the session is held here while the command works (and its run, if it starts one, goes on).
@@ -297,7 +344,7 @@ export class ChatService {
       if (error instanceof SnapshotLimitError) return reject('too_many_snapshots', error.message);
       throw error;
     } finally {
-      this.snapshotting = false;
+      this.leave('holding');
       if (cluster && !this.active) await cluster.release(this.sessionId, null);
     }
   }
@@ -357,12 +404,14 @@ export class ChatService {
     if (busyUser) return busyUser;
     if (cluster) {
       // Several instances: one run per session across all of them, and this one writes the log from now on.
-      this.claiming = true;
+      const refused = this.refusal();
+      if (refused) return refused;
+      this.state = { kind: 'claiming' };
       try {
         if (!(await cluster.claim(this.sessionId, runId))) return ANOTHER_INSTANCE_RUNS;
         await this.log.syncFromStore();
       } finally {
-        this.claiming = false;
+        this.leave('claiming');
       }
     }
     const refused = this.occupy(runId, sender, { force: false }, (control) => this.runs.launch({ ...request, runId }, control));
@@ -391,7 +440,8 @@ export class ChatService {
   /** Takes a run slot and runs `work` as the session's one active response. */
   private occupy(runId: string, sender: MessageSender, options: { force: boolean }, work: (control: AgentControl) => Promise<void>): ErrorEvent | undefined {
     // One response at a time, whatever asked for it (a second start must never orphan the first).
-    if (this.active) return reject('run_active', 'A response is still in progress: stop it or wait for response_complete');
+    if (this.state.kind === 'running') return RUN_ACTIVE;
+    if (this.state.kind === 'deleted') return SESSION_DELETED;
     const { runSlots } = this.deps;
     const slot = runSlots.tryAcquire(sender.address, sender.user?.id);
     const release = typeof slot === 'function' ? slot : options.force ? () => undefined : undefined;
@@ -427,10 +477,11 @@ export class ChatService {
       .finally(() => {
         detach();
         release();
-        this.active = undefined;
+        if (this.active === response) this.state = this.state.kind === 'deleted' ? { kind: 'deleted', response: undefined } : { kind: 'idle' };
         if (cluster) void (control.handedOver ? cluster.letGo(this.sessionId) : cluster.release(this.sessionId, runId));
       });
-    this.active = { runId, control, done, completionsBefore: this.log.completions };
+    const response: ActiveResponse = { runId, control, done, completionsBefore: this.log.completions };
+    this.state = { kind: 'running', response };
     return undefined;
   }
 
@@ -491,4 +542,8 @@ async function askedIn(store: Store, run: RunRecord, questionId: string): Promis
       return event.deadline;
   }
   return undefined;
+}
+
+function unexpectedState(state: never): never {
+  throw new Error(`Unknown session state ${JSON.stringify(state)}`);
 }
