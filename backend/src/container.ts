@@ -1,7 +1,6 @@
 import 'reflect-metadata';
 import { type DependencyContainer, instanceCachingFactory, container as rootContainer } from 'tsyringe';
 import { type ControlBus, InProcessControlBus } from './agent/control-bus.ts';
-import { parseState, STATE_DOC } from './agent/research/state-doc.ts';
 import { Cluster } from './cluster/cluster.ts';
 import { InProcessEngine, type RunEngine } from './agent/run-engine.ts';
 import { RestateEngine } from './restate/restate-engine.ts';
@@ -77,8 +76,10 @@ export function buildContainer(
   container.register(SessionFiles, {
     useFactory: instanceCachingFactory((dependencies) => {
       const files = new SessionFiles(dependencies.resolve<Config>(TOKENS.Config));
-      // Research's state document: an edit that breaks its graph is refused with the line and the reason.
-      files.validateWrites(STATE_DOC, (text) => void parseState(text));
+      // Files a strategy reads back (research's state document) are checked at every write, as the strategy says.
+      for (const strategy of dependencies.resolve<AnyStrategy[]>(TOKENS.Strategies)) {
+        for (const [name, check] of Object.entries(strategy.session?.fileChecks ?? {})) files.validateWrites(name, check);
+      }
       return files;
     }),
   });

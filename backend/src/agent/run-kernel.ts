@@ -16,7 +16,7 @@ import type { EventSink } from './event-sink.ts';
 import { type RunEvents, runEvents, type RunTotals } from './run-events.ts';
 import { type CallSpending, RunSpending } from './run-spending.ts';
 import { JOURNAL, JournalReplay, journaledTools, ReplaySink, type RunJournal, type RunPast } from './run-journal.ts';
-import type { AnyStrategy, Run, RunFiles, RunInput, RunProgress } from './strategy.ts';
+import { type AnyStrategy, DEFAULT_STRATEGY, type Run, type RunFiles, type RunInput, type RunProgress, type StrategySessionHooks } from './strategy.ts';
 
 /** How a run ended, for the session's history and records. */
 export type RunOutcome = ({ status: 'completed'; answer: string } | { status: 'stopped'; reason: StopReason } | { status: 'failed'; message: string }) & {
@@ -96,6 +96,25 @@ export class RunKernel {
     return this.strategies.has(name);
   }
 
+  /** What strategy `name` adds to a session (see StrategySessionHooks). */
+  sessionHooks(name: string): StrategySessionHooks | undefined {
+    return this.strategies.get(name)?.definition.session;
+  }
+
+  /** Every strategy's file checks, by file name. */
+  fileChecks(): [string, (text: string) => void][] {
+    return [...this.strategies.values()].flatMap(({ definition }) => Object.entries(definition.session?.fileChecks ?? {}));
+  }
+
+  /** The strategy that takes client messages of this type, with its handler. */
+  clientMessageHandler(type: string): NonNullable<StrategySessionHooks['clientMessages']>[string] | undefined {
+    for (const { definition } of this.strategies.values()) {
+      const handler = definition.session?.clientMessages?.[type];
+      if (handler) return handler;
+    }
+    return undefined;
+  }
+
   /** What `session` lists: each offered strategy with the JSON Schema of its options. */
   catalog(): StrategyInfo[] {
     return [...this.strategies.values()]
@@ -122,7 +141,7 @@ export class RunKernel {
 
   /** Runs `input` with its strategy to its one ending. Never rejects. */
   async execute(input: RunInput, session: RunSession, hooks: RunHooks = {}): Promise<RunOutcome> {
-    const loaded = this.strategies.get(input.strategy ?? 'roa');
+    const loaded = this.strategies.get(input.strategy ?? DEFAULT_STRATEGY);
     if (!loaded) throw new Error(`Unknown strategy "${input.strategy}"`);
     const { definition } = loaded;
     const chatWire = definition.wire === 'chat';

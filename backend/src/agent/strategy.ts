@@ -1,4 +1,4 @@
-import type { StoppedCall } from '@stepwise/shared-types';
+import type { ClientMessage, ErrorEvent, LoggedEventBody, StoppedCall } from '@stepwise/shared-types';
 import type { CompletionReason } from '@stepwise/shared-types';
 import type { z } from 'zod';
 import type { DemoResponder, LlmClient } from '../llm/llm-client.ts';
@@ -118,8 +118,33 @@ export interface StrategyDefinition<O = Record<string, unknown>, P extends Promp
    * plain chat answer: assistant_message only, events without run id).
    */
   readonly wire?: 'agent' | 'chat';
+  /** What the strategy adds to a session beyond its runs; the session asks it, never names it. */
+  readonly session?: StrategySessionHooks;
   run(run: Run<O, P>): Promise<RunSuccess>;
 }
+
+/**
+ * What a strategy adds to a session beyond its runs, declared in its own folder: the chat and file
+ * layers ask the registry, and no strategy is named outside its folder but in the registry.
+ */
+export interface StrategySessionHooks {
+  /** Session files the strategy reads back: every write of one (upload, tool, the strategy itself) is checked first; a check throws the reason. */
+  fileChecks?: Readonly<Record<string, (text: string) => void>>;
+  /** A snapshot's default label after the session's last run, from that run's events (a solver's " · loop 2 · expert_evaluator"). */
+  snapshotLabel?(events: readonly LoggedEventBody[]): string;
+  /** A person's edit of state the strategy keeps between runs (autonomous's `todos_set`). */
+  clientMessages?: Readonly<Record<string, (message: ClientMessage, session: StrategySession) => Promise<ErrorEvent | undefined>>>;
+}
+
+/** What a strategy's session hook may do: write the session's files, log an event for every client. */
+export interface StrategySession {
+  readonly sessionId: string;
+  writeFile(name: string, content: string): Promise<void>;
+  emit(event: LoggedEventBody): Promise<void>;
+}
+
+/** The strategy of a run that names none. */
+export const DEFAULT_STRATEGY = 'roa';
 
 /** Any strategy, whatever its options and prompts. */
 // biome-ignore lint/suspicious/noExplicitAny: strategies of any options and events share one registry

@@ -1,19 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type {
-  AgentControlMessage,
-  ErrorCode,
-  AgentUserInputMessage,
-  ChatMessage,
-  ClientMessage,
-  ErrorEvent,
-  StopReason,
-  TodosSetMessage,
-} from '@stepwise/shared-types';
+import type { AgentControlMessage, ErrorCode, AgentUserInputMessage, ChatMessage, ClientMessage, ErrorEvent, StopReason } from '@stepwise/shared-types';
 import { AgentControl } from '../agent/agent-control.ts';
-import { todosEvent } from '../agent/autonomous/autonomous-events.ts';
-import { serializeTodos, TodoError, TODOS_FILE, todosFromUser } from '../agent/autonomous/todos.ts';
 import type { ControlCommand, ControlOutcome } from '../agent/control-bus.ts';
-import type { RunInput } from '../agent/strategy.ts';
+import { DEFAULT_STRATEGY, type RunInput } from '../agent/strategy.ts';
 import { LOCAL_OWNER, type RunRecord, type SessionOwner, type Store } from '../store/store.ts';
 import { byOf, type User } from '../auth/user.ts';
 import type { ChatDependencies } from './chat-dependencies.ts';
@@ -183,7 +172,7 @@ export class ChatService {
       case 'snapshot_resume':
         return this.resumeSnapshot(message.snapshot_id, message.extra_steps, sender);
       case 'todos_set':
-        return this.whenIdle(() => this.setTodos(message));
+        return this.whenIdle(() => this.strategyMessage(message));
       default: {
         const unexpected: never = message;
         return reject('unknown_type', `Unknown message type ${JSON.stringify((unexpected as { type: unknown }).type)}`);
@@ -220,7 +209,7 @@ export class ChatService {
     const toolNames = message.tools ?? tools.defaultNames();
     const unknown = toolNames.filter((name) => !tools.has(name));
     if (unknown.length > 0) return reject('unknown_tool', `Unknown tool(s): ${unknown.join(', ')}`);
-    const strategy = message.strategy ?? 'roa';
+    const strategy = message.strategy ?? DEFAULT_STRATEGY;
     if (!kernel.names.includes(strategy)) {
       return reject('unknown_strategy', `Unknown strategy "${strategy.slice(0, 64)}"; known: ${kernel.names.join(', ')}`);
     }
@@ -314,18 +303,15 @@ export class ChatService {
    * Runs a snapshot command while nothing runs (refused with run_active otherwise), holding the
    * session meanwhile so that no message starts a run in the middle of it.
    */
-  /** A person's edit of the todo list between runs: saved as the session file, then `agent_todos` for every tab. */
-  private async setTodos(message: TodosSetMessage): Promise<ErrorEvent | undefined> {
-    let todos: ReturnType<typeof todosFromUser>;
-    try {
-      todos = todosFromUser(message.todos);
-    } catch (error) {
-      if (error instanceof TodoError) return reject('invalid_message', error.message);
-      throw error;
-    }
-    await this.deps.files.write(this.sessionId, TODOS_FILE, serializeTodos(todos), { source: 'user' });
-    await this.log.emit(todosEvent(todos));
-    return undefined;
+  /** A message a strategy takes itself (autonomous's `todos_set`), handed to that strategy, while nothing runs. */
+  private async strategyMessage(message: ClientMessage): Promise<ErrorEvent | undefined> {
+    const handler = this.deps.kernel.clientMessageHandler(message.type);
+    if (!handler) return reject('unknown_type', `No strategy takes "${message.type}" messages`);
+    return handler(message, {
+      sessionId: this.sessionId,
+      writeFile: async (name, content) => void (await this.deps.files.write(this.sessionId, name, content, { source: 'user' })),
+      emit: async (event) => void (await this.log.emit(event)),
+    });
   }
 
   private async whenIdle(work: () => Promise<ErrorEvent | undefined>): Promise<ErrorEvent | undefined> {

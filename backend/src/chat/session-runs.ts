@@ -2,7 +2,7 @@ import type { AgentControl } from '../agent/agent-control.ts';
 import { runEvents } from '../agent/run-events.ts';
 import { JOURNAL, type RunPast } from '../agent/run-journal.ts';
 import { readNotepad } from '../tools/notepad-tool.ts';
-import type { RunInput } from '../agent/strategy.ts';
+import { DEFAULT_STRATEGY, type RunInput } from '../agent/strategy.ts';
 import type { LlmMessage } from '../messages.ts';
 import type { RunRecord } from '../store/store.ts';
 import type { ChatDependencies } from './chat-dependencies.ts';
@@ -89,7 +89,7 @@ export class SessionRuns {
 
   /** Records a run that continues an earlier one (no new user message: the request is the same) and runs it. */
   async launchContinuation(input: RunInput, past: RunPastWithHistory, control: AgentControl): Promise<void> {
-    await this.deps.store.createRun({ id: input.runId, sessionId: this.sessionId, strategy: input.strategy ?? 'roa', maxSteps: input.maxSteps });
+    await this.deps.store.createRun({ id: input.runId, sessionId: this.sessionId, strategy: input.strategy ?? DEFAULT_STRATEGY, maxSteps: input.maxSteps });
     await this.execute(input, control, past);
   }
 

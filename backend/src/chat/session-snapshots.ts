@@ -62,11 +62,8 @@ export class SessionSnapshots {
    */
   private async workingPoint(): Promise<string> {
     const run = (await this.deps.store.listRuns(this.sessionId)).at(-1);
-    if (run?.strategy !== 'solver') return '';
-    const stage = (await strategyEventsOf(this.deps.store, run)).findLast(
-      (event) => event.type === 'agent_update' && (event.update_type === 'agent_stage_complete' || event.update_type === 'agent_stage_start'),
-    ) as { loop?: number; stage?: string } | undefined;
-    return stage ? ` · loop ${stage.loop} · ${stage.stage}` : '';
+    const label = run && this.deps.kernel.sessionHooks(run.strategy)?.snapshotLabel;
+    return run && label ? label(await strategyEventsOf(this.deps.store, run)) : '';
   }
 
   /** Snapshots and restore points, in the order of the log. */

@@ -2,6 +2,7 @@ import type { LoggedEvent } from '@stepwise/shared-types';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { isAbortError } from '../errors.ts';
 import { aroundCalls, type LlmClient } from '../llm/llm-client.ts';
+import { DEFAULT_STRATEGY } from '../agent/strategy.ts';
 
 /** What the server knows live, read at each scrape. */
 export interface LiveCounts {
@@ -97,7 +98,7 @@ export class Metrics {
     if (event.type !== 'agent_update' || !event.run_id) return;
     switch (event.update_type) {
       case 'agent_start':
-        this.strategies.set(event.run_id, event.strategy ?? 'roa');
+        this.strategies.set(event.run_id, event.strategy ?? DEFAULT_STRATEGY);
         return;
       case 'agent_completion':
         return this.ended(event.run_id, event.reason ?? 'answered');

@@ -5,6 +5,7 @@ import { isAbortError, ModelError } from '../errors.ts';
 import { aroundCalls, type CompletionRequest, type LlmClient } from '../llm/llm-client.ts';
 import type { Logger } from '../logger.ts';
 import { traceIdOfRun } from '../util/ids.ts';
+import { DEFAULT_STRATEGY } from '../agent/strategy.ts';
 
 /** Runs as OpenTelemetry traces: what the event log and the model client tell it become spans. */
 export interface RunTracing {
@@ -137,9 +138,9 @@ class OtelRunTracing implements RunTracing {
     switch (event.update_type) {
       case 'agent_start': {
         const run = this.run(runId, at);
-        run.span.updateName(`invoke_agent ${event.strategy ?? 'roa'}`);
+        run.span.updateName(`invoke_agent ${event.strategy ?? DEFAULT_STRATEGY}`);
         run.span.setAttributes({
-          'gen_ai.agent.name': event.strategy ?? 'roa',
+          'gen_ai.agent.name': event.strategy ?? DEFAULT_STRATEGY,
           'gen_ai.conversation.id': sessionId,
           'stepwise.max_steps': event.max_steps,
           ...(event.resumed_from ? { 'stepwise.resumed_from': event.resumed_from } : {}),

@@ -16,6 +16,7 @@ import {
   TodoError,
   TodoOperation,
   TODOS_FILE,
+  todosFromUser,
   todoToolSchema,
 } from './todos.ts';
 
@@ -116,6 +117,24 @@ export const autonomous = defineStrategy({
   options,
   prompts,
   demo: autonomousDemo,
+  session: {
+    clientMessages: {
+      /** A person's edit of the todo list between runs: saved as the session file, then `agent_todos` for every tab. */
+      async todos_set(message, session) {
+        if (message.type !== 'todos_set') return undefined;
+        let todos: Todo[];
+        try {
+          todos = todosFromUser(message.todos);
+        } catch (error) {
+          if (error instanceof TodoError) return { type: 'error', code: 'invalid_message', message: error.message };
+          throw error;
+        }
+        await session.writeFile(TODOS_FILE, serializeTodos(todos));
+        await session.emit(todosEvent(todos));
+        return undefined;
+      },
+    },
+  },
   async run(run: AutonomousRun): Promise<RunSuccess> {
     const { control, progress, input } = run;
     const loop: LoopState = { usedTools: false, reminderLevel: 0, planningIterations: 0, lastContent: '' };

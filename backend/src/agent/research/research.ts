@@ -123,6 +123,10 @@ export const research = defineStrategy({
   options,
   prompts,
   demo: researchDemo,
+  session: {
+    // The state document: an edit that breaks its graph is refused with the line and the reason.
+    fileChecks: { [STATE_DOC]: (text) => void parseState(text) },
+  },
   async run(run: ResearchRun): Promise<RunSuccess> {
     const { input } = run;
     const doc = new StateDocument(run);

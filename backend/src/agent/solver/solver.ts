@@ -88,6 +88,17 @@ export const solver = defineStrategy({
   options,
   prompts,
   demo: solverDemo,
+  session: {
+    // A snapshot says where the work stands: the loop and the last stage.
+    snapshotLabel(events) {
+      const stage = events.findLast(
+        (event) => event.type === 'agent_update' && (event.update_type === 'agent_stage_complete' || event.update_type === 'agent_stage_start'),
+      );
+      return stage?.type === 'agent_update' && (stage.update_type === 'agent_stage_complete' || stage.update_type === 'agent_stage_start')
+        ? ` · loop ${stage.loop} · ${stage.stage}`
+        : '';
+    },
+  },
   async run(run: SolverRun): Promise<RunSuccess> {
     const problem = checkProblem(run.input.question, run.options.require_keyword);
     const maxLoops = Math.min(run.options.max_loops, run.input.maxSteps);

@@ -1,5 +1,6 @@
 import { type BaseEvent, EventType, type Interrupt, type TokenUsage } from '@ag-ui/core';
 import type { AgentRequestInput, LoggedEvent, ServerEvent } from '@stepwise/shared-types';
+import { DEFAULT_STRATEGY } from '../../agent/strategy.ts';
 
 /**
  * Stepwise's events for one run, as AG-UI events (docs/PROTOCOL.md, "AG-UI"). One translator
@@ -196,7 +197,7 @@ export class AgUiTranslator {
     const changes: Record<string, unknown> = {};
     switch (event.update_type) {
       case 'agent_start':
-        Object.assign(changes, { run_id: event.run_id, strategy: event.strategy ?? 'roa', status: 'running' });
+        Object.assign(changes, { run_id: event.run_id, strategy: event.strategy ?? DEFAULT_STRATEGY, status: 'running' });
         break;
       case 'agent_plan':
         changes.plan = { revision: event.revision, steps: event.steps };
