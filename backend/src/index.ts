@@ -3,7 +3,7 @@ export { configFromEnv, REPOSITORY_PATHS, type RunningServer, startServer } from
 export { AgentControl } from './agent/agent-control.ts';
 export { RunKernel, type RunOutcome, type RunSession } from './agent/run-kernel.ts';
 export { JOURNAL, type JournalEntry, JournalReplay, type RunJournal, type RunPast } from './agent/run-journal.ts';
-export { type ControlBus, type ControlCommand, InProcessControlBus } from './agent/control-bus.ts';
+export { type ControlBus, type ControlCommand, type ControlOutcome, InProcessControlBus } from './agent/control-bus.ts';
 export { runEvents, type RunEvents } from './agent/run-events.ts';
 export { runPhase } from './agent/phase.ts';
 export { STRATEGIES } from './agent/strategies.ts';
