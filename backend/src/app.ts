@@ -6,7 +6,7 @@ import type { DependencyContainer } from 'tsyringe';
 import { type Config, loadConfig } from './config/config.ts';
 import { loadConfigFile } from './config/config-file.ts';
 import { SessionManager } from './chat/session-manager.ts';
-import type { Cluster } from './cluster/cluster.ts';
+import type { RunHost } from './chat/run-host.ts';
 import { buildContainer } from './container.ts';
 import { isDurable, type RunEngine } from './agent/run-engine.ts';
 import { ModelHealthMonitor } from './llm/model-health.ts';
@@ -75,11 +75,10 @@ export async function startServer(options: {
   const mcp = container.resolve(McpManager);
   app.addHook('onClose', () => mcp.close());
   await mcp.start();
-  const cluster = container.resolve<Cluster | undefined>(TOKENS.Cluster);
-  if (cluster) {
-    await cluster.start();
-    app.addHook('onClose', () => cluster.close());
-  }
+  // Where sessions' runs live: one process, or several instances (then it joins them first).
+  const runHost = container.resolve<RunHost>(TOKENS.RunHost);
+  await runHost.start();
+  app.addHook('onClose', () => runHost.close());
   // RUN_ENGINE=restate: this process serves the runs' workflows; Restate may call at once.
   const engine = container.resolve<RunEngine>(TOKENS.RunEngine);
   if (isDurable(engine)) {

@@ -23,6 +23,7 @@ import type { Logger } from './logger.ts';
 import { HandlebarsPromptProvider } from './prompts/handlebars-prompt-provider.ts';
 import type { Store } from './store/store.ts';
 import { SqlStore } from './store/sql-store.ts';
+import { InProcessRunHost, type RunHost } from './chat/run-host.ts';
 import { TOKENS } from './tokens.ts';
 import { calculatorTool } from './tools/calculator-tool.ts';
 import { createCurrentTimeTool } from './tools/current-time-tool.ts';
@@ -99,10 +100,13 @@ export function buildContainer(
   container.registerSingleton(RunKernel);
   // Several instances: commands travel through the cluster to the instance that runs the run.
   const cluster = config.cluster ? new Cluster(config.cluster, logger) : undefined;
-  container.register(TOKENS.Cluster, { useFactory: () => cluster });
+  // Where sessions' runs live: this process, or the cluster of instances.
+  const controlBus = cluster ? cluster.controlBus : new InProcessControlBus();
+  const host: RunHost = cluster ?? new InProcessRunHost(controlBus);
+  container.register<RunHost>(TOKENS.RunHost, { useValue: host });
   // A run's writes carry the lease they are made under: an instance that lost it cannot overwrite another's run.
   if (cluster && store instanceof SqlStore) store.fenceWith(cluster.fence);
-  container.register<ControlBus>(TOKENS.ControlBus, { useValue: cluster ? cluster.controlBus : new InProcessControlBus() });
+  container.register<ControlBus>(TOKENS.ControlBus, { useValue: controlBus });
   // Runs journal into the store: each effect committed before the run goes on.
   const storeJournal: RunJournal = {
     read: (runId) => store.readJournal(runId),

@@ -95,3 +95,4 @@ export { RunSlots } from './chat/run-slots.ts';
 export { decideAccess, isLoopbackAddress } from './transport/access.ts';
 export { Cluster } from './cluster/cluster.ts';
 export { type Fence, type FenceToken, StaleLeaseError } from './store/store.ts';
+export { InProcessRunHost, type RunHost } from './chat/run-host.ts';

@@ -13,7 +13,7 @@ export const TOKENS = {
   ControlBus: Symbol('ControlBus'),
   RunJournal: Symbol('RunJournal'),
   /** Several instances: the Cluster, when REDIS_URL is set (absent otherwise). */
-  Cluster: Symbol('Cluster'),
+  RunHost: Symbol('RunHost'),
   /** Where runs execute: in this process, or as Restate workflows (RUN_ENGINE). */
   RunEngine: Symbol('RunEngine'),
   /** Sees every event a session logs on this instance (metrics); absent, nothing does. */

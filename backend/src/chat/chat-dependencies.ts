@@ -1,12 +1,12 @@
 import type { ControlBus } from '../agent/control-bus.ts';
 import type { RunEngine } from '../agent/run-engine.ts';
 import type { RunKernel } from '../agent/run-kernel.ts';
-import type { Cluster } from '../cluster/cluster.ts';
 import type { Config } from '../config/config.ts';
 import type { SessionFiles } from '../files/session-files.ts';
 import type { Logger } from '../logger.ts';
 import type { Store } from '../store/store.ts';
 import type { ToolRegistry } from '../tools/tool-registry.ts';
+import type { RunHost } from './run-host.ts';
 import type { RunSlots } from './run-slots.ts';
 
 /** The services every session shares. */
@@ -22,6 +22,6 @@ export interface ChatDependencies {
   /** Shared by every session: the server's limit of concurrent answers and runs. */
   runSlots: RunSlots;
   files: SessionFiles;
-  /** Several instances share the sessions (REDIS_URL); absent for one. */
-  cluster?: Cluster | undefined;
+  /** Where a session's run lives and how to reach it: this process, or one of several instances. */
+  host: RunHost;
 }

@@ -35,7 +35,7 @@ const SESSION_DELETED = reject('session_deleted', 'This chat was deleted; start 
 /**
  * What a session is doing; every check and change of it goes through `state`, switched exhaustively.
  * - `idle`: nothing runs; a message may start something.
- * - `claiming`: asking the cluster for the session before a run starts (several instances).
+ * - `claiming`: asking the run host for the session before a run starts (several instances).
  * - `holding`: a snapshot command or a continuation works; nothing else may start meanwhile.
  * - `running`: an answer or a run is in progress (it may have begun inside a holding command).
  * - `deleted`: everything is refused; a response still winding down is kept until it has ended.
@@ -186,7 +186,7 @@ export class ChatService {
     if (!active) return;
     active.control.handOver();
     await active.done;
-    await this.deps.cluster?.letGo(this.sessionId);
+    await this.deps.host.letGo(this.sessionId);
   }
 
   /** Stops whatever is running (shutdown, eviction) and waits until it has ended. */
@@ -236,8 +236,9 @@ export class ChatService {
     if (message.action === 'resume') return this.continueRun(message, sender);
     const by = byOf(sender.user);
     const command: ControlCommand = { type: 'stop', reason: 'user', ...(by ? { by } : {}) };
-    const reply = this.active ? await this.send(command) : await this.deps.cluster?.sendToSession(this.sessionId, command);
-    if (reply?.type !== 'stop' || reply.outcome === 'no_active_run') return reject('no_active_run', 'There is no active run to stop');
+    // To the run here, or wherever else it executes.
+    const reply = this.active ? await this.send(command) : await this.deps.host.sendToSession(this.sessionId, command);
+    if (reply.type !== 'stop' || reply.outcome === 'no_active_run') return reject('no_active_run', 'There is no active run to stop');
     return undefined;
   }
 
@@ -260,8 +261,8 @@ export class ChatService {
     const content = message.approval ? JSON.stringify(message.approval) : (message.content ?? '');
     const by = byOf(sender.user);
     const command: ControlCommand = { type: 'answer', content, questionId: message.question_id, ...(by ? { by } : {}) };
-    const reply = this.active ? await this.send(command) : await this.deps.cluster?.sendToSession(this.sessionId, command);
-    let outcome = reply?.type === 'answer' ? reply.outcome : 'no_pending_input';
+    const reply = this.active ? await this.send(command) : await this.deps.host.sendToSession(this.sessionId, command);
+    let outcome = reply.type === 'answer' ? reply.outcome : 'no_pending_input';
     // The run is not waiting for it just now (its process restarting, its journal replaying): a
     // durable engine keeps the answer to a question the run asked and nobody answered yet.
     if (
@@ -319,11 +320,11 @@ export class ChatService {
     const refused = this.refusal();
     if (refused) return refused;
     this.state = { kind: 'holding' };
-    const { cluster } = this.deps;
+    const { host } = this.deps;
     try {
-      // Several instances: the session is held here while the command works (and its run, if it starts one, goes on).
-      if (cluster && !(await cluster.claim(this.sessionId, null))) return ANOTHER_INSTANCE_RUNS;
-      if (cluster) await this.log.syncFromStore();
+      // The session is held here while the command works (and its run, if it starts one, goes on).
+      if (!(await host.claim(this.sessionId, null))) return ANOTHER_INSTANCE_RUNS;
+      if (host.shared) await this.log.syncFromStore();
       await this.ensureStored();
       return await work();
     } catch (error) {
@@ -331,7 +332,7 @@ export class ChatService {
       throw error;
     } finally {
       this.leave('holding');
-      if (cluster && !this.active) await cluster.release(this.sessionId, null);
+      if (!this.active) await host.release(this.sessionId, null);
     }
   }
 
@@ -385,23 +386,23 @@ export class ChatService {
     sender: MessageSender,
   ): Promise<ErrorEvent | undefined> {
     const runId = randomUUID();
-    const { cluster } = this.deps;
+    const { host } = this.deps;
     const busyUser = await this.userAtLimitElsewhere(sender.user);
     if (busyUser) return busyUser;
-    if (cluster) {
+    if (host.shared) {
       // Several instances: one run per session across all of them, and this one writes the log from now on.
       const refused = this.refusal();
       if (refused) return refused;
       this.state = { kind: 'claiming' };
       try {
-        if (!(await cluster.claim(this.sessionId, runId))) return ANOTHER_INSTANCE_RUNS;
+        if (!(await host.claim(this.sessionId, runId))) return ANOTHER_INSTANCE_RUNS;
         await this.log.syncFromStore();
       } finally {
         this.leave('claiming');
       }
     }
     const refused = this.occupy(runId, sender, { force: false }, (control) => this.runs.launch({ ...request, runId }, control));
-    if (refused) await cluster?.release(this.sessionId, runId);
+    if (refused) await host.release(this.sessionId, runId);
     return refused;
   }
 
@@ -410,9 +411,9 @@ export class ChatService {
    * running runs of their chats), not only the slots this one holds.
    */
   private async userAtLimitElsewhere(user: User | undefined): Promise<ErrorEvent | undefined> {
-    const { cluster, runSlots, store } = this.deps;
+    const { host, runSlots, store } = this.deps;
     const limit = runSlots.userLimit;
-    if (!cluster || !user || limit === undefined) return undefined;
+    if (!host.shared || !user || limit === undefined) return undefined;
     let running = 0;
     const owners = new Map<string, string | undefined>();
     for (const run of await store.listRunningRuns()) {
@@ -446,11 +447,11 @@ export class ChatService {
     }
     const control = new AgentControl();
     const detach = this.deps.controlBus.attach(runId, (command) => handleCommand(control, command));
-    const { cluster } = this.deps;
+    const { host } = this.deps;
     const done = this.ensureStored()
-      // The session's lease names the run, so stop and answers from other instances find it here.
+      // The session's hold names the run, so stop and answers (from any instance) find it here.
       .then(async () => {
-        if (cluster && !(await cluster.claim(this.sessionId, runId)))
+        if (!(await host.claim(this.sessionId, runId)))
           this.deps.logger.warn({ session_id: this.sessionId, run_id: runId }, 'another instance holds the session of a run starting here');
       })
       .then(() => work(control))
@@ -464,7 +465,7 @@ export class ChatService {
         detach();
         release();
         if (this.active === response) this.state = this.state.kind === 'deleted' ? { kind: 'deleted', response: undefined } : { kind: 'idle' };
-        if (cluster) void (control.handedOver ? cluster.letGo(this.sessionId) : cluster.release(this.sessionId, runId));
+        void (control.handedOver ? host.letGo(this.sessionId) : host.release(this.sessionId, runId));
       });
     const response: ActiveResponse = { runId, control, done, completionsBefore: this.log.completions };
     this.state = { kind: 'running', response };
@@ -490,7 +491,7 @@ export class ChatService {
     const found = this.active ? undefined : await this.runs.recoverInput(run);
     if (this.active?.runId === run.id) return 'resumed';
     if (!found || this.active) {
-      await this.runs.closeInterrupted(run);
+      await this.closeInterrupted(run);
       return 'closed';
     }
     // A run that was going before the restart is not refused for lack of a slot.
@@ -499,8 +500,10 @@ export class ChatService {
   }
 
   /** Closes a run the server was in the middle of when it stopped (see SessionRuns). */
-  closeInterrupted(run: RunRecord): Promise<void> {
-    return this.runs.closeInterrupted(run);
+  async closeInterrupted(run: RunRecord): Promise<void> {
+    await this.runs.closeInterrupted(run);
+    // Closed, it holds the session no more (a hold that names a later run stays).
+    await this.deps.host.release(this.sessionId, run.id);
   }
 }
 

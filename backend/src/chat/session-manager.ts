@@ -3,7 +3,6 @@ import type { LoggedEventBody, ModelHealthEvent, StopReason, ToolsChangedEvent }
 import { inject, injectable } from 'tsyringe';
 import type { ControlBus } from '../agent/control-bus.ts';
 import { type Adoption, type DurableRunEngine, isDurable, type RunEngine } from '../agent/run-engine.ts';
-import type { Cluster } from '../cluster/cluster.ts';
 import { RunKernel } from '../agent/run-kernel.ts';
 import type { Config } from '../config/config.ts';
 import { type FileListener, SessionFiles } from '../files/session-files.ts';
@@ -14,6 +13,7 @@ import { TOKENS } from '../tokens.ts';
 import { ToolRegistry } from '../tools/tool-registry.ts';
 import { type ChatDependencies, ChatService, PLAIN_CHAT } from './chat-service.ts';
 import { JOURNAL } from '../agent/run-journal.ts';
+import type { RunHost } from './run-host.ts';
 import { RunSlots } from './run-slots.ts';
 import { type EventObserver, SessionEventLog } from './session-event-log.ts';
 
@@ -43,7 +43,7 @@ export class SessionManager {
     @inject(ToolRegistry) tools: ToolRegistry,
     @inject(TOKENS.Logger) private readonly logger: Logger,
     @inject(SessionFiles) files: SessionFiles,
-    @inject(TOKENS.Cluster) private readonly cluster: Cluster | undefined,
+    @inject(TOKENS.RunHost) private readonly host: RunHost,
     @inject(TOKENS.RunEngine) private readonly engine: RunEngine,
     @inject(TOKENS.EventObserver) private readonly observer: EventObserver | undefined,
   ) {
@@ -58,29 +58,29 @@ export class SessionManager {
       logger,
       runSlots: new RunSlots(config.limits.concurrentRuns, config.limits.runsPerAddress, config.quotas.runsPerUser),
       files,
-      cluster,
+      host,
     };
-    cluster?.onOrphanedRun((orphan) => this.takeOver(orphan.sessionId, orphan.runId));
+    host.onOrphanedRun((orphan) => this.takeOver(orphan.sessionId, orphan.runId));
     // A durable engine executes a run here that no socket started here (after a restart): set it up.
     if (isDurable(engine)) engine.onAdopt((sessionId, runId) => this.adopt(sessionId, runId));
     // Another instance took over a session this one was too slow to renew: two must never run it.
-    cluster?.onLostLease((sessionId) => void this.sessions.get(sessionId)?.handOver());
+    host.onLostLease((sessionId) => void this.sessions.get(sessionId)?.handOver());
   }
 
   /**
-   * A run whose instance went away (its lease ran out; the cluster has claimed it for this one):
+   * A run whose instance went away (its lease ran out; the run host has claimed it for this one):
    * it goes on here from its journal, or is closed, as after a restart.
    */
   private async takeOver(sessionId: string, runId: string): Promise<void> {
     if (isDurable(this.engine)) {
       // Restate runs the workflow again itself, wherever it reaches; it sets the run up there.
-      await this.cluster?.release(sessionId, runId);
+      await this.host.release(sessionId, runId);
       return;
     }
     const run = await this.store.getRun(runId);
     const chat = await this.find(sessionId);
     if (!run || !chat || run.status !== 'running') {
-      await this.cluster?.release(sessionId, runId);
+      await this.host.release(sessionId, runId);
       return;
     }
     await chat.log.syncFromStore();
@@ -208,7 +208,7 @@ export class SessionManager {
     for (const run of await this.store.listRunningRuns()) {
       try {
         // With several instances, a run another live instance holds is its own, not interrupted.
-        if (this.cluster && !(await this.cluster.claim(run.sessionId, run.id))) continue;
+        if (!(await this.host.claim(run.sessionId, run.id))) continue;
         const chat = await this.find(run.sessionId);
         if (!chat) continue;
         if ((await chat.recover(run)) === 'resumed') resumed++;
@@ -267,8 +267,8 @@ export class SessionManager {
     if (chat.activeRunId !== undefined && chat.activeRunId !== runId) {
       throw new Error(`Session ${sessionId} is still busy with run ${chat.activeRunId}; Restate tries again`);
     }
-    if (this.cluster && !(await this.cluster.claim(sessionId, runId))) throw new Error(`Another instance holds session ${sessionId}`);
-    if (this.cluster) await chat.log.syncFromStore();
+    if (!(await this.host.claim(sessionId, runId))) throw new Error(`Another instance holds session ${sessionId}`);
+    if (this.host.shared) await chat.log.syncFromStore();
     const outcome = await chat.recover(run);
     this.release(chat);
     return outcome;
@@ -315,7 +315,7 @@ export class SessionManager {
     this.idleTimers.clear();
     // Several instances: a shutdown hands runs over to the others rather than stopping them.
     // So does Restate: the runs' workflows go on when this process (or another) is back.
-    const handOver = reason === 'shutdown' && (this.cluster !== undefined || isDurable(this.engine));
+    const handOver = reason === 'shutdown' && (this.host.shared || isDurable(this.engine));
     // No execution starts here any more: the engine tries again elsewhere, or once this process is back.
     if (reason === 'shutdown' && isDurable(this.engine)) this.engine.drain();
     await Promise.all([...this.sessions.values()].map((chat) => (handOver ? chat.handOver() : chat.stop(reason))));
@@ -345,7 +345,7 @@ export class SessionManager {
     const log = new SessionEventLog(id, this.store, lastSeq, this.observer);
     const chat = new ChatService(id, log, this.deps, options);
     this.sessions.set(id, chat);
-    if (this.cluster) this.followOtherInstances(chat);
+    if (this.host.shared) this.followOtherInstances(chat);
     return chat;
   }
 
@@ -355,13 +355,13 @@ export class SessionManager {
    * poll, in seq order and without gaps.
    */
   private followOtherInstances(chat: ChatService): void {
-    const cluster = this.cluster!;
+    const { host } = this;
     const { log } = chat;
-    log.onAppended = () => cluster.notify(chat.sessionId);
+    log.onAppended = () => host.notify(chat.sessionId);
     // Previews stream to sockets on every instance: they are not logged, so they travel on their own.
-    log.onPreview = (delta, afterSeq) => cluster.publishPreview(chat.sessionId, delta, afterSeq);
+    log.onPreview = (delta, afterSeq) => host.publishPreview(chat.sessionId, delta, afterSeq);
     let unfollow: (() => void) | undefined;
-    void cluster
+    void host
       .follow(chat.sessionId, (preview) => (preview ? log.relayPreview(preview.delta, preview.afterSeq) : void log.syncFromStore()))
       .then(
         (stop) => {

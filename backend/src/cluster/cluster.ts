@@ -5,11 +5,9 @@ import { createClient } from 'redis';
 import { type ControlBus, type ControlCommand, type ControlHandler, type ControlOutcome, InProcessControlBus, noOutcome } from '../agent/control-bus.ts';
 import type { Logger } from '../logger.ts';
 import type { Fence, FenceToken } from '../store/store.ts';
+import type { OrphanedRun, RunHost, SessionListener } from '../chat/run-host.ts';
 
 type RedisClient = ReturnType<typeof createClient>;
-
-/** What another instance says of a session: its log grew (no argument), or a streaming preview. */
-export type SessionListener = (preview?: { delta: DeltaEvent; afterSeq: number }) => void;
 
 /** A preview on a session's channel: who sent it, the seq its sockets had then, the delta. */
 interface PreviewMessage {
@@ -22,12 +20,6 @@ interface PreviewMessage {
 export interface SessionHolder {
   instanceId: string;
   runId: string | null;
-}
-
-/** A run whose instance stopped renewing its lease: another instance may take it over. */
-export interface OrphanedRun {
-  sessionId: string;
-  runId: string;
 }
 
 interface InboxMessage {
@@ -51,7 +43,8 @@ const SEND_TIMEOUT_MS = 10_000;
  * receiver's reconnect; a sender retries while Redis itself is away) and "new events" notices
  * (pub/sub; followers also poll the database, so a lost notice delays nothing for long).
  */
-export class Cluster {
+export class Cluster implements RunHost {
+  readonly shared = true;
   readonly instanceId: string;
   private readonly pool: pg.Pool;
   private readonly redis: RedisClient;

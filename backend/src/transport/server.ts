@@ -1,4 +1,4 @@
-import type { Cluster } from '../cluster/cluster.ts';
+import type { RunHost } from '../chat/run-host.ts';
 import { isDurable, type RunEngine } from '../agent/run-engine.ts';
 import { existsSync } from 'node:fs';
 import fastifyCookie from '@fastify/cookie';
@@ -88,7 +88,7 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
   });
 
   // With several instances it also says which shared dependencies answer (503 while one does not).
-  const cluster = container.resolve<Cluster | undefined>(TOKENS.Cluster);
+  const host = container.resolve<RunHost>(TOKENS.RunHost);
   const engine = container.resolve<RunEngine>(TOKENS.RunEngine);
   const healthSchema = {
     tags: ['meta'],
@@ -101,10 +101,10 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
   };
   app.get('/api/health', { config: { ...PUBLIC_ROUTE.config, health: true }, schema: healthSchema }, async (_request, reply) => {
     const durable = isDurable(engine) ? await engine.health() : undefined;
-    if (!cluster && !durable) return { status: 'ok' };
-    const dependencies = { ...(cluster ? await cluster.health() : {}), ...durable };
+    if (!host.shared && !durable) return { status: 'ok' };
+    const dependencies = { ...(await host.health()), ...durable };
     const ok = Object.values(dependencies).every(Boolean);
-    return reply.code(ok ? 200 : 503).send({ status: ok ? 'ok' : 'degraded', ...(cluster ? { instance: cluster.instanceId } : {}), dependencies });
+    return reply.code(ok ? 200 : 503).send({ status: ok ? 'ok' : 'degraded', ...(host.instanceId ? { instance: host.instanceId } : {}), dependencies });
   });
   await registerAuthRoutes(app, config, container.resolve<Logger>(TOKENS.Logger));
   registerRestRoutes(app, container.resolve(HistoryService), container.resolve(SessionFiles));

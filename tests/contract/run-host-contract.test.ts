@@ -1,0 +1,141 @@
+// The RunHost port: where a session's run lives and how to reach it. One suite, two adapters: one
+// process, and an instance among several (leases in PostgreSQL, commands through Redis).
+import { randomUUID } from 'node:crypto';
+import {
+  Cluster,
+  type ControlBus,
+  InProcessControlBus,
+  InProcessRunHost,
+  type Logger,
+  openSqlStore,
+  type RunHost,
+  type SqlDatabase,
+  type SqlStore,
+} from '@stepwise/backend';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freshPostgresDatabase, postgresUrl } from '../helpers/databases.ts';
+
+interface HostUnderTest {
+  name: string;
+  setup(): Promise<void>;
+  host(): RunHost;
+  /** Where runs of this host take commands. */
+  bus(): ControlBus;
+  /** Makes a session with a running run, as the chat layer would have stored it. */
+  newRun(sessionId?: string): Promise<{ sessionId: string; runId: string }>;
+  teardown(): Promise<void>;
+}
+
+const silent: Logger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
+
+function inProcess(): HostUnderTest {
+  const bus = new InProcessControlBus();
+  const host = new InProcessRunHost(bus);
+  return {
+    name: 'in one process',
+    setup: () => host.start(),
+    host: () => host,
+    bus: () => bus,
+    newRun: async (sessionId = randomUUID()) => ({ sessionId, runId: randomUUID() }),
+    teardown: () => host.close(),
+  };
+}
+
+function onCluster(pg: string, redisUrl: string): HostUnderTest {
+  let database: { db: SqlDatabase; url: string; drop: () => Promise<void> } | undefined;
+  let store: SqlStore | undefined;
+  let cluster: Cluster | undefined;
+  return {
+    name: 'on several instances (PostgreSQL, Redis)',
+    async setup() {
+      database = await freshPostgresDatabase(pg);
+      store = await openSqlStore(database.db);
+      cluster = new Cluster({ databaseUrl: database.url, redisUrl, instanceId: `host-${randomUUID().slice(0, 8)}`, leaseMs: 30_000 }, silent);
+      await cluster.start();
+    },
+    host: () => cluster!,
+    bus: () => cluster!.controlBus,
+    async newRun(sessionId) {
+      const id = sessionId ?? randomUUID();
+      if (!sessionId) await store!.createSession(id);
+      const runId = randomUUID();
+      await store!.createRun({ id: runId, sessionId: id, strategy: 'roa', maxSteps: 1 });
+      return { sessionId: id, runId };
+    },
+    async teardown() {
+      await cluster?.close().catch(() => undefined);
+      await database?.drop();
+    },
+  };
+}
+
+const pg = postgresUrl();
+const redisUrl = process.env.TEST_REDIS_URL;
+if ((!pg || !redisUrl) && process.env.REQUIRE_POSTGRES === '1') throw new Error('PostgreSQL and Redis are needed: run the suite with the test command');
+const adapters: HostUnderTest[] = [inProcess(), ...(pg && redisUrl ? [onCluster(pg, redisUrl)] : [])];
+
+describe.each(adapters)('the run host $name', (adapter) => {
+  beforeAll(() => adapter.setup(), 60_000);
+  afterAll(() => adapter.teardown(), 60_000);
+
+  it('gives a session to one run at a time, and to the next once the first lets go', async () => {
+    const host = adapter.host();
+    const first = await adapter.newRun();
+    const second = await adapter.newRun(first.sessionId);
+    expect(await host.claim(first.sessionId, first.runId)).toBe(true);
+    // Claiming again for the same run (as a run does when it starts) keeps it.
+    expect(await host.claim(first.sessionId, first.runId)).toBe(true);
+    expect(await host.claim(second.sessionId, second.runId)).toBe(false);
+    // A late release naming another run leaves the hold alone.
+    await host.release(first.sessionId, second.runId);
+    expect(await host.claim(second.sessionId, second.runId)).toBe(false);
+    await host.release(first.sessionId, first.runId);
+    expect(await host.claim(second.sessionId, second.runId)).toBe(true);
+    await host.release(second.sessionId, second.runId);
+  });
+
+  it('holds a session for a command (no run), and a run may start inside it', async () => {
+    const host = adapter.host();
+    const run = await adapter.newRun();
+    expect(await host.claim(run.sessionId, null)).toBe(true);
+    expect(await host.claim(run.sessionId, run.runId)).toBe(true);
+    await host.release(run.sessionId, run.runId);
+  });
+
+  it('sends a command to the run that holds the session, and "nothing to do" when none does', async () => {
+    const host = adapter.host();
+    const run = await adapter.newRun();
+    expect(await host.sendToSession(run.sessionId, { type: 'stop', reason: 'user' })).toEqual({ type: 'stop', outcome: 'no_active_run' });
+    const seen: string[] = [];
+    const detach = adapter.bus().attach(run.runId, (command) => {
+      seen.push(command.type);
+      return command.type === 'stop' ? { type: 'stop', outcome: 'stopping' } : { type: 'answer', outcome: 'answered' };
+    });
+    try {
+      expect(await host.claim(run.sessionId, run.runId)).toBe(true);
+      expect(await host.sendToSession(run.sessionId, { type: 'answer', content: 'Oslo', questionId: 'q_1' })).toEqual({ type: 'answer', outcome: 'answered' });
+      expect(await host.sendToSession(run.sessionId, { type: 'stop', reason: 'user' })).toEqual({ type: 'stop', outcome: 'stopping' });
+      expect(seen).toEqual(['answer', 'stop']);
+    } finally {
+      detach();
+      await host.release(run.sessionId, run.runId);
+    }
+    expect(await host.sendToSession(run.sessionId, { type: 'answer', content: 'late' })).toEqual({ type: 'answer', outcome: 'no_pending_input' });
+  });
+
+  it('lets a session go at once on a hand-over: another run may take it', async () => {
+    const host = adapter.host();
+    const first = await adapter.newRun();
+    const next = await adapter.newRun(first.sessionId);
+    expect(await host.claim(first.sessionId, first.runId)).toBe(true);
+    await host.letGo(first.sessionId);
+    expect(await host.claim(next.sessionId, next.runId)).toBe(true);
+    await host.release(next.sessionId, next.runId);
+  });
+
+  it('says which of its dependencies answer (none in one process)', async () => {
+    const health = await adapter.host().health();
+    expect(Object.values(health).every((up) => up === true)).toBe(true);
+    expect(Object.keys(health).length > 0).toBe(adapter.host().shared);
+  });
+});
