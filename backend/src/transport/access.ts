@@ -167,42 +167,16 @@ export function decideAccess(
   if (origin !== undefined && !originAllowed(origin, request.headers.host, config.access, policy)) {
     return { refusal: { status: 403, code: 'forbidden_origin', message: 'This origin may not use the server' } };
   }
-  const { authToken, metricsToken } = config.access;
+  const { metricsToken } = config.access;
   const token = presentedToken(request as FastifyRequest, access === 'socket');
   // METRICS_TOKEN opens /metrics (and nothing else) in every mode.
   if (access === 'metrics' && metricsToken && token && sameSecret(token, metricsToken)) return { user: undefined };
   const unauthorized = (message: string): AccessDecision => ({ refusal: { status: 401, code: 'unauthorized', message, challenge: true } });
-  let user: User;
-  switch (config.auth.mode) {
-    case 'none':
-      // No sign-in means this machine only: a client from elsewhere must be let in by a mode that knows who it is.
-      if (!isLoopbackAddress(request.socket?.remoteAddress)) {
-        return unauthorized(
-          'This Stepwise has no sign-in (AUTH_MODE=none) and answers only on this machine; set AUTH_TOKEN, or AUTH_MODE=oidc or header, to open it to others',
-        );
-      }
-      if (access === 'metrics' && metricsToken) return unauthorized('A valid token is required');
-      user = LOCAL_USER;
-      break;
-    case 'token':
-      if (!token || !authToken || !sameSecret(token, authToken)) return unauthorized('A valid token is required');
-      user = LOCAL_USER;
-      break;
-    case 'oidc': {
-      const signedIn = signedInUser(readCookie);
-      if (!signedIn) return unauthorized('Sign in first: /auth/login');
-      user = signedIn;
-      break;
-    }
-    case 'header': {
-      const vouched = userFromHeaders(request.headers, request.socket?.remoteAddress, config.auth, proxies ?? new TrustedProxies(config.auth.trustedProxies));
-      if (vouched === 'untrusted_address')
-        return unauthorized(`The ${config.auth.header} header is believed only from TRUSTED_PROXIES; this request did not come through the sign-in proxy`);
-      if (typeof vouched === 'string') return unauthorized(`The sign-in proxy named no user (${config.auth.header})`);
-      user = vouched;
-      break;
-    }
+  if (config.auth.mode === 'none' && access === 'metrics' && metricsToken && isLoopbackAddress(request.socket?.remoteAddress)) {
+    return unauthorized('A valid token is required');
   }
+  const user = identify(request, config, token, readCookie, proxies);
+  if (typeof user === 'string') return unauthorized(user);
   // With several users, the metrics (everyone's activity) are an admin's, or METRICS_TOKEN's.
   if (access === 'metrics' && (config.auth.mode === 'oidc' || config.auth.mode === 'header') && !user.admin)
     return unauthorized('Metrics are for admins, or METRICS_TOKEN');
@@ -216,18 +190,34 @@ function publicUser(
   readCookie: CookieReader,
   proxies: TrustedProxies | undefined,
 ): User | undefined {
+  const user = identify(request, config, presentedToken(request as FastifyRequest, false), readCookie, proxies);
+  return typeof user === 'string' ? undefined : user;
+}
+
+/** The user a request names in the server's AUTH_MODE, or why it names nobody. */
+function identify(
+  request: Pick<FastifyRequest, 'headers'> & { socket?: { remoteAddress?: string | undefined } },
+  config: Config,
+  token: string | undefined,
+  readCookie: CookieReader,
+  proxies: TrustedProxies | undefined,
+): User | string {
   switch (config.auth.mode) {
     case 'none':
-      return isLoopbackAddress(request.socket?.remoteAddress) ? LOCAL_USER : undefined;
-    case 'token': {
-      const token = presentedToken(request as FastifyRequest, false);
-      return token && config.access.authToken && sameSecret(token, config.access.authToken) ? LOCAL_USER : undefined;
-    }
+      // No sign-in means this machine only: a client from elsewhere must be let in by a mode that knows who it is.
+      return isLoopbackAddress(request.socket?.remoteAddress)
+        ? LOCAL_USER
+        : 'This Stepwise has no sign-in (AUTH_MODE=none) and answers only on this machine; set AUTH_TOKEN, or AUTH_MODE=oidc or header, to open it to others';
+    case 'token':
+      return token && config.access.authToken && sameSecret(token, config.access.authToken) ? LOCAL_USER : 'A valid token is required';
     case 'oidc':
-      return signedInUser(readCookie);
+      return signedInUser(readCookie) ?? 'Sign in first: /auth/login';
     case 'header': {
       const vouched = userFromHeaders(request.headers, request.socket?.remoteAddress, config.auth, proxies ?? new TrustedProxies(config.auth.trustedProxies));
-      return typeof vouched === 'string' ? undefined : vouched;
+      if (vouched === 'untrusted_address')
+        return `The ${config.auth.header} header is believed only from TRUSTED_PROXIES; this request did not come through the sign-in proxy`;
+      if (typeof vouched === 'string') return `The sign-in proxy named no user (${config.auth.header})`;
+      return vouched;
     }
   }
 }
