@@ -9,6 +9,8 @@ import { TestClient } from '../helpers/ws-client.ts';
  * their own chats, an admin watches everyone's, and the header counts only from the proxy.
  */
 const HEADER = 'x-forwarded-user';
+/** A server behind an auth proxy on this machine: the header counts from loopback. */
+const PROXIED = { AUTH_MODE: 'header', AUTH_HEADER: 'X-Forwarded-User', TRUSTED_PROXIES: '127.0.0.1,::1' };
 const as = (user: string): Record<string, string> => ({ [HEADER]: user });
 
 const clients: TestClient[] = [];
@@ -58,13 +60,7 @@ describe('two users behind an auth proxy', () => {
   let questionId: string;
 
   beforeAll(async () => {
-    server = await startStepwise({
-      AUTH_MODE: 'header',
-      AUTH_HEADER: 'X-Forwarded-User',
-      TRUSTED_PROXIES: '127.0.0.1,::1',
-      AUTH_ADMIN_USERS: 'root',
-      LLM_PROVIDER: 'demo',
-    });
+    server = await startStepwise({ ...PROXIED, AUTH_ADMIN_USERS: 'root', LLM_PROVIDER: 'demo' });
     alice = await TestClient.connect(server.wsUrl, {}, { headers: as('alice') });
     chatId = alice.session.session_id;
     alice.chat('Hello there');
@@ -235,7 +231,7 @@ describe('the auth proxy’s header', () => {
   });
 
   it('is required from the proxy: a request through it without one names nobody', async () => {
-    server = await startStepwise({ AUTH_MODE: 'header', AUTH_HEADER: 'X-Forwarded-User', TRUSTED_PROXIES: '127.0.0.1,::1' });
+    server = await startStepwise(PROXIED);
     const response = await fetch(`${server.url}/api/sessions`);
     expect(response.status).toBe(401);
     expect(await fetch(`${server.url}/api/me`, { headers: as('carol') }).then((reply) => reply.json())).toEqual({
@@ -253,13 +249,7 @@ describe('quotas per user', () => {
   });
 
   it('refuses a user’s run beyond MAX_RUNS_PER_USER, and not another user’s', async () => {
-    server = await startStepwise({
-      AUTH_MODE: 'header',
-      AUTH_HEADER: 'X-Forwarded-User',
-      TRUSTED_PROXIES: '127.0.0.1,::1',
-      LLM_PROVIDER: 'demo',
-      MAX_RUNS_PER_USER: '1',
-    });
+    server = await startStepwise({ ...PROXIED, LLM_PROVIDER: 'demo', MAX_RUNS_PER_USER: '1' });
     const first = await connect(server, 'alice');
     first.chat('help me', { agent_mode: true });
     await first.waitFor('agent_request_input');
@@ -278,12 +268,7 @@ describe('quotas per user', () => {
   });
 
   it('counts one user’s messages over all their sockets against MAX_MESSAGES_PER_SECOND_PER_USER', async () => {
-    server = await startStepwise({
-      AUTH_MODE: 'header',
-      AUTH_HEADER: 'X-Forwarded-User',
-      TRUSTED_PROXIES: '127.0.0.1,::1',
-      MAX_MESSAGES_PER_SECOND_PER_USER: '2',
-    });
+    server = await startStepwise({ ...PROXIED, MAX_MESSAGES_PER_SECOND_PER_USER: '2' });
     const one = await connect(server, 'alice');
     const two = await connect(server, 'alice');
     const bob = await connect(server, 'bob');
@@ -305,7 +290,7 @@ describe('quotas per user', () => {
   });
 
   it('limits REST calls per user with 429', async () => {
-    server = await startStepwise({ AUTH_MODE: 'header', AUTH_HEADER: 'X-Forwarded-User', TRUSTED_PROXIES: '127.0.0.1,::1', REST_MAX_REQUESTS_PER_MINUTE: '3' });
+    server = await startStepwise({ ...PROXIED, REST_MAX_REQUESTS_PER_MINUTE: '3' });
     const statuses: number[] = [];
     for (let index = 0; index < 4; index++) statuses.push((await call(server, 'alice', 'GET', '/api/sessions')).status);
     expect(statuses).toEqual([200, 200, 200, 429]);
