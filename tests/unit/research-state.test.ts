@@ -181,6 +181,51 @@ describe('the research strategy', () => {
     expect(doc.history.some((line) => line.includes('guidance: Go on, and be thorough'))).toBe(true);
   });
 
+  it('emits its events with the fields of the wire contract, in order; a task verifier’s call is on the task’s branch, the stage and final verifiers’ are not', async () => {
+    const llm = model();
+    const run = inProcessKernel(llm, [research]).start('How tall is the tower?', { strategy: 'research', strategyOptions: { task_verification: true } });
+    expect(await run.outcome).toMatchObject({ status: 'completed' });
+    const runId = updates(run.sink.events, 'agent_task_start')[0]!.run_id;
+    expect(typeof runId).toBe('string');
+    const first = (type: string) => JSON.stringify(updates(run.sink.events, type)[0]);
+    expect(first('agent_task_start')).toBe(
+      JSON.stringify({ type: 'agent_update', update_type: 'agent_task_start', run_id: runId, node_id: '1.1', task_id: '1.1', agent: 'literature_scout' }),
+    );
+    expect(first('agent_task_complete')).toBe(
+      JSON.stringify({
+        type: 'agent_update',
+        update_type: 'agent_task_complete',
+        run_id: runId,
+        node_id: '1.1',
+        task_id: '1.1',
+        status: 'done',
+        summary: 'found 1.1',
+      }),
+    );
+    expect(first('agent_verdict')).toBe(
+      JSON.stringify({
+        type: 'agent_update',
+        update_type: 'agent_verdict',
+        run_id: runId,
+        scope: 'task',
+        target: '1.1',
+        verdict: 'PASS',
+        issues: [],
+        follow_up_task_ids: [],
+      }),
+    );
+    expect(Object.keys(updates(run.sink.events, 'agent_task_graph')[0]!)).toEqual(['type', 'update_type', 'run_id', 'doc', 'version', 'stages']);
+    const verifiers = llm.requests.filter((request) => request.purpose.endsWith('_verifier'));
+    expect(verifiers.map((request) => `${request.purpose}:${request.nodeId ?? '-'}:${request.variables?.target}`)).toEqual([
+      'research.task_verifier:1.1:1.1',
+      'research.task_verifier:1.2:1.2',
+      'research.stage_verifier:-:stage:1',
+      'research.task_verifier:2.1:2.1',
+      'research.stage_verifier:-:stage:2',
+      'research.final_verifier:-:final',
+    ]);
+  });
+
   it('in step mode runs one wave per message', async () => {
     const llm = model();
     const run = inProcessKernel(llm, [research]).start('How tall is the tower?', { strategy: 'research', strategyOptions: { mode: 'step' } });

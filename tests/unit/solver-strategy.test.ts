@@ -74,6 +74,46 @@ describe('the solver strategy', () => {
     expect(run.sink.summary().at(-2)).toBe('agent_completion:answered');
   });
 
+  it('emits its events with the fields of the wire contract, in order, and labels a snapshot with the last stage read back', async () => {
+    const llm = model(() => ({ action: 'FINAL', final_answer: '42' }));
+    const run = start(llm, { auto_advance: true, approaches: false });
+    await run.outcome;
+    const runId = updates(run.sink.events, 'agent_stage_start')[0]!.run_id;
+    expect(typeof runId).toBe('string');
+    const first = (type: string) => JSON.stringify(updates(run.sink.events, type)[0]);
+    expect(first('agent_stage_start')).toBe(
+      JSON.stringify({ type: 'agent_update', update_type: 'agent_stage_start', run_id: runId, stage: 'problem_solver', loop: 1 }),
+    );
+    expect(first('agent_stage_complete')).toBe(
+      JSON.stringify({
+        type: 'agent_update',
+        update_type: 'agent_stage_complete',
+        run_id: runId,
+        stage: 'problem_solver',
+        loop: 1,
+        content: 'problem_solver output (loop 1)',
+      }),
+    );
+    expect(first('agent_decision')).toBe(
+      JSON.stringify({
+        type: 'agent_update',
+        update_type: 'agent_decision',
+        run_id: runId,
+        loop: 1,
+        action: 'FINAL',
+        rationale: 'because',
+        final_answer: '42',
+        question_for_user: '',
+        next_focus: '',
+      }),
+    );
+    const label = solver.session!.snapshotLabel!;
+    expect(label(run.sink.events)).toBe(' · loop 1 · orchestrator');
+    const start1 = run.sink.events.findIndex((event) => event.type === 'agent_update' && event.update_type === 'agent_stage_start');
+    expect(label(run.sink.events.slice(0, start1 + 1))).toBe(' · loop 1 · problem_solver');
+    expect(label(run.sink.events.slice(0, start1))).toBe('');
+  });
+
   it('without approaches: CONTINUE seeds another loop with its focus, then FINAL', async () => {
     const llm = model((loop) => (loop === 1 ? { action: 'CONTINUE', next_focus: 'check the units' } : { action: 'FINAL', final_answer: 'done' }));
     const run = start(llm, { auto_advance: true, approaches: false });

@@ -1,4 +1,4 @@
-import type { AgentTaskGraph, AgentVerdict } from '@stepwise/shared-types';
+import type { AgentVerdict } from '@stepwise/shared-types';
 import { z } from 'zod';
 import { ERROR_CODE, StepwiseError } from '../../errors.ts';
 import type { LlmMessage } from '../../messages.ts';
@@ -6,6 +6,7 @@ import { REQUEST_INPUT_TOOL, requestInputSchema } from '../../tools/request-inpu
 import { defineStrategy, type Run, type RunSuccess } from '../strategy.ts';
 import { runToolCalls, toolCallMessages } from '../tool-calls.ts';
 import { researchDemo } from './research-demo.ts';
+import { taskCompleteEvent, taskGraphEvent, taskStartEvent, verdictEvent } from './research-events.ts';
 import {
   AGENTS,
   AgentName,
@@ -284,7 +285,7 @@ async function runWave(run: ResearchRun, doc: StateDocument, state: ResearchStat
 async function runTask(run: ResearchRun, doc: StateDocument, state: ResearchState, stage: GraphStage, task: GraphTask): Promise<string[]> {
   const { sink, input } = run;
   const events = run.events.node(task.id);
-  await sink.emit({ type: 'agent_update', update_type: 'agent_task_start', run_id: input.runId, node_id: task.id, task_id: task.id, agent: task.agent });
+  await sink.emit(taskStartEvent({ run_id: input.runId }, task));
   const variables = { ...contextPack(run, state, stage, task), files_manifest: await run.filesManifest() };
   const messages: LlmMessage[] = [
     { role: 'system', content: run.prompts.render(task.agent, variables) },
@@ -325,15 +326,7 @@ async function runTask(run: ResearchRun, doc: StateDocument, state: ResearchStat
   state.results.push(`- ${task.id} (${task.agent}): ${oneLine(result.summary)}`);
   for (const item of result.evidence) state.evidence.push(`- ${task.id}: ${oneLine(item.source)}${item.location ? ` — ${oneLine(item.location)}` : ''}`);
   state.bestAnswer = bestAnswer(result.result, state.bestAnswer);
-  await sink.emit({
-    type: 'agent_update',
-    update_type: 'agent_task_complete',
-    run_id: input.runId,
-    node_id: task.id,
-    task_id: task.id,
-    status: 'done',
-    summary: result.summary,
-  });
+  await sink.emit(taskCompleteEvent({ run_id: input.runId }, task, result.summary));
   let followUps: string[] = [];
   if (run.options.task_verification) followUps = await verifyTask(run, state, stage, task, result);
   await doc.write(state);
@@ -420,7 +413,7 @@ async function verifyTask(run: ResearchRun, state: ResearchState, stage: GraphSt
   const verdict = await judge(
     run,
     'research.task_verifier',
-    task.id,
+    { scope: 'task', taskId: task.id },
     run.prompts.render('task_verifier', variables),
     `Task ${task.id}: ${task.title}\n\nResult:\n${result.result}`,
     variables,
@@ -437,7 +430,7 @@ async function verifyStage(run: ResearchRun, doc: StateDocument, state: Research
   const verdict = await judge(
     run,
     'research.stage_verifier',
-    `stage:${stage.id}`,
+    { scope: 'stage', stageId: stage.id },
     run.prompts.render('stage_verifier', variables),
     `Stage ${stage.id} results:\n${stageResults}`,
     variables,
@@ -451,24 +444,29 @@ async function verifyStage(run: ResearchRun, doc: StateDocument, state: Research
   return verdict.verdict;
 }
 
+/** What a verifier judges: one task (its call is on the task's branch), a stage, or the whole run (both on the run's trunk). */
+type Judged = { scope: 'task'; taskId: string } | { scope: 'stage'; stageId: string } | { scope: 'final' };
+
+/** The verifier's call: the verdict schema, the judged thing named in its variables as `target`. */
 async function judge(
   run: ResearchRun,
   purpose: string,
-  node: string,
+  judged: Judged,
   system: string,
   content: string,
   variables: Record<string, unknown>,
 ): Promise<VerdictResult> {
+  const target = judged.scope === 'task' ? judged.taskId : judged.scope === 'stage' ? `stage:${judged.stageId}` : 'final';
   const { parsed } = await run.llm.complete({
     purpose,
-    ...(node.includes('.') ? { nodeId: node } : {}),
+    ...(judged.scope === 'task' ? { nodeId: judged.taskId } : {}),
     messages: [
       { role: 'system', content: system },
       { role: 'user', content },
     ],
     schema: { name: 'verdict', zod: VerdictResult },
     signal: run.control.signal,
-    variables: { ...variables, target: node },
+    variables: { ...variables, target },
   });
   return parsed!;
 }
@@ -506,16 +504,7 @@ async function emitVerdict(
     `- ${judged}: ${verdict.verdict}${verdict.issues.length ? ` — ${verdict.issues.map(oneLine).join('; ')}` : ''}${followUps.length ? ` (follow-ups ${followUps.join(', ')})` : ''}`,
   );
   state.history.push(`- verdict on ${judged}: ${verdict.verdict}`);
-  await run.sink.emit({
-    type: 'agent_update',
-    update_type: 'agent_verdict',
-    run_id: run.input.runId,
-    scope,
-    target,
-    verdict: verdict.verdict,
-    issues: verdict.issues,
-    follow_up_task_ids: followUps,
-  });
+  await run.sink.emit(verdictEvent({ run_id: run.input.runId }, scope, target, verdict, followUps));
 }
 
 /** After the last stage: the final verifier, then the report (final_report.md, final_output.md). */
@@ -524,7 +513,7 @@ async function finish(run: ResearchRun, doc: StateDocument, state: ResearchState
   const verdict = await judge(
     run,
     'research.final_verifier',
-    'final',
+    { scope: 'final' },
     run.prompts.render('final_verifier', { goal: state.goal, results, best_answer: state.bestAnswer }),
     `Goal: ${state.goal}\n\nResults:\n${results}`,
     { goal: state.goal, results },
@@ -571,27 +560,9 @@ async function blocked(run: ResearchRun, doc: StateDocument, state: ResearchStat
   };
 }
 
-/** A title or name on the wire: the graph event stays small (at most STATE_DOC_MAX_TASKS tasks of this much), the document keeps it whole. */
-const GRAPH_EVENT_TEXT_MAX_CHARS = 200;
-const short = (text: string) => (text.length > GRAPH_EVENT_TEXT_MAX_CHARS ? `${text.slice(0, GRAPH_EVENT_TEXT_MAX_CHARS)}…` : text);
-
-/** The graph as the web app draws it: each stage and task, bounded in size (the whole is in the document). */
+/** The graph as the web app draws it (taskGraphEvent). */
 async function emitGraph(run: ResearchRun, state: ResearchState): Promise<void> {
-  const event: Omit<AgentTaskGraph, 'seq' | 'ts'> = {
-    type: 'agent_update',
-    update_type: 'agent_task_graph',
-    run_id: run.input.runId,
-    doc: STATE_DOC,
-    version: state.graph.version,
-    stages: state.graph.stages.map((stage) => ({
-      id: stage.id,
-      name: short(stage.name),
-      status: stage.status,
-      ...(stage.verdict ? { verdict: stage.verdict } : {}),
-      tasks: stage.tasks.map((task) => ({ id: task.id, title: short(task.title), agent: task.agent, status: task.status, depends_on: [...task.depends_on] })),
-    })),
-  };
-  await run.sink.emit(event);
+  await run.sink.emit(taskGraphEvent({ run_id: run.input.runId }, state.graph));
 }
 
 function progressLine(state: ResearchState): string {

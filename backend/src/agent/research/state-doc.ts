@@ -1,5 +1,6 @@
 import { isMap, LineCounter, parseDocument, stringify } from 'yaml';
 import { z } from 'zod';
+import { parseTaskId, STAGE_ID, TASK_ID, taskId } from './task-id.ts';
 
 /** The research project's state document, a session file: the source of truth between runs. */
 export const STATE_DOC = 'RESEARCH_STATE.md';
@@ -32,7 +33,7 @@ const list = z.array(z.string()).default([]);
 
 export const GraphTask = z
   .object({
-    id: z.string().regex(/^\d+\.\d+$/, 'a task id is STAGE.N, e.g. "1.2"'),
+    id: z.string().regex(TASK_ID, 'a task id is STAGE.N, e.g. "1.2"'),
     title: z.string().min(1),
     agent: AgentName,
     status: TaskStatus.default('todo'),
@@ -50,7 +51,7 @@ export type GraphTask = z.infer<typeof GraphTask>;
 
 export const GraphStage = z
   .object({
-    id: z.string().regex(/^\d+$/, 'a stage id is a number, e.g. "1"'),
+    id: z.string().regex(STAGE_ID, 'a stage id is a number, e.g. "1"'),
     name: z.string().min(1),
     status: StageStatus.default('todo'),
     verdict: Verdict.optional(),
@@ -91,7 +92,7 @@ export function checkGraph(graph: TaskGraph): void {
       const at = ['stages', s, 'tasks', t];
       if (ids.has(task.id)) throw new GraphError(`task id "${task.id}" is used twice`, [...at, 'id']);
       ids.add(task.id);
-      if (task.id.split('.')[0] !== stage.id)
+      if (parseTaskId(task.id)?.stage !== stage.id)
         throw new GraphError(`task "${task.id}" is not in stage ${stage.id} (its id must start with "${stage.id}.")`, [...at, 'id']);
       if (task.status === 'blocked' && !task.blocked_reason?.trim())
         throw new GraphError(`task "${task.id}" is blocked without a blocked_reason`, [...at, 'status']);
@@ -403,6 +404,6 @@ export function runnableWave(stage: GraphStage, max: number): GraphTask[] {
 
 /** The next free task id of a stage ("1.4" after 1.1–1.3). */
 export function nextTaskId(stage: GraphStage): string {
-  const highest = Math.max(0, ...stage.tasks.map((task) => Number(task.id.split('.')[1]) || 0));
-  return `${stage.id}.${highest + 1}`;
+  const highest = Math.max(0, ...stage.tasks.map((task) => parseTaskId(task.id)?.n ?? 0));
+  return taskId(stage.id, highest + 1);
 }

@@ -1,4 +1,4 @@
-import type { AgentDecision, SolverStage } from '@stepwise/shared-types';
+import type { SolverStage } from '@stepwise/shared-types';
 import { z } from 'zod';
 import { ERROR_CODE, isAbortError, ModelError, StepwiseError } from '../../errors.ts';
 import type { LlmMessage } from '../../messages.ts';
@@ -6,6 +6,7 @@ import { askPerson } from '../ask.ts';
 import { defineStrategy, type Run, type RunSuccess } from '../strategy.ts';
 import { runToolCalls, toolCallMessages } from '../tool-calls.ts';
 import { solverDemo } from './solver-demo.ts';
+import { decisionEvent, isStageEvent, stageCompleteEvent, stageStartEvent } from './solver-events.ts';
 
 /** The templates in prompts/solver/: one system prompt per stage, each with an example of its variables. */
 const stageVariables = { problem: 'p', loop: 1, max_loops: 3, next_focus: '', tool_names: ['calculator'], files_manifest: '' };
@@ -91,12 +92,8 @@ export const solver = defineStrategy({
   session: {
     // A snapshot says where the work stands: the loop and the last stage.
     snapshotLabel(events) {
-      const stage = events.findLast(
-        (event) => event.type === 'agent_update' && (event.update_type === 'agent_stage_complete' || event.update_type === 'agent_stage_start'),
-      );
-      return stage?.type === 'agent_update' && (stage.update_type === 'agent_stage_complete' || stage.update_type === 'agent_stage_start')
-        ? ` · loop ${stage.loop} · ${stage.stage}`
-        : '';
+      const stage = events.findLast(isStageEvent);
+      return stage ? ` · loop ${stage.loop} · ${stage.stage}` : '';
     },
   },
   async run(run: SolverRun): Promise<RunSuccess> {
@@ -164,9 +161,9 @@ async function stage(run: SolverRun, flow: Workflow, name: SolverStage, next: So
 async function runStage(run: SolverRun, flow: Workflow, name: SolverStage, input: string): Promise<string> {
   flow.stages += 1;
   run.progress.step = flow.stages;
-  await run.sink.emit({ type: 'agent_update', update_type: 'agent_stage_start', run_id: run.input.runId, stage: name, loop: flow.loop });
+  await run.sink.emit(stageStartEvent({ run_id: run.input.runId }, name, flow.loop));
   const output = await withRetry(run, () => call(run, flow, name, input));
-  await run.sink.emit({ type: 'agent_update', update_type: 'agent_stage_complete', run_id: run.input.runId, stage: name, loop: flow.loop, content: output });
+  await run.sink.emit(stageCompleteEvent({ run_id: run.input.runId }, name, flow.loop, output));
   run.progress.transcript.push({ role: 'assistant', content: `[${name}] ${output}` });
   return output;
 }
@@ -223,7 +220,7 @@ async function call(run: SolverRun, flow: Workflow, name: SolverStage, input: st
 async function orchestrate(run: SolverRun, flow: Workflow, input: string): Promise<OrchestratorDecision> {
   flow.stages += 1;
   run.progress.step = flow.stages;
-  await run.sink.emit({ type: 'agent_update', update_type: 'agent_stage_start', run_id: run.input.runId, stage: 'orchestrator', loop: flow.loop });
+  await run.sink.emit(stageStartEvent({ run_id: run.input.runId }, 'orchestrator', flow.loop));
   const variables = {
     problem: run.input.question.trim(),
     loop: flow.loop,
@@ -243,22 +240,8 @@ async function orchestrate(run: SolverRun, flow: Workflow, input: string): Promi
     variables: { ...variables, stage: 'orchestrator', input },
   });
   const decision = parsed!;
-  await run.sink.emit({
-    type: 'agent_update',
-    update_type: 'agent_stage_complete',
-    run_id: run.input.runId,
-    stage: 'orchestrator',
-    loop: flow.loop,
-    content: JSON.stringify(decision, null, 2),
-  });
-  const event: Omit<AgentDecision, 'seq' | 'ts'> = {
-    type: 'agent_update',
-    update_type: 'agent_decision',
-    run_id: run.input.runId,
-    loop: flow.loop,
-    ...decision,
-  };
-  await run.sink.emit(event);
+  await run.sink.emit(stageCompleteEvent({ run_id: run.input.runId }, 'orchestrator', flow.loop, JSON.stringify(decision, null, 2)));
+  await run.sink.emit(decisionEvent({ run_id: run.input.runId }, flow.loop, decision));
   run.progress.transcript.push({ role: 'assistant', content: `[orchestrator] ${decision.action}: ${decision.rationale}` });
   return decision;
 }
