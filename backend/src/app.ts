@@ -8,7 +8,6 @@ import { loadConfigFile } from './config/config-file.ts';
 import { SessionManager } from './chat/session-manager.ts';
 import type { RunHost } from './chat/run-host.ts';
 import { buildContainer } from './container.ts';
-import { isDurable, type RunEngine } from './agent/run-engine.ts';
 import { ModelHealthMonitor } from './llm/model-health.ts';
 import { McpManager } from './mcp/mcp-manager.ts';
 import { openStore } from './store/open-store.ts';
@@ -75,16 +74,11 @@ export async function startServer(options: {
   const mcp = container.resolve(McpManager);
   app.addHook('onClose', () => mcp.close());
   await mcp.start();
-  // Where sessions' runs live: one process, or several instances (then it joins them first).
+  // Where sessions' runs live: one process, several instances (it joins them first), or Restate
+  // workflows (this process serves them; Restate may call at once).
   const runHost = container.resolve<RunHost>(TOKENS.RunHost);
   await runHost.start();
   app.addHook('onClose', () => runHost.close());
-  // RUN_ENGINE=restate: this process serves the runs' workflows; Restate may call at once.
-  const engine = container.resolve<RunEngine>(TOKENS.RunEngine);
-  if (isDurable(engine)) {
-    await engine.start();
-    app.addHook('onClose', () => engine.close());
-  }
   const sessions = container.resolve(SessionManager);
   await sessions.recover();
   // The model's health goes live to every client; the first check runs alongside startup.

@@ -4,6 +4,7 @@ import { type ControlBus, InProcessControlBus } from './agent/control-bus.ts';
 import { Cluster } from './cluster/cluster.ts';
 import { InProcessEngine, type RunEngine } from './agent/run-engine.ts';
 import { RestateEngine } from './restate/restate-engine.ts';
+import { RestateRunHost } from './restate/restate-run-host.ts';
 import { RunKernel } from './agent/run-kernel.ts';
 import type { RunJournal } from './agent/run-journal.ts';
 import { STRATEGIES } from './agent/strategies.ts';
@@ -102,8 +103,7 @@ export function buildContainer(
   const cluster = config.cluster ? new Cluster(config.cluster, logger) : undefined;
   // Where sessions' runs live: this process, or the cluster of instances.
   const controlBus = cluster ? cluster.controlBus : new InProcessControlBus();
-  const host: RunHost = cluster ?? new InProcessRunHost(controlBus);
-  container.register<RunHost>(TOKENS.RunHost, { useValue: host });
+  const sessionsHost: RunHost = cluster ?? new InProcessRunHost(controlBus);
   // A run's writes carry the lease they are made under: an instance that lost it cannot overwrite another's run.
   if (cluster && store instanceof SqlStore) store.fenceWith(cluster.fence);
   container.register<ControlBus>(TOKENS.ControlBus, { useValue: controlBus });
@@ -114,14 +114,17 @@ export function buildContainer(
     truncate: (runId, fromPosition) => store.truncateJournal(runId, fromPosition),
   };
   container.register<RunJournal>(TOKENS.RunJournal, { useValue: storeJournal });
-  // Where runs execute: here, or as Restate workflows that journal in Restate (and keep a copy in the store).
+  // Where runs execute: here, or as Restate workflows that journal in Restate (and keep a copy in
+  // the store). With Restate, runs live in their workflows: its run host says how they arrive here.
+  const restateEngine = instanceCachingFactory((dependencies) => {
+    const inactivityMs = Math.max(config.agent.runTimeoutMs, config.agent.inputTimeoutMs) + 60_000;
+    return new RestateEngine(config.restate!, dependencies.resolve(RunKernel), storeJournal, logger, { inactivityMs });
+  });
   container.register<RunEngine>(TOKENS.RunEngine, {
-    useFactory: instanceCachingFactory((dependencies) => {
-      const kernel = dependencies.resolve(RunKernel);
-      if (!config.restate) return new InProcessEngine(kernel);
-      const inactivityMs = Math.max(config.agent.runTimeoutMs, config.agent.inputTimeoutMs) + 60_000;
-      return new RestateEngine(config.restate, kernel, storeJournal, logger, { inactivityMs });
-    }),
+    useFactory: instanceCachingFactory((dependencies) => (config.restate ? restateEngine(dependencies) : new InProcessEngine(dependencies.resolve(RunKernel)))),
+  });
+  container.register<RunHost>(TOKENS.RunHost, {
+    useFactory: instanceCachingFactory((dependencies) => (config.restate ? new RestateRunHost(sessionsHost, restateEngine(dependencies)) : sessionsHost)),
   });
   container.registerSingleton(ToolRegistry);
   container.registerSingleton(McpManager);

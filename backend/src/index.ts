@@ -95,4 +95,6 @@ export { RunSlots } from './chat/run-slots.ts';
 export { decideAccess, isLoopbackAddress } from './transport/access.ts';
 export { Cluster } from './cluster/cluster.ts';
 export { type Fence, type FenceToken, StaleLeaseError } from './store/store.ts';
-export { InProcessRunHost, type RunHost } from './chat/run-host.ts';
+export { type Arrival, type ArrivingRun, InProcessRunHost, type Interrupted, type RunHost } from './chat/run-host.ts';
+export { RestateEngine } from './restate/restate-engine.ts';
+export { RestateRunHost } from './restate/restate-run-host.ts';

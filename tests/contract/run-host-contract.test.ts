@@ -1,19 +1,27 @@
-// The RunHost port: where a session's run lives and how to reach it. One suite, two adapters: one
-// process, and an instance among several (leases in PostgreSQL, commands through Redis).
+// The RunHost port: where a session's run lives and how to reach it. One suite, three adapters: one
+// process, an instance among several (leases in PostgreSQL, commands through Redis), and runs that
+// live in Restate workflows (a real restate-server).
 import { randomUUID } from 'node:crypto';
 import {
+  type ArrivingRun,
   Cluster,
   type ControlBus,
   InProcessControlBus,
   InProcessRunHost,
   type Logger,
   openSqlStore,
+  RestateEngine,
+  RestateRunHost,
   type RunHost,
   type SqlDatabase,
   type SqlStore,
 } from '@stepwise/backend';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestRestate } from '../../scripts/restate.mjs';
+import { freePort } from '../fixtures/mcp-servers.ts';
 import { freshPostgresDatabase, postgresUrl } from '../helpers/databases.ts';
+import { inProcessKernel } from '../helpers/kernel.ts';
+import { ScriptedLlmClient } from '../helpers/scripted-llm-client.ts';
 
 interface HostUnderTest {
   name: string;
@@ -24,6 +32,14 @@ interface HostUnderTest {
   /** Makes a session with a running run, as the chat layer would have stored it. */
   newRun(sessionId?: string): Promise<{ sessionId: string; runId: string }>;
   teardown(): Promise<void>;
+  /** What the host depends on, by the names its health gives them. */
+  dependencies: string[];
+  /** Runs go on elsewhere or later after a shutdown here. */
+  handsOver: boolean;
+  /** A run left going at startup arrives through the arrival handler (its durable execution sets it up). */
+  arrivesAfterStartup: boolean;
+  /** Answers to a run executing nowhere just now are kept. */
+  keepsAnswers: boolean;
 }
 
 const silent: Logger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
@@ -38,6 +54,10 @@ function inProcess(): HostUnderTest {
     bus: () => bus,
     newRun: async (sessionId = randomUUID()) => ({ sessionId, runId: randomUUID() }),
     teardown: () => host.close(),
+    dependencies: [],
+    handsOver: false,
+    arrivesAfterStartup: false,
+    keepsAnswers: false,
   };
 }
 
@@ -66,16 +86,69 @@ function onCluster(pg: string, redisUrl: string): HostUnderTest {
       await cluster?.close().catch(() => undefined);
       await database?.drop();
     },
+    dependencies: ['database', 'redis'],
+    handsOver: true,
+    arrivesAfterStartup: false,
+    keepsAnswers: false,
+  };
+}
+
+function onRestate(): HostUnderTest {
+  const bus = new InProcessControlBus();
+  let restate: Awaited<ReturnType<typeof startTestRestate>> | undefined;
+  let host: RestateRunHost | undefined;
+  return {
+    name: 'with runs in Restate workflows',
+    async setup() {
+      restate = await startTestRestate();
+      const servicePort = await freePort();
+      const { kernel, journal } = inProcessKernel(new ScriptedLlmClient(), []);
+      const engine = new RestateEngine(
+        {
+          ingressUrl: restate.ingressUrl,
+          adminUrl: restate.adminUrl,
+          servicePort,
+          serviceHost: '127.0.0.1',
+          serviceUrl: `http://127.0.0.1:${servicePort}`,
+          identityKeys: [],
+        },
+        kernel,
+        journal,
+        silent,
+        { inactivityMs: 60_000 },
+      );
+      host = new RestateRunHost(new InProcessRunHost(bus), engine);
+      await host.start();
+    },
+    host: () => host!,
+    bus: () => bus,
+    newRun: async (sessionId = randomUUID()) => ({ sessionId, runId: randomUUID() }),
+    async teardown() {
+      await host?.close().catch(() => undefined);
+      await restate?.stop();
+    },
+    dependencies: ['restate'],
+    handsOver: true,
+    arrivesAfterStartup: true,
+    keepsAnswers: true,
   };
 }
 
 const pg = postgresUrl();
 const redisUrl = process.env.TEST_REDIS_URL;
 if ((!pg || !redisUrl) && process.env.REQUIRE_POSTGRES === '1') throw new Error('PostgreSQL and Redis are needed: run the suite with the test command');
-const adapters: HostUnderTest[] = [inProcess(), ...(pg && redisUrl ? [onCluster(pg, redisUrl)] : [])];
+const adapters: HostUnderTest[] = [inProcess(), ...(pg && redisUrl ? [onCluster(pg, redisUrl)] : []), onRestate()];
 
 describe.each(adapters)('the run host $name', (adapter) => {
-  beforeAll(() => adapter.setup(), 60_000);
+  const arrived: ArrivingRun[] = [];
+  beforeAll(async () => {
+    await adapter.setup();
+    // The chat layer's arrival handler: here it records the run and closes it (nothing to set up).
+    adapter.host().onRunArrived(async (run) => {
+      arrived.push(run);
+      return 'closed';
+    });
+  }, 120_000);
   afterAll(() => adapter.teardown(), 60_000);
 
   it('gives a session to one run at a time, and to the next once the first lets go', async () => {
@@ -135,7 +208,33 @@ describe.each(adapters)('the run host $name', (adapter) => {
 
   it('says which of its dependencies answer (none in one process)', async () => {
     const health = await adapter.host().health();
+    expect(Object.keys(health).sort()).toEqual(adapter.dependencies);
     expect(Object.values(health).every((up) => up === true)).toBe(true);
-    expect(Object.keys(health).length > 0).toBe(adapter.host().shared);
+  });
+
+  it('hands runs over at shutdown when they go on elsewhere or later', () => {
+    expect(adapter.host().handsOverAtShutdown).toBe(adapter.handsOver);
+  });
+
+  it('goes on at startup with a run left going; a durable run arrives through the arrival handler, and once its execution has ended it is closed', async () => {
+    const host = adapter.host();
+    const run = await adapter.newRun();
+    expect(await host.interrupted(run)).toBe('go_on');
+    if (!adapter.arrivesAfterStartup) {
+      await host.release(run.sessionId, run.runId);
+      expect(arrived).toEqual([]);
+      return;
+    }
+    // Restate executes the run's workflow, which asks this process to set the run up.
+    await expect.poll(() => arrived, { timeout: 60_000 }).toContainEqual({ sessionId: run.sessionId, runId: run.runId });
+    // The handler closed it, so its workflow ended: the next startup closes it rather than going on.
+    await expect.poll(() => host.interrupted(run), { timeout: 60_000 }).toBe('close');
+  });
+
+  it('keeps an answer for a run executing nowhere just now, the first answer standing, when it keeps answers at all', async () => {
+    const host = adapter.host();
+    const run = await adapter.newRun();
+    expect(await host.keepAnswer(run.runId, 'q_1', 'Oslo')).toBe(adapter.keepsAnswers);
+    expect(await host.keepAnswer(run.runId, 'q_1', 'Bergen')).toBe(false);
   });
 });

@@ -243,17 +243,17 @@ export class ChatService {
   }
 
   /**
-   * A durable engine's run that is not executing just now (its process restarting) keeps the
-   * answer to a question it asked: it takes it when it asks again. True when the answer was kept.
+   * A run that is not executing just now (its process restarting) may still take the answer to a
+   * question it asked, when its host keeps answers (Restate): it takes it when it asks again.
+   * True when the answer was kept.
    */
-  private async answerDurably(questionId: string, answer: string): Promise<boolean> {
-    const { engine, store } = this.deps;
-    if (!engine.recordAnswer) return false;
+  private async keepAnswer(questionId: string, answer: string): Promise<boolean> {
+    const { host, store } = this.deps;
     const run = (await store.listRuns(this.sessionId)).at(-1);
     if (run?.status !== 'running') return false;
     const deadline = await askedIn(store, run, questionId);
     if (deadline === undefined || Date.parse(deadline) <= Date.now()) return false;
-    return engine.recordAnswer(run.id, questionId, answer);
+    return host.keepAnswer(run.id, questionId, answer);
   }
 
   private async input(message: AgentUserInputMessage, sender: MessageSender): Promise<ErrorEvent | undefined> {
@@ -263,15 +263,15 @@ export class ChatService {
     const command: ControlCommand = { type: 'answer', content, questionId: message.question_id, ...(by ? { by } : {}) };
     const reply = this.active ? await this.send(command) : await this.deps.host.sendToSession(this.sessionId, command);
     let outcome = reply.type === 'answer' ? reply.outcome : 'no_pending_input';
-    // The run is not waiting for it just now (its process restarting, its journal replaying): a
-    // durable engine keeps the answer to a question the run asked and nobody answered yet.
+    // The run is not waiting for it just now (its process restarting, its journal replaying): its
+    // host may keep the answer to a question the run asked and nobody answered yet.
     if (
       outcome !== 'answered' &&
       outcome !== 'ambiguous_input' &&
       outcome !== 'invalid_answer' &&
       outcome !== 'invalid_arguments' &&
       message.question_id &&
-      (await this.answerDurably(message.question_id, content))
+      (await this.keepAnswer(message.question_id, content))
     )
       outcome = 'answered';
     switch (outcome) {

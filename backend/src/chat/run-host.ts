@@ -4,11 +4,25 @@ import { type ControlBus, type ControlCommand, type ControlOutcome, noOutcome } 
 /** What another instance says of a session it writes: its log grew (no argument), or a streaming preview. */
 export type SessionListener = (preview?: { delta: DeltaEvent; afterSeq: number }) => void;
 
-/** A run whose instance went away, now this instance's to go on with. */
-export interface OrphanedRun {
+/**
+ * A run that arrives here without a socket having started it here: its instance went away (its
+ * lease ran out, this instance now holds it), or the durable engine executes it here after a
+ * restart. The arrival handler sets it up from the store and says what became of it.
+ */
+export interface ArrivingRun {
   sessionId: string;
   runId: string;
 }
+
+/** What became of an arriving run: set up here to go on, or closed (it had ended, or cannot go on). */
+export type Arrival = 'resumed' | 'closed';
+
+/**
+ * What to do, at startup, with a run the store says was going when its process stopped: go on with
+ * it here, close it (its durable execution ended, its end unsaved), or leave it to the live
+ * instance that holds it.
+ */
+export type Interrupted = 'go_on' | 'close' | 'elsewhere';
 
 /**
  * Where a session's run lives and how to reach it. The chat layer talks to this port only: one
@@ -17,8 +31,10 @@ export interface OrphanedRun {
  * through the same port: Restate runs it where this process (or another) serves its workflow.
  */
 export interface RunHost {
-  /** True when other instances share the sessions: logs are followed across them, runs are handed over at shutdown. */
+  /** True when other instances share the sessions: their logs are followed across them. */
   readonly shared: boolean;
+  /** True when a run goes on elsewhere or later once this process shuts down: sessions hand runs over rather than stop them. */
+  readonly handsOverAtShutdown: boolean;
   /** This instance's name among several. */
   readonly instanceId: string | undefined;
   /** Holds the session here for run `runId` (or, null, for a command); false: it is held elsewhere (or by another run here). */
@@ -29,8 +45,16 @@ export interface RunHost {
   letGo(sessionId: string): Promise<void>;
   /** A command for the session's run, wherever it executes; the "nothing to do" outcome when none runs. */
   sendToSession(sessionId: string, command: ControlCommand): Promise<ControlOutcome>;
-  /** `handler` is called for each run whose instance went away, once this one holds it. */
-  onOrphanedRun(handler: (orphan: OrphanedRun) => Promise<void>): void;
+  /** `handler` sets up each run that arrives here without a socket (see ArrivingRun); a throw means "not yet", tried again. */
+  onRunArrived(handler: (run: ArrivingRun) => Promise<Arrival>): void;
+  /** At startup: what becomes of a run its process left going (see Interrupted). */
+  interrupted(run: ArrivingRun): Promise<Interrupted>;
+  /**
+   * Keeps an answer to a question of a run that is not executing anywhere just now (its process
+   * restarting): the run takes it when it asks again. False when nothing keeps it, or the question
+   * had its answer already (the first one stands).
+   */
+  keepAnswer(runId: string, questionId: string, answer: string): Promise<boolean>;
   /** `handler` is called when another instance took a session this one held: its run must stop here. */
   onLostLease(handler: (sessionId: string) => void): void;
   /** Calls `listener` when another instance writes the session's log; resolves with the unsubscribe. */
@@ -42,6 +66,8 @@ export interface RunHost {
   /** Which shared dependencies answer now (none in one process). */
   health(): Promise<Record<string, boolean>>;
   start(): Promise<void>;
+  /** Shutting down, runs handed over: no run starts executing here any more. */
+  drain(): void;
   close(): Promise<void>;
 }
 
@@ -51,6 +77,7 @@ export interface RunHost {
  */
 export class InProcessRunHost implements RunHost {
   readonly shared = false;
+  readonly handsOverAtShutdown = false;
   readonly instanceId = undefined;
   private readonly held = new Map<string, string | null>();
 
@@ -76,8 +103,17 @@ export class InProcessRunHost implements RunHost {
     return runId ? this.bus.send(runId, command) : noOutcome(command);
   }
 
-  onOrphanedRun(): void {}
+  /** Nothing arrives in one process: every run here was started here. */
+  onRunArrived(): void {}
   onLostLease(): void {}
+
+  async interrupted(): Promise<Interrupted> {
+    return 'go_on';
+  }
+
+  async keepAnswer(): Promise<boolean> {
+    return false;
+  }
 
   async follow(): Promise<() => void> {
     return () => undefined;
@@ -91,5 +127,6 @@ export class InProcessRunHost implements RunHost {
   }
 
   async start(): Promise<void> {}
+  drain(): void {}
   async close(): Promise<void> {}
 }

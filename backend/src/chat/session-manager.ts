@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { LoggedEventBody, ModelHealthEvent, StopReason, ToolsChangedEvent } from '@stepwise/shared-types';
 import { inject, injectable } from 'tsyringe';
 import type { ControlBus } from '../agent/control-bus.ts';
-import { type Adoption, type DurableRunEngine, isDurable, type RunEngine } from '../agent/run-engine.ts';
+import type { RunEngine } from '../agent/run-engine.ts';
 import { RunKernel } from '../agent/run-kernel.ts';
 import type { Config } from '../config/config.ts';
 import { type FileListener, SessionFiles } from '../files/session-files.ts';
@@ -13,7 +13,7 @@ import { TOKENS } from '../tokens.ts';
 import { ToolRegistry } from '../tools/tool-registry.ts';
 import { type ChatDependencies, ChatService, PLAIN_CHAT } from './chat-service.ts';
 import { JOURNAL } from '../agent/run-journal.ts';
-import type { RunHost } from './run-host.ts';
+import type { Arrival, RunHost } from './run-host.ts';
 import { RunSlots } from './run-slots.ts';
 import { type EventObserver, SessionEventLog } from './session-event-log.ts';
 
@@ -44,7 +44,7 @@ export class SessionManager {
     @inject(TOKENS.Logger) private readonly logger: Logger,
     @inject(SessionFiles) files: SessionFiles,
     @inject(TOKENS.RunHost) private readonly host: RunHost,
-    @inject(TOKENS.RunEngine) private readonly engine: RunEngine,
+    @inject(TOKENS.RunEngine) engine: RunEngine,
     @inject(TOKENS.EventObserver) private readonly observer: EventObserver | undefined,
   ) {
     files.onChange(this.onFileChange);
@@ -60,32 +60,10 @@ export class SessionManager {
       files,
       host,
     };
-    host.onOrphanedRun((orphan) => this.takeOver(orphan.sessionId, orphan.runId));
-    // A durable engine executes a run here that no socket started here (after a restart): set it up.
-    if (isDurable(engine)) engine.onAdopt((sessionId, runId) => this.adopt(sessionId, runId));
+    // A run arrives here that no socket started here (its instance went away, or Restate executes it here): set it up.
+    host.onRunArrived((run) => this.arrive(run.sessionId, run.runId));
     // Another instance took over a session this one was too slow to renew: two must never run it.
     host.onLostLease((sessionId) => void this.sessions.get(sessionId)?.handOver());
-  }
-
-  /**
-   * A run whose instance went away (its lease ran out; the run host has claimed it for this one):
-   * it goes on here from its journal, or is closed, as after a restart.
-   */
-  private async takeOver(sessionId: string, runId: string): Promise<void> {
-    if (isDurable(this.engine)) {
-      // Restate runs the workflow again itself, wherever it reaches; it sets the run up there.
-      await this.host.release(sessionId, runId);
-      return;
-    }
-    const run = await this.store.getRun(runId);
-    const chat = await this.find(sessionId);
-    if (!run || !chat || run.status !== 'running') {
-      await this.host.release(sessionId, runId);
-      return;
-    }
-    await chat.log.syncFromStore();
-    await chat.recover(run);
-    this.release(chat);
   }
 
   /** Sends a message outside the logs to every client of every live session. */
@@ -202,16 +180,21 @@ export class SessionManager {
    * that cannot be recovered does not keep the server from starting.
    */
   async recover(): Promise<{ resumed: number; closed: number }> {
-    if (isDurable(this.engine)) return this.recoverDurable(this.engine);
     let resumed = 0;
     let closed = 0;
     for (const run of await this.store.listRunningRuns()) {
       try {
+        const fate = await this.host.interrupted({ sessionId: run.sessionId, runId: run.id });
         // With several instances, a run another live instance holds is its own, not interrupted.
-        if (!(await this.host.claim(run.sessionId, run.id))) continue;
+        if (fate === 'elsewhere') continue;
         const chat = await this.find(run.sessionId);
         if (!chat) continue;
-        if ((await chat.recover(run)) === 'resumed') resumed++;
+        // Set up here already (Restate executed it sooner than this loop got to it): nothing to do.
+        if (chat.activeRunId === run.id) continue;
+        if (fate === 'close') {
+          await chat.closeInterrupted(run);
+          closed++;
+        } else if ((await chat.recover(run)) === 'resumed') resumed++;
         else closed++;
         this.release(chat);
       } catch (error) {
@@ -223,49 +206,16 @@ export class SessionManager {
   }
 
   /**
-   * After a restart with RUN_ENGINE=restate: Restate invokes the workflows of runs that were going
-   * again by itself, and each is set up here when it does (adopt). A run whose workflow was never
-   * started (it began under the in-process engine) is submitted now; one whose workflow has ended
-   * (its end could not be saved) is closed.
+   * A run arrives here that no socket started here (its instance went away; Restate executes it
+   * here after a restart): it is set up from the store as after a restart, or, when it has ended
+   * or cannot go on, closed. Throws (the host tries again) while the session is busy with another run.
    */
-  private async recoverDurable(engine: DurableRunEngine): Promise<{ resumed: number; closed: number }> {
-    let resumed = 0;
-    let closed = 0;
-    for (const run of await this.store.listRunningRuns()) {
-      try {
-        const submitted = await engine.submit(run.id, run.sessionId);
-        const chat = await this.find(run.sessionId);
-        if (!chat) continue;
-        // Set up here already (Restate was quicker than this loop): nothing to do.
-        if (chat.activeRunId === run.id) continue;
-        if (!submitted.finished) {
-          // The session is busy with it from now on (a chat gets run_active), waiting for Restate to execute it.
-          if ((await chat.recover(run)) === 'resumed') resumed++;
-          else closed++;
-        } else {
-          await chat.closeInterrupted(run);
-          closed++;
-        }
-        this.release(chat);
-      } catch (error) {
-        this.logger.error({ err: error, run_id: run.id, session_id: run.sessionId }, 'could not hand a run interrupted by a restart to the run engine');
-      }
-    }
-    if (resumed + closed > 0) this.logger.info({ resumed, closed }, 'runs interrupted by a restart: handed to the run engine, or closed');
-    return { resumed, closed };
-  }
-
-  /**
-   * Restate executes run `runId` here and no socket started it here: the run is set up from the
-   * store as after a restart (its journal then comes from Restate), or, when it has ended or
-   * cannot go on, closed. Throws (Restate tries again) while the session is still busy with it.
-   */
-  private async adopt(sessionId: string, runId: string): Promise<Adoption> {
+  private async arrive(sessionId: string, runId: string): Promise<Arrival> {
     const run = await this.store.getRun(runId);
     const chat = await this.find(sessionId);
     if (!run || !chat || run.status !== 'running') return 'closed';
     if (chat.activeRunId !== undefined && chat.activeRunId !== runId) {
-      throw new Error(`Session ${sessionId} is still busy with run ${chat.activeRunId}; Restate tries again`);
+      throw new Error(`Session ${sessionId} is still busy with run ${chat.activeRunId}; tried again later`);
     }
     if (!(await this.host.claim(sessionId, runId))) throw new Error(`Another instance holds session ${sessionId}`);
     if (this.host.shared) await chat.log.syncFromStore();
@@ -313,11 +263,10 @@ export class SessionManager {
   async stopAll(reason: StopReason): Promise<void> {
     for (const timer of this.idleTimers.values()) clearTimeout(timer);
     this.idleTimers.clear();
-    // Several instances: a shutdown hands runs over to the others rather than stopping them.
-    // So does Restate: the runs' workflows go on when this process (or another) is back.
-    const handOver = reason === 'shutdown' && (this.host.shared || isDurable(this.engine));
-    // No execution starts here any more: the engine tries again elsewhere, or once this process is back.
-    if (reason === 'shutdown' && isDurable(this.engine)) this.engine.drain();
+    // Several instances, or Restate: a shutdown hands runs over (to the others, or to the next
+    // attempt once this process is back) rather than stopping them; no run starts here any more.
+    const handOver = reason === 'shutdown' && this.host.handsOverAtShutdown;
+    if (handOver) this.host.drain();
     await Promise.all([...this.sessions.values()].map((chat) => (handOver ? chat.handOver() : chat.stop(reason))));
   }
 

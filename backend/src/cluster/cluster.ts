@@ -5,7 +5,7 @@ import { createClient } from 'redis';
 import { type ControlBus, type ControlCommand, type ControlHandler, type ControlOutcome, InProcessControlBus, noOutcome } from '../agent/control-bus.ts';
 import type { Logger } from '../logger.ts';
 import type { Fence, FenceToken } from '../store/store.ts';
-import type { OrphanedRun, RunHost, SessionListener } from '../chat/run-host.ts';
+import type { Arrival, ArrivingRun, Interrupted, RunHost, SessionListener } from '../chat/run-host.ts';
 
 type RedisClient = ReturnType<typeof createClient>;
 
@@ -45,6 +45,7 @@ const SEND_TIMEOUT_MS = 10_000;
  */
 export class Cluster implements RunHost {
   readonly shared = true;
+  readonly handsOverAtShutdown = true;
   readonly instanceId: string;
   private readonly pool: pg.Pool;
   private readonly redis: RedisClient;
@@ -59,7 +60,7 @@ export class Cluster implements RunHost {
   private readonly timers: NodeJS.Timeout[] = [];
   private lastInboxId = '0-0';
   private closed = false;
-  private orphanHandler: ((orphan: OrphanedRun) => Promise<void>) | undefined;
+  private orphanHandler: ((orphan: ArrivingRun) => Promise<Arrival>) | undefined;
   private lostHandler: ((sessionId: string) => void) | undefined;
   readonly controlBus: ClusterControlBus;
 
@@ -91,9 +92,22 @@ export class Cluster implements RunHost {
   }
 
   /** Calls `handler` for each run whose owner stopped renewing its lease, once this instance has claimed it. */
-  onOrphanedRun(handler: (orphan: OrphanedRun) => Promise<void>): void {
+  onRunArrived(handler: (orphan: ArrivingRun) => Promise<Arrival>): void {
     this.orphanHandler = handler;
   }
+
+  /** A run left going goes on here when this instance can claim its session; a live instance holding it keeps it. */
+  async interrupted(run: ArrivingRun): Promise<Interrupted> {
+    return (await this.claim(run.sessionId, run.runId)) ? 'go_on' : 'elsewhere';
+  }
+
+  /** Answers travel to the run's instance; nothing keeps one for a run that executes nowhere. */
+  async keepAnswer(): Promise<boolean> {
+    return false;
+  }
+
+  /** Runs are handed over by letting their sessions go; nothing more to stop. */
+  drain(): void {}
 
   /** Calls `handler` when another instance took a session this one held (it was too slow to renew): its run must stop here. */
   onLostLease(handler: (sessionId: string) => void): void {
@@ -310,9 +324,14 @@ export class Cluster implements RunHost {
         this.held.set(row.session_id, { runId: row.run_id, generation: Number(row.generation) });
         this.lost.delete(row.session_id);
         this.logger.info({ session_id: row.session_id, run_id: row.run_id }, 'taking over a run whose instance went away');
-        await this.orphanHandler({ sessionId: row.session_id, runId: row.run_id }).catch((error: unknown) => {
+        const outcome = await this.orphanHandler({ sessionId: row.session_id, runId: row.run_id }).catch((error: unknown) => {
           this.logger.error({ err: error, run_id: row.run_id }, 'could not take over a run');
+          return 'failed' as const;
         });
+        // Closed (it had ended): the session is nobody's to hold. Not taken yet: its lease runs out
+        // now, so the next look (here or on another instance) tries again.
+        if (outcome === 'closed') await this.release(row.session_id, row.run_id);
+        else if (outcome === 'failed') await this.letGo(row.session_id);
       }
     } catch (error) {
       this.logger.warn({ err: error }, 'could not look for orphaned runs');

@@ -5,7 +5,8 @@ import * as restate from '@restatedev/restate-sdk';
 import type { Config } from '../config/config.ts';
 import { ERROR_CODE, StepwiseError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
-import type { Adoption, DurableRunEngine } from '../agent/run-engine.ts';
+import type { RunEngine } from '../agent/run-engine.ts';
+import type { Arrival } from '../chat/run-host.ts';
 import { JOURNAL, type JournalEntry, type RunJournal } from '../agent/run-journal.ts';
 import type { RunHooks, RunKernel, RunOutcome, RunSession } from '../agent/run-kernel.ts';
 import type { RunInput } from '../agent/strategy.ts';
@@ -37,14 +38,13 @@ const ADOPT_WAIT_MS = 30_000;
  * journal, no completed model or tool call made again. Questions are durable promises; a stop is
  * a Restate cancellation as well as the abort of whatever the run was doing here.
  */
-export class RestateEngine implements DurableRunEngine {
-  readonly durable = true;
+export class RestateEngine implements RunEngine {
   private readonly pending = new Map<string, Pending>();
   private readonly arrivals = new Map<string, Array<() => void>>();
   private server: Http2Server | undefined;
   /** Shutting down: its runs were handed over, and no attempt may start here any more. */
   private draining = false;
-  private adopt: (sessionId: string, runId: string) => Promise<Adoption> = async () => 'closed';
+  private adopt: (sessionId: string, runId: string) => Promise<Arrival> = async () => 'closed';
 
   constructor(
     private readonly config: RestateConfig,
@@ -55,7 +55,7 @@ export class RestateEngine implements DurableRunEngine {
   ) {}
 
   /** Who sets up a run Restate executes here that no socket started here (after a restart). */
-  onAdopt(adopt: (sessionId: string, runId: string) => Promise<Adoption>): void {
+  onAdopt(adopt: (sessionId: string, runId: string) => Promise<Arrival>): void {
     this.adopt = adopt;
   }
 

@@ -1,5 +1,4 @@
 import type { RunHost } from '../chat/run-host.ts';
-import { isDurable, type RunEngine } from '../agent/run-engine.ts';
 import { existsSync } from 'node:fs';
 import fastifyCookie from '@fastify/cookie';
 import fastifyRateLimit from '@fastify/rate-limit';
@@ -89,7 +88,6 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
 
   // With several instances it also says which shared dependencies answer (503 while one does not).
   const host = container.resolve<RunHost>(TOKENS.RunHost);
-  const engine = container.resolve<RunEngine>(TOKENS.RunEngine);
   const healthSchema = {
     tags: ['meta'],
     summary: 'Whether the server (and, with several instances or Restate, what it depends on) answers; open to anyone',
@@ -100,9 +98,8 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
     },
   };
   app.get('/api/health', { config: { ...PUBLIC_ROUTE.config, health: true }, schema: healthSchema }, async (_request, reply) => {
-    const durable = isDurable(engine) ? await engine.health() : undefined;
-    if (!host.shared && !durable) return { status: 'ok' };
-    const dependencies = { ...(await host.health()), ...durable };
+    const dependencies = await host.health();
+    if (Object.keys(dependencies).length === 0) return { status: 'ok' };
     const ok = Object.values(dependencies).every(Boolean);
     return reply.code(ok ? 200 : 503).send({ status: ok ? 'ok' : 'degraded', ...(host.instanceId ? { instance: host.instanceId } : {}), dependencies });
   });

@@ -1,0 +1,100 @@
+import type { DeltaEvent } from '@stepwise/shared-types';
+import type { ControlCommand, ControlOutcome } from '../agent/control-bus.ts';
+import type { Arrival, ArrivingRun, Interrupted, RunHost, SessionListener } from '../chat/run-host.ts';
+import type { RestateEngine } from './restate-engine.ts';
+
+/**
+ * RUN_ENGINE=restate: a run lives in its Restate workflow, which outlives this process. Sessions
+ * are held and reached as by the host beneath (one process, or the cluster of instances); what
+ * Restate changes is where a run goes on: after a restart, or on another instance behind the same
+ * address, Restate invokes the workflow again and the run arrives wherever it is served. So a
+ * shutdown hands runs over, a run found going at startup is submitted to Restate (and closed if its
+ * workflow ended), an orphaned lease is left to Restate, and an answer to a run executing nowhere
+ * just now is kept by its workflow.
+ */
+export class RestateRunHost implements RunHost {
+  readonly handsOverAtShutdown = true;
+
+  constructor(
+    private readonly base: RunHost,
+    private readonly engine: RestateEngine,
+  ) {}
+
+  get shared(): boolean {
+    return this.base.shared;
+  }
+
+  get instanceId(): string | undefined {
+    return this.base.instanceId;
+  }
+
+  claim(sessionId: string, runId: string | null): Promise<boolean> {
+    return this.base.claim(sessionId, runId);
+  }
+
+  release(sessionId: string, runId: string | null): Promise<void> {
+    return this.base.release(sessionId, runId);
+  }
+
+  letGo(sessionId: string): Promise<void> {
+    return this.base.letGo(sessionId);
+  }
+
+  sendToSession(sessionId: string, command: ControlCommand): Promise<ControlOutcome> {
+    return this.base.sendToSession(sessionId, command);
+  }
+
+  /** Runs arrive when Restate executes their workflow here; an orphaned lease is let go, for Restate runs the workflow again itself. */
+  onRunArrived(handler: (run: ArrivingRun) => Promise<Arrival>): void {
+    this.base.onRunArrived(async () => 'closed');
+    this.engine.onAdopt((sessionId, runId) => handler({ sessionId, runId }));
+  }
+
+  /** A run left going is submitted to Restate (found, when it was): it goes on unless its workflow has ended. */
+  async interrupted(run: ArrivingRun): Promise<Interrupted> {
+    const submitted = await this.engine.submit(run.runId, run.sessionId);
+    return submitted.finished ? 'close' : 'go_on';
+  }
+
+  keepAnswer(runId: string, questionId: string, answer: string): Promise<boolean> {
+    return this.engine.recordAnswer(runId, questionId, answer);
+  }
+
+  onLostLease(handler: (sessionId: string) => void): void {
+    this.base.onLostLease(handler);
+  }
+
+  follow(sessionId: string, listener: SessionListener): Promise<() => void> {
+    return this.base.follow(sessionId, listener);
+  }
+
+  notify(sessionId: string): void {
+    this.base.notify(sessionId);
+  }
+
+  publishPreview(sessionId: string, delta: DeltaEvent, afterSeq: number): void {
+    this.base.publishPreview(sessionId, delta, afterSeq);
+  }
+
+  async health(): Promise<Record<string, boolean>> {
+    const [base, restate] = await Promise.all([this.base.health(), this.engine.health()]);
+    return { ...base, ...restate };
+  }
+
+  /** Joins the host beneath, then serves the runs' workflow (Restate may call at once). */
+  async start(): Promise<void> {
+    await this.base.start();
+    await this.engine.start();
+  }
+
+  drain(): void {
+    this.engine.drain();
+    this.base.drain();
+  }
+
+  /** Stops serving the workflow before the host beneath lets its sessions go. */
+  async close(): Promise<void> {
+    await this.engine.close();
+    await this.base.close();
+  }
+}
