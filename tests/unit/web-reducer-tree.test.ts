@@ -3,7 +3,17 @@ import { parseServerEvent } from '../../frontend/src/lib/socket-client.ts';
 import { type Action, pendingQuestion, reduce } from '../../frontend/src/state/reducer.ts';
 import { compareNodeIds } from '../../frontend/src/state/run-tree.ts';
 import { isStepFolded } from '../../frontend/src/state/step-summary.ts';
-import { branchStatus, branchTitle, describeFields, describeUpdateType, eventsOf, summarizeFields } from '../../frontend/src/state/strategy-events.ts';
+import {
+  branchEvents,
+  branchStatus,
+  branchTitle,
+  describeEvent,
+  describeUpdateType,
+  eventsOf,
+  fieldsOf,
+  strategyEvent,
+  summarizeFields,
+} from '../../frontend/src/state/strategy-events.ts';
 import { initialViewState, type RunView, type ViewState } from '../../frontend/src/state/view-state.ts';
 
 const run = 'run-1';
@@ -88,7 +98,8 @@ describe('the run tree in the web app reducer', () => {
     const first = view.branches[0]!.steps[0]!;
     expect(first).toMatchObject({ reason: 'Search flights.', reasonDone: true, observe: 'Found one.', observeDone: true });
     expect(first.tools).toEqual([{ id: 'c1', name: 'calculator', arguments: { expression: '1+1' }, status: 'done', result: '2' }]);
-    expect(view.strategyEvents[0]).toEqual({ seq: 2, ts, updateType: 'agent_plan', fields: { revision: 1, steps: expect.any(Array) } });
+    expect(view.strategyEvents[0]).toMatchObject({ seq: 2, ts, updateType: 'agent_plan', event: { revision: 1, steps: expect.any(Array) } });
+    expect(fieldsOf(view.strategyEvents[0]!)).toEqual({ revision: 1, steps: expect.any(Array) });
   });
 
   it('names branches after their plan step or task, with their latest status', () => {
@@ -131,8 +142,8 @@ describe('the run tree in the web app reducer', () => {
     expect(branchTitle(view(), '1.2')).toBe('Task 1.2 · Read the sources');
     expect(branchTitle(view(), '3.1')).toBe('Task 3.1');
     expect(branchStatus(view(), '1.2')).toBe('done');
-    expect(eventsOf(view(), '1.2').map((event) => event.updateType)).toEqual(['agent_task_start', 'agent_task_complete']);
-    expect(eventsOf(view(), undefined).map((event) => event.updateType)).toEqual(['agent_task_graph']);
+    expect(branchEvents(view(), '1.2').map((event) => event.updateType)).toEqual(['agent_task_start', 'agent_task_complete']);
+    expect(branchEvents(view(), undefined).map((event) => event.updateType)).toEqual(['agent_task_graph']);
   });
 
   it('keeps update types it does not know as strategy events, through the socket client too', () => {
@@ -237,10 +248,73 @@ describe('strategy events in words', () => {
   });
 
   it('puts known strategy events in words, not field names', () => {
-    expect(describeFields('agent_plan_step', { index: 2, status: 'done', attempts: 1, observation: '84 + 15 = 99.' })).toBe('Step 2 · done: 84 + 15 = 99.');
-    expect(describeFields('agent_task_start', { task_id: '1.1', agent: 'literature_scout' })).toBe('Scout · task 1.1 started');
-    expect(describeFields('agent_verdict', { scope: 'final', target: 'final', verdict: 'PASS', issues: [] })).toBe('Final: PASS');
-    expect(describeFields('agent_todos', { todos: [{ status: 'completed' }, { status: 'pending' }] })).toBe('2 to-dos, 1 done');
-    expect(describeFields('agent_new_thing', { count: 3 })).toBe('count: 3');
+    const described = (updateType: string, fields: Record<string, unknown>) => describeEvent(strategyEvent(update(updateType, fields)));
+    expect(described('agent_plan_step', { index: 2, status: 'done', attempts: 1, observation: '84 + 15 = 99.' })).toBe('Step 2 · done: 84 + 15 = 99.');
+    expect(described('agent_plan_step', { index: 3, status: 'failed', attempts: 2 })).toBe('Step 3 · failed (attempt 2)');
+    expect(described('agent_task_start', { task_id: '1.1', agent: 'literature_scout' })).toBe('Scout · task 1.1 started');
+    expect(described('agent_task_complete', { task_id: '1.1', status: 'done', summary: 'Read **two** papers.' })).toBe('Task 1.1 · done: Read two papers.');
+    expect(described('agent_stage_start', { stage: 'problem_solver', loop: 2 })).toBe('problem solver · loop 2');
+    expect(described('agent_decision', { loop: 1, action: 'FINAL', rationale: 'Checked.', final_answer: '4', question_for_user: '', next_focus: '' })).toBe(
+      'FINAL: Checked.',
+    );
+    expect(described('agent_verdict', { scope: 'final', target: 'final', verdict: 'PASS', issues: [], follow_up_task_ids: [] })).toBe('Final: PASS');
+    expect(described('agent_verdict', { scope: 'task', target: '1.2', verdict: 'FAIL', issues: ['a gap'], follow_up_task_ids: ['1.3'] })).toBe(
+      'task 1.2: FAIL · 1 issue',
+    );
+    expect(
+      described('agent_todos', {
+        todos: [
+          { id: '1', title: 'Read', status: 'completed' },
+          { id: '2', title: 'Write', status: 'pending' },
+        ],
+      }),
+    ).toBe('2 to-dos, 1 done');
+    expect(described('agent_guidance', { step: 1, variant: 'tools', level: 1, content: 'Go on.' })).toBe('A reminder for this iteration');
+    // Known types without words of their own, and new ones, are summed up from their fields.
+    expect(described('agent_message', { step: 1, content: 'Done.' })).toBe('step: 1 · content: Done.');
+    expect(described('agent_new_thing', { count: 3 })).toBe('count: 3');
+  });
+});
+
+describe('strategy events typed by update type', () => {
+  it('a known strategy event is kept typed; an unknown update type is kept as fields', () => {
+    const state = receive(started(), plan(), update('agent_hypothesis', { node_id: '2', claim: 'x', confidence: 0.5 }));
+    const view = state.runs[run]!;
+    const [known, unknown] = view.strategyEvents;
+    expect(known!.event).toMatchObject({ type: 'agent_update', update_type: 'agent_plan', seq: 2, revision: 1 });
+    expect(known!.fields).toBeUndefined();
+    expect(unknown).toEqual({ seq: 3, ts, updateType: 'agent_hypothesis', nodeId: '2', fields: { claim: 'x', confidence: 0.5 } });
+    // The typed accessor gives a type's events with their payload typed; an unknown one is only in the generic list.
+    const plans = eventsOf(view, 'agent_plan');
+    expect(plans.map((each) => each.event.steps.map((step) => step.goal))).toEqual([['Find flights', 'Book a hotel']]);
+    expect(eventsOf(view, 'agent_verdict')).toEqual([]);
+    expect(branchEvents(view, '2').map((each) => each.updateType)).toEqual(['agent_hypothesis']);
+    // The generic list shows a known event's fields as they came, the envelope left out.
+    expect(Object.keys(fieldsOf(known!))).toEqual(['revision', 'steps']);
+    expect(fieldsOf(unknown!)).toEqual({ claim: 'x', confidence: 0.5 });
+    expect(describeEvent(unknown!)).toBe('claim: x · confidence: 0.5');
+  });
+
+  it('keeps a known event that does not fit its schema as fields, out of the typed accessors, without failing', () => {
+    // The socket drops such frames; an event that reaches the reducer another way must not break a panel.
+    const state = apply(started(), update('agent_plan', { revision: 'one', steps: [{ index: 1, goal: 'Half a step' }] }), plan());
+    const view = state.runs[run]!;
+    expect(view.strategyEvents[0]).toEqual({ seq: 2, ts, updateType: 'agent_plan', fields: { revision: 'one', steps: [{ index: 1, goal: 'Half a step' }] } });
+    expect(eventsOf(view, 'agent_plan').map((each) => each.seq)).toEqual([3]);
+    expect(describeEvent(view.strategyEvents[0]!)).toBe('revision: one · 1 steps');
+    // Branch names still come from the newest plan that names the step.
+    expect(branchTitle(view, '1')).toBe('Step 1 · Find flights');
+  });
+
+  it('reads branch titles and statuses from an unknown update type’s steps and tasks too', () => {
+    const state = receive(
+      started('research'),
+      update('agent_task_board', { stages: [{ id: 'A', tasks: [{ id: '9.1', title: 'Dig', status: 'blocked' }] }] }),
+      update('agent_task_note', { task_id: '9.2', status: 'running' }),
+    );
+    const view = state.runs[run]!;
+    expect(branchTitle(view, '9.1')).toBe('Task 9.1 · Dig');
+    expect(branchStatus(view, '9.1')).toBe('blocked');
+    expect(branchStatus(view, '9.2')).toBe('running');
   });
 });

@@ -1,19 +1,12 @@
 import { useState } from 'react';
-import type { StrategyEventView, TodoView } from '../state/view-state.ts';
+import { eventsOf } from '../state/strategy-events.ts';
+import type { TodoView } from '../state/view-state.ts';
 import { Markdown } from './Markdown.tsx';
 import type { StrategyPanelProps } from './strategy-panels.ts';
 import { ToolCallCard } from './ToolCallCard.tsx';
 
 const STATUS_WORDS: Record<TodoView['status'], string> = { pending: 'to do', in_progress: 'in progress', completed: 'done' };
 const NEXT_STATUS: Record<TodoView['status'], TodoView['status']> = { pending: 'in_progress', in_progress: 'completed', completed: 'pending' };
-
-function todosOf(event: StrategyEventView | undefined): TodoView[] | undefined {
-  return Array.isArray(event?.fields.todos) ? (event.fields.todos as TodoView[]) : undefined;
-}
-
-function ofStep(events: StrategyEventView[], type: string, step: number): StrategyEventView | undefined {
-  return events.find((event) => event.updateType === type && event.fields.step === step);
-}
 
 /**
  * An autonomous run: its todo list, live (grouped: in progress, to do, done), then each iteration
@@ -22,27 +15,29 @@ function ofStep(events: StrategyEventView[], type: string, step: number): Strate
  * edited: the next run works from it.
  */
 export function AutonomousPanel({ run, running, todos: sessionTodos, onSaveTodos }: StrategyPanelProps) {
-  const own = todosOf(run.strategyEvents.filter((event) => event.updateType === 'agent_todos').at(-1));
+  const own = eventsOf(run, 'agent_todos').at(-1)?.event.todos;
   const todos = (onSaveTodos || running ? sessionTodos : undefined) ?? own ?? [];
+  const guidances = eventsOf(run, 'agent_guidance');
+  const messages = eventsOf(run, 'agent_message');
   return (
     <div className="autonomous-panel" data-testid="autonomous-panel">
       <TodoList todos={todos} {...(onSaveTodos && !running ? { onSave: onSaveTodos } : {})} />
       {run.steps.map((step) => {
-        const guidance = ofStep(run.strategyEvents, 'agent_guidance', step.step);
-        const message = ofStep(run.strategyEvents, 'agent_message', step.step);
-        const level = Number(guidance?.fields.level ?? 0);
+        const guidance = guidances.find(({ event }) => event.step === step.step)?.event;
+        const message = messages.find(({ event }) => event.step === step.step)?.event;
+        const level = guidance?.level ?? 0;
         return (
           <section key={step.step} className="iteration" data-testid="iteration" aria-label={`Iteration ${step.step}`}>
             <div className="iteration-head">Iteration {step.step}</div>
             {guidance && (
               <details className={`guidance-note${level > 0 ? ' guidance-reminder' : ''}`} data-testid="guidance-note">
                 <summary>
-                  {level > 0 ? `Reminder (level ${level})` : 'Guidance'}: {String(guidance.fields.content).split('\n')[0]}
+                  {level > 0 ? `Reminder (level ${level})` : 'Guidance'}: {guidance.content.split('\n')[0]}
                 </summary>
-                <pre>{String(guidance.fields.content)}</pre>
+                <pre>{guidance.content}</pre>
               </details>
             )}
-            {message && <Markdown text={String(message.fields.content)} className="iteration-text" />}
+            {message && <Markdown text={message.content} className="iteration-text" />}
             {step.tools.map((tool) => (
               <ToolCallCard key={tool.id} tool={tool} />
             ))}

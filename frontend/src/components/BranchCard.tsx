@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import { isStepFolded } from '../state/step-summary.ts';
-import { branchStatus, branchTitle, eventsOf } from '../state/strategy-events.ts';
+import { branchEvents, branchStatus, branchTitle } from '../state/strategy-events.ts';
 import type { BranchView, RunView } from '../state/view-state.ts';
 import { StepCard } from './StepCard.tsx';
 import { StrategyEventList } from './StrategyEventList.tsx';
@@ -25,7 +25,7 @@ export function BranchCard({ run, branch, running }: { run: RunView; branch: Bra
         <span className="branch-title">{title}</span>
         {status && <span className={`badge branch-status branch-${status}`}>{status.replace(/_/g, ' ')}</span>}
       </summary>
-      <StrategyEventList events={eventsOf(run, branch.nodeId)} label={`Events of ${title}`} />
+      <StrategyEventList events={branchEvents(run, branch.nodeId)} label={`Events of ${title}`} />
       {branch.steps.map((step) => (
         <StepCard
           key={step.step}

@@ -1,26 +1,16 @@
-import type { StrategyEventView } from '../state/view-state.ts';
+import type { PlanStep, PlanTrigger } from '@stepwise/shared-types';
+import { eventsOf } from '../state/strategy-events.ts';
 import { BranchCard } from './BranchCard.tsx';
 import type { StrategyPanelProps } from './strategy-panels.ts';
 
-interface PlanStepField {
-  index: number;
-  goal: string;
-  tools?: string[];
-  status: string;
-}
-
-const TRIGGER_WORDS: Record<string, string> = {
+const TRIGGER_WORDS: Record<PlanTrigger, string> = {
   failed_attempts: 'a step failed after its attempts',
   missing_prerequisite: 'a step found something missing',
   not_viable: 'the plan no longer looked viable',
 };
 
-function stepsOf(event: StrategyEventView): PlanStepField[] {
-  return Array.isArray(event.fields.steps) ? (event.fields.steps as PlanStepField[]) : [];
-}
-
 /** What a revision changed: the goals it dropped and the ones it added. */
-function changes(before: PlanStepField[], after: PlanStepField[]): string {
+function changes(before: PlanStep[], after: PlanStep[]): string {
   const old = new Set(before.map((step) => step.goal));
   const now = new Set(after.map((step) => step.goal));
   const added = after.filter((step) => !old.has(step.goal)).length;
@@ -34,31 +24,31 @@ function changes(before: PlanStepField[], after: PlanStepField[]): string {
  * the run's summary once it is there.
  */
 export function PlanPanel({ run, running }: StrategyPanelProps) {
-  const plans = run.strategyEvents.filter((event) => event.updateType === 'agent_plan');
+  const plans = eventsOf(run, 'agent_plan');
   const latest = plans.at(-1);
-  const stepEvents = run.strategyEvents.filter((event) => event.updateType === 'agent_plan_step' && (!latest || event.seq > latest.seq));
+  const stepEvents = eventsOf(run, 'agent_plan_step').filter((step) => !latest || step.seq > latest.seq);
   const status = new Map<number, { status: string; attempts: number }>();
-  for (const event of stepEvents) status.set(Number(event.fields.index), { status: String(event.fields.status), attempts: Number(event.fields.attempts ?? 0) });
-  const metadata = run.strategyEvents.find((event) => event.updateType === 'agent_run_metadata');
-  const summary = metadata?.fields.summary as { steps_total: number; succeeded: number; failed: number; tool_attempts: number } | undefined;
+  for (const { event } of stepEvents) status.set(event.index, { status: event.status, attempts: event.attempts });
+  const metadata = eventsOf(run, 'agent_run_metadata').at(0)?.event;
+  const summary = metadata?.summary;
   // `planning.revisions` counts the plans made, the first included: re-plans are the others.
-  const replans = Math.max(0, Number((metadata?.fields.planning as { revisions?: number } | undefined)?.revisions ?? plans.length) - 1);
+  const replans = Math.max(0, (metadata?.planning.revisions ?? plans.length) - 1);
   return (
     <div className="plan-panel" data-testid="plan-panel">
       {latest ? (
         <section aria-label="Plan" data-testid="plan-checklist">
-          <strong>Plan{plans.length > 1 ? ` (revision ${String(latest.fields.revision)})` : ''}</strong>
-          {stepsOf(latest).length === 0 ? (
+          <strong>Plan{plans.length > 1 ? ` (revision ${latest.event.revision})` : ''}</strong>
+          {latest.event.steps.length === 0 ? (
             <p>No steps were needed: answered directly.</p>
           ) : (
             <ol>
-              {stepsOf(latest).map((step) => {
+              {latest.event.steps.map((step) => {
                 const live = status.get(step.index);
                 const state = live?.status ?? step.status;
                 return (
                   <li key={step.index} data-testid="plan-step" data-status={state}>
                     <span className={`badge branch-status branch-${state}`}>{state}</span> {step.goal}
-                    {step.tools && step.tools.length > 0 && <small> · {step.tools.join(', ')}</small>}
+                    {step.tools.length > 0 && <small> · {step.tools.join(', ')}</small>}
                     {live && live.attempts > 1 && <small> · {live.attempts} attempts</small>}
                   </li>
                 );
@@ -71,8 +61,8 @@ export function PlanPanel({ run, running }: StrategyPanelProps) {
       )}
       {plans.slice(1).map((plan, at) => (
         <p key={plan.seq} className="plan-revision" data-testid="plan-revision">
-          Revision {String(plan.fields.revision)}: re-planned because {TRIGGER_WORDS[String(plan.fields.trigger)] ?? String(plan.fields.trigger)} ·{' '}
-          {changes(stepsOf(plans[at]!), stepsOf(plan))}
+          Revision {plan.event.revision}: re-planned because {plan.event.trigger ? TRIGGER_WORDS[plan.event.trigger] : String(plan.event.trigger)} ·{' '}
+          {changes(plans[at]!.event.steps, plan.event.steps)}
         </p>
       ))}
       {run.branches.map((branch) => (

@@ -1,4 +1,4 @@
-import { eventsOf } from '../state/strategy-events.ts';
+import { branchEvents } from '../state/strategy-events.ts';
 import { isStepFolded } from '../state/step-summary.ts';
 import type { RunView } from '../state/view-state.ts';
 import { BranchCard } from './BranchCard.tsx';
@@ -13,7 +13,7 @@ export function RunTree({ run, running }: { run: RunView; running: boolean }) {
   const lastStep = run.steps.at(-1)?.step;
   return (
     <>
-      <StrategyEventList events={eventsOf(run, undefined)} label="Strategy events" />
+      <StrategyEventList events={branchEvents(run, undefined)} label="Strategy events" />
       {run.steps.map((step) => (
         <StepCard key={step.step} step={step} running={running} current={running && step.step === lastStep} folded={isStepFolded(run, step)} />
       ))}

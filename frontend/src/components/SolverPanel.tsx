@@ -1,20 +1,23 @@
-import type { StrategyEventView } from '../state/view-state.ts';
+import type { SolverStage } from '@stepwise/shared-types';
+import { eventsOf } from '../state/strategy-events.ts';
+import type { RunView } from '../state/view-state.ts';
 import { CopyableSnippet } from './CopyableSnippet.tsx';
 import { Markdown } from './Markdown.tsx';
 import type { StrategyPanelProps } from './strategy-panels.ts';
 import { ToolCallCard } from './ToolCallCard.tsx';
 
-const STAGE_LABELS: Record<string, string> = {
+const STAGE_LABELS: Record<SolverStage, string> = {
   approach_proposer: 'Approaches',
   approach_evaluator: 'Approach chosen',
   problem_solver: 'Solver',
   expert_evaluator: 'Expert check',
   orchestrator: 'Orchestrator',
 };
-const LOOP_STAGES = ['problem_solver', 'expert_evaluator', 'orchestrator'];
+const APPROACH_STAGES: SolverStage[] = ['approach_proposer', 'approach_evaluator'];
+const LOOP_STAGES: SolverStage[] = ['problem_solver', 'expert_evaluator', 'orchestrator'];
 
 interface StageRun {
-  stage: string;
+  stage: SolverStage;
   loop: number;
   step: number;
   content?: string;
@@ -22,14 +25,14 @@ interface StageRun {
 }
 
 /** The stages as they ran, in order: each start, with its output once it completed. */
-function stagesOf(events: StrategyEventView[]): StageRun[] {
+function stagesOf(run: RunView): StageRun[] {
   const stages: StageRun[] = [];
-  for (const event of events) {
-    if (event.updateType === 'agent_stage_start') {
-      stages.push({ stage: String(event.fields.stage), loop: Number(event.fields.loop), step: stages.length + 1, done: false });
-    } else if (event.updateType === 'agent_stage_complete') {
-      const open = stages.findLast((candidate) => candidate.stage === event.fields.stage && !candidate.done);
-      if (open) Object.assign(open, { done: true, content: String(event.fields.content ?? '') });
+  for (const { event } of run.strategyEvents) {
+    if (event?.update_type === 'agent_stage_start') {
+      stages.push({ stage: event.stage, loop: event.loop, step: stages.length + 1, done: false });
+    } else if (event?.update_type === 'agent_stage_complete') {
+      const open = stages.findLast((candidate) => candidate.stage === event.stage && !candidate.done);
+      if (open) Object.assign(open, { done: true, content: event.content });
     }
   }
   return stages;
@@ -42,14 +45,14 @@ function stagesOf(events: StrategyEventView[]): StageRun[] {
  * buttons of the question banner; snapshots, rollback and resume are in the Snapshots dialog.
  */
 export function SolverPanel({ run, running }: StrategyPanelProps) {
-  const stages = stagesOf(run.strategyEvents);
-  const decisions = run.strategyEvents.filter((event) => event.updateType === 'agent_decision');
+  const stages = stagesOf(run);
+  const decisions = eventsOf(run, 'agent_decision');
   const current = stages.at(-1);
   const loop = current?.loop ?? 1;
   const maxLoops = Number(run.options?.max_loops ?? 3);
   const withApproaches = run.options?.approaches !== false;
-  const pipeline = [...(withApproaches && loop === 1 ? ['approach_proposer', 'approach_evaluator'] : []), ...LOOP_STAGES];
-  const stateOf = (stage: string) => {
+  const pipeline: SolverStage[] = [...(withApproaches && loop === 1 ? APPROACH_STAGES : []), ...LOOP_STAGES];
+  const stateOf = (stage: SolverStage) => {
     const ran = stages.filter((candidate) => candidate.stage === stage && (candidate.loop === loop || !LOOP_STAGES.includes(stage)));
     const last = ran.at(-1);
     if (!last) return 'next';
@@ -71,7 +74,7 @@ export function SolverPanel({ run, running }: StrategyPanelProps) {
         </li>
       </ol>
       {stages.map((stage) => {
-        const decision = stage.stage === 'orchestrator' ? decisions.find((event) => Number(event.fields.loop) === stage.loop) : undefined;
+        const decision = stage.stage === 'orchestrator' ? decisions.find(({ event }) => event.loop === stage.loop)?.event : undefined;
         const tools = run.steps.find((step) => step.step === stage.step)?.tools ?? [];
         const preview = !stage.done ? run.steps.find((step) => step.step === stage.step)?.reason : undefined;
         return (
@@ -83,20 +86,19 @@ export function SolverPanel({ run, running }: StrategyPanelProps) {
             open={!stage.done || stage.stage === 'orchestrator'}
           >
             <summary>
-              {STAGE_LABELS[stage.stage] ?? stage.stage} · loop {stage.loop}
+              {STAGE_LABELS[stage.stage]} · loop {stage.loop}
               {!stage.done && running && ' · writing…'}
             </summary>
             {tools.map((tool) => (
               <ToolCallCard key={tool.id} tool={tool} />
             ))}
             {decision ? (
-              <div className="decision" data-testid="decision" data-action={String(decision.fields.action)}>
+              <div className="decision" data-testid="decision" data-action={decision.action}>
                 <p>
-                  <span className={`badge decision-${String(decision.fields.action).toLowerCase()}`}>{String(decision.fields.action)}</span>{' '}
-                  {String(decision.fields.rationale)}
+                  <span className={`badge decision-${decision.action.toLowerCase()}`}>{decision.action}</span> {decision.rationale}
                 </p>
-                {String(decision.fields.next_focus ?? '') && <p>Next loop's focus: {String(decision.fields.next_focus)}</p>}
-                {String(decision.fields.question_for_user ?? '') && <p>Question for you: {String(decision.fields.question_for_user)}</p>}
+                {decision.next_focus && <p>Next loop's focus: {decision.next_focus}</p>}
+                {decision.question_for_user && <p>Question for you: {decision.question_for_user}</p>}
                 <details className="show-json" data-testid="decision-json">
                   <summary>Show JSON</summary>
                   <CopyableSnippet label="The decision as JSON" text={stage.content ?? ''} />

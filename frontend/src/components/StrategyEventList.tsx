@@ -1,4 +1,4 @@
-import { describeFields, describeUpdateType } from '../state/strategy-events.ts';
+import { describeEvent, describeUpdateType, fieldsOf } from '../state/strategy-events.ts';
 import type { StrategyEventView } from '../state/view-state.ts';
 
 /** A strategy's own events as a compact list: what happened in words, one line of its fields, the whole event on demand. */
@@ -7,7 +7,7 @@ export function StrategyEventList({ events, label }: { events: StrategyEventView
   return (
     <ol className="strategy-events" aria-label={label} data-testid="strategy-events">
       {events.map((event) => {
-        const summary = describeFields(event.updateType, event.fields);
+        const summary = describeEvent(event);
         return (
           <li key={event.seq} data-update-type={event.updateType}>
             <details>
@@ -15,7 +15,7 @@ export function StrategyEventList({ events, label }: { events: StrategyEventView
                 <span className="strategy-event-name">{describeUpdateType(event.updateType)}</span>
                 {summary && <span className="strategy-event-summary">{summary}</span>}
               </summary>
-              <pre className="strategy-event-fields">{JSON.stringify(event.fields, null, 2)}</pre>
+              <pre className="strategy-event-fields">{JSON.stringify(fieldsOf(event), null, 2)}</pre>
             </details>
           </li>
         );

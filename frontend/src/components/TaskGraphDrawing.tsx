@@ -1,21 +1,15 @@
 import { Background, Controls, type Edge, Handle, type Node, type NodeProps, Position, ReactFlow } from '@xyflow/react';
 import '@xyflow/react/dist/style.css';
+import type { AgentTaskGraph } from '@stepwise/shared-types';
 import { useMemo } from 'react';
 
-export interface DrawnTask {
-  id: string;
-  title: string;
-  agent: string;
-  status: string;
-  depends_on: string[];
-}
-export interface DrawnStage {
-  id: string;
-  name: string;
-  status: string;
-  verdict?: string | undefined;
-  tasks: DrawnTask[];
-}
+type GraphStage = AgentTaskGraph['stages'][number];
+type GraphTask = GraphStage['tasks'][number];
+
+/** A task of the graph as drawn: "waiting" in place of "running" once the run has ended. */
+export type DrawnTask = Omit<GraphTask, 'status'> & { status: GraphTask['status'] | 'waiting' };
+/** A stage of the graph as drawn, its status shown the same way. */
+export type DrawnStage = Omit<GraphStage, 'status' | 'tasks'> & { status: GraphStage['status'] | 'waiting'; tasks: DrawnTask[] };
 
 const LANE_WIDTH = 230;
 const COLUMN_GAP = 200;

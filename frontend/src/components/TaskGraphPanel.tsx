@@ -1,25 +1,10 @@
 import { lazy, Suspense, useCallback, useState } from 'react';
 import { formatDuration } from '../lib/time.ts';
 import { useSessionFiles } from '../lib/session-files-context.ts';
-import type { StrategyEventView } from '../state/view-state.ts';
+import { eventsOf } from '../state/strategy-events.ts';
 import { BranchCard } from './BranchCard.tsx';
 import { Markdown } from './Markdown.tsx';
 import type { StrategyPanelProps } from './strategy-panels.ts';
-
-interface GraphTaskField {
-  id: string;
-  title: string;
-  agent: string;
-  status: string;
-  depends_on: string[];
-}
-interface GraphStageField {
-  id: string;
-  name: string;
-  status: string;
-  verdict?: string;
-  tasks: GraphTaskField[];
-}
 
 /** The drawing (and @xyflow/react with it) loads only when a graph is shown: the first bundle stays small. */
 const TaskGraphDrawing = lazy(() => import('./TaskGraphDrawing.tsx'));
@@ -41,32 +26,28 @@ const AGENT_WORDS: Record<string, string> = {
   orchestrator: 'orchestrator',
 };
 
-function stagesOf(event: StrategyEventView | undefined): GraphStageField[] {
-  return Array.isArray(event?.fields.stages) ? (event.fields.stages as GraphStageField[]) : [];
-}
-
 /**
  * A research run: the task board (stages in order with their status and verdict badges, task
  * cards with agent and status, dependencies named), the verdicts with their issues, a link to the
  * state document, and each task's work folded under it (its tool calls, its question).
  */
 export function TaskGraphPanel({ run, running, onGoOn, onSaveText }: StrategyPanelProps) {
-  const latest = run.strategyEvents.filter((event) => event.updateType === 'agent_task_graph').at(-1);
-  const stages = stagesOf(latest);
-  const verdicts = run.strategyEvents.filter((event) => event.updateType === 'agent_verdict');
-  const doc = String(latest?.fields.doc ?? 'RESEARCH_STATE.md');
+  const latest = eventsOf(run, 'agent_task_graph').at(-1)?.event;
+  const stages = latest?.stages ?? [];
+  const verdicts = eventsOf(run, 'agent_verdict').map(({ event }) => event);
+  const doc = latest?.doc ?? 'RESEARCH_STATE.md';
   const files = useSessionFiles();
-  const followUps = new Set(
-    verdicts.flatMap((verdict) => (Array.isArray(verdict.fields.follow_up_task_ids) ? (verdict.fields.follow_up_task_ids as string[]) : [])),
-  );
+  const followUps = new Set(verdicts.flatMap((verdict) => verdict.follow_up_task_ids));
+  const starts = eventsOf(run, 'agent_task_start');
+  const ends = eventsOf(run, 'agent_task_complete');
   const timeOf = (taskId: string) => {
-    const started = run.strategyEvents.find((event) => event.updateType === 'agent_task_start' && event.fields.task_id === taskId);
-    const ended = run.strategyEvents.find((event) => event.updateType === 'agent_task_complete' && event.fields.task_id === taskId);
+    const started = starts.find(({ event }) => event.task_id === taskId);
+    const ended = ends.find(({ event }) => event.task_id === taskId);
     return started && ended ? formatDuration(Date.parse(ended.ts) - Date.parse(started.ts)) : undefined;
   };
   // Nothing shows "running" once the run has ended: what it left unfinished waits for the next message.
-  const shown = (status: string) => (!running && status === 'running' ? 'waiting' : status);
-  const reported = verdicts.some((verdict) => verdict.fields.scope === 'final' && verdict.fields.verdict === 'PASS');
+  const shown = <S extends string>(status: S): S | 'waiting' => (!running && status === 'running' ? 'waiting' : status);
+  const reported = verdicts.some((verdict) => verdict.scope === 'final' && verdict.verdict === 'PASS');
   const [drawn, setDrawn] = useState(true);
   const onOpen = useCallback((taskId: string) => openTask(taskId), []);
   return (
@@ -134,18 +115,13 @@ export function TaskGraphPanel({ run, running, onGoOn, onSaveText }: StrategyPan
               </ul>
             </section>
           ))}
-      {verdicts.map((verdict) => {
-        const issues = Array.isArray(verdict.fields.issues) ? (verdict.fields.issues as string[]) : [];
-        const followUps = Array.isArray(verdict.fields.follow_up_task_ids) ? (verdict.fields.follow_up_task_ids as string[]) : [];
-        return (
-          <p key={verdict.seq} className="graph-verdict" data-testid="verdict">
-            <span className={`badge verdict verdict-${String(verdict.fields.verdict).toLowerCase()}`}>{String(verdict.fields.verdict)}</span>{' '}
-            {String(verdict.fields.scope)} {String(verdict.fields.target)}
-            {issues.length > 0 && `: ${issues.join('; ')}`}
-            {followUps.length > 0 && ` · follow-up tasks ${followUps.join(', ')}`}
-          </p>
-        );
-      })}
+      {verdicts.map((verdict) => (
+        <p key={verdict.seq} className="graph-verdict" data-testid="verdict">
+          <span className={`badge verdict verdict-${verdict.verdict.toLowerCase()}`}>{verdict.verdict}</span> {verdict.scope} {verdict.target}
+          {verdict.issues.length > 0 && `: ${verdict.issues.join('; ')}`}
+          {verdict.follow_up_task_ids.length > 0 && ` · follow-up tasks ${verdict.follow_up_task_ids.join(', ')}`}
+        </p>
+      ))}
       {reported && files && (
         <ReportViewer load={() => files.fetchBlob('final_report.md').then((blob) => blob.text())} download={() => files.download('final_report.md')} />
       )}

@@ -1,6 +1,7 @@
 import { type HistoryMessage, refusesChat, type ServerEvent, type SessionEvent, type TokenUsage } from '@stepwise/shared-types';
 import { allSteps, emptyRun, mapRunSteps, settleRun, updateRunStep, withBranch } from './run-tree.ts';
-import type { TimelineEvent, ChatItem, ConnectionState, RunSpendingView, RunView, StepView, StrategyEventView, ToolCallView, ViewState } from './view-state.ts';
+import { strategyEvent } from './strategy-events.ts';
+import type { TimelineEvent, ChatItem, ConnectionState, RunSpendingView, RunView, StepView, StrategyUpdate, ToolCallView, ViewState } from './view-state.ts';
 
 /** Everything that changes what the web app shows. */
 export type Action =
@@ -336,14 +337,16 @@ function applyAgentUpdate(state: ViewState, runId: string, event: Extract<Logged
             ? { kind: 'max_steps', steps: event.steps }
             : { kind: 'answered', steps: event.steps, ...(event.reason && event.reason !== 'answered' ? { reason: event.reason } : {}) },
       }));
-    default:
-      // A strategy's own events (a plan, to-dos, a verdict…), and update types this app does not
-      // know yet, are kept as they came for the run's strategy panel.
+    default: {
+      // A strategy's own events (a plan, to-dos, a verdict…) are kept typed for the run's strategy
+      // panel; update types this app does not know yet (a newer server's) arrive here too, kept as they came.
+      const update: StrategyUpdate = event;
       return updateRun(state, runId, (run) => {
-        const added = strategyEvent(event);
+        const added = strategyEvent(update);
         const tree = added.nodeId === undefined ? run : withBranch(run, added.nodeId);
         return { ...tree, strategyEvents: [...tree.strategyEvents, added] };
       });
+    }
   }
 }
 
@@ -355,18 +358,6 @@ function spendingView(usage: TokenUsage, costUsd: number | null): RunSpendingVie
     cachedTokens: usage.cached_tokens,
     reasoningTokens: usage.reasoning_tokens,
     costUsd,
-  };
-}
-
-/** A logged agent_update as a strategy event: its type, branch and the rest of its fields, unchecked. */
-function strategyEvent(event: { seq: number; ts: string }): StrategyEventView {
-  const { type: _type, update_type, seq, ts, run_id: _runId, node_id, ...fields } = event as Record<string, unknown> & { seq: number; ts: string };
-  return {
-    seq,
-    ts,
-    updateType: typeof update_type === 'string' ? update_type : 'unknown',
-    ...(typeof node_id === 'string' ? { nodeId: node_id } : {}),
-    fields,
   };
 }
 

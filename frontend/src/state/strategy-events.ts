@@ -1,4 +1,91 @@
-import type { RunView, StrategyEventView } from './view-state.ts';
+import {
+  AgentDecision,
+  AgentGuidance,
+  AgentInputReceived,
+  AgentMessage,
+  AgentPlan,
+  AgentPlanStep,
+  AgentRunMetadata,
+  AgentStageComplete,
+  AgentStageStart,
+  AgentTaskComplete,
+  AgentTaskGraph,
+  AgentTaskStart,
+  AgentTodos,
+  AgentVerdict,
+} from '@stepwise/shared-types';
+import type {
+  KnownStrategyEvent,
+  KnownStrategyEventOf,
+  RunView,
+  StrategyEventView,
+  StrategyUpdate,
+  StrategyUpdateType,
+  UnknownStrategyEvent,
+} from './view-state.ts';
+
+/** A checked update as the run view keeps it: its place, its type, and the update itself. */
+const kept = <E extends StrategyUpdate>(event: E): KnownStrategyEventOf<E> => ({
+  seq: event.seq,
+  ts: event.ts,
+  updateType: event.update_type,
+  ...(event.node_id === undefined ? {} : { nodeId: event.node_id }),
+  event,
+});
+
+/** Each strategy update type's schema (shared-types), giving the typed strategy event it checks. */
+const STRATEGY_SCHEMAS = {
+  agent_input_received: AgentInputReceived.transform(kept),
+  agent_plan: AgentPlan.transform(kept),
+  agent_plan_step: AgentPlanStep.transform(kept),
+  agent_run_metadata: AgentRunMetadata.transform(kept),
+  agent_guidance: AgentGuidance.transform(kept),
+  agent_message: AgentMessage.transform(kept),
+  agent_todos: AgentTodos.transform(kept),
+  agent_stage_start: AgentStageStart.transform(kept),
+  agent_stage_complete: AgentStageComplete.transform(kept),
+  agent_decision: AgentDecision.transform(kept),
+  agent_task_graph: AgentTaskGraph.transform(kept),
+  agent_task_start: AgentTaskStart.transform(kept),
+  agent_task_complete: AgentTaskComplete.transform(kept),
+  agent_verdict: AgentVerdict.transform(kept),
+} satisfies { [K in StrategyUpdateType]: { safeParse(value: unknown): { success: true; data: KnownStrategyEvent<K> } | { success: false } } };
+
+function isStrategyUpdateType(updateType: string): updateType is StrategyUpdateType {
+  return Object.hasOwn(STRATEGY_SCHEMAS, updateType);
+}
+
+/**
+ * A logged agent_update as a strategy event: typed when shared-types describes its update type and
+ * it fits the schema; otherwise (a newer server's type, a known one that does not fit) its fields, unchecked.
+ */
+export function strategyEvent(update: { seq: number; ts: string; [field: string]: unknown }): StrategyEventView {
+  const { type: _type, update_type, seq, ts, run_id: _runId, node_id, ...fields } = update;
+  if (typeof update_type === 'string' && isStrategyUpdateType(update_type)) {
+    const parsed = STRATEGY_SCHEMAS[update_type].safeParse(update);
+    if (parsed.success) return parsed.data;
+  }
+  const unknown: UnknownStrategyEvent = {
+    seq,
+    ts,
+    updateType: typeof update_type === 'string' ? update_type : 'unknown',
+    ...(typeof node_id === 'string' ? { nodeId: node_id } : {}),
+    fields,
+  };
+  return unknown;
+}
+
+/** A run's strategy events of one known update type, typed (in log order); those that did not fit their schema are left out. */
+export function eventsOf<K extends StrategyUpdateType>(run: RunView, updateType: K): Array<KnownStrategyEvent<K>> {
+  return run.strategyEvents.filter((view): view is KnownStrategyEvent<K> => view.event !== undefined && view.updateType === updateType);
+}
+
+/** A strategy event's fields as they came (type, update_type, seq, ts, run_id and node_id left out): what the generic list shows. */
+export function fieldsOf(view: StrategyEventView): Record<string, unknown> {
+  if (view.event === undefined) return view.fields;
+  const { type: _type, update_type: _updateType, seq: _seq, ts: _ts, run_id: _runId, node_id: _nodeId, ...fields } = view.event;
+  return fields;
+}
 
 /** Words for the update types PROTOCOL.md lists under "Strategies"; others are put in words from their name. */
 const UPDATE_TYPE_WORDS: Record<string, string> = {
@@ -39,40 +126,39 @@ const AGENT_WORDS: Record<string, string> = {
   orchestrator: 'Orchestrator',
 };
 
-const words = (value: unknown) => String(value ?? '').replace(/_/g, ' ');
+const words = (value: string) => value.replace(/_/g, ' ');
 
 /**
  * A strategy event's line in words a person reads ("Step 2 · done: 84 + 15 = 99", "Scout · task
  * 1.1 started"), or, for an event this app has no words for, its fields in one line.
  */
-export function describeFields(updateType: string, fields: Record<string, unknown>): string {
+export function describeEvent(view: StrategyEventView): string {
   const said = (() => {
-    switch (updateType) {
+    const { event } = view;
+    switch (event?.update_type) {
       case 'agent_plan_step':
-        return `Step ${fields.index} · ${words(fields.status)}${Number(fields.attempts) > 1 ? ` (attempt ${fields.attempts})` : ''}${fields.observation ? `: ${fields.observation}` : ''}`;
+        return `Step ${event.index} · ${words(event.status)}${event.attempts > 1 ? ` (attempt ${event.attempts})` : ''}${event.observation ? `: ${event.observation}` : ''}`;
       case 'agent_task_start':
-        return `${AGENT_WORDS[String(fields.agent)] ?? words(fields.agent)} · task ${fields.task_id} started`;
+        return `${AGENT_WORDS[event.agent] ?? words(event.agent)} · task ${event.task_id} started`;
       case 'agent_task_complete':
-        return `Task ${fields.task_id} · ${words(fields.status)}${fields.summary ? `: ${fields.summary}` : ''}`;
+        return `Task ${event.task_id} · ${words(event.status)}${event.summary ? `: ${event.summary}` : ''}`;
       case 'agent_stage_start':
-        return `${words(fields.stage)} · loop ${fields.loop}`;
+        return `${words(event.stage)} · loop ${event.loop}`;
       case 'agent_stage_complete':
-        return `${words(fields.stage)} done · loop ${fields.loop}`;
+        return `${words(event.stage)} done · loop ${event.loop}`;
       case 'agent_decision':
-        return `${words(fields.action)}${fields.rationale ? `: ${fields.rationale}` : ''}`;
+        return `${words(event.action)}${event.rationale ? `: ${event.rationale}` : ''}`;
       case 'agent_verdict':
-        return `${fields.scope === 'final' ? 'Final' : `${words(fields.scope)} ${fields.target}`}: ${fields.verdict}${Array.isArray(fields.issues) && fields.issues.length ? ` · ${fields.issues.length} issue${fields.issues.length === 1 ? '' : 's'}` : ''}`;
-      case 'agent_todos': {
-        const todos = Array.isArray(fields.todos) ? (fields.todos as Array<{ status?: string }>) : [];
-        return `${todos.length} to-do${todos.length === 1 ? '' : 's'}, ${todos.filter((todo) => todo.status === 'completed').length} done`;
-      }
+        return `${event.scope === 'final' ? 'Final' : `${words(event.scope)} ${event.target}`}: ${event.verdict}${event.issues.length ? ` · ${event.issues.length} issue${event.issues.length === 1 ? '' : 's'}` : ''}`;
+      case 'agent_todos':
+        return `${event.todos.length} to-do${event.todos.length === 1 ? '' : 's'}, ${event.todos.filter((todo) => todo.status === 'completed').length} done`;
       case 'agent_guidance':
         return 'A reminder for this iteration';
       default:
         return undefined;
     }
   })();
-  return said === undefined ? summarizeFields(fields) : shorten(plainText(said), SUMMARY_LIMIT);
+  return said === undefined ? summarizeFields(fieldsOf(view)) : shorten(plainText(said), SUMMARY_LIMIT);
 }
 
 /** A one-line summary without Markdown's marks (a finding's `code` and **bold** read as their words). */
@@ -113,42 +199,71 @@ export function branchKind(run: RunView, nodeId: string): 'Step' | 'Task' {
 /** A branch's heading: "Step 3 · Find the population" when the plan or task graph names its goal, else "Step 3". */
 export function branchTitle(run: RunView, nodeId: string): string {
   const name = `${branchKind(run, nodeId)} ${nodeId}`;
-  const item = latestItem(run, nodeId, (entry) => text(entry.goal) ?? text(entry.title));
+  const item = latestItem(run, nodeId, (entry) => entry.name);
   return item ? `${name} · ${item}` : name;
 }
 
 /** The latest status a strategy reported for a branch ("running", "done", "failed"…), if any. */
 export function branchStatus(run: RunView, nodeId: string): string | undefined {
-  for (const event of newestFirst(run.strategyEvents)) {
-    const { fields } = event;
-    const names = event.nodeId === nodeId || (fields.index !== undefined && String(fields.index) === nodeId) || fields.task_id === nodeId;
-    if (names && typeof fields.status === 'string') return fields.status;
-    const entry = listedItems(fields).find((candidate) => itemId(candidate) === nodeId);
-    if (entry && typeof entry.status === 'string') return entry.status;
+  for (const view of newestFirst(run.strategyEvents)) {
+    const own = ownStatus(view, nodeId);
+    if (own !== undefined) return own;
+    const entry = listedItems(view).find((candidate) => candidate.id === nodeId);
+    if (entry?.status !== undefined) return entry.status;
   }
   return undefined;
 }
 
 /** The strategy events of one branch (those that carry its node id), or those outside every branch. */
-export function eventsOf(run: RunView, nodeId: string | undefined): StrategyEventView[] {
+export function branchEvents(run: RunView, nodeId: string | undefined): StrategyEventView[] {
   return run.strategyEvents.filter((event) => event.nodeId === nodeId);
 }
 
+/** The status an event reports of the branch itself: a plan step's, a finished task's (or an unknown event's that names it). */
+function ownStatus(view: StrategyEventView, nodeId: string): string | undefined {
+  const mine = view.nodeId === nodeId;
+  if (view.event === undefined) {
+    const { fields } = view;
+    const names = mine || (fields.index !== undefined && String(fields.index) === nodeId) || fields.task_id === nodeId;
+    return names && typeof fields.status === 'string' ? fields.status : undefined;
+  }
+  if (view.updateType === 'agent_plan_step') return mine || String(view.event.index) === nodeId ? view.event.status : undefined;
+  if (view.updateType === 'agent_task_complete') return mine || view.event.task_id === nodeId ? view.event.status : undefined;
+  return undefined;
+}
+
 /** The newest plan step or task-graph task with this id, mapped by `pick`. */
-function latestItem(run: RunView, nodeId: string, pick: (entry: Record<string, unknown>) => string | undefined): string | undefined {
-  for (const event of newestFirst(run.strategyEvents)) {
-    const entry = listedItems(event.fields).find((candidate) => itemId(candidate) === nodeId);
+function latestItem(run: RunView, nodeId: string, pick: (entry: ListedItem) => string | undefined): string | undefined {
+  for (const view of newestFirst(run.strategyEvents)) {
+    const entry = listedItems(view).find((candidate) => candidate.id === nodeId);
     const value = entry ? pick(entry) : undefined;
     if (value) return value;
   }
   return undefined;
 }
 
-/** A plan's steps, or a task graph's tasks over all its stages. */
-function listedItems(fields: Record<string, unknown>): Record<string, unknown>[] {
-  const steps = records(fields.steps);
-  const tasks = records(fields.stages).flatMap((stage) => records(stage.tasks));
-  return [...steps, ...tasks];
+/** A plan step or a task-graph task: its branch id, what it is called (a goal, a title) and its status. */
+interface ListedItem {
+  id: string | undefined;
+  name: string | undefined;
+  status: string | undefined;
+}
+
+/** A plan's steps, or a task graph's tasks over all its stages (an unknown event's `steps` and `stages` alike). */
+function listedItems(view: StrategyEventView): ListedItem[] {
+  if (view.event === undefined) {
+    const { fields } = view;
+    return [...records(fields.steps), ...records(fields.stages).flatMap((stage) => records(stage.tasks))].map((entry) => ({
+      id: itemId(entry),
+      name: text(entry.goal) ?? text(entry.title),
+      status: typeof entry.status === 'string' ? entry.status : undefined,
+    }));
+  }
+  if (view.updateType === 'agent_plan') return view.event.steps.map((step) => ({ id: String(step.index), name: text(step.goal), status: step.status }));
+  if (view.updateType === 'agent_task_graph') {
+    return view.event.stages.flatMap((stage) => stage.tasks.map((task) => ({ id: task.id, name: text(task.title), status: task.status })));
+  }
+  return [];
 }
 
 function itemId(entry: Record<string, unknown>): string | undefined {

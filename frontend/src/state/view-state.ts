@@ -1,4 +1,4 @@
-import type { SessionEvent } from '@stepwise/shared-types';
+import type { AgentUpdate, SessionEvent, Todo } from '@stepwise/shared-types';
 
 /** The socket's state as the user sees it. */
 export type ConnectionState = 'connecting' | 'live' | 'reconnecting';
@@ -58,20 +58,61 @@ export interface BranchView {
   steps: StepView[];
 }
 
-/**
- * A strategy's own event (a plan, a to-do list, a stage, a verdict…), kept as it came so that a
- * strategy panel, or the generic list, can show it; also update types this app does not know.
- */
-export interface StrategyEventView {
+/** The agent_update types the run view takes in itself: its start, steps, questions, spending and ending. */
+export type RunUpdateType =
+  | 'agent_start'
+  | 'agent_turn_start'
+  | 'agent_reason'
+  | 'agent_observe'
+  | 'agent_request_input'
+  | 'agent_request_input_timeout'
+  | 'agent_usage'
+  | 'agent_stopped'
+  | 'agent_error'
+  | 'agent_completion';
+
+/** Every other agent_update of the contract is a strategy's own event (a plan, to-dos, a stage, a verdict…). */
+export type StrategyUpdate = Exclude<AgentUpdate, { update_type: RunUpdateType }>;
+/** The update types of strategies' own events that shared-types describes, e.g. "agent_plan". */
+export type StrategyUpdateType = StrategyUpdate['update_type'];
+
+/** Where a strategy event sits: its place in the log, its time, and the branch it belongs to when it names one. */
+interface StrategyEventPlace {
   seq: number;
   ts: string;
-  /** The event's update_type, e.g. "agent_plan". */
-  updateType: string;
   /** The branch it belongs to, when it names one. */
   nodeId?: string;
+}
+
+/** A strategy event of an update type shared-types describes, checked against its schema: `event` is the update, typed. */
+export interface KnownStrategyEventOf<E extends StrategyUpdate> extends StrategyEventPlace {
+  updateType: E['update_type'];
+  event: E;
+  fields?: never;
+}
+
+/** A known strategy event of the update type `K` (of any known type when `K` is left out), narrowed by `updateType`. */
+export type KnownStrategyEvent<K extends StrategyUpdateType = StrategyUpdateType> = K extends StrategyUpdateType
+  ? KnownStrategyEventOf<Extract<StrategyUpdate, { update_type: K }>>
+  : never;
+
+/**
+ * A strategy event this app has no type for (a newer server's update type, or a known one that did
+ * not fit its schema): kept as it came, so that the generic list still shows it.
+ */
+export interface UnknownStrategyEvent extends StrategyEventPlace {
+  /** The event's update_type, e.g. "agent_hypothesis". */
+  updateType: string;
   /** Every other field, unchecked (type, update_type, seq, ts, run_id and node_id left out). */
   fields: Record<string, unknown>;
+  event?: never;
 }
+
+/**
+ * A strategy's own event (a plan, a to-do list, a stage, a verdict…), for a strategy panel or the
+ * generic list: typed by its update type when this app knows it (`event` is set), else its fields.
+ */
+export type StrategyEventView = KnownStrategyEvent | UnknownStrategyEvent;
 
 /** How a run ended, once it has. `reason` is a strategy's own ending (e.g. "workflow_complete"). */
 export type RunEnd =
@@ -165,11 +206,7 @@ export type ChatItem = {
 );
 
 /** One todo of the session's list. */
-export interface TodoView {
-  id: string;
-  title: string;
-  status: 'pending' | 'in_progress' | 'completed';
-}
+export type TodoView = Todo;
 
 /** A file in the session's folder. */
 export interface FileView {
