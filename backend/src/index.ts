@@ -63,7 +63,7 @@ export type { Tool } from './tools/tool.ts';
 export { ToolRegistry } from './tools/tool-registry.ts';
 export { PLAIN_CHAT } from './chat/chat-service.ts';
 export { SessionManager } from './chat/session-manager.ts';
-export { MIGRATIONS, migrate } from './store/migrations.ts';
+export { migrateSchema, SCHEMA, type SchemaStep, type SqlDialectName } from './store/migrations.ts';
 export {
   EMBEDDED_DATABASE_FOLDER,
   migrateEmbeddedData,
@@ -75,9 +75,6 @@ export {
 } from './store/open-store.ts';
 export type { PgliteImport } from './store/pglite-import.ts';
 export { openSqliteDatabase, type SqliteConnection, type SqliteSync } from './store/sqlite-database.ts';
-export { migrateSqlite, SQLITE_MIGRATIONS } from './store/sqlite-migrations.ts';
-export { SqliteStore } from './store/sqlite-store.ts';
-export { PgliteDatabase } from './store/pglite-database.ts';
 export { PostgresDatabase } from './store/postgres-database.ts';
 export type { SqlDatabase } from './store/sql-database.ts';
 export { SqlStore } from './store/sql-store.ts';

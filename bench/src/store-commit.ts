@@ -1,6 +1,6 @@
 // The embedded store on its own: what one appendEvent costs (each is committed when it resolves),
 // how long a new data folder takes to open, and the process's RSS before and after. SQLite under
-// DB_SYNC=full and normal, and the PGlite store of earlier releases beside them; then the whole
+// DB_SYNC=full and normal (the one SQL store, through Kysely); then the whole
 // server (main.ts) started on a new data folder: time until it answers, and its RSS then.
 //   cd bench && TSX_TSCONFIG_PATH=../backend/tsconfig.json node --import tsx src/store-commit.ts [--events=N]
 // Each store is measured in a child process of its own, so that neither's memory counts for the other.
@@ -10,13 +10,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 // The store's own modules rather than the package's index, which loads the whole server.
-import { EMBEDDED_DATABASE_FOLDER, openEmbeddedStore, openSqlStore } from '../../backend/src/store/open-store.ts';
+import { openEmbeddedStore } from '../../backend/src/store/open-store.ts';
 import type { Store } from '../../backend/src/store/store.ts';
 import type { LoggedEvent } from '@stepwise/shared-types';
 import { currentRss } from './processes.ts';
 import { startStepwise } from './stepwise-server.ts';
 
-type Kind = 'sqlite-full' | 'sqlite-normal' | 'pglite';
+type Kind = 'sqlite-full' | 'sqlite-normal';
 
 interface Measured {
   kind: Kind;
@@ -33,10 +33,6 @@ interface Measured {
 const argument = (name: string) => process.argv.find((arg) => arg.startsWith(`--${name}=`))?.split('=')[1];
 
 async function open(kind: Kind, dataDir: string): Promise<Store> {
-  if (kind === 'pglite') {
-    const { PgliteDatabase } = await import('../../backend/src/store/pglite-database.ts');
-    return openSqlStore(await PgliteDatabase.open(join(dataDir, EMBEDDED_DATABASE_FOLDER)));
-  }
   return openEmbeddedStore(dataDir, { sync: kind === 'sqlite-full' ? 'full' : 'normal' });
 }
 
@@ -59,8 +55,7 @@ const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.lengt
 async function measure(kind: Kind, events: number): Promise<Measured> {
   const dataDir = mkdtempSync(join(tmpdir(), 'stepwise-store-bench-'));
   try {
-    if (kind === 'pglite') await import('../../backend/src/store/pglite-database.ts');
-    else await import('../../backend/src/store/sqlite-store.ts');
+    await import('../../backend/src/store/sql-store.ts');
     const rssBeforeMb = process.memoryUsage().rss / 2 ** 20;
     const started = performance.now();
     const store = await open(kind, dataDir);
@@ -101,14 +96,10 @@ if (child) {
 } else {
   const events = Number(argument('events') ?? 5000);
   const rows: Measured[] = [];
-  for (const kind of ['sqlite-full', 'sqlite-normal', 'pglite'] as const) {
-    const output = execFileSync(
-      process.execPath,
-      [...process.execArgv, process.argv[1]!, `--kind=${kind}`, `--events=${kind === 'pglite' ? Math.min(events, 1000) : events}`],
-      {
-        env: process.env,
-      },
-    );
+  for (const kind of ['sqlite-full', 'sqlite-normal'] as const) {
+    const output = execFileSync(process.execPath, [...process.execArgv, process.argv[1]!, `--kind=${kind}`, `--events=${events}`], {
+      env: process.env,
+    });
     rows.push(JSON.parse(output.toString().trim().split('\n').at(-1)!) as Measured);
   }
   console.log('| store | open a new data dir | RSS before → after opening | appendEvent p50 | p99 | mean | events |');

@@ -9,7 +9,7 @@ import {
   InProcessControlBus,
   type Logger,
   openSqlStore,
-  type SqlDatabase,
+  type PostgresDatabase,
   type SqlStore,
 } from '@stepwise/backend';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -41,7 +41,7 @@ function inProcess(): BusUnderTest {
 
 /** The run executes on instance A (which holds its session's lease); commands are sent from instance B. */
 function acrossInstances(pg: string, redisUrl: string): BusUnderTest {
-  let database: { db: SqlDatabase; url: string; drop: () => Promise<void> } | undefined;
+  let database: { db: PostgresDatabase; url: string; drop: () => Promise<void> } | undefined;
   let store: SqlStore | undefined;
   let a: Cluster | undefined;
   let b: Cluster | undefined;

@@ -2,7 +2,7 @@
 // instance that stalled past its lease (another took the run over) cannot write into the run's log
 // or journal any more. Two real Cluster leases on a real server; Redis is not needed for leases.
 import { randomUUID } from 'node:crypto';
-import { Cluster, type JournalEntry, type Logger, openSqlStore, PostgresDatabase, type SqlDatabase, StaleLeaseError, type SqlStore } from '@stepwise/backend';
+import { Cluster, type JournalEntry, type Logger, openSqlStore, PostgresDatabase, StaleLeaseError, type SqlStore } from '@stepwise/backend';
 import type { LoggedEvent } from '@stepwise/shared-types';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshPostgresDatabase, postgresUrl } from '../helpers/databases.ts';
@@ -16,7 +16,7 @@ const event = (seq: number, runId: string): LoggedEvent =>
 const entry = (position: number, value: string): JournalEntry => ({ position, kind: 'model', key: `call ${position}`, value, step: 1 });
 
 describe.skipIf(!url)('lease fencing on PostgreSQL', () => {
-  let database: { db: SqlDatabase; url: string; drop: () => Promise<void> };
+  let database: { db: PostgresDatabase; url: string; drop: () => Promise<void> };
   let storeA: SqlStore;
   let storeB: SqlStore;
   let a: Cluster;

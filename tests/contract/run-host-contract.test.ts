@@ -10,10 +10,10 @@ import {
   InProcessRunHost,
   type Logger,
   openSqlStore,
+  type PostgresDatabase,
   RestateEngine,
   RestateRunHost,
   type RunHost,
-  type SqlDatabase,
   type SqlStore,
 } from '@stepwise/backend';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -62,7 +62,7 @@ function inProcess(): HostUnderTest {
 }
 
 function onCluster(pg: string, redisUrl: string): HostUnderTest {
-  let database: { db: SqlDatabase; url: string; drop: () => Promise<void> } | undefined;
+  let database: { db: PostgresDatabase; url: string; drop: () => Promise<void> } | undefined;
   let store: SqlStore | undefined;
   let cluster: Cluster | undefined;
   return {

@@ -24,7 +24,7 @@ const adapters: JournalUnderTest[] = [
   {
     name: 'on SQLite',
     open: async () => {
-      const store = openSqliteStore(':memory:');
+      const store = await openSqliteStore(':memory:');
       return { store, teardown: () => store.close() };
     },
   },

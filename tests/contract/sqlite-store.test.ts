@@ -7,13 +7,12 @@ import {
   EMBEDDED_DATABASE_FOLDER,
   loadConfig,
   type Logger,
-  migrateSqlite,
   openSqliteDatabase,
   openSqliteStore,
   openStore,
+  SCHEMA,
   SQLITE_DATABASE_FILE,
-  SQLITE_MIGRATIONS,
-  SqliteStore,
+  SqlStore,
   type Store,
 } from '@stepwise/backend';
 import type { LoggedEvent } from '@stepwise/shared-types';
@@ -58,8 +57,9 @@ describe('the embedded store', () => {
   it('is SQLite in DATA_DIR/stepwise.db, in WAL mode, synced as DB_SYNC says', async () => {
     const dir = newDataDir();
     const store = await open({ DATA_DIR: dir, DB_SYNC: 'normal' });
-    expect(store).toBeInstanceOf(SqliteStore);
-    expect((store as SqliteStore).description).toBe(`embedded SQLite in ${join(dir, SQLITE_DATABASE_FILE)} (synchronous=normal)`);
+    expect(store).toBeInstanceOf(SqlStore);
+    expect((store as SqlStore).dialect).toBe('sqlite');
+    expect((store as SqlStore).description).toBe(`embedded SQLite in ${join(dir, SQLITE_DATABASE_FILE)} (synchronous=normal)`);
     expect(readdirSync(dir)).toContain(SQLITE_DATABASE_FILE);
     expect(readdirSync(dir)).not.toContain(EMBEDDED_DATABASE_FOLDER);
     const db = openSqliteDatabase(join(dir, SQLITE_DATABASE_FILE), 'full');
@@ -93,33 +93,37 @@ describe('the embedded store', () => {
     expect(await second.listRunningRuns()).toMatchObject([{ id: runId, checkpoint: { step: 1 } }]);
   });
 
-  it('applies each migration once, in a schema_migrations table', () => {
+  it('applies each schema step once, recorded in the migration table', async () => {
     const dir = newDataDir();
     const path = join(dir, SQLITE_DATABASE_FILE);
-    stores.push(openSqliteStore(path));
+    const first = await openSqliteStore(path);
+    expect(first.migrated).toEqual(SCHEMA.map((step) => step.name));
+    await first.close();
+    const second = await openSqliteStore(path);
+    stores.push(second);
+    expect(second.migrated).toEqual([]);
     const db = openSqliteDatabase(path, 'full');
     try {
-      expect(migrateSqlite(db)).toEqual([]);
-      const rows = db.prepare('select version from schema_migrations order by version').all([]) as { version: number }[];
-      expect(rows.map((row) => row.version)).toEqual(SQLITE_MIGRATIONS.map((migration) => migration.version));
+      const rows = db.prepare('select name from kysely_migration order by name').all([]) as { name: string }[];
+      expect(rows.map((row) => row.name)).toEqual(SCHEMA.map((step) => step.name));
     } finally {
       db.close();
     }
   });
 
-  it('gives the chats made before there were owners to the local user when it upgrades', async () => {
+  it('upgrades a database of an earlier release (its own version table) without running its steps again, and gives its chats to the local user', async () => {
     const dir = newDataDir();
     const path = join(dir, SQLITE_DATABASE_FILE);
     const sessionId = randomUUID();
-    // A database as the release before owners left it: migrations up to 3, one chat in it.
+    // A database as the release before owners left it: its versions up to 3, one chat in it.
     const db = openSqliteDatabase(path, 'full');
     try {
       db.exec('create table schema_migrations (version integer primary key, name text not null, applied_at text not null) strict');
-      for (const migration of SQLITE_MIGRATIONS.filter((candidate) => candidate.version <= 3)) {
-        db.exec(migration.sql);
-        db.prepare('insert into schema_migrations (version, name, applied_at) values (?, ?, ?)').run([
-          migration.version,
-          migration.name,
+      for (const step of SCHEMA.filter((candidate) => candidate.legacy!.sqlite <= 3)) {
+        for (const statement of step.sqlite) db.exec(statement);
+        db.prepare('insert or ignore into schema_migrations (version, name, applied_at) values (?, ?, ?)').run([
+          step.legacy!.sqlite,
+          step.name,
           new Date().toISOString(),
         ]);
       }
@@ -128,8 +132,10 @@ describe('the embedded store', () => {
     } finally {
       db.close();
     }
-    const store = openSqliteStore(path);
+    const store = await openSqliteStore(path);
     stores.push(store);
+    // Every step is recorded; those before the upgrade ran no SQL (a second "create table" would have failed).
+    expect(store.migrated).toEqual(SCHEMA.map((step) => step.name));
     expect(await store.getSession(sessionId)).toMatchObject({ title: 'From before', owner: 'local', ownerName: null });
     expect((await store.listSessions(10, 'local')).map((session) => session.id)).toEqual([sessionId]);
     expect(await store.listSessions(10, 'alice')).toEqual([]);
@@ -148,7 +154,7 @@ describe('the embedded store', () => {
   });
 
   it('refuses an event of a session that does not exist', async () => {
-    const store = openSqliteStore(':memory:');
+    const store = await openSqliteStore(':memory:');
     stores.push(store);
     const event = { type: 'assistant_message', content: 'x', seq: 1, ts: new Date().toISOString() } as LoggedEvent;
     await expect(store.appendEvent(randomUUID(), event)).rejects.toThrow(/FOREIGN KEY/);

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { MemoryStore, MIGRATIONS, migrate, openSqlStore, type SqlDatabase, type Store } from '@stepwise/backend';
+import { MemoryStore, openSqlStore, PostgresDatabase, SCHEMA, type SchemaStep, type Store } from '@stepwise/backend';
 import type { LoggedEvent } from '@stepwise/shared-types';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { freshPostgresDatabase, inMemoryPglite, postgresUrl } from '../helpers/databases.ts';
+import { freshPostgresDatabase, postgresUrl } from '../helpers/databases.ts';
 import { sqliteTestStores } from '../helpers/sqlite-stores.ts';
 
 interface Adapter {
@@ -10,16 +10,14 @@ interface Adapter {
   /** A store over an empty database. */
   open: () => Promise<Store>;
   teardown: () => Promise<void>;
-  db?: () => SqlDatabase;
 }
 
-function sqlAdapter(name: string, create: () => Promise<{ db: SqlDatabase; drop?: () => Promise<void> }>): Adapter {
-  let db: SqlDatabase | undefined;
+function sqlAdapter(name: string, create: () => Promise<{ db: PostgresDatabase; drop?: () => Promise<void> }>): Adapter {
+  let db: PostgresDatabase | undefined;
   let drop: (() => Promise<void>) | undefined;
   let store: Store | undefined;
   return {
     name,
-    db: () => db!,
     async open() {
       if (!db) {
         ({ db, drop } = await create());
@@ -38,7 +36,6 @@ function sqlAdapter(name: string, create: () => Promise<{ db: SqlDatabase; drop?
 const url = postgresUrl();
 const adapters: Adapter[] = [
   { name: 'memory', open: async () => new MemoryStore(), teardown: async () => undefined },
-  sqlAdapter('embedded PostgreSQL (PGlite)', async () => ({ db: await inMemoryPglite() })),
   { name: 'SQLite in a file', ...sqliteTestStores('file') },
   { name: 'SQLite in memory', ...sqliteTestStores('memory') },
   ...(url ? [sqlAdapter('PostgreSQL server', () => freshPostgresDatabase(url))] : []),
@@ -333,49 +330,68 @@ describe.each(adapters)('the store on $name', (adapter) => {
     expect(await store.listEvents(sessionId, 0)).toEqual([]);
     expect(await store.deleteSession(sessionId)).toBe(false);
   });
+});
 
-  if (adapter.db) {
-    it('gives the chats made before there were owners to the local user when it upgrades', async () => {
-      const db = adapter.db!();
-      const before = randomUUID();
-      await db.exec('drop index sessions_owner');
-      await db.exec('alter table sessions drop column owner');
-      await db.exec('alter table sessions drop column owner_name');
-      await db.query('delete from schema_migrations where version = 6');
-      await db.query('insert into sessions (id, title) values ($1, $2)', [before, 'From before']);
-      expect(await migrate(db)).toEqual([6]);
-      expect(await store.getSession(before)).toMatchObject({ title: 'From before', owner: 'local', ownerName: null });
-      expect((await store.listSessions(10, 'local')).map((session) => session.id)).toContain(before);
-    });
+describe.skipIf(!url)('the schema on a PostgreSQL server', () => {
+  const databases: Awaited<ReturnType<typeof freshPostgresDatabase>>[] = [];
+  const stores: Store[] = [];
+  afterAll(async () => {
+    for (const store of stores.splice(0)) await store.close().catch(() => undefined);
+    for (const database of databases.splice(0)) await database.drop();
+  });
+  const fresh = async () => {
+    const database = await freshPostgresDatabase(url!);
+    databases.push(database);
+    return database;
+  };
 
-    it('applies a migration whose function body holds semicolons, as one script', async () => {
-      const db = adapter.db!();
-      const body = `
-        create function stepwise_test_double(value integer) returns integer as $$
-        declare doubled integer;
-        begin
-          doubled := value * 2;
-          return doubled;
-        end;
-        $$ language plpgsql;
-        create table stepwise_test_notes (note text not null default 'a; b;');
-      `;
-      const extra = { version: 10_000, name: 'a function with a body', sql: body };
-      try {
-        expect(await migrate(db, [...MIGRATIONS, extra])).toEqual([10_000]);
-        expect(await db.query<{ doubled: number }>('select stepwise_test_double(21) as doubled')).toEqual([{ doubled: 42 }]);
-        await db.query('insert into stepwise_test_notes default values');
-        expect(await db.query('select note from stepwise_test_notes')).toEqual([{ note: 'a; b;' }]);
-      } finally {
-        await db.exec('drop table if exists stepwise_test_notes; drop function if exists stepwise_test_double(integer);');
-        await db.query('delete from schema_migrations where version = 10000');
-      }
-    });
+  it('upgrades a database of an earlier release (its own version table) without running its steps again, and gives its chats to the local user', async () => {
+    const database = await fresh();
+    const before = randomUUID();
+    // As the release before owners left it: its versions 1 to 5, one chat.
+    const old = new PostgresDatabase(database.url);
+    await old.exec('create table schema_migrations (version integer primary key, name text not null, applied_at timestamptz not null default now())');
+    for (const step of SCHEMA.filter((candidate) => candidate.legacy!.postgres <= 5)) {
+      for (const statement of step.postgres) await old.exec(statement);
+      await old.query('insert into schema_migrations (version, name) values ($1, $2)', [step.legacy!.postgres, step.name]);
+    }
+    await old.query('insert into sessions (id, title) values ($1, $2)', [before, 'From before']);
+    await old.close();
+    const store = await openSqlStore(database.db);
+    stores.push(store);
+    expect(store.migrated).toEqual(SCHEMA.map((step) => step.name));
+    expect(await store.getSession(before)).toMatchObject({ title: 'From before', owner: 'local', ownerName: null });
+    expect((await store.listSessions(10, 'local')).map((session) => session.id)).toContain(before);
+  });
 
-    it('applies each migration once', async () => {
-      expect(await migrate(adapter.db!())).toEqual([]);
-      const rows = await adapter.db!().query<{ version: number }>('select version from schema_migrations order by version');
-      expect(rows.map((row) => row.version)).toEqual(MIGRATIONS.map((migration) => migration.version));
-    });
-  }
+  it('runs a statement whose function body holds semicolons whole, and each step once', async () => {
+    const database = await fresh();
+    const body = `
+      create function stepwise_test_double(value integer) returns integer as $$
+      declare doubled integer;
+      begin
+        doubled := value * 2;
+        return doubled;
+      end;
+      $$ language plpgsql`;
+    const extra: SchemaStep = {
+      name: '9999 a function with a body',
+      postgres: [body, "create table stepwise_test_notes (note text not null default 'a; b;')"],
+      sqlite: [],
+    };
+    const store = await openSqlStore(database.db, undefined, { steps: [...SCHEMA, extra] });
+    stores.push(store);
+    expect(store.migrated).toEqual([...SCHEMA, extra].map((step) => step.name));
+    const raw = new PostgresDatabase(database.url);
+    try {
+      expect(await raw.query<{ doubled: number }>('select stepwise_test_double(21) as doubled')).toEqual([{ doubled: 42 }]);
+      await raw.query('insert into stepwise_test_notes default values');
+      expect(await raw.query('select note from stepwise_test_notes')).toEqual([{ note: 'a; b;' }]);
+    } finally {
+      await raw.close();
+    }
+    const again = await openSqlStore(new PostgresDatabase(database.url), undefined, { steps: [...SCHEMA, extra] });
+    stores.push(again);
+    expect(again.migrated).toEqual([]);
+  });
 });

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { PgliteDatabase, PostgresDatabase, type SqlDatabase } from '@stepwise/backend';
+import { PostgresDatabase } from '@stepwise/backend';
 
 /** The PostgreSQL server the test command starts; tests that need it fail loudly when it is missing. */
 export function postgresUrl(): string | undefined {
@@ -10,8 +10,11 @@ export function postgresUrl(): string | undefined {
   return url;
 }
 
-/** A fresh, empty database on the test PostgreSQL server; drop it with the returned function. */
-export async function freshPostgresDatabase(url: string): Promise<{ db: SqlDatabase; url: string; drop: () => Promise<void> }> {
+/**
+ * A fresh, empty database on the test PostgreSQL server; drop it with the returned function. A
+ * store opened on `db` owns its pool from then on (closing the store ends it).
+ */
+export async function freshPostgresDatabase(url: string): Promise<{ db: PostgresDatabase; url: string; drop: () => Promise<void> }> {
   const name = `stepwise_test_${randomBytes(6).toString('hex')}`;
   const admin = new PostgresDatabase(url);
   await admin.exec(`create database ${name}`);
@@ -27,5 +30,3 @@ export async function freshPostgresDatabase(url: string): Promise<{ db: SqlDatab
     },
   };
 }
-
-export const inMemoryPglite = (): Promise<SqlDatabase> => PgliteDatabase.inMemory();

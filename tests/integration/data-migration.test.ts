@@ -8,13 +8,14 @@ import {
   EMBEDDED_DATABASE_FOLDER,
   loadConfig,
   type Logger,
-  openSqlStore,
+  openSqliteStore,
   openStore,
-  PgliteDatabase,
+  SCHEMA,
   SQLITE_DATABASE_FILE,
-  SqliteStore,
+  SqlStore,
   type Store,
 } from '@stepwise/backend';
+import { PgliteDatabase } from '../../backend/src/store/pglite-database.ts';
 import type { LoggedEvent } from '@stepwise/shared-types';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 
@@ -65,15 +66,14 @@ const finishedRun = randomUUID();
 const waitingRun = randomUUID();
 const checkpoint = { input: { question: 'Weather?', history: [] }, state: { step: 2, deadline: '2030-01-01T00:00:00.000Z', asked: 'ask_city' } };
 
-beforeAll(async () => {
-  template = mkdtempSync(join(tmpdir(), 'stepwise-pglite-data-'));
-  const old = await openSqlStore(await PgliteDatabase.open(join(template, EMBEDDED_DATABASE_FOLDER)));
-  await old.createSession(chat);
-  await old.createSession(untitled);
-  await old.appendMessages(chat, [{ role: 'user', content: 'What is (17+25)*3?' }], 0);
-  await old.createRun({ id: finishedRun, sessionId: chat, strategy: 'roa', maxSteps: 5, afterSeq: 0 });
-  for (let seq = 1; seq <= 4; seq++) await old.appendEvent(chat, event(seq, finishedRun, { nested: { list: [1, 'two', null], text: 'ünïcödé ✓' } }));
-  await old.appendMessages(
+/** The data written through the store's port (into SQLite in memory), to be what the old release held. */
+async function theOldData(store: Store): Promise<void> {
+  await store.createSession(chat);
+  await store.createSession(untitled);
+  await store.appendMessages(chat, [{ role: 'user', content: 'What is (17+25)*3?' }], 0);
+  await store.createRun({ id: finishedRun, sessionId: chat, strategy: 'roa', maxSteps: 5, afterSeq: 0 });
+  for (let seq = 1; seq <= 4; seq++) await store.appendEvent(chat, event(seq, finishedRun, { nested: { list: [1, 'two', null], text: 'ünïcödé ✓' } }));
+  await store.appendMessages(
     chat,
     [
       { role: 'assistant', content: null, toolCalls: [{ id: 'c1', name: 'calculator', arguments: '{"expression":"(17+25)*3"}' }] },
@@ -82,14 +82,90 @@ beforeAll(async () => {
     ],
     4,
   );
-  await old.finishRun(finishedRun, { status: 'completed', endReason: 'answered', steps: 1, usage: { promptTokens: 3_000_000_000, completionTokens: 2 ** 40 } });
-  await old.appendMessages(chat, [{ role: 'user', content: 'And the weather?' }], 4);
-  await old.createRun({ id: waitingRun, sessionId: chat, strategy: 'roa', maxSteps: 5, afterSeq: 4 });
-  await old.saveCheckpoint(waitingRun, checkpoint);
-  await old.appendEvent(chat, event(5, waitingRun));
-  await old.appendEvent(chat, event(6, undefined, { type: 'file_saved' }));
-  expected = await snapshot(old, [chat, untitled]);
-  await old.close();
+  await store.finishRun(finishedRun, {
+    status: 'completed',
+    endReason: 'answered',
+    steps: 1,
+    usage: { promptTokens: 3_000_000_000, completionTokens: 2 ** 40 },
+  });
+  await store.appendMessages(chat, [{ role: 'user', content: 'And the weather?' }], 4);
+  await store.createRun({ id: waitingRun, sessionId: chat, strategy: 'roa', maxSteps: 5, afterSeq: 4 });
+  await store.saveCheckpoint(waitingRun, checkpoint);
+  await store.appendEvent(chat, event(5, waitingRun));
+  await store.appendEvent(chat, event(6, undefined, { type: 'file_saved' }));
+}
+
+/**
+ * Writes `data` into a PGlite folder as the PGlite release kept it: its schema (versions 1–3 of
+ * its schema_migrations, no owners) and its rows, in that release's own SQL.
+ */
+async function writeOldRelease(folder: string, data: Awaited<ReturnType<typeof snapshot>>): Promise<void> {
+  const old = await PgliteDatabase.open(folder);
+  try {
+    await old.exec('create table schema_migrations (version integer primary key, name text not null, applied_at timestamptz not null default now())');
+    for (const step of SCHEMA.filter((candidate) => candidate.legacy && candidate.legacy.postgres <= 3)) {
+      for (const statement of step.postgres) await old.exec(statement);
+      await old.query('insert into schema_migrations (version, name) values ($1, $2)', [step.legacy!.postgres, step.name]);
+    }
+    for (const session of data.sessions) {
+      await old.query('insert into sessions (id, title, created_at, updated_at) values ($1, $2, $3, $4)', [
+        session.id,
+        session.title,
+        session.createdAt,
+        session.updatedAt,
+      ]);
+    }
+    for (const { session, messages, runs, events } of data.perSession) {
+      for (const [position, record] of messages.entries()) {
+        await old.query('insert into messages (session_id, position, message, after_seq) values ($1, $2, $3, $4)', [
+          session!.id,
+          position,
+          JSON.stringify(record.message),
+          record.afterSeq,
+        ]);
+      }
+      for (const run of runs) {
+        await old.query(
+          `insert into runs (id, session_id, strategy, max_steps, status, end_reason, steps, prompt_tokens, completion_tokens, after_seq, started_at, ended_at, checkpoint)
+           values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+          [
+            run.id,
+            run.sessionId,
+            run.strategy,
+            run.maxSteps,
+            run.status,
+            run.endReason ?? null,
+            run.steps ?? null,
+            run.promptTokens,
+            run.completionTokens,
+            run.afterSeq ?? null,
+            run.startedAt,
+            run.endedAt ?? null,
+            run.checkpoint === undefined ? null : JSON.stringify(run.checkpoint),
+          ],
+        );
+      }
+      for (const logged of events) {
+        await old.query('insert into events (session_id, seq, run_id, payload) values ($1, $2, $3, $4)', [
+          session!.id,
+          logged.seq,
+          logged.run_id ?? null,
+          JSON.stringify(logged),
+        ]);
+      }
+    }
+  } finally {
+    await old.close();
+  }
+}
+
+beforeAll(async () => {
+  template = mkdtempSync(join(tmpdir(), 'stepwise-pglite-data-'));
+  const written = await openSqliteStore(':memory:');
+  await theOldData(written);
+  expected = await snapshot(written, [chat, untitled]);
+  await written.close();
+  await writeOldRelease(join(template, EMBEDDED_DATABASE_FOLDER), expected);
 }, 120_000);
 
 afterAll(() => rmSync(template, { recursive: true, force: true }));
@@ -121,7 +197,8 @@ describe('moving the data of the PGlite release into SQLite', () => {
     const { logger, lines } = recordingLogger();
     const store = await open(dataDir, logger);
 
-    expect(store).toBeInstanceOf(SqliteStore);
+    expect(store).toBeInstanceOf(SqlStore);
+    expect((store as SqlStore).dialect).toBe('sqlite');
     expect(await snapshot(store, [chat, untitled])).toEqual(expected);
     // The parts a restart and the history depend on, spelled out.
     expect(await store.getSession(chat)).toMatchObject({ title: 'What is (17+25)*3?' });

@@ -1,6 +1,6 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Config, createFileTools, openSqlStore, PgliteDatabase, SessionFiles, type Store, TOKENS, type Tool } from '@stepwise/backend';
+import { type Config, createFileTools, openSqliteStore, SessionFiles, type Store, TOKENS, type Tool } from '@stepwise/backend';
 import type { DependencyContainer } from 'tsyringe';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -20,7 +20,7 @@ const servers: TestServer[] = [];
 const clients: TestClient[] = [];
 
 beforeAll(async () => {
-  store = await openSqlStore(await PgliteDatabase.inMemory());
+  store = await openSqliteStore(':memory:');
 });
 
 afterAll(() => store?.close());

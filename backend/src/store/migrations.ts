@@ -1,156 +1,298 @@
-import type { SqlDatabase } from './sql-database.ts';
+import { type Kysely, sql } from 'kysely';
+import { type Migration, type MigrationProvider, Migrator } from 'kysely/migration';
 
-/** Versioned schema changes, applied in order at startup; never edit one that has shipped. */
-/** One step of the schema: a script, applied once, in one transaction with its version. */
-export interface Migration {
-  version: number;
+/** The two SQL databases the store runs on. */
+export type SqlDialectName = 'sqlite' | 'postgres';
+
+/**
+ * One step of the schema, for both databases, applied once and in order at startup through
+ * Kysely's Migrator (each in its own transaction); never edit one that has shipped. Each
+ * statement runs whole, as the database parses it: a `;` inside a function body or a string is
+ * never a split. On SQLite, times are ISO 8601 text (UTC, milliseconds), which sorts as it reads;
+ * JSON is text; tables are STRICT, so a value of the wrong type is refused rather than stored.
+ * Leases (several instances) exist on PostgreSQL only.
+ */
+export interface SchemaStep {
+  /** Its name in the migration table; steps run in the order of their names. */
   name: string;
-  sql: string;
+  postgres: string[];
+  sqlite: string[];
+  /**
+   * The version that applied this step under the version table of earlier releases
+   * (schema_migrations, one list per database): a database upgraded from one has it already.
+   */
+  legacy?: { postgres: number; sqlite: number };
 }
 
-export const MIGRATIONS: Migration[] = [
+export const SCHEMA: SchemaStep[] = [
   {
-    version: 1,
-    name: 'sessions, messages, runs and event logs',
-    sql: `
-      create table sessions (
-        id uuid primary key,
-        title text,
-        created_at timestamptz not null default now(),
-        updated_at timestamptz not null default now()
-      );
-      create index sessions_updated_at on sessions (updated_at desc);
-
-      create table messages (
-        session_id uuid not null references sessions (id) on delete cascade,
-        position integer not null,
-        message json not null,
-        after_seq integer not null default 0,
-        created_at timestamptz not null default now(),
-        primary key (session_id, position)
-      );
-
-      create table runs (
-        id uuid primary key,
-        session_id uuid not null references sessions (id) on delete cascade,
-        strategy text not null,
-        max_steps integer not null,
-        status text not null,
-        end_reason text,
-        steps integer,
-        prompt_tokens integer not null default 0,
-        completion_tokens integer not null default 0,
-        started_at timestamptz not null default now(),
-        ended_at timestamptz,
-        checkpoint json
-      );
-      create index runs_session on runs (session_id, started_at);
-      create index runs_running on runs (status) where status = 'running';
-
-      create table events (
-        session_id uuid not null references sessions (id) on delete cascade,
-        seq integer not null,
-        run_id uuid,
-        payload json not null,
-        primary key (session_id, seq)
-      );
-    `,
+    name: '0001 sessions, messages, runs and event logs',
+    legacy: { postgres: 1, sqlite: 1 },
+    postgres: [
+      `
+        create table sessions (
+          id uuid primary key,
+          title text,
+          created_at timestamptz not null default now(),
+          updated_at timestamptz not null default now()
+        )
+      `,
+      `create index sessions_updated_at on sessions (updated_at desc)`,
+      `
+        create table messages (
+          session_id uuid not null references sessions (id) on delete cascade,
+          position integer not null,
+          message json not null,
+          after_seq integer not null default 0,
+          created_at timestamptz not null default now(),
+          primary key (session_id, position)
+        )
+      `,
+      `
+        create table runs (
+          id uuid primary key,
+          session_id uuid not null references sessions (id) on delete cascade,
+          strategy text not null,
+          max_steps integer not null,
+          status text not null,
+          end_reason text,
+          steps integer,
+          prompt_tokens integer not null default 0,
+          completion_tokens integer not null default 0,
+          started_at timestamptz not null default now(),
+          ended_at timestamptz,
+          checkpoint json
+        )
+      `,
+      `create index runs_session on runs (session_id, started_at)`,
+      `create index runs_running on runs (status) where status = 'running'`,
+      `
+        create table events (
+          session_id uuid not null references sessions (id) on delete cascade,
+          seq integer not null,
+          run_id uuid,
+          payload json not null,
+          primary key (session_id, seq)
+        )
+      `,
+    ],
+    sqlite: [
+      `
+        create table sessions (
+          id text primary key,
+          title text,
+          created_at text not null,
+          updated_at text not null
+        ) strict
+      `,
+      `create index sessions_updated_at on sessions (updated_at desc, created_at desc)`,
+      `
+        create table messages (
+          session_id text not null references sessions (id) on delete cascade,
+          position integer not null,
+          message text not null,
+          after_seq integer not null default 0,
+          created_at text not null,
+          primary key (session_id, position)
+        ) strict
+      `,
+      `
+        -- Token counts are SQLite integers (64-bit); the store caps totals at 2^53 - 1 so they read back exactly.
+        create table runs (
+          id text primary key,
+          session_id text not null references sessions (id) on delete cascade,
+          strategy text not null,
+          max_steps integer not null,
+          status text not null,
+          end_reason text,
+          steps integer,
+          prompt_tokens integer not null default 0,
+          completion_tokens integer not null default 0,
+          after_seq integer,
+          started_at text not null,
+          ended_at text,
+          checkpoint text
+        ) strict
+      `,
+      `create index runs_session on runs (session_id, started_at)`,
+      `create index runs_running on runs (status) where status = 'running'`,
+      `
+        create table events (
+          session_id text not null references sessions (id) on delete cascade,
+          seq integer not null,
+          run_id text,
+          payload text not null,
+          primary key (session_id, seq)
+        ) strict
+      `,
+    ],
   },
   {
-    version: 2,
-    name: 'token counts as 64-bit integers; where each run begins in its log',
+    name: '0002 token counts as 64-bit integers; where each run begins in its log',
     // A model may report counts past 2^31 - 1 (in error, or across a long run): an integer column
     // would refuse the run's end and leave the run open. after_seq tells a restart which logged
     // events came after the run began, for runs whose events carry no run id (plain chat answers).
-    sql: `
-      alter table runs alter column prompt_tokens type bigint, alter column completion_tokens type bigint;
-      alter table runs add column after_seq integer;
-    `,
+    legacy: { postgres: 2, sqlite: 1 },
+    postgres: [
+      `alter table runs alter column prompt_tokens type bigint, alter column completion_tokens type bigint`,
+      `alter table runs add column after_seq integer`,
+    ],
+    sqlite: [],
   },
   {
-    version: 3,
-    name: 'run journal: every effect of a run, by position; snapshots of a session',
-    sql: `
-      create table run_journal (
-        run_id uuid not null references runs (id) on delete cascade,
-        position integer not null,
-        kind text not null,
-        key text not null,
-        value jsonb not null,
-        step integer not null default 0,
-        primary key (run_id, position)
-      );
-
-      create table snapshots (
-        id uuid primary key,
-        session_id uuid not null references sessions (id) on delete cascade,
-        label text not null,
-        kind text not null,
-        run_id uuid,
-        step integer,
-        at_seq integer not null,
-        messages jsonb not null,
-        created_at timestamptz not null default now()
-      );
-      create index snapshots_session on snapshots (session_id, created_at);
-    `,
+    name: '0003 run journal: every effect of a run, by position; snapshots of a session',
+    legacy: { postgres: 3, sqlite: 2 },
+    postgres: [
+      `
+        create table run_journal (
+          run_id uuid not null references runs (id) on delete cascade,
+          position integer not null,
+          kind text not null,
+          key text not null,
+          value jsonb not null,
+          step integer not null default 0,
+          primary key (run_id, position)
+        )
+      `,
+      `
+        create table snapshots (
+          id uuid primary key,
+          session_id uuid not null references sessions (id) on delete cascade,
+          label text not null,
+          kind text not null,
+          run_id uuid,
+          step integer,
+          at_seq integer not null,
+          messages jsonb not null,
+          created_at timestamptz not null default now()
+        )
+      `,
+      `create index snapshots_session on snapshots (session_id, created_at)`,
+    ],
+    sqlite: [
+      `
+        create table run_journal (
+          run_id text not null references runs (id) on delete cascade,
+          position integer not null,
+          kind text not null,
+          key text not null,
+          value text not null,
+          step integer not null default 0,
+          primary key (run_id, position)
+        ) strict
+      `,
+      `
+        create table snapshots (
+          id text primary key,
+          session_id text not null references sessions (id) on delete cascade,
+          label text not null,
+          kind text not null,
+          run_id text,
+          step integer,
+          at_seq integer not null,
+          messages text not null,
+          created_at text not null
+        ) strict
+      `,
+      `create index snapshots_session on snapshots (session_id, created_at)`,
+    ],
   },
   {
-    version: 4,
-    name: 'session leases: which instance holds a session (and its run) when several share the database',
-    sql: `
-      create table session_leases (
-        session_id text primary key,
-        instance_id text not null,
-        run_id text,
-        expires_at timestamptz not null
-      );
-      create index session_leases_expiry on session_leases (expires_at) where run_id is not null;
-    `,
+    name: '0004 session leases: which instance holds a session (and its run) when several share the database',
+    legacy: { postgres: 4, sqlite: 2 },
+    postgres: [
+      `
+        create table session_leases (
+          session_id text primary key,
+          instance_id text not null,
+          run_id text,
+          expires_at timestamptz not null
+        )
+      `,
+      `create index session_leases_expiry on session_leases (expires_at) where run_id is not null`,
+    ],
+    sqlite: [],
   },
   {
-    version: 5,
-    name: "a run's cached and reasoning tokens and its cost in USD",
-    sql: `alter table runs add column spending jsonb;`,
+    name: "0005 a run's cached and reasoning tokens and its cost in USD",
+    legacy: { postgres: 5, sqlite: 3 },
+    postgres: [`alter table runs add column spending jsonb`],
+    sqlite: [`alter table runs add column spending text`],
   },
   {
-    version: 6,
-    name: 'every chat has an owner; the chats from before belong to the local user',
-    sql: `
-      alter table sessions add column owner text not null default 'local';
-      alter table sessions add column owner_name text;
-      create index sessions_owner on sessions (owner, updated_at desc);
-    `,
+    name: '0006 every chat has an owner; the chats from before belong to the local user',
+    legacy: { postgres: 6, sqlite: 4 },
+    postgres: [
+      `alter table sessions add column owner text not null default 'local'`,
+      `alter table sessions add column owner_name text`,
+      `create index sessions_owner on sessions (owner, updated_at desc)`,
+    ],
+    sqlite: [
+      `alter table sessions add column owner text not null default 'local'`,
+      `alter table sessions add column owner_name text`,
+      `create index sessions_owner on sessions (owner, updated_at desc)`,
+    ],
   },
   {
-    version: 7,
-    name: 'a lease generation, which fences the writes of an instance that lost its lease',
+    name: '0007 a lease generation, which fences the writes of an instance that lost its lease',
     // One sequence for every lease: a generation never comes back, even for a lease deleted and made again.
-    sql: `
-      create sequence session_lease_generation;
-      alter table session_leases add column generation bigint not null default nextval('session_lease_generation');
-    `,
+    legacy: { postgres: 7, sqlite: 4 },
+    postgres: [
+      `create sequence session_lease_generation`,
+      `alter table session_leases add column generation bigint not null default nextval('session_lease_generation')`,
+    ],
+    sqlite: [],
   },
 ];
 
-/** Brings the schema up to date in one transaction: a crash leaves no half, and concurrent starts wait their turn. */
-export async function migrate(db: SqlDatabase, migrations: readonly Migration[] = MIGRATIONS): Promise<number[]> {
-  const done: number[] = [];
-  // Several instances may start at once on a new database: they migrate one after the other
-  // (the lock is the transaction's), and each sees what the one before it applied.
-  await db.transaction(async (tx) => {
-    await tx.query('select pg_advisory_xact_lock(703170)');
-    await tx.query(
-      'create table if not exists schema_migrations (version integer primary key, name text not null, applied_at timestamptz not null default now())',
+/** The version table of earlier releases, whose applied versions stand for the steps they made. */
+const LEGACY_TABLE = 'schema_migrations';
+
+/** The highest version an earlier release applied to this database (0 when it never had one). */
+async function legacyVersion<T>(db: Kysely<T>, dialect: SqlDialectName): Promise<number> {
+  const exists =
+    dialect === 'postgres'
+      ? await sql<{ found: string | null }>`select to_regclass(${LEGACY_TABLE})::text as found`.execute(db)
+      : await sql<{ found: string | null }>`select name as found from sqlite_master where type = 'table' and name = ${LEGACY_TABLE}`.execute(db);
+  if (!exists.rows[0]?.found) return 0;
+  const { rows } = await sql<{ version: number | null }>`select max(version) as version from ${sql.table(LEGACY_TABLE)}`.execute(db);
+  return Number(rows[0]?.version ?? 0);
+}
+
+/** The steps as Kysely migrations for one database; a step an earlier release applied already is only recorded. */
+function provider(dialect: SqlDialectName, steps: readonly SchemaStep[]): MigrationProvider {
+  return {
+    async getMigrations() {
+      const migrations: Record<string, Migration> = {};
+      for (const step of steps) {
+        migrations[step.name] = {
+          async up(db) {
+            if (step.legacy && (await legacyVersion(db, dialect)) >= step.legacy[dialect]) return;
+            for (const statement of step[dialect]) await sql.raw(statement).execute(db);
+          },
+        };
+      }
+      return migrations;
+    },
+  };
+}
+
+/**
+ * Brings the schema up to date; resolves with the names of the steps applied now. Each step
+ * commits with its record, so a crash leaves no half; on PostgreSQL several instances starting at
+ * once on a new database migrate one after the other (the Migrator's lock).
+ */
+export async function migrateSchema<T>(db: Kysely<T>, dialect: SqlDialectName, steps: readonly SchemaStep[] = SCHEMA): Promise<string[]> {
+  const migrator = new Migrator({ db, provider: provider(dialect, steps) });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) {
+    const failed = results?.find((result) => result.status === 'Error')?.migrationName;
+    throw new Error(
+      `The database schema could not be brought up to date${failed ? ` (step "${failed}")` : ''}: ${error instanceof Error ? error.message : String(error)}`,
+      {
+        cause: error,
+      },
     );
-    const applied = new Set((await tx.query<{ version: number }>('select version from schema_migrations')).map((row) => row.version));
-    for (const migration of migrations) {
-      if (applied.has(migration.version)) continue;
-      // The whole script at once: the server parses it, so a `;` in a function body or a string is no split.
-      await tx.exec(migration.sql);
-      await tx.query('insert into schema_migrations (version, name) values ($1, $2)', [migration.version, migration.name]);
-      done.push(migration.version);
-    }
-  });
-  return done;
+  }
+  return (results ?? []).filter((result) => result.status === 'Success').map((result) => result.migrationName);
 }

@@ -2,14 +2,12 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from '../config/config.ts';
 import type { Logger } from '../logger.ts';
-import { migrate } from './migrations.ts';
+import { Kysely, PostgresDialect } from 'kysely';
+import { migrateSchema, SCHEMA, type SchemaStep } from './migrations.ts';
 import type { PgliteImport } from './pglite-import.ts';
 import { PostgresDatabase } from './postgres-database.ts';
-import type { SqlDatabase } from './sql-database.ts';
-import { SqlStore } from './sql-store.ts';
-import { IN_MEMORY, openSqliteDatabase, type SqliteSync } from './sqlite-database.ts';
-import { migrateSqlite } from './sqlite-migrations.ts';
-import { SqliteStore } from './sqlite-store.ts';
+import { SqlStore, type Tables } from './sql-store.ts';
+import { closeSqliteDatabase, IN_MEMORY, LibsqlDialect, openSqliteDatabase, type SqliteSync } from './sqlite-database.ts';
 import type { Store } from './store.ts';
 
 /** The embedded database's file inside DATA_DIR. */
@@ -24,7 +22,7 @@ export async function openStore(config: Config, logger: Logger): Promise<Store> 
 }
 
 /** Opens the SQLite store of a data folder, first moving into it what an earlier release kept in PGlite. */
-export async function openEmbeddedStore(dataDir: string, options: { sync?: SqliteSync; logger?: Logger } = {}): Promise<SqliteStore> {
+export async function openEmbeddedStore(dataDir: string, options: { sync?: SqliteSync; logger?: Logger } = {}): Promise<SqlStore> {
   await migrateEmbeddedData(dataDir, options.logger);
   if (existsSync(join(dataDir, EMBEDDED_DATABASE_FOLDER))) {
     // Left when a start stopped between the two renames of an import, or put back by hand: it is not read.
@@ -44,8 +42,16 @@ export async function migrateEmbeddedData(dataDir: string, logger?: Logger): Pro
   const folder = join(dataDir, EMBEDDED_DATABASE_FOLDER);
   const file = join(dataDir, SQLITE_DATABASE_FILE);
   if (existsSync(file) || !isPgliteDirectory(folder)) return undefined;
-  // Loaded only here: a server that has nothing to move never loads PGlite.
-  const { importPgliteData } = await import('./pglite-import.ts');
+  // Loaded only here: a server that has nothing to move never loads PGlite (an optional dependency).
+  let importPgliteData: typeof import('./pglite-import.ts').importPgliteData;
+  try {
+    ({ importPgliteData } = await import('./pglite-import.ts'));
+  } catch (error) {
+    throw new Error(
+      `${folder} holds the data of an earlier release (embedded PostgreSQL), and moving it into SQLite needs the optional package @electric-sql/pglite, which is not installed (${(error as Error).message}). Install the workspace with optional dependencies, or move the folder aside to start afresh.`,
+      { cause: error },
+    );
+  }
   return importPgliteData(folder, file, logger);
 }
 
@@ -55,28 +61,31 @@ export function isPgliteDirectory(dir: string): boolean {
 }
 
 /** Opens a SQLite database (a file, or ':memory:'), migrates it and wraps it in the store. */
-export function openSqliteStore(path: string, options: { sync?: SqliteSync; logger?: Logger } = {}): SqliteStore {
+export async function openSqliteStore(path: string, options: { sync?: SqliteSync; logger?: Logger; steps?: readonly SchemaStep[] } = {}): Promise<SqlStore> {
   const sync = options.sync ?? 'full';
-  const db = openSqliteDatabase(path, sync);
+  const connection = openSqliteDatabase(path, sync);
+  const db = new Kysely<Tables>({ dialect: new LibsqlDialect(connection) });
   try {
-    const applied = migrateSqlite(db);
+    const applied = await migrateSchema(db, 'sqlite', options.steps ?? SCHEMA);
     const description = path === IN_MEMORY ? 'embedded SQLite in memory' : `embedded SQLite in ${path} (synchronous=${sync})`;
     options.logger?.info({ database: description, migrations: applied }, 'database ready');
-    return new SqliteStore(db, description);
+    return new SqlStore(db, 'sqlite', description, { migrated: applied, onClose: () => closeSqliteDatabase(connection) });
   } catch (error) {
-    db.close();
+    await db.destroy().catch(() => undefined);
+    connection.close();
     throw error;
   }
 }
 
-/** Migrates a PostgreSQL database and wraps it in the store. */
-export async function openSqlStore(db: SqlDatabase, logger?: Logger): Promise<SqlStore> {
+/** Migrates a PostgreSQL database and wraps it in the store (which ends its pool when it closes). */
+export async function openSqlStore(database: PostgresDatabase, logger?: Logger, options: { steps?: readonly SchemaStep[] } = {}): Promise<SqlStore> {
+  const db = new Kysely<Tables>({ dialect: new PostgresDialect({ pool: database.pool }) });
   try {
-    const applied = await migrate(db);
-    logger?.info({ database: db.description, migrations: applied }, 'database ready');
-    return new SqlStore(db);
+    const applied = await migrateSchema(db, 'postgres', options.steps ?? SCHEMA);
+    logger?.info({ database: database.description, migrations: applied }, 'database ready');
+    return new SqlStore(db, 'postgres', database.description, { migrated: applied });
   } catch (error) {
-    await db.close().catch(() => undefined);
+    await db.destroy().catch(() => undefined);
     throw error;
   }
 }

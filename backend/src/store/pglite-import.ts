@@ -1,10 +1,10 @@
 import { closeSync, fsyncSync, openSync, renameSync, rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from '../logger.ts';
-import { migrate } from './migrations.ts';
+import { Kysely } from 'kysely';
+import { migrateSchema, SCHEMA } from './migrations.ts';
 import { PgliteDatabase } from './pglite-database.ts';
-import { closeSqliteDatabase, openSqliteDatabase, pragma, type SqliteConnection } from './sqlite-database.ts';
-import { migrateSqlite } from './sqlite-migrations.ts';
+import { closeSqliteDatabase, LibsqlDialect, openSqliteDatabase, pragma, type SqliteConnection } from './sqlite-database.ts';
 
 /** What an import moved, and where the old folder went. */
 export interface PgliteImport {
@@ -33,13 +33,15 @@ export async function importPgliteData(from: string, to: string, logger?: Logger
   const source = await PgliteDatabase.open(from);
   let counts: Omit<PgliteImport, 'movedAside'>;
   try {
-    // The same schema upgrade the old store ran at every start: a folder made by an older release gets its newer columns.
-    await migrate(source);
+    // The schema upgrade the old store ran at every start: a folder made by an older release gets its newer columns.
+    await upgradeOldSchema(source);
     const target = openSqliteDatabase(building, 'full');
     try {
       // One file, no write-ahead log beside it, so that the rename below moves the whole database.
       pragma(target, 'journal_mode = delete');
-      migrateSqlite(target);
+      const schema = new Kysely<unknown>({ dialect: new LibsqlDialect(target) });
+      await migrateSchema(schema, 'sqlite');
+      await schema.destroy();
       counts = await copyAll(source, target);
     } finally {
       closeSqliteDatabase(target);
@@ -57,6 +59,25 @@ export async function importPgliteData(from: string, to: string, logger?: Logger
   syncDirectory(dirname(from));
   logger?.info({ ...counts, from, to, movedAside }, 'moved the embedded PostgreSQL data into SQLite; the old folder is kept');
   return { ...counts, movedAside };
+}
+
+/**
+ * Brings a folder made by an older release to the columns the import reads, as the release after
+ * it would have: the steps its version table (schema_migrations) does not list yet, in one transaction.
+ */
+async function upgradeOldSchema(source: PgliteDatabase): Promise<void> {
+  await source.exec(
+    'create table if not exists schema_migrations (version integer primary key, name text not null, applied_at timestamptz not null default now())',
+  );
+  const [row] = await source.query<{ version: number | null }>('select max(version) as version from schema_migrations');
+  const current = Number(row?.version ?? 0);
+  await source.transaction(async (tx) => {
+    for (const step of SCHEMA) {
+      if (!step.legacy || step.legacy.postgres <= current) continue;
+      for (const statement of step.postgres) await tx.exec(statement);
+      await tx.query('insert into schema_migrations (version, name) values ($1, $2)', [step.legacy.postgres, step.name]);
+    }
+  });
 }
 
 async function copyAll(source: PgliteDatabase, target: SqliteConnection): Promise<Omit<PgliteImport, 'movedAside'>> {

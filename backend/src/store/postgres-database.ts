@@ -4,7 +4,8 @@ import type { SqlDatabase, SqlExecutor } from './sql-database.ts';
 /** A PostgreSQL server at DATABASE_URL, through a connection pool. */
 export class PostgresDatabase implements SqlDatabase {
   readonly description: string;
-  private readonly pool: pg.Pool;
+  /** The pool itself, for the store's query builder (which ends it when the store closes). */
+  readonly pool: pg.Pool;
 
   constructor(url: string) {
     this.pool = new pg.Pool({ connectionString: url, max: 10 });

@@ -1,57 +1,80 @@
 import type { LoggedEvent } from '@stepwise/shared-types';
+import { type Generated, type Kysely, type RawBuilder, type Selectable, type Transaction, sql } from 'kysely';
 import type { LlmMessage } from '../messages.ts';
-import type { SqlDatabase } from './sql-database.ts';
+import type { SqlDialectName } from './migrations.ts';
+import { fromSnapshotColumn, toSnapshotColumn } from './snapshot-column.ts';
 import {
+  type Fence,
+  type FenceToken,
   type JournalEntry,
+  LOCAL_OWNER,
   type MessageRecord,
-  type SnapshotRecord,
   type NewRun,
   type RunEnd,
   type RunRecord,
-  type SessionRecord,
-  type Fence,
-  StaleLeaseError,
   type SessionOwner,
+  type SessionRecord,
+  type SnapshotRecord,
+  StaleLeaseError,
   type Store,
-  LOCAL_OWNER,
   titleFrom,
 } from './store.ts';
-import { fromSnapshotColumn, toSnapshotColumn } from './snapshot-column.ts';
 
-interface SessionRow {
-  id: string;
-  title: string | null;
-  created_at: Date | string;
-  updated_at: Date | string;
-  owner: string;
-  owner_name: string | null;
+/**
+ * The tables as both databases return them. A time is a Date from PostgreSQL and ISO text from
+ * SQLite; a 64-bit count a string from node-postgres; JSON parsed from PostgreSQL and text from
+ * SQLite. Every write passes times as ISO text and JSON as text, which both take.
+ */
+type Time = Date | string;
+type Json = unknown;
+
+export interface Tables {
+  sessions: { id: string; title: string | null; created_at: Time; updated_at: Time; owner: string; owner_name: string | null };
+  messages: { session_id: string; position: number; message: Json; after_seq: number; created_at: Time };
+  runs: {
+    id: string;
+    session_id: string;
+    strategy: string;
+    max_steps: number;
+    status: RunRecord['status'];
+    end_reason: Generated<string | null>;
+    steps: Generated<number | null>;
+    prompt_tokens: Generated<number | string | bigint>;
+    completion_tokens: Generated<number | string | bigint>;
+    after_seq: number | null;
+    started_at: Time;
+    ended_at: Generated<Time | null>;
+    checkpoint: Generated<Json | null>;
+    spending: Generated<Json | null>;
+  };
+  events: { session_id: string; seq: number; run_id: string | null; payload: Json };
+  run_journal: { run_id: string; position: number; kind: string; key: string; value: Json; step: number };
+  snapshots: {
+    id: string;
+    session_id: string;
+    label: string;
+    kind: SnapshotRecord['kind'];
+    run_id: string | null;
+    step: number | null;
+    at_seq: number;
+    messages: Json;
+    created_at: Time;
+  };
 }
 
-interface RunRow {
-  id: string;
-  session_id: string;
-  strategy: string;
-  max_steps: number;
-  status: RunRecord['status'];
-  end_reason: string | null;
-  steps: number | null;
-  /** bigint: node-postgres reads it as a string, PGlite as a number (or a bigint past 2^53). */
-  prompt_tokens: number | string | bigint;
-  completion_tokens: number | string | bigint;
-  after_seq: number | null;
-  started_at: Date | string;
-  ended_at: Date | string | null;
-  checkpoint: unknown;
-  spending: unknown;
-}
+type Db = Kysely<Tables> | Transaction<Tables>;
 
-/** Most rows written in one statement (at most 5 parameters each, well under PostgreSQL's 65535). */
+/** Most rows written in one statement (at most 9 parameters each: under SQLite's 32766 and PostgreSQL's 65535). */
 const BATCH_LIMIT = 1_000;
+
+const SNAPSHOT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * Group commit: rows that arrive while a write is in progress are written together in the next
  * statement, and each caller resumes once its own row is committed. One session's writes come one
- * at a time (it waits for each), so this only ever merges different sessions'.
+ * at a time (it waits for each), so this only ever merges different sessions': N sessions whose
+ * model replies arrive together cost a few commits rather than N (each an fsync with DB_SYNC=full,
+ * a round trip on PostgreSQL).
  */
 class GroupWriter<T> {
   private readonly pending: { row: T; resolve: () => void; reject: (error: unknown) => void }[] = [];
@@ -65,6 +88,11 @@ class GroupWriter<T> {
       this.pending.push({ row, resolve, reject });
       if (!this.writing) void this.drain();
     });
+  }
+
+  /** Resolves once every row added so far is written (or refused). */
+  async flush(): Promise<void> {
+    while (this.writing || this.pending.length > 0) await new Promise((resolve) => setImmediate(resolve));
   }
 
   private async drain(): Promise<void> {
@@ -85,16 +113,18 @@ class GroupWriter<T> {
   }
 }
 
+const iso = (value: Time) => new Date(value).toISOString();
+const json = (value: unknown) => JSON.stringify(value);
+/** Reads a JSON column: PostgreSQL's driver has parsed it already (a JSON string comes back as a string); SQLite's is text. */
+type JsonReader = <T>(value: unknown) => T;
+const parsedByDriver: JsonReader = <T>(value: unknown) => value as T;
+const parseText: JsonReader = <T>(value: unknown) => JSON.parse(value as string) as T;
 /**
- * A fenced row is written only while its lease (session, instance, generation) is the session's;
- * a row without one (no lease held: a file saved between runs) is written as before.
+ * A token count to add to a run's total: a whole number from 0 to Number.MAX_SAFE_INTEGER, so that
+ * totals (capped there too) read back as exact numbers.
  */
-const FENCED = `(v.instance_id is null or exists (
-  select 1 from session_leases l where l.session_id = v.session_id::text and l.instance_id = v.instance_id and l.generation = v.generation for share))`;
-
-/** `($1::uuid, $2::integer), …`: VALUES whose columns have types (a VALUES list read by a select has none of its own). */
-const typedValues = (rows: number, types: string[]) =>
-  Array.from({ length: rows }, (_, row) => `(${types.map((type, column) => `$${row * types.length + column + 1}::${type}`).join(', ')})`).join(', ');
+const tokenCount = (value: number | undefined) =>
+  value !== undefined && Number.isFinite(value) && value > 0 ? Math.min(Math.floor(value), Number.MAX_SAFE_INTEGER) : 0;
 
 /** The rows `missing` says were not written, each refused with StaleLeaseError. */
 function refusals<T>(rows: T[], missing: (row: T) => boolean, sessionOf: (row: T, index: number) => string): Map<number, Error> | undefined {
@@ -103,139 +133,202 @@ function refusals<T>(rows: T[], missing: (row: T) => boolean, sessionOf: (row: T
   return refused.size > 0 ? refused : undefined;
 }
 
-/** `($1, $2), ($3, $4)`: the VALUES of `rows` rows of `width` parameters. */
-const valuesList = (rows: number, width: number) =>
-  Array.from({ length: rows }, (_, row) => `(${Array.from({ length: width }, (_, column) => `$${row * width + column + 1}`).join(', ')})`).join(', ');
-
-const iso = (value: Date | string) => new Date(value).toISOString();
-const json = (value: unknown) => JSON.stringify(value);
 /**
- * A token count to add to a run's total: a whole number from 0 to Number.MAX_SAFE_INTEGER, so that
- * totals (capped there too) read back as exact numbers.
+ * Where the two databases differ, in one place: the smaller of two numbers, how JSON reads back, and fenced writes
+ * (leases live in PostgreSQL only: several instances need a shared server).
  */
-const tokenCount = (value: number | undefined) =>
-  value !== undefined && Number.isFinite(value) && value > 0 ? Math.min(Math.floor(value), Number.MAX_SAFE_INTEGER) : 0;
-/** json columns come back parsed from both drivers; tolerate text too. */
-const parsed = <T>(value: unknown): T => (typeof value === 'string' ? (JSON.parse(value) as T) : (value as T));
+const DIALECTS: Record<SqlDialectName, { least: string; json: JsonReader }> = {
+  sqlite: { least: 'min', json: parseText },
+  postgres: { least: 'least', json: parsedByDriver },
+};
 
-/** The Store on PostgreSQL (a server at DATABASE_URL; PGlite only to read data from before the SQLite store). */
+/**
+ * A fenced row is written only while its lease (session, instance, generation) is the session's;
+ * a row without one (no lease held: a file saved between runs) is written as before. PostgreSQL only.
+ */
+const FENCED = sql`(v.instance_id is null or exists (
+  select 1 from session_leases l where l.session_id = v.session_id::text and l.instance_id = v.instance_id and l.generation = v.generation for share))`;
+
+/** Typed VALUES rows (`($1::uuid, $2::integer), …`): a VALUES list read by a select has no column types of its own. */
+const typedValues = (rows: unknown[][], types: string[]): RawBuilder<unknown> =>
+  sql.join(rows.map((row) => sql`(${sql.join(row.map((value, column) => sql`${value}::${sql.raw(types[column]!)}`))})`));
+
+/**
+ * The Store on SQL, one set of queries for both databases: embedded SQLite (the default, libsql)
+ * and a PostgreSQL server (DATABASE_URL), through Kysely. Every write has committed when its
+ * promise resolves, so an event is stored before anyone is sent it; events and journal entries of
+ * many sessions at once are committed together (GroupWriter). With several instances (PostgreSQL)
+ * a run's writes are fenced by its lease (fenceWith).
+ */
 export class SqlStore implements Store {
   private fence: Fence | undefined;
+  private clock = 0;
+  private readonly least: string;
+  private readonly parsed: JsonReader;
 
-  constructor(private readonly db: SqlDatabase) {}
+  constructor(
+    private readonly db: Kysely<Tables>,
+    readonly dialect: SqlDialectName,
+    /** Names the database for logs, without secrets. */
+    readonly description: string,
+    options: {
+      /** The schema steps applied when the store opened. */
+      migrated?: string[];
+      /** Called once the store has closed Kysely (SQLite: fold the log into the file and close it). */
+      onClose?: () => Promise<void> | void;
+    } = {},
+  ) {
+    this.least = DIALECTS[dialect].least;
+    this.parsed = DIALECTS[dialect].json;
+    this.migrated = options.migrated ?? [];
+    this.onClose = options.onClose ?? (() => undefined);
+  }
+
+  /** The schema steps applied when the store opened (none when it was up to date). */
+  readonly migrated: string[];
+  private readonly onClose: () => Promise<void> | void;
 
   /**
    * Several instances: from now on a run's events and journal entries are written only while the
    * lease they are made under is still the session's (see Fence); a stale instance's are refused.
    */
   fenceWith(fence: Fence): void {
+    if (this.dialect !== 'postgres') throw new Error('Leases need PostgreSQL: several instances share a PostgreSQL server');
     this.fence = fence;
   }
 
   async createSession(id: string, owner: SessionOwner = { id: LOCAL_OWNER }): Promise<SessionRecord> {
-    const [row] = await this.db.query<SessionRow>('insert into sessions (id, owner, owner_name) values ($1, $2, $3) returning *', [
-      id,
-      owner.id,
-      owner.name ?? null,
-    ]);
-    return toSession(row!);
+    const now = this.now();
+    const row = await this.db
+      .insertInto('sessions')
+      .values({ id, title: null, created_at: now, updated_at: now, owner: owner.id, owner_name: owner.name ?? null })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    return toSession(row);
   }
 
   async getSession(id: string): Promise<SessionRecord | undefined> {
-    const [row] = await this.db.query<SessionRow>('select * from sessions where id = $1', [id]);
+    const row = await this.db.selectFrom('sessions').selectAll().where('id', '=', id).executeTakeFirst();
     return row && toSession(row);
   }
 
   async renameSession(id: string, title: string): Promise<SessionRecord | undefined> {
-    const [row] = await this.db.query<SessionRow>('update sessions set title = $2 where id = $1 returning *', [id, title]);
+    const row = await this.db.updateTable('sessions').set({ title }).where('id', '=', id).returningAll().executeTakeFirst();
     return row && toSession(row);
   }
 
   async listSessions(limit: number, owner?: string): Promise<SessionRecord[]> {
-    const rows =
-      owner === undefined
-        ? await this.db.query<SessionRow>('select * from sessions order by updated_at desc, created_at desc limit $1', [limit])
-        : await this.db.query<SessionRow>('select * from sessions where owner = $2 order by updated_at desc, created_at desc limit $1', [limit, owner]);
+    const rows = await this.db
+      .selectFrom('sessions')
+      .selectAll()
+      .$if(owner !== undefined, (query) => query.where('owner', '=', owner!))
+      .orderBy('updated_at', 'desc')
+      .orderBy('created_at', 'desc')
+      .limit(limit)
+      .execute();
     return rows.map(toSession);
   }
 
   async deleteSession(id: string): Promise<boolean> {
-    const rows = await this.db.query('delete from sessions where id = $1 returning id', [id]);
-    return rows.length > 0;
+    const { numDeletedRows } = await this.db.deleteFrom('sessions').where('id', '=', id).executeTakeFirst();
+    return numDeletedRows > 0n;
   }
 
   async appendMessages(sessionId: string, messages: LlmMessage[], afterSeq: number): Promise<void> {
     if (messages.length === 0) return;
     const firstUser = messages.find((message) => message.role === 'user');
-    // One statement (so one commit): the messages after the last one, and the session's activity and title.
-    await this.db.query(
-      `with next as (select coalesce(max(position) + 1, 0) as position from messages where session_id = $1),
-       inserted as (
-         insert into messages (session_id, position, message, after_seq)
-         select $1, next.position + item.ordinality - 1, item.value, $3
-         from next, json_array_elements($2::json) with ordinality as item(value, ordinality))
-       update sessions set updated_at = now(), title = coalesce(title, $4) where id = $1`,
-      [sessionId, json(messages), afterSeq, firstUser ? titleFrom(firstUser.content) : null],
-    );
+    const title = firstUser ? titleFrom(firstUser.content) : null;
+    const now = this.now();
+    // One transaction: the messages after the last one, and the session's activity and title.
+    await this.db.transaction().execute(async (tx) => {
+      const { position } = await tx
+        .selectFrom('messages')
+        .select(sql<number>`coalesce(max(position) + 1, 0)`.as('position'))
+        .where('session_id', '=', sessionId)
+        .executeTakeFirstOrThrow();
+      await insertMessages(
+        tx,
+        messages.map((message, index) => ({
+          session_id: sessionId,
+          position: Number(position) + index,
+          message: json(message),
+          after_seq: afterSeq,
+          created_at: now,
+        })),
+      );
+      await tx
+        .updateTable('sessions')
+        .set({ updated_at: now, title: sql`coalesce(title, ${title})` })
+        .where('id', '=', sessionId)
+        .execute();
+    });
   }
 
   async listMessages(sessionId: string): Promise<MessageRecord[]> {
-    const rows = await this.db.query<{ message: unknown; after_seq: number }>(
-      'select message, after_seq from messages where session_id = $1 order by position',
-      [sessionId],
-    );
-    return rows.map((row) => ({ message: parsed<LlmMessage>(row.message), afterSeq: row.after_seq }));
+    const rows = await this.db.selectFrom('messages').select(['message', 'after_seq']).where('session_id', '=', sessionId).orderBy('position').execute();
+    return rows.map((row) => ({ message: this.parsed<LlmMessage>(row.message), afterSeq: row.after_seq }));
   }
 
   async createRun(run: NewRun): Promise<void> {
-    await this.db.query("insert into runs (id, session_id, strategy, max_steps, status, after_seq) values ($1, $2, $3, $4, 'running', $5)", [
-      run.id,
-      run.sessionId,
-      run.strategy,
-      run.maxSteps,
-      run.afterSeq ?? null,
-    ]);
+    await this.db
+      .insertInto('runs')
+      .values({
+        id: run.id,
+        session_id: run.sessionId,
+        strategy: run.strategy,
+        max_steps: run.maxSteps,
+        status: 'running',
+        after_seq: run.afterSeq ?? null,
+        started_at: this.now(),
+      })
+      .execute();
   }
 
   async finishRun(runId: string, end: RunEnd): Promise<void> {
-    await this.db.query(
-      `with finished as (
-         update runs set status = $2, end_reason = $3, steps = $4, ended_at = now(), checkpoint = null,
-           prompt_tokens = least(prompt_tokens + $5::bigint, $7::bigint),
-           completion_tokens = least(completion_tokens + $6::bigint, $7::bigint),
-           spending = coalesce($8::jsonb, spending)
-         where id = $1 returning session_id)
-       update sessions set updated_at = now() where id = (select session_id from finished)`,
-      [
-        runId,
-        end.status,
-        end.endReason ?? null,
-        end.steps ?? null,
-        tokenCount(end.usage?.promptTokens),
-        tokenCount(end.usage?.completionTokens),
-        Number.MAX_SAFE_INTEGER,
-        end.spending ? JSON.stringify(end.spending) : null,
-      ],
-    );
+    const now = this.now();
+    const capped = (column: 'prompt_tokens' | 'completion_tokens', add: number) =>
+      sql<number>`${sql.raw(this.least)}(${sql.ref(column)} + ${add}, ${Number.MAX_SAFE_INTEGER})`;
+    await this.db.transaction().execute(async (tx) => {
+      const finished = await tx
+        .updateTable('runs')
+        .set({
+          status: end.status,
+          end_reason: end.endReason ?? null,
+          steps: end.steps ?? null,
+          ended_at: now,
+          checkpoint: null,
+          prompt_tokens: capped('prompt_tokens', tokenCount(end.usage?.promptTokens)),
+          completion_tokens: capped('completion_tokens', tokenCount(end.usage?.completionTokens)),
+          spending: sql`coalesce(${end.spending ? json(end.spending) : null}, spending)`,
+        })
+        .where('id', '=', runId)
+        .returning('session_id')
+        .executeTakeFirst();
+      if (finished) await tx.updateTable('sessions').set({ updated_at: now }).where('id', '=', finished.session_id).execute();
+    });
   }
 
   async saveCheckpoint(runId: string, checkpoint: unknown): Promise<void> {
-    await this.db.query('update runs set checkpoint = $2 where id = $1', [runId, checkpoint === null ? null : json(checkpoint)]);
+    await this.db
+      .updateTable('runs')
+      .set({ checkpoint: checkpoint === null ? null : json(checkpoint) })
+      .where('id', '=', runId)
+      .execute();
   }
 
   async getRun(runId: string): Promise<RunRecord | undefined> {
-    const [row] = await this.db.query<RunRow>('select * from runs where id = $1', [runId]);
-    return row && toRun(row);
+    const row = await this.db.selectFrom('runs').selectAll().where('id', '=', runId).executeTakeFirst();
+    return row && toRun(row, this.parsed);
   }
 
   async listRuns(sessionId: string): Promise<RunRecord[]> {
-    const rows = await this.db.query<RunRow>('select * from runs where session_id = $1 order by started_at, id', [sessionId]);
-    return rows.map(toRun);
+    const rows = await this.db.selectFrom('runs').selectAll().where('session_id', '=', sessionId).orderBy('started_at').orderBy('id').execute();
+    return rows.map((row) => toRun(row, this.parsed));
   }
 
   async listRunningRuns(): Promise<RunRecord[]> {
-    const rows = await this.db.query<RunRow>("select * from runs where status = 'running' order by started_at");
-    return rows.map(toRun);
+    const rows = await this.db.selectFrom('runs').selectAll().where('status', '=', 'running').orderBy('started_at').execute();
+    return rows.map((row) => toRun(row, this.parsed));
   }
 
   /** Events of many sessions at once go in one statement (see GroupWriter). */
@@ -245,41 +338,53 @@ export class SqlStore implements Store {
 
   private readonly events = new GroupWriter<{ sessionId: string; event: LoggedEvent }>(async (rows) => {
     const tokens = rows.map(({ sessionId }) => this.fence?.forSession(sessionId));
+    const values = rows.map(({ sessionId, event }) => ({ session_id: sessionId, seq: event.seq, run_id: event.run_id ?? null, payload: json(event) }));
     if (tokens.every((token) => token === undefined)) {
-      const params = rows.flatMap(({ sessionId, event }) => [sessionId, event.seq, event.run_id ?? null, json(event)]);
-      await this.db.query(`insert into events (session_id, seq, run_id, payload) values ${valuesList(rows.length, 4)}`, params);
+      await this.db.insertInto('events').values(values).execute();
       return undefined;
     }
-    const params = rows.flatMap(({ sessionId, event }, index) => [
-      sessionId,
-      event.seq,
-      event.run_id ?? null,
-      json(event),
+    return this.fencedEvents(values, tokens);
+  });
+
+  /** Events written only under their leases (PostgreSQL); the refused ones by index. */
+  private async fencedEvents(values: Tables['events'][], tokens: (FenceToken | undefined)[]): Promise<Map<number, Error> | undefined> {
+    const rows = values.map((row, index) => [
+      row.session_id,
+      row.seq,
+      row.run_id,
+      row.payload,
       tokens[index]?.instanceId ?? null,
       tokens[index]?.generation ?? null,
     ]);
-    const written = await this.db.query<{ session_id: string; seq: number }>(
-      `insert into events (session_id, seq, run_id, payload)
-       select v.session_id, v.seq, v.run_id, v.payload
-       from (values ${typedValues(rows.length, ['uuid', 'integer', 'uuid', 'json', 'text', 'bigint'])}) as v (session_id, seq, run_id, payload, instance_id, generation)
-       where ${FENCED}
-       returning session_id, seq`,
-      params,
-    );
+    const { rows: written } = await sql<{ session_id: string; seq: number }>`
+      insert into events (session_id, seq, run_id, payload)
+      select v.session_id, v.seq, v.run_id, v.payload
+      from (values ${typedValues(rows, ['uuid', 'integer', 'uuid', 'json', 'text', 'bigint'])}) as v (session_id, seq, run_id, payload, instance_id, generation)
+      where ${FENCED}
+      returning session_id, seq`.execute(this.db);
     const done = new Set(written.map((row) => `${row.session_id}:${row.seq}`));
     return refusals(
-      rows,
-      (row) => !done.has(`${row.sessionId}:${row.event.seq}`),
-      (row) => row.sessionId,
+      values,
+      (row) => !done.has(`${row.session_id}:${row.seq}`),
+      (row) => row.session_id,
     );
-  });
+  }
 
   async listEvents(sessionId: string, afterSeq: number, limit?: number): Promise<LoggedEvent[]> {
-    const rows = await this.db.query<{ payload: unknown }>(
-      `select payload from events where session_id = $1 and seq > $2 order by seq${limit === undefined ? '' : ' limit $3'}`,
-      limit === undefined ? [sessionId, afterSeq] : [sessionId, afterSeq, limit],
-    );
-    return rows.map((row) => parsed<LoggedEvent>(row.payload));
+    const rows = await this.db
+      .selectFrom('events')
+      .select('payload')
+      .where('session_id', '=', sessionId)
+      .where('seq', '>', afterSeq)
+      .orderBy('seq')
+      .$if(limit !== undefined, (query) => query.limit(limit!))
+      .execute();
+    return rows.map((row) => this.parsed<LoggedEvent>(row.payload));
+  }
+
+  async lastSeq(sessionId: string): Promise<number> {
+    const row = await this.db.selectFrom('events').select(sql<number>`coalesce(max(seq), 0)`.as('seq')).where('session_id', '=', sessionId).executeTakeFirst();
+    return Number(row?.seq ?? 0);
   }
 
   /** Journal entries of many runs at once go in one statement (see GroupWriter). */
@@ -289,129 +394,162 @@ export class SqlStore implements Store {
 
   private readonly journal = new GroupWriter<{ runId: string; entry: JournalEntry }>(async (rows) => {
     const tokens = rows.map(({ runId }) => this.fence?.forRun(runId));
+    const values = rows.map(({ runId, entry }) => ({
+      run_id: runId,
+      position: entry.position,
+      kind: entry.kind,
+      key: entry.key,
+      value: json(entry.value ?? null),
+      step: entry.step ?? 0,
+    }));
     if (tokens.every((token) => token === undefined)) {
-      const params = rows.flatMap(({ runId, entry }) => [runId, entry.position, entry.kind, entry.key, json(entry.value ?? null), entry.step ?? 0]);
-      // Two rows for one position in one statement would fail it; GroupWriter then writes them one by one, in order.
-      await this.db.query(
-        `insert into run_journal (run_id, position, kind, key, value, step) values ${valuesList(rows.length, 6)}
-         on conflict (run_id, position) do update set kind = excluded.kind, key = excluded.key, value = excluded.value, step = excluded.step`,
-        params,
-      );
+      // Two rows for one position in one statement fail it on PostgreSQL; GroupWriter then writes them one by one, in order.
+      await this.db
+        .insertInto('run_journal')
+        .values(values)
+        .onConflict((conflict) =>
+          conflict.columns(['run_id', 'position']).doUpdateSet((row) => ({
+            kind: row.ref('excluded.kind'),
+            key: row.ref('excluded.key'),
+            value: row.ref('excluded.value'),
+            step: row.ref('excluded.step'),
+          })),
+        )
+        .execute();
       return undefined;
     }
-    const params = rows.flatMap(({ runId, entry }, index) => [
-      runId,
-      entry.position,
-      entry.kind,
-      entry.key,
-      json(entry.value ?? null),
-      entry.step ?? 0,
+    return this.fencedJournal(values, tokens);
+  });
+
+  /** Journal entries written only under their leases (PostgreSQL); the refused ones by index. */
+  private async fencedJournal(values: Tables['run_journal'][], tokens: (FenceToken | undefined)[]): Promise<Map<number, Error> | undefined> {
+    const rows = values.map((row, index) => [
+      row.run_id,
+      row.position,
+      row.kind,
+      row.key,
+      row.value,
+      row.step,
       tokens[index]?.sessionId ?? null,
       tokens[index]?.instanceId ?? null,
       tokens[index]?.generation ?? null,
     ]);
-    const written = await this.db.query<{ run_id: string; position: number }>(
-      `insert into run_journal (run_id, position, kind, key, value, step)
-       select v.run_id, v.position, v.kind, v.key, v.value, v.step
-       from (values ${typedValues(rows.length, ['uuid', 'integer', 'text', 'text', 'json', 'integer', 'text', 'text', 'bigint'])})
-         as v (run_id, position, kind, key, value, step, session_id, instance_id, generation)
-       where ${FENCED}
-       on conflict (run_id, position) do update set kind = excluded.kind, key = excluded.key, value = excluded.value, step = excluded.step
-       returning run_id, position`,
-      params,
-    );
+    const { rows: written } = await sql<{ run_id: string; position: number }>`
+      insert into run_journal (run_id, position, kind, key, value, step)
+      select v.run_id, v.position, v.kind, v.key, v.value, v.step
+      from (values ${typedValues(rows, ['uuid', 'integer', 'text', 'text', 'json', 'integer', 'text', 'text', 'bigint'])})
+        as v (run_id, position, kind, key, value, step, session_id, instance_id, generation)
+      where ${FENCED}
+      on conflict (run_id, position) do update set kind = excluded.kind, key = excluded.key, value = excluded.value, step = excluded.step
+      returning run_id, position`.execute(this.db);
     const done = new Set(written.map((row) => `${row.run_id}:${row.position}`));
     return refusals(
-      rows,
-      (row) => !done.has(`${row.runId}:${row.entry.position}`),
+      values,
+      (row) => !done.has(`${row.run_id}:${row.position}`),
       (_row, index) => tokens[index]!.sessionId,
     );
-  });
+  }
 
   async readJournal(runId: string): Promise<JournalEntry[]> {
-    const rows = await this.db.query<{ position: number; kind: string; key: string; value: unknown; step: number }>(
-      'select position, kind, key, value, step from run_journal where run_id = $1 order by position',
-      [runId],
-    );
-    return rows.map((row) => ({ position: row.position, kind: row.kind, key: row.key, value: row.value, step: row.step }));
+    const rows = await this.db
+      .selectFrom('run_journal')
+      .select(['position', 'kind', 'key', 'value', 'step'])
+      .where('run_id', '=', runId)
+      .orderBy('position')
+      .execute();
+    return rows.map((row) => ({ position: row.position, kind: row.kind, key: row.key, value: this.parsed<unknown>(row.value), step: row.step }));
   }
 
   async truncateJournal(runId: string, fromPosition: number): Promise<void> {
     const token = this.fence?.forRun(runId);
     if (!token) {
-      await this.db.query('delete from run_journal where run_id = $1 and position >= $2', [runId, fromPosition]);
+      await this.db.deleteFrom('run_journal').where('run_id', '=', runId).where('position', '>=', fromPosition).execute();
       return;
     }
-    const [lease] = await this.db.query(
-      `with lease as (select 1 from session_leases l where l.session_id = $3 and l.instance_id = $4 and l.generation = $5 for share)
-       , gone as (delete from run_journal where run_id = $1 and position >= $2 and exists (select 1 from lease))
-       select exists (select 1 from lease) as held`,
-      [runId, fromPosition, token.sessionId, token.instanceId, token.generation],
-    );
-    if (!(lease as { held: boolean } | undefined)?.held) throw new StaleLeaseError(token.sessionId);
+    const { rows } = await sql<{ held: boolean }>`
+      with lease as (select 1 from session_leases l where l.session_id = ${token.sessionId} and l.instance_id = ${token.instanceId} and l.generation = ${token.generation} for share)
+      , gone as (delete from run_journal where run_id = ${runId} and position >= ${fromPosition} and exists (select 1 from lease))
+      select exists (select 1 from lease) as held`.execute(this.db);
+    if (!rows[0]?.held) throw new StaleLeaseError(token.sessionId);
   }
 
   async saveSnapshot(snapshot: Omit<SnapshotRecord, 'createdAt'>): Promise<SnapshotRecord> {
-    const [row] = await this.db.query<{ created_at: Date | string }>(
-      `insert into snapshots (id, session_id, label, kind, run_id, step, at_seq, messages)
-       values ($1, $2, $3, $4, $5, $6, $7, $8) returning created_at`,
-      [
-        snapshot.id,
-        snapshot.sessionId,
-        snapshot.label,
-        snapshot.kind,
-        snapshot.runId ?? null,
-        snapshot.step ?? null,
-        snapshot.atSeq,
-        json(toSnapshotColumn(snapshot)),
-      ],
-    );
-    return { ...snapshot, createdAt: new Date(row!.created_at).toISOString() };
+    const createdAt = this.now();
+    // Its label may name the run's latest events: they are stored first.
+    await Promise.all([this.events.flush(), this.journal.flush()]);
+    await this.db
+      .insertInto('snapshots')
+      .values({
+        id: snapshot.id,
+        session_id: snapshot.sessionId,
+        label: snapshot.label,
+        kind: snapshot.kind,
+        run_id: snapshot.runId ?? null,
+        step: snapshot.step ?? null,
+        at_seq: snapshot.atSeq,
+        messages: json(toSnapshotColumn(snapshot)),
+        created_at: createdAt,
+      })
+      .execute();
+    return { ...snapshot, createdAt };
   }
 
   async getSnapshot(id: string): Promise<SnapshotRecord | undefined> {
-    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)) return undefined;
-    const [row] = await this.db.query<SnapshotRow & { messages: unknown }>('select * from snapshots where id = $1', [id]);
-    return row && { ...toSnapshot(row), ...fromSnapshotColumn(parsed<unknown>(row.messages)) };
+    if (!SNAPSHOT_ID.test(id)) return undefined;
+    const row = await this.db.selectFrom('snapshots').selectAll().where('id', '=', id).executeTakeFirst();
+    return row && { ...toSnapshot(row), ...fromSnapshotColumn(this.parsed<unknown>(row.messages)) };
   }
 
   async listSnapshots(sessionId: string): Promise<Omit<SnapshotRecord, 'messages'>[]> {
-    const rows = await this.db.query<SnapshotRow>(
-      'select id, session_id, label, kind, run_id, step, at_seq, created_at from snapshots where session_id = $1 order by created_at, id',
-      [sessionId],
-    );
+    const rows = await this.db
+      .selectFrom('snapshots')
+      .select(['id', 'session_id', 'label', 'kind', 'run_id', 'step', 'at_seq', 'created_at'])
+      .where('session_id', '=', sessionId)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
     return rows.map(toSnapshot);
   }
 
   async replaceMessages(sessionId: string, messages: MessageRecord[]): Promise<void> {
-    await this.db.transaction(async (tx) => {
-      await tx.query('delete from messages where session_id = $1', [sessionId]);
-      for (const [position, record] of messages.entries()) {
-        await tx.query('insert into messages (session_id, position, message, after_seq) values ($1, $2, $3, $4)', [
-          sessionId,
-          position,
-          json(record.message),
-          record.afterSeq,
-        ]);
-      }
+    const now = this.now();
+    await this.db.transaction().execute(async (tx) => {
+      await tx.deleteFrom('messages').where('session_id', '=', sessionId).execute();
+      await insertMessages(
+        tx,
+        messages.map((record, position) => ({ session_id: sessionId, position, message: json(record.message), after_seq: record.afterSeq, created_at: now })),
+      );
     });
   }
 
-  async lastSeq(sessionId: string): Promise<number> {
-    const [row] = await this.db.query<{ seq: number }>('select coalesce(max(seq), 0)::int as seq from events where session_id = $1', [sessionId]);
-    return row?.seq ?? 0;
+  async close(): Promise<void> {
+    await Promise.all([this.events.flush(), this.journal.flush()]);
+    await this.db.destroy();
+    await this.onClose();
   }
 
-  close(): Promise<void> {
-    return this.db.close();
+  /** Strictly increasing times, so "newest first" is well defined even within one millisecond. */
+  private now(): string {
+    this.clock = Math.max(this.clock + 1, Date.now());
+    return new Date(this.clock).toISOString();
   }
 }
 
-function toSession(row: SessionRow): SessionRecord {
+/** Inserts messages in statements of at most BATCH_LIMIT rows. */
+async function insertMessages(db: Db, rows: Tables['messages'][]): Promise<void> {
+  for (let start = 0; start < rows.length; start += BATCH_LIMIT) {
+    await db
+      .insertInto('messages')
+      .values(rows.slice(start, start + BATCH_LIMIT))
+      .execute();
+  }
+}
+
+function toSession(row: Tables['sessions']): SessionRecord {
   return { id: row.id, title: row.title, createdAt: iso(row.created_at), updatedAt: iso(row.updated_at), owner: row.owner, ownerName: row.owner_name };
 }
 
-function toRun(row: RunRow): RunRecord {
+function toRun(row: Selectable<Tables['runs']>, parsed: JsonReader): RunRecord {
   return {
     id: row.id,
     sessionId: row.session_id,
@@ -425,23 +563,12 @@ function toRun(row: RunRow): RunRecord {
     afterSeq: row.after_seq ?? undefined,
     startedAt: iso(row.started_at),
     endedAt: row.ended_at ? iso(row.ended_at) : undefined,
-    checkpoint: row.checkpoint === null ? undefined : parsed(row.checkpoint),
-    spending: row.spending === null || row.spending === undefined ? undefined : (parsed(row.spending) as RunRecord['spending']),
+    checkpoint: row.checkpoint === null || row.checkpoint === undefined ? undefined : parsed(row.checkpoint),
+    spending: row.spending === null || row.spending === undefined ? undefined : parsed<RunRecord['spending']>(row.spending),
   };
 }
 
-interface SnapshotRow {
-  id: string;
-  session_id: string;
-  label: string;
-  kind: SnapshotRecord['kind'];
-  run_id: string | null;
-  step: number | null;
-  at_seq: number;
-  created_at: Date | string;
-}
-
-function toSnapshot(row: SnapshotRow): Omit<SnapshotRecord, 'messages'> {
+function toSnapshot(row: Omit<Tables['snapshots'], 'messages'>): Omit<SnapshotRecord, 'messages'> {
   return {
     id: row.id,
     sessionId: row.session_id,
@@ -450,6 +577,6 @@ function toSnapshot(row: SnapshotRow): Omit<SnapshotRecord, 'messages'> {
     ...(row.run_id === null ? {} : { runId: row.run_id }),
     ...(row.step === null ? {} : { step: row.step }),
     atSeq: row.at_seq,
-    createdAt: new Date(row.created_at).toISOString(),
+    createdAt: iso(row.created_at),
   };
 }

@@ -1,5 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { type DialectAdapter, SqliteAdapter, type SqliteDatabase, SqliteDialect } from 'kysely';
 import Database from 'libsql';
 
 /** An open SQLite connection (libsql's synchronous, better-sqlite3-style API). */
@@ -60,5 +61,47 @@ export function closeSqliteDatabase(db: SqliteConnection): void {
     if (!db.memory) pragma(db, 'wal_checkpoint(truncate)');
   } finally {
     db.close();
+  }
+}
+
+/** Most prepared statements kept per connection (a batch insert's text varies with its row count). */
+const STATEMENT_CACHE_SIZE = 256;
+
+/**
+ * The connection as Kysely's SQLite dialect wants it, with each statement prepared once rather than
+ * at every run (the dialect prepares per query; parsing the same SQL again costs more than running
+ * it). Closing it is the owner's, through closeSqliteDatabase: Kysely's destroy leaves it open.
+ */
+export function sqliteForKysely(db: SqliteConnection): SqliteDatabase {
+  const statements = new Map<string, ReturnType<SqliteConnection['prepare']>>();
+  return {
+    prepare(source: string) {
+      let statement = statements.get(source);
+      if (!statement) {
+        statement = db.prepare(source);
+        if (statements.size >= STATEMENT_CACHE_SIZE) statements.delete(statements.keys().next().value!);
+        statements.set(source, statement);
+      }
+      return statement as unknown as ReturnType<SqliteDatabase['prepare']>;
+    },
+    close() {},
+  };
+}
+
+/** Kysely's SQLite adapter, which says (truly, for SQLite) that schema changes are transactional: each migration run commits whole. */
+class TransactionalDdlSqliteAdapter extends SqliteAdapter {
+  override get supportsTransactionalDdl(): boolean {
+    return true;
+  }
+}
+
+/** Kysely's SQLite dialect over libsql's synchronous connection (better-sqlite3's API). */
+export class LibsqlDialect extends SqliteDialect {
+  constructor(db: SqliteConnection) {
+    super({ database: sqliteForKysely(db) });
+  }
+
+  override createAdapter(): DialectAdapter {
+    return new TransactionalDdlSqliteAdapter();
   }
 }
