@@ -6,7 +6,7 @@ import type { DependencyContainer } from 'tsyringe';
 import { type Config, loadConfig } from './config/config.ts';
 import { loadConfigFile } from './config/config-file.ts';
 import { SessionManager } from './chat/session-manager.ts';
-import type { RunHost } from './chat/run-host.ts';
+import type { RunHost } from './hosting/run-host.ts';
 import { buildContainer } from './container.ts';
 import { ModelHealthMonitor } from './llm/model-health.ts';
 import { McpManager } from './mcp/mcp-manager.ts';

@@ -24,7 +24,7 @@ import type { Logger } from './logger.ts';
 import { HandlebarsPromptProvider } from './prompts/handlebars-prompt-provider.ts';
 import type { Store } from './store/store.ts';
 import { SqlStore } from './store/sql-store.ts';
-import { InProcessRunHost, type RunHost } from './chat/run-host.ts';
+import { InProcessRunHost, type RunHost } from './hosting/run-host.ts';
 import { TOKENS } from './tokens.ts';
 import { calculatorTool } from './tools/calculator-tool.ts';
 import { createCurrentTimeTool } from './tools/current-time-tool.ts';

@@ -6,8 +6,8 @@ import type { SessionFiles } from '../files/session-files.ts';
 import type { Logger } from '../logger.ts';
 import type { Store } from '../store/store.ts';
 import type { ToolRegistry } from '../tools/tool-registry.ts';
-import type { RunHost } from './run-host.ts';
-import type { RunSlots } from './run-slots.ts';
+import type { RunHost } from '../hosting/run-host.ts';
+import type { RunSlots } from '../limits/run-slots.ts';
 
 /** The services every session shares. */
 export interface ChatDependencies {

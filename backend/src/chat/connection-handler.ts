@@ -11,7 +11,7 @@ import { ToolRegistry } from '../tools/tool-registry.ts';
 import { McpManager } from '../mcp/mcp-manager.ts';
 import type { ChatService, MessageSender } from './chat-service.ts';
 import type { ClientConnection } from './client-connection.ts';
-import { RateLimiter, RateLimiters } from './rate-limiter.ts';
+import { RateLimiter, RateLimiters } from '../limits/rate-limiter.ts';
 import { LOCAL_USER, type User } from '../auth/user.ts';
 import { SessionManager } from './session-manager.ts';
 

@@ -13,8 +13,8 @@ import { TOKENS } from '../tokens.ts';
 import { ToolRegistry } from '../tools/tool-registry.ts';
 import { type ChatDependencies, ChatService, PLAIN_CHAT } from './chat-service.ts';
 import { JOURNAL } from '../agent/run-journal.ts';
-import type { Arrival, RunHost } from './run-host.ts';
-import { RunSlots } from './run-slots.ts';
+import type { Arrival, RunHost } from '../hosting/run-host.ts';
+import { RunSlots } from '../limits/run-slots.ts';
 import { type EventObserver, SessionEventLog } from './session-event-log.ts';
 
 /** The close code of sockets whose session was deleted (an application code, like HTTP's 404). */

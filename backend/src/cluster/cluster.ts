@@ -5,7 +5,7 @@ import { createClient } from 'redis';
 import { type ControlBus, type ControlCommand, type ControlHandler, type ControlOutcome, InProcessControlBus, noOutcome } from '../agent/control-bus.ts';
 import type { Logger } from '../logger.ts';
 import type { Fence, FenceToken } from '../store/store.ts';
-import type { Arrival, ArrivingRun, Interrupted, RunHost, SessionListener } from '../chat/run-host.ts';
+import type { Arrival, ArrivingRun, Interrupted, RunHost, SessionListener } from '../hosting/run-host.ts';
 
 type RedisClient = ReturnType<typeof createClient>;
 

@@ -6,7 +6,7 @@ import type { Config } from '../config/config.ts';
 import { ERROR_CODE, StepwiseError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { RunEngine } from '../agent/run-engine.ts';
-import type { Arrival } from '../chat/run-host.ts';
+import type { Arrival } from '../hosting/run-host.ts';
 import { JOURNAL, type JournalEntry, type RunJournal } from '../agent/run-journal.ts';
 import type { RunHooks, RunKernel, RunOutcome, RunSession } from '../agent/run-kernel.ts';
 import type { RunInput } from '../agent/strategy.ts';

@@ -1,6 +1,6 @@
 import type { DeltaEvent } from '@stepwise/shared-types';
 import type { ControlCommand, ControlOutcome } from '../agent/control-bus.ts';
-import type { Arrival, ArrivingRun, Interrupted, RunHost, SessionListener } from '../chat/run-host.ts';
+import type { Arrival, ArrivingRun, Interrupted, RunHost, SessionListener } from '../hosting/run-host.ts';
 import type { RestateEngine } from './restate-engine.ts';
 
 /**

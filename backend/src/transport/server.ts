@@ -1,4 +1,4 @@
-import type { RunHost } from '../chat/run-host.ts';
+import type { RunHost } from '../hosting/run-host.ts';
 import { existsSync } from 'node:fs';
 import fastifyCookie from '@fastify/cookie';
 import fastifyRateLimit from '@fastify/rate-limit';
