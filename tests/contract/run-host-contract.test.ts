@@ -238,3 +238,45 @@ describe.each(adapters)('the run host $name', (adapter) => {
     expect(await host.keepAnswer(run.runId, 'q_1', 'Bergen')).toBe(false);
   });
 });
+
+describe.skipIf(!pg || !redisUrl)('instances handing runs over at shutdown (PostgreSQL, Redis)', () => {
+  let database: { db: PostgresDatabase; url: string; drop: () => Promise<void> } | undefined;
+  const clusters: Cluster[] = [];
+  let store: SqlStore | undefined;
+  beforeAll(async () => {
+    database = await freshPostgresDatabase(pg!);
+    // The schema (the lease table among it).
+    store = await openSqlStore(database.db);
+  }, 60_000);
+  afterAll(async () => {
+    for (const cluster of clusters) await cluster.close().catch(() => undefined);
+    await store?.close();
+    await database?.drop();
+  }, 60_000);
+
+  it('an instance that drained takes back no run it let go: another instance takes it over', async () => {
+    const started = async (id: string, arrivals: ArrivingRun[]) => {
+      // A short lease, so that each instance looks for orphans several times a second.
+      const cluster = new Cluster({ databaseUrl: database!.url, redisUrl: redisUrl!, instanceId: `${id}-${randomUUID().slice(0, 8)}`, leaseMs: 600 }, silent);
+      clusters.push(cluster);
+      cluster.onRunArrived(async (run) => {
+        arrivals.push(run);
+        return 'resumed';
+      });
+      await cluster.start();
+      return cluster;
+    };
+    const onA: ArrivingRun[] = [];
+    const onB: ArrivingRun[] = [];
+    const a = await started('a', onA);
+    const run = { sessionId: randomUUID(), runId: randomUUID() };
+    expect(await a.claim(run.sessionId, run.runId)).toBe(true);
+    // Shutting down: A drains, then lets its session go for another instance to go on with.
+    a.drain();
+    await a.letGo(run.sessionId);
+    const b = await started('b', onB);
+    await expect.poll(() => onB, { timeout: 30_000 }).toEqual([run]);
+    expect(onA).toEqual([]);
+    await b.release(run.sessionId, run.runId);
+  });
+});

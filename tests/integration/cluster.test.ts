@@ -59,6 +59,16 @@ async function connect(instance: StepwiseProcess, query: Record<string, string |
 const seqs = (client: TestClient) => client.logged.map((event) => (event as Event).seq as number);
 const gapless = (numbers: number[]) => numbers.every((seq, index) => seq === index + 1);
 
+/** `waiting`, and when it fails, the failure with what each instance logged (a take-over spans both). */
+async function withLogs<T>(waiting: Promise<T>, instances: Record<string, StepwiseProcess>): Promise<T> {
+  try {
+    return await waiting;
+  } catch (error) {
+    const logs = Object.entries(instances).map(([name, instance]) => `--- instance ${name} ---\n${instance.output().slice(-20_000)}`);
+    throw new Error(`${(error as Error).message}\n${logs.join('\n')}`, { cause: error });
+  }
+}
+
 /** Waits until `client` has seen the event with this seq. */
 const seen = (client: TestClient, seq: number) => client.next((event) => (event as Event).seq === seq, { timeoutMs: 30_000 });
 
@@ -155,7 +165,7 @@ describe.skipIf(!pg || !sharedRedis)('several instances on PostgreSQL and Redis'
     const onB = await connect(b, { session_id: sessionId, after_seq: 0 });
     await a.kill();
 
-    const events = (await onB.untilComplete({ timeoutMs: 60_000 })) as Event[];
+    const events = (await withLogs(onB.untilComplete({ timeoutMs: 60_000 }), { a, b })) as Event[];
     expect(summarize(events).slice(-2)).toEqual(['agent_completion:answered', 'response_complete']);
     expect(events.find((event) => event.type === 'assistant_message')?.content).toBe('It is 42.');
     // The reason call A completed was not made again; only the act A never finished was.
@@ -181,7 +191,7 @@ describe.skipIf(!pg || !sharedRedis)('several instances on PostgreSQL and Redis'
     a.process.kill('SIGTERM');
     expect(await a.exited).toBe(0);
     expect(act.aborted || (await llm!.waitForAbort(act, 10_000)).aborted).toBe(true);
-    const events = (await onB.untilComplete({ timeoutMs: 60_000 })) as Event[];
+    const events = (await withLogs(onB.untilComplete({ timeoutMs: 60_000 }), { a, b })) as Event[];
     expect(summarize(events).slice(-2)).toEqual(['agent_completion:answered', 'response_complete']);
     expect(summarize(events).some((kind) => kind.startsWith('agent_stopped'))).toBe(false);
     expect(llm!.requests.map((request) => request.phase)).toEqual(['reason', 'act', 'act', 'observe']);

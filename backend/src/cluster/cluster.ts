@@ -60,6 +60,8 @@ export class Cluster implements RunHost {
   private readonly timers: NodeJS.Timeout[] = [];
   private lastInboxId = '0-0';
   private closed = false;
+  /** Shutting down (see drain). */
+  private draining = false;
   private orphanHandler: ((orphan: ArrivingRun) => Promise<Arrival>) | undefined;
   private lostHandler: ((sessionId: string) => void) | undefined;
   readonly controlBus: ClusterControlBus;
@@ -106,8 +108,14 @@ export class Cluster implements RunHost {
     return false;
   }
 
-  /** Runs are handed over by letting their sessions go; nothing more to stop. */
-  drain(): void {}
+  /**
+   * Shutting down, runs handed over: this instance takes no orphan any more. Else its own look for
+   * orphans (still running until close) could take back the very run it just let go, start it
+   * here again, and then delete its lease on close, leaving the run to nobody.
+   */
+  drain(): void {
+    this.draining = true;
+  }
 
   /** Calls `handler` when another instance took a session this one held (it was too slow to renew): its run must stop here. */
   onLostLease(handler: (sessionId: string) => void): void {
@@ -312,7 +320,7 @@ export class Cluster implements RunHost {
 
   /** Claims the runs of instances that stopped renewing their leases, and hands each to the orphan handler. */
   private async findOrphans(): Promise<void> {
-    if (this.closed || !this.orphanHandler) return;
+    if (this.closed || this.draining || !this.orphanHandler) return;
     try {
       const { rows } = await this.pool.query(
         `update session_leases set instance_id = $1, expires_at = now() + $2 * interval '1 millisecond', generation = nextval('session_lease_generation')
@@ -321,6 +329,11 @@ export class Cluster implements RunHost {
         [this.instanceId, this.options.leaseMs],
       );
       for (const row of rows as { session_id: string; run_id: string; generation: string | number }[]) {
+        // Drained while the look was under way: the run is left to the other instances.
+        if (this.draining) {
+          await this.letGo(row.session_id);
+          continue;
+        }
         this.held.set(row.session_id, { runId: row.run_id, generation: Number(row.generation) });
         this.lost.delete(row.session_id);
         this.logger.info({ session_id: row.session_id, run_id: row.run_id }, 'taking over a run whose instance went away');
