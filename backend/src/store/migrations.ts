@@ -264,10 +264,13 @@ function provider(dialect: SqlDialectName, steps: readonly SchemaStep[]): Migrat
   return {
     async getMigrations() {
       const migrations: Record<string, Migration> = {};
+      // Read once, by the first pending step, inside the migration run: the old table never changes.
+      let legacy: Promise<number> | undefined;
       for (const step of steps) {
         migrations[step.name] = {
           async up(db) {
-            if (step.legacy && (await legacyVersion(db, dialect)) >= step.legacy[dialect]) return;
+            legacy ??= legacyVersion(db, dialect);
+            if (step.legacy && (await legacy) >= step.legacy[dialect]) return;
             for (const statement of step[dialect]) await sql.raw(statement).execute(db);
           },
         };

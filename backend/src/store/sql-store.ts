@@ -78,7 +78,8 @@ const SNAPSHOT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
  */
 class GroupWriter<T> {
   private readonly pending: { row: T; resolve: () => void; reject: (error: unknown) => void }[] = [];
-  private writing = false;
+  /** The drain under way, if any: it writes until nothing is pending. */
+  private writing: Promise<void> | undefined;
 
   /** `insert` writes the rows it may, and returns the errors of those it refused (by index), if any. */
   constructor(private readonly insert: (rows: T[]) => Promise<Map<number, Error> | undefined>) {}
@@ -86,30 +87,33 @@ class GroupWriter<T> {
   add(row: T): Promise<void> {
     return new Promise((resolve, reject) => {
       this.pending.push({ row, resolve, reject });
-      if (!this.writing) void this.drain();
+      this.writing ??= this.drain();
     });
   }
 
   /** Resolves once every row added so far is written (or refused). */
   async flush(): Promise<void> {
-    while (this.writing || this.pending.length > 0) await new Promise((resolve) => setImmediate(resolve));
+    await this.writing;
   }
 
   private async drain(): Promise<void> {
-    this.writing = true;
-    while (this.pending.length > 0) {
-      const batch = this.pending.splice(0, BATCH_LIMIT);
-      const settle = (item: (typeof batch)[number], refused: Error | undefined) => (refused ? item.reject(refused) : item.resolve());
-      try {
-        const refused = await this.insert(batch.map((item) => item.row));
-        for (const [index, item] of batch.entries()) settle(item, refused?.get(index));
-      } catch (error) {
-        // One bad row (a seq already taken) must fail only its own caller: retry one by one.
-        if (batch.length === 1) batch[0]!.reject(error);
-        else for (const item of batch) await this.insert([item.row]).then((refused) => settle(item, refused?.get(0)), item.reject);
+    try {
+      while (this.pending.length > 0) {
+        const batch = this.pending.splice(0, BATCH_LIMIT);
+        const settle = (item: (typeof batch)[number], refused: Error | undefined) => (refused ? item.reject(refused) : item.resolve());
+        try {
+          const refused = await this.insert(batch.map((item) => item.row));
+          for (const [index, item] of batch.entries()) settle(item, refused?.get(index));
+        } catch (error) {
+          // One bad row (a seq already taken) must fail only its own caller: retry one by one.
+          if (batch.length === 1) batch[0]!.reject(error);
+          else for (const item of batch) await this.insert([item.row]).then((refused) => settle(item, refused?.get(0)), item.reject);
+        }
       }
+    } finally {
+      // In the same turn as the last look at `pending`: a row added after it starts a new drain.
+      this.writing = undefined;
     }
-    this.writing = false;
   }
 }
 
