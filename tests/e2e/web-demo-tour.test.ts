@@ -86,7 +86,7 @@ describe('the demo, strategy by strategy, in Chromium', { timeout: 3 * BROWSER_T
     const work = page.getByTestId('work-files');
     expect(await work.locator('summary').innerText()).toMatch(/^Work files \(\d+\)$/);
     expect(await work.getAttribute('open')).toBeNull();
-    expect(await page.getByRole('button', { name: 'Download RESEARCH_STATE.md' }).isVisible()).toBe(true);
+    await page.getByRole('button', { name: 'Download RESEARCH_STATE.md' }).waitFor();
     await page.getByTestId('open-report').click();
     const report = page.locator('.report-viewer .report');
     await report.waitFor();

@@ -96,6 +96,8 @@ describe('seeing a run', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, () => {
     await page.getByTestId('run-end').waitFor();
     await page.getByTestId('timeline-toggle').locator('summary').click();
     const bars = page.getByTestId('timeline-bar');
+    // The chart loads when first opened: wait for it before reading its bars.
+    await bars.first().waitFor();
     const kinds = await bars.evaluateAll((items) => items.map((item) => item.getAttribute('data-kind')));
     expect(kinds.filter((kind) => kind === 'model')).toHaveLength(3);
     expect(kinds.filter((kind) => kind === 'tool')).toHaveLength(1);
@@ -111,6 +113,7 @@ describe('seeing a run', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, () => {
 
     await page.getByTestId('cost-toggle').locator('summary').click();
     const rows = page.getByTestId('cost-row');
+    await rows.first().waitFor();
     expect(await rows.count()).toBe(3);
     expect(await page.getByTestId('cost-chart').innerText()).toMatch(/roa\.reason\s+1,100 tokens · 1 call · \$0\.00021/);
     await screenshot(page, 'timeline-and-cost.png');
@@ -126,6 +129,7 @@ describe('seeing a run', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, () => {
     await page.reload();
     await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
     await page.getByTestId('timeline-toggle').locator('summary').click();
+    await page.getByTestId('timeline-bar').first().waitFor();
     expect(await page.getByTestId('timeline-bar').count()).toBe(4);
   });
 

@@ -30,8 +30,10 @@ describe('a research run in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS
     // Blocked by the verifier is an ending that needs the person: said so, never shown as a success.
     expect(await firstRun.getByTestId('run-end').getAttribute('class')).toContain('run-end-needs-you');
     expect(await firstRun.getByTestId('run-end').textContent()).toMatch(/^Needs you: the verifier has doubts/);
-    await screenshot(page, 'research-first-run.png');
+    // The board's panel loads on its first showing: wait for it, then every stage is there at once.
     const board = firstRun.getByTestId('task-graph');
+    await board.getByTestId('graph-stage').first().waitFor();
+    await screenshot(page, 'research-first-run.png');
     expect(await board.getByTestId('graph-stage').count()).toBe(3);
     await expect(board.getByTestId('stage-verdict').first().textContent()).resolves.toBe('FAIL');
     expect(await board.locator('[data-testid="graph-task"][data-status="todo"]').first().textContent()).toContain('1.2');
@@ -55,6 +57,7 @@ describe('a research run in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS
     const secondRun = page.getByTestId('run').nth(1);
     await secondRun.getByTestId('run-end').waitFor();
     const stages = secondRun.getByTestId('graph-stage');
+    await stages.first().waitFor();
     expect(await stages.evaluateAll((items) => items.map((item) => item.getAttribute('data-status')))).toEqual(['passed', 'passed', 'passed']);
     await page.getByTestId('assistant-turn').filter({ hasText: 'Report' }).waitFor();
     await expect(secondRun.getByTestId('task-graph').textContent()).resolves.toContain('Recompute the calculation another way, briefly');
