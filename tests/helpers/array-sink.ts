@@ -16,6 +16,8 @@ export class ArraySink implements EventSink {
     }
   }
 
+  async flush(): Promise<void> {}
+
   preview(delta: DeltaEvent): void {
     this.previews.push(delta);
   }

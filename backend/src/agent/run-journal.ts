@@ -85,7 +85,15 @@ export class JournalReplay {
     if (this.copy) for (const entry of this.pending) await this.journal.append(this.runId, entry);
   }
 
-  async once<T>(kind: string, key: string, live: () => Promise<T>): Promise<{ value: T; replayed: boolean }> {
+  /**
+   * Runs `live` once: a past entry of this kind and key is returned instead. The new entry is
+   * appended without waiting for its commit (the journal commits in order, a model call's result
+   * with the events that show it, while the run goes on to its next model call); `durable` waits
+   * for it and everything recorded before it, as an effect on the world needs before it is made
+   * (a tool's start). A write that failed is thrown by the next `once` or `settled`.
+   */
+  async once<T>(kind: string, key: string, live: () => Promise<T>, options: { durable?: boolean } = {}): Promise<{ value: T; replayed: boolean }> {
+    this.throwFailure();
     const index = this.pending.findIndex((entry) => entry.kind === kind && entry.key === key);
     if (index >= 0) {
       const [entry] = this.pending.splice(index, 1);
@@ -101,8 +109,35 @@ export class JournalReplay {
     const entry = { position: this.next++, kind, key, value: value ?? null, step: this.step() };
     // Noted before it is written: a truncation queued after this append re-records it.
     if (this.pending.length > 0) this.recordedLive.push(entry);
-    await this.journal.append(this.runId, entry);
+    this.track(this.journal.append(this.runId, entry));
+    if (options.durable) await this.settled();
     return { value, replayed: false };
+  }
+
+  /** Appends not yet known to be committed. */
+  private readonly writing = new Set<Promise<void>>();
+  private failure: { error: unknown } | undefined;
+
+  private track(append: Promise<void>): void {
+    const tracked = append.then(
+      () => void this.writing.delete(tracked),
+      (error: unknown) => {
+        this.writing.delete(tracked);
+        this.failure ??= { error };
+      },
+    );
+    this.writing.add(tracked);
+  }
+
+  private throwFailure(): void {
+    const failure = this.failure;
+    if (failure) throw failure.error;
+  }
+
+  /** Resolves once every entry appended so far is committed; rejects with the first that could not be. */
+  async settled(): Promise<void> {
+    while (this.writing.size > 0) await Promise.all(this.writing);
+    this.throwFailure();
   }
 
   /**
@@ -161,6 +196,10 @@ export class ReplaySink implements EventSink {
     await this.sink.emit(event);
   }
 
+  flush(): Promise<void> {
+    return this.sink.flush();
+  }
+
   preview(delta: DeltaEvent): void {
     this.sink.preview(delta);
   }
@@ -190,7 +229,8 @@ export function journaledTools(tools: ToolRegistry, replay: JournalReplay, logge
   const journaled = Object.create(tools) as ToolRegistry;
   journaled.execute = async (call, enabled, context) => {
     const key = `${call.name}:${(call as { id?: string }).id ?? ''}`;
-    const started = await replay.once(JOURNAL.toolStarted, key, async () => true);
+    // Committed before the tool runs, with everything recorded before it (the model call that asked for it).
+    const started = await replay.once(JOURNAL.toolStarted, key, async () => true, { durable: true });
     const result = await replay.once(JOURNAL.tool, key, () => tools.execute(call, enabled, context));
     if (started.replayed && !result.replayed) {
       logger.warn({ tool: call.name, call_id: (call as { id?: string }).id }, 'tool call made again: the server stopped during it, so it may have run twice');

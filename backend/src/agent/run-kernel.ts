@@ -237,11 +237,15 @@ export class RunKernel {
       const transcript = [...added(), { role: 'assistant', content: success.answer } as const];
       await sink.emit(events.assistantMessage(success.answer));
       if (!chatWire) await sink.emit(events.completion(success.steps, success.reason, spending.totals()));
+      // Everything the run recorded is committed before its outcome is saved.
+      await replay.settled();
+      await sink.flush();
       outcome = { status: 'completed', steps: success.steps, answer: success.answer, transcript, usage, costUsd: spending.totals().cost_usd };
     } catch (error) {
       if (control.handedOver && isAbortError(error, control.signal)) {
-        // Handed to another instance: nothing ends here; the run's record stays running for it.
+        // Handed to another instance: nothing ends here; the run's record stays running for it, with all it wrote.
         clearTimeout(timer);
+        await Promise.allSettled([replay.settled(), sink.flush()]);
         logger.info({ step: progress.step }, 'run handed over to another instance');
         return { status: 'stopped', reason: 'shutdown', steps: progress.step, transcript: added(), usage };
       }
@@ -250,6 +254,7 @@ export class RunKernel {
         const answer = `I stopped before my next model call: it would pass this run's cost budget of $${error.budgetUsd} (spent so far: $${error.spentUsd}). Continue the run with a larger budget to go on.`;
         await sink.emit(events.assistantMessage(answer));
         await sink.emit(events.completion(progress.step, 'budget', spending.totals()));
+        await sink.flush();
         outcome = {
           status: 'completed',
           steps: progress.step,
@@ -282,6 +287,7 @@ export class RunKernel {
     }
     try {
       await sink.emit(events.responseComplete());
+      await sink.flush();
     } catch (error) {
       logger.error({ err: error }, 'could not log the end of the run');
     }
@@ -314,11 +320,13 @@ export class RunKernel {
         } else if (reason === 'token_budget') {
           await sink.emit(events.failed('timeout', 'The answer used more tokens than a run may (AGENT_RUN_TOKEN_BUDGET) and was stopped'));
         }
+        await sink.flush();
         return { status: 'stopped', reason };
       }
       const { code, message } = toClientError(error);
       logger[error instanceof StepwiseError ? 'warn' : 'error']({ err: error, step }, 'run failed');
       await sink.emit(chatWire ? events.failed(code, message) : events.error(step, message, run.totals));
+      await sink.flush();
       return { status: 'failed', message };
     } catch (sinkError) {
       logger.error({ err: sinkError }, 'could not log the end of the run');

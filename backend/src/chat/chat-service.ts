@@ -311,7 +311,7 @@ export class ChatService {
     return handler(message, {
       sessionId: this.sessionId,
       writeFile: async (name, content) => void (await this.deps.files.write(this.sessionId, name, content, { source: 'user' })),
-      emit: async (event) => void (await this.log.emit(event)),
+      emit: (event) => this.log.record(event),
     });
   }
 
@@ -459,7 +459,7 @@ export class ChatService {
         // Whatever failed (the store, say), the client hears of it and is not left waiting.
         this.deps.logger.error({ err: error, session_id: this.sessionId }, 'response failed');
         this.log.broadcastError({ type: 'error', code: 'internal_error', message: 'The message could not be handled; nothing was run' });
-        await this.log.emit({ type: 'response_complete' }).catch(() => undefined);
+        await this.log.record({ type: 'response_complete' }).catch(() => undefined);
       })
       .finally(() => {
         detach();

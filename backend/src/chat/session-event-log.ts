@@ -20,9 +20,12 @@ const REPLAY_PAGE_SIZE = 100;
 export type EventObserver = (event: LoggedEvent, sessionId: string) => void;
 
 /**
- * A session's event log and its live audience. Every event gets the next `seq`, is stored, and
- * only then goes to the connected clients (write-ahead). One queue orders storing and sending, and
- * a client that joins mid-run enters the audience inside it, so it sees every event once, in order.
+ * A session's event log and its live audience. Every event gets the next `seq` when it is emitted,
+ * is stored, and only then goes to the connected clients (write-ahead). Storing does not hold up
+ * the run: an event's write starts at once and joins the store's next group commit, with the
+ * journal entry made before it, while the run goes on. One queue orders the sending, each event
+ * once it is stored, and a client that joins mid-run enters the audience inside it, so it sees
+ * every event once, in order.
  */
 export class SessionEventLog implements EventSink {
   private readonly connections = new Set<ClientConnection>();
@@ -32,6 +35,10 @@ export class SessionEventLog implements EventSink {
   private readonly skippingPreviews = new Set<ClientConnection>();
   private tail: Promise<unknown> = Promise.resolve();
   private queued = 0;
+  /** The highest `seq` given to an event (stored and sent, or on its way); `seq` is the highest sent. */
+  private assigned: number;
+  /** An event that could not be stored, told to the next `emit` or `flush`. */
+  private failure: { error: unknown } | undefined;
   /** Deltas of one stream that arrived in the same turn of the event loop, sent as one. */
   private pendingDelta: DeltaEvent | undefined;
   private flushScheduled = false;
@@ -46,7 +53,9 @@ export class SessionEventLog implements EventSink {
     private seq: number,
     /** Sees each event this instance logs, once it is stored (metrics). */
     private readonly observe?: EventObserver,
-  ) {}
+  ) {
+    this.assigned = seq;
+  }
 
   /** Called after each event this instance logged (several instances: tell the others). */
   onAppended: (() => void) | undefined;
@@ -83,8 +92,9 @@ export class SessionEventLog implements EventSink {
       for (;;) {
         const events = await this.store.listEvents(this.sessionId, this.seq, 500);
         for (const event of events) {
-          if (event.seq <= this.seq) continue;
-          this.seq = event.seq;
+          // This instance's own events on their way are sent by their own turn in the queue.
+          if (event.seq <= this.assigned) continue;
+          this.seq = this.assigned = event.seq;
           if (event.type === 'response_complete' && event.run_id) this.endedRuns.add(event.run_id);
           for (const connection of this.connections) connection.send(event);
         }
@@ -93,7 +103,7 @@ export class SessionEventLog implements EventSink {
     });
   }
 
-  /** The highest `seq` logged so far. */
+  /** The highest `seq` logged and sent so far (after `flush`, of every event emitted). */
   get lastSeq(): number {
     return this.seq;
   }
@@ -114,11 +124,16 @@ export class SessionEventLog implements EventSink {
   }
 
   emit(body: LoggedEventBody): Promise<void> {
+    const failure = this.takeFailure();
+    if (failure) return Promise.reject(failure.error);
     if (body.type === 'response_complete') this.completed++;
     if (body.type === 'response_complete' && body.run_id) this.endedRuns.add(body.run_id);
-    return this.enqueue(async () => {
-      const event = { ...body, seq: this.seq + 1, ts: new Date().toISOString() } as LoggedEvent;
-      await this.store.appendEvent(this.sessionId, event);
+    const event = { ...body, seq: ++this.assigned, ts: new Date().toISOString() } as LoggedEvent;
+    const stored = this.store.appendEvent(this.sessionId, event);
+    // Stored before it is sent, and sent in order: a write that fails sends nothing and is told to the emitter next.
+    stored.catch(() => undefined);
+    this.enqueue(async () => {
+      await stored;
       this.seq = event.seq;
       this.onAppended?.();
       this.observe?.(event, this.sessionId);
@@ -127,7 +142,28 @@ export class SessionEventLog implements EventSink {
         this.skippingPreviews.delete(connection);
         connection.send(event);
       }
+    }).catch((error: unknown) => {
+      this.failure ??= { error };
     });
+    return Promise.resolve();
+  }
+
+  /** Emits an event and resolves once it is stored and sent (for what is done outside a run, one event at a time). */
+  async record(body: LoggedEventBody): Promise<void> {
+    await this.emit(body);
+    await this.flush();
+  }
+
+  async flush(): Promise<void> {
+    await this.enqueue(async () => undefined);
+    const failure = this.takeFailure();
+    if (failure) throw failure.error;
+  }
+
+  private takeFailure(): { error: unknown } | undefined {
+    const failure = this.failure;
+    this.failure = undefined;
+    return failure;
   }
 
   /**
@@ -236,6 +272,8 @@ export class SessionEventLog implements EventSink {
     for (;;) {
       const page = await this.store.listEvents(this.sessionId, cursor.seq, REPLAY_PAGE_SIZE);
       for (const event of page) {
+        // Stored but not yet sent live: its own turn in the queue sends it, once the connection has joined.
+        if (event.seq > this.seq) return;
         if (connection.congested) await connection.whenDrained();
         if (connection.closed) return;
         connection.send(event);
@@ -256,7 +294,7 @@ export class SessionEventLog implements EventSink {
     if (connection.closed) return true;
     if (this.seq - cursor.seq > REPLAY_PAGE_SIZE) return false;
     if (this.seq > cursor.seq) {
-      for (const event of await this.store.listEvents(this.sessionId, cursor.seq, REPLAY_PAGE_SIZE)) connection.send(event);
+      for (const event of await this.store.listEvents(this.sessionId, cursor.seq, REPLAY_PAGE_SIZE)) if (event.seq <= this.seq) connection.send(event);
     }
     this.connections.add(connection);
     return true;

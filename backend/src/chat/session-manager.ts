@@ -91,7 +91,7 @@ export class SessionManager {
       change.kind === 'saved'
         ? { type: 'file_saved', file: change.file, source: change.source, ...(runId ? { run_id: runId } : {}) }
         : { type: 'file_deleted', name: change.file.name };
-    await chat.log.emit(event);
+    await chat.log.record(event);
     this.release(chat);
   };
 

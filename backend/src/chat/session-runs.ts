@@ -193,11 +193,11 @@ export class SessionRuns {
     const logged = await readLoggedRun(store, run, { plainChat });
     if (!logged.complete) {
       if (plainChat) {
-        await this.log.emit({ type: 'response_complete' });
+        await this.log.record({ type: 'response_complete' });
       } else {
         const events = runEvents(run.id);
-        if (!logged.end) await this.log.emit(events.stopped('server_restart', logged.step));
-        await this.log.emit(events.responseComplete());
+        if (!logged.end) await this.log.record(events.stopped('server_restart', logged.step));
+        await this.log.record(events.responseComplete());
       }
     }
     await saveRunEnd(store, run.id, logged.end ?? { status: 'stopped', endReason: 'server_restart' }, logger);

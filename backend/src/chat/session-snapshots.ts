@@ -52,7 +52,7 @@ export class SessionSnapshots {
       'manual',
       label?.trim() || `Snapshot of ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC${await this.workingPoint()}`,
     );
-    await this.log.emit({ type: 'snapshot_saved', snapshot_id: snapshot.id, label: snapshot.label, at_seq: snapshot.atSeq });
+    await this.log.record({ type: 'snapshot_saved', snapshot_id: snapshot.id, label: snapshot.label, at_seq: snapshot.atSeq });
     return snapshot;
   }
 
@@ -80,7 +80,7 @@ export class SessionSnapshots {
     if (!target) return undefined;
     const before = await this.keep('rollback', `Before rolling back to “${target.label}”`);
     await this.deps.store.replaceMessages(this.sessionId, target.messages);
-    await this.log.emit({ type: 'session_rolled_back', snapshot_id: target.id, new_snapshot_id: before.id, to_seq: target.atSeq });
+    await this.log.record({ type: 'session_rolled_back', snapshot_id: target.id, new_snapshot_id: before.id, to_seq: target.atSeq });
     return target;
   }
 
@@ -141,6 +141,8 @@ export class SessionSnapshots {
    */
   private async keep(kind: SnapshotRecord['kind'], label: string): Promise<SnapshotRecord> {
     const { store } = this.deps;
+    // Its point in the log is after every event emitted so far.
+    await this.log.flush().catch(() => undefined);
     const snapshots = await store.listSnapshots(this.sessionId);
     if (snapshots.length >= SNAPSHOTS_PER_SESSION) throw new SnapshotLimitError();
     const last = (await store.listRuns(this.sessionId)).at(-1);

@@ -64,6 +64,10 @@ export interface Tables {
 
 type Db = Kysely<Tables> | Transaction<Tables>;
 
+type EventWrite = { sessionId: string; event: LoggedEvent };
+type JournalWrite = { runId: string; entry: JournalEntry };
+type Write = EventWrite | JournalWrite;
+
 /** Most rows written in one statement (at most 9 parameters each: under SQLite's 32766 and PostgreSQL's 65535). */
 const BATCH_LIMIT = 1_000;
 
@@ -71,10 +75,12 @@ const SNAPSHOT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 
 /**
  * Group commit: rows that arrive while a write is in progress are written together in the next
- * statement, and each caller resumes once its own row is committed. One session's writes come one
- * at a time (it waits for each), so this only ever merges different sessions': N sessions whose
+ * commit, in the order they came, and each caller resumes once its own row is committed. A run
+ * does not wait for each of its rows (see SessionEventLog and JournalReplay): a model call's journal
+ * entry and its events go in one commit, while the next call is under way; and N sessions whose
  * model replies arrive together cost a few commits rather than N (each an fsync with DB_SYNC=full,
- * a round trip on PostgreSQL).
+ * a round trip on PostgreSQL). Groups commit one after another, so once a row is committed every
+ * row added before it is too (or was refused).
  */
 class GroupWriter<T> {
   private readonly pending: { row: T; resolve: () => void; reject: (error: unknown) => void }[] = [];
@@ -335,23 +341,43 @@ export class SqlStore implements Store {
     return rows.map((row) => toRun(row, this.parsed));
   }
 
-  /** Events of many sessions at once go in one statement (see GroupWriter). */
+  /** Events of many sessions at once go in one commit, with the journal entries made before them (see GroupWriter). */
   appendEvent(sessionId: string, event: LoggedEvent): Promise<void> {
-    return this.events.add({ sessionId, event });
+    return this.writes.add({ sessionId, event });
   }
 
-  private readonly events = new GroupWriter<{ sessionId: string; event: LoggedEvent }>(async (rows) => {
+  /**
+   * Events and journal entries, of every session, in the order they were made: each group is one
+   * transaction, so an event is never committed without the journal entry made before it (a model
+   * call's result with the events that show it).
+   */
+  private readonly writes = new GroupWriter<Write>(async (rows) => {
+    const events = rows.flatMap((row, index) => ('event' in row ? [{ row, index }] : []));
+    const entries = rows.flatMap((row, index) => ('entry' in row ? [{ row, index }] : []));
+    const write = async (db: Db) => {
+      const refusedEvents = events.length ? await this.insertEvents(db, events.map(({ row }) => row)) : undefined;
+      const refusedEntries = entries.length ? await this.insertJournal(db, entries.map(({ row }) => row)) : undefined;
+      if (!refusedEvents && !refusedEntries) return undefined;
+      const refused = new Map<number, Error>();
+      for (const [at, error] of refusedEvents ?? []) refused.set(events[at]!.index, error);
+      for (const [at, error] of refusedEntries ?? []) refused.set(entries[at]!.index, error);
+      return refused;
+    };
+    return events.length && entries.length ? this.db.transaction().execute(write) : write(this.db);
+  });
+
+  private async insertEvents(db: Db, rows: EventWrite[]): Promise<Map<number, Error> | undefined> {
     const tokens = rows.map(({ sessionId }) => this.fence?.forSession(sessionId));
     const values = rows.map(({ sessionId, event }) => ({ session_id: sessionId, seq: event.seq, run_id: event.run_id ?? null, payload: json(event) }));
     if (tokens.every((token) => token === undefined)) {
-      await this.db.insertInto('events').values(values).execute();
+      await db.insertInto('events').values(values).execute();
       return undefined;
     }
-    return this.fencedEvents(values, tokens);
-  });
+    return this.fencedEvents(db, values, tokens);
+  }
 
   /** Events written only under their leases (PostgreSQL); the refused ones by index. */
-  private async fencedEvents(values: Tables['events'][], tokens: (FenceToken | undefined)[]): Promise<Map<number, Error> | undefined> {
+  private async fencedEvents(db: Db, values: Tables['events'][], tokens: (FenceToken | undefined)[]): Promise<Map<number, Error> | undefined> {
     const rows = values.map((row, index) => [
       row.session_id,
       row.seq,
@@ -365,7 +391,7 @@ export class SqlStore implements Store {
       select v.session_id, v.seq, v.run_id, v.payload
       from (values ${typedValues(rows, ['uuid', 'integer', 'uuid', 'json', 'text', 'bigint'])}) as v (session_id, seq, run_id, payload, instance_id, generation)
       where ${FENCED}
-      returning session_id, seq`.execute(this.db);
+      returning session_id, seq`.execute(db);
     const done = new Set(written.map((row) => `${row.session_id}:${row.seq}`));
     return refusals(
       values,
@@ -391,12 +417,12 @@ export class SqlStore implements Store {
     return Number(row?.seq ?? 0);
   }
 
-  /** Journal entries of many runs at once go in one statement (see GroupWriter). */
+  /** Journal entries of many runs at once go in one commit, with the events made after them (see GroupWriter). */
   appendJournal(runId: string, entry: JournalEntry): Promise<void> {
-    return this.journal.add({ runId, entry });
+    return this.writes.add({ runId, entry });
   }
 
-  private readonly journal = new GroupWriter<{ runId: string; entry: JournalEntry }>(async (rows) => {
+  private async insertJournal(db: Db, rows: JournalWrite[]): Promise<Map<number, Error> | undefined> {
     const tokens = rows.map(({ runId }) => this.fence?.forRun(runId));
     const values = rows.map(({ runId, entry }) => ({
       run_id: runId,
@@ -408,7 +434,7 @@ export class SqlStore implements Store {
     }));
     if (tokens.every((token) => token === undefined)) {
       // Two rows for one position in one statement fail it on PostgreSQL; GroupWriter then writes them one by one, in order.
-      await this.db
+      await db
         .insertInto('run_journal')
         .values(values)
         .onConflict((conflict) =>
@@ -422,11 +448,11 @@ export class SqlStore implements Store {
         .execute();
       return undefined;
     }
-    return this.fencedJournal(values, tokens);
-  });
+    return this.fencedJournal(db, values, tokens);
+  }
 
   /** Journal entries written only under their leases (PostgreSQL); the refused ones by index. */
-  private async fencedJournal(values: Tables['run_journal'][], tokens: (FenceToken | undefined)[]): Promise<Map<number, Error> | undefined> {
+  private async fencedJournal(db: Db, values: Tables['run_journal'][], tokens: (FenceToken | undefined)[]): Promise<Map<number, Error> | undefined> {
     const rows = values.map((row, index) => [
       row.run_id,
       row.position,
@@ -445,7 +471,7 @@ export class SqlStore implements Store {
         as v (run_id, position, kind, key, value, step, session_id, instance_id, generation)
       where ${FENCED}
       on conflict (run_id, position) do update set kind = excluded.kind, key = excluded.key, value = excluded.value, step = excluded.step
-      returning run_id, position`.execute(this.db);
+      returning run_id, position`.execute(db);
     const done = new Set(written.map((row) => `${row.run_id}:${row.position}`));
     return refusals(
       values,
@@ -455,6 +481,7 @@ export class SqlStore implements Store {
   }
 
   async readJournal(runId: string): Promise<JournalEntry[]> {
+    await this.writes.flush();
     const rows = await this.db
       .selectFrom('run_journal')
       .select(['position', 'kind', 'key', 'value', 'step'])
@@ -465,6 +492,8 @@ export class SqlStore implements Store {
   }
 
   async truncateJournal(runId: string, fromPosition: number): Promise<void> {
+    // After the entries appended before it, which may still be on their way.
+    await this.writes.flush();
     const token = this.fence?.forRun(runId);
     if (!token) {
       await this.db.deleteFrom('run_journal').where('run_id', '=', runId).where('position', '>=', fromPosition).execute();
@@ -480,7 +509,7 @@ export class SqlStore implements Store {
   async saveSnapshot(snapshot: Omit<SnapshotRecord, 'createdAt'>): Promise<SnapshotRecord> {
     const createdAt = this.now();
     // Its label may name the run's latest events: they are stored first.
-    await Promise.all([this.events.flush(), this.journal.flush()]);
+    await this.writes.flush();
     await this.db
       .insertInto('snapshots')
       .values({
@@ -527,7 +556,7 @@ export class SqlStore implements Store {
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.events.flush(), this.journal.flush()]);
+    await this.writes.flush();
     await this.db.destroy();
     await this.onClose();
   }
