@@ -12,6 +12,8 @@ import { raceAbort } from '../util/abort.ts';
  */
 type JournalRecord =
   | { op: 'append'; entry: JournalEntry }
+  /** Entries appended while the step before was under way, taken as one step. */
+  | { op: 'appends'; entries: JournalEntry[] }
   | { op: 'truncate'; from: number }
   | { op: 'attempt'; id: string }
   | { op: 'peek'; questionId: string }
@@ -114,11 +116,29 @@ export class RestateJournal implements RunJournal {
     return this.recorded;
   }
 
+  /**
+   * Appends come from a run that does not wait for each (see JournalReplay): those made while a
+   * step is under way are taken together as the next step, one round trip to Restate for all.
+   */
   async append(runId: string, entry: JournalEntry): Promise<void> {
-    await this.record({ op: 'append', entry });
+    let batch = this.batch;
+    if (!batch) {
+      const entries: JournalEntry[] = [];
+      const taken = this.serial(() => {
+        // Closed once it is taken: what is appended from now on goes in the next step.
+        if (this.batch === batch) this.batch = undefined;
+        return step(this.ctx, () => (entries.length === 1 ? { op: 'append', entry: entries[0]! } : { op: 'appends', entries }));
+      });
+      batch = this.batch = { entries, taken };
+    }
+    batch.entries.push(entry);
+    await batch.taken;
     this.entries.push(entry);
     await this.copy.append(runId, entry);
   }
+
+  /** Appends waiting for the step they go in. */
+  private batch: { entries: JournalEntry[]; taken: Promise<JournalRecord> } | undefined;
 
   async truncate(runId: string, fromPosition: number): Promise<void> {
     await this.record({ op: 'truncate', from: fromPosition });
@@ -130,12 +150,12 @@ export class RestateJournal implements RunJournal {
   answers(): AnswerLedger {
     return {
       peek: (questionId) =>
-        this.serial(async () => {
+        this.serialAfterAppends(async () => {
           await step(this.ctx, () => ({ op: 'peek', questionId }));
           return peekAnswer(this.ctx, questionId);
         }),
       settle: (questionId, answer) =>
-        this.serial(async () => {
+        this.serialAfterAppends(async () => {
           await step(this.ctx, () => ({ op: 'settle', questionId, answer }));
           return settleAnswer(this.ctx, questionId, answer);
         }),
@@ -143,7 +163,15 @@ export class RestateJournal implements RunJournal {
   }
 
   private record(record: JournalRecord): Promise<JournalRecord> {
+    // Appended after this record, not before it: a later append starts a step of its own.
+    this.batch = undefined;
     return this.serial(() => step(this.ctx, () => record));
+  }
+
+  /** An operation after every append made so far (a later append starts a step of its own). */
+  private serialAfterAppends<T>(operation: () => Promise<T>): Promise<T> {
+    this.batch = undefined;
+    return this.serial(operation);
   }
 
   /** One Restate operation at a time, each awaited before the next begins: their order is this chain's. */
@@ -197,6 +225,7 @@ async function step(ctx: WorkflowContext, record: () => JournalRecord): Promise<
 
 function applyRecord(entries: JournalEntry[], record: JournalRecord): JournalEntry[] {
   if (record.op === 'append') return [...entries.filter((entry) => entry.position !== record.entry.position), record.entry];
+  if (record.op === 'appends') return record.entries.reduce((all, entry) => applyRecord(all, { op: 'append', entry }), entries);
   if (record.op === 'truncate') return entries.filter((entry) => entry.position < record.from);
   return entries;
 }
