@@ -55,6 +55,33 @@ function configFile(content: object): Record<string, string> {
 }
 
 describe('the model wire on the openai SDK', () => {
+  it('sends each message as it is at the time of the call, also one sent before and changed since', async () => {
+    const { model } = modelClient();
+    const history = [
+      { role: 'user' as const, content: 'First question' },
+      { role: 'assistant' as const, content: 'First answer' },
+    ];
+    const before = llm.requests.length;
+    await model.complete(call('chat', { messages: history }));
+    history[1]!.content = 'First answer, corrected';
+    const toolTurn = { role: 'assistant' as const, content: '', toolCalls: [{ id: 'c1', name: 'calculator', arguments: '{"expression":"1+1"}' }] };
+    await model.complete(
+      call('chat', { messages: [...history, toolTurn, { role: 'tool', toolCallId: 'c1', content: '2' }, { role: 'user', content: 'Next' }] }),
+    );
+    const [first, second] = llm.requests.slice(before).map((request) => request.body.messages);
+    expect(first).toEqual([
+      { role: 'user', content: 'First question' },
+      { role: 'assistant', content: 'First answer' },
+    ]);
+    expect(second).toEqual([
+      { role: 'user', content: 'First question' },
+      { role: 'assistant', content: 'First answer, corrected' },
+      { role: 'assistant', content: '', tool_calls: [{ id: 'c1', type: 'function', function: { name: 'calculator', arguments: '{"expression":"1+1"}' } }] },
+      { role: 'tool', tool_call_id: 'c1', content: '2' },
+      { role: 'user', content: 'Next' },
+    ]);
+  });
+
   it("sends the SDK's own headers, the key and the purpose headers on every call, streamed or not", async () => {
     for (const streaming of ['true', 'false']) {
       const { model } = modelClient({ LLM_STREAMING: streaming });

@@ -355,8 +355,18 @@ export class SqlStore implements Store {
     const events = rows.flatMap((row, index) => ('event' in row ? [{ row, index }] : []));
     const entries = rows.flatMap((row, index) => ('entry' in row ? [{ row, index }] : []));
     const write = async (db: Db) => {
-      const refusedEvents = events.length ? await this.insertEvents(db, events.map(({ row }) => row)) : undefined;
-      const refusedEntries = entries.length ? await this.insertJournal(db, entries.map(({ row }) => row)) : undefined;
+      const refusedEvents = events.length
+        ? await this.insertEvents(
+            db,
+            events.map(({ row }) => row),
+          )
+        : undefined;
+      const refusedEntries = entries.length
+        ? await this.insertJournal(
+            db,
+            entries.map(({ row }) => row),
+          )
+        : undefined;
       if (!refusedEvents && !refusedEntries) return undefined;
       const refused = new Map<number, Error>();
       for (const [at, error] of refusedEvents ?? []) refused.set(events[at]!.index, error);
