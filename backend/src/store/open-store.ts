@@ -7,7 +7,7 @@ import { migrateSchema, SCHEMA, type SchemaStep } from './migrations.ts';
 import type { PgliteImport } from './pglite-import.ts';
 import { PostgresDatabase } from './postgres-database.ts';
 import { SqlStore, type Tables } from './sql-store.ts';
-import { closeSqliteDatabase, IN_MEMORY, LibsqlDialect, openSqliteDatabase, type SqliteSync } from './sqlite-database.ts';
+import { closeSqliteDatabase, IN_MEMORY, LibsqlDialect, openSqliteDatabase, type SqliteSync, walSyncedOffThread } from './sqlite-database.ts';
 import type { Store } from './store.ts';
 
 /** The embedded database's file inside DATA_DIR. */
@@ -69,7 +69,16 @@ export async function openSqliteStore(path: string, options: { sync?: SqliteSync
     const applied = await migrateSchema(db, 'sqlite', options.steps ?? SCHEMA);
     const description = path === IN_MEMORY ? 'embedded SQLite in memory' : `embedded SQLite in ${path} (synchronous=${sync})`;
     options.logger?.info({ database: description, migrations: applied }, 'database ready');
-    return new SqlStore(db, 'sqlite', description, { migrated: applied, onClose: () => closeSqliteDatabase(connection) });
+    // DB_SYNC=full: the group commits of events and journal entries are synced off the main thread.
+    const groupSync = sync === 'full' && path !== IN_MEMORY ? walSyncedOffThread(path) : undefined;
+    return new SqlStore(db, 'sqlite', description, {
+      migrated: applied,
+      groupSync,
+      onClose: async () => {
+        await groupSync?.close();
+        closeSqliteDatabase(connection);
+      },
+    });
   } catch (error) {
     await db.destroy().catch(() => undefined);
     connection.close();

@@ -2,6 +2,7 @@ import type { LoggedEvent } from '@stepwise/shared-types';
 import { type Generated, type Kysely, type RawBuilder, type Selectable, type Transaction, sql } from 'kysely';
 import type { LlmMessage } from '../messages.ts';
 import type { SqlDialectName } from './migrations.ts';
+import type { GroupSync } from './sqlite-database.ts';
 import { fromSnapshotColumn, toSnapshotColumn } from './snapshot-column.ts';
 import {
   type Fence,
@@ -186,8 +187,11 @@ export class SqlStore implements Store {
       migrated?: string[];
       /** Called once the store has closed Kysely (SQLite: fold the log into the file and close it). */
       onClose?: () => Promise<void> | void;
+      /** How group commits reach the disk, when not left to the database (SQLite with DB_SYNC=full). */
+      groupSync?: GroupSync | undefined;
     } = {},
   ) {
+    this.groupSync = options.groupSync;
     this.least = DIALECTS[dialect].least;
     this.parsed = DIALECTS[dialect].json;
     this.migrated = options.migrated ?? [];
@@ -373,8 +377,10 @@ export class SqlStore implements Store {
       for (const [at, error] of refusedEntries ?? []) refused.set(entries[at]!.index, error);
       return refused;
     };
-    return events.length && entries.length ? this.db.transaction().execute(write) : write(this.db);
+    const commit = (db: Kysely<Tables>) => (events.length && entries.length ? db.transaction().execute(write) : write(db));
+    return this.groupSync ? this.groupSync.write(this.db, commit) : commit(this.db);
   });
+  private readonly groupSync: GroupSync | undefined;
 
   private async insertEvents(db: Db, rows: EventWrite[]): Promise<Map<number, Error> | undefined> {
     const tokens = rows.map(({ sessionId }) => this.fence?.forSession(sessionId));
