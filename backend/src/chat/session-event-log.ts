@@ -37,6 +37,8 @@ export class SessionEventLog implements EventSink {
   private queued = 0;
   /** The highest `seq` given to an event (stored and sent, or on its way); `seq` is the highest sent. */
   private assigned: number;
+  /** Seqs of this log's events being stored and not yet sent (nor failed). */
+  private readonly inFlight = new Set<number>();
   /** An event that could not be stored, told to the next `emit` or `flush`. */
   private failure: { error: unknown } | undefined;
   /** Deltas of one stream that arrived in the same turn of the event loop, sent as one. */
@@ -93,8 +95,9 @@ export class SessionEventLog implements EventSink {
         const events = await this.store.listEvents(this.sessionId, this.seq, 500);
         for (const event of events) {
           // This instance's own events on their way are sent by their own turn in the queue.
-          if (event.seq <= this.assigned) continue;
-          this.seq = this.assigned = event.seq;
+          if (event.seq <= this.seq || this.inFlight.has(event.seq)) continue;
+          this.seq = event.seq;
+          this.assigned = Math.max(this.assigned, event.seq);
           if (event.type === 'response_complete' && event.run_id) this.endedRuns.add(event.run_id);
           for (const connection of this.connections) connection.send(event);
         }
@@ -129,11 +132,19 @@ export class SessionEventLog implements EventSink {
     if (body.type === 'response_complete') this.completed++;
     if (body.type === 'response_complete' && body.run_id) this.endedRuns.add(body.run_id);
     const event = { ...body, seq: ++this.assigned, ts: new Date().toISOString() } as LoggedEvent;
+    this.inFlight.add(event.seq);
     const stored = this.store.appendEvent(this.sessionId, event);
+    stored.catch(() => undefined); // handled in its turn below
     // Stored before it is sent, and sent in order: a write that fails sends nothing and is told to the emitter next.
-    stored.catch(() => undefined);
     this.enqueue(async () => {
-      await stored;
+      try {
+        await stored;
+      } catch (error) {
+        this.failure ??= { error };
+        return;
+      } finally {
+        this.inFlight.delete(event.seq);
+      }
       this.seq = event.seq;
       this.onAppended?.();
       this.observe?.(event, this.sessionId);
