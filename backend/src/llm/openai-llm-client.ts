@@ -113,9 +113,7 @@ export class OpenAiLlmClient implements LlmClient {
   ): Promise<{ ok: true; result: CompletionResult<never> } | { ok: false; error: ModelError; again: boolean }> {
     const { streaming, maxOutputChars } = this.config.llm;
     const { model, params } = modelFor(request.purpose, this.config.llm);
-    const plain = { signal, headers: stepwiseHeaders(request) };
-    // Azure's client reads the model from the body's object to route to its deployment: it gets the object.
-    const options = (body: ChatCompletionCreateParamsBase, stream: boolean) => (this.config.llm.azure ? plain : encoded(plain, body, stream));
+    const options = { signal, headers: stepwiseHeaders(request) };
     const assembler = new ReplyAssembler(maxOutputChars);
     let streamedText = false;
     let requestId: string | undefined;
@@ -123,7 +121,7 @@ export class OpenAiLlmClient implements LlmClient {
       const body = this.requestBody(request, output, model, params);
       if (streaming) {
         const { data: chunks, request_id } = await this.client.chat.completions
-          .create({ ...body, stream: true } as Parameters<OpenAI['chat']['completions']['create']>[0] & { stream: true }, options(body, true))
+          .create({ ...body, stream: true } as Parameters<OpenAI['chat']['completions']['create']>[0] & { stream: true }, options)
           .withResponse();
         requestId = request_id ?? undefined;
         for await (const chunk of chunks) {
@@ -141,7 +139,7 @@ export class OpenAiLlmClient implements LlmClient {
         if (!assembler.finished && !assembler.truncated) throw new ModelError('The model stream ended before the model finished', { retryable: true });
       } else {
         const { data, request_id } = await this.client.chat.completions
-          .create({ ...body, stream: false } as Parameters<OpenAI['chat']['completions']['create']>[0] & { stream: false }, options(body, false))
+          .create({ ...body, stream: false } as Parameters<OpenAI['chat']['completions']['create']>[0] & { stream: false }, options)
           .withResponse();
         requestId = request_id ?? undefined;
         assembler.add(completionAsChunk(data));
@@ -177,7 +175,7 @@ export class OpenAiLlmClient implements LlmClient {
       ...params,
       ...(output && this.config.llm.structuredOutput ? { response_format: responseFormat(output) } : {}),
       model,
-      messages: (this.config.llm.strictAlternation ? ensureAlternation(request.messages) : request.messages).map(wireMessage),
+      messages: (this.config.llm.strictAlternation ? ensureAlternation(request.messages) : request.messages).map(toOpenAiMessage),
       ...(this.config.llm.temperature === undefined ? {} : { temperature: this.config.llm.temperature }),
       ...(request.tools?.length
         ? {
@@ -271,54 +269,8 @@ function callDeadline(caller: AbortSignal, timeoutMs: number): { signal: AbortSi
   };
 }
 
-/** The JSON of each wire message (made here, by wireMessage, and never changed). */
-const encodedMessages = new WeakMap<ChatCompletionMessageParam, string>();
-/** The wire message of each LlmMessage, made once per message object (see `encoded`). */
-const wireMessages = new WeakMap<LlmMessage, ChatCompletionMessageParam>();
-
-/**
- * The request options with the body encoded here, once per message: a run sends its history with
- * every model call, and a long chat's history is most of each body, so each message's JSON is made
- * once (per turn, when the history is read) and the body is put together from the pieces. The SDK
- * sends a body given as bytes as it is; the params it is also given (for its instrumentation and
- * its choice of stream parsing) say the same. Not for Azure, whose client routes by the body's model.
- */
-function encoded(options: { signal: AbortSignal; headers: Record<string, string> }, body: ChatCompletionCreateParamsBase, stream: boolean) {
-  const { messages, ...rest } = body;
-  const parts = messages.map((message) => {
-    const known = encodedMessages.get(message);
-    if (known !== undefined) return known;
-    const json = JSON.stringify(message);
-    encodedMessages.set(message, json);
-    return json;
-  });
-  const head = JSON.stringify({ ...rest, stream });
-  const text = `{"messages":[${parts.join(',')}],${head.slice(1)}`;
-  return { ...options, body: Buffer.from(text), headers: { ...options.headers, 'content-type': 'application/json' } };
-}
-
 function formatCount(count: number): string {
   return count.toLocaleString('en-US');
-}
-
-/** The wire message of an LlmMessage, the same object each time it is sent (so its JSON is made once; see `encoded`). */
-function wireMessage(message: LlmMessage): ChatCompletionMessageParam {
-  const known = wireMessages.get(message);
-  if (known && sameSource(known, message)) return known;
-  const wire = toOpenAiMessage(message);
-  wireMessages.set(message, wire);
-  return wire;
-}
-
-/** Whether a wire message still says what its LlmMessage says (a message changed since is made again). */
-function sameSource(wire: ChatCompletionMessageParam, message: LlmMessage): boolean {
-  if (wire.role !== message.role) return false;
-  if (message.role === 'assistant') {
-    const calls = 'tool_calls' in wire ? (wire.tool_calls ?? []) : [];
-    return (wire.content ?? '') === (message.content ?? '') && calls.length === (message.toolCalls?.length ?? 0);
-  }
-  if (message.role === 'tool') return wire.content === message.content && 'tool_call_id' in wire && wire.tool_call_id === message.toolCallId;
-  return wire.content === message.content;
 }
 
 function toOpenAiMessage(message: LlmMessage): ChatCompletionMessageParam {
