@@ -41,6 +41,11 @@ export function report(results: any): string {
     );
   }
   for (const [section, message] of Object.entries(results.failed ?? {})) lines.push('', `**The ${section} section failed:** ${message}`);
+  // Sections measured again in a run of their own (bench/src/merge-section.ts).
+  for (const [section, rerun] of Object.entries((results.rerun ?? {}) as Record<string, { date: string; tree?: { commit: string; changed: boolean } }>)) {
+    const tree = rerun.tree ? `, commit ${rerun.tree.commit}${rerun.tree.changed ? ' with uncommitted changes' : ''}` : '';
+    lines.push('', `The ${section} section is from a run of its own (\`pnpm bench --only=${section}\`), ${rerun.date}${tree}.`);
+  }
   lines.push('');
 
   const verdicts = assessTargets(results);
