@@ -3,7 +3,8 @@
 // measured at their steady speed); Stepwise's server is a process of its own too, its client another. In
 // each round every contender runs once, in an order that rotates from round to round, and each run
 // is paired with a floor run just before it: the ratio is taken within that pair, the median over
-// rounds, so that the machine's drift over a run falls on both sides of every ratio alike.
+// rounds, so that the machine's drift over a run falls on both sides of every ratio alike. Each
+// contender first runs one untimed task, as the floor (which runs before every contender) is warm.
 import type { StepwiseChat } from './frameworks.ts';
 import { cpuMs, currentRss, peakRss, startModelServer, startWorker, type TaskResult, type Worker } from './processes.ts';
 import { log, type Settings } from './settings.ts';
@@ -104,6 +105,9 @@ export async function overhead(settings: Settings, stores: Stores) {
   for (let round = -settings.warmup; round < settings.rounds; round++) {
     const offset = ((round % contenders.length) + contenders.length) % contenders.length;
     for (const contender of [...contenders.slice(offset), ...contenders.slice(0, offset)]) {
+      // The floor runs before every contender and so is always warm; each contender idles while the
+      // others run. One untimed task first brings it back to the speed of a process in use.
+      await contender.worker.task(settings.steps);
       const floorRun = await run(floor);
       const contenderRun = await run(contender.worker, contender.stepwise?.server);
       if (round < 0) continue;
