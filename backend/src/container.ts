@@ -112,6 +112,8 @@ export function buildContainer(
     read: (runId) => store.readJournal(runId),
     append: (runId, entry) => store.appendJournal(runId, entry),
     truncate: (runId, fromPosition) => store.truncateJournal(runId, fromPosition),
+    // One group commit holds a model call's entry and the events that show it.
+    commitsWithEvents: true,
   };
   container.register<RunJournal>(TOKENS.RunJournal, { useValue: storeJournal });
   // Where runs execute: here, or as Restate workflows that journal in Restate (and keep a copy in

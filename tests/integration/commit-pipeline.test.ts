@@ -1,7 +1,7 @@
 // The commit pipeline: a run's events and journal entries are stored while the run goes on, and
 // every promise still holds: nothing reaches a client before it is stored, a tool's start (and the
 // model call that asked for it) is committed before the tool runs, the run ends with all it wrote.
-import type { ServerEvent } from '@stepwise/shared-types';
+import type { DeltaEvent, ServerEvent } from '@stepwise/shared-types';
 import {
   AgentControl,
   configFromEnv,
@@ -62,17 +62,20 @@ function gatedStore(store: SqlStore, failing: number[] = []) {
 /** A client connection that records what it is sent, and whether each event was stored by then. */
 function recordingConnection(committed: Set<number>) {
   const sent: { seq: number; storedWhenSent: boolean }[] = [];
+  /** Everything sent, in order: `seq:N` for logged events, `preview:TEXT` for previews. */
+  const order: string[] = [];
   const connection: ClientConnection = {
     send(message: ServerEvent) {
       const seq = (message as { seq?: number }).seq;
       if (seq !== undefined) sent.push({ seq, storedWhenSent: committed.has(seq) });
+      order.push(seq !== undefined ? `seq:${seq}` : `preview:${(message as { delta?: string }).delta}`);
     },
     congested: false,
     closed: false,
     whenDrained: async () => undefined,
     close() {},
   } as unknown as ClientConnection;
-  return { connection, sent };
+  return { connection, sent, order };
 }
 
 function kernelOver(store: Store, llm: ScriptedLlmClient, tools: Tool[]) {
@@ -81,6 +84,8 @@ function kernelOver(store: Store, llm: ScriptedLlmClient, tools: Tool[]) {
     read: (runId) => store.readJournal(runId),
     append: (runId, entry) => store.appendJournal(runId, entry),
     truncate: (runId, from) => store.truncateJournal(runId, from),
+    // As the server's journal: entries commit with the events after them, in one group commit.
+    commitsWithEvents: true,
   };
   return new RunKernel([roa], llm, new ToolRegistry(config, tools), new HandlebarsPromptProvider(config), config, silent, journal);
 }
@@ -182,5 +187,28 @@ describe('the commit pipeline', () => {
     expect(sent.map((item) => item.seq)).toEqual(stored.map((event) => event.seq));
     expect(stored.at(-1)?.type).toBe('response_complete');
     expect(stored.some((event) => event.type === 'agent_update' && event.update_type === 'agent_error')).toBe(true);
+  });
+
+  it('a preview never overtakes an event still being stored, and the previews before an event go out before it', async () => {
+    const sqlite = await stores.open();
+    await sqlite.createSession('session-1');
+    const gated = gatedStore(sqlite);
+    const log = new SessionEventLog('session-1', gated.store, 0);
+    const { connection, order } = recordingConnection(gated.committed);
+    await log.attach(connection, 0);
+    const runId = crypto.randomUUID();
+    const delta = (text: string, step: number): DeltaEvent => ({ type: 'agent_update', update_type: 'agent_reason_delta', run_id: runId, step, delta: text });
+
+    gated.close();
+    log.preview(delta('first ', 1));
+    await log.emit({ type: 'agent_update', update_type: 'agent_reason', run_id: runId, step: 1, content: 'first' });
+    // The next call's stream begins while the first event is still being stored, then switches stream.
+    log.preview(delta('second ', 2));
+    log.preview(delta('third', 3));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(order).toEqual([]);
+    gated.open();
+    await log.flush();
+    expect(order).toEqual(['preview:first ', 'seq:1', 'preview:second ', 'preview:third']);
   });
 });

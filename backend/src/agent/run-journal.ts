@@ -14,6 +14,11 @@ export interface RunJournal {
   read(runId: string): Promise<JournalEntry[]>;
   append(runId: string, entry: JournalEntry): Promise<void>;
   truncate(runId: string, fromPosition: number): Promise<void>;
+  /**
+   * True when entries and the events logged after them commit in that order (the store's journal:
+   * one group commit for both); otherwise a run's events wait for the entries recorded before them.
+   */
+  readonly commitsWithEvents?: boolean;
 }
 
 /** The effect kinds the kernel records; strategies may record their own through `run.effects`. */
@@ -92,7 +97,17 @@ export class JournalReplay {
    * for it and everything recorded before it, as an effect on the world needs before it is made
    * (a tool's start). A write that failed is thrown by the next `once` or `settled`.
    */
-  async once<T>(kind: string, key: string, live: () => Promise<T>, options: { durable?: boolean } = {}): Promise<{ value: T; replayed: boolean }> {
+  async once<T>(
+    kind: string,
+    key: string,
+    live: () => Promise<T>,
+    options: {
+      /** Wait for this entry's commit, and everything recorded before it, before going on. */
+      durable?: boolean;
+      /** Run `live` only once everything recorded before it is committed (it may act on the world). */
+      afterCommitted?: boolean;
+    } = {},
+  ): Promise<{ value: T; replayed: boolean }> {
     this.throwFailure();
     const index = this.pending.findIndex((entry) => entry.kind === kind && entry.key === key);
     if (index >= 0) {
@@ -105,6 +120,7 @@ export class JournalReplay {
       this.leaving = leave.catch(() => undefined);
       await leave;
     }
+    if (options.afterCommitted) await this.settled();
     const value = await live();
     const entry = { position: this.next++, kind, key, value: value ?? null, step: this.step() };
     // Noted before it is written: a truncation queued after this append re-records it.
@@ -132,6 +148,11 @@ export class JournalReplay {
   private throwFailure(): void {
     const failure = this.failure;
     if (failure) throw failure.error;
+  }
+
+  /** Resolves once the entries appended so far are committed or failed (without saying which). */
+  async appendsSoFar(): Promise<void> {
+    await Promise.all(this.writing);
   }
 
   /** Resolves once every entry appended so far is committed; rejects with the first that could not be. */

@@ -1,4 +1,4 @@
-import type { StopReason, StoppedCall, StrategyInfo } from '@stepwise/shared-types';
+import type { DeltaEvent, LoggedEventBody, StopReason, StoppedCall, StrategyInfo, ToolProgressEvent } from '@stepwise/shared-types';
 import { inject, injectable } from 'tsyringe';
 import type { z } from 'zod';
 import type { Config } from '../config/config.ts';
@@ -149,7 +149,11 @@ export class RunKernel {
     const past = hooks.past;
     // After a restart the run goes on under its own id: its agent_start is logged already.
     const samePast = past?.runId === input.runId;
-    const sink = past ? new ReplaySink(session.sink, past.events) : session.sink;
+    const journal = hooks.journal ?? this.journal;
+    const logged = past ? new ReplaySink(session.sink, past.events) : session.sink;
+    // Events never reach the log ahead of the journal entries recorded before them: the store's
+    // journal commits with them, in order; another (Restate's) is waited for.
+    const sink = journal.commitsWithEvents ? logged : new AfterJournalSink(logged, () => replay.appendsSoFar());
     const events = runEvents(chatWire ? undefined : input.runId);
     const logger = this.logger.child({ session_id: input.sessionId, run_id: input.runId, strategy: definition.name });
     const progress: RunProgress = { step: 0, transcript: [] as LlmMessage[] };
@@ -187,7 +191,9 @@ export class RunKernel {
     control.onAnswered = (questionId, by) =>
       void sink.emit(events.inputReceived(questionId, by)).catch((error: unknown) => logger.warn({ err: error }, 'could not log who answered'));
     const options = input.options ?? (this.checkOptions(definition.name, {}) as { options: Record<string, unknown> }).options ?? {};
-    const replay = new JournalReplay(hooks.journal ?? this.journal, input.runId, past, () => progress.step);
+    const replay = new JournalReplay(journal, input.runId, past, () => progress.step);
+    // What a run changes in the world waits until the model call that asked for it is committed.
+    const runFiles = session.files ?? memoryFiles();
     const run: Run = {
       input,
       options,
@@ -211,10 +217,16 @@ export class RunKernel {
       approvalTimeoutAction: this.config.agent.approvalTimeoutAction,
       filesManifest: session.filesManifest,
       notepad: session.notepad ?? (async () => ''),
-      files: session.files ?? memoryFiles(),
+      files: {
+        read: (name) => runFiles.read(name),
+        write: async (name, content) => {
+          await replay.settled();
+          return runFiles.write(name, content);
+        },
+      },
       logger,
       effects: {
-        once: (kind, key, live) => replay.once(kind, key, live),
+        once: (kind, key, live) => replay.once(kind, key, live, { afterCommitted: true }),
         has: (kind, key) => replay.has(kind, key),
         continues: past !== undefined && !samePast,
       },
@@ -280,6 +292,9 @@ export class RunKernel {
     } finally {
       clearTimeout(timer);
     }
+    // Whatever the ending, everything the run recorded is committed before its outcome is saved.
+    await replay.settled().catch((error: unknown) => logger.error({ err: error }, 'a journal entry of the run could not be saved'));
+    await sink.flush().catch((error: unknown) => logger.error({ err: error }, 'an event of the run could not be saved'));
     try {
       await hooks.onEnd?.(outcome);
     } catch (error) {
@@ -390,6 +405,61 @@ function observedModel(
       return result;
     },
   };
+}
+
+/**
+ * A run's sink when its journal commits apart from the store (Restate): each event waits for the
+ * journal entries recorded before it, so that nothing is shown that a replay would not find
+ * recorded; previews and progress keep their place behind the events still waiting.
+ */
+class AfterJournalSink implements EventSink {
+  private chain: Promise<void> = Promise.resolve();
+  private waiting = 0;
+  private failure: { error: unknown } | undefined;
+
+  constructor(
+    private readonly sink: EventSink,
+    private readonly journaled: () => Promise<void>,
+  ) {}
+
+  emit(event: LoggedEventBody): Promise<void> {
+    const before = this.journaled();
+    this.after(async () => {
+      await before;
+      await this.sink.emit(event);
+    });
+    const failure = this.failure;
+    this.failure = undefined;
+    return failure ? Promise.reject(failure.error) : Promise.resolve();
+  }
+
+  async flush(): Promise<void> {
+    await this.chain;
+    const failure = this.failure;
+    this.failure = undefined;
+    if (failure) throw failure.error;
+    await this.sink.flush();
+  }
+
+  preview(delta: DeltaEvent): void {
+    if (this.waiting === 0) this.sink.preview(delta);
+    else this.after(async () => this.sink.preview(delta));
+  }
+
+  progress(event: ToolProgressEvent): void {
+    if (this.waiting === 0) this.sink.progress(event);
+    else this.after(async () => this.sink.progress(event));
+  }
+
+  private after(step: () => Promise<void>): void {
+    this.waiting++;
+    this.chain = this.chain
+      .then(step)
+      .catch((error: unknown) => {
+        this.failure ??= { error };
+      })
+      .finally(() => this.waiting--);
+  }
 }
 
 /** Files kept in memory for one run: for kernels without a session folder (unit tests). */

@@ -126,49 +126,65 @@ export class SessionEventLog implements EventSink {
     return this.completed;
   }
 
+  /**
+   * Logs an event for a run: it has its place at once and is stored and sent while the run goes
+   * on. A write that failed is told to the run at its next emit or flush (after this event is
+   * queued, so an ending is never dropped for an earlier failure).
+   */
   emit(body: LoggedEventBody): Promise<void> {
+    this.deliver(body).catch((error: unknown) => {
+      this.failure ??= { error };
+    });
     const failure = this.takeFailure();
-    if (failure) return Promise.reject(failure.error);
+    return failure ? Promise.reject(failure.error) : Promise.resolve();
+  }
+
+  /** Logs an event and resolves once it is stored and sent, rejecting when it could not be stored (what is logged outside runs). */
+  record(body: LoggedEventBody): Promise<void> {
+    return this.deliver(body);
+  }
+
+  /** Resolves once every event emitted so far is stored and sent; rejects with a run's write that failed since it last heard. */
+  async flush(): Promise<void> {
+    await this.sent();
+    const failure = this.takeFailure();
+    if (failure) throw failure.error;
+  }
+
+  /** Resolves once every event emitted so far is stored (or failed) and sent. */
+  async sent(): Promise<void> {
+    await this.enqueue(async () => undefined);
+  }
+
+  /**
+   * Gives the event the next seq, starts its write and queues its sending: stored before it is
+   * sent, sent in order, after the previews that came before it. Resolves once it was sent;
+   * rejects when it could not be stored (then nothing of it is sent).
+   */
+  private deliver(body: LoggedEventBody): Promise<void> {
     if (body.type === 'response_complete') this.completed++;
     if (body.type === 'response_complete' && body.run_id) this.endedRuns.add(body.run_id);
     const event = { ...body, seq: ++this.assigned, ts: new Date().toISOString() } as LoggedEvent;
     this.inFlight.add(event.seq);
     const stored = this.store.appendEvent(this.sessionId, event);
     stored.catch(() => undefined); // handled in its turn below
-    // Stored before it is sent, and sent in order: a write that fails sends nothing and is told to the emitter next.
-    this.enqueue(async () => {
+    // The previews so far lead to this event: they go out just before it, not with a later one.
+    const previews = this.takeDelta();
+    return this.enqueue(async () => {
       try {
         await stored;
-      } catch (error) {
-        this.failure ??= { error };
-        return;
       } finally {
         this.inFlight.delete(event.seq);
       }
+      if (previews) this.sendDelta(previews);
       this.seq = event.seq;
       this.onAppended?.();
       this.observe?.(event, this.sessionId);
-      this.flushDelta(event.seq - 1); // the full event always follows its previews
       for (const connection of this.connections) {
         this.skippingPreviews.delete(connection);
         connection.send(event);
       }
-    }).catch((error: unknown) => {
-      this.failure ??= { error };
     });
-    return Promise.resolve();
-  }
-
-  /** Emits an event and resolves once it is stored and sent (for what is done outside a run, one event at a time). */
-  async record(body: LoggedEventBody): Promise<void> {
-    await this.emit(body);
-    await this.flush();
-  }
-
-  async flush(): Promise<void> {
-    await this.enqueue(async () => undefined);
-    const failure = this.takeFailure();
-    if (failure) throw failure.error;
   }
 
   private takeFailure(): { error: unknown } | undefined {
@@ -187,33 +203,51 @@ export class SessionEventLog implements EventSink {
     if (pending && sameStream(pending, delta)) {
       pending.delta += delta.delta;
     } else {
-      this.flushDelta();
+      this.releaseDelta();
       this.pendingDelta = { ...delta };
     }
     if (this.flushScheduled) return;
     this.flushScheduled = true;
     setImmediate(() => {
       this.flushScheduled = false;
-      // A preview must not overtake a logged event that is still being stored.
-      if (this.queued === 0) this.flushDelta();
-      else void this.enqueue(async () => this.flushDelta()).catch(() => undefined);
+      this.releaseDelta();
     });
   }
 
   progress(event: ToolProgressEvent): void {
+    const previews = this.takeDelta();
     void this.enqueue(async () => {
-      this.flushDelta();
+      if (previews) this.sendDelta(previews);
       // Progress is only a hint (the tool's own events follow): a client that is behind goes without.
       for (const connection of this.connections) if (!connection.congested) connection.send(event);
     }).catch(() => undefined);
   }
 
-  private flushDelta(afterSeq = this.seq): void {
+  /** Sends the previews gathered so far now, or, while logged events are on their way, after them. */
+  private releaseDelta(): void {
+    const previews = this.takeDelta();
+    if (!previews) return;
+    // A preview must not overtake a logged event that is still being stored.
+    if (this.queued === 0) this.sendDelta(previews);
+    else void this.enqueue(async () => this.sendDelta(previews)).catch(() => undefined);
+  }
+
+  private takeDelta(): DeltaEvent | undefined {
     const pending = this.pendingDelta;
-    if (!pending) return;
     this.pendingDelta = undefined;
-    for (const connection of this.connections) this.sendPreview(connection, pending);
-    this.onPreview?.(pending, afterSeq);
+    return pending;
+  }
+
+  /** Sends previews to every client (and to the other instances, with the seq the sockets have now). */
+  private sendDelta(previews: DeltaEvent): void {
+    for (const connection of this.connections) this.sendPreview(connection, previews);
+    this.onPreview?.(previews, this.seq);
+  }
+
+  /** Sends the previews gathered so far at once (before a message outside the log). */
+  private flushDelta(): void {
+    const previews = this.takeDelta();
+    if (previews) this.sendDelta(previews);
   }
 
   /**

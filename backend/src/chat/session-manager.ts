@@ -91,8 +91,11 @@ export class SessionManager {
       change.kind === 'saved'
         ? { type: 'file_saved', file: change.file, source: change.source, ...(runId ? { run_id: runId } : {}) }
         : { type: 'file_deleted', name: change.file.name };
-    await chat.log.record(event);
-    this.release(chat);
+    try {
+      await chat.log.record(event);
+    } finally {
+      this.release(chat);
+    }
   };
 
   /** A chat's last agent run: its strategy and the options it ran with (from its journaled input). */

@@ -142,7 +142,7 @@ export class SessionSnapshots {
   private async keep(kind: SnapshotRecord['kind'], label: string): Promise<SnapshotRecord> {
     const { store } = this.deps;
     // Its point in the log is after every event emitted so far.
-    await this.log.flush().catch(() => undefined);
+    await this.log.sent();
     const snapshots = await store.listSnapshots(this.sessionId);
     if (snapshots.length >= SNAPSHOTS_PER_SESSION) throw new SnapshotLimitError();
     const last = (await store.listRuns(this.sessionId)).at(-1);

@@ -91,16 +91,21 @@ class GroupWriter<T> {
   /** `insert` writes the rows it may, and returns the errors of those it refused (by index), if any. */
   constructor(private readonly insert: (rows: T[]) => Promise<Map<number, Error> | undefined>) {}
 
+  /** The last row added, settled (written or refused): rows settle in order. */
+  private last: Promise<void> = Promise.resolve();
+
   add(row: T): Promise<void> {
-    return new Promise((resolve, reject) => {
+    const added = new Promise<void>((resolve, reject) => {
       this.pending.push({ row, resolve, reject });
       this.writing ??= this.drain();
     });
+    this.last = added.catch(() => undefined);
+    return added;
   }
 
-  /** Resolves once every row added so far is written (or refused). */
+  /** Resolves once every row added so far is written (or refused); rows added meanwhile are not waited for. */
   async flush(): Promise<void> {
-    await this.writing;
+    await this.last;
   }
 
   private async drain(): Promise<void> {
@@ -113,7 +118,8 @@ class GroupWriter<T> {
           for (const [index, item] of batch.entries()) settle(item, refused?.get(index));
         } catch (error) {
           // One bad row (a seq already taken) must fail only its own caller: retry one by one.
-          if (batch.length === 1) batch[0]!.reject(error);
+          // Not when the group was committed and only its sync to disk failed: then it fails whole.
+          if (batch.length === 1 || (error as { committed?: boolean }).committed) for (const item of batch) item.reject(error);
           else for (const item of batch) await this.insert([item.row]).then((refused) => settle(item, refused?.get(0)), item.reject);
         }
       }

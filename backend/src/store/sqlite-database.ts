@@ -134,9 +134,17 @@ export function walSyncedOffThread(databasePath: string): GroupSync {
           await sql`pragma synchronous = full`.execute(connection);
         }
       });
-      // The log exists once anything was written; it stays for as long as the database is open.
-      log ??= open(`${databasePath}-wal`, 'r+');
-      await (await log).datasync();
+      try {
+        // The log exists once anything was written; it stays for as long as the database is open.
+        log ??= open(`${databasePath}-wal`, 'r+').catch((error: unknown) => {
+          log = undefined;
+          throw error;
+        });
+        await (await log).datasync();
+      } catch (error) {
+        // Committed, but not known to be on disk: the group fails whole (its rows are not written again).
+        throw Object.assign(new Error(`The database's log could not be synced to disk (${(error as Error).message})`, { cause: error }), { committed: true });
+      }
       return result;
     },
     async close() {
