@@ -313,8 +313,13 @@ export class SessionManager {
     // Previews stream to sockets on every instance: they are not logged, so they travel on their own.
     log.onPreview = (delta, afterSeq) => host.publishPreview(chat.sessionId, delta, afterSeq);
     let unfollow: (() => void) | undefined;
+    // A database that fails a catch-up is told to the log, not to the process: the next notice or poll tries again.
+    const catchUp = () =>
+      void log
+        .syncFromStore()
+        .catch((error: unknown) => this.logger.warn({ err: error, session_id: chat.sessionId }, 'could not read the session log from the database'));
     void host
-      .follow(chat.sessionId, (preview) => (preview ? log.relayPreview(preview.delta, preview.afterSeq) : void log.syncFromStore()))
+      .follow(chat.sessionId, (preview) => (preview ? log.relayPreview(preview.delta, preview.afterSeq) : catchUp()))
       .then(
         (stop) => {
           unfollow = stop;
@@ -327,7 +332,7 @@ export class SessionManager {
         unfollow?.();
         return;
       }
-      if (log.connectionCount > 0 && !chat.busy) void log.syncFromStore();
+      if (log.connectionCount > 0 && !chat.busy) catchUp();
     }, FOLLOW_POLL_MS);
     poll.unref();
   }
