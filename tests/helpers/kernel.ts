@@ -24,6 +24,8 @@ type Entry = Awaited<ReturnType<RunJournal['read']>>[number];
 /** A journal in memory, by run. */
 export class MemoryJournal implements RunJournal {
   readonly runs = new Map<string, Entry[]>();
+  /** An entry is in memory before anything after it is emitted, as the store's commits with the events after it. */
+  readonly commitsWithEvents = true;
   async read(runId: string): Promise<Entry[]> {
     return structuredClone((this.runs.get(runId) ?? []).filter(Boolean));
   }
