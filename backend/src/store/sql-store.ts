@@ -81,7 +81,10 @@ const SNAPSHOT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
  * entry and its events go in one commit, while the next call is under way; and N sessions whose
  * model replies arrive together cost a few commits rather than N (each an fsync with DB_SYNC=full,
  * a round trip on PostgreSQL). Groups commit one after another, so once a row is committed every
- * row added before it is too (or was refused).
+ * row added before it is too (or was refused). A group starts a turn of the event loop after its
+ * first row (setImmediate): what the same I/O callbacks add (a model reply's journal entry and the
+ * events that show it, other sessions' replies read in the same poll) joins it, rather than the
+ * first row committing alone and the rest after it.
  */
 class GroupWriter<T> {
   private readonly pending: { row: T; resolve: () => void; reject: (error: unknown) => void }[] = [];
@@ -97,7 +100,7 @@ class GroupWriter<T> {
   add(row: T): Promise<void> {
     const added = new Promise<void>((resolve, reject) => {
       this.pending.push({ row, resolve, reject });
-      this.writing ??= this.drain();
+      this.writing ??= new Promise<void>((started) => setImmediate(started)).then(() => this.drain());
     });
     this.last = added.catch(() => undefined);
     return added;
