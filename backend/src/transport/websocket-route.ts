@@ -10,7 +10,7 @@ export function registerWebSocketRoute(app: FastifyInstance, handler: Connection
   app.get('/ws', { websocket: true, onRequest: limits.check, ...SOCKET_ROUTE }, (socket, request) => {
     const countOut = limits.add(request.ip);
     const query = request.query as Record<string, string | undefined>;
-    const ready = handler.open(new WebSocketConnection(socket, backpressure), {
+    const ready = handler.open(new WebSocketConnection(socket, backpressure, request.raw.socket), {
       sessionId: query.session_id,
       afterSeq: query.after_seq,
       address: request.ip,
