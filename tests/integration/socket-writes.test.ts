@@ -131,9 +131,10 @@ describe('messages sent together to one client', () => {
   it('hold back at most 16 KiB of a turn: a larger one goes out as it is sent, and the client is not taken for slow', async () => {
     const { connection, writes, frames, next } = await connected();
     for (let n = 1; n <= 6; n++) connection.send(event(n, 'y'.repeat(10_000)));
+    // Still in the turn that sent them: some have gone to the system already.
+    expect(writes()).toBeGreaterThanOrEqual(1);
     expect(connection.congested).toBe(false);
     await next(6);
     expect(frames().map((text) => JSON.parse(text).n)).toEqual([1, 2, 3, 4, 5, 6]);
-    expect(writes()).toBeGreaterThanOrEqual(3);
   });
 });

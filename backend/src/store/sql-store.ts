@@ -65,8 +65,9 @@ export interface Tables {
 
 type Db = Kysely<Tables> | Transaction<Tables>;
 
-type EventWrite = { sessionId: string; event: LoggedEvent };
-type JournalWrite = { runId: string; entry: JournalEntry };
+/** A row to write, with the lease it was made under (looked up when it is added, not when its group is written). */
+type EventWrite = { sessionId: string; event: LoggedEvent; token: FenceToken | undefined };
+type JournalWrite = { runId: string; entry: JournalEntry; token: FenceToken | undefined };
 type Write = EventWrite | JournalWrite;
 
 /** Most rows written in one statement (at most 9 parameters each: under SQLite's 32766 and PostgreSQL's 65535). */
@@ -356,7 +357,7 @@ export class SqlStore implements Store {
 
   /** Events of many sessions at once go in one commit, with the journal entries made before them (see GroupWriter). */
   appendEvent(sessionId: string, event: LoggedEvent): Promise<void> {
-    return this.writes.add({ sessionId, event });
+    return this.writes.add({ sessionId, event, token: this.fence?.forSession(sessionId) });
   }
 
   /**
@@ -392,7 +393,7 @@ export class SqlStore implements Store {
   private readonly groupSync: GroupSync | undefined;
 
   private async insertEvents(db: Db, rows: EventWrite[]): Promise<Map<number, Error> | undefined> {
-    const tokens = rows.map(({ sessionId }) => this.fence?.forSession(sessionId));
+    const tokens = rows.map(({ token }) => token);
     const values = rows.map(({ sessionId, event }) => ({ session_id: sessionId, seq: event.seq, run_id: event.run_id ?? null, payload: json(event) }));
     if (tokens.every((token) => token === undefined)) {
       await db.insertInto('events').values(values).execute();
@@ -444,11 +445,11 @@ export class SqlStore implements Store {
 
   /** Journal entries of many runs at once go in one commit, with the events made after them (see GroupWriter). */
   appendJournal(runId: string, entry: JournalEntry): Promise<void> {
-    return this.writes.add({ runId, entry });
+    return this.writes.add({ runId, entry, token: this.fence?.forRun(runId) });
   }
 
   private async insertJournal(db: Db, rows: JournalWrite[]): Promise<Map<number, Error> | undefined> {
-    const tokens = rows.map(({ runId }) => this.fence?.forRun(runId));
+    const tokens = rows.map(({ token }) => token);
     const values = rows.map(({ runId, entry }) => ({
       run_id: runId,
       position: entry.position,
