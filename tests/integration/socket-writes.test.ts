@@ -1,27 +1,26 @@
 // What a client's TCP connection carries when the server sends several messages at once: each is a
 // WebSocket frame of its own, and those sent in one turn of the event loop leave in one write (one
 // system call, as few packets as fit) rather than one write per frame.
-import type { AddressInfo } from 'node:net';
-import { connect, type Socket } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { ServerEvent } from '@stepwise/shared-types';
 import { afterEach, describe, expect, it } from 'vitest';
-import { WebSocketServer } from 'ws';
+import WebSocket, { WebSocketServer } from 'ws';
 import { WebSocketConnection } from '../../backend/src/transport/websocket-connection.ts';
 
 const LIMITS = { socketMaxBufferedBytes: 1 << 20, slowSocketTimeoutMs: 10_000 };
 
 let server: WebSocketServer | undefined;
-let client: Socket | undefined;
+let client: WebSocket | undefined;
 
 afterEach(async () => {
-  client?.destroy();
+  client?.terminate();
   client = undefined;
   for (const socket of server?.clients ?? []) socket.terminate();
   await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
   server = undefined;
 });
 
-/** A server whose one connection is a WebSocketConnection, and a raw TCP client that did the upgrade by hand. */
+/** A server whose one connection is a WebSocketConnection, and a client that keeps every message it gets. */
 async function connected(): Promise<{
   connection: WebSocketConnection;
   writes: () => number;
@@ -50,50 +49,20 @@ async function connected(): Promise<{
     }),
   );
   const { port } = server.address() as AddressInfo;
-  const socket = connect(port, '127.0.0.1');
-  client = socket;
-  socket.write(
-    `GET / HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`,
-  );
-  const chunks: Buffer[] = [];
-  let head = Buffer.alloc(0);
-  let upgraded = false;
+  const received: string[] = [];
   let waiter: { count: number; resolve: () => void } | undefined;
-  const frames = () => parseFrames(Buffer.concat(chunks));
-  socket.on('data', (data: Buffer) => {
-    if (!upgraded) {
-      // The 101 response first; anything after its blank line is frames.
-      head = Buffer.concat([head, data]);
-      const end = head.indexOf('\r\n\r\n');
-      if (end < 0) return;
-      upgraded = true;
-      const rest = head.subarray(end + 4);
-      if (rest.length > 0) chunks.push(rest);
-    } else chunks.push(data);
-    if (waiter && frames().length >= waiter.count) waiter.resolve();
+  client = new WebSocket(`ws://127.0.0.1:${port}`);
+  client.on('message', (data) => {
+    received.push(data.toString());
+    if (waiter && received.length >= waiter.count) waiter.resolve();
   });
   const connection = await opened;
   const next = (count: number) =>
     new Promise<void>((resolve) => {
       waiter = { count, resolve };
-      if (frames().length >= count) resolve();
+      if (received.length >= count) resolve();
     });
-  return { connection, writes: () => writes, frames, next };
-}
-
-/** Unmasked text frames from the server, under 64 KiB each (a 7- or 16-bit length). */
-function parseFrames(bytes: Buffer): string[] {
-  const texts: string[] = [];
-  let at = 0;
-  while (at + 4 <= bytes.length) {
-    const short = bytes[at + 1]! & 0x7f;
-    const [length, header] = short === 126 ? [bytes.readUInt16BE(at + 2), 4] : [short, 2];
-    if (at + header + length > bytes.length) break;
-    expect(bytes[at]).toBe(0x81);
-    texts.push(bytes.subarray(at + header, at + header + length).toString('utf8'));
-    at += header + length;
-  }
-  return texts;
+  return { connection, writes: () => writes, frames: () => received, next };
 }
 
 const event = (n: number, pad = '') => ({ type: 'agent_reason', n, pad }) as unknown as ServerEvent;

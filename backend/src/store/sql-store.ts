@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { LoggedEvent } from '@stepwise/shared-types';
 import { type Generated, type Kysely, type RawBuilder, type Selectable, type Transaction, sql } from 'kysely';
 import type { LlmMessage } from '../messages.ts';
@@ -101,7 +102,7 @@ class GroupWriter<T> {
   add(row: T): Promise<void> {
     const added = new Promise<void>((resolve, reject) => {
       this.pending.push({ row, resolve, reject });
-      this.writing ??= new Promise<void>((started) => setImmediate(started)).then(() => this.drain());
+      this.writing ??= nextTurn().then(() => this.drain());
     });
     this.last = added.catch(() => undefined);
     return added;
