@@ -225,6 +225,23 @@ describe('the model wire on the openai SDK', () => {
       expect(error).toMatchObject({ category: 'refusal', message: "The model refused to answer: I can't help with that." });
     }
   });
+
+  it('reports an endpoint that redirects with the address it points to, without following it', async () => {
+    const redirecting = createServer((_request, response) => {
+      response.writeHead(307, { location: `${llm.url}/chat/completions?moved=1` });
+      response.end();
+    }).listen(0, '127.0.0.1');
+    await once(redirecting, 'listening');
+    try {
+      const before = llm.requests.length;
+      const { model } = modelClient({ OPENAI_BASE_URL: `http://127.0.0.1:${(redirecting.address() as AddressInfo).port}/v1`, LLM_MAX_RETRIES: '0' });
+      await expect(model.complete(call())).rejects.toThrow(`The model endpoint answered 307: it redirects to ${llm.url}/chat/completions; set OPENAI_BASE_URL`);
+      expect(llm.requests.length).toBe(before);
+    } finally {
+      redirecting.closeAllConnections();
+      await new Promise<void>((resolve) => redirecting.close(() => resolve()));
+    }
+  });
 });
 
 describe('the model wire through a proxy', () => {

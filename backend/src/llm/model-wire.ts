@@ -1,5 +1,5 @@
 import OpenAI, { AzureOpenAI } from 'openai';
-import { Agent, type Dispatcher, EnvHttpProxyAgent, fetch as undiciFetch, Response as UndiciResponse } from 'undici';
+import { Agent, type Dispatcher, EnvHttpProxyAgent } from 'undici';
 import type { Config } from '../config/config.ts';
 import { ModelError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
@@ -95,95 +95,220 @@ function dispatcherFor(proxy: Config['llm']['proxy']): Dispatcher {
 }
 
 /**
- * undici's fetch on `dispatcher`, with every response body bounded: a successful one errors with
- * a retryable ModelError after `idleTimeoutMs` of silence (the clock runs only while a read waits
- * for the endpoint), a whole reply larger than LLM_MAX_OUTPUT_CHARS allows and a stream line
- * longer than that are refused before more is buffered, and an error body is cut at 64 KiB.
- * Refusing or stalling cancels the body, which closes the connection (the endpoint sees the
- * request aborted).
+ * The SDK's fetch, made on undici's `request()` over `dispatcher`: the request goes out as the SDK
+ * built it and the response comes back as the little the SDK reads of one (status, headers,
+ * `text()`, and a body it iterates), with no web streams, no copy of the request and no
+ * DOMException when the SDK lets go of a body it has read to its end. Redirects are not followed:
+ * the SDK reports a 3xx with the address it points to. Every response body is bounded by `limits`
+ * (see BoundedBody).
  */
 export function guardedFetch(dispatcher: Dispatcher, limits: BodyLimits): typeof fetch {
-  const guarded = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
-    const response = await undiciFetch(input as string, { ...(init as object), dispatcher } as Parameters<typeof undiciFetch>[1]);
-    if (!response.body) return response as unknown as Response;
-    return new UndiciResponse(boundedBody(response as unknown as Response, limits), {
-      status: response.status,
-      statusText: response.statusText,
-      headers: response.headers,
-    }) as unknown as Response;
+  const guarded = async (input: string | URL | Request, init: RequestInit = {}): Promise<Response> => {
+    const url = new URL(typeof input === 'string' || input instanceof URL ? input : input.url);
+    const { body } = init;
+    if (body != null && typeof body !== 'string' && !(body instanceof Uint8Array)) {
+      throw new TypeError('The model wire sends only JSON bodies');
+    }
+    const response = await dispatcher.request({
+      origin: url.origin,
+      path: `${url.pathname}${url.search}`,
+      method: (init.method ?? 'GET') as Dispatcher.HttpMethod,
+      headers: headerRecord(init.headers),
+      body: body ?? null,
+      signal: init.signal ?? null,
+    });
+    return new WireResponse(url.href, response, limits, init.signal ?? undefined) as unknown as Response;
   };
   return guarded as typeof fetch;
 }
 
-function boundedBody(response: Response, limits: BodyLimits): ReadableStream<Uint8Array> {
-  const upstream = response.body!.getReader();
-  const ok = response.ok;
-  const streamed = (response.headers.get('content-type') ?? '').includes('text/event-stream');
-  const maxBytes = ok ? maxReplyBytes(limits.maxOutputChars) : MAX_ERROR_BODY_BYTES;
-  let bytes = 0;
-  const eventBoundary = new EventBoundary();
-  let failure: Error | undefined;
-  let waiting = false;
-  let timer: NodeJS.Timeout | undefined;
-  const stop = (reason: Error) => {
-    failure ??= reason;
-    clearTimeout(timer);
-    upstream.cancel(reason).catch(() => undefined);
-  };
-  return new ReadableStream<Uint8Array>(
-    {
-      start() {
-        if (!ok) return;
-        timer = setTimeout(() => {
-          if (waiting) stop(new ModelError(`The model stream stalled: nothing for ${seconds(limits.idleTimeoutMs)}`, { retryable: true }));
-        }, limits.idleTimeoutMs);
-        timer.unref();
-      },
-      async pull(controller) {
-        if (failure) throw failure;
-        timer?.refresh();
-        waiting = true;
-        let result: Awaited<ReturnType<typeof upstream.read>>;
-        try {
-          result = await upstream.read();
-        } catch (error) {
-          clearTimeout(timer);
-          throw failure ?? error;
-        } finally {
-          waiting = false;
-        }
-        if (failure) throw failure;
-        if (result.done) {
-          clearTimeout(timer);
-          controller.close();
-          return;
-        }
-        const chunk = result.value;
-        if (!ok) {
-          // An error body: what fits is kept, the rest never read.
-          const room = maxBytes - bytes;
-          bytes += chunk.byteLength;
-          if (chunk.byteLength < room) return controller.enqueue(chunk);
-          controller.enqueue(chunk.subarray(0, room));
-          controller.close();
-          upstream.cancel().catch(() => undefined);
-          return;
-        }
-        // A stream is read event by event, so only one event must fit; a whole reply must fit whole.
-        bytes = streamed ? eventBoundary.bytesOpen(chunk) : bytes + chunk.byteLength;
-        if (bytes > maxBytes) {
-          stop(replyTooLarge(limits.maxOutputChars));
-          throw failure;
-        }
-        controller.enqueue(chunk);
-      },
-      cancel(reason) {
-        clearTimeout(timer);
-        return upstream.cancel(reason);
-      },
-    },
-    { highWaterMark: 0 },
-  );
+/** Request headers as undici takes them, from what the SDK passes (a Headers object as a rule). */
+function headerRecord(headers: RequestInit['headers']): Record<string, string> {
+  const record: Record<string, string> = {};
+  if (!headers) return record;
+  const entries: Iterable<[string, string | undefined]> = Symbol.iterator in headers ? (headers as Iterable<[string, string]>) : Object.entries(headers);
+  for (const [name, value] of entries) if (value !== undefined) record[name] = value;
+  return record;
+}
+
+/** What the SDK reads of a response: status, headers, url, `text()`, `json()`, and the body it iterates. */
+class WireResponse {
+  readonly status: number;
+  readonly statusText: string;
+  readonly ok: boolean;
+  readonly headers: Headers;
+  readonly body: BoundedBody | null;
+  readonly redirected = false;
+  readonly type = 'basic';
+
+  constructor(
+    readonly url: string,
+    response: Dispatcher.ResponseData,
+    limits: BodyLimits,
+    signal: AbortSignal | undefined,
+  ) {
+    this.status = response.statusCode;
+    this.statusText = response.statusText;
+    this.ok = this.status >= 200 && this.status < 300;
+    this.headers = new Headers();
+    for (const [name, value] of Object.entries(response.headers)) {
+      if (value === undefined) continue;
+      for (const one of Array.isArray(value) ? value : [value]) this.headers.append(name, one);
+    }
+    const streamed = (this.headers.get('content-type') ?? '').includes('text/event-stream');
+    this.body = new BoundedBody(response.body, this.ok, streamed, limits, signal);
+  }
+
+  get bodyUsed(): boolean {
+    return this.body?.used ?? false;
+  }
+
+  async text(): Promise<string> {
+    if (!this.body) return '';
+    const chunks: Uint8Array[] = [];
+    for await (const chunk of this.body) chunks.push(chunk);
+    return Buffer.concat(chunks).toString('utf8');
+  }
+
+  async json(): Promise<unknown> {
+    return JSON.parse(await this.text());
+  }
+
+  async arrayBuffer(): Promise<ArrayBuffer> {
+    const text = Buffer.from(await this.text(), 'utf8');
+    return text.buffer.slice(text.byteOffset, text.byteOffset + text.byteLength) as ArrayBuffer;
+  }
+}
+
+/**
+ * A response body read chunk by chunk, bounded: a successful one fails with a retryable ModelError
+ * after `idleTimeoutMs` of silence (the clock runs only while a read waits for the endpoint), a
+ * whole reply larger than LLM_MAX_OUTPUT_CHARS allows and a stream event longer than that are
+ * refused before more is buffered, and an error body is cut at 64 KiB. Refusing or stalling
+ * destroys the body, which closes the connection (the endpoint sees the request aborted). Let go
+ * of before its end (the SDK does so after `[DONE]`), the rest is read off and dropped so the
+ * connection serves the next call, unless the request was aborted or the rest is long or slow.
+ */
+class BoundedBody implements AsyncIterableIterator<Uint8Array> {
+  used = false;
+  private readonly maxBytes: number;
+  private readonly eventBoundary = new EventBoundary();
+  private bytes = 0;
+  private failure: Error | undefined;
+  /** The endpoint's end was read. */
+  private ended = false;
+  /** An error body was cut: nothing more is handed out. */
+  private cut = false;
+  private wake: (() => void) | undefined;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly stream: Dispatcher.ResponseData['body'],
+    private readonly ok: boolean,
+    private readonly streamed: boolean,
+    private readonly limits: BodyLimits,
+    private readonly signal: AbortSignal | undefined,
+  ) {
+    this.maxBytes = ok ? maxReplyBytes(limits.maxOutputChars) : MAX_ERROR_BODY_BYTES;
+    const wake = () => {
+      const waiting = this.wake;
+      this.wake = undefined;
+      waiting?.();
+    };
+    stream.on('readable', wake);
+    stream.on('end', () => {
+      this.ended = true;
+      wake();
+    });
+    stream.on('error', (error: Error) => {
+      this.failure ??= error;
+      wake();
+    });
+    stream.on('close', wake);
+  }
+
+  [Symbol.asyncIterator](): this {
+    this.used = true;
+    return this;
+  }
+
+  async next(): Promise<IteratorResult<Uint8Array>> {
+    for (;;) {
+      if (this.cut) return { value: undefined, done: true };
+      if (this.failure) throw this.failure;
+      const chunk: Buffer | null = this.stream.read();
+      if (chunk !== null) return this.take(chunk);
+      if (this.ended || this.stream.destroyed) return this.finish();
+      await this.waitForData();
+    }
+  }
+
+  async return(): Promise<IteratorResult<Uint8Array>> {
+    clearTimeout(this.timer);
+    if (!this.ended && !this.cut && !this.stream.destroyed) {
+      if (this.failure || this.signal?.aborted) this.stream.destroy(this.failure);
+      else this.dropRest();
+    }
+    return { value: undefined, done: true };
+  }
+
+  private take(chunk: Buffer): IteratorResult<Uint8Array> {
+    if (!this.ok) {
+      // An error body: what fits is kept, the rest never read.
+      const room = this.maxBytes - this.bytes;
+      this.bytes += chunk.byteLength;
+      if (chunk.byteLength < room) return { value: chunk, done: false };
+      this.cut = true;
+      this.stream.destroy();
+      return { value: chunk.subarray(0, room), done: false };
+    }
+    // A stream is read event by event, so only one event must fit; a whole reply must fit whole.
+    this.bytes = this.streamed ? this.eventBoundary.bytesOpen(chunk) : this.bytes + chunk.byteLength;
+    if (this.bytes > this.maxBytes) this.fail(replyTooLarge(this.limits.maxOutputChars));
+    return { value: chunk, done: false };
+  }
+
+  private finish(): IteratorResult<Uint8Array> {
+    clearTimeout(this.timer);
+    if (this.ended) return { value: undefined, done: true };
+    // Destroyed before its end without an error of its own: the request was aborted.
+    throw this.signal?.reason ?? new ModelError('The model call failed on the way: the connection broke', { retryable: true });
+  }
+
+  private waitForData(): Promise<void> {
+    if (this.ok) {
+      // One clock for the body, set going again at each wait; it fires into nothing between waits.
+      if (this.timer) this.timer.refresh();
+      else {
+        this.timer = setTimeout(() => {
+          if (this.wake) this.fail(new ModelError(`The model stream stalled: nothing for ${seconds(this.limits.idleTimeoutMs)}`, { retryable: true }), false);
+        }, this.limits.idleTimeoutMs);
+        this.timer.unref();
+      }
+    }
+    return new Promise<void>((resolve) => {
+      this.wake = resolve;
+    });
+  }
+
+  /** Refuses the rest of the body: the connection is closed and every read from now on fails. */
+  private fail(reason: Error, thrown = true): never | undefined {
+    this.failure ??= reason;
+    clearTimeout(this.timer);
+    this.stream.destroy(reason);
+    if (thrown) throw this.failure;
+    return undefined;
+  }
+
+  /** Reads off the little a finished reply may still hold (its last bytes, the end of its chunking). */
+  private dropRest(): void {
+    const idle = setTimeout(() => this.stream.destroy(), this.limits.idleTimeoutMs);
+    idle.unref();
+    this.stream
+      .dump({ limit: MAX_ERROR_BODY_BYTES })
+      .catch(() => undefined)
+      .finally(() => clearTimeout(idle));
+  }
 }
 
 /** The blank lines that end a server-sent event, however its lines end. */
