@@ -1,6 +1,6 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { once } from 'node:events';
-import { createServer, type IncomingMessage } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -89,7 +89,8 @@ describe('the model wire on the openai SDK', () => {
       const before = llm.requests.length;
       expect((await model.complete(call('plan_execute.plan', { runId: 'run-1', nodeId: '2' }))).text).toBe('Fine.');
       const request = llm.requests[before]!;
-      expect(request.headers).toMatchObject({ 'x-stainless-lang': 'js', authorization: 'Bearer test-key' });
+      // Uncompressed: the size limits count what the endpoint sends.
+      expect(request.headers).toMatchObject({ 'x-stainless-lang': 'js', authorization: 'Bearer test-key', 'accept-encoding': 'identity' });
       expect(request).toMatchObject({ path: '/v1/chat/completions', purpose: 'plan_execute.plan', runId: 'run-1', node: '2' });
       expect(request.body.stream).toBe(streaming === 'true');
     }
@@ -226,17 +227,79 @@ describe('the model wire on the openai SDK', () => {
     }
   });
 
-  it('reports an endpoint that redirects with the address it points to, without following it', async () => {
+  it('keeps the connection of a long stream whose end comes after [DONE] (reads the end off rather than closing it)', async () => {
+    const chunk = (delta: object, finish: string | null) =>
+      `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 0, model: 'm', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+    let closedEarly = 0;
+    let tearingDown = false;
+    // Each reply's body ends only when the next request comes (as a server may end it in a later write).
+    let open: ServerResponse | undefined;
+    const server = createServer((_request, response) => {
+      open?.end();
+      open = response;
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      for (let i = 0; i < 100; i++) response.write(chunk({ content: 'x'.repeat(1_000) }, null));
+      response.write(`${chunk({}, 'stop')}data: [DONE]\n\n`);
+    }).listen(0, '127.0.0.1');
+    server.on('connection', (socket) => {
+      socket.on('close', () => {
+        if (!tearingDown) closedEarly++;
+      });
+    });
+    await once(server, 'listening');
+    try {
+      const { model } = modelClient({ OPENAI_BASE_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, LLM_MAX_RETRIES: '0' });
+      for (let i = 0; i < 3; i++) expect((await model.complete(call())).text).toHaveLength(100_000);
+      expect(closedEarly).toBe(0);
+    } finally {
+      tearingDown = true;
+      open?.end();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
+  it('reads a whole reply that begins with a byte order mark', async () => {
+    const server = createServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      const completion = {
+        id: 'c',
+        object: 'chat.completion',
+        created: 0,
+        model: 'm',
+        choices: [{ index: 0, message: { role: 'assistant', content: 'Marked.' }, finish_reason: 'stop' }],
+      };
+      response.end(`\uFEFF${JSON.stringify(completion)}`);
+    }).listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const { model } = modelClient({
+        OPENAI_BASE_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
+        LLM_STREAMING: 'false',
+        LLM_MAX_RETRIES: '0',
+      });
+      expect((await model.complete(call())).text).toBe('Marked.');
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
+  it('reports an endpoint that redirects with the address it points to (a path read against its own), without following it', async () => {
+    let location = `${llm.url}/chat/completions?moved=1`;
     const redirecting = createServer((_request, response) => {
-      response.writeHead(307, { location: `${llm.url}/chat/completions?moved=1` });
+      response.writeHead(307, { location });
       response.end();
     }).listen(0, '127.0.0.1');
     await once(redirecting, 'listening');
     try {
       const before = llm.requests.length;
-      const { model } = modelClient({ OPENAI_BASE_URL: `http://127.0.0.1:${(redirecting.address() as AddressInfo).port}/v1`, LLM_MAX_RETRIES: '0' });
+      const own = `http://127.0.0.1:${(redirecting.address() as AddressInfo).port}`;
+      const { model } = modelClient({ OPENAI_BASE_URL: `${own}/v1`, LLM_MAX_RETRIES: '0' });
       await expect(model.complete(call())).rejects.toThrow(`The model endpoint answered 307: it redirects to ${llm.url}/chat/completions; set OPENAI_BASE_URL`);
       expect(llm.requests.length).toBe(before);
+      location = '/v2/chat/completions';
+      await expect(model.complete(call())).rejects.toThrow(`The model endpoint answered 307: it redirects to ${own}/v2/chat/completions; set OPENAI_BASE_URL`);
     } finally {
       redirecting.closeAllConnections();
       await new Promise<void>((resolve) => redirecting.close(() => resolve()));

@@ -99,8 +99,9 @@ function dispatcherFor(proxy: Config['llm']['proxy']): Dispatcher {
  * built it and the response comes back as the little the SDK reads of one (status, headers,
  * `text()`, and a body it iterates), with no web streams, no copy of the request and no
  * DOMException when the SDK lets go of a body it has read to its end. Redirects are not followed:
- * the SDK reports a 3xx with the address it points to. Every response body is bounded by `limits`
- * (see BoundedBody).
+ * the SDK reports a 3xx with the address it points to. Replies are asked for uncompressed, so the
+ * size limits count what the endpoint sends. Every response body is bounded by `limits` (see
+ * BoundedBody).
  */
 export function guardedFetch(dispatcher: Dispatcher, limits: BodyLimits): typeof fetch {
   const guarded = async (input: string | URL | Request, init: RequestInit = {}): Promise<Response> => {
@@ -109,11 +110,12 @@ export function guardedFetch(dispatcher: Dispatcher, limits: BodyLimits): typeof
     if (body != null && typeof body !== 'string' && !(body instanceof Uint8Array)) {
       throw new TypeError('The model wire sends only JSON bodies');
     }
+    if (url.username || url.password) throw new TypeError('The model endpoint URL must not hold a user or password');
     const response = await dispatcher.request({
       origin: url.origin,
       path: `${url.pathname}${url.search}`,
       method: (init.method ?? 'GET') as Dispatcher.HttpMethod,
-      headers: headerRecord(init.headers),
+      headers: { 'accept-encoding': 'identity', ...headerRecord(init.headers) },
       body: body ?? null,
       signal: init.signal ?? null,
     });
@@ -155,6 +157,9 @@ class WireResponse {
       if (value === undefined) continue;
       for (const one of Array.isArray(value) ? value : [value]) this.headers.append(name, one);
     }
+    // A redirect's address as the SDK's error shows it: whole, even when the endpoint sent a path.
+    const location = this.headers.get('location');
+    if (location && this.status >= 300 && this.status < 400) this.headers.set('location', absolute(location, url));
     const streamed = (this.headers.get('content-type') ?? '').includes('text/event-stream');
     this.body = new BoundedBody(response.body, this.ok, streamed, limits, signal);
   }
@@ -163,11 +168,9 @@ class WireResponse {
     return this.body?.used ?? false;
   }
 
+  /** The body as text, a byte order mark dropped (as fetch's `text()` does). */
   async text(): Promise<string> {
-    if (!this.body) return '';
-    const chunks: Uint8Array[] = [];
-    for await (const chunk of this.body) chunks.push(chunk);
-    return Buffer.concat(chunks).toString('utf8');
+    return UTF8.decode(await this.bytes());
   }
 
   async json(): Promise<unknown> {
@@ -175,14 +178,31 @@ class WireResponse {
   }
 
   async arrayBuffer(): Promise<ArrayBuffer> {
-    const text = Buffer.from(await this.text(), 'utf8');
-    return text.buffer.slice(text.byteOffset, text.byteOffset + text.byteLength) as ArrayBuffer;
+    const bytes = await this.bytes();
+    return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
+  }
+
+  private async bytes(): Promise<Buffer> {
+    const chunks: Uint8Array[] = [];
+    if (this.body) for await (const chunk of this.body) chunks.push(chunk);
+    return Buffer.concat(chunks);
+  }
+}
+
+const UTF8 = new TextDecoder();
+
+/** `location` as a whole URL, read against the request's. */
+function absolute(location: string, base: string): string {
+  try {
+    return new URL(location, base).href;
+  } catch {
+    return location;
   }
 }
 
 /**
- * A response body read chunk by chunk, bounded: a successful one fails with a retryable ModelError
- * after `idleTimeoutMs` of silence (the clock runs only while a read waits for the endpoint), a
+ * A response body read chunk by chunk, bounded: it fails with a retryable ModelError after
+ * `idleTimeoutMs` of silence (the clock runs only while a read waits for the endpoint), a
  * whole reply larger than LLM_MAX_OUTPUT_CHARS allows and a stream event longer than that are
  * refused before more is buffered, and an error body is cut at 64 KiB. Refusing or stalling
  * destroys the body, which closes the connection (the endpoint sees the request aborted). Let go
@@ -210,11 +230,7 @@ class BoundedBody implements AsyncIterableIterator<Uint8Array> {
     private readonly signal: AbortSignal | undefined,
   ) {
     this.maxBytes = ok ? maxReplyBytes(limits.maxOutputChars) : MAX_ERROR_BODY_BYTES;
-    const wake = () => {
-      const waiting = this.wake;
-      this.wake = undefined;
-      waiting?.();
-    };
+    const wake = this.wakeReader;
     stream.on('readable', wake);
     stream.on('end', () => {
       this.ended = true;
@@ -222,10 +238,18 @@ class BoundedBody implements AsyncIterableIterator<Uint8Array> {
     });
     stream.on('error', (error: Error) => {
       this.failure ??= error;
+      clearTimeout(this.timer);
       wake();
     });
     stream.on('close', wake);
   }
+
+  /** Resumes a read waiting for the endpoint. */
+  private readonly wakeReader = () => {
+    const waiting = this.wake;
+    this.wake = undefined;
+    waiting?.();
+  };
 
   [Symbol.asyncIterator](): this {
     this.used = true;
@@ -271,20 +295,18 @@ class BoundedBody implements AsyncIterableIterator<Uint8Array> {
   private finish(): IteratorResult<Uint8Array> {
     clearTimeout(this.timer);
     if (this.ended) return { value: undefined, done: true };
-    // Destroyed before its end without an error of its own: the request was aborted.
-    throw this.signal?.reason ?? new ModelError('The model call failed on the way: the connection broke', { retryable: true });
+    // Destroyed before its end: by its own error (not yet emitted), or the request was aborted.
+    throw this.stream.errored ?? this.signal?.reason ?? new ModelError('The model call failed on the way: the connection broke', { retryable: true });
   }
 
   private waitForData(): Promise<void> {
-    if (this.ok) {
-      // One clock for the body, set going again at each wait; it fires into nothing between waits.
-      if (this.timer) this.timer.refresh();
-      else {
-        this.timer = setTimeout(() => {
-          if (this.wake) this.fail(new ModelError(`The model stream stalled: nothing for ${seconds(this.limits.idleTimeoutMs)}`, { retryable: true }), false);
-        }, this.limits.idleTimeoutMs);
-        this.timer.unref();
-      }
+    // One clock for the body, set going again at each wait; it fires into nothing between waits.
+    if (this.timer) this.timer.refresh();
+    else {
+      this.timer = setTimeout(() => {
+        if (this.wake) this.fail(new ModelError(`The model stream stalled: nothing for ${seconds(this.limits.idleTimeoutMs)}`, { retryable: true }), false);
+      }, this.limits.idleTimeoutMs);
+      this.timer.unref();
     }
     return new Promise<void>((resolve) => {
       this.wake = resolve;
@@ -300,14 +322,23 @@ class BoundedBody implements AsyncIterableIterator<Uint8Array> {
     return undefined;
   }
 
-  /** Reads off the little a finished reply may still hold (its last bytes, the end of its chunking). */
+  /**
+   * Reads off the little a finished reply may still hold (its last bytes, the end of its
+   * chunking): at most 64 KiB more, within the idle timeout, or the connection is closed.
+   */
   private dropRest(): void {
-    const idle = setTimeout(() => this.stream.destroy(), this.limits.idleTimeoutMs);
+    const { stream } = this;
+    const idle = setTimeout(() => stream.destroy(), this.limits.idleTimeoutMs);
     idle.unref();
-    this.stream
-      .dump({ limit: MAX_ERROR_BODY_BYTES })
-      .catch(() => undefined)
-      .finally(() => clearTimeout(idle));
+    let room = MAX_ERROR_BODY_BYTES;
+    // Without a 'readable' listener the stream flows: what comes is dropped as it comes.
+    stream.off('readable', this.wakeReader);
+    stream.on('close', () => clearTimeout(idle));
+    stream.on('data', (chunk: Buffer) => {
+      room -= chunk.byteLength;
+      if (room < 0) stream.destroy();
+    });
+    stream.resume();
   }
 }
 
