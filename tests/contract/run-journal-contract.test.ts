@@ -3,6 +3,7 @@
 // server builds on each store (memory, SQLite, PostgreSQL).
 import { randomUUID } from 'node:crypto';
 import { type JournalEntry, MemoryStore, openSqliteStore, openSqlStore, type RunJournal, type Store } from '@stepwise/backend';
+import type { LoggedEvent } from '@stepwise/shared-types';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshPostgresDatabase, postgresUrl } from '../helpers/databases.ts';
 
@@ -89,6 +90,32 @@ describe.each(adapters)('the run journal $name', (adapter) => {
     expect((await journal.read(runId)).map((kept) => kept.value)).toEqual([0, 1, 'after the cut']);
     await journal.truncate(runId, 0);
     expect(await journal.read(runId)).toEqual([]);
+  });
+
+  it('commits entries with the events made beside them, and refuses only an event whose seq is taken', async () => {
+    const sessionId = randomUUID();
+    const runId = randomUUID();
+    await store.createSession(sessionId);
+    await store.createRun({ id: runId, sessionId, strategy: 'roa', maxSteps: 3 });
+    const event = (seq: number) =>
+      ({ type: 'agent_update', update_type: 'agent_turn_start', step: 1, seq, ts: new Date().toISOString(), run_id: runId }) as LoggedEvent;
+    await store.appendEvent(sessionId, event(1));
+    // Added in one turn: they go in one commit (one statement on PostgreSQL), the taken seq then alone.
+    const settled = await Promise.allSettled([
+      journal.append(runId, entry(0, 'input', 'input', 0)),
+      store.appendEvent(sessionId, event(2)),
+      journal.append(runId, entry(1, 'reply')),
+      store.appendEvent(sessionId, event(1)),
+      store.appendEvent(sessionId, event(3)),
+    ]);
+    expect(settled.map((result) => result.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+    expect(await journal.read(runId)).toEqual([entry(0, 'input', 'input', 0), entry(1, 'reply')]);
+    expect((await store.listEvents(sessionId, 0)).map((stored) => stored.seq)).toEqual([1, 2, 3]);
+    // Again with a group of other sizes, the first one's statement already known.
+    await Promise.all([journal.append(runId, entry(2, 'tool', 'tool', 2)), store.appendEvent(sessionId, event(4))]);
+    await Promise.all([journal.append(runId, entry(3, 'again')), store.appendEvent(sessionId, event(5)), store.appendEvent(sessionId, event(6))]);
+    expect((await journal.read(runId)).map((kept) => kept.value)).toEqual(['input', 'reply', 'tool', 'again']);
+    expect((await store.listEvents(sessionId, 0)).map((stored) => stored.seq)).toEqual([1, 2, 3, 4, 5, 6]);
   });
 
   it('keeps runs apart, also when they write at once', async () => {

@@ -1,6 +1,16 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { LoggedEvent } from '@stepwise/shared-types';
-import { type Compilable, CompiledQuery, type Generated, type Kysely, type RawBuilder, type Selectable, type Transaction, sql } from 'kysely';
+import {
+  type Compilable,
+  CompiledQuery,
+  type Generated,
+  type Kysely,
+  type QueryCreator,
+  type RawBuilder,
+  type Selectable,
+  type Transaction,
+  sql,
+} from 'kysely';
 import type { LlmMessage } from '../messages.ts';
 import type { SqlDialectName } from './migrations.ts';
 import type { GroupSync } from './sqlite-database.ts';
@@ -162,6 +172,38 @@ class CompiledInserts {
     if (this.texts.size < COMPILED_LIMIT) this.texts.set(key, compiled.sql);
     await db.executeQuery(compiled);
   }
+}
+
+/** Event rows as the table takes them, and their values in column order. */
+const eventValues = (rows: EventWrite[]): Tables['events'][] =>
+  rows.map(({ sessionId, event }) => ({ session_id: sessionId, seq: event.seq, run_id: event.run_id ?? null, payload: json(event) }));
+const eventParameters = (row: Tables['events']) => [row.session_id, row.seq, row.run_id, row.payload];
+
+/** Journal rows as the table takes them, and their values in column order. */
+const journalValues = (rows: JournalWrite[]): Tables['run_journal'][] =>
+  rows.map(({ runId, entry }) => ({
+    run_id: runId,
+    position: entry.position,
+    kind: entry.kind,
+    key: entry.key,
+    value: json(entry.value ?? null),
+    step: entry.step ?? 0,
+  }));
+const journalParameters = (row: Tables['run_journal']) => [row.run_id, row.position, row.kind, row.key, row.value, row.step];
+
+/** The journal's insert: an entry written again at its position (a truncated past re-recorded) replaces it. */
+function journalInsert<DB extends Tables>(creator: Pick<QueryCreator<DB>, 'insertInto'>, values: Tables['run_journal'][]) {
+  return (creator as unknown as QueryCreator<Tables>)
+    .insertInto('run_journal')
+    .values(values)
+    .onConflict((conflict) =>
+      conflict.columns(['run_id', 'position']).doUpdateSet((row) => ({
+        kind: row.ref('excluded.kind'),
+        key: row.ref('excluded.key'),
+        value: row.ref('excluded.value'),
+        step: row.ref('excluded.step'),
+      })),
+    );
 }
 
 const iso = (value: Time) => new Date(value).toISOString();
@@ -418,20 +460,42 @@ export class SqlStore implements Store {
       for (const [at, error] of refusedEntries ?? []) refused.set(entries[at]!.index, error);
       return refused;
     };
-    const commit = (db: Kysely<Tables>) => (events.length && entries.length ? db.transaction().execute(write) : write(db));
+    const both = events.length > 0 && entries.length > 0;
+    if (both && this.dialect === 'postgres' && rows.every((row) => row.token === undefined)) {
+      // One statement, atomic of itself: one round trip to the server instead of four (begin, two inserts, commit).
+      return this.insertTogether(
+        this.db,
+        events.map(({ row }) => row as EventWrite),
+        entries.map(({ row }) => row as JournalWrite),
+      );
+    }
+    const commit = (db: Kysely<Tables>) => (both ? db.transaction().execute(write) : write(db));
     return this.groupSync ? this.groupSync.write(this.db, commit) : commit(this.db);
   });
   private readonly groupSync: GroupSync | undefined;
 
   private async insertEvents(db: Db, rows: EventWrite[]): Promise<Map<number, Error> | undefined> {
     const tokens = rows.map(({ token }) => token);
-    const values = rows.map(({ sessionId, event }) => ({ session_id: sessionId, seq: event.seq, run_id: event.run_id ?? null, payload: json(event) }));
+    const values = eventValues(rows);
     if (tokens.every((token) => token === undefined)) {
-      const rows = values.map((row) => [row.session_id, row.seq, row.run_id, row.payload]);
-      await this.inserts.run(db, 'events', rows, () => db.insertInto('events').values(values));
+      await this.inserts.run(db, 'events', values.map(eventParameters), () => db.insertInto('events').values(values));
       return undefined;
     }
     return this.fencedEvents(db, values, tokens);
+  }
+
+  /** Events and journal entries without leases in one statement (PostgreSQL: an insert in a WITH runs whole). */
+  private async insertTogether(db: Db, events: EventWrite[], entries: JournalWrite[]): Promise<undefined> {
+    const eventRows = eventValues(events);
+    const entryRows = journalValues(entries);
+    const parameters = [...eventRows.map(eventParameters), ...entryRows.map(journalParameters)];
+    await this.inserts.run(db, `events+run_journal:${eventRows.length}`, parameters, () =>
+      journalInsert(
+        db.with('written_events', (creator) => creator.insertInto('events').values(eventRows)),
+        entryRows,
+      ),
+    );
+    return undefined;
   }
 
   /** Events written only under their leases (PostgreSQL); the refused ones by index. */
@@ -482,30 +546,10 @@ export class SqlStore implements Store {
 
   private async insertJournal(db: Db, rows: JournalWrite[]): Promise<Map<number, Error> | undefined> {
     const tokens = rows.map(({ token }) => token);
-    const values = rows.map(({ runId, entry }) => ({
-      run_id: runId,
-      position: entry.position,
-      kind: entry.kind,
-      key: entry.key,
-      value: json(entry.value ?? null),
-      step: entry.step ?? 0,
-    }));
+    const values = journalValues(rows);
     if (tokens.every((token) => token === undefined)) {
       // Two rows for one position in one statement fail it on PostgreSQL; GroupWriter then writes them one by one, in order.
-      const rows = values.map((row) => [row.run_id, row.position, row.kind, row.key, row.value, row.step]);
-      await this.inserts.run(db, 'run_journal', rows, () =>
-        db
-          .insertInto('run_journal')
-          .values(values)
-          .onConflict((conflict) =>
-            conflict.columns(['run_id', 'position']).doUpdateSet((row) => ({
-              kind: row.ref('excluded.kind'),
-              key: row.ref('excluded.key'),
-              value: row.ref('excluded.value'),
-              step: row.ref('excluded.step'),
-            })),
-          ),
-      );
+      await this.inserts.run(db, 'run_journal', values.map(journalParameters), () => journalInsert(db, values));
       return undefined;
     }
     return this.fencedJournal(db, values, tokens);
