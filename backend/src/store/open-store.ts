@@ -7,8 +7,7 @@ import { migrateSchema, SCHEMA, type SchemaStep } from './migrations.ts';
 import type { PgliteImport } from './pglite-import.ts';
 import { PostgresDatabase } from './postgres-database.ts';
 import { SqlStore, type Tables } from './sql-store.ts';
-import { closeSqliteDatabase, IN_MEMORY, LibsqlDialect, openSqliteDatabase, type SqliteSync } from './sqlite-database.ts';
-import { startSqliteWriter } from './sqlite-writer.ts';
+import { closeSqliteDatabase, IN_MEMORY, LibsqlDialect, openSqliteDatabase, type SqliteSync, walSyncedOffThread } from './sqlite-database.ts';
 import type { Store } from './store.ts';
 
 /** The embedded database's file inside DATA_DIR. */
@@ -70,13 +69,13 @@ export async function openSqliteStore(path: string, options: { sync?: SqliteSync
     const applied = await migrateSchema(db, 'sqlite', options.steps ?? SCHEMA);
     const description = path === IN_MEMORY ? 'embedded SQLite in memory' : `embedded SQLite in ${path} (synchronous=${sync})`;
     options.logger?.info({ database: description, migrations: applied }, 'database ready');
-    // The group commits of events and journal entries run on a thread of their own (a file only: memory is one connection's).
-    const writer = path === IN_MEMORY ? undefined : startSqliteWriter(path, sync);
+    // DB_SYNC=full: the group commits of events and journal entries are synced off the main thread.
+    const groupSync = sync === 'full' && path !== IN_MEMORY ? walSyncedOffThread(path) : undefined;
     return new SqlStore(db, 'sqlite', description, {
       migrated: applied,
-      writer,
+      groupSync,
       onClose: async () => {
-        await writer?.close();
+        await groupSync?.close();
         closeSqliteDatabase(connection);
       },
     });

@@ -13,7 +13,7 @@ import {
 } from 'kysely';
 import type { LlmMessage } from '../messages.ts';
 import type { SqlDialectName } from './migrations.ts';
-import type { SqliteWriter, WriterStatement } from './sqlite-writer.ts';
+import type { GroupSync } from './sqlite-database.ts';
 import { fromSnapshotColumn, toSnapshotColumn } from './snapshot-column.ts';
 import {
   type Fence,
@@ -133,7 +133,8 @@ class GroupWriter<T> {
           for (const [index, item] of batch.entries()) settle(item, refused?.get(index));
         } catch (error) {
           // One bad row (a seq already taken) must fail only its own caller: retry one by one.
-          if (batch.length === 1) for (const item of batch) item.reject(error);
+          // Not when the group was committed and only its sync to disk failed: then it fails whole.
+          if (batch.length === 1 || (error as { committed?: boolean }).committed) for (const item of batch) item.reject(error);
           else for (const item of batch) await this.insert([item.row]).then((refused) => settle(item, refused?.get(0)), item.reject);
         }
       }
@@ -157,20 +158,19 @@ class CompiledInserts {
   private readonly texts = new Map<string, string>();
 
   async run(db: Db, name: string, rows: unknown[][], build: () => Compilable): Promise<void> {
-    await db.executeQuery(this.compile(name, rows, build));
-  }
-
-  compile(name: string, rows: unknown[][], build: () => Compilable): CompiledQuery {
     const key = `${name}:${rows.length}`;
     const parameters = rows.flat();
     const text = this.texts.get(key);
-    if (text !== undefined) return CompiledQuery.raw(text, parameters);
+    if (text !== undefined) {
+      await db.executeQuery(CompiledQuery.raw(text, parameters));
+      return;
+    }
     const compiled = build().compile();
     if (compiled.parameters.length !== parameters.length || compiled.parameters.some((value, index) => value !== parameters[index])) {
       throw new Error(`The ${name} insert does not take its rows' values in order`);
     }
     if (this.texts.size < COMPILED_LIMIT) this.texts.set(key, compiled.sql);
-    return compiled;
+    await db.executeQuery(compiled);
   }
 }
 
@@ -271,11 +271,10 @@ export class SqlStore implements Store {
       /** Called once the store has closed Kysely (SQLite: fold the log into the file and close it). */
       onClose?: () => Promise<void> | void;
       /** How group commits reach the disk, when not left to the database (SQLite with DB_SYNC=full). */
-      /** SQLite in a file: the thread that runs the group commits (see SqliteWriter). */
-      writer?: SqliteWriter | undefined;
+      groupSync?: GroupSync | undefined;
     } = {},
   ) {
-    this.writer = options.writer;
+    this.groupSync = options.groupSync;
     this.least = DIALECTS[dialect].least;
     this.parsed = DIALECTS[dialect].json;
     this.migrated = options.migrated ?? [];
@@ -470,32 +469,10 @@ export class SqlStore implements Store {
         entries.map(({ row }) => row as JournalWrite),
       );
     }
-    if (this.writer && rows.every((row) => row.token === undefined)) {
-      await this.writer.write(
-        this.writerStatements(
-          events.map(({ row }) => row as EventWrite),
-          entries.map(({ row }) => row as JournalWrite),
-        ),
-      );
-      return undefined;
-    }
-    return both ? this.db.transaction().execute(write) : write(this.db);
+    const commit = (db: Kysely<Tables>) => (both ? db.transaction().execute(write) : write(db));
+    return this.groupSync ? this.groupSync.write(this.db, commit) : commit(this.db);
   });
-  private readonly writer: SqliteWriter | undefined;
-
-  /** A group's inserts, compiled for the writer thread. */
-  private writerStatements(events: EventWrite[], entries: JournalWrite[]): WriterStatement[] {
-    const statements: WriterStatement[] = [];
-    if (events.length) {
-      const values = eventValues(events);
-      statements.push(this.inserts.compile('events', values.map(eventParameters), () => this.db.insertInto('events').values(values)));
-    }
-    if (entries.length) {
-      const values = journalValues(entries);
-      statements.push(this.inserts.compile('run_journal', values.map(journalParameters), () => journalInsert(this.db, values)));
-    }
-    return statements;
-  }
+  private readonly groupSync: GroupSync | undefined;
 
   private async insertEvents(db: Db, rows: EventWrite[]): Promise<Map<number, Error> | undefined> {
     const tokens = rows.map(({ token }) => token);

@@ -1,15 +1,7 @@
 import { mkdirSync } from 'node:fs';
+import { type FileHandle, open } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import {
-  CompiledQuery,
-  type DatabaseConnection,
-  type DialectAdapter,
-  type Driver,
-  SqliteAdapter,
-  type SqliteDatabase,
-  SqliteDialect,
-  SqliteDriver,
-} from 'kysely';
+import { type DialectAdapter, type Kysely, SqliteAdapter, type SqliteDatabase, SqliteDialect, sql } from 'kysely';
 import Database from 'libsql';
 
 /** An open SQLite connection (libsql's synchronous, better-sqlite3-style API). */
@@ -104,31 +96,59 @@ class TransactionalDdlSqliteAdapter extends SqliteAdapter {
   }
 }
 
-/**
- * Transactions that take the write lock when they begin: a transaction that read first and wrote
- * after another connection's commit (the writer thread's) would fail instead of waiting its turn.
- */
-class ImmediateSqliteDriver extends SqliteDriver {
-  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
-  }
-}
-
 /** Kysely's SQLite dialect over libsql's synchronous connection (better-sqlite3's API). */
 export class LibsqlDialect extends SqliteDialect {
-  private readonly database: SqliteDatabase;
-
   constructor(db: SqliteConnection) {
-    const database = sqliteForKysely(db);
-    super({ database });
-    this.database = database;
+    super({ database: sqliteForKysely(db) });
   }
 
   override createAdapter(): DialectAdapter {
     return new TransactionalDdlSqliteAdapter();
   }
+}
 
-  override createDriver(): Driver {
-    return new ImmediateSqliteDriver({ database: this.database });
-  }
+/** How a group commit reaches the disk, when the store does not leave it to the database (see walSyncedOffThread). */
+export interface GroupSync {
+  /** Runs a group commit's `write` and resolves once what it wrote is on disk. */
+  write<T, D>(db: Kysely<D>, write: (db: Kysely<D>) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+/**
+ * DB_SYNC=full without holding up the process: SQLite would fsync the log inside each commit, on
+ * the one thread that runs everything else. A group commit instead runs with synchronous=normal
+ * (its frames written to the log, not yet synced), then the log file is synced on libuv's thread
+ * pool while the process goes on, and its writers resume only after that. Every other write keeps
+ * synchronous=full. The connection is held for the whole write, so nothing else runs under the
+ * lighter setting.
+ */
+export function walSyncedOffThread(databasePath: string): GroupSync {
+  let log: Promise<FileHandle> | undefined;
+  return {
+    async write(db, write) {
+      const result = await db.connection().execute(async (connection) => {
+        await sql`pragma synchronous = normal`.execute(connection);
+        try {
+          return await write(connection);
+        } finally {
+          await sql`pragma synchronous = full`.execute(connection);
+        }
+      });
+      try {
+        // The log exists once anything was written; it stays for as long as the database is open.
+        log ??= open(`${databasePath}-wal`, 'r+').catch((error: unknown) => {
+          log = undefined;
+          throw error;
+        });
+        await (await log).datasync();
+      } catch (error) {
+        // Committed, but not known to be on disk: the group fails whole (its rows are not written again).
+        throw Object.assign(new Error(`The database's log could not be synced to disk (${(error as Error).message})`, { cause: error }), { committed: true });
+      }
+      return result;
+    },
+    async close() {
+      await (await log?.catch(() => undefined))?.close();
+    },
+  };
 }
