@@ -139,9 +139,7 @@ class WireResponse {
   readonly statusText: string;
   readonly ok: boolean;
   readonly headers: Headers;
-  readonly body: BoundedBody | null;
-  readonly redirected = false;
-  readonly type = 'basic';
+  readonly body: BoundedBody;
 
   constructor(
     readonly url: string,
@@ -164,10 +162,6 @@ class WireResponse {
     this.body = new BoundedBody(response.body, this.ok, streamed, limits, signal);
   }
 
-  get bodyUsed(): boolean {
-    return this.body?.used ?? false;
-  }
-
   /** The body as text, a byte order mark dropped (as fetch's `text()` does). */
   async text(): Promise<string> {
     return UTF8.decode(await this.bytes());
@@ -184,7 +178,7 @@ class WireResponse {
 
   private async bytes(): Promise<Buffer> {
     const chunks: Uint8Array[] = [];
-    if (this.body) for await (const chunk of this.body) chunks.push(chunk);
+    for await (const chunk of this.body) chunks.push(chunk);
     return Buffer.concat(chunks);
   }
 }
@@ -210,7 +204,6 @@ function absolute(location: string, base: string): string {
  * connection serves the next call, unless the request was aborted or the rest is long or slow.
  */
 class BoundedBody implements AsyncIterableIterator<Uint8Array> {
-  used = false;
   private readonly maxBytes: number;
   private readonly eventBoundary = new EventBoundary();
   private bytes = 0;
@@ -252,7 +245,6 @@ class BoundedBody implements AsyncIterableIterator<Uint8Array> {
   };
 
   [Symbol.asyncIterator](): this {
-    this.used = true;
     return this;
   }
 
@@ -288,7 +280,7 @@ class BoundedBody implements AsyncIterableIterator<Uint8Array> {
     }
     // A stream is read event by event, so only one event must fit; a whole reply must fit whole.
     this.bytes = this.streamed ? this.eventBoundary.bytesOpen(chunk) : this.bytes + chunk.byteLength;
-    if (this.bytes > this.maxBytes) this.fail(replyTooLarge(this.limits.maxOutputChars));
+    if (this.bytes > this.maxBytes) throw this.fail(replyTooLarge(this.limits.maxOutputChars));
     return { value: chunk, done: false };
   }
 
@@ -304,7 +296,7 @@ class BoundedBody implements AsyncIterableIterator<Uint8Array> {
     if (this.timer) this.timer.refresh();
     else {
       this.timer = setTimeout(() => {
-        if (this.wake) this.fail(new ModelError(`The model stream stalled: nothing for ${seconds(this.limits.idleTimeoutMs)}`, { retryable: true }), false);
+        if (this.wake) this.fail(new ModelError(`The model stream stalled: nothing for ${seconds(this.limits.idleTimeoutMs)}`, { retryable: true }));
       }, this.limits.idleTimeoutMs);
       this.timer.unref();
     }
@@ -313,13 +305,12 @@ class BoundedBody implements AsyncIterableIterator<Uint8Array> {
     });
   }
 
-  /** Refuses the rest of the body: the connection is closed and every read from now on fails. */
-  private fail(reason: Error, thrown = true): never | undefined {
+  /** Refuses the rest of the body: the connection is closed and every read from now on fails (with the first reason). */
+  private fail(reason: Error): Error {
     this.failure ??= reason;
     clearTimeout(this.timer);
     this.stream.destroy(reason);
-    if (thrown) throw this.failure;
-    return undefined;
+    return this.failure;
   }
 
   /**

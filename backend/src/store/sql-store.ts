@@ -192,8 +192,8 @@ const journalValues = (rows: JournalWrite[]): Tables['run_journal'][] =>
 const journalParameters = (row: Tables['run_journal']) => [row.run_id, row.position, row.kind, row.key, row.value, row.step];
 
 /** The journal's insert: an entry written again at its position (a truncated past re-recorded) replaces it. */
-function journalInsert<DB extends Tables>(creator: Pick<QueryCreator<DB>, 'insertInto'>, values: Tables['run_journal'][]) {
-  return (creator as unknown as QueryCreator<Tables>)
+function journalInsert(creator: Pick<QueryCreator<Tables>, 'insertInto'>, values: Tables['run_journal'][]) {
+  return creator
     .insertInto('run_journal')
     .values(values)
     .onConflict((conflict) =>
