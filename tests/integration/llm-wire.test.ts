@@ -93,6 +93,8 @@ describe('the model wire on the openai SDK', () => {
       expect(request.headers).toMatchObject({ 'x-stainless-lang': 'js', authorization: 'Bearer test-key', 'accept-encoding': 'identity' });
       expect(request).toMatchObject({ path: '/v1/chat/completions', purpose: 'plan_execute.plan', runId: 'run-1', node: '2' });
       expect(request.body.stream).toBe(streaming === 'true');
+      // The body goes as bytes Stepwise encodes; it still says what it is.
+      expect(request.headers['content-type']).toBe('application/json');
     }
   });
 

@@ -1,6 +1,6 @@
 import type OpenAI from 'openai';
+import type { ChatCompletionCreateParamsBase } from 'openai/resources/chat/completions';
 import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
-import type { ChatCompletionCreateParamsBase, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { inject, injectable } from 'tsyringe';
 import type { Config } from '../config/config.ts';
 import { ERROR_CODE, ModelError } from '../errors.ts';
@@ -8,13 +8,17 @@ import type { Logger } from '../logger.ts';
 import { TOKENS } from '../tokens.ts';
 import { abortReason, sleep } from '../util/abort.ts';
 import { ensureAlternation } from './alternation.ts';
-import type { CompletionRequest, CompletionResult, LlmClient, LlmMessage, OutputSchema } from './llm-client.ts';
+import type { CompletionRequest, CompletionResult, LlmClient, OutputSchema } from './llm-client.ts';
 import { costOf, roundUsd } from './model-prices.ts';
 import { modelFor } from './model-routes.ts';
 import { createModelWire, endpointOf, seconds } from './model-wire.ts';
 import { completionAsChunk, ReplyAssembler } from './reply-assembler.ts';
+import { encodeRequest, requestObject } from './request-body.ts';
 import { askForJson, parseReply, reAsk, responseFormat } from './structured-output.ts';
 import { addUsage, readTokenUsage } from './token-usage.ts';
+
+/** The SDK's options of one request. */
+type RequestOptions = NonNullable<Parameters<OpenAI['chat']['completions']['create']>[1]>;
 
 /** The longest wait before reading a reply again after its body failed. */
 const MAX_REREAD_DELAY_MS = 30_000;
@@ -113,16 +117,13 @@ export class OpenAiLlmClient implements LlmClient {
   ): Promise<{ ok: true; result: CompletionResult<never> } | { ok: false; error: ModelError; again: boolean }> {
     const { streaming, maxOutputChars } = this.config.llm;
     const { model, params } = modelFor(request.purpose, this.config.llm);
-    const options = { signal, headers: stepwiseHeaders(request) };
     const assembler = new ReplyAssembler(maxOutputChars);
     let streamedText = false;
     let requestId: string | undefined;
     try {
-      const body = this.requestBody(request, output, model, params);
+      const { params: sent, options } = this.request(request, output, model, params, signal);
       if (streaming) {
-        const { data: chunks, request_id } = await this.client.chat.completions
-          .create({ ...body, stream: true } as Parameters<OpenAI['chat']['completions']['create']>[0] & { stream: true }, options)
-          .withResponse();
+        const { data: chunks, request_id } = await this.client.chat.completions.create({ ...sent, stream: true }, options).withResponse();
         requestId = request_id ?? undefined;
         for await (const chunk of chunks) {
           const delta = assembler.add(chunk);
@@ -138,9 +139,7 @@ export class OpenAiLlmClient implements LlmClient {
         // A cut connection can end an event stream quietly; only a finish_reason says the model finished.
         if (!assembler.finished && !assembler.truncated) throw new ModelError('The model stream ended before the model finished', { retryable: true });
       } else {
-        const { data, request_id } = await this.client.chat.completions
-          .create({ ...body, stream: false } as Parameters<OpenAI['chat']['completions']['create']>[0] & { stream: false }, options)
-          .withResponse();
+        const { data, request_id } = await this.client.chat.completions.create({ ...sent, stream: false }, options).withResponse();
         requestId = request_id ?? undefined;
         assembler.add(completionAsChunk(data));
       }
@@ -162,31 +161,36 @@ export class OpenAiLlmClient implements LlmClient {
     }
   }
 
-  /** The request as the endpoint reads it, with LLM_PARAMS and the route's params merged into it. */
-  private requestBody(
+  /**
+   * The request as the endpoint reads it, with LLM_PARAMS and the route's params merged into it
+   * (they add fields, never replace the model, messages, tools or stream a call needs), as the
+   * SDK's params and request options. The body goes as bytes encoded here (request-body.ts keeps
+   * each message's JSON for the calls after): the SDK's `body` option stands in for the encoding
+   * of its params, which then say only what the SDK reads of them. Azure OpenAI's client reads
+   * the model from the body for the deployment's path, so there the SDK encodes the body itself.
+   */
+  private request(
     request: CompletionRequest,
     output: OutputSchema<unknown> | undefined,
     model: string,
     params: Record<string, unknown>,
-  ): ChatCompletionCreateParamsBase {
-    const { streaming, streamUsage } = this.config.llm;
-    return {
-      // LLM_PARAMS first: they add fields, never replace the model, messages or tools a call needs.
-      ...params,
-      ...(output && this.config.llm.structuredOutput ? { response_format: responseFormat(output) } : {}),
-      model,
-      messages: (this.config.llm.strictAlternation ? ensureAlternation(request.messages) : request.messages).map(toOpenAiMessage),
-      ...(this.config.llm.temperature === undefined ? {} : { temperature: this.config.llm.temperature }),
-      ...(request.tools?.length
-        ? {
-            tools: request.tools.map((tool) => ({
-              type: 'function' as const,
-              function: { name: tool.name, description: tool.description, parameters: tool.parameters },
-            })),
-          }
-        : {}),
+    signal: AbortSignal,
+  ): { params: ChatCompletionCreateParamsBase; options: RequestOptions } {
+    const { streaming, streamUsage, temperature, structuredOutput, strictAlternation, azure } = this.config.llm;
+    const tail: Record<string, unknown> = {
+      ...(temperature === undefined ? {} : { temperature }),
       ...(streaming && streamUsage ? { stream_options: { include_usage: true } } : {}),
-    } as ChatCompletionCreateParamsBase;
+      stream: streaming,
+    };
+    const head: Record<string, unknown> = { ...params, ...(output && structuredOutput ? { response_format: responseFormat(output) } : {}), model };
+    for (const key of ['messages', 'tools', ...Object.keys(tail)]) delete head[key];
+    const parts = { head, messages: strictAlternation ? ensureAlternation(request.messages) : request.messages, tools: request.tools, tail };
+    const headers = stepwiseHeaders(request);
+    if (azure) return { params: requestObject(parts) as unknown as ChatCompletionCreateParamsBase, options: { signal, headers } };
+    return {
+      params: { model, messages: [] },
+      options: { signal, headers: { 'content-type': 'application/json', ...headers }, body: encodeRequest(parts) },
+    };
   }
 
   /** The assembled reply, its usage checked and priced; a reply past the cap ends with a note saying so. */
@@ -271,32 +275,6 @@ function callDeadline(caller: AbortSignal, timeoutMs: number): { signal: AbortSi
 
 function formatCount(count: number): string {
   return count.toLocaleString('en-US');
-}
-
-function toOpenAiMessage(message: LlmMessage): ChatCompletionMessageParam {
-  switch (message.role) {
-    case 'system':
-    case 'user':
-      return { role: message.role, content: message.content };
-    case 'assistant':
-      return message.toolCalls?.length
-        ? {
-            role: 'assistant',
-            content: message.content,
-            tool_calls: message.toolCalls.map((call) => ({
-              id: call.id,
-              type: 'function' as const,
-              function: { name: call.name, arguments: call.arguments },
-            })),
-          }
-        : { role: 'assistant', content: message.content ?? '' };
-    case 'tool':
-      return { role: 'tool', tool_call_id: message.toolCallId, content: message.content };
-    default: {
-      const unexpected: never = message;
-      throw new Error(`Unknown message role: ${JSON.stringify(unexpected)}`);
-    }
-  }
 }
 
 /**

@@ -1,0 +1,222 @@
+import type { ChatCompletionFunctionTool, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import type { LlmMessage, LlmToolSchema } from './llm-client.ts';
+
+/**
+ * A Chat Completions request body as the bytes sent, each message serialised once.
+ *
+ * A run's calls send the session's history and the run's transcript again and again, growing by a
+ * message or two per call. So the JSON of each message is kept beside it (until the message is
+ * let go of), and so are the bytes of the last list of messages sent: a call that sends that list
+ * again with messages after it copies those bytes whole and encodes only what is new. The history
+ * is serialised once per turn, not once per call. What is reused is checked against the messages
+ * as they are now (what each was made from, field by field), so a message changed after it was
+ * sent, or an equal one in its place, is always sent as it is.
+ */
+export interface RequestParts {
+  /** The fields before the messages (LLM_PARAMS, response_format, model). */
+  head: Record<string, unknown>;
+  messages: readonly LlmMessage[];
+  tools: readonly LlmToolSchema[] | undefined;
+  /** The fields after the tools (temperature, stream_options, stream): none of them in `head`. */
+  tail: Record<string, unknown>;
+}
+
+/**
+ * The same body as an object, for the SDK to encode itself: Azure OpenAI's client reads the
+ * model from the body to put the deployment in the path.
+ */
+export function requestObject({ head, messages, tools, tail }: RequestParts): Record<string, unknown> {
+  return {
+    ...head,
+    messages: messages.map(toOpenAiMessage),
+    ...(tools?.length ? { tools: tools.map(toOpenAiTool) } : {}),
+    ...tail,
+  };
+}
+
+/** Bytes kept for a message or a tool, with what they were made from: a hit needs all of it unchanged. */
+interface Encoded {
+  made: readonly unknown[];
+  bytes: Buffer;
+}
+
+/**
+ * The bytes of a list of messages sent (`m1,m2,…`, a view into the body that carried them), where
+ * each message's bytes start and end in them, and what each message was made from.
+ */
+interface SentList {
+  made: (readonly unknown[])[];
+  starts: Uint32Array;
+  ends: Uint32Array;
+  bytes: Buffer;
+}
+
+/** How one kind of item is encoded, and how a kept encoding is known to be still good. */
+interface Encoding<T extends object> {
+  cache: WeakMap<T, Encoded>;
+  /** Every field the JSON is made from, in order (strings compare by value, objects by identity). */
+  source(item: T): readonly unknown[];
+  /** Whether the item still has the fields `made` holds; it reads them without building a list, as it runs for every message of every call. */
+  matches(made: readonly unknown[], item: T): boolean;
+  json(item: T): string;
+}
+
+const MESSAGES: Encoding<LlmMessage> = {
+  cache: new WeakMap(),
+  source(message) {
+    switch (message.role) {
+      case 'assistant':
+        return [message.role, message.content, ...(message.toolCalls ?? []).flatMap((call) => [call.id, call.name, call.arguments])];
+      case 'tool':
+        return [message.role, message.content, message.toolCallId];
+      default:
+        return [message.role, message.content];
+    }
+  },
+  matches(made, message) {
+    if (made[0] !== message.role || made[1] !== message.content) return false;
+    if (message.role === 'tool') return made.length === 3 && made[2] === message.toolCallId;
+    if (message.role !== 'assistant') return made.length === 2;
+    const calls = message.toolCalls ?? [];
+    if (made.length !== 2 + calls.length * 3) return false;
+    for (let index = 0; index < calls.length; index++) {
+      const call = calls[index]!;
+      if (made[2 + index * 3] !== call.id || made[3 + index * 3] !== call.name || made[4 + index * 3] !== call.arguments) return false;
+    }
+    return true;
+  },
+  json: (message) => JSON.stringify(toOpenAiMessage(message)),
+};
+
+const TOOLS: Encoding<LlmToolSchema> = {
+  cache: new WeakMap(),
+  source: (tool) => [tool.name, tool.description, tool.parameters],
+  matches: (made, tool) => made[0] === tool.name && made[1] === tool.description && made[2] === tool.parameters,
+  json: (tool) => JSON.stringify(toOpenAiTool(tool)),
+};
+
+/** The last list of messages sent that ends with this message (one per conversation: a list sent longer replaces it). */
+const sentLists = new WeakMap<LlmMessage, SentList>();
+/** How far from the end of a list its start is looked for as a list sent before: a call adds a message or a few. */
+const LOOK_BACK = 8;
+
+const COMMA = Buffer.from(',');
+
+/** The body's bytes: `head`'s fields, "messages", "tools" (when there are any), `tail`'s fields. */
+export function encodeRequest({ head, messages, tools, tail }: RequestParts): Buffer {
+  const opening = JSON.stringify(head);
+  const parts: Buffer[] = [Buffer.from(opening === '{}' ? '{"messages":[' : `${opening.slice(0, -1)},"messages":[`)];
+  const list = encodeMessages(messages, parts);
+  if (tools?.length) {
+    parts.push(Buffer.from('],"tools":['));
+    tools.forEach((tool: LlmToolSchema, index: number) => {
+      if (index > 0) parts.push(COMMA);
+      parts.push(encoded(tool, TOOLS).bytes);
+    });
+  }
+  const closing = JSON.stringify(tail);
+  parts.push(Buffer.from(closing === '{}' ? ']}' : `],${closing.slice(1)}`));
+  const body = Buffer.concat(parts);
+  const last = messages.at(-1);
+  if (last) {
+    // Kept without a copy: the list's bytes are a view into the body, for the next call to start from.
+    const start = parts[0]!.length;
+    if (list.replaces && list.replaces !== last) sentLists.delete(list.replaces);
+    sentLists.set(last, { ...list.sent, bytes: body.subarray(start, start + list.length) });
+  }
+  return body;
+}
+
+/**
+ * Appends the messages' bytes to `parts`: where a list sent before has the same messages at the
+ * same places (checked one by one against what each was made from), its bytes are taken in runs;
+ * every other message is encoded, or its kept bytes taken. Returns where each message landed.
+ */
+function encodeMessages(messages: readonly LlmMessage[], parts: Buffer[]): { sent: Omit<SentList, 'bytes'>; length: number; replaces: LlmMessage | undefined } {
+  const count = messages.length;
+  const { before, key } = sentBefore(messages);
+  const made: (readonly unknown[])[] = new Array(count);
+  const starts = new Uint32Array(count);
+  const ends = new Uint32Array(count);
+  const same = (index: number) => before !== undefined && index < before.made.length && MESSAGES.matches(before.made[index]!, messages[index]!);
+  let length = 0;
+  for (let index = 0; index < count; ) {
+    if (index > 0) {
+      parts.push(COMMA);
+      length += 1;
+    }
+    if (before && same(index)) {
+      let last = index;
+      while (last + 1 < count && same(last + 1)) last++;
+      const shift = length - before.starts[index]!;
+      for (let each = index; each <= last; each++) {
+        made[each] = before.made[each]!;
+        starts[each] = before.starts[each]! + shift;
+        ends[each] = before.ends[each]! + shift;
+      }
+      const run = before.bytes.subarray(before.starts[index], before.ends[last]);
+      parts.push(run);
+      length += run.length;
+      index = last + 1;
+    } else {
+      const entry = encoded(messages[index]!, MESSAGES);
+      made[index] = entry.made;
+      starts[index] = length;
+      parts.push(entry.bytes);
+      length += entry.bytes.length;
+      ends[index] = length;
+      index++;
+    }
+  }
+  return { sent: { made, starts, ends }, length, replaces: key };
+}
+
+/** A list sent before whose last message is near the end of `messages`, at the same place. */
+function sentBefore(messages: readonly LlmMessage[]): { before: SentList | undefined; key: LlmMessage | undefined } {
+  for (let end = messages.length - 1; end >= Math.max(0, messages.length - LOOK_BACK); end--) {
+    const before = sentLists.get(messages[end]!);
+    if (before && before.made.length === end + 1) return { before, key: messages[end] };
+  }
+  return { before: undefined, key: undefined };
+}
+
+/** An item's bytes: kept ones when it has not changed since, else encoded now and kept. */
+function encoded<T extends object>(item: T, encoding: Encoding<T>): Encoded {
+  let entry = encoding.cache.get(item);
+  if (!entry || !encoding.matches(entry.made, item)) {
+    entry = { made: encoding.source(item), bytes: Buffer.from(encoding.json(item)) };
+    encoding.cache.set(item, entry);
+  }
+  return entry;
+}
+
+/** A message as Chat Completions reads it. */
+export function toOpenAiMessage(message: LlmMessage): ChatCompletionMessageParam {
+  switch (message.role) {
+    case 'system':
+    case 'user':
+      return { role: message.role, content: message.content };
+    case 'assistant':
+      return message.toolCalls?.length
+        ? {
+            role: 'assistant',
+            content: message.content,
+            tool_calls: message.toolCalls.map((call) => ({
+              id: call.id,
+              type: 'function' as const,
+              function: { name: call.name, arguments: call.arguments },
+            })),
+          }
+        : { role: 'assistant', content: message.content ?? '' };
+    case 'tool':
+      return { role: 'tool', tool_call_id: message.toolCallId, content: message.content };
+    default: {
+      const unexpected: never = message;
+      throw new Error(`Unknown message role: ${JSON.stringify(unexpected)}`);
+    }
+  }
+}
+
+function toOpenAiTool(tool: LlmToolSchema): ChatCompletionFunctionTool {
+  return { type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.parameters } };
+}
