@@ -64,6 +64,7 @@ export type { Tool } from './tools/tool.ts';
 export { ToolRegistry } from './tools/tool-registry.ts';
 export { PLAIN_CHAT } from './chat/chat-service.ts';
 export { SessionManager } from './chat/session-manager.ts';
+export { latestHistory, trimToBudget } from './chat/session-runs.ts';
 export { migrateSchema, SCHEMA, type SchemaStep, type SqlDialectName } from './store/migrations.ts';
 export {
   EMBEDDED_DATABASE_FOLDER,

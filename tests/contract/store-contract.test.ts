@@ -77,6 +77,42 @@ describe.each(adapters)('the store on $name', (adapter) => {
     expect(await store.renameSession(randomUUID(), 'nobody')).toBeUndefined();
   });
 
+  it("reads a session's history back from its end a page at a time, oldest first within a page, after rewinds too", async () => {
+    const id = randomUUID();
+    await store.createSession(id);
+    const texts = Array.from({ length: 7 }, (_, index) => `m${index}`);
+    await store.appendMessages(
+      id,
+      texts.slice(0, 4).map((content) => ({ role: 'user' as const, content })),
+      1,
+    );
+    await store.appendMessages(
+      id,
+      texts.slice(4).map((content) => ({ role: 'assistant' as const, content })),
+      3,
+    );
+    const read = async (limit: number) => {
+      const pages: string[][] = [];
+      let olderThan: number | undefined;
+      do {
+        const page = await store.listLatestMessages(id, limit, olderThan);
+        pages.push(page.messages.map((record) => record.message.content ?? ''));
+        olderThan = page.olderThan;
+      } while (olderThan !== undefined);
+      return pages;
+    };
+    expect(await read(3)).toEqual([['m4', 'm5', 'm6'], ['m1', 'm2', 'm3'], ['m0']]);
+    expect(await read(7)).toEqual([texts, []]);
+    expect(await read(8)).toEqual([texts]);
+    expect((await store.listLatestMessages(id, 2)).messages).toEqual([
+      { message: { role: 'assistant', content: 'm5' }, afterSeq: 3 },
+      { message: { role: 'assistant', content: 'm6' }, afterSeq: 3 },
+    ]);
+    await store.replaceMessages(id, (await store.listMessages(id)).slice(0, 2));
+    await store.appendMessages(id, [{ role: 'user', content: 'after the rewind' }], 9);
+    expect(await read(2)).toEqual([['m1', 'after the rewind'], ['m0']]);
+  });
+
   it('keeps every kind of message in order, with the seq it was accepted at', async () => {
     const id = randomUUID();
     await store.createSession(id);

@@ -4,7 +4,7 @@ import { JOURNAL, type RunPast } from '../agent/run-journal.ts';
 import { readNotepad } from '../tools/notepad-tool.ts';
 import { DEFAULT_STRATEGY, type RunInput } from '../agent/strategy.ts';
 import type { LlmMessage } from '../messages.ts';
-import type { RunRecord } from '../store/store.ts';
+import type { RunRecord, Store } from '../store/store.ts';
 import type { ChatDependencies } from './chat-dependencies.ts';
 import { hasEnded, readLoggedRun, saveRunEnd, strategyEventsOf } from './run-endings.ts';
 import type { SessionEventLog } from './session-event-log.ts';
@@ -174,12 +174,10 @@ export class SessionRuns {
 
   /** The session's history split at the last question: the turns before it (trimmed to the budget), and what came after it. */
   private async conversation(): Promise<{ history: LlmMessage[]; after: LlmMessage[] }> {
-    const messages = (await this.deps.store.listMessages(this.sessionId)).map((record) => record.message);
-    const asked = messages.findLastIndex((message) => message.role === 'user');
-    return {
-      history: trimToBudget(messages.slice(0, Math.max(0, asked)), this.deps.config.agent.contextBudgetChars),
-      after: asked < 0 ? [] : messages.slice(asked + 1),
-    };
+    const { history, after } = await latestHistory(this.deps.store, this.sessionId, this.deps.config.agent.contextBudgetChars, {
+      beforeLastQuestion: true,
+    });
+    return { history, after };
   }
 
   /**
@@ -205,8 +203,41 @@ export class SessionRuns {
 
   /** The conversation so far, as the model sees it: whole turns, the oldest dropped beyond the context budget. */
   private async history(): Promise<LlmMessage[]> {
-    const messages = (await this.deps.store.listMessages(this.sessionId)).map((record) => record.message);
-    return trimToBudget(messages, this.deps.config.agent.contextBudgetChars);
+    return (await latestHistory(this.deps.store, this.sessionId, this.deps.config.agent.contextBudgetChars, { beforeLastQuestion: false })).history;
+  }
+}
+
+/** How many messages one read of a session's history takes, from its end backwards. */
+const HISTORY_PAGE = 256;
+
+/**
+ * The session's history as trimToBudget gives it (with `beforeLastQuestion`, of the messages before
+ * the last user message, and those after it apart), read from the end back only as far as that
+ * needs: a long session costs a run what its context budget holds, not its whole length. Reading
+ * stops at a user message from which the messages to trim pass the budget: trimming the whole
+ * history would drop every turn before it anyway.
+ */
+export async function latestHistory(
+  store: Store,
+  sessionId: string,
+  budgetChars: number,
+  { beforeLastQuestion }: { beforeLastQuestion: boolean },
+): Promise<{ history: LlmMessage[]; after: LlmMessage[] }> {
+  let messages: LlmMessage[] = [];
+  let olderThan: number | undefined;
+  for (;;) {
+    const page = await store.listLatestMessages(sessionId, HISTORY_PAGE, olderThan);
+    messages = [...page.messages.map((record) => record.message), ...messages];
+    olderThan = page.olderThan;
+    const asked = beforeLastQuestion ? messages.findLastIndex((message) => message.role === 'user') : messages.length;
+    const trimmed = asked < 0 ? [] : messages.slice(0, asked);
+    const after = beforeLastQuestion && asked >= 0 ? messages.slice(asked + 1) : [];
+    if (olderThan === undefined) return { history: trimToBudget(trimmed, budgetChars), after };
+    if (asked < 0) continue;
+    const firstTurn = trimmed.findIndex((message) => message.role === 'user');
+    if (firstTurn >= 0 && totalSize(trimmed, firstTurn) > budgetChars) {
+      return { history: trimToBudget(trimmed.slice(firstTurn), budgetChars), after };
+    }
   }
 }
 
@@ -215,17 +246,28 @@ export class SessionRuns {
  * fits `budgetChars`. Whole turns go, so a tool call never loses its result.
  */
 export function trimToBudget(messages: LlmMessage[], budgetChars: number): LlmMessage[] {
-  const size = (message: LlmMessage) =>
-    (message.content?.length ?? 0) +
-    (message.role === 'assistant' ? (message.toolCalls ?? []).reduce((sum, call) => sum + call.arguments.length + call.name.length, 0) : 0);
-  let total = messages.reduce((sum, message) => sum + size(message), 0);
+  let total = totalSize(messages, 0);
   let start = 0;
   while (total > budgetChars && start < messages.length) {
     // Drop one turn: the message at `start` and everything before the next user message.
     let end = start + 1;
     while (end < messages.length && messages[end]!.role !== 'user') end++;
-    for (let index = start; index < end; index++) total -= size(messages[index]!);
+    for (let index = start; index < end; index++) total -= messageSize(messages[index]!);
     start = end;
   }
   return messages.slice(start);
+}
+
+/** What a message counts against the context budget: its text and its tool calls'. */
+function messageSize(message: LlmMessage): number {
+  return (
+    (message.content?.length ?? 0) +
+    (message.role === 'assistant' ? (message.toolCalls ?? []).reduce((sum, call) => sum + call.arguments.length + call.name.length, 0) : 0)
+  );
+}
+
+function totalSize(messages: readonly LlmMessage[], from: number): number {
+  let total = 0;
+  for (let index = from; index < messages.length; index++) total += messageSize(messages[index]!);
+  return total;
 }

@@ -2,6 +2,7 @@ import type { LoggedEvent } from '@stepwise/shared-types';
 import type { LlmMessage } from '../messages.ts';
 import {
   type JournalEntry,
+  type MessagePage,
   type MessageRecord,
   type SnapshotRecord,
   type NewRun,
@@ -75,6 +76,13 @@ export class MemoryStore implements Store {
 
   async listMessages(sessionId: string): Promise<MessageRecord[]> {
     return structuredClone(this.session(sessionId).messages);
+  }
+
+  async listLatestMessages(sessionId: string, limit: number, olderThan?: number): Promise<MessagePage> {
+    const { messages } = this.session(sessionId);
+    const end = Math.min(olderThan ?? messages.length, messages.length);
+    const start = Math.max(0, end - limit);
+    return { messages: structuredClone(messages.slice(start, end)), olderThan: end - start < limit ? undefined : start };
   }
 
   async createRun(run: NewRun): Promise<void> {

@@ -20,6 +20,7 @@ import {
   type FenceToken,
   type JournalEntry,
   LOCAL_OWNER,
+  type MessagePage,
   type MessageRecord,
   type NewRun,
   type RunEnd,
@@ -364,6 +365,16 @@ export class SqlStore implements Store {
   async listMessages(sessionId: string): Promise<MessageRecord[]> {
     const rows = await this.db.selectFrom('messages').select(['message', 'after_seq']).where('session_id', '=', sessionId).orderBy('position').execute();
     return rows.map((row) => ({ message: this.parsed<LlmMessage>(row.message), afterSeq: row.after_seq }));
+  }
+
+  async listLatestMessages(sessionId: string, limit: number, olderThan?: number): Promise<MessagePage> {
+    let query = this.db.selectFrom('messages').select(['message', 'after_seq', 'position']).where('session_id', '=', sessionId);
+    if (olderThan !== undefined) query = query.where('position', '<', olderThan);
+    const rows = (await query.orderBy('position', 'desc').limit(limit).execute()).reverse();
+    return {
+      messages: rows.map((row) => ({ message: this.parsed<LlmMessage>(row.message), afterSeq: row.after_seq })),
+      olderThan: rows.length < limit ? undefined : Number(rows[0]!.position),
+    };
   }
 
   async createRun(run: NewRun): Promise<void> {

@@ -30,6 +30,12 @@ export interface MessageRecord {
   afterSeq: number;
 }
 
+/** A page of a session's history read from its end: `messages` oldest first; `olderThan` reads the page before it (undefined at the start). */
+export interface MessagePage {
+  messages: MessageRecord[];
+  olderThan: number | undefined;
+}
+
 export type RunStatus = 'running' | 'completed' | 'stopped' | 'failed';
 
 export interface RunRecord {
@@ -85,6 +91,11 @@ export interface Store {
   /** Appends to the history the model sees; the first user message names the session. */
   appendMessages(sessionId: string, messages: LlmMessage[], afterSeq: number): Promise<void>;
   listMessages(sessionId: string): Promise<MessageRecord[]>;
+  /**
+   * Up to `limit` of the session's latest messages, or of those before `olderThan` (a cursor from
+   * the page after them): a run reads back only as far as its context budget needs.
+   */
+  listLatestMessages(sessionId: string, limit: number, olderThan?: number): Promise<MessagePage>;
 
   createRun(run: NewRun): Promise<void>;
   finishRun(runId: string, end: RunEnd): Promise<void>;
