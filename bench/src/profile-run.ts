@@ -1,6 +1,6 @@
 // Drives Stepwise with the overhead task while its server writes a CPU profile (node --cpu-prof),
 // then prints the measured window and the model calls in it, for profile-summary.ts.
-// PROFILE_DIR=/tmp/prof [PROFILE_INTERVAL_US=200] [EXTRA='{"DB_SYNC":"normal","LLM_STREAMING":"false"}'] [CHAT=growing] [ROUNDS=15]
+// PROFILE_DIR=/tmp/prof [PROFILE_INTERVAL_US=200] [NODE_ARGS=--trace-gc] [EXTRA='{"DB_SYNC":"normal","LLM_STREAMING":"false"}'] [CHAT=growing] [ROUNDS=15]
 //   node --import tsx bench/src/profile-run.ts
 // Without PROFILE_DIR it only times the rounds (a quick A/B of two trees, not a substitute for `pnpm bench`).
 // Then: node --import tsx bench/src/profile-summary.ts $PROFILE_DIR --from=… --to=… --calls=…
@@ -12,9 +12,12 @@ const rounds = Number(process.env.ROUNDS ?? 15);
 const model = await startModelServer({ BENCH_MODE: 'task', BENCH_STEPS: '20' });
 const server = await startStepwise(model.url, {
   env: process.env.EXTRA ? JSON.parse(process.env.EXTRA) : {},
-  nodeArgs: process.env.PROFILE_DIR
-    ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PROFILE_DIR}`, `--cpu-prof-interval=${process.env.PROFILE_INTERVAL_US ?? 200}`]
-    : [],
+  nodeArgs: [
+    ...(process.env.PROFILE_DIR
+      ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PROFILE_DIR}`, `--cpu-prof-interval=${process.env.PROFILE_INTERVAL_US ?? 200}`]
+      : []),
+    ...(process.env.NODE_ARGS?.split(' ').filter(Boolean) ?? []),
+  ],
 });
 const worker = await startWorker(process.env.CHAT === 'growing' ? 'stepwise-growing' : 'stepwise-fresh', server.wsUrl);
 const floor = await startWorker('floor', model.url);

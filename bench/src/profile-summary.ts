@@ -100,6 +100,8 @@ const watched: Record<string, (frame: CallFrame) => boolean> = {
   'pino (logs)': (frame) => frame.url.includes('node_modules/pino'),
   'reading the reply (reply-reader, response-body)': (frame) => /reply-reader\.ts|response-body\.ts|reply-assembler\.ts/.test(frame.url),
   'reading session files for the prompt (readdir)': (frame) => frame.url.endsWith('session-files.ts'),
+  "the session's history read for a run (listMessages)": (frame) => frame.functionName === 'listMessages',
+  'the request body encoded (encodeRequest)': (frame) => frame.functionName === 'encodeRequest',
 };
 
 const self = new Map<string, number>();
