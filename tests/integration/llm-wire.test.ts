@@ -142,6 +142,25 @@ describe('the model wire on the openai SDK', () => {
     await model.complete(call());
     expect(llm.requests[before]!.body).toMatchObject({ model: 'gpt-4o-mini', reasoning_effort: 'low', max_completion_tokens: 4000, seed: 7 });
 
+    // Fields Stepwise sets win over the params'; fields a call leaves unset keep the params' value.
+    const paramTool = { type: 'function', function: { name: 'lookup', description: 'From the params', parameters: { type: 'object' } } };
+    const withFields = modelClient({
+      LLM_PARAMS: JSON.stringify({ tools: [paramTool], stream: false, model: 'not-this', messages: [], stream_options: { include_usage: false } }),
+    }).model;
+    for (const tools of [undefined, [{ name: 'calculator', description: 'Arithmetic', parameters: { type: 'object' } }]]) {
+      llm.enqueue({ text: 'Fields.' });
+      const at = llm.requests.length;
+      await withFields.complete(call('chat', tools ? { tools } : {}));
+      const { body } = llm.requests[at]!;
+      expect(body).toMatchObject({
+        model: 'gpt-4o-mini',
+        stream: true,
+        stream_options: { include_usage: true },
+        messages: [{ role: 'user', content: 'Hello' }],
+      });
+      expect((body as Record<string, unknown>).tools).toEqual(tools ? [{ type: 'function', function: tools[0] }] : [paramTool]);
+    }
+
     expect(() => configFromEnv({ LLM_PARAMS: '{reasoning_effort: low}' })).toThrow(/^Invalid LLM_PARAMS: must be a JSON object/);
     expect(() => configFromEnv({ LLM_PARAMS: '[1,2]' })).toThrow(/^Invalid LLM_PARAMS: must be a JSON object/);
   });

@@ -215,7 +215,9 @@ const HISTORY_PAGE = 256;
  * the last user message, and those after it apart), read from the end back only as far as that
  * needs: a long session costs a run what its context budget holds, not its whole length. Reading
  * stops at a user message from which the messages to trim pass the budget: trimming the whole
- * history would drop every turn before it anyway.
+ * history would drop every turn before it anyway. Pages are read one after another: messages
+ * appended meanwhile come after the cursor and are not read; a rewind (replaceMessages) never runs
+ * while a run is starting, as the session holds its runs for it.
  */
 export async function latestHistory(
   store: Store,

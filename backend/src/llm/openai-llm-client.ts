@@ -163,7 +163,7 @@ export class OpenAiLlmClient implements LlmClient {
 
   /**
    * The request as the endpoint reads it, with LLM_PARAMS and the route's params merged into it
-   * (they add fields, never replace the model, messages, tools or stream a call needs), as the
+   * (they add fields, never replace the model, messages, tools or stream a call sets), as the
    * SDK's params and request options. The body goes as bytes encoded here (request-body.ts keeps
    * each message's JSON for the calls after): the SDK's `body` option stands in for the encoding
    * of its params, which then say only what the SDK reads of them. Azure OpenAI's client reads
@@ -183,7 +183,8 @@ export class OpenAiLlmClient implements LlmClient {
       stream: streaming,
     };
     const head: Record<string, unknown> = { ...params, ...(output && structuredOutput ? { response_format: responseFormat(output) } : {}), model };
-    for (const key of ['messages', 'tools', ...Object.keys(tail)]) delete head[key];
+    // The params' tools go when the call has tools of its own, as the call's replace them.
+    for (const key of ['messages', ...(request.tools?.length ? ['tools'] : []), ...Object.keys(tail)]) delete head[key];
     const parts = { head, messages: strictAlternation ? ensureAlternation(request.messages) : request.messages, tools: request.tools, tail };
     const headers = stepwiseHeaders(request);
     if (azure) return { params: requestObject(parts) as unknown as ChatCompletionCreateParamsBase, options: { signal, headers } };
