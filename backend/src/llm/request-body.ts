@@ -7,8 +7,9 @@ import type { LlmMessage, LlmToolSchema } from './llm-client.ts';
  * A run's calls send the session's history and the run's transcript again and again, growing by a
  * message or two per call. So the JSON of each message is kept beside it (until the message is
  * let go of), and so are the bytes of the last list of messages sent: a call that sends that list
- * again with messages after it copies those bytes whole and encodes only what is new. The history
- * is serialised once per turn, not once per call. What is reused is checked against the messages
+ * again with messages after it copies the runs of those bytes still the same at the same places
+ * (all but a phase's own system prompt, say) and encodes only the rest. The history is serialised
+ * once per turn, not once per call. What is reused is checked against the messages
  * as they are now (what each was made from, field by field), so a message changed after it was
  * sent, or an equal one in its place, is always sent as it is.
  */
