@@ -4,7 +4,7 @@
 // figures). Options: see settings.ts.
 import './guard.ts';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { cluster } from './cluster.ts';
@@ -13,6 +13,7 @@ import { footprint } from './footprint.ts';
 import { overhead } from './overhead.ts';
 import { root } from './processes.ts';
 import { report } from './report.ts';
+import { writeResults } from './write-results.ts';
 import { requestPaths } from './request-paths.ts';
 import { restateEngine } from './restate-engine.ts';
 import { log, type Section, settings } from './settings.ts';
@@ -70,8 +71,7 @@ const results = {
 };
 const folder = settings.quick || settings.partial ? join(root, 'bench', 'out') : join(root, 'bench');
 mkdirSync(folder, { recursive: true });
-writeFileSync(join(folder, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
-writeFileSync(join(folder, 'RESULTS.md'), report(results));
+writeResults(folder, results, report(results));
 log(`wrote ${join(folder, 'RESULTS.md')} in ${round((Date.now() - started.getTime()) / 1000, 0)} s`);
 process.exit(0);
 

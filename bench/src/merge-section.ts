@@ -2,10 +2,11 @@
 // full run's bench/results.json, section by section, and renders bench/RESULTS.md again; the
 // sections taken are named in the report with their own date and tree.
 //   node --import tsx bench/src/merge-section.ts concurrency [cluster …]
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { report } from './report.ts';
+import { writeResults } from './write-results.ts';
 
 const bench = join(dirname(fileURLToPath(import.meta.url)), '..');
 const full = JSON.parse(readFileSync(join(bench, 'results.json'), 'utf8'));
@@ -19,6 +20,5 @@ for (const section of sections) {
   full.load.sections[section] = partial.load.sections[section];
   full.rerun = { ...full.rerun, [section]: { date: partial.date, tree: partial.tree } };
 }
-writeFileSync(join(bench, 'results.json'), `${JSON.stringify(full, null, 2)}\n`);
-writeFileSync(join(bench, 'RESULTS.md'), report(full));
+writeResults(bench, full, report(full));
 console.log(`took ${sections.join(', ')} from bench/out/results.json into bench/results.json and RESULTS.md`);
