@@ -173,11 +173,8 @@ export class SessionRuns {
   }
 
   /** The session's history split at the last question: the turns before it (trimmed to the budget), and what came after it. */
-  private async conversation(): Promise<{ history: LlmMessage[]; after: LlmMessage[] }> {
-    const { history, after } = await latestHistory(this.deps.store, this.sessionId, this.deps.config.agent.contextBudgetChars, {
-      beforeLastQuestion: true,
-    });
-    return { history, after };
+  private conversation(): Promise<{ history: LlmMessage[]; after: LlmMessage[] }> {
+    return latestHistory(this.deps.store, this.sessionId, this.deps.config.agent.contextBudgetChars, { beforeLastQuestion: true });
   }
 
   /**
