@@ -94,10 +94,10 @@ const SNAPSHOT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
  * entry and its events go in one commit, while the next call is under way; and N sessions whose
  * model replies arrive together cost a few commits rather than N (each an fsync with DB_SYNC=full,
  * a round trip on PostgreSQL). Groups commit one after another, so once a row is committed every
- * row added before it is too (or was refused). A group starts a turn of the event loop after its
- * first row (setImmediate): what the same I/O callbacks add (a model reply's journal entry and the
- * events that show it, other sessions' replies read in the same poll) joins it, rather than the
- * first row committing alone and the rest after it.
+ * row added before it is too (or was refused). A group starts two turns of the event loop after
+ * its first row (see afterTheRequests): what the same I/O callbacks add (a model reply's journal
+ * entry and the events that show it, other sessions' replies read in the same poll) joins it,
+ * rather than the first row committing alone and the rest after it.
  */
 class GroupWriter<T> {
   private readonly pending: { row: T; resolve: () => void; reject: (error: unknown) => void }[] = [];
@@ -113,7 +113,7 @@ class GroupWriter<T> {
   add(row: T): Promise<void> {
     const added = new Promise<void>((resolve, reject) => {
       this.pending.push({ row, resolve, reject });
-      this.writing ??= nextTurn().then(() => this.drain());
+      this.writing ??= afterTheRequests().then(() => this.drain());
     });
     this.last = added.catch(() => undefined);
     return added;
@@ -144,6 +144,21 @@ class GroupWriter<T> {
       this.writing = undefined;
     }
   }
+}
+
+/**
+ * When a group starts its commit: two turns of the event loop (setImmediate) after its first row.
+ * The first turn lets the rest of the I/O callbacks' rows join it. The second lets the model
+ * request the run makes next leave first: undici writes a request on a reused keep-alive
+ * connection in a setImmediate of its own (after checking that the server did not close it), queued
+ * after the group's first. A commit is CPU on this thread (SQLite's page writes) or a round trip
+ * (PostgreSQL); started after the request, it overlaps the model's answer instead of holding up
+ * its question. Nothing waits on it that may not: events are sent, and a tool's start lets the
+ * tool run, only once the group has committed.
+ */
+async function afterTheRequests(): Promise<void> {
+  await nextTurn();
+  await nextTurn();
 }
 
 /** Most insert texts kept (one per statement and row count). */
