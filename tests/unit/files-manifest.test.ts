@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig, SessionFiles } from '@stepwise/backend';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 
 let dataDir: string | undefined;
 afterEach(() => {
+  vi.useRealTimers();
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   dataDir = undefined;
 });
@@ -45,5 +46,20 @@ describe('the files manifest the prompts carry', () => {
     for (const name of ['a.txt', 'b.txt', 'c.txt']) await files.write(session, name, name, { source: 'user' });
     expect(await files.manifest(session, 2)).toBe('- a.txt (5 B)\n- b.txt (5 B)\n- … and 1 more (list_files shows them all)');
     expect(await files.manifest(session)).toBe('- a.txt (5 B)\n- b.txt (5 B)\n- c.txt (5 B)');
+  });
+
+  it('shows files put into the folder by hand, or removed, within a second', async () => {
+    vi.useFakeTimers({ toFake: ['performance'] });
+    const files = sessionFiles();
+    const session = randomUUID();
+    await files.write(session, 'notes.md', 'abc', { source: 'user' });
+    expect(await files.manifest(session)).toBe('- notes.md (3 B)');
+    const folder = join(dataDir!, 'files', session);
+    writeFileSync(join(folder, 'dropped.txt'), 'hello');
+    vi.advanceTimersByTime(1_001);
+    expect(await files.manifest(session)).toBe('- dropped.txt (5 B)\n- notes.md (3 B)');
+    unlinkSync(join(folder, 'notes.md'));
+    vi.advanceTimersByTime(1_001);
+    expect(await files.manifest(session)).toBe('- dropped.txt (5 B)');
   });
 });

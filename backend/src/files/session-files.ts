@@ -59,8 +59,10 @@ const RESERVED = /[<>:"|?*]/g;
  * is checked before it touches the disk: no separators, no `.`/`..`, no NUL or control characters,
  * at most 255 bytes; symbolic links are never followed, read or replaced.
  */
-/** Manifests kept at most (the oldest is dropped first): a few hundred bytes each. */
+/** Manifests kept at most (the least recently asked for is dropped first): a few hundred bytes each. */
 const MANIFESTS_KEPT = 1_000;
+/** How soon a file put into a session's folder by hand shows in its manifest. */
+const MANIFEST_RECHECK_MS = 1_000;
 
 @injectable()
 export class SessionFiles {
@@ -72,8 +74,10 @@ export class SessionFiles {
   private readonly reservations = new Map<string, Map<string, number>>();
   /** Checks of files with rules of their own, by name, run on every write of such a file before it is saved. */
   private readonly validators = new Map<string, (text: string) => void>();
-  /** Per session folder: its manifest as of the folder's modification time (see manifest()). */
-  private readonly manifests = new Map<string, { modified: number; max: number; text: string }>();
+  /** Per session folder: its manifest, as of the folder's modification time and of `changes` (see manifest()). */
+  private readonly manifests = new Map<string, { modified: number; changes: number; checked: number; max: number; text: string }>();
+  /** Writes and deletes made through this class so far, of any session: a manifest made before one is not used after it. */
+  private changes = 0;
 
   constructor(@inject(TOKENS.Config) private readonly config: Config) {
     this.root = resolve(config.dataDir, 'files');
@@ -147,21 +151,31 @@ export class SessionFiles {
 
   /**
    * A short list for the prompts, or '' when the session has no files. Strategies ask for it
-   * before every model call, so it is kept until the folder changes: every write and delete
-   * renames or unlinks in the folder, which moves its modification time, and one stat (a few µs,
-   * no exception for a folder not made yet) replaces a listing and a stat per file.
+   * before every model call, on the way to the model request, so it is kept: every write and
+   * delete made here (uploads, tools, strategies) drops what was kept, and a change made to the
+   * folder by hand is seen within MANIFEST_RECHECK_MS, by one stat of the folder (its modification
+   * time moves with every file added, replaced or removed) rather than a listing and a stat per file.
    */
   async manifest(sessionId: string, max = 50): Promise<string> {
-    const folder = statSync(this.folder(sessionId), { throwIfNoEntry: false });
-    if (!folder) return '';
+    const dir = this.folder(sessionId);
+    const now = performance.now();
+    const changes = this.changes;
     const cached = this.manifests.get(sessionId);
-    if (cached && cached.modified === folder.mtimeMs && cached.max === max) return cached.text;
-    const files = await this.list(sessionId);
-    const lines = files.slice(0, max).map((file) => `- ${file.name} (${formatSize(file.size)})`);
-    if (files.length > max) lines.push(`- … and ${files.length - max} more (list_files shows them all)`);
-    const text = lines.join('\n');
+    if (cached && cached.changes === changes && cached.max === max && now - cached.checked < MANIFEST_RECHECK_MS) return cached.text;
+    const folder = statSync(dir, { throwIfNoEntry: false });
+    let text = '';
+    if (cached && cached.changes === changes && cached.max === max && folder?.mtimeMs === cached.modified) {
+      text = cached.text;
+    } else if (folder) {
+      const files = await this.list(sessionId);
+      const lines = files.slice(0, max).map((file) => `- ${file.name} (${formatSize(file.size)})`);
+      if (files.length > max) lines.push(`- … and ${files.length - max} more (list_files shows them all)`);
+      text = lines.join('\n');
+    }
+    this.manifests.delete(sessionId);
     if (this.manifests.size >= MANIFESTS_KEPT) this.manifests.delete(this.manifests.keys().next().value!);
-    this.manifests.set(sessionId, { modified: folder.mtimeMs, max, text });
+    // Kept with the count of changes from before the listing: one made during it is not missed.
+    this.manifests.set(sessionId, { modified: folder?.mtimeMs ?? -1, changes, checked: now, max, text });
     return text;
   }
 
@@ -278,8 +292,10 @@ export class SessionFiles {
 
   /** Removes the session's folder (the session is being deleted). */
   async removeSession(sessionId: string): Promise<void> {
+    this.changes++;
     this.manifests.delete(sessionId);
     await rm(this.folder(sessionId), { recursive: true, force: true });
+    this.changes++;
   }
 
   /**
@@ -356,6 +372,7 @@ export class SessionFiles {
   }
 
   private async notify(change: Parameters<FileListener>[0]): Promise<void> {
+    this.changes++;
     for (const listener of this.listeners) await listener(change);
   }
 }
