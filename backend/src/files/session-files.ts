@@ -157,12 +157,11 @@ export class SessionFiles {
    * time moves with every file added, replaced or removed) rather than a listing and a stat per file.
    */
   async manifest(sessionId: string, max = 50): Promise<string> {
-    const dir = this.folder(sessionId);
     const now = performance.now();
     const changes = this.changes;
     const cached = this.manifests.get(sessionId);
     if (cached && cached.changes === changes && cached.max === max && now - cached.checked < MANIFEST_RECHECK_MS) return cached.text;
-    const folder = statSync(dir, { throwIfNoEntry: false });
+    const folder = statSync(this.folder(sessionId), { throwIfNoEntry: false });
     let text = '';
     if (cached && cached.changes === changes && cached.max === max && folder?.mtimeMs === cached.modified) {
       text = cached.text;
