@@ -62,4 +62,20 @@ describe('the files manifest the prompts carry', () => {
     vi.advanceTimersByTime(1_001);
     expect(await files.manifest(session)).toBe('- dropped.txt (5 B)');
   });
+
+  it("is not listed again for another session's writes, and follows its own at once", async () => {
+    // The clock stands still: the second's recheck never comes.
+    vi.useFakeTimers({ toFake: ['performance'] });
+    const files = sessionFiles();
+    const [mine, other] = [randomUUID(), randomUUID()];
+    await files.write(mine, 'notes.md', 'abc', { source: 'user' });
+    expect(await files.manifest(mine)).toBe('- notes.md (3 B)');
+    const folder = join(dataDir!, 'files', mine);
+    // Put in by hand: only a new listing of the folder would show it.
+    writeFileSync(join(folder, 'by-hand.txt'), 'x');
+    await files.write(other, 'elsewhere.md', 'abc', { source: 'agent' });
+    expect(await files.manifest(mine.toUpperCase())).toBe('- notes.md (3 B)');
+    await files.write(mine.toUpperCase(), 'more.md', 'ab', { source: 'agent' });
+    expect(await files.manifest(mine)).toBe('- by-hand.txt (1 B)\n- more.md (2 B)\n- notes.md (3 B)');
+  });
 });

@@ -59,7 +59,7 @@ const RESERVED = /[<>:"|?*]/g;
  * is checked before it touches the disk: no separators, no `.`/`..`, no NUL or control characters,
  * at most 255 bytes; symbolic links are never followed, read or replaced.
  */
-/** Manifests kept at most (the least recently asked for is dropped first): a few hundred bytes each. */
+/** Manifests kept at most (the one listed longest ago is dropped first): a few hundred bytes each. */
 const MANIFESTS_KEPT = 1_000;
 /** How soon a file put into a session's folder by hand shows in its manifest. */
 const MANIFEST_RECHECK_MS = 1_000;
@@ -74,9 +74,9 @@ export class SessionFiles {
   private readonly reservations = new Map<string, Map<string, number>>();
   /** Checks of files with rules of their own, by name, run on every write of such a file before it is saved. */
   private readonly validators = new Map<string, (text: string) => void>();
-  /** Per session folder: its manifest, as of the folder's modification time and of `changes` (see manifest()). */
-  private readonly manifests = new Map<string, { modified: number; changes: number; checked: number; max: number; text: string }>();
-  /** Writes and deletes made through this class so far, of any session: a manifest made before one is not used after it. */
+  /** Per session folder (by lower-case id): its manifest, as of the folder's modification time (see manifest()). */
+  private readonly manifests = new Map<string, { modified: number; checked: number; max: number; text: string }>();
+  /** Writes and deletes made through this class so far, of any session: a listing made across one is not kept. */
   private changes = 0;
 
   constructor(@inject(TOKENS.Config) private readonly config: Config) {
@@ -157,24 +157,29 @@ export class SessionFiles {
    * time moves with every file added, replaced or removed) rather than a listing and a stat per file.
    */
   async manifest(sessionId: string, max = 50): Promise<string> {
+    const key = sessionId.toLowerCase();
     const now = performance.now();
-    const changes = this.changes;
-    const cached = this.manifests.get(sessionId);
-    if (cached && cached.changes === changes && cached.max === max && now - cached.checked < MANIFEST_RECHECK_MS) return cached.text;
+    const cached = this.manifests.get(key);
+    if (cached?.max === max && now - cached.checked < MANIFEST_RECHECK_MS) return cached.text;
     const folder = statSync(this.folder(sessionId), { throwIfNoEntry: false });
+    if (cached?.max === max && (folder?.mtimeMs ?? -1) === cached.modified) {
+      cached.checked = now;
+      return cached.text;
+    }
+    const changes = this.changes;
     let text = '';
-    if (cached && cached.changes === changes && cached.max === max && folder?.mtimeMs === cached.modified) {
-      text = cached.text;
-    } else if (folder) {
+    if (folder) {
       const files = await this.list(sessionId);
       const lines = files.slice(0, max).map((file) => `- ${file.name} (${formatSize(file.size)})`);
       if (files.length > max) lines.push(`- … and ${files.length - max} more (list_files shows them all)`);
       text = lines.join('\n');
     }
-    this.manifests.delete(sessionId);
-    if (this.manifests.size >= MANIFESTS_KEPT) this.manifests.delete(this.manifests.keys().next().value!);
-    // Kept with the count of changes from before the listing: one made during it is not missed.
-    this.manifests.set(sessionId, { modified: folder?.mtimeMs ?? -1, changes, checked: now, max, text });
+    // Kept only when nothing was written or deleted here while the folder was listed.
+    if (this.changes === changes) {
+      this.manifests.delete(key);
+      if (this.manifests.size >= MANIFESTS_KEPT) this.manifests.delete(this.manifests.keys().next().value!);
+      this.manifests.set(key, { modified: folder?.mtimeMs ?? -1, checked: now, max, text });
+    }
     return text;
   }
 
@@ -292,7 +297,7 @@ export class SessionFiles {
   /** Removes the session's folder (the session is being deleted). */
   async removeSession(sessionId: string): Promise<void> {
     this.changes++;
-    this.manifests.delete(sessionId);
+    this.manifests.delete(sessionId.toLowerCase());
     await rm(this.folder(sessionId), { recursive: true, force: true });
     this.changes++;
   }
@@ -372,6 +377,7 @@ export class SessionFiles {
 
   private async notify(change: Parameters<FileListener>[0]): Promise<void> {
     this.changes++;
+    this.manifests.delete(change.sessionId.toLowerCase());
     for (const listener of this.listeners) await listener(change);
   }
 }
