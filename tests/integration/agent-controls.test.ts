@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
-import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
+import { openSqliteStore, type Store } from '@stepwise/backend';
+import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
 let llm: ScriptedLlmServer;
@@ -165,6 +166,36 @@ describe('two sessions', () => {
       expect(other.events.filter((event) => 'seq' in event)).toEqual([]);
     } finally {
       await other.close();
+    }
+  });
+});
+
+describe('a run that has ended for its clients', () => {
+  it('finds no run to stop while the server is still saving its end', async () => {
+    const store = await openSqliteStore(':memory:');
+    let release: () => void = () => undefined;
+    const saving = new Promise<void>((resolve) => (release = resolve));
+    let finishing: () => void = () => undefined;
+    const finishCalled = new Promise<void>((resolve) => (finishing = resolve));
+    // The run's outcome waits at this gate: its ending has reached the client, the run is not done here.
+    const gated = Object.create(store) as Store;
+    gated.finishRun = async (...args) => {
+      finishing();
+      await saving;
+      return store.finishRun(...args);
+    };
+    llm = await ScriptedLlmServer.start();
+    server = await startStepwise({ LLM_PROVIDER: 'openai', OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'test-key' }, undefined, gated);
+    client = await TestClient.connect(server.wsUrl);
+    try {
+      llm.enqueue({ text: reasonText('Fine.', { finish: true }) }, { text: observeText('ok', { final_answer: 'Done.' }) });
+      client.chat('Quick', { agent_mode: true });
+      expect(await client.waitFor('agent_completion')).toMatchObject({ reason: 'answered' });
+      await finishCalled;
+      client.send({ type: 'agent_control', action: 'stop' });
+      expect(await client.waitFor('error')).toMatchObject({ code: 'no_active_run' });
+    } finally {
+      release();
     }
   });
 });

@@ -446,7 +446,13 @@ export class ChatService {
       }
     }
     const control = new AgentControl();
-    const detach = this.deps.controlBus.attach(runId, (command) => handleCommand(control, command));
+    // Once its ending is logged (or queued) the run is over for its clients, who may have seen it
+    // end: a stop then finds no run to stop, though the run is still saving its outcome here.
+    const detach = this.deps.controlBus.attach(runId, (command) =>
+      command.type === 'stop' && (this.log.hasEnding(runId) || this.log.completions > response.completionsBefore)
+        ? { type: 'stop', outcome: 'no_active_run' }
+        : handleCommand(control, command),
+    );
     const { host } = this.deps;
     const done = this.ensureStored()
       // The session's hold names the run, so stop and answers (from any instance) find it here.

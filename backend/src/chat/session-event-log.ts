@@ -12,6 +12,8 @@ import type { EventSink } from '../agent/event-sink.ts';
 import type { Store } from '../store/store.ts';
 import type { ClientConnection } from './client-connection.ts';
 
+/** The update types that end a run, one per run. */
+const ENDINGS = new Set<string>(['agent_completion', 'agent_stopped', 'agent_error']);
 /** How many logged events a replay reads from the store at a time. */
 // Small enough that a page of the largest replies (LLM_MAX_OUTPUT_CHARS each) stays in the tens of MB.
 const REPLAY_PAGE_SIZE = 100;
@@ -46,6 +48,8 @@ export class SessionEventLog implements EventSink {
   private flushScheduled = false;
   /** Runs whose response_complete is logged or queued: nothing of theirs may follow it. */
   private readonly endedRuns = new Set<string>();
+  /** Runs whose ending (agent_completion, agent_stopped or agent_error) is logged or queued. */
+  private readonly endingRuns = new Set<string>();
   /** response_complete events emitted (or queued) by this log. */
   private completed = 0;
 
@@ -121,6 +125,15 @@ export class SessionEventLog implements EventSink {
     return this.endedRuns.has(runId);
   }
 
+  /**
+   * Whether the run's ending is logged, or queued to be: its clients may have seen the run end
+   * (an AG-UI stream finishes on it), while the server still saves the run's outcome before its
+   * response_complete.
+   */
+  hasEnding(runId: string): boolean {
+    return this.endingRuns.has(runId);
+  }
+
   /** How many response_complete events this log has emitted (or queued): a response ended when it grew. */
   get completions(): number {
     return this.completed;
@@ -164,6 +177,7 @@ export class SessionEventLog implements EventSink {
   private deliver(body: LoggedEventBody): Promise<void> {
     if (body.type === 'response_complete') this.completed++;
     if (body.type === 'response_complete' && body.run_id) this.endedRuns.add(body.run_id);
+    if (body.type === 'agent_update' && body.run_id && ENDINGS.has(body.update_type)) this.endingRuns.add(body.run_id);
     const event = { ...body, seq: ++this.assigned, ts: new Date().toISOString() } as LoggedEvent;
     this.inFlight.add(event.seq);
     const stored = this.store.appendEvent(this.sessionId, event);
