@@ -2,6 +2,9 @@ import type { LoggedEvent, LoggedEventBody } from '@stepwise/shared-types';
 import type { Logger } from '../logger.ts';
 import type { RunEnd, RunRecord, Store } from '../store/store.ts';
 
+/** The update types of a run's one ending (readAgentEvent reads each). */
+export const RUN_ENDINGS: ReadonlySet<string> = new Set(['agent_completion', 'agent_stopped', 'agent_error']);
+
 /** How many logged events a scan of the log reads at a time. */
 const SCAN_PAGE_SIZE = 1_000;
 
@@ -109,7 +112,7 @@ function readPlainChatEvent(logged: LoggedRun, event: LoggedEvent): void {
 }
 
 /** The events the kernel logs around a strategy's own: its start and its ending. */
-const KERNEL_EVENTS = new Set(['agent_start', 'agent_completion', 'agent_stopped', 'agent_error', 'assistant_message', 'response_complete']);
+const KERNEL_EVENTS = new Set(['agent_start', ...RUN_ENDINGS, 'assistant_message', 'response_complete']);
 
 /**
  * The events a run's strategy logged, in order (its start and ending left out): what a run going on

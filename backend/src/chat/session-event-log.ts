@@ -11,9 +11,8 @@ import type {
 import type { EventSink } from '../agent/event-sink.ts';
 import type { Store } from '../store/store.ts';
 import type { ClientConnection } from './client-connection.ts';
+import { RUN_ENDINGS } from './run-endings.ts';
 
-/** The update types that end a run, one per run. */
-const ENDINGS = new Set<string>(['agent_completion', 'agent_stopped', 'agent_error']);
 /** How many logged events a replay reads from the store at a time. */
 // Small enough that a page of the largest replies (LLM_MAX_OUTPUT_CHARS each) stays in the tens of MB.
 const REPLAY_PAGE_SIZE = 100;
@@ -177,7 +176,7 @@ export class SessionEventLog implements EventSink {
   private deliver(body: LoggedEventBody): Promise<void> {
     if (body.type === 'response_complete') this.completed++;
     if (body.type === 'response_complete' && body.run_id) this.endedRuns.add(body.run_id);
-    if (body.type === 'agent_update' && body.run_id && ENDINGS.has(body.update_type)) this.endingRuns.add(body.run_id);
+    if (body.type === 'agent_update' && body.run_id && RUN_ENDINGS.has(body.update_type)) this.endingRuns.add(body.run_id);
     const event = { ...body, seq: ++this.assigned, ts: new Date().toISOString() } as LoggedEvent;
     this.inFlight.add(event.seq);
     const stored = this.store.appendEvent(this.sessionId, event);
