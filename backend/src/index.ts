@@ -48,7 +48,7 @@ export { OpenAiLlmClient } from './llm/openai-llm-client.ts';
 export { ModelHealthMonitor } from './llm/model-health.ts';
 export { BUILT_IN_PRICES, costOf, priceOf } from './llm/model-prices.ts';
 export { globMatches, modelFor } from './llm/model-routes.ts';
-export { encodeRequest, requestObject } from './llm/request-body.ts';
+export { BodyBuffers, encodeRequest, requestObject } from './llm/request-body.ts';
 export { readTokenUsage, tokenCount } from './llm/token-usage.ts';
 export type { CompletionRequest, CompletionResult, DemoKit, DemoResponder, LlmClient, OutputSchema } from './llm/llm-client.ts';
 export type { LlmMessage, LlmToolCall, TokenUsage } from './messages.ts';

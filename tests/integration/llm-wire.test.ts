@@ -82,6 +82,29 @@ describe('the model wire on the openai SDK', () => {
     ]);
   });
 
+  it("sends each of two long chats' calls with its own messages, after replies that came whole, failed or broke off", async () => {
+    const { model } = modelClient({ LLM_MAX_RETRIES: '2' });
+    // Two chats of about 150 KiB each: their bodies go through the client's kept buffers.
+    const chat = (name: string) =>
+      Array.from({ length: 150 }, (_, n) => ({ role: n % 2 ? ('assistant' as const) : ('user' as const), content: `${name} ${n} ${'x'.repeat(1_000)}` }));
+    const chats = { one: chat('one'), two: chat('two') };
+    const sent: { name: 'one' | 'two'; messages: unknown[] }[] = [];
+    const replies = [{ text: 'Fine.' }, { status: 500 }, { text: 'Fine.' }, { text: 'Half', breakAfterChunks: 1 }, { text: 'Fine.' }, { text: 'Fine.' }];
+    const before = llm.requests.length;
+    for (const [index, reply] of replies.entries()) {
+      const name = index % 3 === 1 ? 'two' : 'one';
+      chats[name] = [...chats[name], { role: 'user', content: `${name} call ${index}` }];
+      llm.enqueue(reply);
+      // A 500 is asked again by the SDK, a reply cut before its end by the client: each time with the same body.
+      if (reply.status || reply.breakAfterChunks) llm.enqueue({ text: 'Fine.' });
+      await model.complete(call('chat', { messages: chats[name] }));
+      const copies = reply.status || reply.breakAfterChunks ? 2 : 1;
+      for (let copy = 0; copy < copies; copy++) sent.push({ name, messages: chats[name].map((message) => ({ ...message })) });
+    }
+    const received = llm.requests.slice(before).map((request) => request.body.messages);
+    expect(received).toEqual(sent.map(({ messages }) => messages));
+  });
+
   it("sends the SDK's own headers, the key and the purpose headers on every call, streamed or not", async () => {
     for (const streaming of ['true', 'false']) {
       const { model } = modelClient({ LLM_STREAMING: streaming });

@@ -1,5 +1,5 @@
 // The model request's body as bytes, each message encoded once and copied into the calls after.
-import { encodeRequest, requestObject } from '@stepwise/backend';
+import { BodyBuffers, encodeRequest, requestObject } from '@stepwise/backend';
 import type { LlmMessage } from '@stepwise/backend';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
@@ -116,5 +116,92 @@ describe('the model request body', () => {
       const sent = parts(list, { tools: call % 2 ? tools : undefined });
       expect(JSON.parse(encodeRequest(sent).toString('utf8'))).toEqual(JSON.parse(JSON.stringify(requestObject(sent))));
     }
+  });
+});
+
+describe("a long chat's request bodies", () => {
+  /** A chat whose history is about `kib` KiB: a system prompt and question/answer pairs. */
+  const chat = (name: string, kib: number): LlmMessage[] => [
+    { role: 'system', content: `${name} system.` },
+    ...Array.from(
+      { length: kib },
+      (_, n): LlmMessage =>
+        n % 2 ? { role: 'assistant', content: `${name} ${n} ${'a'.repeat(1_000)}` } : { role: 'user', content: `${name} ${n} ${'q'.repeat(1_000)}` },
+    ),
+  ];
+  const expected = (messages: LlmMessage[]) => JSON.parse(JSON.stringify(requestObject(parts(messages))));
+
+  it('are written into the same buffers call after call, each call sending its own list', () => {
+    const bodies = new BodyBuffers();
+    let messages = chat('one', 100);
+    const buffers: ArrayBufferLike[] = [];
+    for (let call = 0; call < 6; call++) {
+      messages = [...messages, { role: 'user', content: `call ${call}` }];
+      const body = encodeRequest(parts(messages), bodies);
+      expect(JSON.parse(body.toString('utf8'))).toEqual(expected(messages));
+      buffers.push(body.buffer);
+      bodies.release(body);
+    }
+    // Two buffers in turn: a body is never written into the one its messages are copied from.
+    expect(new Set(buffers).size).toBe(2);
+    expect(buffers[2]).toBe(buffers[0]);
+    expect(buffers[3]).toBe(buffers[1]);
+  });
+
+  it('a body not given back (its reply failed or was cut) is never written over', () => {
+    const bodies = new BodyBuffers();
+    const messages = chat('one', 100);
+    const kept = encodeRequest(parts(messages), bodies);
+    const copy = Buffer.from(kept);
+    for (let call = 0; call < 4; call++) bodies.release(encodeRequest(parts([...messages, { role: 'user', content: `call ${call}` }]), bodies));
+    bodies.release(encodeRequest(parts(chat('two', 120)), bodies));
+    expect(kept.equals(copy)).toBe(true);
+  });
+
+  it("a chat's list kept in a buffer that another chat's body has taken since is not copied from", () => {
+    const bodies = new BodyBuffers({ maxFree: 1 });
+    const one = chat('one', 100);
+    const first = encodeRequest(parts(one), bodies);
+    bodies.release(first);
+    // The other chat takes the one free buffer and writes its own body over the first chat's.
+    const other = encodeRequest(parts(chat('two', 100)), bodies);
+    expect(other.buffer).toBe(first.buffer);
+    const next = [...one, { role: 'user', content: 'And now?' } as LlmMessage];
+    expect(JSON.parse(encodeRequest(parts(next), bodies).toString('utf8'))).toEqual(expected(next));
+  });
+
+  it('small bodies are made as any buffer, and what was not lent is let be when given back', () => {
+    const bodies = new BodyBuffers();
+    const small = encodeRequest(parts(history()), bodies);
+    bodies.release(small);
+    bodies.release(undefined);
+    bodies.release(Buffer.alloc(10));
+    expect(JSON.parse(encodeRequest(parts(history()), bodies).toString('utf8'))).toEqual(expected(history()));
+  });
+
+  it('any sequence of calls of several chats, some bodies given back and some not, sends each list as it is', () => {
+    let seed = 11;
+    const random = (below: number) => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      return seed % below;
+    };
+    // Every body goes through the buffers: the checks run on every call.
+    const bodies = new BodyBuffers({ minBytes: 0, maxFree: 2 });
+    const chats: LlmMessage[][] = [chat('a', 3), chat('b', 3), chat('c', 3)];
+    const held: { body: Buffer; copy: Buffer }[] = [];
+    for (let call = 0; call < 400; call++) {
+      const which = random(chats.length);
+      let list = chats[which]!;
+      const move = random(6);
+      if (move < 4) list = [...list, { role: 'user', content: `call ${call} ${'x'.repeat(random(3_000))}` }];
+      else if (move === 4) list = list.slice(0, 1 + random(list.length));
+      else list = list.map((item) => ({ ...item }) as LlmMessage);
+      chats[which] = list;
+      const body = encodeRequest(parts(list), bodies);
+      expect(JSON.parse(body.toString('utf8'))).toEqual(expected(list));
+      if (random(4) === 0) held.push({ body, copy: Buffer.from(body) });
+      else bodies.release(body);
+    }
+    for (const { body, copy } of held) expect(body.equals(copy)).toBe(true);
   });
 });

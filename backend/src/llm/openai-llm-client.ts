@@ -13,7 +13,7 @@ import { costOf, roundUsd } from './model-prices.ts';
 import { modelFor } from './model-routes.ts';
 import { createModelWire, endpointOf, seconds } from './model-wire.ts';
 import { completionAsChunk, ReplyAssembler } from './reply-assembler.ts';
-import { encodeRequest, requestObject } from './request-body.ts';
+import { BodyBuffers, encodeRequest, requestObject } from './request-body.ts';
 import { askForJson, parseReply, reAsk, responseFormat } from './structured-output.ts';
 import { addUsage, readTokenUsage } from './token-usage.ts';
 
@@ -38,6 +38,8 @@ export class OpenAiLlmClient implements LlmClient {
   /** The base URL, for messages (never with credentials). */
   readonly endpoint: string;
   private readonly client: OpenAI;
+  /** Where long chats' request bodies are written, call after call (see BodyBuffers). */
+  private readonly bodies = new BodyBuffers();
 
   constructor(
     @inject(TOKENS.Config) private readonly config: Config,
@@ -120,8 +122,10 @@ export class OpenAiLlmClient implements LlmClient {
     const assembler = new ReplyAssembler(maxOutputChars);
     let streamedText = false;
     let requestId: string | undefined;
+    let body: Uint8Array | undefined;
     try {
       const { params: sent, options } = this.request(request, output, model, params, signal);
+      body = options.body as Uint8Array | undefined;
       if (streaming) {
         const { data: chunks, request_id } = await this.client.chat.completions.create({ ...sent, stream: true }, options).withResponse();
         requestId = request_id ?? undefined;
@@ -143,6 +147,8 @@ export class OpenAiLlmClient implements LlmClient {
         requestId = request_id ?? undefined;
         assembler.add(completionAsChunk(data));
       }
+      // A whole reply came: the endpoint read the request to its end, so its body may be written over.
+      if (!assembler.truncated) this.bodies.release(body);
       const result = this.finish(assembler, request, { streamed: streaming, model, requestId });
       this.logger.debug({ purpose: request.purpose, model, request_id: requestId }, 'model call');
       return { ok: true, result };
@@ -190,7 +196,7 @@ export class OpenAiLlmClient implements LlmClient {
     if (azure) return { params: requestObject(parts) as unknown as ChatCompletionCreateParamsBase, options: { signal, headers } };
     return {
       params: { model, messages: [] },
-      options: { signal, headers: { 'content-type': 'application/json', ...headers }, body: encodeRequest(parts) },
+      options: { signal, headers: { 'content-type': 'application/json', ...headers }, body: encodeRequest(parts, this.bodies) },
     };
   }
 

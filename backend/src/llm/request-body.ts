@@ -50,6 +50,66 @@ interface SentList {
   starts: Uint32Array;
   ends: Uint32Array;
   bytes: Buffer;
+  /** The kept buffer the body was written into, and its use then: a buffer taken again since holds another body. */
+  slab: Slab | undefined;
+  use: number;
+}
+
+/** A buffer kept for large bodies, and how many times it has been taken. */
+interface Slab {
+  bytes: Buffer;
+  uses: number;
+}
+
+/**
+ * The buffers one client writes its large request bodies into (a long chat's, hundreds of KiB),
+ * used again call after call. A new buffer of that size per call costs its page faults, and the
+ * memory it adds outside the heap brings the collector's full passes several times as often.
+ *
+ * A body is lent to its request and given back (`release`) only once a reply to it came whole:
+ * the endpoint read the request to its end before it answered, so nothing of it is still waiting
+ * to be written. A body that failed, was cut short or was stopped is never given back (the
+ * collector has it, as any buffer). A list of messages kept in a buffer is read again by a later
+ * call only while the buffer has not been taken since (`SentList.use`), and a body is never
+ * written into the buffer its messages are copied from.
+ */
+export class BodyBuffers {
+  /** Bodies smaller than this are made as any buffer: Node pools the small ones, and the rest cost little. */
+  readonly minBytes: number;
+  /** Buffers kept free at most, and their bytes at most. */
+  private readonly maxFree: number;
+  private readonly maxFreeBytes: number;
+  private readonly free: Slab[] = [];
+  private readonly lent = new Map<ArrayBufferLike, Slab>();
+
+  constructor({ minBytes = 64 * 1024, maxFree = 4, maxFreeBytes = 32 * 1024 * 1024 } = {}) {
+    this.minBytes = minBytes;
+    this.maxFree = maxFree;
+    this.maxFreeBytes = maxFreeBytes;
+  }
+
+  /** A buffer of at least `length` bytes other than `avoid`, lent until released. */
+  take(length: number, avoid: Slab | undefined): Slab {
+    let index = this.free.findIndex((slab) => slab !== avoid && slab.bytes.length >= length);
+    if (index < 0) index = this.free.findIndex((slab) => slab !== avoid);
+    let slab = index < 0 ? undefined : this.free.splice(index, 1)[0]!;
+    if (!slab || slab.bytes.length < length) {
+      // Room to grow: a chat's next bodies are a little longer, each.
+      slab = { bytes: Buffer.allocUnsafeSlow(Math.ceil((length * 1.25) / 65_536) * 65_536), uses: 0 };
+    }
+    slab.uses++;
+    this.lent.set(slab.bytes.buffer, slab);
+    return slab;
+  }
+
+  /** Gives a body back once a whole reply to it came: its buffer may hold the next. Any other buffer is let be. */
+  release(body: Uint8Array | undefined): void {
+    const slab = body && this.lent.get(body.buffer);
+    if (!slab) return;
+    this.lent.delete(body.buffer);
+    const bytes = this.free.reduce((sum, each) => sum + each.bytes.length, slab.bytes.length);
+    if (this.free.length < this.maxFree && bytes <= this.maxFreeBytes) this.free.push(slab);
+  }
 }
 
 /** How one kind of item is encoded, and how a kept encoding is known to be still good. */
@@ -104,10 +164,11 @@ const LOOK_BACK = 8;
 const COMMA = Buffer.from(',');
 
 /** The body's bytes: `head`'s fields, "messages", "tools" (when there are any), `tail`'s fields. */
-export function encodeRequest({ head, messages, tools, tail }: RequestParts): Buffer {
+export function encodeRequest({ head, messages, tools, tail }: RequestParts, buffers?: BodyBuffers): Buffer {
   const opening = JSON.stringify(head);
   const parts: Buffer[] = [Buffer.from(opening === '{}' ? '{"messages":[' : `${opening.slice(0, -1)},"messages":[`)];
-  const list = encodeMessages(messages, parts);
+  const { before, key } = sentBefore(messages);
+  const list = encodeMessages(messages, parts, before, key);
   if (tools?.length) {
     parts.push(Buffer.from('],"tools":['));
     tools.forEach((tool: LlmToolSchema, index: number) => {
@@ -117,15 +178,28 @@ export function encodeRequest({ head, messages, tools, tail }: RequestParts): Bu
   }
   const closing = JSON.stringify(tail);
   parts.push(Buffer.from(closing === '{}' ? ']}' : `],${closing.slice(1)}`));
-  const body = Buffer.concat(parts);
+  let length = 0;
+  for (const part of parts) length += part.length;
+  const slab = buffers && length >= buffers.minBytes ? buffers.take(length, before?.slab) : undefined;
+  const body = slab ? join(parts, slab.bytes.subarray(0, length)) : Buffer.concat(parts, length);
   const last = messages.at(-1);
   if (last) {
     // Kept without a copy: the list's bytes are a view into the body, for the next call to start from.
     const start = parts[0]!.length;
     if (list.replaces && list.replaces !== last) sentLists.delete(list.replaces);
-    sentLists.set(last, { ...list.sent, bytes: body.subarray(start, start + list.length) });
+    sentLists.set(last, { ...list.sent, bytes: body.subarray(start, start + list.length), slab, use: slab?.uses ?? 0 });
   }
   return body;
+}
+
+/** `parts` copied one after another into `into`, which is as long as they are together. */
+function join(parts: readonly Buffer[], into: Buffer): Buffer {
+  let at = 0;
+  for (const part of parts) {
+    into.set(part, at);
+    at += part.length;
+  }
+  return into;
 }
 
 /**
@@ -133,9 +207,13 @@ export function encodeRequest({ head, messages, tools, tail }: RequestParts): Bu
  * same places (checked one by one against what each was made from), its bytes are taken in runs;
  * every other message is encoded, or its kept bytes taken. Returns where each message landed.
  */
-function encodeMessages(messages: readonly LlmMessage[], parts: Buffer[]): { sent: Omit<SentList, 'bytes'>; length: number; replaces: LlmMessage | undefined } {
+function encodeMessages(
+  messages: readonly LlmMessage[],
+  parts: Buffer[],
+  before: SentList | undefined,
+  key: LlmMessage | undefined,
+): { sent: Pick<SentList, 'made' | 'starts' | 'ends'>; length: number; replaces: LlmMessage | undefined } {
   const count = messages.length;
-  const { before, key } = sentBefore(messages);
   const made: (readonly unknown[])[] = new Array(count);
   const starts = new Uint32Array(count);
   const ends = new Uint32Array(count);
@@ -176,7 +254,8 @@ function encodeMessages(messages: readonly LlmMessage[], parts: Buffer[]): { sen
 function sentBefore(messages: readonly LlmMessage[]): { before: SentList | undefined; key: LlmMessage | undefined } {
   for (let end = messages.length - 1; end >= Math.max(0, messages.length - LOOK_BACK); end--) {
     const before = sentLists.get(messages[end]!);
-    if (before && before.made.length === end + 1) return { before, key: messages[end] };
+    // A list whose buffer was taken again since is gone: its bytes are another body's now.
+    if (before && before.made.length === end + 1 && before.use === (before.slab?.uses ?? 0)) return { before, key: messages[end] };
   }
   return { before: undefined, key: undefined };
 }
