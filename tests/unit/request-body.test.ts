@@ -1,6 +1,8 @@
 // The model request's body as bytes, each message encoded once and copied into the calls after.
 import { BodyBuffers, encodeRequest, requestObject } from '@stepwise/backend';
 import type { LlmMessage } from '@stepwise/backend';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
 const tools = [{ name: 'calculator', description: 'Evaluates "arithmetic"', parameters: { type: 'object', properties: { expression: { type: 'string' } } } }];
@@ -168,6 +170,20 @@ describe("a long chat's request bodies", () => {
     expect(other.buffer).toBe(first.buffer);
     const next = [...one, { role: 'user', content: 'And now?' } as LlmMessage];
     expect(JSON.parse(encodeRequest(parts(next), bodies).toString('utf8'))).toEqual(expected(next));
+  });
+
+  it('a body never given back is not held by the buffers: the collector has it once nothing else does', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const bodies = new BodyBuffers();
+    // Made in a function of its own, so that no variable here holds the chat or its body.
+    const lend = () => new WeakRef(encodeRequest(parts(chat('gone', 100)), bodies).buffer);
+    const buffer = lend();
+    for (let attempt = 0; attempt < 20 && buffer.deref(); attempt++) {
+      await new Promise((resolve) => setImmediate(resolve));
+      gc();
+    }
+    expect(buffer.deref()).toBeUndefined();
   });
 
   it('small bodies are made as any buffer, and what was not lent is let be when given back', () => {

@@ -80,7 +80,8 @@ export class BodyBuffers {
   private readonly maxFree: number;
   private readonly maxFreeBytes: number;
   private readonly free: Slab[] = [];
-  private readonly lent = new Map<ArrayBufferLike, Slab>();
+  /** Weak: a body never given back is the collector's once nothing else holds it. */
+  private readonly lent = new WeakMap<ArrayBufferLike, Slab>();
 
   constructor({ minBytes = 64 * 1024, maxFree = 4, maxFreeBytes = 32 * 1024 * 1024 } = {}) {
     this.minBytes = minBytes;
