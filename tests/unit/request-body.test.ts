@@ -150,6 +150,16 @@ describe("a long chat's request bodies", () => {
     expect(buffers[3]).toBe(buffers[1]);
   });
 
+  it('a body goes into the smallest free buffer it fits in', () => {
+    const bodies = new BodyBuffers();
+    const large = encodeRequest(parts(chat('large', 300)), bodies);
+    const small = encodeRequest(parts(chat('small', 100)), bodies);
+    bodies.release(large);
+    bodies.release(small);
+    expect(encodeRequest(parts(chat('third', 90)), bodies).buffer).toBe(small.buffer);
+    expect(encodeRequest(parts(chat('fourth', 90)), bodies).buffer).toBe(large.buffer);
+  });
+
   it('a body not given back (its reply failed or was cut) is never written over', () => {
     const bodies = new BodyBuffers();
     const messages = chat('one', 100);

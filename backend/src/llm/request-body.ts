@@ -89,12 +89,23 @@ export class BodyBuffers {
     this.maxFreeBytes = maxFreeBytes;
   }
 
-  /** A buffer of at least `length` bytes other than `avoid`, lent until released. */
+  /**
+   * The smallest free buffer of at least `length` bytes other than `avoid`, lent until released.
+   * When none is that large, a new one is made, and the smallest free one is let go: chats grow.
+   */
   take(length: number, avoid: Slab | undefined): Slab {
-    let index = this.free.findIndex((slab) => slab !== avoid && slab.bytes.length >= length);
-    if (index < 0) index = this.free.findIndex((slab) => slab !== avoid);
-    let slab = index < 0 ? undefined : this.free.splice(index, 1)[0]!;
-    if (!slab || slab.bytes.length < length) {
+    let fits = -1;
+    let smallest = -1;
+    this.free.forEach((slab, index) => {
+      if (slab === avoid) return;
+      const size = slab.bytes.length;
+      if (size >= length && (fits < 0 || size < this.free[fits]!.bytes.length)) fits = index;
+      if (smallest < 0 || size < this.free[smallest]!.bytes.length) smallest = index;
+    });
+    let slab: Slab;
+    if (fits >= 0) slab = this.free.splice(fits, 1)[0]!;
+    else {
+      if (smallest >= 0) this.free.splice(smallest, 1);
       // Room to grow: a chat's next bodies are a little longer, each.
       slab = { bytes: Buffer.allocUnsafeSlow(Math.ceil((length * 1.25) / 65_536) * 65_536), uses: 0 };
     }
@@ -255,8 +266,10 @@ function encodeMessages(
 function sentBefore(messages: readonly LlmMessage[]): { before: SentList | undefined; key: LlmMessage | undefined } {
   for (let end = messages.length - 1; end >= Math.max(0, messages.length - LOOK_BACK); end--) {
     const before = sentLists.get(messages[end]!);
+    if (!before) continue;
     // A list whose buffer was taken again since is gone: its bytes are another body's now.
-    if (before && before.made.length === end + 1 && before.use === (before.slab?.uses ?? 0)) return { before, key: messages[end] };
+    if (before.use !== (before.slab?.uses ?? 0)) sentLists.delete(messages[end]!);
+    else if (before.made.length === end + 1) return { before, key: messages[end] };
   }
   return { before: undefined, key: undefined };
 }
