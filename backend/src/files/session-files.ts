@@ -307,7 +307,9 @@ export class SessionFiles {
    * taken are the names in the folder and the names being written, counted once each (replacing a
    * file takes no new place). Checks run one at a time per session, so two writers never both take
    * the last place. Returns the function that gives the place back (the file, if written, then
-   * holds it in the folder).
+   * holds it in the folder). The place goes back through the same queue: a check reads the folder
+   * while other writes finish, and a file renamed after that read but given back before the check
+   * looks at the names being written would be counted by neither.
    */
   private reserve(dir: string, name: string): Promise<() => void> {
     return this.exclusive(dir, async () => {
@@ -325,10 +327,12 @@ export class SessionFiles {
       return () => {
         if (released) return;
         released = true;
-        const left = (writing.get(name) ?? 1) - 1;
-        if (left > 0) writing.set(name, left);
-        else writing.delete(name);
-        if (writing.size === 0 && this.reservations.get(dir) === writing) this.reservations.delete(dir);
+        void this.exclusive(dir, async () => {
+          const left = (writing.get(name) ?? 1) - 1;
+          if (left > 0) writing.set(name, left);
+          else writing.delete(name);
+          if (writing.size === 0 && this.reservations.get(dir) === writing) this.reservations.delete(dir);
+        });
       };
     });
   }
