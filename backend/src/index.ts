@@ -84,6 +84,7 @@ export type { MessageRecord, RunRecord, SessionRecord, Store } from './store/sto
 export { type ConfigFile, loadConfigFile, type McpServerConfig, parseConfigFile } from './config/config-file.ts';
 export { SessionFiles } from './files/session-files.ts';
 export { createFileTools } from './tools/file-tools.ts';
+export { createNotepadTool, NOTEPAD_FILE } from './tools/notepad-tool.ts';
 export { McpManager, toolName } from './mcp/mcp-manager.ts';
 export { describeToolResult, extensionFor } from './mcp/mcp-results.ts';
 export { formQuestion, readFormAnswer } from './mcp/elicitation.ts';

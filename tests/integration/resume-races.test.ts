@@ -73,6 +73,31 @@ describe('client messages', () => {
     expect({ accepted, names, errors: errors(client, from) }).toMatchObject({ accepted: false });
   });
 
+  it('a chat message and snapshot_rollback sent together: one is refused, no run starts during the rollback', async () => {
+    const { llm, client, server } = await setup();
+    const hold = { observeAt: 2 };
+    counting(llm, hold);
+    await stoppedRun(llm, client);
+    hold.observeAt = -1;
+    const snapshots = (await (await fetch(`${server.url}/api/sessions/${client.session.session_id}/snapshots`)).json()) as {
+      snapshots: { snapshot_id: string; kind: string }[];
+    };
+    const point = snapshots.snapshots.find((snapshot) => snapshot.kind === 'step')!;
+    const from = client.events.length;
+    client.chat('A plain question');
+    client.send({ type: 'snapshot_rollback', snapshot_id: point.snapshot_id });
+    // Each of the two gets its answer: the rollback done or refused, the chat's run started or refused.
+    const outcomes = () =>
+      client.events.slice(from).filter((event) => event.type === 'error' || event.type === 'session_rolled_back' || event.update_type === 'agent_start');
+    await client.waitUntil(() => (outcomes().length >= 2 ? true : undefined));
+    if (outcomes().some((event) => event.update_type === 'agent_start')) await client.untilComplete({ from });
+    const names = summarize(client.events.slice(from));
+    expect({ rolledBack: names.includes('session_rolled_back'), ran: names.includes('agent_start'), errors: errors(client, from) }).toMatchObject({
+      errors: ['run_active'],
+    });
+    expect(names.includes('session_rolled_back') !== names.includes('agent_start')).toBe(true);
+  });
+
   it('snapshot_resume and resume sent together never run two runs of one session at once', async () => {
     const { llm, client, server } = await setup();
     const hold = { observeAt: 2 };

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { SessionManager } from '@stepwise/backend';
 import { startStepwise, type TestServer } from '../helpers/stepwise.ts';
 import { TestClient } from '../helpers/ws-client.ts';
 
@@ -133,6 +134,29 @@ describe('two users behind an auth proxy', () => {
     const detail = await call(server, 'alice', 'GET', `/api/sessions/${chatId}`);
     expect(detail.body.session.title).toBe('Hello there');
     expect(detail.body.runs.at(-1)).toMatchObject({ id: runId, status: 'running' });
+  });
+
+  it('gives a new AG-UI thread that two users open at once to one of them; the other gets none (404)', async () => {
+    const sessions = server.container.resolve(SessionManager);
+    const threadId = randomUUID();
+    // Both look the new id up before either makes the chat: the second must not take the first's.
+    const [carol, dave] = await Promise.all([
+      sessions.open(threadId, { keepId: true, user: { id: 'carol', name: 'carol', admin: false } }),
+      sessions.open(threadId, { keepId: true, user: { id: 'dave', name: 'dave', admin: false } }),
+    ]);
+    expect({ carol: carol?.access, dave: dave?.access, owner: carol?.chat.owner.id }).toEqual({ carol: 'own', dave: undefined, owner: 'carol' });
+    sessions.release(carol!.chat);
+    // Over HTTP too: the thread is carol's, and dave's post to it is answered as for a thread that does not exist.
+    const input = {
+      threadId,
+      runId: randomUUID(),
+      state: {},
+      tools: [],
+      context: [],
+      forwardedProps: {},
+      messages: [{ id: '1', role: 'user', content: 'Hi' }],
+    };
+    expect(await call(server, 'dave', 'POST', '/api/ag-ui', input)).toMatchObject({ status: 404, body: { error: { code: 'not_found' } } });
   });
 
   it('gives another user who joins her chat over the socket a new chat of their own, and nothing of hers', async () => {

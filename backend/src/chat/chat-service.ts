@@ -389,10 +389,12 @@ export class ChatService {
     const { host } = this.deps;
     const busyUser = await this.userAtLimitElsewhere(sender.user);
     if (busyUser) return busyUser;
+    // Again after the wait: a command that arrived with this one (a snapshot's rollback, another
+    // message) may have taken the session meanwhile, and occupy() lets a hold through.
+    const refusedNow = this.refusal();
+    if (refusedNow) return refusedNow;
     if (host.shared) {
       // Several instances: one run per session across all of them, and this one writes the log from now on.
-      const refused = this.refusal();
-      if (refused) return refused;
       this.state = { kind: 'claiming' };
       try {
         if (!(await host.claim(this.sessionId, runId))) return ANOTHER_INSTANCE_RUNS;

@@ -151,8 +151,15 @@ export class SessionManager {
     }
     // The session is stored at its first write: connecting alone leaves nothing behind.
     const id = valid && options.keepId ? requestedId : randomUUID();
-    const chat = this.sessions.get(id) ?? this.create(id, 0, { stored: false, owner: ownerOf(user) });
-    return { chat, resumed: false, access: 'own' };
+    const live = this.sessions.get(id);
+    if (live) {
+      // Made by another open of the same new id while this one looked it up: the same rules hold.
+      const access = chatAccess(user, live.owner.id);
+      if (access === 'none') return undefined;
+      this.cancelEviction(id);
+      return { chat: live, resumed: false, access };
+    }
+    return { chat: this.create(id, 0, { stored: false, owner: ownerOf(user) }), resumed: false, access: 'own' };
   }
 
   /** Whose session `id` is (a live one nobody wrote in yet included); undefined when there is none. */

@@ -29,6 +29,15 @@ export async function readNotepad(files: SessionFiles, sessionId: string): Promi
  * notepad.md. Any strategy may use it; plan_execute reads it before planning.
  */
 export function createNotepadTool(files: SessionFiles): Tool<z.infer<typeof NotepadArgs>> {
+  /** Per session: the tail of its appends. One reply's tool calls run together; each append adds to the last one's file. */
+  const appends = new Map<string, Promise<unknown>>();
+  const inTurn = <T>(sessionId: string, work: () => Promise<T>): Promise<T> => {
+    const result = (appends.get(sessionId) ?? Promise.resolve()).then(work);
+    const tail = result.catch(() => undefined);
+    appends.set(sessionId, tail);
+    void tail.then(() => appends.get(sessionId) === tail && appends.delete(sessionId));
+    return result;
+  };
   return {
     name: 'notepad',
     description: 'Notes kept for this chat across runs: "read" them, or "append" one (a fact, a decision, something to remember).',
@@ -37,13 +46,16 @@ export function createNotepadTool(files: SessionFiles): Tool<z.infer<typeof Note
     // Reading runs; an append changes what every later run reads, so a person approves it.
     approval: (args) => (args.operation === 'read' ? 'auto' : 'ask'),
     async execute({ operation, text }, { sessionId, runId, signal }) {
-      const current = await readNotepad(files, sessionId);
-      if (operation === 'read') return current || 'The notepad is empty.';
+      if (operation === 'read') return (await readNotepad(files, sessionId)) || 'The notepad is empty.';
       const note = text?.trim();
       if (!note) throw new Error('append needs a non-empty "text"');
-      const next = `${current ? `${current}\n` : ''}- ${note.replace(/\s*\n\s*/g, ' ')}\n`;
-      await files.write(sessionId, NOTEPAD_FILE, next, { source: 'agent', runId, signal });
-      return `Noted. The notepad has ${next.trim().split('\n').length} note(s).`;
+      return inTurn(sessionId, async () => {
+        // The whole file, not the end the prompts show: an append never drops older notes.
+        const current = ((await files.readWhole(sessionId, NOTEPAD_FILE, files.maxBytes)) ?? '').trim();
+        const next = `${current ? `${current}\n` : ''}- ${note.replace(/\s*\n\s*/g, ' ')}\n`;
+        await files.write(sessionId, NOTEPAD_FILE, next, { source: 'agent', runId, signal });
+        return `Noted. The notepad has ${next.trim().split('\n').length} note(s).`;
+      });
     },
   };
 }
