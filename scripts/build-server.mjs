@@ -28,7 +28,10 @@ export async function buildServer(outfile = serverBundle) {
     tsconfig: join(backend, 'tsconfig.json'),
     // Every package from node_modules is loaded from there as usual, workspace packages are compiled in.
     external: Object.keys(dependencies).filter((name) => !name.startsWith('@stepwise/')),
+    // Stack traces name the TypeScript files and lines; the sources themselves are in the repository,
+    // and leaving them out of the map makes it a fraction of the size Node reads at every start.
     sourcemap: true,
+    sourcesContent: false,
     logLevel: 'warning',
   });
   return outfile;

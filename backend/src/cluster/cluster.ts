@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { DeltaEvent } from '@stepwise/shared-types';
-import pg from 'pg';
-import { createClient } from 'redis';
+import type pg from 'pg';
+import type { createClient } from 'redis';
 import { type ControlBus, type ControlCommand, type ControlHandler, type ControlOutcome, InProcessControlBus, noOutcome } from '../agent/control-bus.ts';
 import type { Logger } from '../logger.ts';
 import type { Fence, FenceToken } from '../store/store.ts';
 import type { Arrival, ArrivingRun, Interrupted, RunHost, SessionListener } from '../hosting/run-host.ts';
+import { optionalPackage } from '../util/optional-package.ts';
 
 type RedisClient = ReturnType<typeof createClient>;
 
@@ -71,10 +72,10 @@ export class Cluster implements RunHost {
     private readonly logger: Logger,
   ) {
     this.instanceId = options.instanceId || randomUUID();
-    this.pool = new pg.Pool({ connectionString: options.databaseUrl, max: 4 });
+    this.pool = new (optionalPackage<typeof pg>('pg').Pool)({ connectionString: options.databaseUrl, max: 4 });
     this.pool.on('error', (error) => this.logger.warn({ err: error }, 'cluster database connection failed'));
     const reconnectStrategy = (retries: number) => Math.min(100 * 2 ** Math.min(retries, 5), 2_000);
-    this.redis = createClient({ url: options.redisUrl, socket: { reconnectStrategy } });
+    this.redis = optionalPackage<{ createClient: typeof createClient }>('redis').createClient({ url: options.redisUrl, socket: { reconnectStrategy } });
     this.reader = this.redis.duplicate();
     this.subscriber = this.redis.duplicate();
     for (const client of [this.redis, this.reader, this.subscriber])

@@ -1,13 +1,28 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ElicitRequestSchema, type ElicitResult, type Tool as McpToolDefinition } from '@modelcontextprotocol/sdk/types.js';
+import type { ElicitResult, Tool as McpToolDefinition } from '@modelcontextprotocol/sdk/types.js';
 import type { McpServerStatus } from '@stepwise/shared-types';
 import type { McpServerConfig } from '../config/config-file.ts';
 import { ToolExecutionError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { type FormSchema, formQuestion, readFormAnswer } from './elicitation.ts';
+
+/**
+ * The MCP SDK's client, loaded at the first connection rather than at every start: a server with
+ * no MCP server configured never pays its start-up time and memory.
+ */
+async function loadMcpSdk() {
+  const [{ Client }, { getDefaultEnvironment, StdioClientTransport }, { StreamableHTTPClientTransport }, { ElicitRequestSchema }] = await Promise.all([
+    import('@modelcontextprotocol/sdk/client/index.js'),
+    import('@modelcontextprotocol/sdk/client/stdio.js'),
+    import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+    import('@modelcontextprotocol/sdk/types.js'),
+  ]);
+  return { Client, getDefaultEnvironment, StdioClientTransport, StreamableHTTPClientTransport, ElicitRequestSchema };
+}
+type McpSdk = Awaited<ReturnType<typeof loadMcpSdk>>;
+let loadingMcpSdk: Promise<McpSdk> | undefined;
+const mcpSdk = () => (loadingMcpSdk ??= loadMcpSdk());
 
 /** A call in flight on this server; elicitation requests are asked through its run. */
 interface CallInFlight {
@@ -116,6 +131,13 @@ export class McpServerConnection {
   private async connect(): Promise<void> {
     if (this.closed) return;
     this.setStatus('connecting', undefined);
+    let sdk: McpSdk;
+    try {
+      sdk = await mcpSdk();
+    } catch (error) {
+      return this.fail(`the MCP SDK could not be loaded: ${describeError(error)}`);
+    }
+    const { Client, ElicitRequestSchema, ...transports } = sdk;
     const client = new Client(
       { name: 'stepwise', version: '0.1.0' },
       {
@@ -134,7 +156,7 @@ export class McpServerConnection {
       },
     );
     client.setRequestHandler(ElicitRequestSchema, (request, extra) => this.elicit(request.params, extra.signal));
-    const transport = this.createTransport();
+    const transport = this.createTransport(transports);
     client.onclose = () => {
       if (this.client === client) this.lost('the connection closed');
     };
@@ -158,7 +180,11 @@ export class McpServerConnection {
     }
   }
 
-  private createTransport(): Transport {
+  private createTransport({
+    StreamableHTTPClientTransport,
+    StdioClientTransport,
+    getDefaultEnvironment,
+  }: Omit<McpSdk, 'Client' | 'ElicitRequestSchema'>): Transport {
     if (this.config.transport === 'http') {
       return new StreamableHTTPClientTransport(new URL(this.config.url), { requestInit: { headers: this.config.headers } });
     }

@@ -1,7 +1,5 @@
-// The Restate SDK needs Promise.withResolvers (Node 22+): the standard polyfill, for Node 20.
-import 'core-js/actual/promise/with-resolvers.js';
 import { createServer, type Http2Server } from 'node:http2';
-import * as restate from '@restatedev/restate-sdk';
+import type * as restate from '@restatedev/restate-sdk';
 import type { Config } from '../config/config.ts';
 import { ERROR_CODE, StepwiseError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
@@ -12,6 +10,7 @@ import type { RunHooks, RunKernel, RunOutcome, RunSession } from '../agent/run-k
 import type { RunInput } from '../agent/strategy.ts';
 import { abortReason } from '../util/abort.ts';
 import { answerKey, RestateJournal, RunCancelledError } from './restate-journal.ts';
+import { loadRestateSdk, restateSdk } from './restate-sdk.ts';
 
 type RestateConfig = NonNullable<Config['restate']>;
 
@@ -26,6 +25,9 @@ interface Pending {
   resolve: (outcome: RunOutcome) => void;
   taken: boolean;
 }
+
+/** An error after which Restate invokes the workflow again (the SDK is loaded once the engine started). */
+const retryable = (message: string) => new (restateSdk().RetryableError)(message);
 
 /** How long a workflow waits for the run it adopted to be set up here before Restate tries again. */
 const ADOPT_WAIT_MS = 30_000;
@@ -61,7 +63,8 @@ export class RestateEngine implements RunEngine {
 
   /** Serves the workflow and registers this process with Restate (retrying while Restate starts). */
   async start(): Promise<void> {
-    const workflow = restate.workflow({
+    const sdk = await loadRestateSdk();
+    const workflow = sdk.workflow({
       name: RUN_WORKFLOW,
       handlers: {
         run: (ctx: restate.WorkflowContext, request: { sessionId: string }) => this.runWorkflow(ctx, request),
@@ -70,7 +73,7 @@ export class RestateEngine implements RunEngine {
           try {
             await ctx.promise<string>(answerKey(request.questionId)).resolve(request.answer);
           } catch (error) {
-            if (!(error instanceof restate.TerminalError)) throw error;
+            if (!(error instanceof sdk.TerminalError)) throw error;
             // Answered already: the first answer stands.
             return 'answered_already';
           }
@@ -85,7 +88,7 @@ export class RestateEngine implements RunEngine {
       },
     });
     // Requests signed by Restate only, when its keys are given; without them, keep the endpoint on loopback.
-    const endpoint = restate.endpoint().bind(workflow);
+    const endpoint = sdk.endpoint().bind(workflow);
     if (this.config.identityKeys.length > 0) endpoint.withIdentityV1(...this.config.identityKeys);
     else if (!isLoopback(this.config.serviceHost)) {
       this.logger.warn(
@@ -225,7 +228,7 @@ export class RestateEngine implements RunEngine {
     const runId = ctx.key;
     const invocationId = ctx.request().id;
     const attempt = ctx.request().attemptCompletedSignal;
-    if (this.draining) throw new restate.RetryableError('This process is shutting down; the run goes on in the next attempt');
+    if (this.draining) throw retryable('This process is shutting down; the run goes on in the next attempt');
     let journal: RestateJournal;
     try {
       journal = await RestateJournal.open(ctx, this.storeJournal, runId);
@@ -273,7 +276,7 @@ export class RestateEngine implements RunEngine {
       finished = true;
       waiting.resolve(outcome);
       // Handed over (this process is shutting down): Restate runs the workflow again, elsewhere or later.
-      if (control.handedOver) throw new restate.RetryableError('The run was handed over; it goes on in the next attempt');
+      if (control.handedOver) throw retryable('The run was handed over; it goes on in the next attempt');
       return outcome.status;
     } finally {
       finished = true;
@@ -292,12 +295,12 @@ export class RestateEngine implements RunEngine {
   private async take(sessionId: string, runId: string, attempt: AbortSignal): Promise<Pending | undefined> {
     let waiting = this.pending.get(runId);
     if (!waiting || waiting.taken) {
-      if (this.draining) throw new restate.RetryableError('This process is shutting down; the run goes on in the next attempt');
+      if (this.draining) throw retryable('This process is shutting down; the run goes on in the next attempt');
       if ((await this.adopt(sessionId, runId)) === 'closed') return undefined;
       waiting = await this.arrival(runId, attempt);
     }
     // A run is executed by one attempt at a time; an attempt that ended meanwhile takes nothing.
-    if (waiting.taken || attempt.aborted) throw new restate.RetryableError(`Run ${runId} is executing in another attempt, or this one ended`);
+    if (waiting.taken || attempt.aborted) throw retryable(`Run ${runId} is executing in another attempt, or this one ended`);
     waiting.taken = true;
     return waiting;
   }
@@ -307,7 +310,7 @@ export class RestateEngine implements RunEngine {
       const found = this.pending.get(runId);
       if (found && !found.taken) return resolve(found);
       // Still held by an attempt that is ending: Restate tries again shortly.
-      if (found) return reject(new restate.RetryableError(`Run ${runId} is still held by an earlier attempt`));
+      if (found) return reject(retryable(`Run ${runId} is still held by an earlier attempt`));
       const settle = (outcome: () => void) => {
         clearTimeout(timer);
         attempt.removeEventListener('abort', ended);
@@ -316,14 +319,14 @@ export class RestateEngine implements RunEngine {
         else this.arrivals.delete(runId);
         outcome();
       };
-      const timer = setTimeout(() => settle(() => reject(new restate.RetryableError(`Run ${runId} was not set up here in time`))), ADOPT_WAIT_MS);
-      const ended = () => settle(() => reject(new restate.RetryableError('The attempt ended')));
+      const timer = setTimeout(() => settle(() => reject(retryable(`Run ${runId} was not set up here in time`))), ADOPT_WAIT_MS);
+      const ended = () => settle(() => reject(retryable('The attempt ended')));
       attempt.addEventListener('abort', ended, { once: true });
       const wake = () =>
         settle(() => {
           const arrived = this.pending.get(runId);
           if (arrived && !arrived.taken) resolve(arrived);
-          else reject(new restate.RetryableError(`Run ${runId} went away while being set up`));
+          else reject(retryable(`Run ${runId} went away while being set up`));
         });
       this.arrivals.set(runId, [...(this.arrivals.get(runId) ?? []), wake]);
     });

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { WorkflowContext } from '@restatedev/restate-sdk';
-import { CancelledError, TerminalError } from '@restatedev/restate-sdk';
 import type { AnswerLedger } from '../agent/agent-control.ts';
 import type { JournalEntry, RunJournal } from '../agent/run-journal.ts';
 import { raceAbort } from '../util/abort.ts';
+import { restateSdk } from './restate-sdk.ts';
 
 /**
  * One record of a run's journal in Restate's: an entry, a truncation, where an attempt began, or
@@ -87,7 +87,7 @@ export class RestateJournal implements RunJournal {
         else if (record.op === 'settle') await settleAnswer(ctx, record.questionId, record.answer);
         else entries = applyRecord(entries, record);
       } catch (error) {
-        if (error instanceof CancelledError) throw new RunCancelledError();
+        if (error instanceof restateSdk().CancelledError) throw new RunCancelledError();
         throw error;
       }
     }
@@ -182,7 +182,7 @@ export class RestateJournal implements RunJournal {
       // Restate's promises never settle once the attempt has ended: nothing queued may wait on them.
       return raceAbort(operation(), this.attempt).catch((error: unknown) => {
         if (this.attempt.aborted) throw this.attemptEnded();
-        if (error instanceof CancelledError || error instanceof RunCancelledError) {
+        if (error instanceof restateSdk().CancelledError || error instanceof RunCancelledError) {
           this.cancelled = true;
           throw this.onCancelled?.() ?? new RunCancelledError();
         }
@@ -209,7 +209,7 @@ async function settleAnswer(ctx: WorkflowContext, questionId: string, answer: st
   try {
     await promise.resolve(answer);
   } catch (error) {
-    if (!(error instanceof TerminalError) || error instanceof CancelledError) throw error;
+    if (!(error instanceof restateSdk().TerminalError) || error instanceof restateSdk().CancelledError) throw error;
   }
   return await promise.get();
 }
@@ -218,7 +218,7 @@ async function step(ctx: WorkflowContext, record: () => JournalRecord): Promise<
   try {
     return await ctx.run<JournalRecord>(STEP, async () => record());
   } catch (error) {
-    if (error instanceof CancelledError) throw new RunCancelledError();
+    if (error instanceof restateSdk().CancelledError) throw new RunCancelledError();
     throw error;
   }
 }

@@ -1,4 +1,5 @@
-import pg from 'pg';
+import type pg from 'pg';
+import { optionalPackage } from '../util/optional-package.ts';
 import type { SqlDatabase, SqlExecutor } from './sql-database.ts';
 
 /** A PostgreSQL server at DATABASE_URL, through a connection pool. */
@@ -8,7 +9,7 @@ export class PostgresDatabase implements SqlDatabase {
   readonly pool: pg.Pool;
 
   constructor(url: string) {
-    this.pool = new pg.Pool({ connectionString: url, max: 10 });
+    this.pool = new (optionalPackage<typeof pg>('pg').Pool)({ connectionString: url, max: 10 });
     // An idle client that loses its server must not take the process down.
     this.pool.on('error', () => undefined);
     const parsed = new URL(url);

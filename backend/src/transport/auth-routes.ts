@@ -2,7 +2,7 @@ import { Me } from '@stepwise/shared-types';
 import type { CookieSerializeOptions } from '@fastify/cookie';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import * as oidc from 'openid-client';
+import type * as Oidc from 'openid-client';
 import { z } from 'zod';
 import type { AuthConfig, Config } from '../config/config.ts';
 import type { Logger } from '../logger.ts';
@@ -36,7 +36,8 @@ export async function registerAuthRoutes(server: FastifyInstance, config: Config
   const app = server.withTypeProvider<ZodTypeProvider>();
   const { auth } = config;
   const secure = (config.access.publicOrigin ?? '').startsWith('https:');
-  const provider = auth.mode === 'oidc' ? new OidcProvider(auth, logger) : undefined;
+  // The OpenID client is loaded only when people sign in through a provider.
+  const provider = auth.mode === 'oidc' ? new OidcProvider(auth, logger, await import('openid-client')) : undefined;
 
   app.get(
     '/api/me',
@@ -70,6 +71,7 @@ export async function registerAuthRoutes(server: FastifyInstance, config: Config
     '/auth/login',
     { ...PUBLIC_ROUTE, schema: { tags: ['auth'], summary: 'Starts signing in with the OpenID provider', security: [] } },
     async (_request, reply) => {
+      const { oidc } = provider;
       const login = { state: oidc.randomState(), verifier: oidc.randomPKCECodeVerifier(), nonce: oidc.randomNonce() };
       let target: URL;
       try {
@@ -139,23 +141,24 @@ function signInProblem(reply: FastifyReply, status: number, message: string) {
 
 /** The OpenID provider, found through its discovery document when first needed (and again after a failure). */
 class OidcProvider {
-  private configuration: Promise<oidc.Configuration> | undefined;
+  private configuration: Promise<Oidc.Configuration> | undefined;
 
   constructor(
     private readonly auth: OidcAuth,
     private readonly logger: Logger,
+    readonly oidc: typeof Oidc,
   ) {}
 
-  private discover(): Promise<oidc.Configuration> {
-    this.configuration ??= oidc
+  private discover(): Promise<Oidc.Configuration> {
+    this.configuration ??= this.oidc
       .discovery(
         new URL(this.auth.issuer),
         this.auth.clientId,
         undefined,
-        this.auth.clientSecret ? oidc.ClientSecretPost(this.auth.clientSecret) : oidc.None(),
+        this.auth.clientSecret ? this.oidc.ClientSecretPost(this.auth.clientSecret) : this.oidc.None(),
         {
           // A provider on plain http (a test, a provider inside a private network) is allowed, with a warning.
-          ...(this.auth.issuer.startsWith('http:') ? { execute: [oidc.allowInsecureRequests] } : {}),
+          ...(this.auth.issuer.startsWith('http:') ? { execute: [this.oidc.allowInsecureRequests] } : {}),
         },
       )
       .then((configuration) => {
@@ -171,10 +174,10 @@ class OidcProvider {
 
   async authorizationUrl(login: z.infer<typeof LoginState>): Promise<URL> {
     const configuration = await this.discover();
-    return oidc.buildAuthorizationUrl(configuration, {
+    return this.oidc.buildAuthorizationUrl(configuration, {
       redirect_uri: this.auth.redirectUri,
       scope: this.auth.scopes,
-      code_challenge: await oidc.calculatePKCECodeChallenge(login.verifier),
+      code_challenge: await this.oidc.calculatePKCECodeChallenge(login.verifier),
       code_challenge_method: 'S256',
       state: login.state,
       nonce: login.nonce,
@@ -184,7 +187,7 @@ class OidcProvider {
   /** Takes the provider's answer: the code for tokens, the ID token's claims checked, the user made of them. */
   async finish(callback: URL, login: z.infer<typeof LoginState>): Promise<User> {
     const configuration = await this.discover();
-    const tokens = await oidc.authorizationCodeGrant(configuration, callback, {
+    const tokens = await this.oidc.authorizationCodeGrant(configuration, callback, {
       pkceCodeVerifier: login.verifier,
       expectedState: login.state,
       expectedNonce: login.nonce,
@@ -205,7 +208,7 @@ class OidcProvider {
     try {
       const configuration = await this.discover();
       if (!configuration.serverMetadata().end_session_endpoint) return undefined;
-      return oidc.buildEndSessionUrl(configuration, { client_id: this.auth.clientId, post_logout_redirect_uri: returnTo }).href;
+      return this.oidc.buildEndSessionUrl(configuration, { client_id: this.auth.clientId, post_logout_redirect_uri: returnTo }).href;
     } catch {
       return undefined;
     }

@@ -1,7 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { BaseEvent, Message } from '@ag-ui/core';
-import { RunAgentInputSchema } from '@ag-ui/core/schemas';
-import { EventEncoder } from '@ag-ui/encoder';
+import type { EventEncoder } from '@ag-ui/encoder';
 import { ChatMessage, type ClientMessage, ERROR_CODES, type ErrorCode, type ServerEvent } from '@stepwise/shared-types';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
@@ -15,6 +14,17 @@ import { errorResponses, SessionParams } from '../openapi.ts';
 import { sendError } from '../rest-routes.ts';
 import type { BackpressureLimits } from '../websocket-connection.ts';
 import { AgUiTranslator } from './translate.ts';
+
+/**
+ * AG-UI's input schema and event encoder (with its protobuf encoding), loaded at the first AG-UI
+ * request rather than at every start: a server no AG-UI client talks to never pays for them.
+ */
+async function loadAgUi() {
+  const [schemas, encoder] = await Promise.all([import('@ag-ui/core/schemas'), import('@ag-ui/encoder')]);
+  return { RunAgentInputSchema: schemas.RunAgentInputSchema, EventEncoder: encoder.EventEncoder };
+}
+let loadingAgUi: ReturnType<typeof loadAgUi> | undefined;
+const agUiPackages = () => (loadingAgUi ??= loadAgUi());
 
 /** What `forwardedProps` may carry: the run's settings, as a `chat` message names them. */
 const ForwardedProps = z
@@ -63,6 +73,7 @@ export function registerAgUiRoutes(server: FastifyInstance, sessions: SessionMan
       },
     },
     async (request, reply) => {
+      const { RunAgentInputSchema, EventEncoder } = await agUiPackages();
       const parsed = RunAgentInputSchema.safeParse(request.body);
       if (!parsed.success) {
         const issue = parsed.error.issues[0]!;
