@@ -117,4 +117,20 @@ describe.skipIf(!url)('lease fencing on PostgreSQL', () => {
     expect((await storeA.listEvents(held.sessionId, 0)).length).toBe(1);
     expect((await storeA.listEvents(free.sessionId, 0)).length).toBe(1);
   });
+  it('leaves a lease that ran out on a run still going to that run (the orphan sweep’s claim), not to a new message or command', async () => {
+    const { sessionId, runId } = await sessionWithRun();
+    expect(await a.claim(sessionId, runId)).toBe(true);
+    // A dies (or hands the run over at shutdown): its lease runs out, the run is still running in the store.
+    await a.letGo(sessionId);
+    // Before the next sweep, a message (a new run) or a snapshot command (no run) arrives on B.
+    expect(await b.claim(sessionId, randomUUID())).toBe(false);
+    expect(await b.claim(sessionId, null)).toBe(false);
+    // The run itself is taken over, and once it has ended the session is free again.
+    expect(await b.interrupted({ sessionId, runId })).toBe('go_on');
+    await storeB.finishRun(runId, { status: 'completed', endReason: 'answered' });
+    expect(await a.claim(sessionId, null)).toBe(true);
+    // A lease that ran out naming no run, or a run that ended, is anyone's.
+    await a.letGo(sessionId);
+    expect(await b.claim(sessionId, null)).toBe(true);
+  });
 });

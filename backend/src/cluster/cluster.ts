@@ -125,7 +125,9 @@ export class Cluster implements RunHost {
 
   /**
    * Claims the session for this instance (and `runId` while a run goes on): granted when nobody
-   * holds it, its lease ran out, this instance holds it without a run, or the run its lease names
+   * holds it, its lease ran out (on no run, on `runId` itself, or on a run no longer running: a run
+   * left going is taken over by the orphan sweep, and a message arriving first must not take its
+   * session from it), this instance holds it without a run, or the run its lease names
    * has ended (its ending is saved before its response_complete is sent, so a message sent on
    * response_complete finds the session free on every instance, even before the run's instance
    * has let go). False: another instance (or a run here) holds it.
@@ -139,7 +141,10 @@ export class Cluster implements RunHost {
              -- A new holder (or this one after its lease ran out) is a new lease; a live holder claiming again keeps its own.
              generation = case when session_leases.instance_id = excluded.instance_id and session_leases.expires_at >= now()
                                then session_leases.generation else nextval('session_lease_generation') end
-       where session_leases.expires_at < now()
+       where (session_leases.expires_at < now()
+              -- A lease that ran out on a run still going is that run's (the orphan sweep takes it over), not a new claim's.
+              and (session_leases.run_id is null or session_leases.run_id = excluded.run_id
+                   or not exists (select 1 from runs where runs.id::text = session_leases.run_id and runs.status = 'running')))
           or (session_leases.instance_id = excluded.instance_id and (session_leases.run_id is null or session_leases.run_id = excluded.run_id))
           or (session_leases.run_id is distinct from excluded.run_id
               and exists (select 1 from runs where runs.id::text = session_leases.run_id and runs.status <> 'running'))
