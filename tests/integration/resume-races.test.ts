@@ -45,10 +45,22 @@ const errors = (client: TestClient, from: number) =>
     .slice(from)
     .filter((event) => event.type === 'error')
     .map((event) => event.code);
-const settle = () => new Promise((resolve) => setTimeout(resolve, 300));
+/** The runs started since `from`. */
+const started = (client: TestClient, from: number) =>
+  client.events
+    .slice(from)
+    .filter((event) => event.update_type === 'agent_start')
+    .map((event) => event.run_id);
+/** Waits until `count` answers to commands sent since `from` came: by default a refusal, a rollback or a run's start. */
+const outcomes = (
+  client: TestClient,
+  from: number,
+  count: number,
+  answer = (event: Record<string, unknown>) => event.type === 'error' || event.type === 'session_rolled_back' || event.update_type === 'agent_start',
+) => client.waitUntil(() => (client.events.slice(from).filter(answer).length >= count ? true : undefined));
 
 describe('client messages', () => {
-  it('snapshot_rollback and resume sent together: the resume waits or is refused (no run starts during a rollback)', async () => {
+  it('snapshot_rollback and resume sent together: one is refused, no run starts during the rollback', async () => {
     const { llm, client, server } = await setup();
     const hold = { observeAt: 2 };
     counting(llm, hold);
@@ -61,16 +73,15 @@ describe('client messages', () => {
     const from = client.events.length;
     client.send({ type: 'snapshot_rollback', snapshot_id: point.snapshot_id });
     client.send({ type: 'agent_control', action: 'resume' });
-    await settle();
-    await client.untilComplete({ from }).catch(() => undefined);
+    // Each of the two gets its answer: the rollback done or refused, the resume's run started or refused.
+    await outcomes(client, from, 2);
+    if (started(client, from).length > 0) await client.untilComplete({ from });
     const names = summarize(client.events.slice(from));
     // Either the resume is refused (run_active) or the rollback is: not both accepted at once.
-    const accepted = names.includes('session_rolled_back') && names.includes('agent_start');
-    const history = (await (await fetch(`${server.url}/api/sessions/${client.session.session_id}`)).json()) as {
-      messages: { role: string; content: string | null }[];
-    };
-    console.log('rollback+resume:', names.join(' '), '\nhistory:', JSON.stringify(history.messages.map((m) => `${m.role}:${(m.content ?? '').slice(0, 30)}`)));
-    expect({ accepted, names, errors: errors(client, from) }).toMatchObject({ accepted: false });
+    expect({ rolledBack: names.includes('session_rolled_back'), ran: names.includes('agent_start'), errors: errors(client, from) }).toMatchObject({
+      errors: ['run_active'],
+    });
+    expect(names.includes('session_rolled_back') !== names.includes('agent_start')).toBe(true);
   });
 
   it('a chat message and snapshot_rollback sent together: one is refused, no run starts during the rollback', async () => {
@@ -87,10 +98,8 @@ describe('client messages', () => {
     client.chat('A plain question');
     client.send({ type: 'snapshot_rollback', snapshot_id: point.snapshot_id });
     // Each of the two gets its answer: the rollback done or refused, the chat's run started or refused.
-    const outcomes = () =>
-      client.events.slice(from).filter((event) => event.type === 'error' || event.type === 'session_rolled_back' || event.update_type === 'agent_start');
-    await client.waitUntil(() => (outcomes().length >= 2 ? true : undefined));
-    if (outcomes().some((event) => event.update_type === 'agent_start')) await client.untilComplete({ from });
+    await outcomes(client, from, 2);
+    if (started(client, from).length > 0) await client.untilComplete({ from });
     const names = summarize(client.events.slice(from));
     expect({ rolledBack: names.includes('session_rolled_back'), ran: names.includes('agent_start'), errors: errors(client, from) }).toMatchObject({
       errors: ['run_active'],
@@ -111,32 +120,23 @@ describe('client messages', () => {
     const from = client.events.length;
     client.send({ type: 'agent_control', action: 'resume' });
     client.send({ type: 'snapshot_resume', snapshot_id: point.snapshot_id });
-    await settle();
-    await settle();
-    const starts = client.events
-      .slice(from)
-      .filter((event) => event.update_type === 'agent_start')
-      .map((event) => event.run_id);
-    console.log('concurrent:', summarize(client.events.slice(from)).join(' '), errors(client, from));
-    // Stop reaches only the run the session calls active; is the session left with a run going?
+    // Each command's answer: its run started, or refused. A run started waits in step 3's observe.
+    await outcomes(client, from, 2, (event) => event.type === 'error' || event.update_type === 'agent_start');
+    const starts = started(client, from);
+    expect(starts.length).toBe(1);
+    expect(errors(client, from)).toEqual(['run_active']);
+    const held = await llm.waitFor((request) => request.phase === 'observe' && request.body.messages.filter((m) => m.role === 'tool').length === 3);
+    // The stop reaches the one run: it ends, its model call is cut, and nothing is left going.
     const at = client.events.length;
     client.send({ type: 'agent_control', action: 'stop' });
-    await settle();
-    const completes = client.events
-      .slice(from)
-      .filter((event) => event.type === 'response_complete')
-      .map((event) => event.run_id);
-    console.log('after stop:', summarize(client.events.slice(at)).join(' '), 'completed runs', completes.length, 'of', starts.length);
-    const at2 = client.events.length;
+    const ended = await client.untilComplete({ from: at });
+    expect(ended.at(-1)).toMatchObject({ type: 'response_complete', run_id: starts[0] });
     client.send({ type: 'agent_control', action: 'stop' });
-    await settle();
-    console.log(
-      'second stop:',
-      JSON.stringify(client.events.slice(at2).map((e) => `${e.type}:${e.code ?? e.update_type ?? ''}`)),
-      'observe requests still open:',
-      llm.requests.filter((r) => r.phase === 'observe' && !r.aborted && r.body.messages.filter((m) => m.role === 'tool').length === 3).length,
+    expect(await client.next((event) => event.type === 'error', { from: client.events.length })).toMatchObject({ code: 'no_active_run' });
+    await llm.waitForAbort(held);
+    expect(llm.requests.filter((request) => request.phase === 'observe' && request.body.messages.filter((m) => m.role === 'tool').length === 3)).toHaveLength(
+      1,
     );
-    expect(starts.length).toBeLessThanOrEqual(1);
   });
 
   it('resume that can add no step (already at AGENT_MAX_STEPS_LIMIT) is refused rather than replaying to the same end', async () => {
@@ -148,18 +148,12 @@ describe('client messages', () => {
     const before = llm.requests.length;
     const from = client.events.length;
     client.send({ type: 'agent_control', action: 'resume', extra_steps: 5 });
-    await settle();
-    const after = summarize(client.events.slice(from));
-    console.log(
-      'resume at the limit:',
-      JSON.stringify({
-        after,
-        calls: llm.requests.length - before,
-        completion: client.events.slice(from).find((e) => e.update_type === 'agent_completion'),
-        start: client.events.slice(from).find((e) => e.update_type === 'agent_start'),
-      }),
-    );
-    expect({ errors: errors(client, from), after, calls: llm.requests.length - before }).toMatchObject({ errors: ['not_resumable'] });
+    await outcomes(client, from, 1, (event) => event.type === 'error' || event.update_type === 'agent_start');
+    expect({ errors: errors(client, from), after: summarize(client.events.slice(from)), calls: llm.requests.length - before }).toEqual({
+      errors: ['not_resumable'],
+      after: ['error:not_resumable'],
+      calls: 0,
+    });
   });
 
   it('hostile messages: nothing crashes and the session takes a message afterwards', async () => {
