@@ -196,12 +196,19 @@ describe.each(adapters)('the run host $name', (adapter) => {
     expect(await host.sendToSession(run.sessionId, { type: 'answer', content: 'late' })).toEqual({ type: 'answer', outcome: 'no_pending_input' });
   });
 
-  it('lets a session go at once on a hand-over: another run may take it', async () => {
+  it('lets a session go at once on a hand-over: the run goes on where it is taken over, and only several instances keep other runs out meanwhile', async () => {
     const host = adapter.host();
     const first = await adapter.newRun();
     const next = await adapter.newRun(first.sessionId);
     expect(await host.claim(first.sessionId, first.runId)).toBe(true);
     await host.letGo(first.sessionId);
+    if (host.shared) {
+      // The run is still going: a message or command arriving before an instance took it over must not take its session.
+      expect(await host.claim(next.sessionId, next.runId)).toBe(false);
+      expect(await host.claim(first.sessionId, null)).toBe(false);
+      expect(await host.claim(first.sessionId, first.runId)).toBe(true);
+      await host.release(first.sessionId, first.runId);
+    }
     expect(await host.claim(next.sessionId, next.runId)).toBe(true);
     await host.release(next.sessionId, next.runId);
   });
