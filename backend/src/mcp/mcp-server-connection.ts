@@ -22,7 +22,11 @@ async function loadMcpSdk() {
 }
 type McpSdk = Awaited<ReturnType<typeof loadMcpSdk>>;
 let loadingMcpSdk: Promise<McpSdk> | undefined;
-const mcpSdk = () => (loadingMcpSdk ??= loadMcpSdk());
+const mcpSdk = () =>
+  (loadingMcpSdk ??= loadMcpSdk().catch((error: unknown) => {
+    loadingMcpSdk = undefined; // the next connection tries again
+    throw error;
+  }));
 
 /** A call in flight on this server; elicitation requests are asked through its run. */
 interface CallInFlight {
@@ -137,6 +141,7 @@ export class McpServerConnection {
     } catch (error) {
       return this.fail(`the MCP SDK could not be loaded: ${describeError(error)}`);
     }
+    if (this.closed) return;
     const { Client, ElicitRequestSchema, ...transports } = sdk;
     const client = new Client(
       { name: 'stepwise', version: '0.1.0' },

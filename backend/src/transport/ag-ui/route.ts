@@ -24,7 +24,11 @@ async function loadAgUi() {
   return { RunAgentInputSchema: schemas.RunAgentInputSchema, EventEncoder: encoder.EventEncoder };
 }
 let loadingAgUi: ReturnType<typeof loadAgUi> | undefined;
-const agUiPackages = () => (loadingAgUi ??= loadAgUi());
+const agUiPackages = () =>
+  (loadingAgUi ??= loadAgUi().catch((error: unknown) => {
+    loadingAgUi = undefined; // the next request tries again
+    throw error;
+  }));
 
 /** What `forwardedProps` may carry: the run's settings, as a `chat` message names them. */
 const ForwardedProps = z
