@@ -6,6 +6,7 @@ import { type ControlBus, type ControlCommand, type ControlHandler, type Control
 import type { Logger } from '../logger.ts';
 import type { Fence, FenceToken } from '../store/store.ts';
 import type { Arrival, ArrivingRun, Interrupted, RunHost, SessionListener } from '../hosting/run-host.ts';
+import { UUID } from '../util/ids.ts';
 import { optionalPackage } from '../util/optional-package.ts';
 
 type RedisClient = ReturnType<typeof createClient>;
@@ -133,6 +134,8 @@ export class Cluster implements RunHost {
    * has let go). False: another instance (or a run here) holds it.
    */
   async claim(sessionId: string, runId: string | null): Promise<boolean> {
+    // Leases name runs by id: the query compares them with the runs' uuid keys (through their index).
+    if (runId !== null && !UUID.test(runId)) throw new Error(`Not a run id: ${runId.slice(0, 64)}`);
     const { rows } = await this.pool.query(
       `insert into session_leases (session_id, instance_id, run_id, expires_at)
        values ($1, $2, $3, now() + $4 * interval '1 millisecond')
@@ -144,10 +147,10 @@ export class Cluster implements RunHost {
        where (session_leases.expires_at < now()
               -- A lease that ran out on a run still going is that run's (the orphan sweep takes it over), not a new claim's.
               and (session_leases.run_id is null or session_leases.run_id = excluded.run_id
-                   or not exists (select 1 from runs where runs.id::text = session_leases.run_id and runs.status = 'running')))
+                   or not exists (select 1 from runs where runs.id = session_leases.run_id::uuid and runs.status = 'running')))
           or (session_leases.instance_id = excluded.instance_id and (session_leases.run_id is null or session_leases.run_id = excluded.run_id))
           or (session_leases.run_id is distinct from excluded.run_id
-              and exists (select 1 from runs where runs.id::text = session_leases.run_id and runs.status <> 'running'))
+              and exists (select 1 from runs where runs.id = session_leases.run_id::uuid and runs.status <> 'running'))
        returning session_id, generation`,
       [sessionId, this.instanceId, runId, this.options.leaseMs],
     );
