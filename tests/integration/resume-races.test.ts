@@ -40,6 +40,14 @@ async function stoppedRun(llm: ScriptedLlmServer, client: TestClient) {
   return client.untilComplete();
 }
 
+/** The session's first snapshot taken at a step (a stopped run leaves them). */
+async function stepSnapshot(server: TestServer, client: TestClient): Promise<{ snapshot_id: string }> {
+  const { snapshots } = (await (await fetch(`${server.url}/api/sessions/${client.session.session_id}/snapshots`)).json()) as {
+    snapshots: { snapshot_id: string; kind: string }[];
+  };
+  return snapshots.find((snapshot) => snapshot.kind === 'step')!;
+}
+
 const errors = (client: TestClient, from: number) =>
   client.events
     .slice(from)
@@ -66,10 +74,7 @@ describe('client messages', () => {
     counting(llm, hold);
     await stoppedRun(llm, client);
     hold.observeAt = -1;
-    const snapshots = (await (await fetch(`${server.url}/api/sessions/${client.session.session_id}/snapshots`)).json()) as {
-      snapshots: { snapshot_id: string; kind: string }[];
-    };
-    const point = snapshots.snapshots.find((snapshot) => snapshot.kind === 'step')!;
+    const point = await stepSnapshot(server, client);
     const from = client.events.length;
     client.send({ type: 'snapshot_rollback', snapshot_id: point.snapshot_id });
     client.send({ type: 'agent_control', action: 'resume' });
@@ -89,10 +94,7 @@ describe('client messages', () => {
     counting(llm, hold);
     await stoppedRun(llm, client);
     hold.observeAt = -1;
-    const snapshots = (await (await fetch(`${server.url}/api/sessions/${client.session.session_id}/snapshots`)).json()) as {
-      snapshots: { snapshot_id: string; kind: string }[];
-    };
-    const point = snapshots.snapshots.find((snapshot) => snapshot.kind === 'step')!;
+    const point = await stepSnapshot(server, client);
     const from = client.events.length;
     client.chat('A plain question');
     client.send({ type: 'snapshot_rollback', snapshot_id: point.snapshot_id });
@@ -112,10 +114,7 @@ describe('client messages', () => {
     counting(llm, hold);
     await stoppedRun(llm, client);
     hold.observeAt = 3; // the new run(s) wait in step 3's observe
-    const snapshots = (await (await fetch(`${server.url}/api/sessions/${client.session.session_id}/snapshots`)).json()) as {
-      snapshots: { snapshot_id: string; kind: string }[];
-    };
-    const point = snapshots.snapshots.find((snapshot) => snapshot.kind === 'step')!;
+    const point = await stepSnapshot(server, client);
     const from = client.events.length;
     client.send({ type: 'agent_control', action: 'resume' });
     client.send({ type: 'snapshot_resume', snapshot_id: point.snapshot_id });

@@ -51,6 +51,17 @@ async function call(
   return { status: response.status, body: parsed };
 }
 
+/** An AG-UI RunAgentInput: one user message in thread `threadId`. */
+const agUiInput = (threadId: string, content: string) => ({
+  threadId,
+  runId: 'r1',
+  state: {},
+  tools: [],
+  context: [],
+  forwardedProps: {},
+  messages: [{ id: 'm1', role: 'user', content }],
+});
+
 describe('two users behind an auth proxy', () => {
   let server: TestServer;
   /** Alice's chat: a plain answer, a snapshot, a file, and an agent run waiting on her answer. */
@@ -115,15 +126,7 @@ describe('two users behind an auth proxy', () => {
       expect(JSON.stringify(other.body).replaceAll(chatId, 'ID')).toEqual(JSON.stringify(missing.body).replace(/[0-9a-f-]{36}/g, 'ID'));
     }
     // AG-UI: a run in her thread, or an answer to her question through it.
-    const input = {
-      threadId: chatId,
-      runId: 'r1',
-      state: {},
-      tools: [],
-      context: [],
-      forwardedProps: {},
-      messages: [{ id: 'm1', role: 'user', content: 'What is 2+2?' }],
-    };
+    const input = agUiInput(chatId, 'What is 2+2?');
     expect(await call(server, 'bob', 'POST', '/api/ag-ui', input)).toMatchObject({ status: 404, body: { error: { code: 'not_found' } } });
     const resume = { ...input, messages: [], resume: [{ interruptId: questionId, status: 'resolved', payload: 'What is 2^10?' }] };
     expect(await call(server, 'bob', 'POST', '/api/ag-ui', resume)).toMatchObject({ status: 404, body: { error: { code: 'not_found' } } });
@@ -147,15 +150,7 @@ describe('two users behind an auth proxy', () => {
     expect({ carol: carol?.access, dave: dave?.access, owner: carol?.chat.owner.id }).toEqual({ carol: 'own', dave: undefined, owner: 'carol' });
     sessions.release(carol!.chat);
     // Over HTTP too: the thread is carol's, and dave's post to it is answered as for a thread that does not exist.
-    const input = {
-      threadId,
-      runId: randomUUID(),
-      state: {},
-      tools: [],
-      context: [],
-      forwardedProps: {},
-      messages: [{ id: '1', role: 'user', content: 'Hi' }],
-    };
+    const input = { ...agUiInput(threadId, 'Hi'), runId: randomUUID() };
     expect(await call(server, 'dave', 'POST', '/api/ag-ui', input)).toMatchObject({ status: 404, body: { error: { code: 'not_found' } } });
   });
 
