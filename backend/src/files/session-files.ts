@@ -10,6 +10,7 @@ import { ERROR_CODE, FileError } from '../errors.ts';
 import { TOKENS } from '../tokens.ts';
 import { abortReason } from '../util/abort.ts';
 import { UUID } from '../util/ids.ts';
+import { KeyedQueue } from '../util/keyed-queue.ts';
 
 /** One file of a session, as listed. */
 export interface SessionFileInfo {
@@ -68,8 +69,8 @@ const MANIFEST_RECHECK_MS = 1_000;
 export class SessionFiles {
   readonly root: string;
   private readonly listeners: FileListener[] = [];
-  /** Per session folder: the tail of its queue of count checks and commits. */
-  private readonly locks = new Map<string, Promise<unknown>>();
+  /** Per session folder: its queue of count checks and places given back. */
+  private readonly locks = new KeyedQueue();
   /** Per session folder: names being written, each holding a place under the limit until it is done. */
   private readonly reservations = new Map<string, Map<string, number>>();
   /** Checks of files with rules of their own, by name, run on every write of such a file before it is saved. */
@@ -312,7 +313,7 @@ export class SessionFiles {
    * looks at the names being written would be counted by neither.
    */
   private reserve(dir: string, name: string): Promise<() => void> {
-    return this.exclusive(dir, async () => {
+    return this.locks.run(dir, async () => {
       const inFolder = new Set((await readdir(dir)).filter((entry) => !entry.startsWith('.')));
       const writing = this.reservations.get(dir) ?? new Map<string, number>();
       if (!inFolder.has(name) && !writing.has(name)) {
@@ -327,7 +328,7 @@ export class SessionFiles {
       return () => {
         if (released) return;
         released = true;
-        void this.exclusive(dir, async () => {
+        void this.locks.run(dir, async () => {
           const left = (writing.get(name) ?? 1) - 1;
           if (left > 0) writing.set(name, left);
           else writing.delete(name);
@@ -335,17 +336,6 @@ export class SessionFiles {
         });
       };
     });
-  }
-
-  /** Runs `work` after every earlier call for the same key has finished. */
-  private exclusive<T>(key: string, work: () => Promise<T>): Promise<T> {
-    const result = (this.locks.get(key) ?? Promise.resolve()).then(work);
-    const tail = result.catch(() => undefined);
-    this.locks.set(key, tail);
-    void tail.then(() => {
-      if (this.locks.get(key) === tail) this.locks.delete(key);
-    });
-    return result;
   }
 
   private async openExisting(sessionId: string, name: string) {

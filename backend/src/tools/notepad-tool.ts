@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { SessionFiles } from '../files/session-files.ts';
+import { KeyedQueue } from '../util/keyed-queue.ts';
 import type { Tool } from './tool.ts';
 
 /** The notepad is a session file of this name, so the user sees it (and can download or delete it). */
@@ -29,15 +30,8 @@ export async function readNotepad(files: SessionFiles, sessionId: string): Promi
  * notepad.md. Any strategy may use it; plan_execute reads it before planning.
  */
 export function createNotepadTool(files: SessionFiles): Tool<z.infer<typeof NotepadArgs>> {
-  /** Per session: the tail of its appends. One reply's tool calls run together; each append adds to the last one's file. */
-  const appends = new Map<string, Promise<unknown>>();
-  const inTurn = <T>(sessionId: string, work: () => Promise<T>): Promise<T> => {
-    const result = (appends.get(sessionId) ?? Promise.resolve()).then(work);
-    const tail = result.catch(() => undefined);
-    appends.set(sessionId, tail);
-    void tail.then(() => appends.get(sessionId) === tail && appends.delete(sessionId));
-    return result;
-  };
+  /** Per session: its appends, one at a time. One reply's tool calls run together; each append adds to the last one's file. */
+  const appends = new KeyedQueue();
   return {
     name: 'notepad',
     description: 'Notes kept for this chat across runs: "read" them, or "append" one (a fact, a decision, something to remember).',
@@ -49,7 +43,7 @@ export function createNotepadTool(files: SessionFiles): Tool<z.infer<typeof Note
       if (operation === 'read') return (await readNotepad(files, sessionId)) || 'The notepad is empty.';
       const note = text?.trim();
       if (!note) throw new Error('append needs a non-empty "text"');
-      return inTurn(sessionId, async () => {
+      return appends.run(sessionId, async () => {
         // The whole file, not the end the prompts show: an append never drops older notes.
         const current = ((await files.readWhole(sessionId, NOTEPAD_FILE, files.maxBytes)) ?? '').trim();
         const next = `${current ? `${current}\n` : ''}- ${note.replace(/\s*\n\s*/g, ' ')}\n`;
