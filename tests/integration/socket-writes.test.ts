@@ -1,6 +1,7 @@
 // What a client's TCP connection carries when the server sends several messages at once: each is a
 // WebSocket frame of its own, and those sent in one turn of the event loop leave in one write (one
-// system call, as few packets as fit) rather than one write per frame.
+// system call, as few packets as fit) rather than one write per frame. A run's progress sent faster
+// than SOCKET_BATCH_MS goes out once per that time; what ends a run or asks a person does not wait.
 import type { AddressInfo, Socket } from 'node:net';
 import type { ServerEvent } from '@stepwise/shared-types';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -21,11 +22,12 @@ afterEach(async () => {
 });
 
 /** A server whose one connection is a WebSocketConnection, and a client that keeps every message it gets. */
-async function connected(): Promise<{
+async function connected(limits: typeof LIMITS & { socketBatchMs?: number } = LIMITS): Promise<{
   connection: WebSocketConnection;
   writes: () => number;
   frames: () => string[];
   next: (count: number) => Promise<void>;
+  closed: Promise<number>;
 }> {
   server = new WebSocketServer({ host: '127.0.0.1', port: 0 });
   await new Promise<void>((resolve) => server!.once('listening', () => resolve()));
@@ -45,7 +47,7 @@ async function connected(): Promise<{
         writes++;
         writev(...args);
       };
-      resolve(new WebSocketConnection(socket, LIMITS, request.socket));
+      resolve(new WebSocketConnection(socket, limits, request.socket));
     }),
   );
   const { port } = server.address() as AddressInfo;
@@ -56,16 +58,21 @@ async function connected(): Promise<{
     received.push(data.toString());
     if (waiter && received.length >= waiter.count) waiter.resolve();
   });
+  const closed = new Promise<number>((resolve) => client!.once('close', (code) => resolve(code)));
   const connection = await opened;
   const next = (count: number) =>
     new Promise<void>((resolve) => {
       waiter = { count, resolve };
       if (received.length >= count) resolve();
     });
-  return { connection, writes: () => writes, frames: () => received, next };
+  return { connection, writes: () => writes, frames: () => received, next, closed };
 }
 
 const event = (n: number, pad = '') => ({ type: 'agent_reason', n, pad }) as unknown as ServerEvent;
+/** A run's step, which may wait for the batch. */
+const progress = (n: number) => ({ type: 'agent_update', update_type: 'agent_reason', step: n, content: '', n }) as unknown as ServerEvent;
+const turn = () => new Promise((resolve) => setImmediate(resolve));
+const numbers = (frames: string[]) => frames.map((text) => JSON.parse(text).n);
 
 describe('messages sent together to one client', () => {
   it('leave in one write, each a frame of its own, and later ones still go out', async () => {
@@ -105,5 +112,68 @@ describe('messages sent together to one client', () => {
     expect(connection.congested).toBe(false);
     await next(6);
     expect(frames().map((text) => JSON.parse(text).n)).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+});
+
+describe('a run progressing faster than SOCKET_BATCH_MS', () => {
+  it('sends its first step at once and the next ones together when the batch time is up', async () => {
+    const { connection, writes, frames, next } = await connected({ ...LIMITS, socketBatchMs: 100 });
+    connection.send(progress(1));
+    await next(1);
+    expect(writes()).toBe(1);
+    // Later turns, within 100 ms of that write: held, not lost.
+    await turn();
+    connection.send(progress(2));
+    await turn();
+    connection.send(progress(3));
+    await turn();
+    expect(writes()).toBe(1);
+    await next(3);
+    expect(numbers(frames())).toEqual([1, 2, 3]);
+    expect(writes()).toBe(2);
+  });
+
+  it('sends what ends a run at once, with the steps that wait before it, in order', async () => {
+    // A batch time no test would wait for: only the ending can let the held step out.
+    const { connection, writes, frames, next } = await connected({ ...LIMITS, socketBatchMs: 600_000 });
+    connection.send(progress(1));
+    await next(1);
+    await turn();
+    connection.send(progress(2));
+    await turn();
+    connection.send({ type: 'response_complete', seq: 3, ts: '', n: 3 } as unknown as ServerEvent);
+    await next(3);
+    expect(numbers(frames())).toEqual([1, 2, 3]);
+    expect(writes()).toBe(2);
+  });
+
+  it('sends a question to the person at once', async () => {
+    const { connection, frames, next } = await connected({ ...LIMITS, socketBatchMs: 600_000 });
+    connection.send(progress(1));
+    await next(1);
+    await turn();
+    connection.send({ type: 'agent_update', update_type: 'agent_request_input', n: 2 } as unknown as ServerEvent);
+    await next(2);
+    expect(numbers(frames())).toEqual([1, 2]);
+  });
+
+  it('sends the held steps before its close frame when the server closes the socket', async () => {
+    const { connection, frames, closed } = await connected({ ...LIMITS, socketBatchMs: 600_000 });
+    connection.send(progress(1));
+    await turn();
+    connection.send(progress(2));
+    connection.close(1000, 'done');
+    expect(await closed).toBe(1000);
+    expect(numbers(frames())).toEqual([1, 2]);
+  });
+
+  it('with SOCKET_BATCH_MS=0 sends the steps of each turn at the end of that turn', async () => {
+    const { connection, writes, frames, next } = await connected({ ...LIMITS, socketBatchMs: 0 });
+    for (let n = 1; n <= 3; n++) {
+      connection.send(progress(n));
+      await next(n);
+    }
+    expect(numbers(frames())).toEqual([1, 2, 3]);
+    expect(writes()).toBe(3);
   });
 });

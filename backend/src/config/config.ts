@@ -224,6 +224,7 @@ const EnvSchema = z.object({
   MAX_RUNS_PER_ADDRESS: integer(1).optional(),
   SOCKET_MAX_BUFFERED_BYTES: integer(64 * 1024).default(8 * 1024 * 1024),
   SOCKET_SLOW_TIMEOUT_MS: integer(1).default(10_000),
+  SOCKET_BATCH_MS: integer(0).default(10),
   CHAT_TIMEOUT_MS: integer(1).default(10 * 60_000),
   SHUTDOWN_TIMEOUT_MS: integer(1).default(5_000),
   AGENT_RUN_TIMEOUT_MS: integer(1).default(15 * 60_000),
@@ -359,6 +360,8 @@ export interface Config {
     /** A socket whose unsent bytes stay above this for `slowSocketTimeoutMs` is closed (1013). */
     socketMaxBufferedBytes: number;
     slowSocketTimeoutMs: number;
+    /** A run's progress goes out to a client at most once per this many milliseconds while it comes faster (0: each turn's at once). */
+    socketBatchMs: number;
     /** A plain chat answer's wall-clock budget. */
     chatTimeoutMs: number;
   };
@@ -539,6 +542,7 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
       runsPerAddress: Math.min(e.MAX_CONCURRENT_RUNS, e.MAX_RUNS_PER_ADDRESS ?? Math.max(1, Math.ceil(e.MAX_CONCURRENT_RUNS / 4))),
       socketMaxBufferedBytes: e.SOCKET_MAX_BUFFERED_BYTES,
       slowSocketTimeoutMs: e.SOCKET_SLOW_TIMEOUT_MS,
+      socketBatchMs: e.SOCKET_BATCH_MS,
       chatTimeoutMs: e.CHAT_TIMEOUT_MS,
     },
     prompts: { dir: e.PROMPTS_DIR ?? defaults.promptsDir },
