@@ -4,7 +4,12 @@ import { tool as langchainTool } from '@langchain/core/tools';
 import { createReactAgent } from '@langchain/langgraph/prebuilt';
 import { ChatOpenAI } from '@langchain/openai';
 import { generateText, stepCountIs, tool as aiTool } from 'ai';
+import Database from 'libsql';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import OpenAI from 'openai';
+import pg from 'pg';
 import WebSocket from 'ws';
 import { z } from 'zod';
 
@@ -41,15 +46,75 @@ const calculatorArgs = z.object({ expression: z.string() });
 
 /** The floor: the same model calls with the bare openai SDK, tool calls answered inline. */
 export function bareOpenAi(baseURL: string): Framework {
+  return sdkLoop(baseURL, 'openai SDK (floor)');
+}
+
+/**
+ * The floor and the least a durable agent must add to it: each reply written to an embedded SQLite
+ * journal (WAL; synchronous=normal as Stepwise's default, or full) and committed before its tool runs. No
+ * event log, no socket, no history read: a lower bound for any agent that keeps the issue's promise
+ * "a completed model call is journaled before anything acts on its result", not a framework.
+ */
+export function journaledFloor(baseURL: string, sync: 'normal' | 'full' = 'normal'): Framework {
+  const dir = mkdtempSync(join(tmpdir(), 'stepwise-bench-journal-'));
+  const db = new Database(join(dir, 'journal.db'));
+  db.prepare('pragma journal_mode = wal').get([]);
+  db.prepare(`pragma synchronous = ${sync}`).get([]);
+  db.exec('create table journal (run text not null, seq integer not null, entry text not null, primary key (run, seq))');
+  const insert = db.prepare('insert into journal (run, seq, entry) values (?, ?, ?)');
+  let runs = 0;
+  const loop = sdkLoop(baseURL, `openai SDK + a journal commit per call (synchronous=${sync}; a lower bound)`, (message, calls) => {
+    db.exec('begin');
+    insert.run([String(runs), calls, JSON.stringify(message)]);
+    db.exec('commit');
+  });
+  return {
+    ...loop,
+    task: (steps) => {
+      runs++;
+      return loop.task(steps);
+    },
+    async close() {
+      db.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The same lower bound on PostgreSQL: each reply inserted (one statement, one round trip, its own commit) before its tool runs. */
+export async function journaledFloorPg(baseURL: string, databaseUrl: string): Promise<Framework> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  await client.query('create table journal (run text not null, seq integer not null, entry jsonb not null, primary key (run, seq))');
+  let runs = 0;
+  const loop = sdkLoop(baseURL, 'openai SDK + a PostgreSQL journal commit per call (a lower bound)', async (message, calls) => {
+    await client.query({
+      name: 'journal',
+      text: 'insert into journal (run, seq, entry) values ($1, $2, $3)',
+      values: [String(runs), calls, JSON.stringify(message)],
+    });
+  });
+  return {
+    ...loop,
+    task: (steps) => {
+      runs++;
+      return loop.task(steps);
+    },
+    close: () => client.end(),
+  };
+}
+
+function sdkLoop(baseURL: string, name: string, journal?: (message: OpenAI.Chat.ChatCompletionMessage, calls: number) => void | Promise<void>): Framework {
   const client = new OpenAI({ baseURL, apiKey: 'bench', maxRetries: 0 });
   const tools = [{ type: 'function' as const, function: { name: 'calculator', description: 'Evaluate', parameters: z.toJSONSchema(calculatorArgs) } }];
   return {
-    name: 'openai SDK (floor)',
+    name,
     async task() {
       const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [{ role: 'user', content: PROMPT }];
       for (let calls = 1; ; calls++) {
         const response = await client.chat.completions.create({ model: 'bench', messages, tools });
         const message = response.choices[0]!.message;
+        await journal?.(message, calls);
         const call = message.tool_calls?.[0];
         if (call?.type !== 'function') return calls;
         messages.push(message, { role: 'tool', tool_call_id: call.id, content: add(JSON.parse(call.function.arguments).expression) });

@@ -17,6 +17,8 @@ interface Contender {
   name: string;
   worker: Worker;
   stepwise?: { server: StepwiseServer; chat: StepwiseChat; streaming: boolean; store: string };
+  /** A lower bound rather than a framework: the floor plus one journal commit per call on this store. */
+  bound?: { store: string };
 }
 
 /** What the runs of one contender add up to. */
@@ -67,6 +69,22 @@ export async function overhead(settings: Settings, stores: Stores) {
     await addStepwise(`stepwise-plain-${store.key}`, `Stepwise, LLM_STREAMING=false, ${store.label}`, store, 'fresh', false);
   const growingStore = stores.embeddedVariants[0]!;
   await addStepwise('stepwise-growing', `Stepwise, streaming, ${growingStore.label}, one growing chat for every task`, growingStore, 'growing', true);
+  // The least any agent must add to the floor to journal each reply before acting on it, on each store
+  // measured: what the time targets are up against on this machine (see journaledFloor).
+  for (const store of stepwiseStores) {
+    const sync = store.key === 'embedded-full' ? 'full' : 'normal';
+    const worker =
+      store.key === 'postgres'
+        ? await startWorker('floor-journal-pg', model.url, (await store.env()).DATABASE_URL!)
+        : await startWorker(sync === 'full' ? 'floor-journal-full' : 'floor-journal', model.url);
+    const where = store.key === 'postgres' ? 'PostgreSQL' : `SQLite, synchronous=${sync}`;
+    contenders.push({
+      key: `bound-${store.key}`,
+      name: `lower bound: openai SDK calls + one ${where} journal commit per call`,
+      worker,
+      bound: { store: store.label },
+    });
+  }
   for (const [key, name] of [
     ['agents', 'OpenAI Agents SDK'],
     ['ai', 'Vercel AI SDK'],
@@ -143,8 +161,9 @@ export async function overhead(settings: Settings, stores: Stores) {
       return {
         key: contender.key,
         name: contender.name,
-        kind: contender.stepwise ? 'stepwise' : 'peer',
+        kind: contender.stepwise ? 'stepwise' : contender.bound ? 'bound' : 'peer',
         ...(contender.stepwise ? { chat: contender.stepwise.chat, streaming: contender.stepwise.streaming, store: contender.stepwise.store } : {}),
+        ...(contender.bound ? { store: contender.bound.store } : {}),
         calls: tally.calls,
         perCallMs: median(tally.perCall),
         overheadP50Us: median(tally.overheadsUs),

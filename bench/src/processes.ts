@@ -113,9 +113,9 @@ export interface LockstepResult {
 }
 
 /** A framework's warm worker process. */
-export async function startWorker(name: string, target: string) {
+export async function startWorker(name: string, target: string, ...extra: string[]) {
   const child = track(
-    fork(join(root, 'bench', 'src', 'worker.ts'), [name, target], {
+    fork(join(root, 'bench', 'src', 'worker.ts'), [name, target, ...extra], {
       execArgv: ['--import', tsxLoader],
       env: { ...process.env, TSX_TSCONFIG_PATH: tsconfig, OPENAI_AGENTS_DISABLE_TRACING: '1' },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],

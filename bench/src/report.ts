@@ -99,6 +99,12 @@ export function report(results: any): string {
           'the row marked "one growing chat" runs every task in one session instead, so its requests carry the whole history (see their size) and its ratio grows with the number of rounds: it is not a per-call figure.' +
           (fresh ? ` Opening a new chat (socket open to \`session\`) took ${fresh.newChatMs.toFixed(1)} ms (median, ${fresh.name}).` : ''),
         "Each run is paired with a floor run just before it, and preceded by one untimed task of the same contender (the floor runs before every contender and is always warm; the contender has idled while the others ran); ratio and overhead are taken within each pair, medians over rounds. CPU per call: the process's user + system time over the measured runs divided by their model calls (a framework's own process: `process.cpuUsage()` around each run; Stepwise's server: /proc/PID/stat around each run, opening its new chat included, in 10 ms ticks, summed; with PostgreSQL, the database's own processes are not counted). Stepwise makes three model calls per step (reason, act, observe), the peers one.",
+        ...(overhead.rows.some((row: any) => row.kind === 'bound')
+          ? [
+              '',
+              'The rows marked "lower bound" are not frameworks: the floor\'s own loop, with each reply inserted into a journal table and committed before its tool runs (SQLite in WAL mode as Stepwise opens it, or the same PostgreSQL server), and nothing else: no events, no socket, no history read. No agent that keeps the promise "a completed model call is journaled before anything acts on its result" can be faster on that store and this machine; where such a row is above a time target, that target is out of reach here.',
+            ]
+          : []),
         '',
       );
     }
