@@ -70,7 +70,9 @@ async function connected(limits: typeof LIMITS & { socketBatchMs?: number } = LI
 
 const event = (n: number, pad = '') => ({ type: 'agent_reason', n, pad }) as unknown as ServerEvent;
 /** A run's step, which may wait for the batch. */
-const progress = (n: number) => ({ type: 'agent_update', update_type: 'agent_reason', step: n, content: '', n }) as unknown as ServerEvent;
+const progress = (n: number) => ({ type: 'agent_update', update_type: 'agent_reason', run_id: 'r1', step: n, content: '', n }) as unknown as ServerEvent;
+const update = (updateType: string, n: number, runId: string | null = 'r1') =>
+  ({ type: 'agent_update', update_type: updateType, ...(runId ? { run_id: runId } : {}), n }) as unknown as ServerEvent;
 const turn = () => new Promise((resolve) => setImmediate(resolve));
 const numbers = (frames: string[]) => frames.map((text) => JSON.parse(text).n);
 
@@ -116,55 +118,83 @@ describe('messages sent together to one client', () => {
 });
 
 describe('a run progressing faster than SOCKET_BATCH_MS', () => {
-  it('sends its first step at once and the next ones together when the batch time is up', async () => {
-    const { connection, writes, frames, next } = await connected({ ...LIMITS, socketBatchMs: 100 });
+  // A batch time no test waits for: only what may not wait lets held steps out.
+  const HOLD = { ...LIMITS, socketBatchMs: 600_000 };
+
+  it('sends its first step at once and holds the next ones, in later turns, for the batch', async () => {
+    const { connection, writes, frames, next } = await connected(HOLD);
     connection.send(progress(1));
     await next(1);
     expect(writes()).toBe(1);
-    // Later turns, within 100 ms of that write: held, not lost.
+    for (let n = 2; n <= 4; n++) {
+      await turn();
+      connection.send(progress(n));
+    }
     await turn();
-    connection.send(progress(2));
-    await turn();
-    connection.send(progress(3));
     await turn();
     expect(writes()).toBe(1);
-    await next(3);
-    expect(numbers(frames())).toEqual([1, 2, 3]);
+    expect(numbers(frames())).toEqual([1]);
+    connection.send({ type: 'response_complete', run_id: 'r1', seq: 5, ts: '', n: 5 } as unknown as ServerEvent);
+    await next(5);
+    expect(numbers(frames())).toEqual([1, 2, 3, 4, 5]);
     expect(writes()).toBe(2);
   });
 
-  it('sends what ends a run at once, with the steps that wait before it, in order', async () => {
-    // A batch time no test would wait for: only the ending can let the held step out.
-    const { connection, writes, frames, next } = await connected({ ...LIMITS, socketBatchMs: 600_000 });
-    connection.send(progress(1));
-    await next(1);
-    await turn();
-    connection.send(progress(2));
-    await turn();
-    connection.send({ type: 'response_complete', seq: 3, ts: '', n: 3 } as unknown as ServerEvent);
-    await next(3);
-    expect(numbers(frames())).toEqual([1, 2, 3]);
-    expect(writes()).toBe(2);
+  it('sends the held steps when the batch time is up, in order', async () => {
+    const { connection, frames, next } = await connected({ ...LIMITS, socketBatchMs: 20 });
+    for (let n = 1; n <= 4; n++) {
+      connection.send(progress(n));
+      await turn();
+    }
+    await next(4);
+    expect(numbers(frames())).toEqual([1, 2, 3, 4]);
   });
 
-  it('sends a question to the person at once', async () => {
-    const { connection, frames, next } = await connected({ ...LIMITS, socketBatchMs: 600_000 });
+  for (const ending of ['agent_completion', 'agent_stopped', 'agent_error', 'agent_request_input', 'agent_request_input_timeout', 'agent_input_received']) {
+    it(`sends ${ending} at once, with the steps held before it`, async () => {
+      const { connection, writes, frames, next } = await connected(HOLD);
+      connection.send(progress(1));
+      await next(1);
+      await turn();
+      connection.send(progress(2));
+      await turn();
+      connection.send(update(ending, 3));
+      await next(3);
+      expect(numbers(frames())).toEqual([1, 2, 3]);
+      expect(writes()).toBe(2);
+    });
+  }
+
+  it('sends at once what belongs to no run (an answer to a command, plain chat)', async () => {
+    const { connection, frames, next } = await connected(HOLD);
     connection.send(progress(1));
     await next(1);
     await turn();
-    connection.send({ type: 'agent_update', update_type: 'agent_request_input', n: 2 } as unknown as ServerEvent);
+    connection.send(update('agent_todos', 2, null));
     await next(2);
-    expect(numbers(frames())).toEqual([1, 2]);
+    connection.send({ type: 'assistant_delta', delta: 'a', n: 3 } as unknown as ServerEvent);
+    await next(3);
+    expect(numbers(frames())).toEqual([1, 2, 3]);
   });
 
   it('sends the held steps before its close frame when the server closes the socket', async () => {
-    const { connection, frames, closed } = await connected({ ...LIMITS, socketBatchMs: 600_000 });
+    const { connection, frames, closed } = await connected(HOLD);
     connection.send(progress(1));
     await turn();
     connection.send(progress(2));
     connection.close(1000, 'done');
     expect(await closed).toBe(1000);
     expect(numbers(frames())).toEqual([1, 2]);
+  });
+
+  it('leaves nothing held when a message cannot be encoded: a close the socket sends itself still goes out', async () => {
+    const { connection, closed } = await connected(HOLD);
+    const circular: Record<string, unknown> = { type: 'agent_update', update_type: 'agent_reason', run_id: 'r1' };
+    circular.self = circular;
+    expect(() => connection.send(circular as unknown as ServerEvent)).toThrow();
+    // As the server's shutdown does: ws's own close, not the connection's.
+    for (const socket of server!.clients) socket.close(1001, 'Server shutting down');
+    expect(await closed).toBe(1001);
   });
 
   it('with SOCKET_BATCH_MS=0 sends the steps of each turn at the end of that turn', async () => {

@@ -24,8 +24,12 @@ const PROMPT_UPDATES = new Set([
   'agent_completion',
 ]);
 
-/** True for a run's progress (its steps, deltas, tools), false for what ends a run, asks or answers a person, or is not a run's. */
+/**
+ * True for an agent run's progress (its steps, deltas, tools), false for what ends a run, asks or
+ * answers a person, or is not a run's (no `run_id`: plain chat, answers to a client's command).
+ */
 export function mayWait(message: ServerEvent): boolean {
+  if (!('run_id' in message) || message.run_id === undefined) return false;
   if (message.type === 'agent_update') return !PROMPT_UPDATES.has(message.update_type);
   return PROGRESS_TYPES.has(message.type);
 }
@@ -82,8 +86,10 @@ export class WebSocketConnection implements ClientConnection {
   send(message: ServerEvent): void {
     if (this.closed) return;
     const wasCongested = this.congested;
+    // Encoded first: a message that cannot be encoded throws before the socket is corked, not after.
+    const text = JSON.stringify(message);
     this.cork();
-    this.socket.send(JSON.stringify(message), this.afterWrite);
+    this.socket.send(text, this.afterWrite);
     if (this.corkedAt !== undefined) {
       // A turn that sends much goes out as it goes: corking pays for small frames, and held bytes must not make a client look behind.
       if (this.socket.bufferedAmount - this.corkedAt > this.corkLimit) this.uncork();
