@@ -6,6 +6,8 @@ import { ChatOpenAI } from '@langchain/openai';
 import { generateText, stepCountIs, tool as aiTool } from 'ai';
 import Database from 'libsql';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer as createHttp2Server } from 'node:http2';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
@@ -50,10 +52,10 @@ export function bareOpenAi(baseURL: string): Framework {
 }
 
 /**
- * The floor and the least a durable agent must add to it: each reply written to an embedded SQLite
- * journal (WAL; synchronous=normal as Stepwise's default, or full) and committed before its tool runs. No
- * event log, no socket, no history read: a lower bound for any agent that keeps the issue's promise
- * "a completed model call is journaled before anything acts on its result", not a framework.
+ * The floor with one durable step added: each reply written to an embedded SQLite journal (WAL;
+ * synchronous=normal as Stepwise's default, or full) and committed before its tool runs. No event
+ * log, no socket, no history read. Not a framework: what one journal commit per model call costs
+ * by itself on this store, beside agents that journal their calls.
  */
 export function journaledFloor(baseURL: string, sync: 'normal' | 'full' = 'normal'): Framework {
   const dir = mkdtempSync(join(tmpdir(), 'stepwise-bench-journal-'));
@@ -63,7 +65,7 @@ export function journaledFloor(baseURL: string, sync: 'normal' | 'full' = 'norma
   db.exec('create table journal (run text not null, seq integer not null, entry text not null, primary key (run, seq))');
   const insert = db.prepare('insert into journal (run, seq, entry) values (?, ?, ?)');
   let runs = 0;
-  const loop = sdkLoop(baseURL, `openai SDK + a journal commit per call (synchronous=${sync}; a lower bound)`, (message, calls) => {
+  const loop = sdkLoop(baseURL, `openai SDK + a journal commit per call (synchronous=${sync})`, (message, calls) => {
     db.exec('begin');
     insert.run([String(runs), calls, JSON.stringify(message)]);
     db.exec('commit');
@@ -81,13 +83,13 @@ export function journaledFloor(baseURL: string, sync: 'normal' | 'full' = 'norma
   };
 }
 
-/** The same lower bound on PostgreSQL: each reply inserted (one statement, one round trip, its own commit) before its tool runs. */
+/** The same on PostgreSQL: each reply inserted (one statement, one round trip, its own commit) before its tool runs. */
 export async function journaledFloorPg(baseURL: string, databaseUrl: string): Promise<Framework> {
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   await client.query('create table journal (run text not null, seq integer not null, entry jsonb not null, primary key (run, seq))');
   let runs = 0;
-  const loop = sdkLoop(baseURL, 'openai SDK + a PostgreSQL journal commit per call (a lower bound)', async (message, calls) => {
+  const loop = sdkLoop(baseURL, 'openai SDK + a PostgreSQL journal commit per call', async (message, calls) => {
     await client.query({
       name: 'journal',
       text: 'insert into journal (run, seq, entry) values ($1, $2, $3)',
@@ -101,6 +103,61 @@ export async function journaledFloorPg(baseURL: string, databaseUrl: string): Pr
       return loop.task(steps);
     },
     close: () => client.end(),
+  };
+}
+
+/**
+ * The floor on Restate, and the least a durable agent on it must add: the same loop as a Restate
+ * service handler, each model call inside a ctx.run step (journaled by restate-server before the
+ * handler acts on its reply). One invocation per task, through the ingress. Not a framework: what
+ * one Restate journal step per model call costs by itself, which RUN_ENGINE=restate pays for each call.
+ */
+export async function restateFloor(baseURL: string, ingressUrl: string, adminUrl: string): Promise<Framework> {
+  // The SDK needs Promise.withResolvers (Node 22+): the standard polyfill, for Node 20.
+  // @ts-expect-error: the polyfill has no types; it is imported for its effect on Promise.
+  await import('core-js/actual/promise/with-resolvers.js');
+  // The SDK logs every invocation at INFO to the console, the runner's output.
+  process.env.RESTATE_LOGGING ??= 'WARN';
+  const restate = await import('@restatedev/restate-sdk');
+  const client = new OpenAI({ baseURL, apiKey: 'bench', maxRetries: 0 });
+  const tools = [{ type: 'function' as const, function: { name: 'calculator', description: 'Evaluate', parameters: z.toJSONSchema(calculatorArgs) } }];
+  const service = restate.service({
+    name: 'BenchFloor',
+    handlers: {
+      task: async (ctx: import('@restatedev/restate-sdk').Context): Promise<number> => {
+        const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [{ role: 'user', content: PROMPT }];
+        for (let calls = 1; ; calls++) {
+          const message = await ctx.run('bench floor call', async () => {
+            const response = await client.chat.completions.create({ model: 'bench', messages, tools });
+            return response.choices[0]!.message;
+          });
+          const call = message.tool_calls?.[0];
+          if (call?.type !== 'function') return calls;
+          messages.push(message, { role: 'tool', tool_call_id: call.id, content: add(JSON.parse(call.function.arguments).expression) });
+        }
+      },
+    },
+  });
+  const server = createHttp2Server(restate.endpoint().bind(service).http2Handler());
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const registered = await fetch(`${adminUrl}/deployments`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ uri: `http://127.0.0.1:${port}`, force: true }),
+  });
+  if (!registered.ok) throw new Error(`restate-server refused the deployment: ${registered.status} ${await registered.text()}`);
+  return {
+    name: 'openai SDK calls, each a Restate ctx.run step',
+    async task() {
+      const response = await fetch(`${ingressUrl}/BenchFloor/task`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: 'null' });
+      if (!response.ok) throw new Error(`Restate's ingress answered ${response.status}: ${await response.text()}`);
+      return Number(await response.json());
+    },
+    stop: () => Promise.reject(new Error('not measured')),
+    async close() {
+      server.close();
+    },
   };
 }
 

@@ -4,7 +4,8 @@
 // each round every contender runs once, in an order that rotates from round to round, and each run
 // is paired with a floor run just before it: the ratio is taken within that pair, the median over
 // rounds, so that the machine's drift over a run falls on both sides of every ratio alike. Each
-// contender first runs one untimed task, as the floor (which runs before every contender) is warm.
+// contender and the floor first run untimed tasks in turn (settings.rewarmCalls): a process that
+// idled is slow for a while on this machine.
 import type { StepwiseChat } from './frameworks.ts';
 import { cpuMs, currentRss, peakRss, startModelServer, startWorker, type TaskResult, type Worker } from './processes.ts';
 import { log, type Settings } from './settings.ts';
@@ -17,7 +18,7 @@ interface Contender {
   name: string;
   worker: Worker;
   stepwise?: { server: StepwiseServer; chat: StepwiseChat; streaming: boolean; store: string };
-  /** A lower bound rather than a framework: the floor plus one journal commit per call on this store. */
+  /** Not a framework: the floor plus one journal commit per call on this store. */
   bound?: { store: string };
 }
 
@@ -69,8 +70,8 @@ export async function overhead(settings: Settings, stores: Stores) {
     await addStepwise(`stepwise-plain-${store.key}`, `Stepwise, LLM_STREAMING=false, ${store.label}`, store, 'fresh', false);
   const growingStore = stores.embeddedVariants[0]!;
   await addStepwise('stepwise-growing', `Stepwise, streaming, ${growingStore.label}, one growing chat for every task`, growingStore, 'growing', true);
-  // The least any agent must add to the floor to journal each reply before acting on it, on each store
-  // measured: what the time targets are up against on this machine (see journaledFloor).
+  // What one journal commit per model call costs by itself on each store: the floor's own loop with
+  // each reply committed before its tool runs (see journaledFloor).
   for (const store of stepwiseStores) {
     const sync = store.key === 'embedded-full' ? 'full' : 'normal';
     const worker =
@@ -80,7 +81,7 @@ export async function overhead(settings: Settings, stores: Stores) {
     const where = store.key === 'postgres' ? 'PostgreSQL' : `SQLite, synchronous=${sync}`;
     contenders.push({
       key: `bound-${store.key}`,
-      name: `lower bound: openai SDK calls + one ${where} journal commit per call`,
+      name: `openai SDK calls + one ${where} journal commit per call (not a framework)`,
       worker,
       bound: { store: store.label },
     });
@@ -123,9 +124,13 @@ export async function overhead(settings: Settings, stores: Stores) {
   for (let round = -settings.warmup; round < settings.rounds; round++) {
     const offset = ((round % contenders.length) + contenders.length) % contenders.length;
     for (const contender of [...contenders.slice(offset), ...contenders.slice(0, offset)]) {
-      // The floor runs before every contender and so is always warm; each contender idles while the
-      // others run. One untimed task first brings it back to the speed of a process in use.
-      await contender.worker.task(settings.steps);
+      // Each contender idles while the others run, and the floor while a contender warms up. Untimed
+      // tasks of both, in turn, first bring them back to the speed of a process in use (see settings.rewarmCalls).
+      // Both sides in turn, so that neither idles while the other warms up.
+      for (let calls = 0, floorCalls = 0; calls === 0 || calls < settings.rewarmCalls || floorCalls < settings.rewarmCalls; ) {
+        calls += (await contender.worker.task(settings.steps)).calls;
+        floorCalls += (await floor.task(settings.steps)).calls;
+      }
       const floorRun = await run(floor);
       const contenderRun = await run(contender.worker, contender.stepwise?.server);
       if (round < 0) continue;
@@ -188,5 +193,5 @@ export async function overhead(settings: Settings, stores: Stores) {
   await floor.exit();
   for (const contender of contenders) await contender.stepwise?.server.stop();
   await model.stop();
-  return { steps: settings.steps, rounds: settings.rounds, rows };
+  return { steps: settings.steps, rounds: settings.rounds, rewarmCalls: settings.rewarmCalls, rows };
 }

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { assessTargets } from './targets.ts';
+import { assessTargets, TARGETS } from './targets.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 const known = (value: unknown) => value !== undefined && value !== null && !Number.isNaN(value);
@@ -98,11 +98,11 @@ export function report(results: any): string {
         'Stepwise opens a new chat (a new WebSocket session) for every task, outside the timed part, as a user starting a conversation would; ' +
           'the row marked "one growing chat" runs every task in one session instead, so its requests carry the whole history (see their size) and its ratio grows with the number of rounds: it is not a per-call figure.' +
           (fresh ? ` Opening a new chat (socket open to \`session\`) took ${fresh.newChatMs.toFixed(1)} ms (median, ${fresh.name}).` : ''),
-        "Each run is paired with a floor run just before it, and preceded by one untimed task of the same contender (the floor runs before every contender and is always warm; the contender has idled while the others ran); ratio and overhead are taken within each pair, medians over rounds. CPU per call: the process's user + system time over the measured runs divided by their model calls (a framework's own process: `process.cpuUsage()` around each run; Stepwise's server: /proc/PID/stat around each run, opening its new chat included, in 10 ms ticks, summed; with PostgreSQL, the database's own processes are not counted). Stepwise makes three model calls per step (reason, act, observe), the peers one.",
+        `Each run is paired with a floor run just before it, ${overhead.rewarmCalls === undefined ? 'and preceded by one untimed task of the same contender (the floor runs before every contender and is always warm; the contender has idled while the others ran: too little to warm it again, see the reading of 2026-11-27 evening)' : `and preceded by untimed tasks of the contender and the floor in turn (${overhead.rewarmCalls ? `at least ${overhead.rewarmCalls} model calls each` : 'one task each'}): the contender has idled while the others ran, and the floor while the contender warmed up, and an idle process on this machine comes back slow (after 15 s of idling the bare SDK client took 1.92× its time per call after 100 untimed calls, 1.06× after 800)`}; ratio and overhead are taken within each pair, medians over rounds. CPU per call: the process's user + system time over the measured runs divided by their model calls (a framework's own process: \`process.cpuUsage()\` around each run; Stepwise's server: /proc/PID/stat around each run, opening its new chat included, in 10 ms ticks, summed; with PostgreSQL, the database's own processes are not counted). Stepwise makes three model calls per step (reason, act, observe), the peers one.`,
         ...(overhead.rows.some((row: any) => row.kind === 'bound')
           ? [
               '',
-              'The rows marked "lower bound" are not frameworks: the floor\'s own loop, with each reply inserted into a journal table and committed before its tool runs (SQLite in WAL mode as Stepwise opens it, or the same PostgreSQL server), and nothing else: no events, no socket, no history read. No agent that keeps the promise "a completed model call is journaled before anything acts on its result" can be faster on that store and this machine; where such a row is above a time target, that target is out of reach here.',
+              'The rows marked "not a framework" are the floor\'s own loop with each reply inserted into a journal table and committed before its tool runs (SQLite in WAL mode as Stepwise opens it, or the same PostgreSQL server), and nothing else: no events, no socket, no history read. They say what one durable commit per model call costs by itself on each store, measured as the contenders are.',
             ]
           : []),
         '',
@@ -229,6 +229,13 @@ export function report(results: any): string {
     lines.push(
       '',
       `Restate adds ${us(restate.addedPerCallUs.p50Us)} per model call (median over rounds; p95 ${us(restate.addedPerCallUs.p95Us)})${perStep}.`,
+      ...(restate.bound
+        ? [
+            '',
+            `What Restate's journal step costs by itself: the floor's own loop with each model call a ctx.run step of a Restate service took ${restate.bound.restatePerCallMs.toFixed(3)} ms per call, against ${restate.bound.inProcessPerCallMs.toFixed(3)} ms with each reply committed to SQLite instead (medians, run in the same rounds): ${us(restate.bound.addedP50Us)} more per call (median of the rounds' differences), for any engine that journals its model calls in restate-server on this machine. ` +
+              `Restate at ≤ ${TARGETS.restateRatio}× the in-process engine therefore needs an in-process engine of at least ${(restate.bound.addedP50Us / 1000 / (TARGETS.restateRatio - 1)).toFixed(2)} ms per call.`,
+          ]
+        : []),
       '',
       `Two Stepwise servers on the same store (${restate.store}), each on a new DATA_DIR of its own, one with the default in-process engine and one with RUN_ENGINE=restate against a throwaway restate-server${version} (scripts/restate.mjs: one node, its data in a temporary folder); each runs the task of section 1 from a WebSocket client in a worker process, a new chat per task. ` +
         "In each round both engines run once, the order alternating, each paired with a floor run just before it; time per call is a task's time over its model calls, median and p95 over rounds; the ratios are taken within each round (restate / in-process) and within each pair (engine / floor), medians over rounds. " +

@@ -87,8 +87,17 @@ export async function restateEngine(settings: Settings, stores: Stores) {
       engines.push({ key, name, server, worker });
     }
 
+    // Lower bounds, not engines: the floor with one journal step per model call in restate-server
+    // (a ctx.run in a Restate service) and with one SQLite commit per call. What Restate's journal
+    // step costs at least, on this machine, whatever engine is built on it.
+    const bounds = {
+      'in-process': await startWorker('floor-journal', model.url),
+      restate: await startWorker('floor-restate', model.url, restate.ingressUrl, restate.adminUrl),
+    };
+    for (const worker of Object.values(bounds)) stops.push(worker.exit);
+
     // Every process to its steady speed first, the floor too (see settings.warmupCalls).
-    for (const worker of [floor, ...engines.map((engine) => engine.worker)]) {
+    for (const worker of [floor, ...engines.map((engine) => engine.worker), ...Object.values(bounds)]) {
       for (let calls = 0; calls < settings.warmupCalls; ) calls += (await worker.task(settings.steps)).calls;
     }
     log(`   every process warmed up with ${settings.warmupCalls} model calls`);
@@ -98,6 +107,9 @@ export async function restateEngine(settings: Settings, stores: Stores) {
     /** Per round: Restate's time per call over the in-process engine's, and the difference (µs). */
     const restateRatios: number[] = [];
     const addedUs: number[] = [];
+    const boundPerCallMs = { 'in-process': [] as number[], restate: [] as number[] };
+    /** Per round: the Restate bound's time per call over the SQLite bound's (µs). */
+    const boundAddedUs: number[] = [];
     const add = (tally: Tally, result: TaskResult, serverCpuMs = 0, restateCpuMs = 0) => {
       tally.perCall.push(result.ms / result.calls);
       tally.calls = result.calls;
@@ -122,9 +134,17 @@ export async function restateEngine(settings: Settings, stores: Stores) {
         tally.ratios.push(run.ms / run.calls / (floorRun.ms / floorRun.calls));
         perCall.set(engine.key, run.ms / run.calls);
       }
+      const boundPerCall = new Map<string, number>();
+      for (const key of round % 2 === 0 ? (['in-process', 'restate'] as const) : (['restate', 'in-process'] as const)) {
+        const bound = await bounds[key].task(settings.steps);
+        boundPerCall.set(key, bound.ms / bound.calls);
+      }
       if (round < 0) continue;
       restateRatios.push(perCall.get('restate')! / perCall.get('in-process')!);
       addedUs.push((perCall.get('restate')! - perCall.get('in-process')!) * 1000);
+      boundPerCallMs.restate.push(boundPerCall.get('restate')!);
+      boundPerCallMs['in-process'].push(boundPerCall.get('in-process')!);
+      boundAddedUs.push((boundPerCall.get('restate')! - boundPerCall.get('in-process')!) * 1000);
     }
 
     const journalSteps = await ctxRunsPerRun(restate.adminUrl);
@@ -163,8 +183,15 @@ export async function restateEngine(settings: Settings, stores: Stores) {
       }),
     ];
     const added = { p50Us: round(median(addedUs), 0), p95Us: round(quantile(addedUs, 0.95), 0) };
+    const bound = {
+      inProcessPerCallMs: round(median(boundPerCallMs['in-process']), 3),
+      restatePerCallMs: round(median(boundPerCallMs.restate), 3),
+      addedP50Us: round(median(boundAddedUs), 0),
+    };
     for (const row of rows) log(`   ${JSON.stringify(row)}`);
-    log(`   restate adds ${added.p50Us} µs per model call (p50; p95 ${added.p95Us} µs)`);
+    log(
+      `   restate adds ${added.p50Us} µs per model call (p50; p95 ${added.p95Us} µs); at least ${bound.addedP50Us} µs (the bounds: ${JSON.stringify(bound)})`,
+    );
     return {
       steps: settings.steps,
       rounds: settings.restateRounds,
@@ -172,6 +199,11 @@ export async function restateEngine(settings: Settings, stores: Stores) {
       restateVersion,
       rows,
       addedPerCallUs: added,
+      /**
+       * The floor with one Restate ctx.run step per model call against the floor with one SQLite commit
+       * per call: the least Restate adds per call to any engine that journals its model calls there.
+       */
+      bound,
       /** The added time spread over the journal steps of a call: what each ctx.run step costs, the run's start included. */
       addedPerJournalStepUs: stepsPerCall ? round(added.p50Us / stepsPerCall, 0) : undefined,
     };
@@ -181,7 +213,8 @@ export async function restateEngine(settings: Settings, stores: Stores) {
 }
 
 /**
- * The ctx.run steps (Restate journal commands "Run") of one run's workflow, the median over the
+ * The ctx.run steps (Restate journal commands "Run", named "journal" as Stepwise's are; the bound's
+ * Restate service names its steps otherwise) of one run's workflow, the median over the
  * runs restate-server still holds, from its admin API's SQL view of the journals; undefined when
  * the query is not answered.
  */
@@ -190,7 +223,7 @@ async function ctxRunsPerRun(adminUrl: string): Promise<number | undefined> {
     const response = await fetch(`${adminUrl}/query`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'application/json' },
-      body: JSON.stringify({ query: "SELECT id, count(*) AS steps FROM sys_journal WHERE entry_type = 'Command: Run' GROUP BY id" }),
+      body: JSON.stringify({ query: "SELECT id, count(*) AS steps FROM sys_journal WHERE entry_type = 'Command: Run' AND name = 'journal' GROUP BY id" }),
       signal: AbortSignal.timeout(10_000),
     });
     if (!response.ok) return undefined;

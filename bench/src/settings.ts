@@ -39,7 +39,18 @@ export const settings = {
    * without this the floor would be measured warm and every contender cold.
    */
   warmupCalls: quick ? 60 : 3_000,
-  rounds: quick ? 3 : 15,
+  /**
+   * Model calls a contender of section 1 and the floor each make, untimed and in turn, just before
+   * their timed pair (at least one task each). A contender idles while a dozen others run (15 s or
+   * so), and an idle process on this machine comes back slow for a while: the bare SDK client, after
+   * 15 s of idling while its twin kept running, took 1.92× its twin's time per call after 5 untimed
+   * tasks (100 calls), 1.06× after 40 (800 calls). With one task of the contender alone, as before
+   * 2026-11-27, every contender was measured part-cold against a floor always warm (the floor's own
+   * code plus one SQLite commit per call read 2.19×); with 800 calls of the contender alone, the floor
+   * idled meanwhile and was the cold one (the same code read 0.82×).
+   */
+  rewarmCalls: quick ? 0 : 800,
+  rounds: quick ? 3 : 12,
   stopTrials: quick ? 5 : 200,
   sessions: list(option('sessions'))?.map(Number) ?? (quick ? [10, 30] : [10, 25, 50, 75, 100, 150, 250, 500, 1000, 2000]),
   tokens: quick ? 2_000 : 20_000,

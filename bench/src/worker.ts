@@ -1,6 +1,18 @@
 // One framework in one warm process, driven over IPC by the benchmark runner.
 import './guard.ts';
-import { bareLockstep, bareOpenAi, journaledFloor, journaledFloorPg, type Framework, langGraph, now, openAiAgents, stepwise, vercelAi } from './frameworks.ts';
+import {
+  bareLockstep,
+  bareOpenAi,
+  journaledFloor,
+  journaledFloorPg,
+  restateFloor,
+  type Framework,
+  langGraph,
+  now,
+  openAiAgents,
+  stepwise,
+  vercelAi,
+} from './frameworks.ts';
 
 export type WorkerCommand =
   | { cmd: 'task'; steps: number }
@@ -13,12 +25,13 @@ export type WorkerReply =
   | { ok: true; totalMs: number; lags: number[]; failedCalls: number; rss: number; cpuUs: number }
   | { ok: false; error: string };
 
-const [name, target, databaseUrl] = process.argv.slice(2) as [string, string, string | undefined];
+const [name, target, ...extra] = process.argv.slice(2) as [string, string, ...string[]];
 const factories: Record<string, () => Framework | Promise<Framework>> = {
   floor: () => bareOpenAi(target),
   'floor-journal': () => journaledFloor(target),
   'floor-journal-full': () => journaledFloor(target, 'full'),
-  'floor-journal-pg': () => journaledFloorPg(target, databaseUrl!),
+  'floor-journal-pg': () => journaledFloorPg(target, extra[0]!),
+  'floor-restate': () => restateFloor(target, extra[0]!, extra[1]!),
   agents: () => openAiAgents(target),
   ai: () => vercelAi(target),
   langgraph: () => langGraph(target),
