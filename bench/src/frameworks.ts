@@ -46,6 +46,53 @@ async function abortInFlight(start: (signal: AbortSignal) => Promise<unknown>, i
 const add = (expression: string) => String(Number(expression.split('+')[0]) + 1);
 const calculatorArgs = z.object({ expression: z.string() });
 
+/** The calculator tool as the floor's loops offer it. */
+const FLOOR_TOOLS = [{ type: 'function' as const, function: { name: 'calculator', description: 'Evaluate', parameters: z.toJSONSchema(calculatorArgs) } }];
+
+/** The floor's loop: model calls (made by `call`) until a reply asks for no tool, each tool call answered inline. */
+async function floorTask(call: (messages: OpenAI.Chat.ChatCompletionMessageParam[]) => Promise<OpenAI.Chat.ChatCompletionMessage>): Promise<number> {
+  const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [{ role: 'user', content: PROMPT }];
+  for (let calls = 1; ; calls++) {
+    const message = await call(messages);
+    const toolCall = message.tool_calls?.[0];
+    if (toolCall?.type !== 'function') return calls;
+    messages.push(message, { role: 'tool', tool_call_id: toolCall.id, content: add(JSON.parse(toolCall.function.arguments).expression) });
+  }
+}
+
+/** One model call of the floor, as the bare SDK makes it. */
+const modelCall = (client: OpenAI) => async (messages: OpenAI.Chat.ChatCompletionMessageParam[]) =>
+  (await client.chat.completions.create({ model: 'bench', messages, tools: FLOOR_TOOLS })).choices[0]!.message;
+
+/**
+ * The floor's loop in a framework's shape, each reply handed to `journal` (with the task's number and
+ * the call's) before its tool runs.
+ */
+function sdkLoop(
+  baseURL: string,
+  name: string,
+  journal?: (message: OpenAI.Chat.ChatCompletionMessage, task: number, call: number) => void | Promise<void>,
+): Framework {
+  const client = new OpenAI({ baseURL, apiKey: 'bench', maxRetries: 0 });
+  const call = modelCall(client);
+  let tasks = 0;
+  return {
+    name,
+    task() {
+      const task = ++tasks;
+      let calls = 0;
+      return floorTask(async (messages) => {
+        const message = await call(messages);
+        await journal?.(message, task, ++calls);
+        return message;
+      });
+    },
+    stop: (marker, inFlight) =>
+      abortInFlight((signal) => client.chat.completions.create({ model: 'bench', messages: [{ role: 'user', content: marker }] }, { signal }), inFlight),
+    async close() {},
+  };
+}
+
 /** The floor: the same model calls with the bare openai SDK, tool calls answered inline. */
 export function bareOpenAi(baseURL: string): Framework {
   return sdkLoop(baseURL, 'openai SDK (floor)');
@@ -64,18 +111,13 @@ export function journaledFloor(baseURL: string, sync: 'normal' | 'full' = 'norma
   db.prepare(`pragma synchronous = ${sync}`).get([]);
   db.exec('create table journal (run text not null, seq integer not null, entry text not null, primary key (run, seq))');
   const insert = db.prepare('insert into journal (run, seq, entry) values (?, ?, ?)');
-  let runs = 0;
-  const loop = sdkLoop(baseURL, `openai SDK + a journal commit per call (synchronous=${sync})`, (message, calls) => {
+  const loop = sdkLoop(baseURL, `openai SDK + a journal commit per call (synchronous=${sync})`, (message, task, call) => {
     db.exec('begin');
-    insert.run([String(runs), calls, JSON.stringify(message)]);
+    insert.run([String(task), call, JSON.stringify(message)]);
     db.exec('commit');
   });
   return {
     ...loop,
-    task: (steps) => {
-      runs++;
-      return loop.task(steps);
-    },
     async close() {
       db.close();
       rmSync(dir, { recursive: true, force: true });
@@ -88,29 +130,21 @@ export async function journaledFloorPg(baseURL: string, databaseUrl: string): Pr
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   await client.query('create table journal (run text not null, seq integer not null, entry jsonb not null, primary key (run, seq))');
-  let runs = 0;
-  const loop = sdkLoop(baseURL, 'openai SDK + a PostgreSQL journal commit per call', async (message, calls) => {
+  const loop = sdkLoop(baseURL, 'openai SDK + a PostgreSQL journal commit per call', async (message, task, call) => {
     await client.query({
       name: 'journal',
       text: 'insert into journal (run, seq, entry) values ($1, $2, $3)',
-      values: [String(runs), calls, JSON.stringify(message)],
+      values: [String(task), call, JSON.stringify(message)],
     });
   });
-  return {
-    ...loop,
-    task: (steps) => {
-      runs++;
-      return loop.task(steps);
-    },
-    close: () => client.end(),
-  };
+  return { ...loop, close: () => client.end() };
 }
 
 /**
- * The floor on Restate, and the least a durable agent on it must add: the same loop as a Restate
- * service handler, each model call inside a ctx.run step (journaled by restate-server before the
- * handler acts on its reply). One invocation per task, through the ingress. Not a framework: what
- * one Restate journal step per model call costs by itself, which RUN_ENGINE=restate pays for each call.
+ * The floor on Restate: the same loop as a Restate service handler, each model call inside a
+ * ctx.run step (journaled by restate-server before the handler acts on its reply). One invocation
+ * per task, through the ingress. Not a framework: what one Restate journal step per model call
+ * costs by itself, which RUN_ENGINE=restate pays for each call.
  */
 export async function restateFloor(baseURL: string, ingressUrl: string, adminUrl: string): Promise<Framework> {
   // The SDK needs Promise.withResolvers (Node 22+): the standard polyfill, for Node 20.
@@ -119,23 +153,11 @@ export async function restateFloor(baseURL: string, ingressUrl: string, adminUrl
   // The SDK logs every invocation at INFO to the console, the runner's output.
   process.env.RESTATE_LOGGING ??= 'WARN';
   const restate = await import('@restatedev/restate-sdk');
-  const client = new OpenAI({ baseURL, apiKey: 'bench', maxRetries: 0 });
-  const tools = [{ type: 'function' as const, function: { name: 'calculator', description: 'Evaluate', parameters: z.toJSONSchema(calculatorArgs) } }];
+  const call = modelCall(new OpenAI({ baseURL, apiKey: 'bench', maxRetries: 0 }));
   const service = restate.service({
     name: 'BenchFloor',
     handlers: {
-      task: async (ctx: import('@restatedev/restate-sdk').Context): Promise<number> => {
-        const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [{ role: 'user', content: PROMPT }];
-        for (let calls = 1; ; calls++) {
-          const message = await ctx.run('bench floor call', async () => {
-            const response = await client.chat.completions.create({ model: 'bench', messages, tools });
-            return response.choices[0]!.message;
-          });
-          const call = message.tool_calls?.[0];
-          if (call?.type !== 'function') return calls;
-          messages.push(message, { role: 'tool', tool_call_id: call.id, content: add(JSON.parse(call.function.arguments).expression) });
-        }
-      },
+      task: (ctx: import('@restatedev/restate-sdk').Context) => floorTask((messages) => ctx.run('bench floor call', () => call(messages))),
     },
   });
   const server = createHttp2Server(restate.endpoint().bind(service).http2Handler());
@@ -158,28 +180,6 @@ export async function restateFloor(baseURL: string, ingressUrl: string, adminUrl
     async close() {
       server.close();
     },
-  };
-}
-
-function sdkLoop(baseURL: string, name: string, journal?: (message: OpenAI.Chat.ChatCompletionMessage, calls: number) => void | Promise<void>): Framework {
-  const client = new OpenAI({ baseURL, apiKey: 'bench', maxRetries: 0 });
-  const tools = [{ type: 'function' as const, function: { name: 'calculator', description: 'Evaluate', parameters: z.toJSONSchema(calculatorArgs) } }];
-  return {
-    name,
-    async task() {
-      const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [{ role: 'user', content: PROMPT }];
-      for (let calls = 1; ; calls++) {
-        const response = await client.chat.completions.create({ model: 'bench', messages, tools });
-        const message = response.choices[0]!.message;
-        await journal?.(message, calls);
-        const call = message.tool_calls?.[0];
-        if (call?.type !== 'function') return calls;
-        messages.push(message, { role: 'tool', tool_call_id: call.id, content: add(JSON.parse(call.function.arguments).expression) });
-      }
-    },
-    stop: (marker, inFlight) =>
-      abortInFlight((signal) => client.chat.completions.create({ model: 'bench', messages: [{ role: 'user', content: marker }] }, { signal }), inFlight),
-    async close() {},
   };
 }
 

@@ -89,6 +89,12 @@ export function report(results: any): string {
       );
     }
     const fresh = overhead.rows.find((row: any) => row.newChatMs !== undefined);
+    const rewarm = overhead.rewarmCalls ? `at least ${overhead.rewarmCalls} model calls each` : 'one task each';
+    // Runs before 2026-11-27 evening warmed the contender alone, with one task.
+    const warming =
+      overhead.rewarmCalls === undefined
+        ? 'and preceded by one untimed task of the same contender (the floor runs before every contender and is always warm; the contender has idled while the others ran: too little to warm it again, see the reading of 2026-11-27 evening)'
+        : `and preceded by untimed tasks of the contender and the floor in turn (${rewarm}): the contender has idled while the others ran, and the floor while the contender warmed up, and an idle process on this machine comes back slow (after 15 s of idling the bare SDK client took 1.92× its time per call after 100 untimed calls, 1.06× after 800)`;
     const method = overhead.rows.some((row: any) => row.kind !== undefined);
     if (!method) {
       lines.push('', '(Figures of an older harness: Stepwise ran every task in one growing chat; CPU and request sizes were not measured.)', '');
@@ -98,7 +104,7 @@ export function report(results: any): string {
         'Stepwise opens a new chat (a new WebSocket session) for every task, outside the timed part, as a user starting a conversation would; ' +
           'the row marked "one growing chat" runs every task in one session instead, so its requests carry the whole history (see their size) and its ratio grows with the number of rounds: it is not a per-call figure.' +
           (fresh ? ` Opening a new chat (socket open to \`session\`) took ${fresh.newChatMs.toFixed(1)} ms (median, ${fresh.name}).` : ''),
-        `Each run is paired with a floor run just before it, ${overhead.rewarmCalls === undefined ? 'and preceded by one untimed task of the same contender (the floor runs before every contender and is always warm; the contender has idled while the others ran: too little to warm it again, see the reading of 2026-11-27 evening)' : `and preceded by untimed tasks of the contender and the floor in turn (${overhead.rewarmCalls ? `at least ${overhead.rewarmCalls} model calls each` : 'one task each'}): the contender has idled while the others ran, and the floor while the contender warmed up, and an idle process on this machine comes back slow (after 15 s of idling the bare SDK client took 1.92× its time per call after 100 untimed calls, 1.06× after 800)`}; ratio and overhead are taken within each pair, medians over rounds. CPU per call: the process's user + system time over the measured runs divided by their model calls (a framework's own process: \`process.cpuUsage()\` around each run; Stepwise's server: /proc/PID/stat around each run, opening its new chat included, in 10 ms ticks, summed; with PostgreSQL, the database's own processes are not counted). Stepwise makes three model calls per step (reason, act, observe), the peers one.`,
+        `Each run is paired with a floor run just before it, ${warming}; ratio and overhead are taken within each pair, medians over rounds. CPU per call: the process's user + system time over the measured runs divided by their model calls (a framework's own process: \`process.cpuUsage()\` around each run; Stepwise's server: /proc/PID/stat around each run, opening its new chat included, in 10 ms ticks, summed; with PostgreSQL, the database's own processes are not counted). Stepwise makes three model calls per step (reason, act, observe), the peers one.`,
         ...(overhead.rows.some((row: any) => row.kind === 'bound')
           ? [
               '',

@@ -87,9 +87,9 @@ export async function restateEngine(settings: Settings, stores: Stores) {
       engines.push({ key, name, server, worker });
     }
 
-    // Lower bounds, not engines: the floor with one journal step per model call in restate-server
-    // (a ctx.run in a Restate service) and with one SQLite commit per call. What Restate's journal
-    // step costs at least, on this machine, whatever engine is built on it.
+    // Not engines: the floor with one journal step per model call in restate-server (a ctx.run in a
+    // Restate service), and with one SQLite commit per call. What a Restate journal step costs by
+    // itself on this machine, whatever engine is built on it.
     const bounds = {
       'in-process': await startWorker('floor-journal', model.url),
       restate: await startWorker('floor-restate', model.url, restate.ingressUrl, restate.adminUrl),
@@ -108,7 +108,7 @@ export async function restateEngine(settings: Settings, stores: Stores) {
     const restateRatios: number[] = [];
     const addedUs: number[] = [];
     const boundPerCallMs = { 'in-process': [] as number[], restate: [] as number[] };
-    /** Per round: the Restate bound's time per call over the SQLite bound's (µs). */
+    /** Per round: the Restate floor's time per call minus the SQLite-journaled floor's (µs). */
     const boundAddedUs: number[] = [];
     const add = (tally: Tally, result: TaskResult, serverCpuMs = 0, restateCpuMs = 0) => {
       tally.perCall.push(result.ms / result.calls);
@@ -190,7 +190,7 @@ export async function restateEngine(settings: Settings, stores: Stores) {
     };
     for (const row of rows) log(`   ${JSON.stringify(row)}`);
     log(
-      `   restate adds ${added.p50Us} µs per model call (p50; p95 ${added.p95Us} µs); at least ${bound.addedP50Us} µs (the bounds: ${JSON.stringify(bound)})`,
+      `   restate adds ${added.p50Us} µs per model call (p50; p95 ${added.p95Us} µs); a Restate step by itself ${bound.addedP50Us} µs (${JSON.stringify(bound)})`,
     );
     return {
       steps: settings.steps,
@@ -201,7 +201,7 @@ export async function restateEngine(settings: Settings, stores: Stores) {
       addedPerCallUs: added,
       /**
        * The floor with one Restate ctx.run step per model call against the floor with one SQLite commit
-       * per call: the least Restate adds per call to any engine that journals its model calls there.
+       * per call: what a Restate journal step per call costs by itself, for any engine that makes one.
        */
       bound,
       /** The added time spread over the journal steps of a call: what each ctx.run step costs, the run's start included. */
@@ -213,8 +213,8 @@ export async function restateEngine(settings: Settings, stores: Stores) {
 }
 
 /**
- * The ctx.run steps (Restate journal commands "Run", named "journal" as Stepwise's are; the bound's
- * Restate service names its steps otherwise) of one run's workflow, the median over the
+ * The ctx.run steps (Restate journal commands "Run", named "journal" as Stepwise's are; the Restate
+ * floor names its steps otherwise) of one run's workflow, the median over the
  * runs restate-server still holds, from its admin API's SQL view of the journals; undefined when
  * the query is not answered.
  */

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket, { WebSocketServer } from 'ws';
 import { WebSocketConnection } from '../../backend/src/transport/websocket-connection.ts';
 
-const LIMITS = { socketMaxBufferedBytes: 1 << 20, slowSocketTimeoutMs: 10_000 };
+const LIMITS = { socketMaxBufferedBytes: 1 << 20, slowSocketTimeoutMs: 10_000, socketBatchMs: 0 };
 
 let server: WebSocketServer | undefined;
 let client: WebSocket | undefined;
@@ -22,7 +22,7 @@ afterEach(async () => {
 });
 
 /** A server whose one connection is a WebSocketConnection, and a client that keeps every message it gets. */
-async function connected(limits: typeof LIMITS & { socketBatchMs?: number } = LIMITS): Promise<{
+async function connected(limits: typeof LIMITS = LIMITS): Promise<{
   connection: WebSocketConnection;
   writes: () => number;
   frames: () => string[];

@@ -5,7 +5,7 @@ import type { ClientConnection } from '../chat/client-connection.ts';
 import type { Config } from '../config/config.ts';
 
 /** How far behind a client may fall: the socket's unsent bytes, and for how long they may stay above that. */
-export type BackpressureLimits = Pick<Config['limits'], 'socketMaxBufferedBytes' | 'slowSocketTimeoutMs'> & Partial<Pick<Config['limits'], 'socketBatchMs'>>;
+export type BackpressureLimits = Pick<Config['limits'], 'socketMaxBufferedBytes' | 'slowSocketTimeoutMs' | 'socketBatchMs'>;
 
 /** "Try again later": the client read too slowly. It may rejoin with `after_seq` and lose nothing. */
 const TOO_SLOW = 1013;
@@ -132,7 +132,7 @@ export class WebSocketConnection implements ClientConnection {
   /** Uncorks at this turn's end (the next tick), or, for progress within `socketBatchMs` of the last write, when that time is up. */
   private scheduleFlush(progress: boolean): void {
     if (this.flushQueued) return;
-    const wait = progress ? this.flushedAt + (this.limits.socketBatchMs ?? 0) - performance.now() : 0;
+    const wait = progress ? this.flushedAt + this.limits.socketBatchMs - performance.now() : 0;
     if (wait > 0) {
       if (this.flushTimer === undefined) {
         this.flushTimer = setTimeout(this.uncork, wait);
