@@ -1,17 +1,22 @@
 // 3. N sessions in lockstep, each a three-step run (9 model calls) against a model that takes
 // 250 ms per call: how late each reply reaches its client. Stepwise on each store, against the
 // bare openai SDK making the same calls for N sessions in one process of its own (the floor: what
-// any server built on that SDK starts from), each N in turn on every side.
+// any server built on that SDK starts from), each N in turn on every side. Each side is a new
+// process per N, warmed up first with an untimed lockstep of the same shape (WARM_UP_SESSIONS at
+// most): a process here takes about 2,000 model calls to reach its steady speed, and a server in use
+// has long been warm.
 import { cpuMs, currentRss, peakRss, startModelServer, startWorker } from './processes.ts';
 import { log, now, type Settings, sleep } from './settings.ts';
 import { mb, median, quantile, round } from './stats.ts';
 import { startStepwise } from './stepwise-server.ts';
 import type { StoreSetup, Stores } from './stores.ts';
-import { AGENT_RUN, type Client, openClient, warmUpChat } from './ws-client.ts';
+import { AGENT_RUN, type Client, openClient } from './ws-client.ts';
 
 const LATENCY_MS = 250;
 const CALLS = 9;
 export const BARE_SDK = 'bare openai SDK client';
+/** Most sessions of the untimed lockstep each side runs first (CALLS model calls each). */
+const WARM_UP_SESSIONS = 200;
 
 /** One system at one N. */
 interface ConcurrencyRow {
@@ -50,6 +55,7 @@ export async function concurrency(settings: Settings, stores: Stores) {
   return {
     latencyMs: LATENCY_MS,
     calls: CALLS,
+    warmUpSessions: WARM_UP_SESSIONS,
     sessions: settings.sessions,
     rows,
     largestUnder100ms: Object.fromEntries(systems.map((system) => [system, largest(system)])),
@@ -59,7 +65,7 @@ export async function concurrency(settings: Settings, stores: Stores) {
 /** N lockstep sessions of bare SDK calls in a new worker process. */
 async function bare(modelUrl: string, sessions: number): Promise<ConcurrencyRow> {
   const worker = await startWorker('floor', modelUrl);
-  await worker.lockstep(1, CALLS); // the warm-up chat each Stepwise server gets too
+  await worker.lockstep(Math.min(sessions, WARM_UP_SESSIONS), CALLS); // the warm-up each Stepwise server gets too
   const result = await worker.lockstep(sessions, CALLS);
   await worker.exit();
   return {
@@ -80,19 +86,15 @@ async function bare(modelUrl: string, sessions: number): Promise<ConcurrencyRow>
 /** N lockstep sessions against a new Stepwise server, each from its own WebSocket in this process. */
 async function stepwise(modelUrl: string, store: StoreSetup, sessions: number): Promise<ConcurrencyRow> {
   const server = await startStepwise(modelUrl, { env: await store.env() });
-  await warmUpChat(server.wsUrl);
+  const warmUp = await openClients(server.wsUrl, Math.min(sessions, WARM_UP_SESSIONS));
+  await lockstep(warmUp);
+  for (const client of warmUp) client.socket.close();
   const before = currentRss(server.pid);
-  const clients: Client[] = [];
-  for (let index = 0; index < sessions; index += 50) {
-    clients.push(...(await Promise.all(Array.from({ length: Math.min(50, sessions - index) }, () => openClient(server.wsUrl)))));
-  }
+  const clients = await openClients(server.wsUrl, sessions);
   await sleep(500);
   const idleRssPerSessionKb = (currentRss(server.pid) - before) / sessions / 1024;
   const cpuBefore = cpuMs(server.pid);
-  const started = now();
-  for (const client of clients) client.socket.send(AGENT_RUN);
-  await Promise.all(clients.map((client) => client.done));
-  const totalMs = now() - started;
+  const totalMs = await lockstep(clients);
   const serverCpuMs = cpuMs(server.pid) - cpuBefore;
   const lags = clients.flatMap((client) => client.lags);
   const row: ConcurrencyRow = {
@@ -111,4 +113,21 @@ async function stepwise(modelUrl: string, store: StoreSetup, sessions: number): 
   for (const client of clients) client.socket.close();
   await server.stop();
   return row;
+}
+
+/** N new sessions of one server, opened 50 at a time. */
+async function openClients(wsUrl: string, sessions: number): Promise<Client[]> {
+  const clients: Client[] = [];
+  for (let index = 0; index < sessions; index += 50) {
+    clients.push(...(await Promise.all(Array.from({ length: Math.min(50, sessions - index) }, () => openClient(wsUrl)))));
+  }
+  return clients;
+}
+
+/** One three-step run in every session at once; resolves with the time until the last ended, ms. */
+async function lockstep(clients: Client[]): Promise<number> {
+  const started = now();
+  for (const client of clients) client.socket.send(AGENT_RUN);
+  await Promise.all(clients.map((client) => client.done));
+  return now() - started;
 }

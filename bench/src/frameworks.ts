@@ -65,6 +65,29 @@ const modelCall = (client: OpenAI) => async (messages: OpenAI.Chat.ChatCompletio
   (await client.chat.completions.create({ model: 'bench', messages, tools: FLOOR_TOOLS })).choices[0]!.message;
 
 /**
+ * One model call of the floor with `stream: true`: the reply read chunk by chunk through the SDK's
+ * stream and put together (its text and its tool calls), as an app that shows text as it comes does.
+ */
+const streamedModelCall = (client: OpenAI) => async (messages: OpenAI.Chat.ChatCompletionMessageParam[]) => {
+  let content = '';
+  const calls: { id: string; name: string; arguments: string }[] = [];
+  for await (const chunk of await client.chat.completions.create({ model: 'bench', messages, tools: FLOOR_TOOLS, stream: true })) {
+    const delta = chunk.choices[0]?.delta;
+    if (delta?.content) content += delta.content;
+    for (const part of delta?.tool_calls ?? []) {
+      calls[part.index] ??= { id: '', name: '', arguments: '' };
+      const call = calls[part.index]!;
+      if (part.id) call.id = part.id;
+      if (part.function?.name) call.name += part.function.name;
+      if (part.function?.arguments) call.arguments += part.function.arguments;
+    }
+  }
+  const message: OpenAI.Chat.ChatCompletionMessage = { role: 'assistant', content, refusal: null };
+  if (calls.length) message.tool_calls = calls.map(({ id, name, arguments: args }) => ({ id, type: 'function', function: { name, arguments: args } }));
+  return message;
+};
+
+/**
  * The floor's loop in a framework's shape, each reply handed to `journal` (with the task's number and
  * the call's) before its tool runs.
  */
@@ -72,9 +95,10 @@ function sdkLoop(
   baseURL: string,
   name: string,
   journal?: (message: OpenAI.Chat.ChatCompletionMessage, task: number, call: number) => void | Promise<void>,
+  streaming = false,
 ): Framework {
   const client = new OpenAI({ baseURL, apiKey: 'bench', maxRetries: 0 });
-  const call = modelCall(client);
+  const call = (streaming ? streamedModelCall : modelCall)(client);
   let tasks = 0;
   return {
     name,
@@ -96,6 +120,11 @@ function sdkLoop(
 /** The floor: the same model calls with the bare openai SDK, tool calls answered inline. */
 export function bareOpenAi(baseURL: string): Framework {
   return sdkLoop(baseURL, 'openai SDK (floor)');
+}
+
+/** The floor's loop with every reply streamed (`stream: true`): what reading a stream costs the bare SDK. */
+export function streamedOpenAi(baseURL: string): Framework {
+  return sdkLoop(baseURL, 'openai SDK, streaming', undefined, true);
 }
 
 /**

@@ -1,11 +1,12 @@
-// 1. Time and CPU per model call above bare openai SDK calls (the floor). Every framework runs in a
-// warm process of its own (each first makes settings.warmupCalls model calls, so that all are
-// measured at their steady speed); Stepwise's server is a process of its own too, its client another. In
-// each round every contender runs once, in an order that rotates from round to round, and each run
-// is paired with a floor run just before it: the ratio is taken within that pair, the median over
-// rounds, so that the machine's drift over a run falls on both sides of every ratio alike. Each
-// contender and the floor first run untimed tasks in turn (settings.rewarmCalls): a process that
-// idled is slow for a while on this machine.
+// 1. Time and CPU per model call above bare openai SDK calls (the floor). Each contender is measured
+// in blocks: its processes (Stepwise's server is a process of its own, its client another) and a
+// floor of the block's own start new, make settings.warmupCalls model calls in turn, then run
+// settings.rounds timed tasks back to back, each paired with a floor task just before it; then they
+// stop. The ratio is taken within each pair, the median over pairs. Neither side of a pair ever
+// idles, and both are as old: memory a process here has not touched for a minute is slow to touch
+// again (see settings.warmupCalls), and a process that has run for minutes is faster than one warmed
+// up for seconds. Every contender is measured in settings.overheadPasses blocks, the second pass in
+// the reverse order, so that the machine's drift over a run falls on both ends of the order alike.
 import type { StepwiseChat } from './frameworks.ts';
 import { cpuMs, currentRss, peakRss, startModelServer, startWorker, type TaskResult, type Worker } from './processes.ts';
 import { log, type Settings } from './settings.ts';
@@ -16,10 +17,15 @@ import type { StoreSetup, Stores } from './stores.ts';
 interface Contender {
   key: string;
   name: string;
-  worker: Worker;
-  stepwise?: { server: StepwiseServer; chat: StepwiseChat; streaming: boolean; store: string };
+  /** Starts the contender's processes, new for each block. */
+  start: () => Promise<{ worker: Worker; server?: StepwiseServer }>;
+  stepwise?: { chat: StepwiseChat; streaming: boolean; store: string };
   /** Not a framework: the floor plus one journal commit per call on this store. */
   bound?: { store: string };
+  /** Not a framework: the floor's own code in a new process, measured as a contender (it should read 1.00×). */
+  check?: true;
+  /** Not a framework: the floor's loop with every reply streamed. */
+  streamingFloor?: true;
 }
 
 /** What the runs of one contender add up to. */
@@ -36,6 +42,8 @@ interface Tally {
   requestBytes: number;
   requestMaxBytes: number;
   rss: number;
+  serverRss: number;
+  serverRssNow: number;
 }
 
 const emptyTally = (): Tally => ({
@@ -51,47 +59,73 @@ const emptyTally = (): Tally => ({
   requestBytes: 0,
   requestMaxBytes: 0,
   rss: 0,
+  serverRss: 0,
+  serverRssNow: 0,
 });
 
 export async function overhead(settings: Settings, stores: Stores) {
-  log(`1. overhead per model call: ${settings.steps} tool steps per task, ${settings.rounds} rounds`);
+  log(`1. overhead per model call: ${settings.steps} tool steps per task, ${settings.overheadPasses} block(s) of ${settings.rounds} timed pairs per contender`);
   const model = await startModelServer({ BENCH_MODE: 'task', BENCH_STEPS: String(settings.steps) });
   const bodies = async () => (await (await fetch(`${model.stats}/bodies`)).json()) as { requests: number; bytes: number; maxBytes: number };
-  const floor = await startWorker('floor', model.url);
   const contenders: Contender[] = [];
-  const addStepwise = async (key: string, name: string, store: StoreSetup, chat: StepwiseChat, streaming: boolean) => {
-    const server = await startStepwise(model.url, { env: { ...(await store.env()), ...(streaming ? {} : { LLM_STREAMING: 'false' }) } });
-    const worker = await startWorker(`stepwise-${chat}`, server.wsUrl);
-    contenders.push({ key, name, worker, stepwise: { server, chat, streaming, store: store.label } });
-  };
+  const addStepwise = (key: string, name: string, store: StoreSetup, chat: StepwiseChat, streaming: boolean) =>
+    contenders.push({
+      key,
+      name,
+      stepwise: { chat, streaming, store: store.label },
+      async start() {
+        const server = await startStepwise(model.url, { env: { ...(await store.env()), ...(streaming ? {} : { LLM_STREAMING: 'false' }) } });
+        try {
+          return { server, worker: await startWorker(`stepwise-${chat}`, server.wsUrl) };
+        } catch (error) {
+          await server.stop();
+          throw error;
+        }
+      },
+    });
   const stepwiseStores = [...stores.embeddedVariants, ...(stores.postgres ? [stores.postgres] : [])];
-  for (const store of stepwiseStores) await addStepwise(`stepwise-${store.key}`, `Stepwise, streaming (the default), ${store.label}`, store, 'fresh', true);
+  for (const store of stepwiseStores) addStepwise(`stepwise-${store.key}`, `Stepwise, streaming (the default), ${store.label}`, store, 'fresh', true);
   for (const store of stores.embeddedVariants)
-    await addStepwise(`stepwise-plain-${store.key}`, `Stepwise, LLM_STREAMING=false, ${store.label}`, store, 'fresh', false);
+    addStepwise(`stepwise-plain-${store.key}`, `Stepwise, LLM_STREAMING=false, ${store.label}`, store, 'fresh', false);
   const growingStore = stores.embeddedVariants[0]!;
-  await addStepwise('stepwise-growing', `Stepwise, streaming, ${growingStore.label}, one growing chat for every task`, growingStore, 'growing', true);
+  addStepwise('stepwise-growing', `Stepwise, streaming, ${growingStore.label}, one growing chat for every task`, growingStore, 'growing', true);
   // What one journal commit per model call costs by itself on each store: the floor's own loop with
   // each reply committed before its tool runs (see journaledFloor).
   for (const store of stepwiseStores) {
     const sync = store.key === 'embedded-full' ? 'full' : 'normal';
-    const worker =
-      store.key === 'postgres'
-        ? await startWorker('floor-journal-pg', model.url, (await store.env()).DATABASE_URL!)
-        : await startWorker(sync === 'full' ? 'floor-journal-full' : 'floor-journal', model.url);
     const where = store.key === 'postgres' ? 'PostgreSQL' : `SQLite, synchronous=${sync}`;
     contenders.push({
       key: `bound-${store.key}`,
       name: `openai SDK calls + one ${where} journal commit per call (not a framework)`,
-      worker,
       bound: { store: store.label },
+      start: async () => ({
+        worker:
+          store.key === 'postgres'
+            ? await startWorker('floor-journal-pg', model.url, (await store.env()).DATABASE_URL!)
+            : await startWorker(sync === 'full' ? 'floor-journal-full' : 'floor-journal', model.url),
+      }),
     });
   }
+  // The method's own check: the floor's code in a new process of its own, measured as every contender is.
+  contenders.push({
+    key: 'floor-twin',
+    name: "openai SDK calls in a new process, measured as a contender (the floor's own code: the method's check)",
+    check: true,
+    start: async () => ({ worker: await startWorker('floor', model.url) }),
+  });
+  // What reading a stream costs the bare SDK: Stepwise streams by default, the floor does not.
+  contenders.push({
+    key: 'floor-streaming',
+    name: "openai SDK calls with stream: true, the reply put together from its chunks (the floor's loop otherwise; not a framework)",
+    streamingFloor: true,
+    start: async () => ({ worker: await startWorker('floor-streaming', model.url) }),
+  });
   for (const [key, name] of [
     ['agents', 'OpenAI Agents SDK'],
     ['ai', 'Vercel AI SDK'],
     ['langgraph', 'LangGraph.js'],
   ] as const) {
-    contenders.push({ key, name, worker: await startWorker(key, model.url) });
+    contenders.push({ key, name, start: async () => ({ worker: await startWorker(key, model.url) }) });
   }
 
   const floorTally = emptyTally();
@@ -114,33 +148,48 @@ export async function overhead(settings: Settings, stores: Stores) {
     tally.requests += sent.requests;
     tally.requestBytes += sent.bytes;
     tally.requestMaxBytes = Math.max(tally.requestMaxBytes, sent.maxBytes);
-    tally.rss = result.rss;
+    tally.rss = Math.max(tally.rss, result.rss);
   };
-  // Every process to its steady speed first, the floor too (see settings.warmupCalls).
-  for (const worker of [floor, ...contenders.map((contender) => contender.worker)]) {
-    for (let calls = 0; calls < settings.warmupCalls; ) calls += (await worker.task(settings.steps)).calls;
-  }
-  log(`   every process warmed up with ${settings.warmupCalls} model calls`);
-  for (let round = -settings.warmup; round < settings.rounds; round++) {
-    const offset = ((round % contenders.length) + contenders.length) % contenders.length;
-    for (const contender of [...contenders.slice(offset), ...contenders.slice(0, offset)]) {
-      // Each contender idles while the others run, and the floor while a contender warms up. Untimed
-      // tasks of both, in turn, first bring them back to the speed of a process in use (see settings.rewarmCalls).
-      // Both sides in turn, so that neither idles while the other warms up.
-      for (let calls = 0, floorCalls = 0; calls === 0 || calls < settings.rewarmCalls || floorCalls < settings.rewarmCalls; ) {
-        calls += (await contender.worker.task(settings.steps)).calls;
-        floorCalls += (await floor.task(settings.steps)).calls;
+  for (let pass = 0; pass < settings.overheadPasses; pass++) {
+    for (const contender of pass % 2 === 0 ? contenders : [...contenders].reverse()) {
+      // A floor of the block's own, as new as the contender: a process that has run for minutes is
+      // faster than one warmed up for seconds (the floor's code in a new process read 1.14× a floor
+      // that had run since the start).
+      const floor = await startWorker('floor', model.url);
+      const { worker, server } = await contender.start().catch(async (error: unknown) => {
+        await floor.exit();
+        throw error;
+      });
+      try {
+        // Both to their steady speed, in turn, so that neither idles while the other warms up; the
+        // growing chat also until its requests carry settings.growingChatKiB of history.
+        const growing = contender.stepwise?.chat === 'growing';
+        for (let calls = 0, floorCalls = 0, grown = !growing; calls < settings.warmupCalls || floorCalls < settings.warmupCalls || !grown; ) {
+          calls += (await worker.task(settings.steps)).calls;
+          if (!grown) grown = (await bodies()).maxBytes >= settings.growingChatKiB * 1024;
+          floorCalls += (await floor.task(settings.steps)).calls;
+        }
+        const tally = tallies.get(contender.key)!;
+        for (let pair = 0; pair < settings.rounds; pair++) {
+          const floorRun = await run(floor);
+          const contenderRun = await run(worker, server);
+          const floorPerCall = floorRun.result.ms / floorRun.result.calls;
+          const perCall = contenderRun.result.ms / contenderRun.result.calls;
+          add(floorTally, floorRun);
+          add(tally, contenderRun);
+          tally.overheadsUs.push((perCall - floorPerCall) * 1000);
+          tally.ratios.push(perCall / floorPerCall);
+        }
+        if (server) {
+          tally.serverRss = Math.max(tally.serverRss, peakRss(server.pid));
+          tally.serverRssNow = currentRss(server.pid);
+        }
+        log(`   ${contender.name}: ${median(tally.ratios).toFixed(2)}× so far`);
+      } finally {
+        await worker.exit();
+        await floor.exit();
+        await server?.stop();
       }
-      const floorRun = await run(floor);
-      const contenderRun = await run(contender.worker, contender.stepwise?.server);
-      if (round < 0) continue;
-      const floorPerCall = floorRun.result.ms / floorRun.result.calls;
-      const perCall = contenderRun.result.ms / contenderRun.result.calls;
-      add(floorTally, floorRun);
-      const tally = tallies.get(contender.key)!;
-      add(tally, contenderRun);
-      tally.overheadsUs.push((perCall - floorPerCall) * 1000);
-      tally.ratios.push(perCall / floorPerCall);
     }
   }
 
@@ -162,11 +211,10 @@ export async function overhead(settings: Settings, stores: Stores) {
     },
     ...contenders.map((contender) => {
       const tally = tallies.get(contender.key)!;
-      const server = contender.stepwise?.server;
       return {
         key: contender.key,
         name: contender.name,
-        kind: contender.stepwise ? 'stepwise' : contender.bound ? 'bound' : 'peer',
+        kind: contender.stepwise ? 'stepwise' : contender.bound ? 'bound' : contender.check ? 'check' : contender.streamingFloor ? 'streaming-floor' : 'peer',
         ...(contender.stepwise ? { chat: contender.stepwise.chat, streaming: contender.stepwise.streaming, store: contender.stepwise.store } : {}),
         ...(contender.bound ? { store: contender.bound.store } : {}),
         calls: tally.calls,
@@ -178,20 +226,25 @@ export async function overhead(settings: Settings, stores: Stores) {
         cpuUsPerCall: tally.cpuUs / tally.callsTotal,
         rssMb: mb(tally.rss),
         ...requestCells(tally),
-        ...(server
+        ...(contender.stepwise
           ? {
               serverCpuUsPerCall: (tally.serverCpuMs * 1000) / tally.callsTotal,
-              serverRssMb: mb(peakRss(server.pid)),
-              serverRssNowMb: mb(currentRss(server.pid)),
+              serverRssMb: mb(tally.serverRss),
+              serverRssNowMb: mb(tally.serverRssNow),
               newChatMs: contender.stepwise?.chat === 'fresh' ? median(tally.prepareMs) : undefined,
             }
           : {}),
       };
     }),
   ];
-  for (const contender of contenders) await contender.worker.exit();
-  await floor.exit();
-  for (const contender of contenders) await contender.stepwise?.server.stop();
   await model.stop();
-  return { steps: settings.steps, rounds: settings.rounds, rewarmCalls: settings.rewarmCalls, rows };
+  return {
+    steps: settings.steps,
+    rounds: settings.rounds,
+    passes: settings.overheadPasses,
+    warmupCalls: settings.warmupCalls,
+    growingChatKiB: settings.growingChatKiB,
+    method: 'blocks',
+    rows,
+  };
 }

@@ -76,7 +76,11 @@ export function report(results: any): string {
   }
 
   if (overhead) {
-    lines.push(`## 1. Overhead per model call (${overhead.steps} tool steps per task, ${overhead.rounds} interleaved rounds, zero model latency)`, '');
+    const blocks = overhead.method === 'blocks';
+    const shape = blocks
+      ? `${overhead.passes} block${overhead.passes === 1 ? '' : 's'} of ${overhead.rounds} timed pairs per contender`
+      : `${overhead.rounds} interleaved rounds`;
+    lines.push(`## 1. Overhead per model call (${overhead.steps} tool steps per task, ${shape}, zero model latency)`, '');
     lines.push(
       '| framework | model calls per task | time per call (median) | overhead per call vs floor, p50 / p95 | ratio to floor (median) | CPU per call, its own process | Stepwise server CPU per call | request body per call, mean / max | peak RSS of its process |',
     );
@@ -89,12 +93,12 @@ export function report(results: any): string {
       );
     }
     const fresh = overhead.rows.find((row: any) => row.newChatMs !== undefined);
-    const rewarm = overhead.rewarmCalls ? `at least ${overhead.rewarmCalls} model calls each` : 'one task each';
-    // Runs before 2026-11-27 evening warmed the contender alone, with one task.
-    const warming =
-      overhead.rewarmCalls === undefined
+    // Runs before 2026-11-27 evening warmed the contender alone, with one task; those of that evening interleaved contenders and warmed both sides again before each pair.
+    const warming = blocks
+      ? `in a block of the contender's own: its processes and a floor of the block's own start new, make ${overhead.warmupCalls} model calls each, in turn, then run their timed tasks back to back, each just after a floor task, and stop (memory a process has not touched for a minute is slow to touch again on this machine, and a process that has run for minutes is faster than one warmed up for seconds, so both sides of a pair are as old and neither has idled: see settings.warmupCalls); every contender has ${overhead.passes} such blocks, the second pass in the reverse order`
+      : overhead.rewarmCalls === undefined
         ? 'and preceded by one untimed task of the same contender (the floor runs before every contender and is always warm; the contender has idled while the others ran: too little to warm it again, see the reading of 2026-11-27 evening)'
-        : `and preceded by untimed tasks of the contender and the floor in turn (${rewarm}): the contender has idled while the others ran, and the floor while the contender warmed up, and an idle process on this machine comes back slow (after 15 s of idling the bare SDK client took 1.92× its time per call after 100 untimed calls, 1.06× after 800)`;
+        : `and preceded by untimed tasks of the contender and the floor in turn (at least ${overhead.rewarmCalls} model calls each): the contender has idled while the others ran, and the floor while the contender warmed up, and an idle process on this machine comes back slow`;
     const method = overhead.rows.some((row: any) => row.kind !== undefined);
     if (!method) {
       lines.push('', '(Figures of an older harness: Stepwise ran every task in one growing chat; CPU and request sizes were not measured.)', '');
@@ -102,12 +106,18 @@ export function report(results: any): string {
       lines.push(
         '',
         'Stepwise opens a new chat (a new WebSocket session) for every task, outside the timed part, as a user starting a conversation would; ' +
-          'the row marked "one growing chat" runs every task in one session instead, so its requests carry the whole history (see their size) and its ratio grows with the number of rounds: it is not a per-call figure.' +
+          'the row marked "one growing chat" runs every task in one session instead, so its requests carry the whole history (see their size) and its ratio grows with the history: it is not a per-call figure' +
+          (blocks && overhead.growingChatKiB ? ` (each of its blocks warms up until its requests carry ${overhead.growingChatKiB} KiB).` : '.') +
           (fresh ? ` Opening a new chat (socket open to \`session\`) took ${fresh.newChatMs.toFixed(1)} ms (median, ${fresh.name}).` : ''),
-        `Each run is paired with a floor run just before it, ${warming}; ratio and overhead are taken within each pair, medians over rounds. CPU per call: the process's user + system time over the measured runs divided by their model calls (a framework's own process: \`process.cpuUsage()\` around each run; Stepwise's server: /proc/PID/stat around each run, opening its new chat included, in 10 ms ticks, summed; with PostgreSQL, the database's own processes are not counted). Stepwise makes three model calls per step (reason, act, observe), the peers one.`,
+        `Each run is paired with a floor run just before it, ${warming}; ratio and overhead are taken within each pair, medians over ${blocks ? 'pairs' : 'rounds'}. CPU per call: the process's user + system time over the measured runs divided by their model calls (a framework's own process: \`process.cpuUsage()\` around each run; Stepwise's server: /proc/PID/stat around each run, opening its new chat included, in 10 ms ticks, summed; with PostgreSQL, the database's own processes are not counted). Stepwise makes three model calls per step (reason, act, observe), the peers one.`,
         ...(overhead.rows.some((row: any) => row.kind === 'bound')
           ? [
               '',
+              ...(overhead.rows.some((row: any) => row.kind === 'check')
+                ? [
+                    `The row marked "the method's check" is the floor's own code, started and warmed up as a contender is: it reads ${overhead.rows.find((row: any) => row.kind === 'check').ratio.toFixed(2)}×, what a contender with no overhead at all reads here.`,
+                  ]
+                : []),
               'The rows marked "not a framework" are the floor\'s own loop with each reply inserted into a journal table and committed before its tool runs (SQLite in WAL mode as Stepwise opens it, or the same PostgreSQL server), and nothing else: no events, no socket, no history read. They say what one durable commit per model call costs by itself on each store, measured as the contenders are.',
             ]
           : []),
@@ -151,7 +161,10 @@ export function report(results: any): string {
       '',
       `Largest N with p99 lag under 100 ms and nothing failed: ${largest}.`,
       '',
-      "The bare SDK rows make the same calls for N sessions from one process of their own, each session's conversation growing call by call; their lag is from the model server stamping a reply to that process having it parsed, for every call. Stepwise's lag is to the session's WebSocket client (in the runner's process) receiving the agent_reason or agent_observe event that carries the reply. RSS and CPU are the process that makes the model calls: the worker, or Stepwise's server. Failed: model calls of the bare SDK that failed (each ends its session), or Stepwise runs that ended in an error.",
+      "The bare SDK rows make the same calls for N sessions from one process of their own, each session's conversation growing call by call; their lag is from the model server stamping a reply to that process having it parsed, for every call. Stepwise's lag is to the session's WebSocket client (in the runner's process) receiving the agent_reason or agent_observe event that carries the reply. RSS and CPU are the process that makes the model calls: the worker, or Stepwise's server. Failed: model calls of the bare SDK that failed (each ends its session), or Stepwise runs that ended in an error." +
+        (concurrency.warmUpSessions
+          ? ` Each side is a new process for each N, warmed up first by an untimed lockstep of the same shape with N sessions (${concurrency.warmUpSessions} at most), in new sessions: a process here takes about 2,000 model calls to reach its steady speed.`
+          : ' Each side is a new process for each N, warmed up by one three-step chat only.'),
       '',
     );
   }

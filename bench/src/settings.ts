@@ -33,24 +33,22 @@ export const settings = {
   steps: quick ? 3 : 20,
   warmup: quick ? 1 : 3,
   /**
-   * Model calls each process of the overhead section makes before anything is timed. A Node
-   * process here takes about 2,000 calls to reach its steady speed (the bare SDK client's CPU per
-   * call falls from 2.5 ms to under 1 ms), and the floor runs once per contender per round, so
-   * without this the floor would be measured warm and every contender cold.
+   * Model calls each process of the overhead section makes, in turn with the floor, before anything
+   * is timed. A Node process here takes about 2,000 calls to reach its steady speed (the bare SDK
+   * client's CPU per call falls from 2.5 ms to under 1 ms). And memory a process has not touched for
+   * a while is slow to touch again on this machine (the guest sees no page fault: 300 MB of pages
+   * took 2 ms to touch again at once, 21 ms after 20 s of idling, 92 ms after 60 s): a bare SDK client
+   * left idle for 60 s while its twin kept running still took 1.26–1.38× its twin's time per call
+   * after 1,600 calls in turn. So section 1 measures each contender in a block of its own, fresh
+   * processes warmed up beside the floor and timed at once, and never lets either side idle.
    */
   warmupCalls: quick ? 60 : 3_000,
-  /**
-   * Model calls a contender of section 1 and the floor each make, untimed and in turn, just before
-   * their timed pair (at least one task each). A contender idles while a dozen others run (15 s or
-   * so), and an idle process on this machine comes back slow for a while: the bare SDK client, after
-   * 15 s of idling while its twin kept running, took 1.92× its twin's time per call after 5 untimed
-   * tasks (100 calls), 1.06× after 40 (800 calls). With one task of the contender alone, as before
-   * 2026-11-27, every contender was measured part-cold against a floor always warm (the floor's own
-   * code plus one SQLite commit per call read 2.19×); with 800 calls of the contender alone, the floor
-   * idled meanwhile and was the cold one (the same code read 0.82×).
-   */
-  rewarmCalls: quick ? 0 : 800,
-  rounds: quick ? 3 : 12,
+  /** Blocks per contender in section 1, the second in the reverse order of the first. */
+  overheadPasses: quick ? 1 : 2,
+  /** The growing chat of section 1 warms up until its requests carry this much history. */
+  growingChatKiB: quick ? 0 : 200,
+  /** Timed pairs (floor, contender) per block in section 1; rounds elsewhere. */
+  rounds: quick ? 3 : 15,
   stopTrials: quick ? 5 : 200,
   sessions: list(option('sessions'))?.map(Number) ?? (quick ? [10, 30] : [10, 25, 50, 75, 100, 150, 250, 500, 1000, 2000]),
   tokens: quick ? 2_000 : 20_000,

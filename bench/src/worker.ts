@@ -3,6 +3,7 @@ import './guard.ts';
 import {
   bareLockstep,
   bareOpenAi,
+  streamedOpenAi,
   journaledFloor,
   journaledFloorPg,
   restateFloor,
@@ -28,6 +29,7 @@ export type WorkerReply =
 const [name, target, ...extra] = process.argv.slice(2) as [string, string, ...string[]];
 const factories: Record<string, () => Framework | Promise<Framework>> = {
   floor: () => bareOpenAi(target),
+  'floor-streaming': () => streamedOpenAi(target),
   'floor-journal': () => journaledFloor(target),
   'floor-journal-full': () => journaledFloor(target, 'full'),
   'floor-journal-pg': () => journaledFloorPg(target, extra[0]!),
