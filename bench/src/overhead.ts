@@ -5,7 +5,7 @@
 // stop. The ratio is taken within each pair, the median over pairs. Neither side of a pair ever
 // idles, and both are as old: memory a process here has not touched for a minute is slow to touch
 // again (see settings.warmupCalls), and a process that has run for minutes is faster than one warmed
-// up for seconds. Every contender is measured in settings.overheadPasses blocks, the second pass in
+// up for seconds. Every contender is measured in settings.overheadPasses blocks, every other pass in
 // the reverse order, so that the machine's drift over a run falls on both ends of the order alike.
 import type { StepwiseChat } from './frameworks.ts';
 import { cpuMs, currentRss, peakRss, startModelServer, startWorker, type TaskResult, type Worker } from './processes.ts';
@@ -42,6 +42,8 @@ interface Tally {
   requestBytes: number;
   requestMaxBytes: number;
   rss: number;
+  /** The median ratio of each block, in the order run. */
+  blockRatios: number[];
   serverRss: number;
   serverRssNow: number;
 }
@@ -59,6 +61,7 @@ const emptyTally = (): Tally => ({
   requestBytes: 0,
   requestMaxBytes: 0,
   rss: 0,
+  blockRatios: [],
   serverRss: 0,
   serverRssNow: 0,
 });
@@ -150,47 +153,84 @@ export async function overhead(settings: Settings, stores: Stores) {
     tally.requestMaxBytes = Math.max(tally.requestMaxBytes, sent.maxBytes);
     tally.rss = Math.max(tally.rss, result.rss);
   };
-  for (let pass = 0; pass < settings.overheadPasses; pass++) {
-    for (const contender of pass % 2 === 0 ? contenders : [...contenders].reverse()) {
-      // A floor of the block's own, as new as the contender: a process that has run for minutes is
-      // faster than one warmed up for seconds (the floor's code in a new process read 1.14× a floor
-      // that had run since the start).
-      const floor = await startWorker('floor', model.url);
-      const { worker, server } = await contender.start().catch(async (error: unknown) => {
-        await floor.exit();
-        throw error;
-      });
-      try {
-        // Both to their steady speed, in turn, so that neither idles while the other warms up; the
-        // growing chat also until its requests carry settings.growingChatKiB of history.
-        const growing = contender.stepwise?.chat === 'growing';
-        for (let calls = 0, floorCalls = 0, grown = !growing; calls < settings.warmupCalls || floorCalls < settings.warmupCalls || !grown; ) {
-          calls += (await worker.task(settings.steps)).calls;
-          if (!grown) grown = (await bodies()).maxBytes >= settings.growingChatKiB * 1024;
-          floorCalls += (await floor.task(settings.steps)).calls;
-        }
+  try {
+    for (let pass = 0; pass < settings.overheadPasses; pass++) {
+      for (const contender of pass % 2 === 0 ? contenders : [...contenders].reverse()) {
         const tally = tallies.get(contender.key)!;
-        for (let pair = 0; pair < settings.rounds; pair++) {
-          const floorRun = await run(floor);
-          const contenderRun = await run(worker, server);
-          const floorPerCall = floorRun.result.ms / floorRun.result.calls;
-          const perCall = contenderRun.result.ms / contenderRun.result.calls;
-          add(floorTally, floorRun);
-          add(tally, contenderRun);
-          tally.overheadsUs.push((perCall - floorPerCall) * 1000);
-          tally.ratios.push(perCall / floorPerCall);
-        }
-        if (server) {
-          tally.serverRss = Math.max(tally.serverRss, peakRss(server.pid));
-          tally.serverRssNow = currentRss(server.pid);
-        }
-        log(`   ${contender.name}: ${median(tally.ratios).toFixed(2)}× so far`);
-      } finally {
-        await worker.exit();
-        await floor.exit();
-        await server?.stop();
+        await block(contender, tally);
+        log(`   ${contender.name}: ${tally.blockRatios.at(-1)!.toFixed(2)}× in this block, ${median(tally.ratios).toFixed(2)}× so far`);
       }
     }
+  } finally {
+    await model.stop();
+  }
+
+  /**
+   * One block of a contender: its processes and a floor of the block's own start new (a process that
+   * has run for minutes is faster than one warmed up for seconds: the floor's code in a new process
+   * read 1.14× a floor that had run since the start), warm up in turn, run the timed pairs, stop.
+   */
+  async function block(contender: Contender, tally: Tally) {
+    const floor = await startWorker('floor', model.url);
+    const started = await contender.start().catch(async (error: unknown) => {
+      await floor.exit();
+      throw error;
+    });
+    const { worker, server } = started;
+    try {
+      await warmUp(contender, worker, floor);
+      const ratios: number[] = [];
+      for (let pair = 0; pair < settings.rounds; pair++) {
+        const floorRun = await run(floor);
+        const contenderRun = await run(worker, server);
+        const floorPerCall = floorRun.result.ms / floorRun.result.calls;
+        const perCall = contenderRun.result.ms / contenderRun.result.calls;
+        add(floorTally, floorRun);
+        add(tally, contenderRun);
+        tally.overheadsUs.push((perCall - floorPerCall) * 1000);
+        tally.ratios.push(perCall / floorPerCall);
+        ratios.push(perCall / floorPerCall);
+      }
+      tally.blockRatios.push(median(ratios));
+      if (server) {
+        tally.serverRss = Math.max(tally.serverRss, peakRss(server.pid));
+        tally.serverRssNow = currentRss(server.pid);
+      }
+    } finally {
+      await Promise.allSettled([worker.exit(), floor.exit()]);
+      await server?.stop();
+    }
+  }
+
+  /**
+   * Both sides to their steady speed, in turn, each until it has made settings.warmupCalls model
+   * calls (a side done first waits a second or two: too short to matter); the growing chat also until
+   * its requests carry settings.growingChatKiB of history, or stop growing (the context budget caps
+   * what a request carries). The contender's task comes last, just before the first timed pair.
+   */
+  async function warmUp(contender: Contender, worker: Worker, floor: Worker) {
+    const target = settings.growingChatKiB * 1024;
+    let grown = contender.stepwise?.chat !== 'growing';
+    let largest = 0;
+    let flat = 0;
+    let floorLast = false;
+    for (let calls = 0, floorCalls = 0; calls < settings.warmupCalls || floorCalls < settings.warmupCalls || !grown; ) {
+      if (floorCalls < settings.warmupCalls) {
+        floorCalls += (await floor.task(settings.steps)).calls;
+        floorLast = true;
+      }
+      if (calls >= settings.warmupCalls && grown) continue;
+      await bodies(); // forget the floor's requests
+      calls += (await worker.task(settings.steps)).calls;
+      floorLast = false;
+      if (grown) continue;
+      const { maxBytes } = await bodies();
+      flat = maxBytes > largest ? 0 : flat + 1;
+      largest = Math.max(largest, maxBytes);
+      grown = largest >= target || flat >= 20;
+      if (grown && largest < target) log(`   the growing chat stopped growing at ${Math.round(largest / 1024)} KiB`);
+    }
+    if (floorLast) await worker.task(settings.steps);
   }
 
   const requestCells = (tally: Tally) =>
@@ -222,6 +262,7 @@ export async function overhead(settings: Settings, stores: Stores) {
         overheadP50Us: median(tally.overheadsUs),
         overheadP95Us: quantile(tally.overheadsUs, 0.95),
         ratio: median(tally.ratios),
+        blockRatios: tally.blockRatios,
         /** The framework's own process: for Stepwise, its WebSocket client. */
         cpuUsPerCall: tally.cpuUs / tally.callsTotal,
         rssMb: mb(tally.rss),
@@ -237,7 +278,6 @@ export async function overhead(settings: Settings, stores: Stores) {
       };
     }),
   ];
-  await model.stop();
   return {
     steps: settings.steps,
     rounds: settings.rounds,

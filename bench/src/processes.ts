@@ -139,7 +139,8 @@ export async function startWorker(name: string, target: string, ...extra: string
     stop: (marker: string, stats: string) => ask({ cmd: 'stop', marker, stats }) as Promise<{ stopAt: number; endedAt: number }>,
     lockstep: (sessions: number, calls: number) => ask({ cmd: 'lockstep', sessions, calls }) as Promise<LockstepResult>,
     async exit() {
-      child.send({ cmd: 'exit' });
+      // A worker that died has no channel left: sending to it would throw outside any caller.
+      if (child.connected) child.send({ cmd: 'exit' });
       await stopChild(child);
     },
   };

@@ -16,7 +16,7 @@ export function report(results: any): string {
   lines.push('# Benchmark results', '');
   lines.push(
     `Run ${results.date}${results.quick ? ' (quick smoke run: small N, figures not meaningful)' : ''} on ${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGb} GiB, Node ${machine.node}.`,
-    "Every framework talks to the same scripted OpenAI-compatible server (the tests' fixture) in its own process on 127.0.0.1; each framework runs in one warm process of its own, and Stepwise's server in another.",
+    "Every framework talks to the same scripted OpenAI-compatible server (the tests' fixture) in its own process on 127.0.0.1; each framework runs in a warm process of its own (in section 1, a new one for each block), and Stepwise's server in another.",
   );
   if (stores) {
     const postgres = stores.postgresVersion
@@ -95,7 +95,7 @@ export function report(results: any): string {
     const fresh = overhead.rows.find((row: any) => row.newChatMs !== undefined);
     // Runs before 2026-11-27 evening warmed the contender alone, with one task; those of that evening interleaved contenders and warmed both sides again before each pair.
     const warming = blocks
-      ? `in a block of the contender's own: its processes and a floor of the block's own start new, make ${overhead.warmupCalls} model calls each, in turn, then run their timed tasks back to back, each just after a floor task, and stop (memory a process has not touched for a minute is slow to touch again on this machine, and a process that has run for minutes is faster than one warmed up for seconds, so both sides of a pair are as old and neither has idled: see settings.warmupCalls); every contender has ${overhead.passes} such blocks, the second pass in the reverse order`
+      ? `in a block of the contender's own: its processes and a floor of the block's own start new, make ${overhead.warmupCalls} model calls each, in turn, then run their timed tasks back to back, each just after a floor task, and stop (memory a process has not touched for a minute is slow to touch again on this machine, and a process that has run for minutes is faster than one warmed up for seconds, so both sides of a pair are as old and neither has idled: see settings.warmupCalls); every contender has ${overhead.passes} such blocks, every other pass in the reverse order (two new processes of the same code differ by up to 10 % from one block to the next: the check row below measures it)`
       : overhead.rewarmCalls === undefined
         ? 'and preceded by one untimed task of the same contender (the floor runs before every contender and is always warm; the contender has idled while the others ran: too little to warm it again, see the reading of 2026-11-27 evening)'
         : `and preceded by untimed tasks of the contender and the floor in turn (at least ${overhead.rewarmCalls} model calls each): the contender has idled while the others ran, and the floor while the contender warmed up, and an idle process on this machine comes back slow`;
@@ -110,17 +110,7 @@ export function report(results: any): string {
           (blocks && overhead.growingChatKiB ? ` (each of its blocks warms up until its requests carry ${overhead.growingChatKiB} KiB).` : '.') +
           (fresh ? ` Opening a new chat (socket open to \`session\`) took ${fresh.newChatMs.toFixed(1)} ms (median, ${fresh.name}).` : ''),
         `Each run is paired with a floor run just before it, ${warming}; ratio and overhead are taken within each pair, medians over ${blocks ? 'pairs' : 'rounds'}. CPU per call: the process's user + system time over the measured runs divided by their model calls (a framework's own process: \`process.cpuUsage()\` around each run; Stepwise's server: /proc/PID/stat around each run, opening its new chat included, in 10 ms ticks, summed; with PostgreSQL, the database's own processes are not counted). Stepwise makes three model calls per step (reason, act, observe), the peers one.`,
-        ...(overhead.rows.some((row: any) => row.kind === 'bound')
-          ? [
-              '',
-              ...(overhead.rows.some((row: any) => row.kind === 'check')
-                ? [
-                    `The row marked "the method's check" is the floor's own code, started and warmed up as a contender is: it reads ${overhead.rows.find((row: any) => row.kind === 'check').ratio.toFixed(2)}×, what a contender with no overhead at all reads here.`,
-                  ]
-                : []),
-              'The rows marked "not a framework" are the floor\'s own loop with each reply inserted into a journal table and committed before its tool runs (SQLite in WAL mode as Stepwise opens it, or the same PostgreSQL server), and nothing else: no events, no socket, no history read. They say what one durable commit per model call costs by itself on each store, measured as the contenders are.',
-            ]
-          : []),
+        ...controlSentences(overhead.rows),
         '',
       );
     }
@@ -163,7 +153,7 @@ export function report(results: any): string {
       '',
       "The bare SDK rows make the same calls for N sessions from one process of their own, each session's conversation growing call by call; their lag is from the model server stamping a reply to that process having it parsed, for every call. Stepwise's lag is to the session's WebSocket client (in the runner's process) receiving the agent_reason or agent_observe event that carries the reply. RSS and CPU are the process that makes the model calls: the worker, or Stepwise's server. Failed: model calls of the bare SDK that failed (each ends its session), or Stepwise runs that ended in an error." +
         (concurrency.warmUpSessions
-          ? ` Each side is a new process for each N, warmed up first by an untimed lockstep of the same shape with N sessions (${concurrency.warmUpSessions} at most), in new sessions: a process here takes about 2,000 model calls to reach its steady speed.`
+          ? ` Each side is a new process for each N, warmed up first by one three-step chat and then by an untimed lockstep of the same shape in sessions of its own (N sessions, ${concurrency.warmUpSessions} at most: ${calls * Math.min(concurrency.warmUpSessions, ...concurrency.sessions)} to ${calls * concurrency.warmUpSessions} model calls), as a server in use has long been.`
           : ' Each side is a new process for each N, warmed up by one three-step chat only.'),
       '',
     );
@@ -265,4 +255,27 @@ export function report(results: any): string {
   const reading = join(dirname(fileURLToPath(import.meta.url)), '..', 'READING.md');
   if (existsSync(reading)) lines.push(readFileSync(reading, 'utf8'));
   return `${lines.join('\n')}\n`;
+}
+
+/** What section 1's rows that are not frameworks say: the method's check, the commit per call, the streamed floor. */
+function controlSentences(rows: any[]): string[] {
+  const sentences: string[] = [];
+  const check = rows.find((row) => row.kind === 'check');
+  if (check) {
+    const blocks = check.blockRatios?.length ? ` (its blocks: ${check.blockRatios.map((ratio: number) => `${ratio.toFixed(2)}×`).join(', ')})` : '';
+    sentences.push(
+      `The row marked "the method's check" is the floor's own code in a new process, started and warmed up as a contender is: it reads ${check.ratio.toFixed(2)}×${blocks}, what a contender with no overhead at all reads here.`,
+    );
+  }
+  if (rows.some((row) => row.kind === 'bound')) {
+    sentences.push(
+      'The rows "openai SDK calls + one … journal commit per call" are the floor\'s own loop with each reply inserted into a journal table and committed before its tool runs (SQLite in WAL mode as Stepwise opens it, or the same PostgreSQL server), and nothing else: no events, no socket, no history read. They say what one durable commit per model call costs by itself on each store, measured as the contenders are.',
+    );
+  }
+  if (rows.some((row) => row.kind === 'streaming-floor')) {
+    sentences.push(
+      'The row "openai SDK calls with stream: true" is the floor\'s loop with every reply streamed and put together from its chunks: what reading a stream costs the bare SDK. Its replies (a tool call, or a short answer) come in about 5 chunks each; Stepwise\'s reason and observe replies carry a JSON block and come in about 8 to 17, about 10 per call on average with its act calls.',
+    );
+  }
+  return sentences.length ? ['', sentences.join(' ')] : [];
 }

@@ -39,16 +39,19 @@ export const settings = {
    * a while is slow to touch again on this machine (the guest sees no page fault: 300 MB of pages
    * took 2 ms to touch again at once, 21 ms after 20 s of idling, 92 ms after 60 s): a bare SDK client
    * left idle for 60 s while its twin kept running still took 1.26–1.38× its twin's time per call
-   * after 1,600 calls in turn. So section 1 measures each contender in a block of its own, fresh
-   * processes warmed up beside the floor and timed at once, and never lets either side idle.
+   * after 1,600 calls in turn. So section 1 measures each contender in a block of its own: new
+   * processes and a new floor, warmed up in turn and timed at once, neither side ever left idle.
    */
   warmupCalls: quick ? 60 : 3_000,
-  /** Blocks per contender in section 1, the second in the reverse order of the first. */
-  overheadPasses: quick ? 1 : 2,
-  /** The growing chat of section 1 warms up until its requests carry this much history. */
-  growingChatKiB: quick ? 0 : 200,
-  /** Timed pairs (floor, contender) per block in section 1; rounds elsewhere. */
-  rounds: quick ? 3 : 15,
+  /**
+   * Blocks per contender in section 1, every other pass in the reverse order: two new processes of
+   * the same code differ by up to 10 % from one block to the next, so the median needs several.
+   */
+  overheadPasses: quick ? 2 : 3,
+  /** The growing chat of section 1 warms up until its requests carry this much history (or stop growing). */
+  growingChatKiB: quick ? 8 : 200,
+  /** Timed pairs (floor, contender) per block in section 1. */
+  rounds: quick ? 3 : 8,
   stopTrials: quick ? 5 : 200,
   sessions: list(option('sessions'))?.map(Number) ?? (quick ? [10, 30] : [10, 25, 50, 75, 100, 150, 250, 500, 1000, 2000]),
   tokens: quick ? 2_000 : 20_000,

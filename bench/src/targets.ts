@@ -45,7 +45,11 @@ export function assessTargets(results: any): Verdict[] {
     const limit = durable ? TARGETS.durableTimeRatio : TARGETS.timeRatio;
     // The floor plus one journal commit per call on the same store: what the commit alone costs.
     const bound = rows.find((candidate) => candidate.kind === 'bound' && candidate.store === row.store);
-    const boundText = bound ? `; the floor plus one commit per call on this store: ${x(bound.ratio)}` : '';
+    // The bare SDK reading its replies as a stream, beside Stepwise's streaming rows.
+    const streamed = row.streaming ? rows.find((candidate) => candidate.kind === 'streaming-floor') : undefined;
+    const boundText =
+      (bound ? `; the floor plus one commit per call on this store: ${x(bound.ratio)}` : '') +
+      (streamed ? `; the floor with stream: true: ${x(streamed.ratio)}` : '');
     verdicts.push({
       target: durable
         ? `time per model call ≤ ${x(limit)} the bare SDK floor with commits that wait for the disk`
