@@ -7,6 +7,8 @@
 // again (see settings.warmupCalls), and a process that has run for minutes is faster than one warmed
 // up for seconds. Every contender is measured in settings.overheadPasses blocks, every other pass in
 // the reverse order, so that the machine's drift over a run falls on both ends of the order alike.
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import type { StepwiseChat } from './frameworks.ts';
 import { cpuMs, currentRss, peakRss, startModelServer, startWorker, type TaskResult, type Worker } from './processes.ts';
 import { log, type Settings } from './settings.ts';
@@ -19,6 +21,8 @@ interface Contender {
   name: string;
   /** Starts the contender's processes, new for each block. */
   start: () => Promise<{ worker: Worker; server?: StepwiseServer }>;
+  /** After its block: its store's writes to disk done now (see StoreSetup.settle). */
+  settle?: () => Promise<void>;
   stepwise?: { chat: StepwiseChat; streaming: boolean; store: string };
   /** Not a framework: the floor plus one journal commit per call on this store. */
   bound?: { store: string };
@@ -76,6 +80,7 @@ export async function overhead(settings: Settings, stores: Stores) {
       key,
       name,
       stepwise: { chat, streaming, store: store.label },
+      settle: store.settle,
       async start() {
         const server = await startStepwise(model.url, { env: { ...(await store.env()), ...(streaming ? {} : { LLM_STREAMING: 'false' }) } });
         try {
@@ -101,6 +106,7 @@ export async function overhead(settings: Settings, stores: Stores) {
       key: `bound-${store.key}`,
       name: `openai SDK calls + one ${where} journal commit per call (not a framework)`,
       bound: { store: store.label },
+      settle: store.settle,
       start: async () => ({
         worker:
           store.key === 'postgres'
@@ -199,6 +205,10 @@ export async function overhead(settings: Settings, stores: Stores) {
     } finally {
       await Promise.allSettled([worker.exit(), floor.exit()]);
       await server?.stop();
+      // What the block wrote goes to disk now, not during the next block (a PostgreSQL checkpoint
+      // spreads its writes over minutes).
+      await contender.settle?.();
+      await promisify(execFile)('sync');
     }
   }
 

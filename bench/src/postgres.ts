@@ -36,6 +36,8 @@ export interface BenchPostgres {
   readonly settings: typeof DURABLE_SETTINGS;
   /** Creates a new, empty database and returns its URL. */
   newDatabase(): Promise<string>;
+  /** Writes every dirty page now (CHECKPOINT), so that one measurement's writes do not spill into the next. */
+  checkpoint(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -127,6 +129,9 @@ export async function startBenchPostgres(): Promise<BenchPostgres> {
       const name = `bench_${++databases}`;
       await psql(`create database ${name}`);
       return `postgres://stepwise@127.0.0.1:${port}/${name}`;
+    },
+    async checkpoint() {
+      await psql('checkpoint');
     },
     async stop() {
       if (stopped) return;

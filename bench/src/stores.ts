@@ -11,6 +11,8 @@ export interface StoreSetup {
   label: string;
   /** A fresh environment for one server (PostgreSQL: a new, empty database each time). */
   env(): Promise<Record<string, string>>;
+  /** After a measurement on this store: its writes to disk, done now (PostgreSQL: a checkpoint). */
+  settle?(): Promise<void>;
 }
 
 export interface Stores {
@@ -52,6 +54,7 @@ export async function prepareStores(settings: Settings): Promise<Stores> {
       key: 'postgres',
       label: 'PostgreSQL',
       env: async () => ({ DATABASE_URL: await postgres.newDatabase() }),
+      settle: () => postgres.checkpoint(),
     },
     details: {
       embeddedDescription: description?.replace(/ (in|at) \/\S+/g, ''),
