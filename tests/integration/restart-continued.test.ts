@@ -44,6 +44,10 @@ describe('restart of a continued run', () => {
     const from = client.events.length;
     client.send({ type: 'agent_control', action: 'resume', extra_steps: 5 });
     await llm.waitFor((request) => request.phase === 'observe' && request.body.messages.filter((m) => m.role === 'tool').length === 3, 10_000);
+    // Step 3's start reaches the client in its own time: events go out once committed, and the commit
+    // overlaps the next model request (a run's progress may also wait SOCKET_BATCH_MS), so on a busy
+    // machine it can arrive after the request the test waited for.
+    await client.next((event) => event.update_type === 'agent_turn_start' && event.step === 3, { from, timeoutMs: 10_000 });
     const run2 = client.events.slice(from).find((event) => event.update_type === 'agent_start')!.run_id as string;
     expect(summarize(client.events.slice(from)).filter((name) => name.startsWith('agent_turn_start'))).toEqual(['agent_turn_start:3']);
     const sessionId = String(client.session.session_id);
