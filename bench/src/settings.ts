@@ -47,9 +47,9 @@ export const settings = {
    * Blocks per contender in section 1, every other pass in the reverse order: two new processes of
    * the same code differ by up to 10 % from one block to the next, so the median needs several.
    */
-  overheadPasses: quick ? 2 : 3,
+  overheadPasses: quick ? 1 : 3,
   /** The growing chat of section 1 warms up until its requests carry this much history (or stop growing). */
-  growingChatKiB: quick ? 8 : 200,
+  growingChatKiB: quick ? 4 : 200,
   /** Timed pairs (floor, contender) per block in section 1. */
   rounds: quick ? 3 : 8,
   stopTrials: quick ? 5 : 200,
