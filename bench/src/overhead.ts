@@ -23,13 +23,15 @@ interface Contender {
   start: () => Promise<{ worker: Worker; server?: StepwiseServer }>;
   /** After its block: its store's writes to disk done now (see StoreSetup.settle). */
   settle?: () => Promise<void>;
+  /**
+   * What the row is: Stepwise, a peer framework, or not a framework: `bound`, the floor plus one
+   * journal commit per call on `store`; `check`, the floor's own code in a new process (it should
+   * read 1.00×); `streaming-floor`, the floor's loop with every reply streamed.
+   */
+  kind: 'stepwise' | 'peer' | 'bound' | 'check' | 'streaming-floor';
   stepwise?: { chat: StepwiseChat; streaming: boolean; store: string };
-  /** Not a framework: the floor plus one journal commit per call on this store. */
-  bound?: { store: string };
-  /** Not a framework: the floor's own code in a new process, measured as a contender (it should read 1.00×). */
-  check?: true;
-  /** Not a framework: the floor's loop with every reply streamed. */
-  streamingFloor?: true;
+  /** The store of a `bound` row. */
+  store?: string;
 }
 
 /** What the runs of one contender add up to. */
@@ -79,6 +81,7 @@ export async function overhead(settings: Settings, stores: Stores) {
     contenders.push({
       key,
       name,
+      kind: 'stepwise',
       stepwise: { chat, streaming, store: store.label },
       settle: store.settle,
       async start() {
@@ -105,7 +108,8 @@ export async function overhead(settings: Settings, stores: Stores) {
     contenders.push({
       key: `bound-${store.key}`,
       name: `openai SDK calls + one ${where} journal commit per call (not a framework)`,
-      bound: { store: store.label },
+      kind: 'bound',
+      store: store.label,
       settle: store.settle,
       start: async () => ({
         worker:
@@ -119,14 +123,14 @@ export async function overhead(settings: Settings, stores: Stores) {
   contenders.push({
     key: 'floor-twin',
     name: "openai SDK calls in a new process, measured as a contender (the floor's own code: the method's check)",
-    check: true,
+    kind: 'check',
     start: async () => ({ worker: await startWorker('floor', model.url) }),
   });
   // What reading a stream costs the bare SDK: Stepwise streams by default, the floor does not.
   contenders.push({
     key: 'floor-streaming',
     name: "openai SDK calls with stream: true, the reply put together from its chunks (the floor's loop otherwise; not a framework)",
-    streamingFloor: true,
+    kind: 'streaming-floor',
     start: async () => ({ worker: await startWorker('floor-streaming', model.url) }),
   });
   for (const [key, name] of [
@@ -134,7 +138,7 @@ export async function overhead(settings: Settings, stores: Stores) {
     ['ai', 'Vercel AI SDK'],
     ['langgraph', 'LangGraph.js'],
   ] as const) {
-    contenders.push({ key, name, start: async () => ({ worker: await startWorker(key, model.url) }) });
+    contenders.push({ key, name, kind: 'peer', start: async () => ({ worker: await startWorker(key, model.url) }) });
   }
 
   const floorTally = emptyTally();
@@ -230,7 +234,7 @@ export async function overhead(settings: Settings, stores: Stores) {
         floorLast = true;
       }
       if (calls >= settings.warmupCalls && grown) continue;
-      await bodies(); // forget the floor's requests
+      if (!grown) await bodies(); // forget the floor's requests
       calls += (await worker.task(settings.steps)).calls;
       floorLast = false;
       if (grown) continue;
@@ -264,9 +268,9 @@ export async function overhead(settings: Settings, stores: Stores) {
       return {
         key: contender.key,
         name: contender.name,
-        kind: contender.stepwise ? 'stepwise' : contender.bound ? 'bound' : contender.check ? 'check' : contender.streamingFloor ? 'streaming-floor' : 'peer',
+        kind: contender.kind,
         ...(contender.stepwise ? { chat: contender.stepwise.chat, streaming: contender.stepwise.streaming, store: contender.stepwise.store } : {}),
-        ...(contender.bound ? { store: contender.bound.store } : {}),
+        ...(contender.store ? { store: contender.store } : {}),
         calls: tally.calls,
         perCallMs: median(tally.perCall),
         overheadP50Us: median(tally.overheadsUs),
