@@ -1,7 +1,7 @@
-import { Background, Controls, type Edge, Handle, type Node, type NodeProps, Position, ReactFlow } from '@xyflow/react';
+import { Background, Controls, type Edge, Handle, type Node, type NodeProps, Position, ReactFlow, useNodesState } from '@xyflow/react';
 import '@xyflow/react/dist/style.css';
 import type { AgentTaskGraph } from '@stepwise/shared-types';
-import { useMemo } from 'react';
+import { useEffect, useMemo, useRef } from 'react';
 
 type GraphStage = AgentTaskGraph['stages'][number];
 type GraphTask = GraphStage['tasks'][number];
@@ -59,11 +59,10 @@ const nodeTypes = { task: TaskNodeView, lane: LaneView };
  * since stages as fixed lanes is what a general layered layout would not keep.
  */
 export default function TaskGraphDrawing({ stages, followUps, onOpen }: { stages: DrawnStage[]; followUps: Set<string>; onOpen: (taskId: string) => void }) {
-  // The panel re-renders often (a clock ticks): the graph is rebuilt only when what it shows changed,
-  // so React Flow keeps its measured nodes instead of hiding them to measure again.
+  // The panel re-renders often (a clock ticks): the graph is laid out again only when what it shows changed.
   const shape = JSON.stringify([stages, [...followUps].sort()]);
   // biome-ignore lint/correctness/useExhaustiveDependencies: `shape` stands for what is drawn; the objects themselves are new at every render
-  const { nodes, edges } = useMemo(() => {
+  const layout = useMemo(() => {
     const nodes: Array<TaskNode | LaneNode> = [];
     const edges: Edge[] = [];
     let x = 0;
@@ -110,11 +109,26 @@ export default function TaskGraphDrawing({ stages, followUps, onOpen }: { stages
     }
     return { nodes, edges };
   }, [shape, onOpen]);
+  // React Flow hides a node it has not measured, and measures a node again only when its size
+  // changes. A node given anew without its measured size (a status changed) could stay hidden for
+  // good, so the flow is controlled: measurements come back through onNodesChange, and a new layout
+  // keeps each node's measured size.
+  const [nodes, setNodes, onNodesChange] = useNodesState<TaskNode | LaneNode>(layout.nodes);
+  const applied = useRef(layout);
+  useEffect(() => {
+    if (applied.current === layout) return;
+    applied.current = layout;
+    setNodes((current) => {
+      const measured = new Map(current.map((node) => [node.id, node.measured]));
+      return layout.nodes.map((node) => ({ ...node, measured: measured.get(node.id) }));
+    });
+  }, [layout, setNodes]);
   return (
     <div className="graph-view" data-testid="graph-view">
       <ReactFlow
         nodes={nodes}
-        edges={edges}
+        edges={layout.edges}
+        onNodesChange={onNodesChange}
         nodeTypes={nodeTypes}
         fitView
         minZoom={0.3}
