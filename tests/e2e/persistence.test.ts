@@ -93,6 +93,8 @@ describe('the web app across reloads', { timeout: BROWSER_TEST_TIMEOUT_MS }, () 
     await chats.getByRole('link', { name: /Six times seven/ }).click();
     await live();
     await page.getByText('Answered in 1 step').waitFor();
+    // A replayed run's last step folds once the response is complete, which the replay sends last.
+    await page.locator('[data-testid="step-card"]:not([open])').first().waitFor();
     const step = page.getByTestId('step-card').first();
     expect(await step.getAttribute('open')).toBeNull();
     await page.getByTestId('user-turn').getByText('Six times seven').waitFor();

@@ -78,7 +78,8 @@ describe('the web app', { timeout: BROWSER_TEST_TIMEOUT_MS }, () => {
     await expect(tools.nth(1).textContent()).resolves.toMatch(/calculator.*done.*ms.*"expression": "51\+75".*126/s);
     const answer = page.getByTestId('assistant-turn');
     expect(await answer.locator('strong').textContent()).toBe('126');
-    await expect(page.getByRole('button', { name: 'Send' }).isVisible()).resolves.toBe(true);
+    // Send comes back once the response is complete, a commit after the run's end.
+    await page.getByRole('button', { name: 'Send' }).waitFor();
 
     // Finished steps fold as the run goes on (the last one stays open); a click opens one again.
     expect(await steps.nth(0).getAttribute('open')).toBeNull();

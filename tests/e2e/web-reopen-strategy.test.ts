@@ -39,6 +39,8 @@ describe('a reopened chat remembers its strategy', { timeout: 2 * BROWSER_TEST_T
     await page.waitForFunction(
       () => (document.querySelector('select[aria-label="Strategy"], select') as HTMLSelectElement | null)?.selectedOptions[0]?.textContent === 'Staged solver',
     );
+    // The replay follows "Live": the options fold behind their toggle once it is drawn.
+    await page.getByTestId('user-turn').first().waitFor();
     await openOptions(page);
     expect(await selected()).toBe('Staged solver');
     expect(await page.getByRole('checkbox', { name: 'Approaches' }).isChecked()).toBe(false);
@@ -49,6 +51,8 @@ describe('a reopened chat remembers its strategy', { timeout: 2 * BROWSER_TEST_T
     await page.waitForFunction(() =>
       Array.from(document.querySelectorAll('select')).some((select) => select.selectedOptions[0]?.textContent === 'Research (task graph)'),
     );
+    // The replay follows "Live": the options fold behind their toggle once it is drawn.
+    await page.getByTestId('user-turn').first().waitFor();
     await openOptions(page);
     expect(await selected()).toBe('Research (task graph)');
   });

@@ -68,6 +68,8 @@ describe('strategies in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS }, 
     // After a reload the choice is still there, and the run is rebuilt with its branches.
     await page.reload();
     await live();
+    // The replay follows "Live": the options fold behind their toggle once it is drawn.
+    await page.getByTestId('user-turn').first().waitFor();
     await openOptions(page);
     expect(await picker.inputValue()).toBe('example');
     expect(await maxPoints.inputValue()).toBe('2');

@@ -94,7 +94,8 @@ describe.each(stores)('a server killed with SIGKILL, on $name', { timeout: PROCE
     const client = await connect(first.wsUrl);
     client.chat('Count to three', { agent_mode: true, agent_max_steps: 5 });
     await llm.waitFor((request) => request.phase === 'act' && request.body.messages.some((message) => message.role === 'tool'), 30_000);
-    await client.waitFor('agent_reason', { from: client.events.findIndex((event) => event.update_type === 'agent_observe') });
+    // Step 2's reasoning is committed as its act request leaves: wait for it to reach the client.
+    await client.next((event) => event.update_type === 'agent_reason' && event.step === 2, { timeoutMs: 30_000 });
     const seen = client.logged.map((event) => [event.seq, summarize([event])[0]]);
     const sessionId = String(client.session.session_id);
     crashed = true;

@@ -209,6 +209,8 @@ describe('two users behind an auth proxy', () => {
     await alice.waitFor('agent_request_input', { from });
     const admin = await connect(server, 'root', { session_id: chatId, after_seq: 0 });
     expect(admin.session).toMatchObject({ session_id: chatId, resumed: true, read_only: true });
+    // The replay follows the session message.
+    await admin.waitFor('agent_request_input');
     expect(admin.logged.length).toBeGreaterThan(0);
     const before = admin.events.length;
     admin.chat('Let me in');
