@@ -70,7 +70,7 @@ export function report(results: any): string {
     }
     lines.push(
       '',
-      `Cold start: from spawning \`node --enable-source-maps backend/dist/main.js\` (as \`pnpm start\` runs it, after compiling the server in about 0.3 s) on a new, empty DATA_DIR to the first 200 from \`/api/health\`, asked every 5 ms. Idle RSS: the server's VmRSS after that start, one three-step agent chat in a new session and ${footprint.settleMs / 1000} s of quiet.`,
+      `Cold start: from spawning \`node backend/dist/main.js\` (as \`pnpm start\` runs it, after compiling the server in about 0.3 s) on a new, empty DATA_DIR to the first 200 from \`/api/health\`, asked every 5 ms. Idle RSS: the server's VmRSS after that start, one three-step agent chat in a new session and ${footprint.settleMs / 1000} s of quiet.`,
       '',
     );
   }

@@ -59,7 +59,7 @@ export async function startStepwise(modelUrl: string, options: StepwiseOptions =
   if (!existsSync(serverBundle)) throw new Error(`${serverBundle} is missing: run \`node scripts/build-server.mjs\` (pnpm bench does)`);
   const spawnedAt = performance.now();
   const child = track(
-    spawn(process.execPath, [...(options.nodeArgs ?? []), '--enable-source-maps', serverBundle], {
+    spawn(process.execPath, [...(options.nodeArgs ?? []), serverBundle], {
       cwd: base,
       env: {
         ...inherited,

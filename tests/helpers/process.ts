@@ -200,7 +200,7 @@ export async function startStepwiseProcess(
 ): Promise<StepwiseProcess> {
   // The server as `pnpm start` runs it: compiled (by the tests' global setup) into one file, in
   // this one process, so a signal reaches the server itself.
-  const child = spawnTracked(options.node ?? process.execPath, ['--enable-source-maps', serverBundle], {
+  const child = spawnTracked(options.node ?? process.execPath, [serverBundle], {
     cwd: root,
     env: {
       PATH: process.env.PATH,
