@@ -1,7 +1,7 @@
-import { Background, Controls, type Edge, Handle, type Node, type NodeProps, Position, ReactFlow, useNodesState } from '@xyflow/react';
+import { Background, Controls, type Edge, Handle, type Node, type NodeChange, type NodeProps, Position, ReactFlow, useNodesState } from '@xyflow/react';
 import '@xyflow/react/dist/style.css';
 import type { AgentTaskGraph } from '@stepwise/shared-types';
-import { useEffect, useMemo, useRef } from 'react';
+import { useCallback, useLayoutEffect, useMemo, useRef } from 'react';
 
 type GraphStage = AgentTaskGraph['stages'][number];
 type GraphTask = GraphStage['tasks'][number];
@@ -112,10 +112,16 @@ export default function TaskGraphDrawing({ stages, followUps, onOpen }: { stages
   // React Flow hides a node it has not measured, and measures a node again only when its size
   // changes. A node given anew without its measured size (a status changed) could stay hidden for
   // good, so the flow is controlled: measurements come back through onNodesChange, and a new layout
-  // keeps each node's measured size.
-  const [nodes, setNodes, onNodesChange] = useNodesState<TaskNode | LaneNode>(layout.nodes);
+  // keeps each node's measured size. Only measurements are taken: the drawing is not edited (no
+  // selection, and the Delete key removes nothing).
+  const [nodes, setNodes, applyChanges] = useNodesState<TaskNode | LaneNode>(layout.nodes);
+  const onNodesChange = useCallback(
+    (changes: NodeChange<TaskNode | LaneNode>[]) => applyChanges(changes.filter((change) => change.type === 'dimensions')),
+    [applyChanges],
+  );
   const applied = useRef(layout);
-  useEffect(() => {
+  // Before the browser paints, so the nodes and the edges of one layout show together.
+  useLayoutEffect(() => {
     if (applied.current === layout) return;
     applied.current = layout;
     setNodes((current) => {
@@ -129,6 +135,8 @@ export default function TaskGraphDrawing({ stages, followUps, onOpen }: { stages
         nodes={nodes}
         edges={layout.edges}
         onNodesChange={onNodesChange}
+        elementsSelectable={false}
+        deleteKeyCode={null}
         nodeTypes={nodeTypes}
         fitView
         minZoom={0.3}
