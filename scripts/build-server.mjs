@@ -23,6 +23,7 @@ export async function buildServer(outfile = serverBundle) {
   const esbuild = createRequire(join(backend, 'package.json'))('esbuild');
   const { dependencies } = JSON.parse(readFileSync(join(backend, 'package.json'), 'utf8'));
   const code = join(dirname(outfile), 'server.js');
+  if (resolve(outfile) === code) throw new Error(`${outfile}: the compiled server is server.js; name the file to run otherwise`);
   const { metafile } = await esbuild.build({
     entryPoints: [join(backend, 'src', 'main.ts')],
     outfile: code,
@@ -55,8 +56,10 @@ export async function buildServer(outfile = serverBundle) {
  * `node --enable-source-maps` does, but that flag also has Node read and parse the source map of
  * every package that ships one (openai, kysely, zod and others), at every start. Here the packages
  * the server imports at start are loaded first, with source maps still off; then maps are turned
- * on and the server's own code is loaded, so only its map is read. Loading them first changes
- * nothing else: the server's code imports them in the same order before any of it runs.
+ * on and the server's own code is loaded, so of what a start loads only the server's map is read.
+ * (Packages loaded later, when a setting needs them: PostgreSQL's, Redis's, MCP's, Restate's, have
+ * their maps read then.) Loading them first changes nothing else: the server's code imports them
+ * in the same order before any of it runs.
  */
 function entrySource(code, packages) {
   return [

@@ -198,8 +198,8 @@ export async function startStepwiseProcess(
   env: Record<string, string>,
   options: { readyTimeoutMs?: number /** Another Node.js binary to run it with. */; node?: string } = {},
 ): Promise<StepwiseProcess> {
-  // The server as `pnpm start` runs it: compiled (by the tests' global setup) into one file, in
-  // this one process, so a signal reaches the server itself.
+  // The server as `pnpm start` runs it: compiled by the tests' global setup (backend/dist/main.js,
+  // which loads server.js), in this one process, so a signal reaches the server itself.
   const child = spawnTracked(options.node ?? process.execPath, [serverBundle], {
     cwd: root,
     env: {
