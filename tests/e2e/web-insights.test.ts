@@ -79,6 +79,10 @@ describe('seeing a run', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, () => {
     // A node opens its task's work.
     await drawing.locator('[data-testid="graph-node"][data-task="1.3"]').click();
     await page.waitForFunction(() => (document.querySelector('[data-testid="branch"][data-node-id="1.3"]') as HTMLDetailsElement | null)?.open === true);
+    // The drawing is not for editing: the keys that delete in React Flow remove no task.
+    await page.keyboard.press('Backspace');
+    await page.keyboard.press('Delete');
+    expect(await drawing.getByTestId('graph-node').count()).toBe(4);
     await screenshot(page, 'graph-done.png');
   });
 

@@ -112,8 +112,9 @@ export default function TaskGraphDrawing({ stages, followUps, onOpen }: { stages
   // React Flow hides a node it has not measured, and measures a node again only when its size
   // changes. A node given anew without its measured size (a status changed) could stay hidden for
   // good, so the flow is controlled: measurements come back through onNodesChange, and a new layout
-  // keeps each node's measured size. Only measurements are taken: the drawing is not edited (no
-  // selection, and the Delete key removes nothing).
+  // keeps each node's measured size. Only measurements are taken: the drawing is not edited (a
+  // selection is not kept, and the Delete key removes nothing). Nodes stay selectable all the
+  // same: React Flow lets pointer events through only to nodes that are, and a click opens a task.
   const [nodes, setNodes, applyChanges] = useNodesState<TaskNode | LaneNode>(layout.nodes);
   const onNodesChange = useCallback(
     (changes: NodeChange<TaskNode | LaneNode>[]) => applyChanges(changes.filter((change) => change.type === 'dimensions')),
@@ -135,7 +136,6 @@ export default function TaskGraphDrawing({ stages, followUps, onOpen }: { stages
         nodes={nodes}
         edges={layout.edges}
         onNodesChange={onNodesChange}
-        elementsSelectable={false}
         deleteKeyCode={null}
         nodeTypes={nodeTypes}
         fitView
