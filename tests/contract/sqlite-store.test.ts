@@ -119,7 +119,7 @@ describe('the embedded store', () => {
     const db = openSqliteDatabase(path, 'full');
     try {
       db.exec('create table schema_migrations (version integer primary key, name text not null, applied_at text not null) strict');
-      for (const step of SCHEMA.filter((candidate) => candidate.legacy!.sqlite <= 3)) {
+      for (const step of SCHEMA.filter((candidate) => candidate.legacy !== undefined && candidate.legacy.sqlite <= 3)) {
         for (const statement of step.sqlite) db.exec(statement);
         db.prepare('insert or ignore into schema_migrations (version, name, applied_at) values (?, ?, ?)').run([
           step.legacy!.sqlite,

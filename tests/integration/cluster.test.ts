@@ -31,7 +31,7 @@ afterEach(async () => {
 type Event = Record<string, unknown>;
 
 /** Two Stepwise processes on one fresh PostgreSQL database and one Redis, the scripted model behind both. */
-async function twoInstances(redisUrl = sharedRedis!) {
+async function twoInstances(redisUrl = sharedRedis!, extra: Record<string, string> = {}) {
   const database = await freshPostgresDatabase(pg!);
   await database.db.close();
   drop = database.drop;
@@ -45,13 +45,14 @@ async function twoInstances(redisUrl = sharedRedis!) {
     OPENAI_BASE_URL: llm!.url,
     OPENAI_API_KEY: 'k',
     LLM_MAX_RETRIES: '0',
+    ...extra,
   });
   const [a, b] = await Promise.all([startStepwiseProcess(env('a')), startStepwiseProcess(env('b'))]);
   return { a, b };
 }
 
-async function connect(instance: StepwiseProcess, query: Record<string, string | number> = {}): Promise<TestClient> {
-  const client = await TestClient.connect(instance.wsUrl, query);
+async function connect(instance: StepwiseProcess, query: Record<string, string | number> = {}, headers?: Record<string, string>): Promise<TestClient> {
+  const client = await TestClient.connect(instance.wsUrl, query, { headers });
   clients.push(client);
   return client;
 }
@@ -99,6 +100,26 @@ describe.skipIf(!pg || !sharedRedis)('several instances on PostgreSQL and Redis'
     await seen(onB, Math.max(...seqs(onA)));
     expect(seqs(onB)).toEqual(seqs(onA));
     expect(gapless(seqs(onA))).toBe(true);
+  });
+
+  it('counts a user’s runs on every instance against MAX_RUNS_PER_USER, also when their starts race', async () => {
+    const proxied = { AUTH_MODE: 'header', AUTH_HEADER: 'X-Forwarded-User', TRUSTED_PROXIES: '127.0.0.1,::1' };
+    const { a, b } = await twoInstances(sharedRedis, { ...proxied, MAX_RUNS_PER_USER: '2' });
+    // Every run holds at its first model call, so each one started is still going when the last start is answered.
+    llm!.respond(() => ({ hang: true }));
+    const alice = { 'X-Forwarded-User': 'alice' };
+    const sockets = await Promise.all([a, b, a, b, a, b, a, b].map((instance) => connect(instance, {}, alice)));
+    for (const socket of sockets) socket.chat('Long job', { agent_mode: true });
+    const outcomes = await Promise.all(
+      sockets.map((socket) => socket.next((event) => event.update_type === 'agent_start' || event.type === 'error', { timeoutMs: 30_000 })),
+    );
+    const refused = outcomes.filter((event) => event.type === 'error');
+    expect(outcomes.length - refused.length).toBe(2);
+    expect(refused.map((event) => event.code)).toEqual(Array(6).fill('too_many_runs'));
+    // Another user is not counted against her.
+    const bob = await connect(b, {}, { 'X-Forwarded-User': 'bob' });
+    bob.chat('Long job', { agent_mode: true });
+    await bob.waitFor('agent_start', { timeoutMs: 30_000 });
   });
 
   it('a socket on B sees the streamed previews of a run on A, the same as a socket on A, each before its full event', async () => {

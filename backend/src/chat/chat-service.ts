@@ -28,6 +28,9 @@ interface ActiveResponse {
 }
 
 const reject = (code: ErrorCode, message: string): ErrorEvent => ({ type: 'error', code, message });
+/** MAX_RUNS_PER_USER reached, here or on the instances together. */
+const userAtLimit = (limit: number): ErrorEvent =>
+  reject('too_many_runs', `You have ${limit} runs going at once, the most one user may have (MAX_RUNS_PER_USER); wait for one to finish`);
 const RUN_ACTIVE = reject('run_active', 'A response is still in progress: stop it or wait for response_complete');
 const ANOTHER_INSTANCE_RUNS = reject('run_active', 'A response is still in progress (on another instance): stop it or wait for response_complete');
 const SESSION_DELETED = reject('session_deleted', 'This chat was deleted; start a new one');
@@ -386,18 +389,17 @@ export class ChatService {
     sender: MessageSender,
   ): Promise<ErrorEvent | undefined> {
     const runId = randomUUID();
-    const { host } = this.deps;
-    const busyUser = await this.userAtLimitElsewhere(sender.user);
-    if (busyUser) return busyUser;
-    // Again after the wait: a command that arrived with this one (a snapshot's rollback, another
-    // message) may have taken the session meanwhile, and occupy() lets a hold through.
-    const refusedNow = this.refusal();
-    if (refusedNow) return refusedNow;
+    const { host, runSlots } = this.deps;
     if (host.shared) {
-      // Several instances: one run per session across all of them, and this one writes the log from now on.
+      // Several instances: one run per session across all of them, and this one writes the log from
+      // now on. MAX_RUNS_PER_USER counts the user's runs on every instance, in the same step.
       this.state = { kind: 'claiming' };
       try {
-        if (!(await host.claim(this.sessionId, runId))) return ANOTHER_INSTANCE_RUNS;
+        const limit = runSlots.userLimit;
+        const quota = sender.user && limit !== undefined ? { owner: sender.user.id, limit } : undefined;
+        const claimed = await host.claimRun(this.sessionId, runId, quota);
+        if (claimed === 'at_limit') return userAtLimit(limit!);
+        if (claimed === 'held') return ANOTHER_INSTANCE_RUNS;
         await this.log.syncFromStore();
       } finally {
         this.leave('claiming');
@@ -406,24 +408,6 @@ export class ChatService {
     const refused = this.occupy(runId, sender, { force: false }, (control) => this.runs.launch({ ...request, runId }, control));
     if (refused) await host.release(this.sessionId, runId);
     return refused;
-  }
-
-  /**
-   * Several instances: MAX_RUNS_PER_USER counts the user's runs on every instance (the store's
-   * running runs of their chats), not only the slots this one holds.
-   */
-  private async userAtLimitElsewhere(user: User | undefined): Promise<ErrorEvent | undefined> {
-    const { host, runSlots, store } = this.deps;
-    const limit = runSlots.userLimit;
-    if (!host.shared || !user || limit === undefined) return undefined;
-    let running = 0;
-    const owners = new Map<string, string | undefined>();
-    for (const run of await store.listRunningRuns()) {
-      if (!owners.has(run.sessionId)) owners.set(run.sessionId, (await store.getSession(run.sessionId))?.owner);
-      if (owners.get(run.sessionId) === user.id) running++;
-    }
-    if (running < limit) return undefined;
-    return reject('too_many_runs', `You have ${limit} runs going at once, the most one user may have (MAX_RUNS_PER_USER); wait for one to finish`);
   }
 
   /** Takes a run slot and runs `work` as the session's one active response. */
@@ -437,10 +421,7 @@ export class ChatService {
     if (!release) {
       switch (slot) {
         case 'user_busy':
-          return reject(
-            'too_many_runs',
-            `You have ${runSlots.userLimit} runs going at once, the most one user may have (MAX_RUNS_PER_USER); wait for one to finish`,
-          );
+          return userAtLimit(runSlots.userLimit!);
         case 'address_busy':
           return reject('too_many_runs', `You have ${runSlots.addressLimit} runs going at once, the most one client may have; wait for one to finish`);
         default:

@@ -5,7 +5,7 @@ import type { createClient } from 'redis';
 import { type ControlBus, type ControlCommand, type ControlHandler, type ControlOutcome, InProcessControlBus, noOutcome } from '../agent/control-bus.ts';
 import type { Logger } from '../logger.ts';
 import type { Fence, FenceToken } from '../store/store.ts';
-import type { Arrival, ArrivingRun, Interrupted, RunHost, SessionListener } from '../hosting/run-host.ts';
+import type { Arrival, ArrivingRun, ClaimOutcome, Interrupted, RunHost, RunQuota, SessionListener } from '../hosting/run-host.ts';
 import { UUID } from '../util/ids.ts';
 import { optionalPackage } from '../util/optional-package.ts';
 
@@ -134,13 +134,69 @@ export class Cluster implements RunHost {
    * has let go). False: another instance (or a run here) holds it.
    */
   async claim(sessionId: string, runId: string | null): Promise<boolean> {
+    const generation = await this.takeLease(this.pool, sessionId, runId, null);
+    if (generation === undefined) return false;
+    this.holding(sessionId, runId, generation);
+    return true;
+  }
+
+  /**
+   * Claims the session for run `runId` (as `claim`), unless `quota.owner` holds `quota.limit` runs
+   * already on the instances together: the runs of their stored chats still running, and the leases
+   * that name a run of theirs not yet stored (or still running). The count and the lease are one
+   * transaction under a lock on the owner, so two instances' starts for one user are taken in turn.
+   */
+  async claimRun(sessionId: string, runId: string, quota: RunQuota | undefined): Promise<ClaimOutcome> {
+    if (!quota) return (await this.claim(sessionId, runId)) ? 'claimed' : 'held';
+    const client = await this.pool.connect();
+    let generation: number | undefined;
+    try {
+      await client.query('begin');
+      await client.query(`select pg_advisory_xact_lock(hashtext('stepwise:runs-of:' || $1))`, [quota.owner]);
+      const { rows } = await client.query(
+        `select count(*)::int as held from (
+           select runs.id::text as run_id from runs join sessions on sessions.id = runs.session_id
+            where sessions.owner = $1 and runs.status = 'running'
+           union
+           select session_leases.run_id from session_leases
+            where session_leases.owner = $1 and session_leases.run_id is not null and session_leases.expires_at >= now()
+              and not exists (select 1 from runs where runs.id::text = session_leases.run_id and runs.status <> 'running')
+         ) as theirs where run_id <> $2`,
+        [quota.owner, runId],
+      );
+      if ((rows[0] as { held: number }).held >= quota.limit) {
+        await client.query('rollback');
+        return 'at_limit';
+      }
+      generation = await this.takeLease(client, sessionId, runId, quota.owner);
+      await client.query('commit');
+    } catch (error) {
+      await client.query('rollback').catch(() => undefined);
+      throw error;
+    } finally {
+      client.release();
+    }
+    if (generation === undefined) return 'held';
+    this.holding(sessionId, runId, generation);
+    return 'claimed';
+  }
+
+  private holding(sessionId: string, runId: string | null, generation: number): void {
+    this.held.set(sessionId, { runId, generation });
+    this.lost.delete(sessionId);
+  }
+
+  /** The claim's statement (see `claim`): the lease's generation when granted. A lease keeps its run's owner while it names the same run. */
+  private async takeLease(db: Pick<pg.Pool, 'query'>, sessionId: string, runId: string | null, owner: string | null): Promise<number | undefined> {
     // Leases name runs by id: the query compares them with the runs' uuid keys (through their index).
     if (runId !== null && !UUID.test(runId)) throw new Error(`Not a run id: ${runId.slice(0, 64)}`);
-    const { rows } = await this.pool.query(
-      `insert into session_leases (session_id, instance_id, run_id, expires_at)
-       values ($1, $2, $3, now() + $4 * interval '1 millisecond')
+    const { rows } = await db.query(
+      `insert into session_leases (session_id, instance_id, run_id, expires_at, owner)
+       values ($1, $2, $3, now() + $4 * interval '1 millisecond', $5)
        on conflict (session_id) do update
          set instance_id = excluded.instance_id, run_id = excluded.run_id, expires_at = excluded.expires_at,
+             owner = case when excluded.owner is not null then excluded.owner
+                          when session_leases.run_id is not distinct from excluded.run_id then session_leases.owner end,
              -- A new holder (or this one after its lease ran out) is a new lease; a live holder claiming again keeps its own.
              generation = case when session_leases.instance_id = excluded.instance_id and session_leases.expires_at >= now()
                                then session_leases.generation else nextval('session_lease_generation') end
@@ -152,12 +208,9 @@ export class Cluster implements RunHost {
           or (session_leases.run_id is distinct from excluded.run_id
               and exists (select 1 from runs where runs.id = session_leases.run_id::uuid and runs.status <> 'running'))
        returning session_id, generation`,
-      [sessionId, this.instanceId, runId, this.options.leaseMs],
+      [sessionId, this.instanceId, runId, this.options.leaseMs, owner],
     );
-    if (rows.length === 0) return false;
-    this.held.set(sessionId, { runId, generation: Number((rows[0] as { generation: string | number }).generation) });
-    this.lost.delete(sessionId);
-    return true;
+    return rows.length === 0 ? undefined : Number((rows[0] as { generation: string | number }).generation);
   }
 
   /**

@@ -24,6 +24,15 @@ export type Arrival = 'resumed' | 'closed';
  */
 export type Interrupted = 'go_on' | 'close' | 'elsewhere';
 
+/** How many runs one user may hold at once (MAX_RUNS_PER_USER), on every instance together. */
+export interface RunQuota {
+  owner: string;
+  limit: number;
+}
+
+/** A run's claim: held here; held elsewhere (or by another run here); refused, its owner at their limit. */
+export type ClaimOutcome = 'claimed' | 'held' | 'at_limit';
+
 /**
  * Where a session's run lives and how to reach it. The chat layer talks to this port only: one
  * process (every session is here), or several instances (a lease in PostgreSQL says which instance
@@ -39,6 +48,12 @@ export interface RunHost {
   readonly instanceId: string | undefined;
   /** Holds the session here for run `runId` (or, null, for a command); false: it is held elsewhere (or by another run here). */
   claim(sessionId: string, runId: string | null): Promise<boolean>;
+  /**
+   * Holds the session here for run `runId`, as `claim` does, when `quota` (if any) lets its owner
+   * start one more run: their runs are counted on every instance and the hold taken in one step,
+   * so that starts racing on several instances cannot go over the limit together.
+   */
+  claimRun(sessionId: string, runId: string, quota: RunQuota | undefined): Promise<ClaimOutcome>;
   /** Lets go of the session, when the hold still names `runId` (a later run's hold stays). */
   release(sessionId: string, runId: string | null): Promise<void>;
   /** Lets go of the session now, its run named: another instance goes on with the run (a hand-over). */
@@ -88,6 +103,11 @@ export class InProcessRunHost implements RunHost {
     if (holder !== undefined && holder !== null && runId !== holder) return false;
     this.held.set(sessionId, runId);
     return true;
+  }
+
+  /** One process: the run slots count a user's runs (RunSlots), so the quota is not this host's. */
+  async claimRun(sessionId: string, runId: string): Promise<ClaimOutcome> {
+    return (await this.claim(sessionId, runId)) ? 'claimed' : 'held';
   }
 
   async release(sessionId: string, runId: string | null): Promise<void> {

@@ -1,6 +1,6 @@
 import type { DeltaEvent } from '@stepwise/shared-types';
 import type { ControlCommand, ControlOutcome } from '../agent/control-bus.ts';
-import type { Arrival, ArrivingRun, Interrupted, RunHost, SessionListener } from '../hosting/run-host.ts';
+import type { Arrival, ArrivingRun, ClaimOutcome, Interrupted, RunHost, RunQuota, SessionListener } from '../hosting/run-host.ts';
 import type { RestateEngine } from './restate-engine.ts';
 
 /**
@@ -30,6 +30,10 @@ export class RestateRunHost implements RunHost {
 
   claim(sessionId: string, runId: string | null): Promise<boolean> {
     return this.base.claim(sessionId, runId);
+  }
+
+  claimRun(sessionId: string, runId: string, quota: RunQuota | undefined): Promise<ClaimOutcome> {
+    return this.base.claimRun(sessionId, runId, quota);
   }
 
   release(sessionId: string, runId: string | null): Promise<void> {

@@ -243,6 +243,11 @@ export const SCHEMA: SchemaStep[] = [
     ],
     sqlite: [],
   },
+  {
+    name: "0008 a lease names its run's user, so MAX_RUNS_PER_USER counts runs not yet stored",
+    postgres: [`alter table session_leases add column owner text`, `create index session_leases_owner on session_leases (owner) where run_id is not null`],
+    sqlite: [],
+  },
 ];
 
 /** The version table of earlier releases, whose applied versions stand for the steps they made. */
