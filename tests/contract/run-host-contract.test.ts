@@ -167,6 +167,24 @@ describe.each(adapters)('the run host $name', (adapter) => {
     await host.release(second.sessionId, second.runId);
   });
 
+  it('claims a run as claim does; where instances share sessions, refuses a run over its user’s quota, counted over them', async () => {
+    const host = adapter.host();
+    const quota = { owner: `user-${randomUUID()}`, limit: 1 };
+    const first = await adapter.newRun();
+    const second = await adapter.newRun();
+    expect(await host.claimRun(first.sessionId, first.runId, quota)).toBe('claimed');
+    const next = await adapter.newRun(first.sessionId);
+    expect(await host.claimRun(first.sessionId, next.runId, undefined)).toBe('held');
+    // One process counts a user's runs in its run slots, not here.
+    expect(await host.claimRun(second.sessionId, second.runId, quota)).toBe(host.shared ? 'at_limit' : 'claimed');
+    expect(await host.claimRun(second.sessionId, second.runId, { owner: `user-${randomUUID()}`, limit: 1 })).toBe('claimed');
+    await host.release(second.sessionId, second.runId);
+    // Once the first run lets go, the user may start another.
+    await host.release(first.sessionId, first.runId);
+    expect(await host.claimRun(second.sessionId, second.runId, quota)).toBe('claimed');
+    await host.release(second.sessionId, second.runId);
+  });
+
   it('holds a session for a command (no run), and a run may start inside it', async () => {
     const host = adapter.host();
     const run = await adapter.newRun();
