@@ -96,7 +96,8 @@ describe('client messages', () => {
     hold.observeAt = -1;
     const point = await stepSnapshot(server, client);
     const from = client.events.length;
-    client.chat('A plain question');
+    // An agent run, so that a run started shows as one (agent_start).
+    client.chat('A question', { agent_mode: true });
     client.send({ type: 'snapshot_rollback', snapshot_id: point.snapshot_id });
     // Each of the two gets its answer: the rollback done or refused, the chat's run started or refused.
     await outcomes(client, from, 2);

@@ -344,11 +344,14 @@ export class ChatService {
     return this.whenIdle(async () => {
       const found = await this.snapshots.resumable(id, extraSteps);
       if (!found.ok) return reject(found.code, found.message);
-      await this.snapshots.rollback(id);
-      // Taken before the snapshot command lets go of the session, so nothing starts in between.
+      // Taken before the snapshot command lets go of the session, so nothing starts in between; the
+      // user's run counted before anything is rolled back.
       const runId = randomUUID();
       const past: RunPastWithHistory = found.past;
-      return this.occupy(runId, sender, { force: false }, (control) => this.runs.launchContinuation({ ...found.input, runId }, past, control));
+      return this.withRunClaim(runId, sender, async () => {
+        await this.snapshots.rollback(id);
+        return this.occupy(runId, sender, { force: false }, (control) => this.runs.launchContinuation({ ...found.input, runId }, past, control));
+      });
     });
   }
 
@@ -361,7 +364,9 @@ export class ChatService {
       const runId = randomUUID();
       // A new budget for the continued run, when given (a run that ended with "budget" needs one).
       const input = message.max_cost_usd === undefined ? found.input : { ...found.input, maxCostUsd: message.max_cost_usd };
-      return this.occupy(runId, sender, { force: false }, (control) => this.runs.launchContinuation({ ...input, runId }, found.past, control));
+      return this.withRunClaim(runId, sender, async () =>
+        this.occupy(runId, sender, { force: false }, (control) => this.runs.launchContinuation({ ...input, runId }, found.past, control)),
+      );
     });
   }
 
@@ -389,23 +394,42 @@ export class ChatService {
     sender: MessageSender,
   ): Promise<ErrorEvent | undefined> {
     const runId = randomUUID();
+    if (!this.deps.host.shared) return this.occupy(runId, sender, { force: false }, (control) => this.runs.launch({ ...request, runId }, control));
+    // Several instances: one run per session across all of them, and this one writes the log from now on.
+    this.state = { kind: 'claiming' };
+    try {
+      return await this.withRunClaim(runId, sender, async () => {
+        await this.log.syncFromStore();
+        this.leave('claiming');
+        return this.occupy(runId, sender, { force: false }, (control) => this.runs.launch({ ...request, runId }, control));
+      });
+    } finally {
+      // Once the run started, the session is `running`, which this leaves alone.
+      this.leave('claiming');
+    }
+  }
+
+  /**
+   * Several instances: names run `runId` in the session's lease, if its user may start one more
+   * (MAX_RUNS_PER_USER, counted over every instance in the same step), then `start`s it. The lease
+   * is let go again when the run does not start: `start` refused it, or threw.
+   */
+  private async withRunClaim(runId: string, sender: MessageSender, start: () => Promise<ErrorEvent | undefined>): Promise<ErrorEvent | undefined> {
     const { host, runSlots } = this.deps;
     if (host.shared) {
-      // Several instances: one run per session across all of them, and this one writes the log from
-      // now on. MAX_RUNS_PER_USER counts the user's runs on every instance, in the same step.
-      this.state = { kind: 'claiming' };
-      try {
-        const limit = runSlots.userLimit;
-        const quota = sender.user && limit !== undefined ? { owner: sender.user.id, limit } : undefined;
-        const claimed = await host.claimRun(this.sessionId, runId, quota);
-        if (claimed === 'at_limit') return userAtLimit(limit!);
-        if (claimed === 'held') return ANOTHER_INSTANCE_RUNS;
-        await this.log.syncFromStore();
-      } finally {
-        this.leave('claiming');
-      }
+      const limit = runSlots.userLimit;
+      const quota = sender.user && limit !== undefined ? { owner: sender.user.id, limit } : undefined;
+      const claimed = await host.claimRun(this.sessionId, runId, quota);
+      if (claimed === 'at_limit') return userAtLimit(limit!);
+      if (claimed === 'held') return ANOTHER_INSTANCE_RUNS;
     }
-    const refused = this.occupy(runId, sender, { force: false }, (control) => this.runs.launch({ ...request, runId }, control));
+    let refused: ErrorEvent | undefined;
+    try {
+      refused = await start();
+    } catch (error) {
+      await host.release(this.sessionId, runId);
+      throw error;
+    }
     if (refused) await host.release(this.sessionId, runId);
     return refused;
   }

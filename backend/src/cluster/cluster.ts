@@ -34,6 +34,8 @@ interface InboxMessage {
 
 const INBOX = (instanceId: string) => `stepwise:inbox:${instanceId}`;
 const SESSION_CHANNEL = (sessionId: string) => `stepwise:session:${sessionId}`;
+/** How long a claim waits for another instance's claim for the same user (MAX_RUNS_PER_USER) before it fails. */
+const QUOTA_LOCK_TIMEOUT_MS = 5_000;
 /** How long a command sent to another instance may take, Redis reconnects included. */
 const SEND_TIMEOUT_MS = 10_000;
 
@@ -60,6 +62,8 @@ export class Cluster implements RunHost {
   private readonly waiting = new Map<string, (outcome: ControlOutcome) => void>();
   private readonly sessionListeners = new Map<string, Set<SessionListener>>();
   private readonly timers: NodeJS.Timeout[] = [];
+  /** Each user's claim under way here (see claimRun). */
+  private readonly quotaClaims = new Map<string, Promise<ClaimOutcome>>();
   private lastInboxId = '0-0';
   private closed = false;
   /** Shutting down (see drain). */
@@ -148,20 +152,39 @@ export class Cluster implements RunHost {
    */
   async claimRun(sessionId: string, runId: string, quota: RunQuota | undefined): Promise<ClaimOutcome> {
     if (!quota) return (await this.claim(sessionId, runId)) ? 'claimed' : 'held';
+    // One user's claims here go one at a time, so that a burst of them waits here rather than
+    // with a database connection each (the pool's few also renew this instance's leases).
+    const turn = (this.quotaClaims.get(quota.owner) ?? Promise.resolve()).then(
+      () => this.claimWithinQuota(sessionId, runId, quota),
+      () => this.claimWithinQuota(sessionId, runId, quota),
+    );
+    this.quotaClaims.set(quota.owner, turn);
+    try {
+      return await turn;
+    } finally {
+      if (this.quotaClaims.get(quota.owner) === turn) this.quotaClaims.delete(quota.owner);
+    }
+  }
+
+  private async claimWithinQuota(sessionId: string, runId: string, quota: RunQuota): Promise<ClaimOutcome> {
+    if (!UUID.test(runId)) throw new Error(`Not a run id: ${runId.slice(0, 64)}`);
     const client = await this.pool.connect();
     let generation: number | undefined;
+    let failed: Error | undefined;
     try {
       await client.query('begin');
+      // Another instance holding the user's lock for this long is stuck: fail rather than queue behind it.
+      await client.query(`set local lock_timeout = '${QUOTA_LOCK_TIMEOUT_MS}ms'`);
       await client.query(`select pg_advisory_xact_lock(hashtext('stepwise:runs-of:' || $1))`, [quota.owner]);
       const { rows } = await client.query(
         `select count(*)::int as held from (
-           select runs.id::text as run_id from runs join sessions on sessions.id = runs.session_id
+           select runs.id from runs join sessions on sessions.id = runs.session_id
             where sessions.owner = $1 and runs.status = 'running'
            union
-           select session_leases.run_id from session_leases
+           select session_leases.run_id::uuid from session_leases
             where session_leases.owner = $1 and session_leases.run_id is not null and session_leases.expires_at >= now()
-              and not exists (select 1 from runs where runs.id::text = session_leases.run_id and runs.status <> 'running')
-         ) as theirs where run_id <> $2`,
+              and not exists (select 1 from runs where runs.id = session_leases.run_id::uuid and runs.status <> 'running')
+         ) as theirs (id) where id <> $2::uuid`,
         [quota.owner, runId],
       );
       if ((rows[0] as { held: number }).held >= quota.limit) {
@@ -171,10 +194,12 @@ export class Cluster implements RunHost {
       generation = await this.takeLease(client, sessionId, runId, quota.owner);
       await client.query('commit');
     } catch (error) {
+      failed = error as Error;
       await client.query('rollback').catch(() => undefined);
       throw error;
     } finally {
-      client.release();
+      // A connection that failed mid-transaction is not handed to the next query.
+      client.release(failed);
     }
     if (generation === undefined) return 'held';
     this.holding(sessionId, runId, generation);
