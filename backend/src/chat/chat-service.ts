@@ -394,14 +394,15 @@ export class ChatService {
     sender: MessageSender,
   ): Promise<ErrorEvent | undefined> {
     const runId = randomUUID();
-    if (!this.deps.host.shared) return this.occupy(runId, sender, { force: false }, (control) => this.runs.launch({ ...request, runId }, control));
+    const launch = () => this.occupy(runId, sender, { force: false }, (control) => this.runs.launch({ ...request, runId }, control));
+    if (!this.deps.host.shared) return launch();
     // Several instances: one run per session across all of them, and this one writes the log from now on.
     this.state = { kind: 'claiming' };
     try {
       return await this.withRunClaim(runId, sender, async () => {
         await this.log.syncFromStore();
         this.leave('claiming');
-        return this.occupy(runId, sender, { force: false }, (control) => this.runs.launch({ ...request, runId }, control));
+        return launch();
       });
     } finally {
       // Once the run started, the session is `running`, which this leaves alone.
