@@ -1,3 +1,4 @@
+import type { TokenUsage } from './messages.ts';
 import type { ErrorCode } from '@stepwise/shared-types';
 
 /**
@@ -66,10 +67,14 @@ export class ModelError extends StepwiseError {
   /** What the endpoint said in its own words: logged, never sent to clients. */
   readonly detail: string | undefined;
   /**
-   * `output`: the endpoint answered, but the answer was unusable (data off its schema); `refusal`:
-   * the model declined to answer (its refusal field). Neither says anything of the endpoint's health.
+   * `output`: the endpoint answered, but the answer was unusable (data off its schema, cut at the
+   * output limit); `refusal`: the model declined to answer (its refusal field); `request`: the
+   * endpoint refused this request (a 400, a template that cannot render it). None says anything
+   * of the endpoint's health.
    */
-  readonly category: 'output' | 'refusal' | undefined;
+  readonly category: 'output' | 'refusal' | 'request' | undefined;
+  /** What the replies that were answered and then rejected cost: they count in the run's spending all the same. */
+  readonly spent: RejectedSpending | undefined;
   constructor(
     message: string,
     options: {
@@ -78,7 +83,8 @@ export class ModelError extends StepwiseError {
       retryAfterMs?: number;
       cause?: unknown;
       detail?: string;
-      category?: 'output' | 'refusal';
+      category?: 'output' | 'refusal' | 'request';
+      spent?: RejectedSpending;
       /** model_timeout when the call ran out of time (LLM_TOTAL_TIMEOUT_MS). */
       code?: typeof ERROR_CODE.model | typeof ERROR_CODE.modelTimeout;
     } = {},
@@ -89,7 +95,15 @@ export class ModelError extends StepwiseError {
     this.retryAfterMs = options.retryAfterMs;
     this.detail = options.detail;
     this.category = options.category;
+    this.spent = options.spent;
   }
+}
+
+/** The tokens and cost of replies a call received but could not use. */
+export interface RejectedSpending {
+  usage?: TokenUsage;
+  costUsd?: number | null;
+  model?: string;
 }
 
 /** A tool call named a tool that is not enabled or does not exist. */

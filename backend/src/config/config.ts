@@ -203,6 +203,7 @@ const EnvSchema = z.object({
   LLM_STREAM_IDLE_TIMEOUT_MS: integer(1).default(60_000),
   LLM_TOTAL_TIMEOUT_MS: integer(1).default(10 * 60_000),
   LLM_MAX_OUTPUT_CHARS: integer(1000).default(200_000),
+  LLM_MAX_OUTPUT_TOKENS: integer(16, 1_000_000).default(8192),
   LLM_STRUCTURED_OUTPUT: boolean.default(true),
   LLM_STRICT_ALTERNATION: z
     .string()
@@ -324,6 +325,11 @@ export interface Config {
     totalTimeoutMs: number;
     /** Longest reply kept of one call: the stream is cut there and the request aborted. */
     maxOutputChars: number;
+    /**
+     * The max_tokens a reply cut at the model's output limit (finish_reason `length`) is asked for
+     * again with; no other request sets it, so the endpoint's own default holds.
+     */
+    maxOutputTokens: number;
     /** Data answers as `response_format` json_schema (true), or asked for in the prompt (false). */
     structuredOutput: boolean;
     /**
@@ -514,6 +520,7 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
       streamIdleTimeoutMs: e.LLM_STREAM_IDLE_TIMEOUT_MS,
       totalTimeoutMs: e.LLM_TOTAL_TIMEOUT_MS,
       maxOutputChars: e.LLM_MAX_OUTPUT_CHARS,
+      maxOutputTokens: e.LLM_MAX_OUTPUT_TOKENS,
       structuredOutput: e.LLM_STRUCTURED_OUTPUT,
       strictAlternation:
         e.LLM_STRICT_ALTERNATION === 'auto'

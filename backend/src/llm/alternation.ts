@@ -53,3 +53,33 @@ function joinTexts(a: string | null, b: string | null): string {
     .filter(Boolean)
     .join('\n\n');
 }
+
+/**
+ * Makes a request end as every chat template reads it: with a user or tool message. A request
+ * that ends with an assistant message is taken by local servers as a prefill (the model goes on
+ * with that message instead of answering the new instruction), and llama.cpp refuses two
+ * assistant messages at the end outright. So when the transcript ends with the model's own text
+ * (a phase that called no tool), a user turn follows that names the phase to do now; the phase's
+ * full instruction is the request's system message. Chat calls and calls after tool results
+ * already end right and are left as they are.
+ */
+export function endWithTurn(messages: readonly LlmMessage[], purpose: string): readonly LlmMessage[] {
+  const last = messages.at(-1);
+  if (last?.role !== 'assistant') return messages;
+  return [...messages, { role: 'user', content: phaseCue(purpose) }];
+}
+
+/** The user turn that asks for the phase a request is for, by its purpose (`roa.observe` → "the observe phase"). */
+export function phaseCue(purpose: string): string {
+  const phase = (purpose.split('.').at(-1) ?? purpose).replaceAll('_', ' ');
+  return `Now do ${phase === purpose ? 'the next step' : `the ${phase} phase`} as the system message instructs: answer that instruction, do not continue your previous message.`;
+}
+
+/**
+ * Whether an endpoint's refusal says it needs strict turn-taking: the chat templates of Mistral
+ * and Gemma models raise "Conversation roles must alternate user/assistant/…", llama.cpp refuses
+ * "2 or more assistant messages at the end".
+ */
+export function refusesTurnOrder(endpointMessage: string | undefined): boolean {
+  return endpointMessage !== undefined && /roles must alternate|must alternate|2 or more assistant messages|consecutive (user|assistant)/i.test(endpointMessage);
+}

@@ -41,8 +41,13 @@ export interface CompletionResult<T = unknown> {
   text: string;
   toolCalls: LlmToolCall[];
   usage?: TokenUsage;
-  /** The reply passed LLM_MAX_OUTPUT_CHARS: the text ends in a note saying so, cut tool calls are left out. */
+  /**
+   * The reply passed LLM_MAX_OUTPUT_CHARS, or stopped at the model's output limit (finish_reason
+   * `length`): the text ends in a note saying so, cut tool calls are left out.
+   */
   truncated?: boolean;
+  /** The endpoint stopped the reply at the model's output limit (finish_reason `length`). */
+  cutAtLimit?: boolean;
   /** With a `schema`: the reply as that data, validated. */
   parsed?: T;
   /** The model that answered (the call's purpose may route it to another than LLM_MODEL). */

@@ -119,9 +119,72 @@ export function guardedFetch(dispatcher: Dispatcher, limits: BodyLimits): typeof
       body: body ?? null,
       signal: init.signal ?? null,
     });
-    return new WireResponse(url.href, response, limits, init.signal ?? undefined) as unknown as Response;
+    const wire = new WireResponse(url.href, response, limits, init.signal ?? undefined);
+    if (wire.status < 500) return wire as unknown as Response;
+    return (await withRetryVerdict(wire, body ?? undefined, lastFailures)) as unknown as Response;
   };
+  /** What each request body (kept by the SDK across its retries) was last answered with, by a 5xx. */
+  const lastFailures = new WeakMap<object, string>();
   return guarded as typeof fetch;
+}
+
+/**
+ * A 5xx whose body says the request itself cannot be served (its chat template refused it, it
+ * does not fit the context) fails the same way every time: the SDK is told not to retry it
+ * (`x-should-retry: false`, which it honours), as it is when the same request got the same 5xx
+ * words before. A 502, 503 or 504 from a gateway, or a 5xx that says something new, is retried
+ * as before. The error body (at most 64 KiB) is read here, once, and handed to the SDK as text.
+ */
+async function withRetryVerdict(wire: WireResponse, body: string | Uint8Array | undefined, lastFailures: WeakMap<object, string>): Promise<WireResponse | ReadErrorResponse> {
+  const text = await wire.text();
+  const words = endpointMessage(text);
+  const key = typeof body === 'object' ? body : undefined;
+  const repeated = key !== undefined && words !== '' && lastFailures.get(key) === words;
+  if (key && words) lastFailures.set(key, words);
+  const gateway = wire.status === 502 || wire.status === 503 || wire.status === 504;
+  const final = repeated || (!gateway && DETERMINISTIC_FAILURE.test(words));
+  const headers = new Headers(wire.headers);
+  if (final) headers.set('x-should-retry', 'false');
+  return new ReadErrorResponse(wire.url, wire.status, wire.statusText, headers, text);
+}
+
+/** Words of a 5xx that no retry changes: a template that refuses the conversation, a request too large, a parse failure. */
+const DETERMINISTIC_FAILURE =
+  /chat template|jinja|must alternate|assistant messages at the end|failed to parse|parse error|invalid (request|argument|json|tool)|not supported|unsupported|context (size|length|window)|exceeds? the (available )?context|too long/i;
+
+/** The endpoint's own message in an error body: OpenAI's `{error: {message}}`, `{message}`, `{detail}`, or the text itself. */
+export function endpointMessage(text: string): string {
+  try {
+    const body = JSON.parse(text) as unknown;
+    const fields = typeof body === 'object' && body !== null ? (body as Record<string, unknown>) : {};
+    const error = fields.error;
+    const candidates = [typeof error === 'object' && error !== null ? (error as Record<string, unknown>).message : error, fields.message, fields.detail];
+    for (const candidate of candidates) if (typeof candidate === 'string' && candidate.trim()) return candidate.trim();
+    return '';
+  } catch {
+    return text.trim().startsWith('<') ? '' : text.trim();
+  }
+}
+
+/** An error response whose (bounded) body was read already. */
+class ReadErrorResponse {
+  readonly ok = false;
+  readonly body = null;
+  constructor(
+    readonly url: string,
+    readonly status: number,
+    readonly statusText: string,
+    readonly headers: Headers,
+    private readonly content: string,
+  ) {}
+
+  async text(): Promise<string> {
+    return this.content;
+  }
+
+  async json(): Promise<unknown> {
+    return JSON.parse(this.content);
+  }
 }
 
 /** Request headers as undici takes them, from what the SDK passes (a Headers object as a rule). */

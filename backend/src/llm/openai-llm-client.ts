@@ -7,8 +7,8 @@ import { ERROR_CODE, ModelError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { TOKENS } from '../tokens.ts';
 import { abortReason, sleep } from '../util/abort.ts';
-import { ensureAlternation } from './alternation.ts';
-import type { CompletionRequest, CompletionResult, LlmClient, OutputSchema } from './llm-client.ts';
+import { endWithTurn, ensureAlternation, refusesTurnOrder } from './alternation.ts';
+import type { CompletionRequest, CompletionResult, LlmClient, OutputSchema, TokenUsage } from './llm-client.ts';
 import { costOf, roundUsd } from './model-prices.ts';
 import { modelFor } from './model-routes.ts';
 import { createModelWire, endpointOf, seconds } from './model-wire.ts';
@@ -40,6 +40,8 @@ export class OpenAiLlmClient implements LlmClient {
   private readonly client: OpenAI;
   /** Where long chats' request bodies are written, call after call (see BodyBuffers). */
   private readonly bodies = new BodyBuffers();
+  /** Models whose endpoint refused a conversation for its turn order: they get strictly alternating messages from then on. */
+  private readonly strictModels = new Set<string>();
 
   constructor(
     @inject(TOKENS.Config) private readonly config: Config,
@@ -56,24 +58,32 @@ export class OpenAiLlmClient implements LlmClient {
     // Data: as structured output, or asked for in the prompt; read leniently, asked for once more.
     const messages = this.config.llm.structuredOutput ? request.messages : askForJson(request.messages, output);
     const first = await this.call({ ...request, messages }, output);
-    const parsed = parseReply(first.text, output.zod);
+    const parsed = first.cutAtLimit ? CUT_AT_LIMIT : parseReply(first.text, output.zod);
     if (parsed.ok) return { ...first, parsed: parsed.value };
     this.logger.warn({ purpose: request.purpose, schema: output.name, problem: parsed.problem }, "the model's data did not fit its schema; asking once more");
-    const second = await this.call({ ...request, messages: reAsk(messages, first.text, output, parsed.problem) }, output);
-    const again = parseReply(second.text, output.zod);
-    if (!again.ok) {
-      throw new ModelError(`The model's answer did not fit the "${output.name}" schema, twice: ${again.problem}`, {
-        category: 'output',
-        detail: second.text.slice(0, 500),
-      });
+    // A reply cut at the output limit is asked for again as it was, with room to finish (max_tokens).
+    const retry = first.cutAtLimit
+      ? { ...request, messages, maxTokens: this.config.llm.maxOutputTokens }
+      : { ...request, messages: reAsk(messages, first.text, output, parsed.problem) };
+    let second: CompletionResult<never>;
+    try {
+      second = await this.call(retry, output);
+    } catch (error) {
+      throw error instanceof ModelError && !error.spent ? withSpending(error, first) : error;
     }
-    const usage = addUsage(first.usage, second.usage);
-    const costUsd = first.costUsd === null || second.costUsd === null ? null : roundUsd((first.costUsd ?? 0) + (second.costUsd ?? 0));
-    return { ...second, ...(usage ? { usage } : {}), costUsd, parsed: again.value };
+    const again = second.cutAtLimit ? CUT_AT_LIMIT : parseReply(second.text, output.zod);
+    const spent = { ...bothSpent(first, second), model: second.model ?? first.model };
+    if (!again.ok) {
+      const message = second.cutAtLimit
+        ? `The model's reply was cut at the model's output limit before its "${output.name}" data was complete, also with max_tokens ${this.config.llm.maxOutputTokens} (LLM_MAX_OUTPUT_TOKENS; the model server may cap replies lower)`
+        : `The model's answer did not fit the "${output.name}" schema, twice: ${again.problem}`;
+      throw new ModelError(message, { category: 'output', detail: second.text.slice(0, 500), spent });
+    }
+    return { ...second, ...spent, parsed: again.value };
   }
 
   /** One call within LLM_TOTAL_TIMEOUT_MS; a reply whose body failed before any text is read again. */
-  private async call(request: CompletionRequest<unknown>, output?: OutputSchema<unknown>): Promise<CompletionResult<never>> {
+  private async call(request: WireRequest, output?: OutputSchema<unknown>): Promise<CompletionResult<never>> {
     const { totalTimeoutMs, maxRetries, retryBaseMs } = this.config.llm;
     const deadline = callDeadline(request.signal, totalTimeoutMs);
     try {
@@ -113,7 +123,7 @@ export class OpenAiLlmClient implements LlmClient {
    * way and no text reached the user (text shown must not be streamed twice).
    */
   private async attempt(
-    request: CompletionRequest,
+    request: WireRequest,
     signal: AbortSignal,
     output: OutputSchema<unknown> | undefined,
   ): Promise<{ ok: true; result: CompletionResult<never> } | { ok: false; error: ModelError; again: boolean }> {
@@ -156,6 +166,12 @@ export class OpenAiLlmClient implements LlmClient {
       if (signal.aborted) throw abortReason(signal);
       const modelError = toModelError(error, endpointNames(this.config, this.endpoint));
       requestId ??= error instanceof APIError ? (error.requestID ?? undefined) : undefined;
+      if (!streamedText && refusesTurnOrder(modelError.detail) && !this.strictFor(model)) {
+        // The endpoint's chat template needs strict turn-taking: from now on this model gets it, and this request again at once.
+        this.strictModels.add(model);
+        this.logger.info({ purpose: request.purpose, model, detail: modelError.detail }, 'the model endpoint needs alternating turns; sending them from now on');
+        return this.attempt(request, signal, output);
+      }
       this.logger.warn(
         { purpose: request.purpose, model, status: modelError.status, request_id: requestId, ...(modelError.detail ? { detail: modelError.detail } : {}) },
         'model call failed',
@@ -176,7 +192,7 @@ export class OpenAiLlmClient implements LlmClient {
    * the model from the body for the deployment's path, so there the SDK encodes the body itself.
    */
   private request(
-    request: CompletionRequest,
+    request: WireRequest,
     output: OutputSchema<unknown> | undefined,
     model: string,
     params: Record<string, unknown>,
@@ -188,16 +204,26 @@ export class OpenAiLlmClient implements LlmClient {
       ...(streaming && streamUsage ? { stream_options: { include_usage: true } } : {}),
       stream: streaming,
     };
-    const head: Record<string, unknown> = { ...params, ...(output && structuredOutput ? { response_format: responseFormat(output) } : {}), model };
+    const head: Record<string, unknown> = {
+      ...params,
+      ...(output && structuredOutput ? { response_format: responseFormat(output) } : {}),
+      ...(request.maxTokens ? { max_tokens: request.maxTokens } : {}),
+      model,
+    };
     // The params' tools go when the call has tools of its own, as the call's replace them.
     for (const key of ['messages', ...(request.tools?.length ? ['tools'] : []), ...Object.keys(tail)]) delete head[key];
-    const parts = { head, messages: strictAlternation ? ensureAlternation(request.messages) : request.messages, tools: request.tools, tail };
+    const shaped = strictAlternation || this.strictFor(model) ? ensureAlternation(request.messages) : request.messages;
+    const parts = { head, messages: endWithTurn(shaped, request.purpose), tools: request.tools, tail };
     const headers = stepwiseHeaders(request);
     if (azure) return { params: requestObject(parts) as unknown as ChatCompletionCreateParamsBase, options: { signal, headers } };
     return {
       params: { model, messages: [] },
       options: { signal, headers: { 'content-type': 'application/json', ...headers }, body: encodeRequest(parts, this.bodies) },
     };
+  }
+
+  private strictFor(model: string): boolean {
+    return this.strictModels.has(model);
   }
 
   /** The assembled reply, its usage checked and priced; a reply past the cap ends with a note saying so. */
@@ -221,6 +247,17 @@ export class OpenAiLlmClient implements LlmClient {
       costUsd: costOf(how.model, usage, this.config.llm.prices),
       ...(how.requestId ? { requestId: how.requestId } : {}),
     };
+    if (assembler.cutAtLimit && !assembler.truncated) {
+      this.logger.warn({ purpose: request.purpose, model: how.model }, "model reply cut at the model's output limit (finish_reason length)");
+      // Data is judged by the caller (asked for again); text says it was cut, so it never reads as a whole answer.
+      if (request.schema) return { ...result, cutAtLimit: true };
+      // A tool call the limit fell in is never run (see ReplyAssembler.result); the text says what happened.
+      const note = text.trim()
+        ? "\n\n[The reply was cut at the model's output limit]"
+        : "[The reply was cut at the model's output limit before it was complete; nothing of it was run]";
+      if (how.streamed) request.onDelta?.(note);
+      return { ...result, text: text + note, truncated: true, cutAtLimit: true };
+    }
     if (!assembler.truncated) return result;
     const { maxOutputChars } = this.config.llm;
     this.logger.warn({ purpose: request.purpose, max_output_chars: maxOutputChars }, 'model reply cut at LLM_MAX_OUTPUT_CHARS');
@@ -231,6 +268,32 @@ export class OpenAiLlmClient implements LlmClient {
     if (how.streamed) request.onDelta?.(note);
     return { ...result, text: text + note, truncated: true };
   }
+}
+
+/** A call as this adapter sends it: a max_tokens of its own when a reply cut at the output limit is asked for again. */
+type WireRequest = CompletionRequest<unknown> & { maxTokens?: number };
+
+/** What parsing a reply cut at the output limit gives: nothing, whatever it holds. */
+const CUT_AT_LIMIT = { ok: false, problem: "the reply was cut at the model's output limit" } as const;
+
+/** Both calls' tokens and cost, as one call's. */
+function bothSpent(first: CompletionResult<never>, second: CompletionResult<never>): { usage?: TokenUsage; costUsd: number | null } {
+  const usage = addUsage(first.usage, second.usage);
+  const costUsd = first.costUsd === null || second.costUsd === null ? null : roundUsd((first.costUsd ?? 0) + (second.costUsd ?? 0));
+  return { ...(usage ? { usage } : {}), costUsd };
+}
+
+/** The error with what an earlier, rejected reply of the same call cost. */
+function withSpending(error: ModelError, reply: CompletionResult<never>): ModelError {
+  return new ModelError(error.message, {
+    ...(error.status === undefined ? {} : { status: error.status }),
+    retryable: error.retryable,
+    cause: error.cause ?? error,
+    ...(error.detail === undefined ? {} : { detail: error.detail }),
+    ...(error.category === undefined ? {} : { category: error.category }),
+    code: error.code as typeof ERROR_CODE.model,
+    spent: { ...(reply.usage ? { usage: reply.usage } : {}), costUsd: reply.costUsd ?? null, ...(reply.model ? { model: reply.model } : {}) },
+  });
 }
 
 /** The endpoint as messages name it: its URL fit to show, and the variables that set its URL and key. */
@@ -307,10 +370,16 @@ export function toModelError(error: unknown, where: EndpointNames): ModelError {
   }
   if (error instanceof APIError && error.status !== undefined) {
     const status = error.status;
-    return new ModelError(`The model endpoint answered ${status}: ${statusAdvice(status, error.headers, where)}`, {
+    const words = endpointWords(error);
+    const said = status >= 300 && status < 400 ? '' : shownWords(words);
+    // A refusal of this request (a 4xx but auth, quota and a wrong path, or a 5xx the wire found
+    // deterministic) says nothing of the endpoint's health; the next request may well go through.
+    const aboutRequest = status === 400 || status === 413 || status === 422 || (status >= 500 && error.headers?.get('x-should-retry') === 'false');
+    return new ModelError(`The model endpoint answered ${status}: ${statusAdvice(status, error.headers, where)}${said ? `. It said: "${said}"` : ''}`, {
       status,
       cause: error,
-      detail: shorten(endpointWords(error)),
+      detail: shorten(words),
+      ...(aboutRequest ? { category: 'request' as const } : {}),
     });
   }
   if (error instanceof APIError) {
@@ -381,6 +450,21 @@ function connectionFailure(error: Error): string | undefined {
     cause = (cause as { cause?: unknown }).cause;
   }
   return undefined;
+}
+
+/**
+ * The endpoint's own words as a person may read them: one line, no control characters, nothing
+ * that looks like a key or a bearer token, at most 200 characters.
+ */
+export function shownWords(words: string): string {
+  if (words === 'status code (no body)') return '';
+  const line = words
+    .replace(/[\u0000-\u001f\u007f-\u009f]+/g, ' ')
+    .replace(/\b(sk|pk|rk)-[A-Za-z0-9_-]{8,}/g, '[redacted]')
+    .replace(/\bBearer\s+\S+/gi, 'Bearer [redacted]')
+    .replace(/\s+/g, ' ')
+    .trim();
+  return shorten(line, 200);
 }
 
 function shorten(text: string, max = 300): string {

@@ -28,6 +28,8 @@ export class ReplyAssembler {
   reportedUsage: unknown;
   /** True once a chunk carried a finish_reason. */
   finished = false;
+  /** The finish_reason the endpoint gave: `length` when the reply was cut at the model's output limit. */
+  finishReason: string | undefined;
   /** True once something did not fit under the cap. */
   truncated = false;
 
@@ -39,7 +41,10 @@ export class ReplyAssembler {
     if (chunk.usage !== undefined && chunk.usage !== null) this.reportedUsage = chunk.usage;
     const choice: unknown = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
     if (!isFields(choice)) return '';
-    if (choice.finish_reason) this.finished = true;
+    if (choice.finish_reason) {
+      this.finished = true;
+      this.finishReason = String(choice.finish_reason);
+    }
     const delta = choice.delta;
     if (!isFields(delta)) return '';
     if (typeof delta.refusal === 'string') this.refusal += this.take(delta.refusal);
@@ -52,10 +57,20 @@ export class ReplyAssembler {
     return text;
   }
 
-  /** The reply so far. Tool calls that were cut are left out: half an argument list must not run. */
+  /** True when the endpoint said the reply stopped at the model's output limit (finish_reason `length`). */
+  get cutAtLimit(): boolean {
+    return this.finishReason === 'length';
+  }
+
+  /**
+   * The reply so far. Tool calls that were cut are left out: half an argument list must not run.
+   * A reply cut at the model's output limit loses its last call, and any whose arguments do not
+   * parse: the limit may have fallen inside them.
+   */
   result(): { text: string; toolCalls: LlmToolCall[]; refusal: string } {
+    const last = Math.max(-1, ...this.calls.keys());
     const toolCalls = [...this.calls.entries()]
-      .filter(([, call]) => !call.cut)
+      .filter(([index, call]) => !call.cut && !(this.cutAtLimit && (index === last || !parsesAsObject(call.arguments))))
       .sort(([a], [b]) => a - b)
       // An endpoint that sends no ids gets unique ones: questions, answers and results are journaled by them.
       .map(([index, call]) => ({ id: call.id || `call_${this.idPrefix}_${index}`, name: call.name, arguments: call.arguments }));
@@ -119,4 +134,13 @@ export function completionAsChunk(completion: unknown): unknown {
 
 function isFields(value: unknown): value is Fields {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function parsesAsObject(text: string): boolean {
+  try {
+    const value: unknown = JSON.parse(text || '{}');
+    return isFields(value);
+  } catch {
+    return false;
+  }
 }

@@ -1,5 +1,6 @@
 import type { ChatCompletionFunctionTool, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import type { LlmMessage, LlmToolSchema } from './llm-client.ts';
+import { grammarSafe } from './structured-output.ts';
 
 /**
  * A Chat Completions request body as the bytes sent, each message serialised once.
@@ -298,7 +299,7 @@ export function toOpenAiMessage(message: LlmMessage): ChatCompletionMessageParam
             tool_calls: message.toolCalls.map((call) => ({
               id: call.id,
               type: 'function' as const,
-              function: { name: call.name, arguments: call.arguments },
+              function: { name: call.name, arguments: wireArguments(call.arguments) },
             })),
           }
         : { role: 'assistant', content: message.content ?? '' };
@@ -312,5 +313,23 @@ export function toOpenAiMessage(message: LlmMessage): ChatCompletionMessageParam
 }
 
 function toOpenAiTool(tool: LlmToolSchema): ChatCompletionFunctionTool {
-  return { type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.parameters } };
+  return { type: 'function', function: { name: tool.name, description: tool.description, parameters: grammarSafe(tool.parameters) } };
+}
+
+/**
+ * A tool call's arguments as history sends them back: always a JSON object. A model may have
+ * written arguments that do not parse (cut, or malformed); servers that render history through a
+ * chat template (llama.cpp) parse them and refuse the whole request, so such text goes wrapped
+ * (`{"unparsed_arguments": "…"}`): the model still sees what it wrote, and the call's error result
+ * follows it.
+ */
+export function wireArguments(raw: string): string {
+  if (!raw.trim()) return '{}';
+  try {
+    const value: unknown = JSON.parse(raw);
+    if (typeof value === 'object' && value !== null && !Array.isArray(value)) return raw;
+  } catch {
+    // Wrapped below.
+  }
+  return JSON.stringify({ unparsed_arguments: raw });
 }

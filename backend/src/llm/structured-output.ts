@@ -21,8 +21,45 @@ export function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output' = 'output
 export function responseFormat(output: OutputSchema<unknown>) {
   return {
     type: 'json_schema' as const,
-    json_schema: { name: output.name, strict: true, schema: jsonSchemaOf(output.zod) },
+    json_schema: { name: output.name, strict: true, schema: grammarSafe(jsonSchemaOf(output.zod)) },
   };
+}
+
+/**
+ * llama.cpp (and servers built on its grammar engine) refuses a grammar in which a repeated
+ * element's rules times its repetition count reach 2000 (MAX_REPETITION_THRESHOLD), and then
+ * generates without any grammar: a string's `maxLength` of 2000 or an array's `maxItems` of
+ * hundreds does it, and an integer bounded at ±(2^53-1) (zod's `.int()`) makes a huge rule.
+ * So the wire schema leaves out the bounds past these limits; the validator still enforces them,
+ * and a reply past one gets the validator's error. Lower bounds that matter (`minItems`,
+ * `minLength` within the limit) stay.
+ */
+export const GRAMMAR_LIMITS = { maxLength: 1000, maxItems: 50, integerBound: 1_000_000_000 } as const;
+
+const grammarSafeSchemas = new WeakMap<object, Record<string, unknown>>();
+
+/** The schema with the bounds grammar engines cannot compile left out (see GRAMMAR_LIMITS); made once per schema object. */
+export function grammarSafe(schema: Record<string, unknown>): Record<string, unknown> {
+  let safe = grammarSafeSchemas.get(schema);
+  if (!safe) {
+    safe = withinGrammarLimits(schema, 0) as Record<string, unknown>;
+    grammarSafeSchemas.set(schema, safe);
+  }
+  return safe;
+}
+
+function withinGrammarLimits(node: unknown, depth: number): unknown {
+  if (depth > 64) return node;
+  if (Array.isArray(node)) return node.map((item) => withinGrammarLimits(item, depth + 1));
+  if (typeof node !== 'object' || node === null) return node;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(node)) {
+    if ((key === 'maxLength' || key === 'minLength') && typeof value === 'number' && value >= GRAMMAR_LIMITS.maxLength) continue;
+    if ((key === 'maxItems' || key === 'minItems') && typeof value === 'number' && value > GRAMMAR_LIMITS.maxItems) continue;
+    if (['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'].includes(key) && typeof value === 'number' && Math.abs(value) > GRAMMAR_LIMITS.integerBound) continue;
+    out[key] = withinGrammarLimits(value, depth + 1);
+  }
+  return out;
 }
 
 /**
