@@ -34,6 +34,8 @@ export interface PhaseResult<C> {
   content: string;
   control: C | null;
   toolCalls: LlmToolCall[];
+  /** The reply was cut (at the model's output limit, or LLM_MAX_OUTPUT_CHARS): it ends in a note saying so, and is no finished answer. */
+  cut: boolean;
 }
 
 /**
@@ -46,7 +48,7 @@ export async function runPhase<P extends PromptSamples, K extends keyof P & stri
   spec: PhaseSpec<P, K, C>,
 ): Promise<PhaseResult<C>> {
   const system = run.prompts.render(spec.template, spec.variables);
-  const { text, toolCalls } = await run.llm.complete({
+  const { text, toolCalls, truncated } = await run.llm.complete({
     purpose: spec.purpose,
     messages: spec.messages(system),
     signal: run.control.signal,
@@ -59,5 +61,5 @@ export async function runPhase<P extends PromptSamples, K extends keyof P & stri
   const content = prose || (control && spec.fallback?.(control)) || text.trim();
   if (spec.event) await run.sink.emit(spec.event(content));
   if (content && toolCalls.length === 0) run.progress.transcript.push({ role: 'assistant', content });
-  return { text, content, control, toolCalls };
+  return { text, content, control, toolCalls, cut: truncated === true };
 }

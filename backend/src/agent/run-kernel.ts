@@ -2,7 +2,7 @@ import type { DeltaEvent, LoggedEventBody, StopReason, StoppedCall, StrategyInfo
 import { inject, injectable } from 'tsyringe';
 import type { z } from 'zod';
 import type { Config } from '../config/config.ts';
-import { CostBudgetReached, InputTimeoutError, isAbortError, StepwiseError, toClientError } from '../errors.ts';
+import { CostBudgetReached, InputTimeoutError, isAbortError, ModelError, StepwiseError, toClientError } from '../errors.ts';
 import type { CompletionRequest, CompletionResult, LlmClient } from '../llm/llm-client.ts';
 import { jsonSchemaOf } from '../llm/structured-output.ts';
 import type { Logger } from '../logger.ts';
@@ -377,10 +377,19 @@ function observedModel(
     async complete<T>(request: CompletionRequest<T>): Promise<CompletionResult<T>> {
       const started = performance.now();
       const key = request.nodeId ? `${request.purpose}@${request.nodeId}` : request.purpose;
-      const { value: result, replayed } = await replay.once(JOURNAL.model, key, () => {
+      const { value: result, replayed } = await replay.once(JOURNAL.model, key, async () => {
         // A call the run's past made is read back; a new one is made only within the cost budget.
         run.beforeCall?.();
-        return llm.complete({ ...request, runId });
+        try {
+          return await llm.complete({ ...request, runId });
+        } catch (error) {
+          // Replies the call received and could not use (data off its schema, cut at the output limit) were spent all the same.
+          if (error instanceof ModelError && error.spent) {
+            const spent = spending.add(request.purpose, llm.modelName, { text: '', toolCalls: [], ...error.spent });
+            if (spent) await run.onSpent(spent, request.nodeId);
+          }
+          throw error;
+        }
       });
       if (!replayed || run.countReplayed) {
         const spent = spending.add(request.purpose, llm.modelName, result);

@@ -82,7 +82,7 @@ export class SessionRuns {
     const stored = conversation.after.length - (target.status === 'completed' ? 1 : 0);
     return {
       ok: true,
-      input: { ...past.input, sessionId: this.sessionId, history: conversation.history, maxSteps: Math.min(maxStepsLimit, stepsSoFar + extra) },
+      input: { ...past.input, sessionId: this.sessionId, history: conversation.history, maxSteps: nextBudget(past.input.maxSteps, stepsSoFar, extraSteps, extra, maxStepsLimit) },
       past: { ...past.past, storedMessages: Math.max(0, stored) },
     };
   }
@@ -269,4 +269,14 @@ function totalSize(messages: readonly LlmMessage[], from: number): number {
   let total = 0;
   for (let index = from; index < messages.length; index++) total += messageSize(messages[index]!);
   return total;
+}
+
+/**
+ * The step budget of a run that goes on from `stepsSoFar` steps: a run that stopped short of its
+ * own budget (it failed, was stopped) keeps that budget unless the person asks for more steps;
+ * one that used it up gets `extra` more. Never past AGENT_MAX_STEPS_LIMIT.
+ */
+export function nextBudget(ownBudget: number | undefined, stepsSoFar: number, asked: number | undefined, extra: number, limit: number): number {
+  if (asked === undefined && ownBudget !== undefined && stepsSoFar < ownBudget) return Math.min(limit, ownBudget);
+  return Math.min(limit, stepsSoFar + extra);
 }

@@ -6,7 +6,7 @@ import type { MessageRecord, RunRecord, SnapshotRecord } from '../store/store.ts
 import type { ChatDependencies } from './chat-dependencies.ts';
 import { strategyEventsOf } from './run-endings.ts';
 import type { SessionEventLog } from './session-event-log.ts';
-import { PLAIN_CHAT, type RunPastWithHistory, trimToBudget } from './session-runs.ts';
+import { nextBudget, PLAIN_CHAT, type RunPastWithHistory, trimToBudget } from './session-runs.ts';
 
 const SCAN_PAGE_SIZE = 1_000;
 /** The most snapshots (saved, and those rollbacks keep) one session may hold: each is a copy of its history. */
@@ -123,7 +123,8 @@ export class SessionSnapshots {
           target.messages.slice(0, Math.max(0, question)).map((record) => record.message),
           this.deps.config.agent.contextBudgetChars,
         ),
-        maxSteps: Math.min(maxStepsLimit, upTo + Math.max(1, extra ?? maxStepsDefault)),
+        // A run that failed or was stopped keeps its budget; a rewind of one that ended goes on with new steps.
+        maxSteps: nextBudget(run.status === 'completed' ? undefined : journaled.maxSteps, upTo, extra, Math.max(1, extra ?? maxStepsDefault), maxStepsLimit),
       },
       past: {
         runId: run.id,

@@ -141,7 +141,8 @@ async function askPlan<K extends 'plan' | 'replan'>(run: PlanRun, purpose: strin
     return parsed!;
   } catch (error) {
     if (!(error instanceof ModelError) || run.control.signal.aborted) throw error;
-    const said = error.detail ? `: "${quoteStart(error.detail)}"` : ` (${error.message})`;
+    // A reply cut at the output limit says so; otherwise the model's own words show what was wrong.
+    const said = error.detail && !/output limit/.test(error.message) ? `: "${quoteStart(error.detail)}"` : ` (${error.message})`;
     throw new ModelError(`The model did not give a valid plan${said}`, { cause: error });
   }
 }

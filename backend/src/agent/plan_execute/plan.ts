@@ -4,14 +4,17 @@ import { ModelError } from '../../errors.ts';
 
 /** The plan the model answers with (schema `plan` on the wire). */
 export const PlanSchema = z.object({
-  steps: z.array(
-    z.object({
-      goal: z.string(),
-      primary_tools: z.array(z.string()),
-      success_criteria: z.string(),
-      context: z.string(),
-    }),
-  ),
+  // At least one step with a goal, on the wire (minItems, minLength) as in the check: an empty plan is asked for again.
+  steps: z
+    .array(
+      z.object({
+        goal: z.string().min(1),
+        primary_tools: z.array(z.string()),
+        success_criteria: z.string(),
+        context: z.string(),
+      }),
+    )
+    .min(1),
 });
 export type PlanReply = z.infer<typeof PlanSchema>;
 

@@ -64,23 +64,28 @@ type ResearchRun = Run<z.infer<typeof options>, typeof prompts>;
 
 /** Schema `task_graph`: the plan of a new project. */
 export const TaskGraphPlan = z.object({
-  stages: z.array(
-    z.object({
-      id: z.string(),
-      name: z.string(),
-      verifier_criteria: z.array(z.string()),
-      tasks: z.array(
-        z.object({
-          id: z.string(),
-          title: z.string(),
-          agent: AgentName,
-          depends_on: z.array(z.string()),
-          acceptance_criteria: z.array(z.string()),
-          inputs: z.array(z.string()),
-        }),
-      ),
-    }),
-  ),
+  // A stage at least, each with a task at least, on the wire as in the graph's check: an empty graph is asked for again.
+  stages: z
+    .array(
+      z.object({
+        id: z.string().min(1),
+        name: z.string(),
+        verifier_criteria: z.array(z.string()),
+        tasks: z
+          .array(
+            z.object({
+              id: z.string().min(1),
+              title: z.string().min(1),
+              agent: AgentName,
+              depends_on: z.array(z.string()),
+              acceptance_criteria: z.array(z.string()),
+              inputs: z.array(z.string()),
+            }),
+          )
+          .min(1),
+      }),
+    )
+    .min(1),
 });
 /** Schema `task_result`: what a task hands back. */
 export const TaskResult = z.object({

@@ -124,7 +124,7 @@ async function actPhase(run: RoaRun, step: number, plan: string): Promise<string
 async function observePhase(run: RoaRun, step: number, toolSummaries: string[]): Promise<Next> {
   const { input } = run;
   const isLastStep = step >= input.maxSteps;
-  const { text, content, control } = await runPhase(run, {
+  const { text, content, control, cut } = await runPhase(run, {
     purpose: 'roa.observe',
     template: 'observe',
     variables: {
@@ -141,10 +141,11 @@ async function observePhase(run: RoaRun, step: number, toolSummaries: string[]):
     preview: (delta) => run.events.observeDelta(step, delta),
     event: (body) => run.events.observe(step, body),
   });
-  const finalAnswer = control?.final_answer?.trim();
-  if (finalAnswer) return { kind: 'finish', answer: finalAnswer };
   const observation = control?.observation?.trim() || content || text.trim();
-  if (control?.should_continue === false) return { kind: 'finish', answer: observation };
+  // A reply cut at the output limit is no finished answer, whatever its control block said.
+  const finalAnswer = cut ? undefined : control?.final_answer?.trim();
+  if (finalAnswer) return { kind: 'finish', answer: finalAnswer };
+  if (control?.should_continue === false && !cut) return { kind: 'finish', answer: observation };
   if (isLastStep) return { kind: 'max_steps', observation };
   return { kind: 'continue', observation };
 }
