@@ -43,12 +43,12 @@ export { type Config, loadConfig, needsStrictAlternation } from './config/config
 export { buildContainer } from './container.ts';
 export * from './errors.ts';
 export { DemoLlmClient } from './llm/demo-llm-client.ts';
-export { askForJson, jsonSchemaOf, parseReply } from './llm/structured-output.ts';
+export { askForJson, GRAMMAR_LIMITS, grammarSafe, jsonSchemaOf, parseReply } from './llm/structured-output.ts';
 export { OpenAiLlmClient } from './llm/openai-llm-client.ts';
 export { ModelHealthMonitor } from './llm/model-health.ts';
 export { BUILT_IN_PRICES, costOf, priceOf } from './llm/model-prices.ts';
 export { globMatches, modelFor } from './llm/model-routes.ts';
-export { BodyBuffers, encodeRequest, requestObject } from './llm/request-body.ts';
+export { BodyBuffers, encodeRequest, requestObject, wireArguments } from './llm/request-body.ts';
 export { readTokenUsage, tokenCount } from './llm/token-usage.ts';
 export type { CompletionRequest, CompletionResult, DemoKit, DemoResponder, LlmClient, OutputSchema } from './llm/llm-client.ts';
 export type { LlmMessage, LlmToolCall, TokenUsage } from './messages.ts';

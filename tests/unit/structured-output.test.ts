@@ -1,5 +1,5 @@
 // The lenient reader of structured replies, on adversarial text.
-import { parseReply } from '@stepwise/backend';
+import { GRAMMAR_LIMITS, grammarSafe, jsonSchemaOf, parseReply, wireArguments } from '@stepwise/backend';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 
@@ -61,5 +61,55 @@ describe('parseReply on nested and unbalanced braces up to the output cap', () =
     const parse = vi.spyOn(JSON, 'parse');
     expect(parseReply(text, Plan)).toMatchObject({ ok: false });
     expect(parse.mock.calls.length).toBeLessThanOrEqual(2 * 16 * 2 + 2);
+  });
+});
+
+describe('grammarSafe', () => {
+  /** Every bound of a schema that grammar engines repeat a rule for: llama.cpp refuses rules × repetitions of 2000 or more. */
+  function repetitionBounds(node: unknown, found: { key: string; value: number }[] = []): { key: string; value: number }[] {
+    if (Array.isArray(node)) for (const item of node) repetitionBounds(item, found);
+    else if (typeof node === 'object' && node !== null) {
+      for (const [key, value] of Object.entries(node)) {
+        if (typeof value === 'number' && ['maxLength', 'minLength', 'maxItems', 'minItems', 'minimum', 'maximum'].includes(key)) found.push({ key, value });
+        else repetitionBounds(value, found);
+      }
+    }
+    return found;
+  }
+
+  it("keeps the built-in tools' and zod's large bounds off the wire, within llama.cpp's grammar limits, and the small ones on it", () => {
+    const schema = jsonSchemaOf(
+      z.object({
+        expression: z.string().min(1).max(2_000),
+        offset: z.number().int().min(0),
+        lines: z.array(z.string().max(200)).min(1).max(500),
+        steps: z.array(z.string().min(1)).min(1).max(8),
+      }),
+      'input',
+    );
+    const safe = grammarSafe(schema);
+    for (const { key, value } of repetitionBounds(safe)) {
+      if (key.endsWith('Length')) expect(value).toBeLessThan(GRAMMAR_LIMITS.maxLength);
+      if (key.endsWith('Items')) expect(value).toBeLessThanOrEqual(GRAMMAR_LIMITS.maxItems);
+      if (key === 'minimum' || key === 'maximum') expect(Math.abs(value)).toBeLessThanOrEqual(GRAMMAR_LIMITS.integerBound);
+    }
+    expect(repetitionBounds(safe)).toEqual(
+      expect.arrayContaining([
+        { key: 'minLength', value: 1 },
+        { key: 'minimum', value: 0 },
+        { key: 'minItems', value: 1 },
+        { key: 'maxLength', value: 200 },
+        { key: 'maxItems', value: 8 },
+      ]),
+    );
+    // The schema the validator reads is left as it was.
+    expect(JSON.stringify(schema)).toContain('"maxLength":2000');
+  });
+
+  it('sends tool-call arguments that do not parse as a JSON object wrapped, and JSON objects as they are', () => {
+    expect(wireArguments('{"a": 1}')).toBe('{"a": 1}');
+    expect(wireArguments('')).toBe('{}');
+    expect(JSON.parse(wireArguments('{"expression": "2+'))).toEqual({ unparsed_arguments: '{"expression": "2+' });
+    expect(JSON.parse(wireArguments('[1, 2]'))).toEqual({ unparsed_arguments: '[1, 2]' });
   });
 });
