@@ -619,6 +619,10 @@ function authConfig(e: z.infer<typeof EnvSchema>): AuthConfig {
         ['SESSION_SECRET', e.SESSION_SECRET],
       ]);
       if (absent.length > 0) throw new ConfigError(`Invalid AUTH_MODE: oidc needs ${absent.join(', ')}`);
+      // Over plain http anyone on the path could answer for the provider; only this machine is trusted so.
+      const issuer = new URL(e.OIDC_ISSUER!);
+      if (issuer.protocol !== 'https:' && !(issuer.protocol === 'http:' && isLoopbackHostName(issuer.hostname)))
+        throw new ConfigError('Invalid OIDC_ISSUER: must be an https URL (plain http only for a provider on this machine: localhost, 127.0.0.1, [::1])');
       return {
         mode,
         issuer: e.OIDC_ISSUER!,
@@ -648,6 +652,12 @@ function authConfig(e: z.infer<typeof EnvSchema>): AuthConfig {
       };
     }
   }
+}
+
+/** Whether a URL's host name is this machine: localhost (and names under it), 127.0.0.0/8, ::1. */
+function isLoopbackHostName(hostname: string): boolean {
+  const name = hostname.toLowerCase().replace(/\.$/, '');
+  return name === 'localhost' || name.endsWith('.localhost') || /^127\.\d+\.\d+\.\d+$/.test(name) || name === '[::1]';
 }
 
 /** Tracing is on when OTEL_TRACES_EXPORTER names an exporter, or (unset) an OTLP endpoint is given. */

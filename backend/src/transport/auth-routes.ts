@@ -1,4 +1,4 @@
-import { Me } from '@stepwise/shared-types';
+import { type ErrorCode, Me } from '@stepwise/shared-types';
 import type { CookieSerializeOptions } from '@fastify/cookie';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
@@ -8,6 +8,8 @@ import type { AuthConfig, Config } from '../config/config.ts';
 import type { Logger } from '../logger.ts';
 import { PUBLIC_ROUTE } from './access.ts';
 import { encodeSession, LOGIN_COOKIE, SESSION_COOKIE } from '../auth/identify.ts';
+import { userFromClaims } from '../auth/identity.ts';
+import { SignInError } from '../errors.ts';
 import type { User } from '../auth/user.ts';
 
 type OidcAuth = Extract<AuthConfig, { mode: 'oidc' }>;
@@ -99,6 +101,7 @@ export async function registerAuthRoutes(server: FastifyInstance, config: Config
         user = await provider.finish(new URL(request.url, auth.redirectUri), login);
       } catch (error) {
         logger.warn({ err: error }, 'a sign-in was refused');
+        if (error instanceof SignInError) return signInProblem(reply, 400, `Sign-in refused: ${error.message}.`, error.code);
         return signInProblem(reply, 400, 'The sign-in could not be completed. Start again.');
       }
       reply.setCookie(SESSION_COOKIE, encodeSession(user, auth.sessionMaxAgeMs), cookieOptions(Math.floor(auth.sessionMaxAgeMs / 1000)));
@@ -133,9 +136,20 @@ function parseLogin(value: string): z.infer<typeof LoginState> | undefined {
   }
 }
 
+/** What a failed code exchange means to the person signing in; the provider's own words go to the log only. */
+function signInFailure(error: unknown): string {
+  const text = error instanceof Error ? `${error.message} ${String((error.cause as { message?: unknown } | undefined)?.message ?? '')}` : '';
+  if (/signature|JWKS|jwk/i.test(text)) return 'The ID token is not signed with a key the provider publishes';
+  if (/nonce|state/i.test(text)) return 'The sign-in does not match the one this browser started';
+  return 'The provider did not accept the sign-in';
+}
+
 /** A sign-in that cannot go on, as a small page with a way back in. */
-function signInProblem(reply: FastifyReply, status: number, message: string) {
-  const page = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Stepwise: sign-in</title></head><body><h1>Stepwise</h1><p>${message}</p><p><a href="/auth/login">Sign in</a></p></body></html>`;
+function signInProblem(reply: FastifyReply, status: number, message: string, code?: ErrorCode) {
+  // The code (sign_in_refused) is in the page and its header, for people reporting it and for scripts.
+  if (code) reply.header('x-stepwise-error', code);
+  const detail = code ? `<p>Error code: <code>${code}</code></p>` : '';
+  const page = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Stepwise: sign-in</title></head><body><h1>Stepwise</h1><p>${message}</p>${detail}<p><a href="/auth/login">Sign in</a></p></body></html>`;
   return reply.code(status).type('text/html').header('cache-control', 'no-store').send(page);
 }
 
@@ -157,12 +171,15 @@ class OidcProvider {
         undefined,
         this.auth.clientSecret ? this.oidc.ClientSecretPost(this.auth.clientSecret) : this.oidc.None(),
         {
-          // A provider on plain http (a test, a provider inside a private network) is allowed, with a warning.
-          ...(this.auth.issuer.startsWith('http:') ? { execute: [this.oidc.allowInsecureRequests] } : {}),
+          // Every ID token's signature is checked against the provider's keys (jwks_uri). Plain
+          // http is for a provider on this machine only (a test, a development provider): the
+          // configuration refuses any other http issuer.
+          execute: [this.oidc.enableNonRepudiationChecks, ...(this.auth.issuer.startsWith('http:') ? [this.oidc.allowInsecureRequests] : [])],
         },
       )
       .then((configuration) => {
-        if (this.auth.issuer.startsWith('http:')) this.logger.warn({ issuer: this.auth.issuer }, 'the OpenID provider is on plain http');
+        if (this.auth.issuer.startsWith('http:'))
+          this.logger.warn({ issuer: this.auth.issuer }, 'the OpenID provider is on plain http (allowed on loopback only)');
         return configuration;
       })
       .catch((error: unknown) => {
@@ -184,24 +201,27 @@ class OidcProvider {
     });
   }
 
-  /** Takes the provider's answer: the code for tokens, the ID token's claims checked, the user made of them. */
+  /**
+   * Takes the provider's answer: the code for tokens, the ID token's signature checked against the
+   * provider's published keys (even though the token came straight from its token endpoint) and its
+   * claims checked, the user made of them.
+   */
   async finish(callback: URL, login: z.infer<typeof LoginState>): Promise<User> {
     const configuration = await this.discover();
-    const tokens = await this.oidc.authorizationCodeGrant(configuration, callback, {
-      pkceCodeVerifier: login.verifier,
-      expectedState: login.state,
-      expectedNonce: login.nonce,
-      idTokenExpected: true,
-    });
-    const claims = tokens.claims();
-    if (!claims) throw new Error('The provider sent no ID token');
-    const text = (value: unknown) => (typeof value === 'string' && value.trim() ? value.trim() : undefined);
-    const email = text(claims.email);
-    const groups = claims[this.auth.groupsClaim];
-    const inGroup = this.auth.adminGroup !== undefined && Array.isArray(groups) && groups.includes(this.auth.adminGroup);
-    const admin = inGroup || (email !== undefined && this.auth.adminEmails.includes(email.toLowerCase()));
-    const name = text(claims.name) ?? text(claims.preferred_username) ?? email ?? claims.sub;
-    return { id: claims.sub, name: name.slice(0, 200), ...(email ? { email: email.slice(0, 320) } : {}), admin };
+    let claims: Oidc.IDToken | undefined;
+    try {
+      const tokens = await this.oidc.authorizationCodeGrant(configuration, callback, {
+        pkceCodeVerifier: login.verifier,
+        expectedState: login.state,
+        expectedNonce: login.nonce,
+        idTokenExpected: true,
+      });
+      claims = tokens.claims();
+    } catch (error) {
+      throw new SignInError(signInFailure(error), error);
+    }
+    if (!claims) throw new SignInError('The provider sent no ID token');
+    return userFromClaims(claims, this.auth);
   }
 
   async endSessionUrl(returnTo: string): Promise<string | undefined> {
