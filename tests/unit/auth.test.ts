@@ -19,7 +19,8 @@ const headerAuth = {
   header: 'x-forwarded-user',
   emailHeader: 'x-forwarded-email',
   trustedProxies: ['10.0.0.0/8', 'fd00::/64', '127.0.0.1'],
-  adminUsers: ['rosa', 'ops@acme.example'],
+  adminNames: ['rosa'],
+  adminEmails: ['ops@acme.example'],
 };
 
 describe('AUTH_MODE', () => {
@@ -85,7 +86,10 @@ describe('the auth proxy’s header', () => {
       email: 'alice@acme.example',
       admin: false,
     });
-    expect(userFromHeaders({ 'x-forwarded-user': 'Rosa' }, '10.0.0.5', headerAuth, proxies)).toMatchObject({ admin: true });
+    expect(userFromHeaders({ 'x-forwarded-user': 'rosa' }, '10.0.0.5', headerAuth, proxies)).toMatchObject({ admin: true });
+    // A name is an id: another case is another user, and an email header equal to an admin's name is no admin's.
+    expect(userFromHeaders({ 'x-forwarded-user': 'Rosa' }, '10.0.0.5', headerAuth, proxies)).toMatchObject({ admin: false });
+    expect(userFromHeaders({ 'x-forwarded-user': 'mallory', 'x-forwarded-email': 'rosa' }, '10.0.0.5', headerAuth, proxies)).toMatchObject({ admin: false });
     expect(userFromHeaders({ 'x-forwarded-user': 'ops', 'x-forwarded-email': 'OPS@acme.example' }, '10.0.0.5', headerAuth, proxies)).toMatchObject({
       admin: true,
     });

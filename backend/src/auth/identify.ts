@@ -1,6 +1,7 @@
 import { BlockList, isIP } from 'node:net';
 import { AuthUser } from '@stepwise/shared-types';
 import type { AuthConfig } from '../config/config.ts';
+import { cleanEmail, cleanName, userIdProblem } from './identity.ts';
 import type { User } from './user.ts';
 
 /** The sign-in cookie (AUTH_MODE oidc): who the person is, signed with SESSION_SECRET, so any instance reads it. */
@@ -53,8 +54,10 @@ export type HeaderRefusal = 'untrusted_address' | 'no_header' | 'bad_header';
 
 /**
  * The user an auth proxy vouches for (AUTH_MODE header): believed only when the connection comes
- * from a trusted proxy. The header's value is the user's id and name; an admin is listed in
- * AUTH_ADMIN_USERS by name or email.
+ * from a trusted proxy. The header's value is the user's id and name (a valid user id: see
+ * userIdProblem). An admin is listed in AUTH_ADMIN_USERS: by exact user name, or by email (an entry
+ * with an @), which only the email header can match: an email header equal to an admin's user
+ * name grants nothing.
  */
 export function userFromHeaders(
   headers: Record<string, string | string[] | undefined>,
@@ -66,10 +69,9 @@ export function userFromHeaders(
   const raw = headers[auth.header];
   if (raw === undefined) return 'no_header';
   const name = (Array.isArray(raw) ? raw[0] : raw)?.trim() ?? '';
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused here
-  if (!name || name.length > 200 || /[\u0000-\u001f\u007f]/.test(name)) return 'bad_header';
+  if (userIdProblem(name) !== undefined) return 'bad_header';
   const emailRaw = auth.emailHeader ? headers[auth.emailHeader] : undefined;
-  const email = (Array.isArray(emailRaw) ? emailRaw[0] : emailRaw)?.trim();
-  const admin = auth.adminUsers.includes(name.toLowerCase()) || (email !== undefined && auth.adminUsers.includes(email.toLowerCase()));
-  return { id: name, name, ...(email ? { email: email.slice(0, 320) } : {}), admin };
+  const email = cleanEmail(Array.isArray(emailRaw) ? emailRaw[0] : emailRaw);
+  const admin = auth.adminNames.includes(name) || (email !== undefined && auth.adminEmails.includes(email.toLowerCase()));
+  return { id: name, name: cleanName(name) ?? name, ...(email ? { email } : {}), admin };
 }

@@ -451,7 +451,16 @@ export type AuthConfig =
       sessionSecret: string;
       sessionMaxAgeMs: number;
     }
-  | { mode: 'header'; header: string; emailHeader: string | undefined; trustedProxies: string[]; adminUsers: string[] };
+  | {
+      mode: 'header';
+      header: string;
+      emailHeader: string | undefined;
+      trustedProxies: string[];
+      /** AUTH_ADMIN_USERS without an @: user names, matched exactly. */
+      adminNames: string[];
+      /** AUTH_ADMIN_USERS with an @: emails, matched without case against the email header. */
+      adminEmails: string[];
+    };
 
 /** Reads and validates the settings; throws one ConfigError naming the first bad variable. */
 export function loadConfig(env: Record<string, string | undefined>, defaults: { promptsDir: string }): Config {
@@ -648,7 +657,9 @@ function authConfig(e: z.infer<typeof EnvSchema>): AuthConfig {
         header: e.AUTH_HEADER!,
         emailHeader: e.AUTH_EMAIL_HEADER,
         trustedProxies: e.TRUSTED_PROXIES!,
-        adminUsers: (e.AUTH_ADMIN_USERS ?? []).map((user) => user.toLowerCase()),
+        // An entry with an @ is an email (compared without case); any other is a user name, compared exactly, as ids are.
+        adminNames: (e.AUTH_ADMIN_USERS ?? []).filter((entry) => !entry.includes('@')),
+        adminEmails: (e.AUTH_ADMIN_USERS ?? []).filter((entry) => entry.includes('@')).map((email) => email.toLowerCase()),
       };
     }
   }
