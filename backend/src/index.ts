@@ -95,7 +95,7 @@ export { chatAccess, LOCAL_USER, type User } from './auth/user.ts';
 export { RunSlots } from './limits/run-slots.ts';
 export { decideAccess, isLoopbackAddress } from './transport/access.ts';
 export { Cluster } from './cluster/cluster.ts';
-export { type Fence, type FenceToken, StaleLeaseError } from './store/store.ts';
+export { type Fence, type FenceToken, LOCAL_OWNER, StaleLeaseError } from './store/store.ts';
 export { type Arrival, type ArrivingRun, InProcessRunHost, type Interrupted, type RunHost } from './hosting/run-host.ts';
 export { RestateEngine } from './restate/restate-engine.ts';
 export { RestateRunHost } from './restate/restate-run-host.ts';

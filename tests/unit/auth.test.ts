@@ -5,6 +5,7 @@ import {
   decodeSession,
   encodeSession,
   isLoopbackAddress,
+  LOCAL_OWNER,
   LOCAL_USER,
   loadConfig,
   RunSlots,
@@ -105,7 +106,9 @@ describe('who may use a chat', () => {
     expect(chatAccess({ id: 'alice', name: 'Alice', admin: false }, 'alice')).toBe('own');
     expect(chatAccess({ id: 'rosa', name: 'Rosa', admin: true }, 'alice')).toBe('watch');
     expect(chatAccess({ id: 'bob', name: 'Bob', admin: false }, 'alice')).toBe('none');
-    expect(chatAccess(LOCAL_USER, 'local')).toBe('own');
+    expect(chatAccess(LOCAL_USER, LOCAL_OWNER)).toBe('own');
+    // The chats of before sign-in are nobody's whose name is `local`.
+    expect(chatAccess({ id: 'local', name: 'local', admin: false }, LOCAL_OWNER)).toBe('none');
   });
 
   it('gives each user at most MAX_RUNS_PER_USER run slots, and frees them', () => {

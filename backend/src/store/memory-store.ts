@@ -49,6 +49,14 @@ export class MemoryStore implements Store {
     return { ...session.record };
   }
 
+  async adoptSession(id: string, owner: SessionOwner): Promise<SessionRecord | undefined> {
+    const session = this.sessions.get(id);
+    if (!session || session.record.owner !== LOCAL_OWNER) return undefined;
+    session.record.owner = owner.id;
+    session.record.ownerName = owner.name ?? null;
+    return { ...session.record };
+  }
+
   async listSessions(limit: number, owner?: string): Promise<SessionRecord[]> {
     return [...this.sessions.values()]
       .map((session) => ({ ...session.record }))

@@ -330,6 +330,18 @@ export class SqlStore implements Store {
     return row && toSession(row);
   }
 
+  async adoptSession(id: string, owner: SessionOwner): Promise<SessionRecord | undefined> {
+    // One statement: of two admins adopting one chat at once, one gets it.
+    const row = await this.db
+      .updateTable('sessions')
+      .set({ owner: owner.id, owner_name: owner.name ?? null })
+      .where('id', '=', id)
+      .where('owner', '=', LOCAL_OWNER)
+      .returningAll()
+      .executeTakeFirst();
+    return row && toSession(row);
+  }
+
   async listSessions(limit: number, owner?: string): Promise<SessionRecord[]> {
     const rows = await this.db
       .selectFrom('sessions')
