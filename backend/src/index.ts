@@ -89,7 +89,7 @@ export { McpManager, toolName } from './mcp/mcp-manager.ts';
 export { describeToolResult, extensionFor } from './mcp/mcp-results.ts';
 export { formQuestion, readFormAnswer } from './mcp/elicitation.ts';
 export { example as exampleStrategy } from './agent/example/example.ts';
-export { decodeSession, encodeSession, TrustedProxies, userFromHeaders } from './auth/identify.ts';
+export { decodeSession, encodeSession, readSession, TrustedProxies, userFromHeaders } from './auth/identify.ts';
 export { cleanEmail, cleanName, userFromClaims, userIdProblem } from './auth/identity.ts';
 export { chatAccess, LOCAL_USER, type User } from './auth/user.ts';
 export { RunSlots } from './limits/run-slots.ts';

@@ -366,6 +366,16 @@ describe.each(adapters)('the store on $name', (adapter) => {
     expect(await store.getSession(alices)).toMatchObject({ owner: 'alice', ownerName: 'Alice A.' });
   });
 
+  it('remembers an ended sign-in, and forgets those past their expiry', async () => {
+    const [ended, expired, other] = [randomUUID(), randomUUID(), randomUUID()];
+    await store.revokeSignIn(expired, new Date(Date.now() - 1_000).toISOString());
+    await store.revokeSignIn(ended, new Date(Date.now() + 3_600_000).toISOString());
+    await store.revokeSignIn(ended, new Date(Date.now() + 3_600_000).toISOString());
+    expect(await store.isSignInRevoked(ended)).toBe(true);
+    expect(await store.isSignInRevoked(expired)).toBe(false);
+    expect(await store.isSignInRevoked(other)).toBe(false);
+  });
+
   it('deletes a session with everything in it', async () => {
     const sessionId = randomUUID();
     const runId = randomUUID();

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { BlockList, isIP } from 'node:net';
 import { AuthUser } from '@stepwise/shared-types';
 import type { AuthConfig } from '../config/config.ts';
@@ -9,21 +10,38 @@ export const SESSION_COOKIE = 'stepwise_session';
 /** The cookie that carries a sign-in in progress (state, PKCE verifier, nonce) from /auth/login to /auth/callback. */
 export const LOGIN_COOKIE = 'stepwise_login';
 
-/** The cookie's value before signing: the user and an expiry, as base64url JSON. */
-export function encodeSession(user: User, maxAgeMs: number, now = Date.now()): string {
-  return Buffer.from(JSON.stringify({ ...user, exp: now + maxAgeMs })).toString('base64url');
+/** A sign-in as its cookie carries it: who, the sign-in's own id (what logout revokes), and when it ends. */
+export interface SignIn {
+  user: User;
+  id: string;
+  /** Epoch milliseconds. */
+  expiresAt: number;
+}
+
+/** The cookie's value before signing: the user, the sign-in's id and an expiry, as base64url JSON. */
+export function encodeSession(user: User, maxAgeMs: number, now = Date.now(), id: string = randomUUID()): string {
+  return Buffer.from(JSON.stringify({ ...user, sid: id, exp: now + maxAgeMs })).toString('base64url');
+}
+
+/**
+ * The sign-in of a verified cookie value; undefined when it is malformed, expired, or has no id
+ * (a cookie from before sign-ins could be revoked: its holder signs in again).
+ */
+export function readSession(value: string, now = Date.now()): SignIn | undefined {
+  try {
+    const data = JSON.parse(Buffer.from(value, 'base64url').toString('utf8')) as { exp?: unknown; sid?: unknown };
+    if (typeof data.exp !== 'number' || data.exp <= now) return undefined;
+    if (typeof data.sid !== 'string' || !data.sid) return undefined;
+    const parsed = AuthUser.safeParse(data);
+    return parsed.success ? { user: parsed.data, id: data.sid, expiresAt: data.exp } : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The user of a verified cookie value; undefined when it is malformed or expired. */
 export function decodeSession(value: string, now = Date.now()): User | undefined {
-  try {
-    const data = JSON.parse(Buffer.from(value, 'base64url').toString('utf8')) as { exp?: unknown };
-    if (typeof data.exp !== 'number' || data.exp <= now) return undefined;
-    const parsed = AuthUser.safeParse(data);
-    return parsed.success ? parsed.data : undefined;
-  } catch {
-    return undefined;
-  }
+  return readSession(value, now)?.user;
 }
 
 /** The addresses an auth proxy may call from (TRUSTED_PROXIES): addresses and CIDR ranges, v4 and v6. */

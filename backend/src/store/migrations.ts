@@ -259,6 +259,17 @@ export const SCHEMA: SchemaStep[] = [
     ],
     sqlite: [`update sessions set owner = '' where owner = 'local'`],
   },
+  {
+    name: '0010 ended sign-ins, remembered until their cookies expire',
+    postgres: [
+      `create table revoked_sign_ins (id text primary key, expires_at timestamptz not null)`,
+      `create index revoked_sign_ins_expiry on revoked_sign_ins (expires_at)`,
+    ],
+    sqlite: [
+      `create table revoked_sign_ins (id text primary key, expires_at text not null) strict`,
+      `create index revoked_sign_ins_expiry on revoked_sign_ins (expires_at)`,
+    ],
+  },
 ];
 
 /** The version table of earlier releases, whose applied versions stand for the steps they made. */

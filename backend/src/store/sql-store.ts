@@ -43,6 +43,7 @@ type Json = unknown;
 
 export interface Tables {
   sessions: { id: string; title: string | null; created_at: Time; updated_at: Time; owner: string; owner_name: string | null };
+  revoked_sign_ins: { id: string; expires_at: Time };
   messages: { session_id: string; position: number; message: Json; after_seq: number; created_at: Time };
   runs: {
     id: string;
@@ -340,6 +341,24 @@ export class SqlStore implements Store {
       .returningAll()
       .executeTakeFirst();
     return row && toSession(row);
+  }
+
+  async revokeSignIn(id: string, expiresAt: string): Promise<void> {
+    const now = this.now();
+    await this.db.transaction().execute(async (tx) => {
+      // The ended sign-ins past their expiry are forgotten as new ones come: their cookies are refused anyway.
+      await tx.deleteFrom('revoked_sign_ins').where('expires_at', '<', now).execute();
+      await tx
+        .insertInto('revoked_sign_ins')
+        .values({ id, expires_at: expiresAt })
+        .onConflict((conflict) => conflict.column('id').doNothing())
+        .execute();
+    });
+  }
+
+  async isSignInRevoked(id: string): Promise<boolean> {
+    const row = await this.db.selectFrom('revoked_sign_ins').select('id').where('id', '=', id).executeTakeFirst();
+    return row !== undefined;
   }
 
   async listSessions(limit: number, owner?: string): Promise<SessionRecord[]> {

@@ -91,6 +91,10 @@ export interface Store {
   renameSession(id: string, title: string): Promise<SessionRecord | undefined>;
   /** Gives a chat of LOCAL_OWNER to `owner`; undefined when there is no such chat, or it is someone's already. */
   adoptSession(id: string, owner: SessionOwner): Promise<SessionRecord | undefined>;
+  /** Remembers that a sign-in (its cookie's id) was ended, until `expiresAt` (ISO), when its cookie expires anyway. */
+  revokeSignIn(id: string, expiresAt: string): Promise<void>;
+  /** Whether a sign-in was ended (and has not expired since). */
+  isSignInRevoked(id: string): Promise<boolean>;
   /** Deletes the session with its messages, runs and events; false when there was none. */
   deleteSession(id: string): Promise<boolean>;
 

@@ -1,13 +1,14 @@
 import { type ErrorCode, Me } from '@stepwise/shared-types';
 import type { CookieSerializeOptions } from '@fastify/cookie';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type * as Oidc from 'openid-client';
 import { z } from 'zod';
 import type { AuthConfig, Config } from '../config/config.ts';
 import type { Logger } from '../logger.ts';
 import { PUBLIC_ROUTE } from './access.ts';
-import { encodeSession, LOGIN_COOKIE, SESSION_COOKIE } from '../auth/identify.ts';
+import { encodeSession, LOGIN_COOKIE, readSession, SESSION_COOKIE } from '../auth/identify.ts';
+import type { Store } from '../store/store.ts';
 import { userFromClaims } from '../auth/identity.ts';
 import { SignInError } from '../errors.ts';
 import type { User } from '../auth/user.ts';
@@ -31,10 +32,10 @@ const LoginState = z.object({ state: z.string(), verifier: z.string(), nonce: z.
  * `GET /api/me` (who this client is, in every mode) and, with AUTH_MODE=oidc, the sign-in:
  * `/auth/login` sends the browser to the provider (authorization code with PKCE, a state and a
  * nonce kept in a short-lived signed cookie), `/auth/callback` takes the code, checks the ID token
- * and sets the sign-in cookie, `/auth/logout` clears it (and signs out at the provider when it
- * offers that).
+ * and sets the sign-in cookie, `/auth/logout` ends the sign-in on the server (every instance then
+ * refuses its cookie) and clears the cookie (and signs out at the provider when it offers that).
  */
-export async function registerAuthRoutes(server: FastifyInstance, config: Config, logger: Logger): Promise<void> {
+export async function registerAuthRoutes(server: FastifyInstance, config: Config, logger: Logger, store: Pick<Store, 'revokeSignIn'>): Promise<void> {
   const app = server.withTypeProvider<ZodTypeProvider>();
   const { auth } = config;
   const secure = (config.access.publicOrigin ?? '').startsWith('https:');
@@ -110,7 +111,15 @@ export async function registerAuthRoutes(server: FastifyInstance, config: Config
     },
   );
 
-  const logout = async (_request: unknown, reply: FastifyReply) => {
+  const logout = async (request: FastifyRequest, reply: FastifyReply) => {
+    // The cookie is ended on the server too: a copy kept elsewhere (another tab, a stolen one) no longer signs in, on any instance.
+    const raw = request.cookies[SESSION_COOKIE];
+    const unsigned = raw === undefined ? undefined : request.unsignCookie(raw);
+    const signIn = unsigned?.valid && unsigned.value ? readSession(unsigned.value) : undefined;
+    if (signIn) {
+      await store.revokeSignIn(signIn.id, new Date(signIn.expiresAt).toISOString());
+      logger.info({ user: signIn.user.id }, 'signed out');
+    }
     reply.clearCookie(SESSION_COOKIE, { path: '/' });
     const target = await provider.endSessionUrl(config.access.publicOrigin ?? '/');
     return reply.redirect(target ?? '/', 302);
