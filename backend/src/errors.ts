@@ -27,6 +27,7 @@ export const ERROR_CODE = {
   invalidFileContent: 'invalid_file_content',
   internal: 'internal_error',
   engineUnavailable: 'engine_unavailable',
+  signInRefused: 'sign_in_refused',
 } as const satisfies Record<string, ErrorCode>;
 export type ErrorCodeValue = (typeof ERROR_CODE)[keyof typeof ERROR_CODE];
 
@@ -48,6 +49,13 @@ export class StepwiseError extends Error {
 export class ConfigError extends StepwiseError {
   constructor(message: string) {
     super(ERROR_CODE.config, message);
+  }
+}
+
+/** A sign-in was refused: the provider's answer failed a check (a signature, a claim); the message says which. */
+export class SignInError extends StepwiseError {
+  constructor(message: string, cause?: unknown) {
+    super(ERROR_CODE.signInRefused, message, { cause });
   }
 }
 

@@ -51,6 +51,9 @@ export const ERROR_CODES = {
   too_many_files: { status: 400, summary: 'The chat holds as many files as it may' },
   not_text: { status: 400, summary: 'The file is not text' },
   invalid_file_content: { status: 400, summary: 'The file breaks the rules of its kind (the message says where)' },
+  sign_in_refused: { status: 400, summary: 'The sign-in provider’s answer failed a check (its signature, a claim); the message says which' },
+  admin_only: { status: 403, summary: 'Only an admin may do this' },
+  already_owned: { status: 409, summary: 'The chat already has an owner' },
   // Startup.
   config_error: { summary: 'A setting is missing or invalid' },
   prompt_error: { summary: 'A prompt template is missing or broken' },

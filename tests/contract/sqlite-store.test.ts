@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import {
   ConfigError,
   EMBEDDED_DATABASE_FOLDER,
+  LOCAL_OWNER,
   loadConfig,
   type Logger,
   openSqliteDatabase,
@@ -136,9 +137,35 @@ describe('the embedded store', () => {
     stores.push(store);
     // Every step is recorded; those before the upgrade ran no SQL (a second "create table" would have failed).
     expect(store.migrated).toEqual(SCHEMA.map((step) => step.name));
-    expect(await store.getSession(sessionId)).toMatchObject({ title: 'From before', owner: 'local', ownerName: null });
-    expect((await store.listSessions(10, 'local')).map((session) => session.id)).toEqual([sessionId]);
+    expect(await store.getSession(sessionId)).toMatchObject({ title: 'From before', owner: LOCAL_OWNER, ownerName: null });
+    expect((await store.listSessions(10, LOCAL_OWNER)).map((session) => session.id)).toEqual([sessionId]);
+    expect(await store.listSessions(10, 'local')).toEqual([]);
     expect(await store.listSessions(10, 'alice')).toEqual([]);
+  });
+
+  /** The step that gave the chats of `local` an owner no identity can take. */
+  const OWNERS_STEP = SCHEMA.findIndex((step) => step.name.startsWith('0009 '));
+
+  it('upgrades the chats of `local` to the owner no identity can take, and leaves everyone else’s', async () => {
+    const path = join(newDataDir(), SQLITE_DATABASE_FILE);
+    const [before, alices] = [randomUUID(), randomUUID()];
+    // As the release before left it: every step but the last, a chat of `local` and one of Alice's.
+    const old = await openSqliteStore(path, { steps: SCHEMA.slice(0, OWNERS_STEP) });
+    await old.close();
+    const db = openSqliteDatabase(path, 'full');
+    try {
+      const now = new Date().toISOString();
+      const insert = db.prepare('insert into sessions (id, title, created_at, updated_at, owner) values (?, ?, ?, ?, ?)');
+      insert.run([before, 'From before', now, now, 'local']);
+      insert.run([alices, 'Hers', now, now, 'alice']);
+    } finally {
+      db.close();
+    }
+    const store = await openSqliteStore(path);
+    stores.push(store);
+    expect(store.migrated).toEqual(SCHEMA.slice(OWNERS_STEP).map((step) => step.name));
+    expect(await store.getSession(before)).toMatchObject({ title: 'From before', owner: LOCAL_OWNER });
+    expect(await store.getSession(alices)).toMatchObject({ title: 'Hers', owner: 'alice' });
   });
 
   it('leaves an old embedded PostgreSQL folder beside an existing SQLite file alone, and says so', async () => {

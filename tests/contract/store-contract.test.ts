@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { MemoryStore, openSqlStore, PostgresDatabase, SCHEMA, type SchemaStep, type Store } from '@stepwise/backend';
+import { LOCAL_OWNER, MemoryStore, openSqlStore, PostgresDatabase, SCHEMA, type SchemaStep, type Store } from '@stepwise/backend';
 import type { LoggedEvent } from '@stepwise/shared-types';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { freshPostgresDatabase, postgresUrl } from '../helpers/databases.ts';
@@ -345,12 +345,35 @@ describe.each(adapters)('the store on $name', (adapter) => {
     await store.createSession(local);
     await store.createSession(alices, { id: 'alice', name: 'Alice A.' });
     await store.createSession(bobs, { id: 'bob' });
-    expect(await store.getSession(local)).toMatchObject({ owner: 'local', ownerName: null });
+    expect(await store.getSession(local)).toMatchObject({ owner: LOCAL_OWNER, ownerName: null });
     expect(await store.getSession(alices)).toMatchObject({ owner: 'alice', ownerName: 'Alice A.' });
     expect((await store.listSessions(10, 'alice')).map((session) => session.id)).toEqual([alices]);
     expect((await store.listSessions(10, 'bob')).map((session) => session.id)).toEqual([bobs]);
     expect(await store.listSessions(10, 'nobody')).toEqual([]);
     expect((await store.listSessions(10)).map((session) => session.id).sort()).toEqual([local, alices, bobs].sort());
+  });
+
+  it('gives a chat from before sign-in to the first who adopts it, and never takes someone’s chat', async () => {
+    const before = randomUUID();
+    const alices = randomUUID();
+    await store.createSession(before);
+    await store.createSession(alices, { id: 'alice', name: 'Alice A.' });
+    expect(await store.adoptSession(before, { id: 'rosa', name: 'Rosa' })).toMatchObject({ id: before, owner: 'rosa', ownerName: 'Rosa' });
+    expect(await store.adoptSession(before, { id: 'bob' })).toBeUndefined();
+    expect(await store.adoptSession(alices, { id: 'rosa' })).toBeUndefined();
+    expect(await store.adoptSession(randomUUID(), { id: 'rosa' })).toBeUndefined();
+    expect(await store.getSession(before)).toMatchObject({ owner: 'rosa', ownerName: 'Rosa' });
+    expect(await store.getSession(alices)).toMatchObject({ owner: 'alice', ownerName: 'Alice A.' });
+  });
+
+  it('remembers an ended sign-in, and forgets those past their expiry', async () => {
+    const [ended, expired, other] = [randomUUID(), randomUUID(), randomUUID()];
+    await store.revokeSignIn(expired, new Date(Date.now() - 1_000).toISOString());
+    await store.revokeSignIn(ended, new Date(Date.now() + 3_600_000).toISOString());
+    await store.revokeSignIn(ended, new Date(Date.now() + 3_600_000).toISOString());
+    expect(await store.isSignInRevoked(ended)).toBe(true);
+    expect(await store.isSignInRevoked(expired)).toBe(false);
+    expect(await store.isSignInRevoked(other)).toBe(false);
   });
 
   it('deletes a session with everything in it', async () => {
@@ -396,8 +419,28 @@ describe.skipIf(!url)('the schema on a PostgreSQL server', () => {
     const store = await openSqlStore(database.db);
     stores.push(store);
     expect(store.migrated).toEqual(SCHEMA.map((step) => step.name));
-    expect(await store.getSession(before)).toMatchObject({ title: 'From before', owner: 'local', ownerName: null });
-    expect((await store.listSessions(10, 'local')).map((session) => session.id)).toContain(before);
+    expect(await store.getSession(before)).toMatchObject({ title: 'From before', owner: LOCAL_OWNER, ownerName: null });
+    expect((await store.listSessions(10, LOCAL_OWNER)).map((session) => session.id)).toContain(before);
+    expect(await store.listSessions(10, 'local')).toEqual([]);
+  });
+
+  /** The step that gave the chats of `local` an owner no identity can take. */
+  const OWNERS_STEP = SCHEMA.findIndex((step) => step.name.startsWith('0009 '));
+
+  it('upgrades the chats of `local` to the owner no identity can take, and leaves everyone else’s', async () => {
+    const database = await fresh();
+    const [before, alices] = [randomUUID(), randomUUID()];
+    // As the release before left it: every step but the last, a chat of `local` and one of Alice's.
+    const previous = new PostgresDatabase(database.url);
+    const old = await openSqlStore(previous, undefined, { steps: SCHEMA.slice(0, OWNERS_STEP) });
+    await previous.query(`insert into sessions (id, title, owner) values ($1, 'From before', 'local'), ($2, 'Hers', 'alice')`, [before, alices]);
+    await old.close();
+    const store = await openSqlStore(database.db);
+    stores.push(store);
+    expect(store.migrated).toEqual(SCHEMA.slice(OWNERS_STEP).map((step) => step.name));
+    expect(await store.getSession(before)).toMatchObject({ title: 'From before', owner: LOCAL_OWNER });
+    expect(await store.getSession(alices)).toMatchObject({ title: 'Hers', owner: 'alice' });
+    expect(await store.listSessions(10, 'local')).toEqual([]);
   });
 
   it('runs a statement whose function body holds semicolons whole, and each step once', async () => {

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import {
   EMBEDDED_DATABASE_FOLDER,
+  LOCAL_OWNER,
   loadConfig,
   type Logger,
   openSqliteStore,
@@ -202,6 +203,8 @@ describe('moving the data of the PGlite release into SQLite', () => {
     expect(await snapshot(store, [chat, untitled])).toEqual(expected);
     // The parts a restart and the history depend on, spelled out.
     expect(await store.getSession(chat)).toMatchObject({ title: 'What is (17+25)*3?' });
+    // A chat of the one user of those releases: the local user's, not of someone named `local`.
+    expect(await store.getSession(chat)).toMatchObject({ owner: LOCAL_OWNER, ownerName: null });
     expect(await store.getRun(finishedRun)).toMatchObject({ status: 'completed', promptTokens: 3_000_000_000, completionTokens: 2 ** 40, afterSeq: 0 });
     expect((await store.getRun(finishedRun))?.checkpoint).toBeUndefined();
     expect(await store.listRunningRuns()).toMatchObject([{ id: waitingRun, status: 'running', afterSeq: 4, checkpoint }]);

@@ -1,15 +1,20 @@
 import {
+  cleanEmail,
+  cleanName,
   ConfigError,
   chatAccess,
   decideAccess,
   decodeSession,
   encodeSession,
   isLoopbackAddress,
+  LOCAL_OWNER,
   LOCAL_USER,
   loadConfig,
   RunSlots,
+  readSession,
   TrustedProxies,
   userFromHeaders,
+  userIdProblem,
 } from '@stepwise/backend';
 import { describe, expect, it } from 'vitest';
 
@@ -19,7 +24,8 @@ const headerAuth = {
   header: 'x-forwarded-user',
   emailHeader: 'x-forwarded-email',
   trustedProxies: ['10.0.0.0/8', 'fd00::/64', '127.0.0.1'],
-  adminUsers: ['rosa', 'ops@acme.example'],
+  adminNames: ['rosa'],
+  adminEmails: ['ops@acme.example'],
 };
 
 describe('AUTH_MODE', () => {
@@ -62,6 +68,46 @@ describe('the sign-in cookie’s content', () => {
     expect(decodeSession('not base64 json', 2_000)).toBeUndefined();
     expect(decodeSession(Buffer.from(JSON.stringify({ id: 'x', exp: 10_000 })).toString('base64url'), 2_000)).toBeUndefined();
   });
+
+  it('names its sign-in, so logout can end it; a cookie without one (an earlier release’s) is nobody’s', () => {
+    const user = { id: 'alice', name: 'Alice', admin: false };
+    expect(readSession(encodeSession(user, 60_000, 1_000, 'sign-in-1'), 2_000)).toEqual({ user, id: 'sign-in-1', expiresAt: 61_000 });
+    expect(encodeSession(user, 60_000)).not.toBe(encodeSession(user, 60_000));
+    const older = Buffer.from(JSON.stringify({ ...user, exp: 61_000 })).toString('base64url');
+    expect(decodeSession(older, 2_000)).toBeUndefined();
+  });
+});
+
+describe('what sign-in takes of an identity', () => {
+  it('takes user ids of 1 to 255 characters with no control characters and no white space at the ends', () => {
+    expect(userIdProblem('alice')).toBeUndefined();
+    expect(userIdProblem('auth0|5f3c…')).toBeUndefined();
+    expect(userIdProblem('x'.repeat(255))).toBeUndefined();
+    expect(userIdProblem('x'.repeat(256))).toBe('is longer than 255 characters');
+    expect(userIdProblem('')).toBe('is empty');
+    expect(userIdProblem(LOCAL_OWNER)).toBe('is empty');
+    expect(userIdProblem('a\u0000b')).toBe('holds control characters');
+    expect(userIdProblem('a\u0085b')).toBe('holds control characters');
+    expect(userIdProblem(' alice')).toBe('starts or ends with white space');
+  });
+
+  it('cleans names and leaves out implausible emails', () => {
+    expect(cleanName('  Rosa\u0000\u001b[31m  Admin\n')).toBe('Rosa [31m Admin');
+    expect(cleanName('x'.repeat(500))).toHaveLength(200);
+    expect(cleanName('\u0000\u0001')).toBeUndefined();
+    expect(cleanEmail(' Rosa@Example.com ')).toBe('Rosa@Example.com');
+    for (const bad of ['rosa', 'a@b@c', 'ro sa@example.com', 'rosa@example.com\r\nX: y', `${'x'.repeat(320)}@example.com`, 42])
+      expect(cleanEmail(bad)).toBeUndefined();
+  });
+
+  it('accepts an https issuer, and plain http only on this machine', () => {
+    const oidc = (issuer: string) =>
+      load({ AUTH_MODE: 'oidc', OIDC_ISSUER: issuer, OIDC_CLIENT_ID: 'stepwise', PUBLIC_ORIGIN: 'https://chat.example.com', SESSION_SECRET: 'x'.repeat(32) });
+    for (const issuer of ['https://sso.example.com', 'http://127.0.0.1:8080', 'http://localhost:8080/realms/dev', 'http://[::1]:9000'])
+      expect(oidc(issuer).auth).toMatchObject({ issuer });
+    for (const issuer of ['http://sso.example.com', 'http://10.0.0.5:8080', 'http://localhost.example.com'])
+      expect(() => oidc(issuer)).toThrow(/^Invalid OIDC_ISSUER: must be an https URL/);
+  });
 });
 
 describe('the auth proxy’s header', () => {
@@ -85,7 +131,10 @@ describe('the auth proxy’s header', () => {
       email: 'alice@acme.example',
       admin: false,
     });
-    expect(userFromHeaders({ 'x-forwarded-user': 'Rosa' }, '10.0.0.5', headerAuth, proxies)).toMatchObject({ admin: true });
+    expect(userFromHeaders({ 'x-forwarded-user': 'rosa' }, '10.0.0.5', headerAuth, proxies)).toMatchObject({ admin: true });
+    // A name is an id: another case is another user, and an email header equal to an admin's name is no admin's.
+    expect(userFromHeaders({ 'x-forwarded-user': 'Rosa' }, '10.0.0.5', headerAuth, proxies)).toMatchObject({ admin: false });
+    expect(userFromHeaders({ 'x-forwarded-user': 'mallory', 'x-forwarded-email': 'rosa' }, '10.0.0.5', headerAuth, proxies)).toMatchObject({ admin: false });
     expect(userFromHeaders({ 'x-forwarded-user': 'ops', 'x-forwarded-email': 'OPS@acme.example' }, '10.0.0.5', headerAuth, proxies)).toMatchObject({
       admin: true,
     });
@@ -101,7 +150,9 @@ describe('who may use a chat', () => {
     expect(chatAccess({ id: 'alice', name: 'Alice', admin: false }, 'alice')).toBe('own');
     expect(chatAccess({ id: 'rosa', name: 'Rosa', admin: true }, 'alice')).toBe('watch');
     expect(chatAccess({ id: 'bob', name: 'Bob', admin: false }, 'alice')).toBe('none');
-    expect(chatAccess(LOCAL_USER, 'local')).toBe('own');
+    expect(chatAccess(LOCAL_USER, LOCAL_OWNER)).toBe('own');
+    // The chats of before sign-in are nobody's whose name is `local`.
+    expect(chatAccess({ id: 'local', name: 'local', admin: false }, LOCAL_OWNER)).toBe('none');
   });
 
   it('gives each user at most MAX_RUNS_PER_USER run slots, and frees them', () => {

@@ -12,6 +12,11 @@ export function ownerOf(user: User): SessionOwner {
   return { id: user.id, name: user.name };
 }
 
+/** How an owner is named to people: their name, else their id; the chats from before sign-in made with no name are "Before sign-in". */
+export function ownerLabel(owner: SessionOwner): string {
+  return owner.name ?? (owner.id === LOCAL_OWNER ? 'Before sign-in' : owner.id);
+}
+
 /** Who did something, for events (`by`): only when there are several users to tell apart. */
 export function byOf(user: User | undefined): By | undefined {
   return user && user.id !== LOCAL_OWNER ? { id: user.id, name: user.name } : undefined;

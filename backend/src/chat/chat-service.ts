@@ -64,7 +64,10 @@ export class ChatService {
   private readonly snapshots: SessionSnapshots;
 
   /** Whose chat this is. */
-  readonly owner: SessionOwner;
+  get owner(): SessionOwner {
+    return this.currentOwner;
+  }
+  private currentOwner: SessionOwner;
 
   constructor(
     readonly sessionId: string,
@@ -72,10 +75,15 @@ export class ChatService {
     private readonly deps: ChatDependencies,
     options: { stored: boolean; owner?: SessionOwner } = { stored: true },
   ) {
-    this.owner = options.owner ?? { id: LOCAL_OWNER };
+    this.currentOwner = options.owner ?? { id: LOCAL_OWNER };
     if (options.stored) this.stored = Promise.resolve();
     this.runs = new SessionRuns(sessionId, log, deps);
     this.snapshots = new SessionSnapshots(sessionId, log, deps);
+  }
+
+  /** Follows an admin's adoption of this chat from before sign-in (the store has the new owner already). */
+  adoptedBy(owner: SessionOwner): void {
+    if (this.currentOwner.id === LOCAL_OWNER) this.currentOwner = owner;
   }
 
   /**

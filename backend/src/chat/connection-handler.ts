@@ -12,7 +12,7 @@ import { McpManager } from '../mcp/mcp-manager.ts';
 import type { ChatService, MessageSender } from './chat-service.ts';
 import type { ClientConnection } from './client-connection.ts';
 import { RateLimiter, RateLimiters } from '../limits/rate-limiter.ts';
-import { LOCAL_USER, type User } from '../auth/user.ts';
+import { LOCAL_USER, ownerLabel, type User } from '../auth/user.ts';
 import { SessionManager } from './session-manager.ts';
 
 /** What a transport passes on about a new connection. */
@@ -74,7 +74,7 @@ export class ConnectionHandler {
       type: 'session',
       session_id: chat.sessionId,
       protocol: 1,
-      ...(access === 'watch' ? { read_only: true, owner: { id: chat.owner.id, name: chat.owner.name ?? chat.owner.id } } : {}),
+      ...(access === 'watch' ? { read_only: true, owner: { id: chat.owner.id, name: ownerLabel(chat.owner) } } : {}),
       model: this.llm.modelName,
       demo: this.llm.isDemo,
       resumed,
@@ -121,7 +121,7 @@ export class ConnectionHandler {
         }
         // An admin watching another's chat may stop its run, and nothing else.
         if (access === 'watch' && !(parsed.message.type === 'agent_control' && parsed.message.action === 'stop')) {
-          connection.send(error('read_only', `This chat is ${chat.owner.name ?? chat.owner.id}'s: an admin may watch it and stop its run, nothing more`));
+          connection.send(error('read_only', `This chat is ${ownerLabel(chat.owner)}'s: an admin may watch it and stop its run, nothing more`));
           return;
         }
         void this.dispatch(chat, parsed.message, { address: request.address, user }).then((reply) => {

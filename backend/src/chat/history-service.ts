@@ -2,12 +2,12 @@ import type { ErrorCode, LoggedEvent, SnapshotList } from '@stepwise/shared-type
 import { listSnapshots } from './session-snapshots.ts';
 import type { HistoryMessage, RunSummary, SessionDetail, SessionEvents, SessionSummary } from '@stepwise/shared-types';
 import { inject, injectable } from 'tsyringe';
-import type { RunRecord, SessionRecord, Store } from '../store/store.ts';
+import { LOCAL_OWNER, type RunRecord, type SessionRecord, type Store } from '../store/store.ts';
 import { TOKENS } from '../tokens.ts';
 import { UUID } from '../util/ids.ts';
 import { SessionFiles } from '../files/session-files.ts';
 import { SessionManager } from './session-manager.ts';
-import { chatAccess, type User } from '../auth/user.ts';
+import { chatAccess, ownerOf, type User } from '../auth/user.ts';
 
 /** What a request means to do with a chat: read it (its owner, or an admin) or change it (its owner only). */
 export type Intent = 'read' | 'write';
@@ -19,8 +19,8 @@ const EVENTS_CHUNK = 200;
 /** Why a history request could not be answered. */
 export class HistoryError extends Error {
   constructor(
-    readonly status: 400 | 403 | 404,
-    readonly code: Extract<ErrorCode, 'invalid_id' | 'invalid_query' | 'not_found' | 'read_only'>,
+    readonly status: 400 | 403 | 404 | 409,
+    readonly code: Extract<ErrorCode, 'invalid_id' | 'invalid_query' | 'not_found' | 'read_only' | 'admin_only' | 'already_owned'>,
     message: string,
   ) {
     super(message);
@@ -131,6 +131,22 @@ export class HistoryService {
       await this.store.deleteSession(id);
       await this.files.removeSession(id);
     });
+  }
+
+  /**
+   * An admin adopts a chat from before sign-in (owned by nobody any identity can be): it becomes
+   * theirs. Only an admin may, and only such a chat: another person's chat is never taken.
+   */
+  async adopt(id: string, viewer: User): Promise<SessionSummary & { owner: { id: string; name: string | null } }> {
+    if (!UUID.test(id)) throw new HistoryError(400, 'invalid_id', 'A session id is a UUID');
+    if (!viewer.admin) throw new HistoryError(403, 'admin_only', 'Only an admin may adopt a chat from before sign-in');
+    const owner = await this.sessions.ownerOf(id);
+    if (owner === undefined) throw new HistoryError(404, 'not_found', 'No such session');
+    if (owner !== LOCAL_OWNER) throw new HistoryError(409, 'already_owned', 'This chat has an owner; only a chat from before sign-in can be adopted');
+    const adopted = await this.sessions.adopt(id, ownerOf(viewer));
+    // Adopted by someone else between the read and the write.
+    if (!adopted) throw new HistoryError(409, 'already_owned', 'This chat has an owner; only a chat from before sign-in can be adopted');
+    return { ...toSummary(adopted), owner: { id: adopted.owner, name: adopted.ownerName } };
   }
 
   private async find(id: string, viewer: User, intent: Intent): Promise<SessionRecord> {

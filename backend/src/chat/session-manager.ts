@@ -7,7 +7,7 @@ import { RunKernel } from '../agent/run-kernel.ts';
 import type { Config } from '../config/config.ts';
 import { type FileListener, SessionFiles } from '../files/session-files.ts';
 import type { Logger } from '../logger.ts';
-import type { SessionOwner, Store } from '../store/store.ts';
+import type { SessionOwner, SessionRecord, Store } from '../store/store.ts';
 import { type ChatAccess, chatAccess, LOCAL_USER, ownerOf, type User } from '../auth/user.ts';
 import { TOKENS } from '../tokens.ts';
 import { ToolRegistry } from '../tools/tool-registry.ts';
@@ -168,6 +168,16 @@ export class SessionManager {
     const live = this.sessions.get(id);
     if (live) return live.owner.id;
     return (await this.store.getSession(id))?.owner;
+  }
+
+  /**
+   * Gives a chat from before sign-in (LOCAL_OWNER's) to `owner`, in the store and in memory;
+   * undefined when there is no such chat or it is someone's already.
+   */
+  async adopt(id: string, owner: SessionOwner): Promise<SessionRecord | undefined> {
+    const adopted = await this.store.adoptSession(id, owner);
+    if (adopted) this.sessions.get(id)?.adoptedBy(owner);
+    return adopted;
   }
 
   /** Called when a socket leaves; an idle session with no sockets is dropped from memory later. */

@@ -457,7 +457,16 @@ export type AuthConfig =
       sessionSecret: string;
       sessionMaxAgeMs: number;
     }
-  | { mode: 'header'; header: string; emailHeader: string | undefined; trustedProxies: string[]; adminUsers: string[] };
+  | {
+      mode: 'header';
+      header: string;
+      emailHeader: string | undefined;
+      trustedProxies: string[];
+      /** AUTH_ADMIN_USERS without an @: user names, matched exactly. */
+      adminNames: string[];
+      /** AUTH_ADMIN_USERS with an @: emails, matched without case against the email header. */
+      adminEmails: string[];
+    };
 
 /** Reads and validates the settings; throws one ConfigError naming the first bad variable. */
 export function loadConfig(env: Record<string, string | undefined>, defaults: { promptsDir: string }): Config {
@@ -626,6 +635,10 @@ function authConfig(e: z.infer<typeof EnvSchema>): AuthConfig {
         ['SESSION_SECRET', e.SESSION_SECRET],
       ]);
       if (absent.length > 0) throw new ConfigError(`Invalid AUTH_MODE: oidc needs ${absent.join(', ')}`);
+      // Over plain http anyone on the path could answer for the provider; only this machine is trusted so.
+      const issuer = new URL(e.OIDC_ISSUER!);
+      if (issuer.protocol !== 'https:' && !(issuer.protocol === 'http:' && isLoopbackHostName(issuer.hostname)))
+        throw new ConfigError('Invalid OIDC_ISSUER: must be an https URL (plain http only for a provider on this machine: localhost, 127.0.0.1, [::1])');
       return {
         mode,
         issuer: e.OIDC_ISSUER!,
@@ -651,10 +664,18 @@ function authConfig(e: z.infer<typeof EnvSchema>): AuthConfig {
         header: e.AUTH_HEADER!,
         emailHeader: e.AUTH_EMAIL_HEADER,
         trustedProxies: e.TRUSTED_PROXIES!,
-        adminUsers: (e.AUTH_ADMIN_USERS ?? []).map((user) => user.toLowerCase()),
+        // An entry with an @ is an email (compared without case); any other is a user name, compared exactly, as ids are.
+        adminNames: (e.AUTH_ADMIN_USERS ?? []).filter((entry) => !entry.includes('@')),
+        adminEmails: (e.AUTH_ADMIN_USERS ?? []).filter((entry) => entry.includes('@')).map((email) => email.toLowerCase()),
       };
     }
   }
+}
+
+/** Whether a URL's host name is this machine: localhost (and names under it), 127.0.0.0/8, ::1. */
+function isLoopbackHostName(hostname: string): boolean {
+  const name = hostname.toLowerCase().replace(/\.$/, '');
+  return name === 'localhost' || name.endsWith('.localhost') || /^127\.\d+\.\d+\.\d+$/.test(name) || name === '[::1]';
 }
 
 /** Tracing is on when OTEL_TRACES_EXPORTER names an exporter, or (unset) an OTLP endpoint is given. */

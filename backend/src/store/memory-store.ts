@@ -27,6 +27,8 @@ export class MemoryStore implements Store {
   private readonly runs = new Map<string, RunRecord>();
   private readonly journals = new Map<string, JournalEntry[]>();
   private readonly snapshots = new Map<string, SnapshotRecord>();
+  /** Ended sign-ins, by id, with their expiry (ISO). */
+  private readonly revokedSignIns = new Map<string, string>();
   private clock = 0;
 
   async createSession(id: string, owner: SessionOwner = { id: LOCAL_OWNER }): Promise<SessionRecord> {
@@ -47,6 +49,24 @@ export class MemoryStore implements Store {
     if (!session) return undefined;
     session.record.title = title;
     return { ...session.record };
+  }
+
+  async adoptSession(id: string, owner: SessionOwner): Promise<SessionRecord | undefined> {
+    const session = this.sessions.get(id);
+    if (!session || session.record.owner !== LOCAL_OWNER) return undefined;
+    session.record.owner = owner.id;
+    session.record.ownerName = owner.name ?? null;
+    return { ...session.record };
+  }
+
+  async revokeSignIn(id: string, expiresAt: string): Promise<void> {
+    const now = new Date().toISOString();
+    for (const [known, expiry] of this.revokedSignIns) if (expiry < now) this.revokedSignIns.delete(known);
+    this.revokedSignIns.set(id, expiresAt);
+  }
+
+  async isSignInRevoked(id: string): Promise<boolean> {
+    return this.revokedSignIns.has(id);
   }
 
   async listSessions(limit: number, owner?: string): Promise<SessionRecord[]> {

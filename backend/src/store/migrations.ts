@@ -248,6 +248,28 @@ export const SCHEMA: SchemaStep[] = [
     postgres: [`alter table session_leases add column owner text`, `create index session_leases_owner on session_leases (owner) where run_id is not null`],
     sqlite: [],
   },
+  {
+    // The chats of `local` were open to any identity named `local` (a proxy's user, an OIDC sub):
+    // they now have the empty owner, which no identity can have, until an admin adopts them.
+    name: '0009 the chats from before sign-in have an owner no identity can take',
+    postgres: [
+      `update sessions set owner = '' where owner = 'local'`,
+      `alter table sessions alter column owner set default ''`,
+      `update session_leases set owner = '' where owner = 'local'`,
+    ],
+    sqlite: [`update sessions set owner = '' where owner = 'local'`],
+  },
+  {
+    name: '0010 ended sign-ins, remembered until their cookies expire',
+    postgres: [
+      `create table revoked_sign_ins (id text primary key, expires_at timestamptz not null)`,
+      `create index revoked_sign_ins_expiry on revoked_sign_ins (expires_at)`,
+    ],
+    sqlite: [
+      `create table revoked_sign_ins (id text primary key, expires_at text not null) strict`,
+      `create index revoked_sign_ins_expiry on revoked_sign_ins (expires_at)`,
+    ],
+  },
 ];
 
 /** The version table of earlier releases, whose applied versions stand for the steps they made. */

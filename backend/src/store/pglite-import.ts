@@ -4,6 +4,7 @@ import type { Logger } from '../logger.ts';
 import { Kysely } from 'kysely';
 import { migrateSchema, SCHEMA } from './migrations.ts';
 import { PgliteDatabase } from './pglite-database.ts';
+import { LOCAL_OWNER } from './store.ts';
 import { closeSqliteDatabase, LibsqlDialect, openSqliteDatabase, pragma, type SqliteConnection } from './sqlite-database.ts';
 
 /** What an import moved, and where the old folder went. */
@@ -82,7 +83,7 @@ async function upgradeOldSchema(source: PgliteDatabase): Promise<void> {
 
 async function copyAll(source: PgliteDatabase, target: SqliteConnection): Promise<Omit<PgliteImport, 'movedAside'>> {
   const insert = {
-    session: target.prepare('insert into sessions (id, title, created_at, updated_at) values (?, ?, ?, ?)'),
+    session: target.prepare('insert into sessions (id, title, created_at, updated_at, owner, owner_name) values (?, ?, ?, ?, ?, ?)'),
     message: target.prepare('insert into messages (session_id, position, message, after_seq, created_at) values (?, ?, ?, ?, ?)'),
     run: target.prepare(
       `insert into runs (id, session_id, strategy, max_steps, status, end_reason, steps, prompt_tokens, completion_tokens,
@@ -94,12 +95,14 @@ async function copyAll(source: PgliteDatabase, target: SqliteConnection): Promis
   // Reading PGlite is asynchronous, so the transaction is opened by hand rather than with db.transaction().
   target.exec('begin immediate');
   try {
-    for await (const row of pages<{ id: string; title: string | null; created_at: Date; updated_at: Date }>(
+    for await (const row of pages<{ id: string; title: string | null; created_at: Date; updated_at: Date; owner: string; owner_name: string | null }>(
       source,
-      'select id, title, created_at, updated_at from sessions',
+      'select id, title, created_at, updated_at, owner, owner_name from sessions',
       ['id'],
     )) {
-      insert.session.run([row.id, row.title, iso(row.created_at), iso(row.updated_at)]);
+      // The chats of `local` (those from before sign-in) get the owner no sign-in can take, as migration 0009 gives them.
+      const owner = row.owner === 'local' ? LOCAL_OWNER : row.owner;
+      insert.session.run([row.id, row.title, iso(row.created_at), iso(row.updated_at), owner, row.owner_name]);
       counts.sessions++;
     }
     for await (const row of pages<{ session_id: string; position: number; message: string; after_seq: number; created_at: Date }>(

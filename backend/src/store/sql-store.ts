@@ -43,6 +43,7 @@ type Json = unknown;
 
 export interface Tables {
   sessions: { id: string; title: string | null; created_at: Time; updated_at: Time; owner: string; owner_name: string | null };
+  revoked_sign_ins: { id: string; expires_at: Time };
   messages: { session_id: string; position: number; message: Json; after_seq: number; created_at: Time };
   runs: {
     id: string;
@@ -328,6 +329,36 @@ export class SqlStore implements Store {
   async renameSession(id: string, title: string): Promise<SessionRecord | undefined> {
     const row = await this.db.updateTable('sessions').set({ title }).where('id', '=', id).returningAll().executeTakeFirst();
     return row && toSession(row);
+  }
+
+  async adoptSession(id: string, owner: SessionOwner): Promise<SessionRecord | undefined> {
+    // One statement: of two admins adopting one chat at once, one gets it.
+    const row = await this.db
+      .updateTable('sessions')
+      .set({ owner: owner.id, owner_name: owner.name ?? null })
+      .where('id', '=', id)
+      .where('owner', '=', LOCAL_OWNER)
+      .returningAll()
+      .executeTakeFirst();
+    return row && toSession(row);
+  }
+
+  async revokeSignIn(id: string, expiresAt: string): Promise<void> {
+    const now = this.now();
+    await this.db.transaction().execute(async (tx) => {
+      // The ended sign-ins past their expiry are forgotten as new ones come: their cookies are refused anyway.
+      await tx.deleteFrom('revoked_sign_ins').where('expires_at', '<', now).execute();
+      await tx
+        .insertInto('revoked_sign_ins')
+        .values({ id, expires_at: expiresAt })
+        .onConflict((conflict) => conflict.column('id').doNothing())
+        .execute();
+    });
+  }
+
+  async isSignInRevoked(id: string): Promise<boolean> {
+    const row = await this.db.selectFrom('revoked_sign_ins').select('id').where('id', '=', id).executeTakeFirst();
+    return row !== undefined;
   }
 
   async listSessions(limit: number, owner?: string): Promise<SessionRecord[]> {

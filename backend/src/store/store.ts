@@ -8,7 +8,7 @@ export interface SessionRecord {
   createdAt: string;
   /** The last activity: the newest message, or the end of the newest run. */
   updatedAt: string;
-  /** The user the chat belongs to (`local` for the one user of AUTH_MODE none or token). */
+  /** The user the chat belongs to (LOCAL_OWNER for the one user of AUTH_MODE none or token, and the chats from before sign-in). */
   owner: string;
   /** That user's name when the chat was made, for an admin's list of everyone's chats. */
   ownerName: string | null;
@@ -20,8 +20,12 @@ export interface SessionOwner {
   name?: string | undefined;
 }
 
-/** The one user of AUTH_MODE none and token, who owns every chat made before there were users. */
-export const LOCAL_OWNER = 'local';
+/**
+ * The owner of the chats of AUTH_MODE none and token's one user, and so of every chat made before
+ * there was sign-in: the empty id, which no identity can have (a user id has at least one
+ * character), so no sign-in takes these chats; an admin adopts them (adoptSession).
+ */
+export const LOCAL_OWNER = '';
 
 /** A message of the history, with the log position it was accepted at. */
 export interface MessageRecord {
@@ -85,6 +89,12 @@ export interface Store {
   listSessions(limit: number, owner?: string): Promise<SessionRecord[]>;
   /** Gives the session a title of the person's choosing (it keeps it); undefined when there is no such session. */
   renameSession(id: string, title: string): Promise<SessionRecord | undefined>;
+  /** Gives a chat of LOCAL_OWNER to `owner`; undefined when there is no such chat, or it is someone's already. */
+  adoptSession(id: string, owner: SessionOwner): Promise<SessionRecord | undefined>;
+  /** Remembers that a sign-in (its cookie's id) was ended, until `expiresAt` (ISO), when its cookie expires anyway. */
+  revokeSignIn(id: string, expiresAt: string): Promise<void>;
+  /** Whether a sign-in was ended (and has not expired since). */
+  isSignInRevoked(id: string): Promise<boolean>;
   /** Deletes the session with its messages, runs and events; false when there was none. */
   deleteSession(id: string): Promise<boolean>;
 

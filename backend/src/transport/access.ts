@@ -4,7 +4,7 @@ import type { ErrorCode } from '@stepwise/shared-types';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type {} from '@fastify/cookie';
 import type { Config } from '../config/config.ts';
-import { decodeSession, SESSION_COOKIE, TrustedProxies, userFromHeaders } from '../auth/identify.ts';
+import { decodeSession, readSession, SESSION_COOKIE, TrustedProxies, userFromHeaders } from '../auth/identify.ts';
 import { LOCAL_USER, type User } from '../auth/user.ts';
 
 /** The subprotocol a browser offers (with `bearer.TOKEN`) and the server answers with. */
@@ -234,8 +234,15 @@ function signedInUser(readCookie: CookieReader): User | undefined {
   return value === undefined ? undefined : decodeSession(value);
 }
 
-/** The access check of every request, as an onRequest hook (PROTOCOL.md "Access"); it sets `request.user`. */
-export function checkAccess(config: Config) {
+/** Whether a sign-in (by its id) was ended: the store's record of logouts, which every instance reads. */
+export type RevokedSignIns = (id: string) => Promise<boolean>;
+
+/**
+ * The access check of every request, as an onRequest hook (PROTOCOL.md "Access"); it sets
+ * `request.user`. With AUTH_MODE=oidc a cookie whose sign-in was ended (logout) names nobody, on
+ * every instance, though its signature and expiry are still good.
+ */
+export function checkAccess(config: Config, revoked: RevokedSignIns = async () => false) {
   const proxies = config.auth.mode === 'header' ? new TrustedProxies(config.auth.trustedProxies) : undefined;
   return async (request: FastifyRequest, reply: FastifyReply) => {
     const readCookie: CookieReader = (name) => {
@@ -244,7 +251,8 @@ export function checkAccess(config: Config) {
       const unsigned = request.unsignCookie(raw);
       return unsigned.valid && unsigned.value !== null ? unsigned.value : undefined;
     };
-    const decision = decideAccess(request, config, readCookie, proxies);
+    const isPublic = (request.routeOptions.config as { access?: RouteAccess } | undefined)?.access === 'public';
+    const decision = await withoutEndedSignIn(decideAccess(request, config, readCookie, proxies), isPublic, config, readCookie, revoked);
     if ('user' in decision) {
       request.user = decision.user;
       return;
@@ -253,6 +261,23 @@ export function checkAccess(config: Config) {
     if (refusal.challenge) reply.header('www-authenticate', config.auth.mode === 'token' ? 'Bearer' : 'Cookie');
     return reply.code(refusal.status).send({ error: { code: refusal.code, message: refusal.message } });
   };
+}
+
+/** The decision, unless it rests on a sign-in cookie whose sign-in was ended: then nobody (public routes) or 401. */
+async function withoutEndedSignIn(
+  decision: AccessDecision,
+  isPublic: boolean,
+  config: Config,
+  readCookie: CookieReader,
+  revoked: RevokedSignIns,
+): Promise<AccessDecision> {
+  // With oidc, a user comes from the cookie only.
+  if (config.auth.mode !== 'oidc' || !('user' in decision) || decision.user === undefined) return decision;
+  const value = readCookie(SESSION_COOKIE);
+  const signIn = value === undefined ? undefined : readSession(value);
+  if (!signIn || !(await revoked(signIn.id))) return decision;
+  if (isPublic) return { user: undefined };
+  return { refusal: { status: 401, code: 'unauthorized', message: 'This sign-in was ended (signed out); sign in again: /auth/login', challenge: true } };
 }
 
 /** ws's choice among the offered subprotocols: ours, never the one carrying the token. */

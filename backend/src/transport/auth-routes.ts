@@ -1,13 +1,16 @@
-import { Me } from '@stepwise/shared-types';
+import { type ErrorCode, Me } from '@stepwise/shared-types';
 import type { CookieSerializeOptions } from '@fastify/cookie';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type * as Oidc from 'openid-client';
 import { z } from 'zod';
 import type { AuthConfig, Config } from '../config/config.ts';
 import type { Logger } from '../logger.ts';
 import { PUBLIC_ROUTE } from './access.ts';
-import { encodeSession, LOGIN_COOKIE, SESSION_COOKIE } from '../auth/identify.ts';
+import { encodeSession, LOGIN_COOKIE, readSession, SESSION_COOKIE } from '../auth/identify.ts';
+import type { Store } from '../store/store.ts';
+import { userFromClaims } from '../auth/identity.ts';
+import { SignInError } from '../errors.ts';
 import type { User } from '../auth/user.ts';
 
 type OidcAuth = Extract<AuthConfig, { mode: 'oidc' }>;
@@ -29,10 +32,10 @@ const LoginState = z.object({ state: z.string(), verifier: z.string(), nonce: z.
  * `GET /api/me` (who this client is, in every mode) and, with AUTH_MODE=oidc, the sign-in:
  * `/auth/login` sends the browser to the provider (authorization code with PKCE, a state and a
  * nonce kept in a short-lived signed cookie), `/auth/callback` takes the code, checks the ID token
- * and sets the sign-in cookie, `/auth/logout` clears it (and signs out at the provider when it
- * offers that).
+ * and sets the sign-in cookie, `/auth/logout` ends the sign-in on the server (every instance then
+ * refuses its cookie) and clears the cookie (and signs out at the provider when it offers that).
  */
-export async function registerAuthRoutes(server: FastifyInstance, config: Config, logger: Logger): Promise<void> {
+export async function registerAuthRoutes(server: FastifyInstance, config: Config, logger: Logger, store: Pick<Store, 'revokeSignIn'>): Promise<void> {
   const app = server.withTypeProvider<ZodTypeProvider>();
   const { auth } = config;
   const secure = (config.access.publicOrigin ?? '').startsWith('https:');
@@ -99,6 +102,7 @@ export async function registerAuthRoutes(server: FastifyInstance, config: Config
         user = await provider.finish(new URL(request.url, auth.redirectUri), login);
       } catch (error) {
         logger.warn({ err: error }, 'a sign-in was refused');
+        if (error instanceof SignInError) return signInProblem(reply, 400, `Sign-in refused: ${error.message}.`, error.code);
         return signInProblem(reply, 400, 'The sign-in could not be completed. Start again.');
       }
       reply.setCookie(SESSION_COOKIE, encodeSession(user, auth.sessionMaxAgeMs), cookieOptions(Math.floor(auth.sessionMaxAgeMs / 1000)));
@@ -107,7 +111,15 @@ export async function registerAuthRoutes(server: FastifyInstance, config: Config
     },
   );
 
-  const logout = async (_request: unknown, reply: FastifyReply) => {
+  const logout = async (request: FastifyRequest, reply: FastifyReply) => {
+    // The cookie is ended on the server too: a copy kept elsewhere (another tab, a stolen one) no longer signs in, on any instance.
+    const raw = request.cookies[SESSION_COOKIE];
+    const unsigned = raw === undefined ? undefined : request.unsignCookie(raw);
+    const signIn = unsigned?.valid && unsigned.value ? readSession(unsigned.value) : undefined;
+    if (signIn) {
+      await store.revokeSignIn(signIn.id, new Date(signIn.expiresAt).toISOString());
+      logger.info({ user: signIn.user.id }, 'signed out');
+    }
     reply.clearCookie(SESSION_COOKIE, { path: '/' });
     const target = await provider.endSessionUrl(config.access.publicOrigin ?? '/');
     return reply.redirect(target ?? '/', 302);
@@ -133,9 +145,20 @@ function parseLogin(value: string): z.infer<typeof LoginState> | undefined {
   }
 }
 
+/** What a failed code exchange means to the person signing in; the provider's own words go to the log only. */
+function signInFailure(error: unknown): string {
+  const text = error instanceof Error ? `${error.message} ${String((error.cause as { message?: unknown } | undefined)?.message ?? '')}` : '';
+  if (/signature|JWKS|jwk/i.test(text)) return 'The ID token is not signed with a key the provider publishes';
+  if (/nonce|state/i.test(text)) return 'The sign-in does not match the one this browser started';
+  return 'The provider did not accept the sign-in';
+}
+
 /** A sign-in that cannot go on, as a small page with a way back in. */
-function signInProblem(reply: FastifyReply, status: number, message: string) {
-  const page = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Stepwise: sign-in</title></head><body><h1>Stepwise</h1><p>${message}</p><p><a href="/auth/login">Sign in</a></p></body></html>`;
+function signInProblem(reply: FastifyReply, status: number, message: string, code?: ErrorCode) {
+  // The code (sign_in_refused) is in the page and its header, for people reporting it and for scripts.
+  if (code) reply.header('x-stepwise-error', code);
+  const detail = code ? `<p>Error code: <code>${code}</code></p>` : '';
+  const page = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Stepwise: sign-in</title></head><body><h1>Stepwise</h1><p>${message}</p>${detail}<p><a href="/auth/login">Sign in</a></p></body></html>`;
   return reply.code(status).type('text/html').header('cache-control', 'no-store').send(page);
 }
 
@@ -157,12 +180,15 @@ class OidcProvider {
         undefined,
         this.auth.clientSecret ? this.oidc.ClientSecretPost(this.auth.clientSecret) : this.oidc.None(),
         {
-          // A provider on plain http (a test, a provider inside a private network) is allowed, with a warning.
-          ...(this.auth.issuer.startsWith('http:') ? { execute: [this.oidc.allowInsecureRequests] } : {}),
+          // Every ID token's signature is checked against the provider's keys (jwks_uri). Plain
+          // http is for a provider on this machine only (a test, a development provider): the
+          // configuration refuses any other http issuer.
+          execute: [this.oidc.enableNonRepudiationChecks, ...(this.auth.issuer.startsWith('http:') ? [this.oidc.allowInsecureRequests] : [])],
         },
       )
       .then((configuration) => {
-        if (this.auth.issuer.startsWith('http:')) this.logger.warn({ issuer: this.auth.issuer }, 'the OpenID provider is on plain http');
+        if (this.auth.issuer.startsWith('http:'))
+          this.logger.warn({ issuer: this.auth.issuer }, 'the OpenID provider is on plain http (allowed on loopback only)');
         return configuration;
       })
       .catch((error: unknown) => {
@@ -184,24 +210,27 @@ class OidcProvider {
     });
   }
 
-  /** Takes the provider's answer: the code for tokens, the ID token's claims checked, the user made of them. */
+  /**
+   * Takes the provider's answer: the code for tokens, the ID token's signature checked against the
+   * provider's published keys (even though the token came straight from its token endpoint) and its
+   * claims checked, the user made of them.
+   */
   async finish(callback: URL, login: z.infer<typeof LoginState>): Promise<User> {
     const configuration = await this.discover();
-    const tokens = await this.oidc.authorizationCodeGrant(configuration, callback, {
-      pkceCodeVerifier: login.verifier,
-      expectedState: login.state,
-      expectedNonce: login.nonce,
-      idTokenExpected: true,
-    });
-    const claims = tokens.claims();
-    if (!claims) throw new Error('The provider sent no ID token');
-    const text = (value: unknown) => (typeof value === 'string' && value.trim() ? value.trim() : undefined);
-    const email = text(claims.email);
-    const groups = claims[this.auth.groupsClaim];
-    const inGroup = this.auth.adminGroup !== undefined && Array.isArray(groups) && groups.includes(this.auth.adminGroup);
-    const admin = inGroup || (email !== undefined && this.auth.adminEmails.includes(email.toLowerCase()));
-    const name = text(claims.name) ?? text(claims.preferred_username) ?? email ?? claims.sub;
-    return { id: claims.sub, name: name.slice(0, 200), ...(email ? { email: email.slice(0, 320) } : {}), admin };
+    let claims: Oidc.IDToken | undefined;
+    try {
+      const tokens = await this.oidc.authorizationCodeGrant(configuration, callback, {
+        pkceCodeVerifier: login.verifier,
+        expectedState: login.state,
+        expectedNonce: login.nonce,
+        idTokenExpected: true,
+      });
+      claims = tokens.claims();
+    } catch (error) {
+      throw new SignInError(signInFailure(error), error);
+    }
+    if (!claims) throw new SignInError('The provider sent no ID token');
+    return userFromClaims(claims, this.auth);
   }
 
   async endSessionUrl(returnTo: string): Promise<string | undefined> {

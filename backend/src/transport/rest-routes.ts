@@ -128,6 +128,18 @@ export function registerRestRoutes(server: FastifyInstance, history: HistoryServ
       return reply.code(204).send(null);
     },
   );
+  app.post(
+    '/api/sessions/:id/adopt',
+    {
+      schema: {
+        tags: ['history'],
+        summary: 'An admin adopts a chat from before sign-in (owned by nobody who can sign in): it becomes theirs',
+        params: SessionParams,
+        response: { 200: SessionSummary, ...errorResponses(400, 401, 403, 404, 409) },
+      },
+    },
+    (request) => history.adopt(request.params.id, viewer(request)),
+  );
   registerFileRoutes(app, history, files);
 }
 

@@ -56,7 +56,11 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
   // Every REST call and upgrade passes the access check before any route runs. It comes after the
   // WebSocket plugin's own onRequest hook, which must mark upgrades so that refused ones are closed.
   // It says who the request comes from (request.user).
-  app.addHook('onRequest', checkAccess(config));
+  const store = container.resolve<Store>(TOKENS.Store);
+  app.addHook(
+    'onRequest',
+    checkAccess(config, (id) => store.isSignInRevoked(id)),
+  );
   // REST calls per user (per address when nobody signs in), after the check has named the user;
   // the web app's files and the health check are not counted.
   await app.register(fastifyRateLimit, {
@@ -103,7 +107,7 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
     const ok = Object.values(dependencies).every(Boolean);
     return reply.code(ok ? 200 : 503).send({ status: ok ? 'ok' : 'degraded', ...(host.instanceId ? { instance: host.instanceId } : {}), dependencies });
   });
-  await registerAuthRoutes(app, config, container.resolve<Logger>(TOKENS.Logger));
+  await registerAuthRoutes(app, config, container.resolve<Logger>(TOKENS.Logger), store);
   registerRestRoutes(app, container.resolve(HistoryService), container.resolve(SessionFiles));
   registerAgUiRoutes(app, sessions, container.resolve<Store>(TOKENS.Store), config.limits);
   const sockets = new SocketsPerAddress(config.limits.socketsPerAddress);

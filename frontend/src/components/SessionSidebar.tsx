@@ -157,7 +157,9 @@ export function SessionSidebar({
               ) : (
                 <a href={`/?session=${encodeURIComponent(session.id)}`} aria-current={session.id === currentId ? 'page' : undefined}>
                   <span className="session-title">{session.title ?? 'New chat'}</span>
-                  {session.owner && session.owner.id !== userId && <span className="session-owner">{session.owner.name ?? session.owner.id}</span>}
+                  {session.owner && session.owner.id !== userId && (
+                    <span className="session-owner">{session.owner.name ?? (session.owner.id || 'Before sign-in')}</span>
+                  )}
                   <time className="session-time" dateTime={session.last_activity_at} title={formatFull(session.last_activity_at)}>
                     {formatWhen(session.last_activity_at, now)}
                   </time>
