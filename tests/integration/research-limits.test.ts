@@ -118,8 +118,8 @@ describe('the research state document against parser bombs', () => {
       error: { code: 'invalid_file_content', message: expect.stringMatching(`the task graph has more than ${GRAPH_MAX_NODES} YAML nodes`) },
     });
 
-    // 20,000 items are 20,000 nodes as a flow list, twice that written one per line: refused on the way in.
-    const wide = before.replace(/^( +)inputs: \[\]$/m, `$1inputs: ${list(20_000)}`);
+    // 15,000 items are 15,000 nodes as a flow list, twice that written one per line: refused on the way in.
+    const wide = before.replace(/^( +)inputs: \[\]$/m, `$1inputs: ${list(15_000)}`);
     expect(wide).not.toBe(before);
     const unwritable = await upload(wide);
     expect(unwritable.status).toBe(400);

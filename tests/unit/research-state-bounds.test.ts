@@ -104,8 +104,8 @@ describe('the state document, parsed with bounded cost', () => {
     expect(refusal(() => parseGraphYaml(yaml))).toMatch(new RegExp(`lines; it may have at most ${GRAPH_MAX_LINES}`));
   });
 
-  it('refuses a graph it could read but would write back past its bounds: 20,000 items in flow style take twice the nodes in block style', () => {
-    const items = `[${Array.from({ length: 20_000 }, () => 'a').join(',')}]`;
+  it('refuses a graph it could read but would write back past its bounds: 15,000 items in flow style take twice the nodes in block style', () => {
+    const items = `[${Array.from({ length: 15_000 }, () => 'a').join(',')}]`;
     const yaml = `version: 1\nstages:\n  - id: "1"\n    name: S\n    tasks:\n      - id: "1.1"\n        title: T\n        agent: verifier\n        inputs: ${items}\n`;
     expect(refusal(() => parseGraphYaml(yaml))).toMatch(new RegExp(`would be written with \\d+ YAML nodes; it may have at most ${GRAPH_MAX_NODES}`));
   });

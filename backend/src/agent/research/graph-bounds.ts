@@ -5,12 +5,13 @@ import { Composer, CST, type Document, Lexer, type LineCounter, Parser, YAMLPars
  * the nodes it builds and its recursion with their depth, neither of which the document's size
  * bounds (`[[[[…` is one node deeper per byte; `[a,a,a,…` one node per two bytes), so both are
  * counted while the parser runs, token by token, and the parse stops at the first token past a
- * bound. A valid graph nests 8 deep and its 500 tasks need some 17,000 nodes.
+ * bound. A valid graph nests 8 deep; 500 tasks with a few criteria, inputs and dependencies each
+ * need some 17,000 nodes, which take the parser a few hundred milliseconds.
  */
-export const GRAPH_MAX_NODES = 30_000;
+export const GRAPH_MAX_NODES = 20_000;
 export const GRAPH_MAX_DEPTH = 32;
 /** Lines of the graph's YAML: at least GRAPH_MAX_NODES, so a graph within the node bound is always written within this one (see renderedNodes). */
-export const GRAPH_MAX_LINES = 30_000;
+export const GRAPH_MAX_LINES = 20_000;
 
 /** Tokens that make a node or an entry: scalars, flow collections, sequence items, keys and values, aliases. */
 const NODE_TOKENS: ReadonlySet<string> = new Set([
