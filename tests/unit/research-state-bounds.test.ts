@@ -123,6 +123,9 @@ describe('the state document, parsed with bounded cost', () => {
     expect(renderedNodes(state.graph)).toBe(GRAPH_MAX_NODES);
     const text = renderState(fitState(state));
     expect(parseState(text).graph.stages[0]!.tasks[0]!.inputs).toEqual(inputs);
+    // Every string on one line: the graph has fewer lines than nodes.
+    const graph = text.slice(text.indexOf('```yaml TASK_GRAPH_V2\n'), text.indexOf('\n```\n'));
+    expect(graph.split('\n').length - 1).toBeLessThan(GRAPH_MAX_NODES / 2);
     inputs.push('one more');
     expect(refusal(() => fitState(state))).toMatch(new RegExp(`would be written with ${GRAPH_MAX_NODES + 2} YAML nodes`));
   });
