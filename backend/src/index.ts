@@ -32,6 +32,8 @@ export {
   STATE_DOC_MAX_BYTES,
   STATE_DOC_MAX_TASKS,
 } from './agent/research/state-doc.ts';
+export { GRAPH_MAX_DEPTH, GRAPH_MAX_LINES, GRAPH_MAX_NODES, renderedNodes } from './agent/research/graph-bounds.ts';
+export { type BudgetCheck, type BudgetHold, RunSpending } from './agent/run-spending.ts';
 export { artifactName } from './agent/research/research.ts';
 export { MISSING_PREREQUISITE_KEYWORDS } from './agent/plan_execute/plan.ts';
 export { chat as plainChat } from './agent/chat/chat.ts';

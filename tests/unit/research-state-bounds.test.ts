@@ -3,6 +3,9 @@
 import {
   artifactName,
   fitState,
+  GRAPH_MAX_DEPTH,
+  GRAPH_MAX_LINES,
+  GRAPH_MAX_NODES,
   GraphError,
   parseGraphYaml,
   parseState,
@@ -10,6 +13,7 @@ import {
   type ResearchState,
   STATE_DOC_MAX_BYTES,
   STATE_DOC_MAX_TASKS,
+  renderedNodes,
 } from '@stepwise/backend';
 import { describe, expect, it } from 'vitest';
 
@@ -69,10 +73,61 @@ describe('the state document, parsed with bounded cost', () => {
     expect(refusal(() => parseState(text))).toMatch(new RegExp(`at most ${STATE_DOC_MAX_BYTES}`));
   });
 
-  it('refuses a graph with too many list items, counted without parsing', () => {
-    const items = `[${Array.from({ length: 60_000 }, () => 'a').join(',')}]`;
+  it('refuses a graph with too many nodes as the parser builds them: one flow list of 49,000 items in 99 KB', () => {
+    const items = `[${Array.from({ length: 49_000 }, () => 'a').join(',')}]`;
     const yaml = `version: 1\nstages:\n  - id: "1"\n    name: S\n    tasks:\n      - id: "1.1"\n        title: T\n        agent: verifier\n        inputs: ${items}\n`;
-    expect(refusal(() => parseGraphYaml(yaml))).toMatch(/list items; it may have at most/);
+    expect(refusal(() => parseGraphYaml(yaml, 10))).toBe(
+      `RESEARCH_STATE.md line 19: the task graph has more than ${GRAPH_MAX_NODES} YAML nodes; it may have at most ${GRAPH_MAX_NODES}`,
+    );
+  });
+
+  it.each([
+    ['flow sequences', '['.repeat(450_000) + ']'.repeat(450_000)],
+    ['flow mappings', `${'{a: '.repeat(200_000)}1${'}'.repeat(200_000)}`],
+    ['block sequences on one line', `${'- '.repeat(400_000)}x`],
+    ['explicit keys on one line', `${'? '.repeat(400_000)}x`],
+    ['block mappings indented one more each line', Array.from({ length: 1_000 }, (_, depth) => `${' '.repeat(depth)}a:`).join('\n')],
+  ])(`refuses %s nested past ${GRAPH_MAX_DEPTH} levels without building them`, (_kind, yaml) => {
+    expect(refusal(() => parseGraphYaml(`stages:\n  - ${yaml}\n`))).toMatch(
+      new RegExp(`line \\d+: the task graph nests more than ${GRAPH_MAX_DEPTH} levels deep; it may nest at most ${GRAPH_MAX_DEPTH}$`),
+    );
+  });
+
+  it('reads a graph nested as deep as a valid one can be, flow and block mixed', () => {
+    const yaml =
+      'version: 1\nstages:\n  - id: "1"\n    name: S\n    tasks:\n      - {id: "1.1", title: T, agent: verifier, inputs: [a, "b"], depends_on: []}\n';
+    expect(parseGraphYaml(yaml).stages[0]!.tasks[0]!.inputs).toEqual(['a', 'b']);
+  });
+
+  it(`refuses more than ${GRAPH_MAX_LINES} lines before parsing`, () => {
+    const yaml = `version: 1\n${'#\n'.repeat(GRAPH_MAX_LINES)}stages: []\n`;
+    expect(refusal(() => parseGraphYaml(yaml))).toMatch(new RegExp(`lines; it may have at most ${GRAPH_MAX_LINES}`));
+  });
+
+  it('refuses a graph it could read but would write back past its bounds: 15,000 items in flow style take twice the nodes in block style', () => {
+    const items = `[${Array.from({ length: 15_000 }, () => 'a').join(',')}]`;
+    const yaml = `version: 1\nstages:\n  - id: "1"\n    name: S\n    tasks:\n      - id: "1.1"\n        title: T\n        agent: verifier\n        inputs: ${items}\n`;
+    expect(refusal(() => parseGraphYaml(yaml))).toMatch(new RegExp(`would be written with \\d+ YAML nodes; it may have at most ${GRAPH_MAX_NODES}`));
+  });
+
+  it('writes a graph of exactly the node bound as the reader counts it, and refuses to write one node more', () => {
+    const state = twoStageState();
+    const { inputs, outputs } = state.graph.stages[0]!.tasks[0]!;
+    // An item is two nodes ("-" and its value); an empty list one.
+    let room = GRAPH_MAX_NODES - renderedNodes(state.graph);
+    if (room % 2 === 0) {
+      outputs.push('out.md');
+      room -= 1;
+    }
+    for (let index = 0; index < (room + 1) / 2; index++) inputs.push(`input ${index}\nsecond line`);
+    expect(renderedNodes(state.graph)).toBe(GRAPH_MAX_NODES);
+    const text = renderState(fitState(state));
+    expect(parseState(text).graph.stages[0]!.tasks[0]!.inputs).toEqual(inputs);
+    // Every string on one line: the graph has fewer lines than nodes.
+    const graph = text.slice(text.indexOf('```yaml TASK_GRAPH_V2\n'), text.indexOf('\n```\n'));
+    expect(graph.split('\n').length - 1).toBeLessThan(GRAPH_MAX_NODES / 2);
+    inputs.push('one more');
+    expect(refusal(() => fitState(state))).toMatch(new RegExp(`would be written with ${GRAPH_MAX_NODES + 2} YAML nodes`));
   });
 
   it(`refuses more than ${STATE_DOC_MAX_TASKS} tasks`, () => {

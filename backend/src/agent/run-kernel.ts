@@ -14,7 +14,7 @@ import { traceIdOfRun } from '../util/ids.ts';
 import type { AgentControl } from './agent-control.ts';
 import type { EventSink } from './event-sink.ts';
 import { type RunEvents, runEvents, type RunTotals } from './run-events.ts';
-import { type CallSpending, RunSpending } from './run-spending.ts';
+import { type BudgetHold, type CallSpending, RunSpending } from './run-spending.ts';
 import { JOURNAL, JournalReplay, journaledTools, ReplaySink, type RunJournal, type RunPast } from './run-journal.ts';
 import { type AnyStrategy, DEFAULT_STRATEGY, type Run, type RunFiles, type RunInput, type RunProgress, type StrategySessionHooks } from './strategy.ts';
 
@@ -173,17 +173,29 @@ export class RunKernel {
         control.stop('token_budget');
       }
     };
-    // The cost budget (max_cost_usd): checked before each new model call; with no known price it cannot hold, which the log says once.
+    // The cost budget (max_cost_usd): each new model call holds its share of it while in flight
+    // (so parallel branches share it); with no known price it cannot hold, which the log says once.
     let unpriced = false;
-    const costBudget = () => {
+    const costBudget = async (signal: AbortSignal): Promise<BudgetHold | undefined> => {
       const budget = input.maxCostUsd;
-      if (budget === undefined) return;
-      const passes = spending.wouldPass(budget);
-      if (passes === undefined && !unpriced) {
-        unpriced = true;
-        logger.warn({ budget_usd: budget }, 'the run has a cost budget but its model has no known price: the budget cannot be enforced');
+      if (budget === undefined) return undefined;
+      const check = await spending.reserve(budget, signal);
+      switch (check.kind) {
+        case 'go':
+          return check.hold;
+        case 'over':
+          throw new CostBudgetReached(budget, check.spentUsd);
+        case 'unpriced':
+          if (!unpriced) {
+            unpriced = true;
+            logger.warn({ budget_usd: budget }, 'the run has a cost budget but its model has no known price: the budget cannot be enforced');
+          }
+          return undefined;
+        default: {
+          const unknown: never = check;
+          throw new Error(`Unknown budget check ${String(unknown)}`);
+        }
       }
-      if (passes) throw new CostBudgetReached(budget, spending.totals().cost_usd ?? 0);
     };
     const timer = setTimeout(() => control.stop('timeout'), timeoutMs);
     timer.unref?.();
@@ -366,8 +378,11 @@ function observedModel(
     onSpent: (call: CallSpending, nodeId: string | undefined) => Promise<void>;
     logger: Logger;
     checkBudget: () => void;
-    /** Throws CostBudgetReached when the call about to be made would pass the run's cost budget. */
-    beforeCall?: () => void;
+    /**
+     * Waits until the call about to be made fits the run's cost budget beside the calls in flight,
+     * and returns its hold on it; throws CostBudgetReached when it would pass the budget.
+     */
+    beforeCall?: (signal: AbortSignal) => Promise<BudgetHold | undefined>;
   },
 ): LlmClient {
   const { runId, replay, spending, logger, checkBudget } = run;
@@ -377,24 +392,34 @@ function observedModel(
     async complete<T>(request: CompletionRequest<T>): Promise<CompletionResult<T>> {
       const started = performance.now();
       const key = request.nodeId ? `${request.purpose}@${request.nodeId}` : request.purpose;
-      const { value: result, replayed } = await replay.once(JOURNAL.model, key, async () => {
-        // A call the run's past made is read back; a new one is made only within the cost budget.
-        run.beforeCall?.();
-        try {
-          return await llm.complete({ ...request, runId });
-        } catch (error) {
-          // Replies the call received and could not use (data off its schema, cut at the output limit) were spent all the same.
-          if (error instanceof ModelError && error.spent) {
-            const spent = spending.add(request.purpose, llm.modelName, { text: '', toolCalls: [], ...error.spent });
-            if (spent) await run.onSpent(spent, request.nodeId);
+      let hold: BudgetHold | undefined;
+      let outcome: { value: CompletionResult<T>; replayed: boolean };
+      try {
+        outcome = await replay.once(JOURNAL.model, key, async () => {
+          // A call the run's past made is read back; a new one is made only within the cost budget.
+          hold = await run.beforeCall?.(request.signal);
+          try {
+            return await llm.complete({ ...request, runId });
+          } catch (error) {
+            // Replies the call received and could not use (data off its schema, cut at the output limit) were spent all the same.
+            if (error instanceof ModelError && error.spent) {
+              const spent = spending.add(request.purpose, llm.modelName, { text: '', toolCalls: [], ...error.spent });
+              hold?.release();
+              if (spent) await run.onSpent(spent, request.nodeId);
+            }
+            throw error;
           }
-          throw error;
+        });
+        // The call's cost is added before its hold is given back, so a call waiting for it sees one or the other.
+        if (!outcome.replayed || run.countReplayed) {
+          const spent = spending.add(request.purpose, llm.modelName, outcome.value);
+          hold?.release();
+          if (spent) await run.onSpent(spent, request.nodeId);
         }
-      });
-      if (!replayed || run.countReplayed) {
-        const spent = spending.add(request.purpose, llm.modelName, result);
-        if (spent) await run.onSpent(spent, request.nodeId);
+      } finally {
+        hold?.release();
       }
+      const { value: result, replayed } = outcome;
       if (logger.isLevelEnabled?.('debug') ?? true) {
         logger.debug(
           {

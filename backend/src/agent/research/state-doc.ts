@@ -1,5 +1,6 @@
-import { isMap, LineCounter, parseDocument, stringify } from 'yaml';
+import { isMap, LineCounter, stringify } from 'yaml';
 import { z } from 'zod';
+import { GRAPH_MAX_NODES, parseBounded, renderedNodes } from './graph-bounds.ts';
 import { parseTaskId, STAGE_ID, TASK_ID, taskId } from './task-id.ts';
 
 /** The research project's state document, a session file: the source of truth between runs. */
@@ -7,15 +8,14 @@ export const STATE_DOC = 'RESEARCH_STATE.md';
 export const GRAPH_FENCE = 'yaml TASK_GRAPH_V2';
 
 /**
- * The document's bounds, checked before anything is parsed: one size for what is uploaded, written
- * (by anyone: the strategy, write_file, an upload) and read, so a document the server wrote can
- * always be read back; at most this many tasks, and this many lines and list items in the graph's
- * YAML (whose parse costs time and memory in proportion). YAML aliases are refused.
+ * The document's bounds: one size for what is uploaded, written (by anyone: the strategy,
+ * write_file, an upload) and read, checked before anything is parsed, so a document the server
+ * wrote can always be read back; at most this many tasks; the graph's YAML within the bounds of
+ * graph-bounds.ts (lines, and the nodes and depth the parser builds, counted as it parses). YAML
+ * aliases are refused.
  */
 export const STATE_DOC_MAX_BYTES = 1024 * 1024;
 export const STATE_DOC_MAX_TASKS = 500;
-const GRAPH_MAX_LINES = 20_000;
-const GRAPH_MAX_ITEMS = 50_000;
 /** A ledger line is cut to this many characters when the document must shrink to fit. */
 const LEDGER_LINE_MAX_CHARS = 1_000;
 
@@ -197,7 +197,7 @@ export function renderState(state: ResearchState): string {
     `## ${SECTIONS[2]}`,
     '',
     `\`\`\`${GRAPH_FENCE}`,
-    stringify(state.graph, { lineWidth: 0 }).trimEnd(),
+    graphYaml(state.graph),
     '```',
     '',
     `## ${SECTIONS[3]}`,
@@ -221,6 +221,14 @@ export function renderState(state: ResearchState): string {
     lines(state.history, '(empty)'),
     '',
   ].join('\n');
+}
+
+/**
+ * The graph as the document holds it: block style, every string on one line (never a block
+ * scalar), so its lines and nodes are what `renderedNodes` counts.
+ */
+function graphYaml(graph: TaskGraph): string {
+  return stringify(graph, { lineWidth: 0, blockQuote: false }).trimEnd();
 }
 
 /**
@@ -251,6 +259,7 @@ function flat(text: string): string {
  * even that is not enough (the graph alone is too large).
  */
 export function fitState(state: ResearchState): ResearchState {
+  checkWritable(state.graph);
   if (Buffer.byteLength(renderState(state)) <= STATE_DOC_MAX_BYTES) return state;
   const cut = (line: string) => (line.length > LEDGER_LINE_MAX_CHARS ? `${line.slice(0, LEDGER_LINE_MAX_CHARS)}…` : line);
   const fitted: ResearchState = {
@@ -274,6 +283,16 @@ export function fitState(state: ResearchState): ResearchState {
     if (Buffer.byteLength(renderState(fitted)) <= STATE_DOC_MAX_BYTES) return fitted;
   }
   throw new GraphError(`the document would pass ${STATE_DOC_MAX_BYTES} bytes even with its ledgers cut`, []);
+}
+
+/**
+ * Throws a GraphError when the graph, as the server writes it, would pass the bounds its reader
+ * holds documents to: a graph read within them (whose defaults the server writes out) or grown by
+ * the strategy (follow-up tasks) is refused here rather than written and then refused.
+ */
+export function checkWritable(graph: TaskGraph): void {
+  const nodes = renderedNodes(graph);
+  if (nodes > GRAPH_MAX_NODES) throw new GraphError(`the task graph would be written with ${nodes} YAML nodes; it may have at most ${GRAPH_MAX_NODES}`, []);
 }
 
 /**
@@ -327,9 +346,10 @@ export function parseState(source: string): ResearchState {
 
 /** The graph from its YAML, checked; errors name the document's line (`offset`: lines before the YAML). */
 export function parseGraphYaml(source: string, offset = 0): TaskGraph {
-  checkGraphSize(source, offset);
   const lineCounter = new LineCounter();
-  const document = parseDocument(source, { lineCounter, prettyErrors: false });
+  const bounded = parseBounded(source, lineCounter);
+  if (!bounded.ok) throw new GraphError(bounded.error.reason, [], lineCounter.linePos(bounded.error.offset).line + offset);
+  const { document } = bounded;
   if (document.errors.length > 0) {
     const error = document.errors[0]!;
     throw new GraphError(`the YAML does not parse (${error.code})`, [], lineCounter.linePos(error.pos[0]).line + offset);
@@ -362,24 +382,13 @@ export function parseGraphYaml(source: string, offset = 0): TaskGraph {
   }
   try {
     checkGraph(parsed.data);
+    // Accepted only if the server can write it back: what it reads, it can save.
+    checkWritable(parsed.data);
   } catch (error) {
     if (error instanceof GraphError) throw new GraphError(error.reason, error.path, lineOf(error.path));
     throw error;
   }
   return parsed.data;
-}
-
-/** Refuses a graph whose YAML would cost too much to parse: too many lines or list items (counted, not parsed). */
-function checkGraphSize(source: string, offset: number): void {
-  let lines = 0;
-  let items = 0;
-  for (let index = 0; index < source.length; index++) {
-    const char = source.charCodeAt(index);
-    if (char === 0x0a) lines++;
-    else if (char === 0x2c || (char === 0x2d && source.charCodeAt(index + 1) === 0x20)) items++;
-  }
-  if (lines > GRAPH_MAX_LINES) throw new GraphError(`the task graph has ${lines} lines; it may have at most ${GRAPH_MAX_LINES}`, [], offset + 1);
-  if (items > GRAPH_MAX_ITEMS) throw new GraphError(`the task graph has ${items} list items; it may have at most ${GRAPH_MAX_ITEMS}`, [], offset + 1);
 }
 
 function lineAt(text: string, index: number): number {
