@@ -22,7 +22,9 @@ const root = join(import.meta.dirname, '..', '..');
 const toolDir = process.env.STEPWISE_LLAMA_SERVER_DIR ?? join(root, '..', 'shared', 'tools', 'llama-server');
 const setup = join(toolDir, 'setup.sh');
 const available = existsSync(setup) && existsSync(join(toolDir, 'llama-server-bundle.tgz'));
-const why = available ? '' : ` (skipped: no llama-server build at ${toolDir}; set STEPWISE_LLAMA_SERVER_DIR to a folder with setup.sh and llama-server-bundle.tgz)`;
+const why = available
+  ? ''
+  : ` (skipped: no llama-server build at ${toolDir}; set STEPWISE_LLAMA_SERVER_DIR to a folder with setup.sh and llama-server-bundle.tgz)`;
 if (!available) console.warn(`local-model-server${why}`);
 
 /** A whole run's budget on a busy machine: replies are capped at 48 tokens, a few dozen calls in all. */
@@ -75,7 +77,25 @@ describe.skipIf(!available)(`a real llama.cpp server${why}`, () => {
     const log = openSync(join(dir, 'server.log'), 'w');
     const llama = spawnTracked(
       join(bundle, 'llama-server'),
-      ['-m', join(dir, 'random-llama.gguf'), '--host', '127.0.0.1', '--port', String(port), '--alias', 'local-model', '--jinja', '-c', '8192', '-np', '2', '-n', '48', '--logit-bias', '50258+1'],
+      [
+        '-m',
+        join(dir, 'random-llama.gguf'),
+        '--host',
+        '127.0.0.1',
+        '--port',
+        String(port),
+        '--alias',
+        'local-model',
+        '--jinja',
+        '-c',
+        '8192',
+        '-np',
+        '2',
+        '-n',
+        '48',
+        '--logit-bias',
+        '50258+1',
+      ],
       { env: { ...process.env, LD_LIBRARY_PATH: bundle }, stdio: ['ignore', log, log], description: 'llama-server' },
     );
     closeSync(log);
@@ -91,28 +111,32 @@ describe.skipIf(!available)(`a real llama.cpp server${why}`, () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('runs every strategy to one ending with no request refused and every tool schema compiled to a grammar', async () => {
-    const client = await TestClient.connect(server!.wsUrl);
-    try {
-      for (const strategy of ['roa', 'plan_execute', 'autonomous', 'solver', 'research']) {
-        const from = client.events.length;
-        client.chat('What is 12*7?', { agent_mode: true, agent_max_steps: 1, strategy, tools: ['calculator', 'current_time'] });
-        const events = await client.untilComplete({ from, timeoutMs: RUN_TIMEOUT_MS });
-        const endings = events.filter((event) => ['agent_completion', 'agent_error', 'agent_stopped'].includes(String(event.update_type)));
-        console.log(strategy, summarize(events).join(' '), endings.map((ending) => ending.message).join(' '));
-        expect(endings, strategy).toHaveLength(1);
-        // However the random model's run ended, the endpoint never refused a request.
-        for (const ending of endings) expect(String(ending.message ?? ''), strategy).not.toMatch(/endpoint answered [45]\d\d/);
+  it(
+    'runs every strategy to one ending with no request refused and every tool schema compiled to a grammar',
+    async () => {
+      const client = await TestClient.connect(server!.wsUrl);
+      try {
+        for (const strategy of ['roa', 'plan_execute', 'autonomous', 'solver', 'research']) {
+          const from = client.events.length;
+          client.chat('What is 12*7?', { agent_mode: true, agent_max_steps: 1, strategy, tools: ['calculator', 'current_time'] });
+          const events = await client.untilComplete({ from, timeoutMs: RUN_TIMEOUT_MS });
+          const endings = events.filter((event) => ['agent_completion', 'agent_error', 'agent_stopped'].includes(String(event.update_type)));
+          console.log(strategy, summarize(events).join(' '), endings.map((ending) => ending.message).join(' '));
+          expect(endings, strategy).toHaveLength(1);
+          // However the random model's run ended, the endpoint never refused a request.
+          for (const ending of endings) expect(String(ending.message ?? ''), strategy).not.toMatch(/endpoint answered [45]\d\d/);
+        }
+      } finally {
+        await client.close();
       }
-    } finally {
-      await client.close();
-    }
-    // The server writes its log through a buffer: it is whole once the server has exited.
-    await stopProcess(llamaPid);
-    const log = readFileSync(join(dir, 'server.log'), 'utf8');
-    const refused = log.split('\n').filter((line) => /status=[45]\d\d/.test(line) && line.includes('/chat/completions'));
-    expect(refused).toEqual([]);
-    expect(log).toContain('/chat/completions');
-    expect(log).not.toMatch(/failed to parse grammar/);
-  }, 5 * RUN_TIMEOUT_MS);
+      // The server writes its log through a buffer: it is whole once the server has exited.
+      await stopProcess(llamaPid);
+      const log = readFileSync(join(dir, 'server.log'), 'utf8');
+      const refused = log.split('\n').filter((line) => /status=[45]\d\d/.test(line) && line.includes('/chat/completions'));
+      expect(refused).toEqual([]);
+      expect(log).toContain('/chat/completions');
+      expect(log).not.toMatch(/failed to parse grammar/);
+    },
+    5 * RUN_TIMEOUT_MS,
+  );
 });

@@ -146,12 +146,12 @@ describe('the plan_execute strategy', () => {
     expect(String((first!.steps as Array<{ context: string }>)[0]!.context)).toContain('web_search');
   });
 
-  it('answers an empty plan directly by synthesis, with no step run', async () => {
+  it('never answers an empty plan "in 0 steps": the run fails', async () => {
     const llm = model({ plan: { parsed: { steps: [] } } });
     const { sink, outcome } = start(llm);
-    expect(await outcome).toMatchObject({ status: 'completed', answer: 'The answer is **43**.', steps: 0 });
-    expect(llm.purposes()).toEqual(['plan_execute.plan', 'plan_execute.synthesis']);
-    expect(sink.summary()).toEqual(['agent_start', 'agent_plan', 'agent_run_metadata', 'assistant_message', 'agent_completion:answered', 'response_complete']);
+    expect(await outcome).toMatchObject({ status: 'failed' });
+    expect(llm.purposes()).toEqual(['plan_execute.plan']);
+    expect(sink.summary()).not.toContain('agent_completion:answered');
   });
 
   it('fails the run with agent_error quoting the start of a plan whose step has no goal', async () => {

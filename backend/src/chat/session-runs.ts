@@ -82,7 +82,12 @@ export class SessionRuns {
     const stored = conversation.after.length - (target.status === 'completed' ? 1 : 0);
     return {
       ok: true,
-      input: { ...past.input, sessionId: this.sessionId, history: conversation.history, maxSteps: nextBudget(past.input.maxSteps, stepsSoFar, extraSteps, extra, maxStepsLimit) },
+      input: {
+        ...past.input,
+        sessionId: this.sessionId,
+        history: conversation.history,
+        maxSteps: nextBudget(past.input.maxSteps, stepsSoFar, extraSteps, extra, maxStepsLimit),
+      },
       past: { ...past.past, storedMessages: Math.max(0, stored) },
     };
   }

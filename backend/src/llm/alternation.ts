@@ -65,14 +65,15 @@ function joinTexts(a: string | null, b: string | null): string {
  */
 export function endWithTurn(messages: readonly LlmMessage[], purpose: string): readonly LlmMessage[] {
   const last = messages.at(-1);
-  if (last?.role !== 'assistant') return messages;
+  // A plain chat's history ends with the person's message; only an agent's phases (`STRATEGY.PHASE`) get a closing turn.
+  if (last?.role !== 'assistant' || !purpose.includes('.')) return messages;
   return [...messages, { role: 'user', content: phaseCue(purpose) }];
 }
 
 /** The user turn that asks for the phase a request is for, by its purpose (`roa.observe` → "the observe phase"). */
 export function phaseCue(purpose: string): string {
   const phase = (purpose.split('.').at(-1) ?? purpose).replaceAll('_', ' ');
-  return `Now do ${phase === purpose ? 'the next step' : `the ${phase} phase`} as the system message instructs: answer that instruction, do not continue your previous message.`;
+  return `Now do the ${phase} phase as the system message instructs: answer that instruction, do not continue your previous message.`;
 }
 
 /**
@@ -81,5 +82,7 @@ export function phaseCue(purpose: string): string {
  * "2 or more assistant messages at the end".
  */
 export function refusesTurnOrder(endpointMessage: string | undefined): boolean {
-  return endpointMessage !== undefined && /roles must alternate|must alternate|2 or more assistant messages|consecutive (user|assistant)/i.test(endpointMessage);
+  return (
+    endpointMessage !== undefined && /roles must alternate|must alternate|2 or more assistant messages|consecutive (user|assistant)/i.test(endpointMessage)
+  );
 }

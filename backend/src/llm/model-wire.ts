@@ -135,7 +135,11 @@ export function guardedFetch(dispatcher: Dispatcher, limits: BodyLimits): typeof
  * words before. A 502, 503 or 504 from a gateway, or a 5xx that says something new, is retried
  * as before. The error body (at most 64 KiB) is read here, once, and handed to the SDK as text.
  */
-async function withRetryVerdict(wire: WireResponse, body: string | Uint8Array | undefined, lastFailures: WeakMap<object, string>): Promise<WireResponse | ReadErrorResponse> {
+async function withRetryVerdict(
+  wire: WireResponse,
+  body: string | Uint8Array | undefined,
+  lastFailures: WeakMap<object, string>,
+): Promise<WireResponse | ReadErrorResponse> {
   const text = await wire.text();
   const words = endpointMessage(text);
   const key = typeof body === 'object' ? body : undefined;

@@ -169,7 +169,10 @@ export class OpenAiLlmClient implements LlmClient {
       if (!streamedText && refusesTurnOrder(modelError.detail) && !this.strictFor(model)) {
         // The endpoint's chat template needs strict turn-taking: from now on this model gets it, and this request again at once.
         this.strictModels.add(model);
-        this.logger.info({ purpose: request.purpose, model, detail: modelError.detail }, 'the model endpoint needs alternating turns; sending them from now on');
+        this.logger.info(
+          { purpose: request.purpose, model, detail: modelError.detail },
+          'the model endpoint needs alternating turns; sending them from now on',
+        );
         return this.attempt(request, signal, output);
       }
       this.logger.warn(
@@ -371,7 +374,8 @@ export function toModelError(error: unknown, where: EndpointNames): ModelError {
   if (error instanceof APIError && error.status !== undefined) {
     const status = error.status;
     const words = endpointWords(error);
-    const said = status >= 300 && status < 400 ? '' : shownWords(words);
+    // A redirect says where to instead; a refused key's words may echo the key: neither is shown.
+    const said = (status >= 300 && status < 400) || status === 401 || status === 403 ? '' : shownWords(words);
     // A refusal of this request (a 4xx but auth, quota and a wrong path, or a 5xx the wire found
     // deterministic) says nothing of the endpoint's health; the next request may well go through.
     const aboutRequest = status === 400 || status === 413 || status === 422 || (status >= 500 && error.headers?.get('x-should-retry') === 'false');
@@ -459,6 +463,7 @@ function connectionFailure(error: Error): string | undefined {
 export function shownWords(words: string): string {
   if (words === 'status code (no body)') return '';
   const line = words
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is removed here
     .replace(/[\u0000-\u001f\u007f-\u009f]+/g, ' ')
     .replace(/\b(sk|pk|rk)-[A-Za-z0-9_-]{8,}/g, '[redacted]')
     .replace(/\bBearer\s+\S+/gi, 'Bearer [redacted]')

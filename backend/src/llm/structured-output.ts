@@ -56,7 +56,12 @@ function withinGrammarLimits(node: unknown, depth: number): unknown {
   for (const [key, value] of Object.entries(node)) {
     if ((key === 'maxLength' || key === 'minLength') && typeof value === 'number' && value >= GRAMMAR_LIMITS.maxLength) continue;
     if ((key === 'maxItems' || key === 'minItems') && typeof value === 'number' && value > GRAMMAR_LIMITS.maxItems) continue;
-    if (['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'].includes(key) && typeof value === 'number' && Math.abs(value) > GRAMMAR_LIMITS.integerBound) continue;
+    if (
+      ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'].includes(key) &&
+      typeof value === 'number' &&
+      Math.abs(value) > GRAMMAR_LIMITS.integerBound
+    )
+      continue;
     out[key] = withinGrammarLimits(value, depth + 1);
   }
   return out;

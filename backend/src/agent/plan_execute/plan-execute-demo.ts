@@ -61,8 +61,13 @@ const step = (goal: string, tool: string | undefined, argument: string, success:
  * and a plan for the answer once the person gave it (a re-plan).
  */
 function firstPlan(request: CompletionRequest): DemoStep[] {
-  return stepsFor(readSituation(request), new Set(toolNames(request)));
+  const steps = stepsFor(readSituation(request), new Set(toolNames(request)));
+  // A plan has a step at least: a request the demo finds nothing to do in gets one that says what it can do.
+  return steps.length ? steps : [step(SAY_WHAT_I_CAN, undefined, 'No tool: say what the demo model can do', 'The user knows what to ask.')];
 }
+
+/** The goal of the one step of a request the demo finds nothing to do in; its synthesis says what the demo can do. */
+const SAY_WHAT_I_CAN = 'Say what I can do with this request';
 
 function stepsFor(situation: Situation, tools: Set<string>): DemoStep[] {
   const steps: DemoStep[] = [];
@@ -181,7 +186,7 @@ function synthesisReply(request: CompletionRequest): string {
     ? (request.variables.steps as Array<{ index: number; goal: string; status: string; observation: string }>)
     : [];
   const notes = text(request.variables?.notes);
-  if (steps.length === 0) return fallbackAnswer(readSituation(request));
+  if (steps.length === 0 || steps.every((each) => each.goal === SAY_WHAT_I_CAN)) return fallbackAnswer(readSituation(request));
   const lines = steps.map((each) => `${each.index}. ${each.goal} — ${each.status}${each.observation ? `: ${each.observation.split('\n')[0]}` : ''}`);
   const found = answerParts(steps.filter((each) => each.status === 'done' && each.observation).map((each) => each.observation));
   return [found.length ? found.join('\n\n') : 'The plan did not reach an answer.', 'How I got there:', lines.join('\n'), ...(notes ? [notes] : [])].join(

@@ -85,6 +85,8 @@ export function quoteStart(text: string): string {
  * Steps are numbered from `firstIndex`.
  */
 export function planSteps(reply: PlanReply, enabled: readonly string[], firstIndex: number): { steps: StepState[]; notes: string[] } {
+  // The schema asks for a step at least (and the endpoint is asked again without one); a plan that still has none is no plan.
+  if (reply.steps.length === 0) throw new ModelError("The model's plan has no step, so nothing could be done");
   const bad = reply.steps.findIndex((step) => step.goal.trim() === '');
   if (bad !== -1) {
     throw new ModelError(`The model's plan is not valid (step ${bad + 1} has no goal): "${quoteStart(JSON.stringify(reply))}"`);
