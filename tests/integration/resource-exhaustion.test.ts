@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
@@ -52,5 +53,60 @@ describe('tool names a model makes up', () => {
     expect(body).not.toContain('made_up_');
     // Health still answers.
     expect((await fetch(`${server.url}/api/health`)).status).toBe(200);
+  });
+});
+
+/** A server behind an auth proxy on this machine: every user comes from the proxy's address. */
+const PROXIED = { AUTH_MODE: 'header', AUTH_HEADER: 'X-Forwarded-User', TRUSTED_PROXIES: '127.0.0.1,::1' };
+const as = (user: string): Record<string, string> => ({ 'x-forwarded-user': user });
+
+/** Opens a socket as `user` and says how the upgrade ended: open (then closed again), or refused with a status and body. */
+function tryUpgrade(user: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const socket = new WebSocket(server!.wsUrl, { headers: as(user) });
+    socket.on('unexpected-response', (_request, response) => {
+      let body = '';
+      response.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
+    });
+    socket.on('open', () => {
+      socket.terminate();
+      resolve({ status: 101, body: '' });
+    });
+    socket.on('error', (error) => {
+      if (!/Unexpected server response/.test(String(error))) reject(error);
+    });
+  });
+}
+
+describe('users behind one trusted proxy', () => {
+  it('each have their own share of sockets: alice at her limit is refused 429 too_many_connections, bob is not', async () => {
+    server = await startStepwiseWithModel('http://127.0.0.1:9/v1', { ...PROXIED, MAX_SOCKETS_PER_ADDRESS: '3' });
+    for (let index = 0; index < 3; index++) await connect({}, as('alice'));
+    const refused = await tryUpgrade('alice');
+    expect(refused.status).toBe(429);
+    expect(JSON.parse(refused.body)).toMatchObject({ error: { code: 'too_many_connections' } });
+    // Bob comes through the same proxy address, and still gets all three of his.
+    for (let index = 0; index < 3; index++) expect((await connect({}, as('bob'))).session.type).toBe('session');
+    expect((await fetch(`${server.url}/api/health`)).status).toBe(200);
+  });
+
+  it('each have their own share of runs: alice at her limit gets too_many_runs, bob’s first run starts', async () => {
+    llm = await ScriptedLlmServer.start();
+    llm.respond(() => ({ hang: true }));
+    server = await startStepwiseWithModel(llm.url, { ...PROXIED, MAX_CONCURRENT_RUNS: '8', MAX_RUNS_PER_ADDRESS: '2' });
+    const alices = [await connect({}, as('alice')), await connect({}, as('alice')), await connect({}, as('alice'))];
+    for (const client of alices.slice(0, 2)) client.chat('Hold a slot', { agent_mode: true });
+    await llm.waitFor(() => llm!.requests.length >= 2);
+    alices[2]!.chat('And another', { agent_mode: true });
+    expect(await alices[2]!.waitFor('error')).toMatchObject({ code: 'too_many_runs' });
+
+    const bob = await connect({}, as('bob'));
+    bob.chat('My first run', { agent_mode: true });
+    await bob.waitFor('agent_update');
+    await llm.waitFor(() => llm!.requests.length >= 3);
+    expect(bob.events.filter((event) => event.type === 'error')).toEqual([]);
+    for (const client of [alices[0]!, alices[1]!, bob]) client.send({ type: 'agent_control', action: 'stop' });
+    await Promise.all([alices[0]!, alices[1]!, bob].map((client) => client.untilComplete()));
   });
 });

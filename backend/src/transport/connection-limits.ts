@@ -1,12 +1,33 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '../config/config.ts';
 
-/** Counts open sockets per client address and refuses upgrades beyond the limit (HTTP 429). */
-export class SocketsPerAddress {
+declare module 'fastify' {
+  interface FastifyRequest {
+    /**
+     * Whose share of the per-client limits the request takes (see `clientOf`): `user:ID` when users
+     * sign in and the request names one, else `address:IP`. Set right after the access check.
+     */
+    client: string;
+  }
+}
+
+/**
+ * Whose share of a limit (sockets, runs, REST requests) a request takes. When users sign in
+ * (AUTH_MODE header or oidc) every user may come through one proxy's address, so a user's share is
+ * their own; before sign-in, and when nobody signs in (none, token: one user), it is the address's.
+ */
+export function clientOf(request: Pick<FastifyRequest, 'ip' | 'user'>, config: Config): string {
+  const signedIn = config.auth.mode === 'header' || config.auth.mode === 'oidc';
+  return signedIn && request.user ? `user:${request.user.id}` : `address:${request.ip}`;
+}
+
+/** Counts open sockets per client (user or address, see `clientOf`) and refuses upgrades beyond the limit (HTTP 429). */
+export class SocketsPerClient {
   private readonly open = new Map<string, number>();
 
   constructor(private readonly limit: number) {}
 
-  /** Open sockets, from every address. */
+  /** Open sockets, from every client. */
   get total(): number {
     let total = 0;
     for (const count of this.open.values()) total += count;
@@ -15,21 +36,22 @@ export class SocketsPerAddress {
 
   /** An onRequest hook for the upgrade route. */
   readonly check = async (request: FastifyRequest, reply: FastifyReply) => {
-    if ((this.open.get(request.ip) ?? 0) >= this.limit) {
-      return reply.code(429).send({ error: { code: 'too_many_connections', message: `At most ${this.limit} sockets per address` } });
+    if ((this.open.get(request.client) ?? 0) >= this.limit) {
+      const per = request.client.startsWith('user:') ? 'user' : 'address';
+      return reply.code(429).send({ error: { code: 'too_many_connections', message: `At most ${this.limit} sockets per ${per} (MAX_SOCKETS_PER_ADDRESS)` } });
     }
   };
 
-  /** Counts a socket in; returns the function that counts it out. */
-  add(address: string): () => void {
-    this.open.set(address, (this.open.get(address) ?? 0) + 1);
+  /** Counts a socket of `client` in; returns the function that counts it out. */
+  add(client: string): () => void {
+    this.open.set(client, (this.open.get(client) ?? 0) + 1);
     let counted = true;
     return () => {
       if (!counted) return;
       counted = false;
-      const left = (this.open.get(address) ?? 1) - 1;
-      if (left > 0) this.open.set(address, left);
-      else this.open.delete(address);
+      const left = (this.open.get(client) ?? 1) - 1;
+      if (left > 0) this.open.set(client, left);
+      else this.open.delete(client);
     };
   }
 }

@@ -21,7 +21,7 @@ import { registerAuthRoutes } from './auth-routes.ts';
 import type { Logger } from '../logger.ts';
 import { registerAgUiRoutes } from './ag-ui/route.ts';
 import { registerOpenApi } from './openapi.ts';
-import { SocketsPerAddress } from './connection-limits.ts';
+import { clientOf, SocketsPerClient } from './connection-limits.ts';
 import { registerRestRoutes } from './rest-routes.ts';
 import { registerWebSocketRoute } from './websocket-route.ts';
 
@@ -57,14 +57,19 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
   // WebSocket plugin's own onRequest hook, which must mark upgrades so that refused ones are closed.
   // It says who the request comes from (request.user).
   app.addHook('onRequest', checkAccess(config));
-  // REST calls per user (per address when nobody signs in), after the check has named the user;
-  // the web app's files and the health check are not counted.
+  // Whose share of the limits a request takes: its user's when users sign in (they may all come
+  // through one proxy), its address's otherwise.
+  app.decorateRequest('client', '');
+  app.addHook('onRequest', async (request) => {
+    request.client = clientOf(request, config);
+  });
+  // REST calls per client (see above), after the check has named the user; the web app's files
+  // and the health check are not counted.
   await app.register(fastifyRateLimit, {
     hook: 'preHandler',
     max: config.quotas.restPerMinute,
     timeWindow: 60_000,
-    keyGenerator: (request) =>
-      request.user && config.auth.mode !== 'none' && config.auth.mode !== 'token' ? `user:${request.user.id}` : `address:${request.ip}`,
+    keyGenerator: (request) => request.client,
     allowList: (request) =>
       ((request.routeOptions.config as { access?: RouteAccess } | undefined)?.access ?? 'api') === 'public' && !request.url.startsWith('/auth/'),
     errorResponseBuilder: (_request, context) =>
@@ -106,7 +111,7 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
   await registerAuthRoutes(app, config, container.resolve<Logger>(TOKENS.Logger));
   registerRestRoutes(app, container.resolve(HistoryService), container.resolve(SessionFiles));
   registerAgUiRoutes(app, sessions, container.resolve<Store>(TOKENS.Store), config.limits);
-  const sockets = new SocketsPerAddress(config.limits.socketsPerAddress);
+  const sockets = new SocketsPerClient(config.limits.socketsPerAddress);
   registerWebSocketRoute(app, handler, sockets, config.limits);
   const metrics = container.resolve(Metrics);
   metrics.readLiveCounts({ runsActive: () => sessions.runsActive, questionsWaiting: () => sessions.questionsWaiting, connections: () => sockets.total });
