@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { SessionManager } from '@stepwise/backend';
 import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
-import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
+import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
 /**
@@ -110,3 +111,30 @@ describe('users behind one trusted proxy', () => {
     await Promise.all([alices[0]!, alices[1]!, bob].map((client) => client.untilComplete()));
   });
 });
+
+describe('a client that connects and leaves in a loop', () => {
+  it('leaves no session in memory for long, while a chat it wrote in stays and is rejoined whole', async () => {
+    server = await startStepwise({ LLM_PROVIDER: 'demo', SESSION_UNUSED_TTL_MS: '50' });
+    const sessions = server.container.resolve(SessionManager);
+    const writer = await connect();
+    writer.chat('Keep me');
+    await writer.untilComplete();
+    const kept = writer.session.session_id;
+    await writer.close();
+    for (let index = 0; index < 30; index++) await (await connect()).close();
+    // Only the chat that holds something is still in memory (SESSION_IDLE_TTL_MS keeps it).
+    await waitUntil(() => sessions.liveSessions === 1);
+    const back = await connect({ session_id: kept, after_seq: 0 });
+    expect(back.session.session_id).toBe(kept);
+    await back.next(() => back.logged.some((event) => event.type === 'response_complete'));
+  });
+});
+
+/** Waits (polling briefly) until `condition` holds. */
+async function waitUntil(condition: () => boolean, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('The condition never held');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

@@ -94,6 +94,11 @@ export class ChatService {
     return this.stored;
   }
 
+  /** Whether anything was ever written in the session (it has, or is getting, its row in the store). */
+  get written(): boolean {
+    return this.stored !== undefined;
+  }
+
   /** The answer or run in progress here, if any (also while a deleted session's run winds down). */
   private get active(): ActiveResponse | undefined {
     switch (this.state.kind) {

@@ -217,6 +217,7 @@ const EnvSchema = z.object({
   TOOL_RESULT_MAX_CHARS: integer(100).default(16_000),
   TOOL_TIMEOUT_MS: integer(1).default(60_000),
   SESSION_IDLE_TTL_MS: integer(0).default(30 * 60_000),
+  SESSION_UNUSED_TTL_MS: integer(0).default(5_000),
   RESUME_INTERRUPTED_RUNS: boolean.default(true),
   MAX_MESSAGES_PER_SECOND: integer(1).default(20),
   MAX_SOCKETS_PER_ADDRESS: integer(1).default(20),
@@ -422,6 +423,8 @@ export interface Config {
   /** True when STEPWISE_CONFIG was set: then a missing file is an error, not "no file". */
   configFileExplicit: boolean;
   sessionIdleTtlMs: number;
+  /** How long a session nobody wrote in stays in memory once its last socket has left (at most sessionIdleTtlMs). */
+  sessionUnusedTtlMs: number;
   /** After a restart, runs it interrupted go on from their journal (false: they are closed). */
   resumeInterruptedRuns: boolean;
   /** How long a SIGTERM may take to stop runs and close everything before the process exits anyway. */
@@ -592,6 +595,7 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
     configFile: e.STEPWISE_CONFIG,
     configFileExplicit: present.STEPWISE_CONFIG !== undefined,
     sessionIdleTtlMs: e.SESSION_IDLE_TTL_MS,
+    sessionUnusedTtlMs: e.SESSION_UNUSED_TTL_MS,
     resumeInterruptedRuns: e.RESUME_INTERRUPTED_RUNS,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     logLevel: e.LOG_LEVEL,
