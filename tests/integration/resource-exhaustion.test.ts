@@ -1,3 +1,5 @@
+import { request as httpRequest } from 'node:http';
+import { connect as tcpConnect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { SessionManager } from '@stepwise/backend';
@@ -129,6 +131,76 @@ describe('a client that connects and leaves in a loop', () => {
     await back.next(() => back.logged.some((event) => event.type === 'response_complete'));
   });
 });
+
+describe('slow uploads', () => {
+  it('are cut with 408 once REQUEST_TIMEOUT_MS has passed, an address over MAX_CONNECTIONS_PER_ADDRESS is refused 429 at once, and others are served meanwhile', async () => {
+    server = await startStepwise({ LLM_PROVIDER: 'demo', REQUEST_TIMEOUT_MS: '1500', MAX_CONNECTIONS_PER_ADDRESS: '8' });
+    // A socket of another client, open before the attack and past its time: upgraded sockets are not cut.
+    const watcher = await TestClient.connect(server.wsUrl, {}, { localAddress: '127.0.0.3' });
+    clients.push(watcher);
+    watcher.chat('A chat to upload into');
+    await watcher.untilComplete();
+    const chatId = watcher.session.session_id;
+    const path = `/api/sessions/${chatId}/files?name=slow.txt`;
+
+    const uploads = Array.from({ length: 12 }, () => slowUpload(server!.url, path, 1_000, 50));
+    const answers = await Promise.all(uploads);
+    const statuses = answers.map((answer) => answer.status).sort();
+    // Eight held (each cut with 408 when its time was up), four refused at once with the typed error.
+    expect(statuses).toEqual([...Array(8).fill(408), ...Array(4).fill(429)]);
+    for (const refused of answers.filter((answer) => answer.status === 429)) expect(JSON.parse(refused.body)).toMatchObject({ error: { code: 'too_many_connections' } });
+    expect((await get(`${server.url}/api/health`, '127.0.0.2')).status).toBe(200);
+
+    // Nothing half-uploaded was kept; the address may upload again, and the old socket still works.
+    const files = await get(`${server.url}/api/sessions/${chatId}/files`, '127.0.0.2');
+    expect(JSON.parse(files.body)).toEqual({ files: [] });
+    const upload = await fetch(`${server.url}${path}`, { method: 'POST', body: 'at a normal pace', headers: { 'content-type': 'application/octet-stream' } });
+    expect(upload.status).toBe(201);
+    expect(watcher.socket.readyState).toBe(WebSocket.OPEN);
+  });
+});
+
+/**
+ * Starts an upload of `size` bytes over a raw connection that sends one byte every `everyMs`;
+ * resolves, once the server has closed the connection, with the status and body it answered.
+ */
+function slowUpload(url: string, path: string, size: number, everyMs: number): Promise<{ status: number; body: string }> {
+  const { hostname, port, host } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = tcpConnect(Number(port), hostname);
+    let received = '';
+    let sent = 0;
+    const drip = setInterval(() => {
+      if (sent < size && socket.writable) {
+        socket.write('x');
+        sent++;
+      }
+    }, everyMs);
+    socket.on('connect', () =>
+      socket.write(`POST ${path} HTTP/1.1\r\nhost: ${host}\r\ncontent-type: application/octet-stream\r\ncontent-length: ${size}\r\n\r\n`),
+    );
+    socket.on('data', (chunk) => (received += chunk.toString('latin1')));
+    socket.on('error', () => undefined);
+    socket.on('close', () => {
+      clearInterval(drip);
+      const end = received.indexOf('\r\n\r\n');
+      resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(received)?.[1] ?? 0), body: end === -1 ? '' : received.slice(end + 4) });
+    });
+  });
+}
+
+/** A GET from another local address (any 127.x address reaches a loopback server). */
+function get(url: string, localAddress: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const request = httpRequest(url, { localAddress, agent: false }, (response) => {
+      let body = '';
+      response.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
+    });
+    request.on('error', reject);
+    request.end();
+  });
+}
 
 /** Waits (polling briefly) until `condition` holds. */
 async function waitUntil(condition: () => boolean, timeoutMs = 15_000): Promise<void> {

@@ -221,6 +221,8 @@ const EnvSchema = z.object({
   RESUME_INTERRUPTED_RUNS: boolean.default(true),
   MAX_MESSAGES_PER_SECOND: integer(1).default(20),
   MAX_SOCKETS_PER_ADDRESS: integer(1).default(20),
+  MAX_CONNECTIONS_PER_ADDRESS: integer(1).default(64),
+  REQUEST_TIMEOUT_MS: integer(1).default(120_000),
   MAX_CONCURRENT_RUNS: integer(1).default(100),
   MAX_RUNS_PER_ADDRESS: integer(1).optional(),
   SOCKET_MAX_BUFFERED_BYTES: integer(64 * 1024).default(8 * 1024 * 1024),
@@ -365,6 +367,12 @@ export interface Config {
     socketBatchMs: number;
     /** A plain chat answer's wall-clock budget. */
     chatTimeoutMs: number;
+    /** TCP connections one address may hold open (any kind); addresses in `uncappedAddresses` are not capped. */
+    connectionsPerAddress: number;
+    /** TRUSTED_PROXIES: they carry everyone's connections, so no per-address cap applies to them. */
+    uncappedAddresses: string[];
+    /** The longest a request (its headers and whole body) may take to arrive; then 408 and the connection closes. */
+    requestTimeoutMs: number;
   };
   /** The prompts folder: one subfolder per strategy (and `chat`), one .md template per purpose. */
   prompts: { dir: string };
@@ -547,6 +555,9 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
       slowSocketTimeoutMs: e.SOCKET_SLOW_TIMEOUT_MS,
       socketBatchMs: e.SOCKET_BATCH_MS,
       chatTimeoutMs: e.CHAT_TIMEOUT_MS,
+      connectionsPerAddress: e.MAX_CONNECTIONS_PER_ADDRESS,
+      uncappedAddresses: e.TRUSTED_PROXIES ?? [],
+      requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
     },
     prompts: { dir: e.PROMPTS_DIR ?? defaults.promptsDir },
     tools: { resultMaxChars: e.TOOL_RESULT_MAX_CHARS, timeoutMs: e.TOOL_TIMEOUT_MS },

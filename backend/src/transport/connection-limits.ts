@@ -1,3 +1,5 @@
+import type { Server } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config/config.ts';
 
@@ -53,5 +55,47 @@ export class SocketsPerClient {
       if (left > 0) this.open.set(client, left);
       else this.open.delete(client);
     };
+  }
+}
+
+/**
+ * Caps the TCP connections one address holds open (MAX_CONNECTIONS_PER_ADDRESS), whatever they
+ * carry: requests, slow uploads, sockets. A connection over the cap is answered 429
+ * `too_many_connections` at once and closed, before any of its bytes are read, so that one client
+ * cannot hold every file descriptor. The addresses of trusted proxies (TRUSTED_PROXIES) are not
+ * capped: everyone comes through them, and each user's share is counted once they are known.
+ */
+export class ConnectionsPerAddress {
+  private readonly open = new Map<string, number>();
+
+  constructor(
+    private readonly limit: number,
+    private readonly uncapped: (address: string) => boolean,
+  ) {}
+
+  /** Watches the server's new connections. */
+  watch(server: Server): void {
+    server.prependListener('connection', (socket: Socket) => this.admit(socket));
+  }
+
+  private admit(socket: Socket): void {
+    const address = socket.remoteAddress;
+    if (!address || this.uncapped(address)) return;
+    const held = this.open.get(address) ?? 0;
+    if (held >= this.limit) {
+      const body = JSON.stringify({ error: { code: 'too_many_connections', message: `At most ${this.limit} connections per address (MAX_CONNECTIONS_PER_ADDRESS)` } });
+      socket.end(
+        `HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+      );
+      // A client that keeps its end open does not keep the descriptor for long.
+      socket.setTimeout(1_000, () => socket.destroy());
+      return;
+    }
+    this.open.set(address, held + 1);
+    socket.once('close', () => {
+      const left = (this.open.get(address) ?? 1) - 1;
+      if (left > 0) this.open.set(address, left);
+      else this.open.delete(address);
+    });
   }
 }

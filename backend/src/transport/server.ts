@@ -21,7 +21,8 @@ import { registerAuthRoutes } from './auth-routes.ts';
 import type { Logger } from '../logger.ts';
 import { registerAgUiRoutes } from './ag-ui/route.ts';
 import { registerOpenApi } from './openapi.ts';
-import { clientOf, SocketsPerClient } from './connection-limits.ts';
+import { clientOf, ConnectionsPerAddress, SocketsPerClient } from './connection-limits.ts';
+import { TrustedProxies } from '../auth/identify.ts';
 import { registerRestRoutes } from './rest-routes.ts';
 import { registerWebSocketRoute } from './websocket-route.ts';
 
@@ -39,7 +40,17 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
     loggerInstance: logger as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
     forceCloseConnections: true,
+    // A request's headers and body must all arrive within REQUEST_TIMEOUT_MS (a slow upload is cut
+    // with 408), checked often enough that the bound holds to about a quarter of it. An upgraded
+    // socket is no request any more: it is not cut.
+    requestTimeout: config.limits.requestTimeoutMs,
+    http: {
+      headersTimeout: Math.min(60_000, config.limits.requestTimeoutMs),
+      connectionsCheckingInterval: Math.min(5_000, Math.max(50, Math.ceil(config.limits.requestTimeoutMs / 4))),
+    },
   });
+  const proxies = new TrustedProxies(config.limits.uncappedAddresses);
+  new ConnectionsPerAddress(config.limits.connectionsPerAddress, (address) => proxies.trusts(address)).watch(app.server);
 
   await app.register(fastifyWebsocket, {
     options: { maxPayload: config.transport.maxFrameBytes, handleProtocols: chooseSubprotocol },
