@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { SessionManager } from '@stepwise/backend';
 import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
-import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
+import { sharedTestStore, startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
 /**
@@ -111,6 +111,54 @@ describe('users behind one trusted proxy', () => {
     expect(bob.events.filter((event) => event.type === 'error')).toEqual([]);
     for (const client of [alices[0]!, alices[1]!, bob]) client.send({ type: 'agent_control', action: 'stop' });
     await Promise.all([alices[0]!, alices[1]!, bob].map((client) => client.untilComplete()));
+  });
+});
+
+describe('reading a large chat’s events over and over', () => {
+  it('costs the reader its own share (429 rate_limited once spent), never another user’s, and the health check answers throughout', async () => {
+    server = await startStepwise({ ...PROXIED, LLM_PROVIDER: 'demo', EVENTS_BYTES_PER_MINUTE: String(1024 * 1024) });
+    const alice = await connect({}, as('alice'));
+    alice.chat('A chat that will be large');
+    await alice.untilComplete();
+    const big = alice.session.session_id;
+    // About 2.5 MB of events in alice's chat.
+    const store = await sharedTestStore();
+    const first = (await store.lastSeq(big)) + 1;
+    for (let seq = first; seq < first + 25; seq++) {
+      await store.appendEvent(big, { seq, ts: new Date().toISOString(), type: 'assistant_message', content: `${seq}:${'x'.repeat(100_000)}` });
+    }
+    const bob = await connect({}, as('bob'));
+    bob.chat('A small chat');
+    await bob.untilComplete();
+
+    const read = (user: string, id: string, afterSeq: number) =>
+      fetch(`${server!.url}/api/sessions/${id}/events?after_seq=${afterSeq}&limit=5`, { headers: as(user) });
+    const pages: { status: number; body: any; retryAfter: string | null }[] = [];
+    let afterSeq = first - 1;
+    for (let attempt = 0; attempt < 10; attempt++) {
+      const response = await read('alice', big, afterSeq);
+      const page = { status: response.status, body: await response.json(), retryAfter: response.headers.get('retry-after') };
+      pages.push(page);
+      if (page.status !== 200) continue;
+      afterSeq = page.body.last_seq;
+      if (!page.body.has_more) afterSeq = first - 1;
+    }
+    // About 500 KB a page against 1 MB a minute: three pages, then refusals naming the limit.
+    const served = pages.filter((page) => page.status === 200);
+    expect(served.length).toBe(3);
+    expect(served.flatMap((page) => page.body.events.map((event: { seq: number }) => event.seq))).toEqual(Array.from({ length: 15 }, (_, index) => first + index));
+    const refused = pages.filter((page) => page.status !== 200);
+    expect(refused.length).toBe(7);
+    for (const page of refused) {
+      expect(page.status).toBe(429);
+      expect(page.body.error.code).toBe('rate_limited');
+      expect(Number(page.retryAfter)).toBeGreaterThan(0);
+    }
+    // Bob, behind the same proxy, reads his chat; the health check answers.
+    const bobs = await read('bob', bob.session.session_id, 0);
+    expect(bobs.status).toBe(200);
+    expect((await bobs.json()).events.length).toBeGreaterThan(0);
+    expect((await fetch(`${server.url}/api/health`)).status).toBe(200);
   });
 });
 

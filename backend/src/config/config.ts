@@ -223,6 +223,7 @@ const EnvSchema = z.object({
   MAX_SOCKETS_PER_ADDRESS: integer(1).default(20),
   MAX_CONNECTIONS_PER_ADDRESS: integer(1).default(64),
   REQUEST_TIMEOUT_MS: integer(1).default(120_000),
+  EVENTS_BYTES_PER_MINUTE: integer(1024).default(64 * 1024 * 1024),
   MAX_CONCURRENT_RUNS: integer(1).default(100),
   MAX_RUNS_PER_ADDRESS: integer(1).optional(),
   SOCKET_MAX_BUFFERED_BYTES: integer(64 * 1024).default(8 * 1024 * 1024),
@@ -373,6 +374,8 @@ export interface Config {
     uncappedAddresses: string[];
     /** The longest a request (its headers and whole body) may take to arrive; then 408 and the connection closes. */
     requestTimeoutMs: number;
+    /** Bytes of chat event logs one client (user or address) may read a minute through the events API. */
+    eventsBytesPerMinute: number;
   };
   /** The prompts folder: one subfolder per strategy (and `chat`), one .md template per purpose. */
   prompts: { dir: string };
@@ -558,6 +561,7 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
       connectionsPerAddress: e.MAX_CONNECTIONS_PER_ADDRESS,
       uncappedAddresses: e.TRUSTED_PROXIES ?? [],
       requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
+      eventsBytesPerMinute: e.EVENTS_BYTES_PER_MINUTE,
     },
     prompts: { dir: e.PROMPTS_DIR ?? defaults.promptsDir },
     tools: { resultMaxChars: e.TOOL_RESULT_MAX_CHARS, timeoutMs: e.TOOL_TIMEOUT_MS },

@@ -23,7 +23,8 @@ import { registerAgUiRoutes } from './ag-ui/route.ts';
 import { registerOpenApi } from './openapi.ts';
 import { clientOf, ConnectionsPerAddress, SocketsPerClient } from './connection-limits.ts';
 import { TrustedProxies } from '../auth/identify.ts';
-import { registerRestRoutes } from './rest-routes.ts';
+import { EVENT_PAGES_IN_FLIGHT, registerRestRoutes } from './rest-routes.ts';
+import { WorkBudgets } from '../limits/work-budgets.ts';
 import { registerWebSocketRoute } from './websocket-route.ts';
 
 const PLACEHOLDER_PAGE = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Stepwise</title></head>
@@ -120,7 +121,8 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
     return reply.code(ok ? 200 : 503).send({ status: ok ? 'ok' : 'degraded', ...(host.instanceId ? { instance: host.instanceId } : {}), dependencies });
   });
   await registerAuthRoutes(app, config, container.resolve<Logger>(TOKENS.Logger));
-  registerRestRoutes(app, container.resolve(HistoryService), container.resolve(SessionFiles));
+  const eventPages = new WorkBudgets(config.limits.eventsBytesPerMinute, EVENT_PAGES_IN_FLIGHT);
+  registerRestRoutes(app, container.resolve(HistoryService), container.resolve(SessionFiles), eventPages);
   registerAgUiRoutes(app, sessions, container.resolve<Store>(TOKENS.Store), config.limits);
   const sockets = new SocketsPerClient(config.limits.socketsPerAddress);
   registerWebSocketRoute(app, handler, sockets, config.limits);
