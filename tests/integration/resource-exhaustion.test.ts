@@ -146,7 +146,9 @@ describe('reading a large chat’s events over and over', () => {
     // About 500 KB a page against 1 MB a minute: three pages, then refusals naming the limit.
     const served = pages.filter((page) => page.status === 200);
     expect(served.length).toBe(3);
-    expect(served.flatMap((page) => page.body.events.map((event: { seq: number }) => event.seq))).toEqual(Array.from({ length: 15 }, (_, index) => first + index));
+    expect(served.flatMap((page) => page.body.events.map((event: { seq: number }) => event.seq))).toEqual(
+      Array.from({ length: 15 }, (_, index) => first + index),
+    );
     const refused = pages.filter((page) => page.status !== 200);
     expect(refused.length).toBe(7);
     for (const page of refused) {
@@ -196,7 +198,8 @@ describe('slow uploads', () => {
     const statuses = answers.map((answer) => answer.status).sort();
     // Eight held (each cut with 408 when its time was up), four refused at once with the typed error.
     expect(statuses).toEqual([...Array(8).fill(408), ...Array(4).fill(429)]);
-    for (const refused of answers.filter((answer) => answer.status === 429)) expect(JSON.parse(refused.body)).toMatchObject({ error: { code: 'too_many_connections' } });
+    for (const refused of answers.filter((answer) => answer.status === 429))
+      expect(JSON.parse(refused.body)).toMatchObject({ error: { code: 'too_many_connections' } });
     expect((await get(`${server.url}/api/health`, '127.0.0.2')).status).toBe(200);
 
     // Nothing half-uploaded was kept; the address may upload again, and the old socket still works.

@@ -50,10 +50,7 @@ interface RunSpans {
  * known before its first span ends), with spans named and attributed as the OpenTelemetry GenAI
  * semantic conventions say: `invoke_agent STRATEGY`, `chat MODEL`, `execute_tool TOOL`.
  */
-export async function startTracing(
-  config: TracingConfig,
-  options: TracingOptions,
-): Promise<RunTracing> {
+export async function startTracing(config: TracingConfig, options: TracingOptions): Promise<RunTracing> {
   const api = await import('@opentelemetry/api');
   const { BatchSpanProcessor, ConsoleSpanExporter, RandomIdGenerator, SimpleSpanProcessor, TracerProvider } = await import('@opentelemetry/sdk-trace');
   const { resourceFromAttributes } = await import('@opentelemetry/resources');

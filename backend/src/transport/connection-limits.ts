@@ -83,7 +83,9 @@ export class ConnectionsPerAddress {
     if (!address || this.uncapped(address)) return;
     const held = this.open.get(address) ?? 0;
     if (held >= this.limit) {
-      const body = JSON.stringify({ error: { code: 'too_many_connections', message: `At most ${this.limit} connections per address (MAX_CONNECTIONS_PER_ADDRESS)` } });
+      const body = JSON.stringify({
+        error: { code: 'too_many_connections', message: `At most ${this.limit} connections per address (MAX_CONNECTIONS_PER_ADDRESS)` },
+      });
       socket.end(
         `HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
       );

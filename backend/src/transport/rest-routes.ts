@@ -106,10 +106,16 @@ export function registerRestRoutes(server: FastifyInstance, history: HistoryServ
       // Reading a log costs the server in proportion to its bytes: each client has its share of them (EVENTS_BYTES_PER_MINUTE).
       const begun = eventPages.begin(request.client);
       if (typeof begun !== 'function') {
-        if (begun.kind === 'busy') return sendError(reply, 429, 'rate_limited', `At most ${EVENT_PAGES_IN_FLIGHT} event pages at once per client; wait for one`);
+        if (begun.kind === 'busy')
+          return sendError(reply, 429, 'rate_limited', `At most ${EVENT_PAGES_IN_FLIGHT} event pages at once per client; wait for one`);
         const seconds = Math.max(1, Math.ceil(begun.retryAfterMs / 1000));
         reply.header('retry-after', seconds);
-        return sendError(reply, 429, 'rate_limited', `This client has read its share of chat events for now (EVENTS_BYTES_PER_MINUTE); try again in ${seconds} s`);
+        return sendError(
+          reply,
+          429,
+          'rate_limited',
+          `This client has read its share of chat events for now (EVENTS_BYTES_PER_MINUTE); try again in ${seconds} s`,
+        );
       }
       let cost = 0;
       try {
