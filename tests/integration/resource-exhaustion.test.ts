@@ -114,6 +114,22 @@ describe('users behind one trusted proxy', () => {
   });
 });
 
+describe('clients known only by their address, behind a trusted proxy', () => {
+  it('each count against the address the proxy forwards, never the proxy’s own', async () => {
+    const token = 'proxied-token-0123456789abcdef';
+    server = await startStepwise({ AUTH_TOKEN: token, TRUSTED_PROXIES: '127.0.0.1,::1', REST_MAX_REQUESTS_PER_MINUTE: '2' });
+    const list = (forwardedFor: string) =>
+      fetch(`${server!.url}/api/sessions`, { headers: { authorization: `Bearer ${token}`, 'x-forwarded-for': forwardedFor } });
+    expect((await list('10.0.0.1')).status).toBe(200);
+    expect((await list('10.0.0.1')).status).toBe(200);
+    const refused = await list('10.0.0.1');
+    expect(refused.status).toBe(429);
+    expect((await refused.json()).error.code).toBe('rate_limited');
+    // Another client through the same proxy has its own share.
+    expect((await list('10.0.0.2')).status).toBe(200);
+  });
+});
+
 describe('reading a large chat’s events over and over', () => {
   it('costs the reader its own share (429 rate_limited once spent), never another user’s, and the health check answers throughout', async () => {
     server = await startStepwise({ ...PROXIED, LLM_PROVIDER: 'demo', EVENTS_BYTES_PER_MINUTE: String(1024 * 1024) });

@@ -368,10 +368,13 @@ export interface Config {
     socketBatchMs: number;
     /** A plain chat answer's wall-clock budget. */
     chatTimeoutMs: number;
-    /** TCP connections one address may hold open (any kind); addresses in `uncappedAddresses` are not capped. */
+    /** TCP connections one address may hold open (any kind); `trustedProxies` are not capped. */
     connectionsPerAddress: number;
-    /** TRUSTED_PROXIES: they carry everyone's connections, so no per-address cap applies to them. */
-    uncappedAddresses: string[];
+    /**
+     * TRUSTED_PROXIES (in any mode): they carry everyone's connections, so no per-address limit is
+     * theirs; a request through them counts against the address they forward (X-Forwarded-For).
+     */
+    trustedProxies: string[];
     /** The longest a request (its headers and whole body) may take to arrive; then 408 and the connection closes. */
     requestTimeoutMs: number;
     /** Bytes of chat event logs one client (user or address) may read a minute through the events API. */
@@ -559,7 +562,7 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
       socketBatchMs: e.SOCKET_BATCH_MS,
       chatTimeoutMs: e.CHAT_TIMEOUT_MS,
       connectionsPerAddress: e.MAX_CONNECTIONS_PER_ADDRESS,
-      uncappedAddresses: e.TRUSTED_PROXIES ?? [],
+      trustedProxies: e.TRUSTED_PROXIES ?? [],
       requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
       eventsBytesPerMinute: e.EVENTS_BYTES_PER_MINUTE,
     },

@@ -41,6 +41,9 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
     loggerInstance: logger as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
     forceCloseConnections: true,
+    // Behind trusted proxies a client's address (request.ip, whose share of the limits it takes
+    // before sign-in) is the one they forward, never the proxy's own.
+    trustProxy: config.limits.trustedProxies.length > 0 ? config.limits.trustedProxies : false,
     // A request's headers and body must all arrive within REQUEST_TIMEOUT_MS (a slow upload is cut
     // with 408), checked often enough that the bound holds to about a quarter of it. An upgraded
     // socket is no request any more: it is not cut.
@@ -50,7 +53,7 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
       connectionsCheckingInterval: Math.min(5_000, Math.max(50, Math.ceil(config.limits.requestTimeoutMs / 4))),
     },
   });
-  const proxies = new TrustedProxies(config.limits.uncappedAddresses);
+  const proxies = new TrustedProxies(config.limits.trustedProxies);
   new ConnectionsPerAddress(config.limits.connectionsPerAddress, (address) => proxies.trusts(address)).watch(app.server);
 
   await app.register(fastifyWebsocket, {
