@@ -12,9 +12,11 @@ import { chatAccess, type User } from '../auth/user.ts';
 /** What a request means to do with a chat: read it (its owner, or an admin) or change it (its owner only). */
 export type Intent = 'read' | 'write';
 
-/** An events page holds about this many bytes of events at most (and always one), read this many at a time. */
+/** An events page holds about this many bytes of events at most (and always one), read at most this many at a time. */
 export const EVENTS_PAGE_MAX_BYTES = 4 * 1024 * 1024;
 const EVENTS_CHUNK = 200;
+/** The first read of a page: small, until the events' size is known. */
+const EVENTS_FIRST_CHUNK = 20;
 
 /** Why a history request could not be answered. */
 export class HistoryError extends Error {
@@ -91,9 +93,10 @@ export class HistoryService {
     let hasMore = false;
     let from = afterSeq;
     let lastSeq: number | undefined;
+    let chunkSize = EVENTS_FIRST_CHUNK;
     for (;;) {
       // One more than is left tells whether another page follows, without counting the rest.
-      const want = Math.min(EVENTS_CHUNK, limit + 1 - encoded.length);
+      const want = Math.min(chunkSize, limit + 1 - encoded.length);
       const chunk = await this.store.listEvents(id, from, want);
       for (const event of chunk) {
         const text = JSON.stringify(event);
@@ -107,6 +110,9 @@ export class HistoryService {
       }
       if (hasMore || chunk.length < want) break;
       from = chunk.at(-1)!.seq;
+      // As many as are likely to fit in what is left of the page: one read never fetches much more than a page.
+      const average = bytes / encoded.length;
+      chunkSize = Math.max(1, Math.min(EVENTS_CHUNK, Math.ceil((EVENTS_PAGE_MAX_BYTES - bytes) / average) + 1));
       await new Promise((resolve) => setImmediate(resolve));
     }
     const page: Omit<SessionEvents, 'events'> = { last_seq: lastSeq ?? (await this.store.lastSeq(id)), has_more: hasMore };
