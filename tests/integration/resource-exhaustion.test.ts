@@ -227,12 +227,53 @@ describe('slow uploads', () => {
   });
 });
 
+describe('slow uploads of users behind one trusted proxy', () => {
+  it('each user has MAX_UPLOADS_PER_CLIENT going at once: alice’s next is refused 429 too_many_connections, bob’s goes through', async () => {
+    server = await startStepwise({ ...PROXIED, LLM_PROVIDER: 'demo', MAX_UPLOADS_PER_CLIENT: '2', REQUEST_TIMEOUT_MS: '2500' });
+    const chatOf = async (user: string) => {
+      const client = await connect({}, as(user));
+      client.chat('A chat to upload into');
+      await client.untilComplete();
+      return client.session.session_id;
+    };
+    const [alices, bobs] = [await chatOf('alice'), await chatOf('bob')];
+    const path = (id: string) => `/api/sessions/${id}/files?name=slow.txt`;
+    const started: Promise<void>[] = [];
+    const slow = Array.from({ length: 2 }, () => {
+      let begun!: () => void;
+      started.push(new Promise((resolve) => (begun = resolve)));
+      return slowUpload(server!.url, path(alices), 1_000, 50, { headers: as('alice'), onContinue: () => begun() });
+    });
+    await Promise.all(started);
+    const upload = (user: string, id: string) =>
+      fetch(`${server!.url}${path(id)}`, { method: 'POST', body: 'at a normal pace', headers: { ...as(user), 'content-type': 'application/octet-stream' } });
+    const refused = await upload('alice', alices);
+    expect(refused.status).toBe(429);
+    expect((await refused.json()).error.code).toBe('too_many_connections');
+    expect((await upload('bob', bobs)).status).toBe(201);
+    // Once alice's slow uploads are cut (408), she may upload again.
+    expect((await Promise.all(slow)).map((answer) => answer.status)).toEqual([408, 408]);
+    expect((await upload('alice', alices)).status).toBe(201);
+  });
+});
+
 /**
  * Starts an upload of `size` bytes over a raw connection that sends one byte every `everyMs`;
- * resolves, once the server has closed the connection, with the status and body it answered.
+ * resolves, once the server has closed the connection, with the status and body it answered (the
+ * last status, after any 100 Continue). With `onContinue`, the request asks for a 100 Continue and
+ * is told when it comes: the server has begun handling the upload.
  */
-function slowUpload(url: string, path: string, size: number, everyMs: number): Promise<{ status: number; body: string }> {
+function slowUpload(
+  url: string,
+  path: string,
+  size: number,
+  everyMs: number,
+  options: { headers?: Record<string, string>; onContinue?: () => void } = {},
+): Promise<{ status: number; body: string }> {
   const { hostname, port, host } = new URL(url);
+  const extra = Object.entries({ ...options.headers, ...(options.onContinue ? { expect: '100-continue' } : {}) })
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
   return new Promise((resolve) => {
     const socket = tcpConnect(Number(port), hostname);
     let received = '';
@@ -244,9 +285,15 @@ function slowUpload(url: string, path: string, size: number, everyMs: number): P
       }
     }, everyMs);
     socket.on('connect', () =>
-      socket.write(`POST ${path} HTTP/1.1\r\nhost: ${host}\r\ncontent-type: application/octet-stream\r\ncontent-length: ${size}\r\n\r\n`),
+      socket.write(`POST ${path} HTTP/1.1\r\nhost: ${host}\r\ncontent-type: application/octet-stream\r\ncontent-length: ${size}\r\n${extra}\r\n`),
     );
-    socket.on('data', (chunk) => (received += chunk.toString('latin1')));
+    socket.on('data', (chunk) => {
+      received += chunk.toString('latin1');
+      if (received.startsWith('HTTP/1.1 100 ') && received.includes('\r\n\r\n')) {
+        received = received.slice(received.indexOf('\r\n\r\n') + 4);
+        options.onContinue?.();
+      }
+    });
     socket.on('error', () => undefined);
     socket.on('close', () => {
       clearInterval(drip);

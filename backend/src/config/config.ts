@@ -223,6 +223,7 @@ const EnvSchema = z.object({
   MAX_SOCKETS_PER_ADDRESS: integer(1).default(20),
   MAX_CONNECTIONS_PER_ADDRESS: integer(1).default(64),
   REQUEST_TIMEOUT_MS: integer(1).default(120_000),
+  MAX_UPLOADS_PER_CLIENT: integer(1).default(16),
   EVENTS_BYTES_PER_MINUTE: integer(1024).default(64 * 1024 * 1024),
   MAX_CONCURRENT_RUNS: integer(1).default(100),
   MAX_RUNS_PER_ADDRESS: integer(1).optional(),
@@ -377,6 +378,8 @@ export interface Config {
     trustedProxies: string[];
     /** The longest a request (its headers and whole body) may take to arrive; then 408 and the connection closes. */
     requestTimeoutMs: number;
+    /** Uploads one client (user or address) may have going at once. */
+    uploadsPerClient: number;
     /** Bytes of chat event logs one client (user or address) may read a minute through the events API. */
     eventsBytesPerMinute: number;
   };
@@ -564,6 +567,7 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
       connectionsPerAddress: e.MAX_CONNECTIONS_PER_ADDRESS,
       trustedProxies: e.TRUSTED_PROXIES ?? [],
       requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
+      uploadsPerClient: e.MAX_UPLOADS_PER_CLIENT,
       eventsBytesPerMinute: e.EVENTS_BYTES_PER_MINUTE,
     },
     prompts: { dir: e.PROMPTS_DIR ?? defaults.promptsDir },

@@ -101,3 +101,25 @@ export class ConnectionsPerAddress {
     });
   }
 }
+
+/** Counts what each client (see `clientOf`) has in progress, up to a limit each. */
+export class InProgressPerClient {
+  private readonly counts = new Map<string, number>();
+
+  constructor(readonly limit: number) {}
+
+  /** Counts one more for `client`: the function that counts it out, or undefined when the client is at the limit. */
+  tryAdd(client: string): (() => void) | undefined {
+    const held = this.counts.get(client) ?? 0;
+    if (held >= this.limit) return undefined;
+    this.counts.set(client, held + 1);
+    let counted = true;
+    return () => {
+      if (!counted) return;
+      counted = false;
+      const left = (this.counts.get(client) ?? 1) - 1;
+      if (left > 0) this.counts.set(client, left);
+      else this.counts.delete(client);
+    };
+  }
+}

@@ -7,6 +7,7 @@ import { HistoryError, type HistoryService } from '../chat/history-service.ts';
 import { FileError } from '../errors.ts';
 import { SessionFiles } from '../files/session-files.ts';
 import type { WorkBudgets } from '../limits/work-budgets.ts';
+import type { InProgressPerClient } from './connection-limits.ts';
 import { errorResponses, SessionParams, validationRefusal } from './openapi.ts';
 
 /** A query parameter that is a whole number from `min` to `max` (it arrives as text). */
@@ -24,7 +25,12 @@ export const EVENT_PAGES_IN_FLIGHT = 2;
 const FileParams = SessionParams.extend({ name: z.string().describe('The file name') });
 
 /** The history and files API: glue from HTTP to HistoryService and SessionFiles, and their errors to JSON. */
-export function registerRestRoutes(server: FastifyInstance, history: HistoryService, files: SessionFiles, eventPages: WorkBudgets): void {
+export function registerRestRoutes(
+  server: FastifyInstance,
+  history: HistoryService,
+  files: SessionFiles,
+  limits: { eventPages: WorkBudgets; uploads: InProgressPerClient },
+): void {
   const app = server.withTypeProvider<ZodTypeProvider>();
   app.setErrorHandler((error, request, reply) => {
     const refused = validationRefusal(error as FastifyError);
@@ -104,7 +110,7 @@ export function registerRestRoutes(server: FastifyInstance, history: HistoryServ
     },
     async (request, reply) => {
       // Reading a log costs the server in proportion to its bytes: each client has its share of them (EVENTS_BYTES_PER_MINUTE).
-      const begun = eventPages.begin(request.client);
+      const begun = limits.eventPages.begin(request.client);
       if (typeof begun !== 'function') {
         if (begun.kind === 'busy')
           return sendError(reply, 429, 'rate_limited', `At most ${EVENT_PAGES_IN_FLIGHT} event pages at once per client; wait for one`);
@@ -156,14 +162,14 @@ export function registerRestRoutes(server: FastifyInstance, history: HistoryServ
       return reply.code(204).send(null);
     },
   );
-  registerFileRoutes(app, history, files);
+  registerFileRoutes(app, history, files, limits.uploads);
 }
 
 /**
  * Session files: `POST /api/sessions/:id/files?name=NAME` with the file's bytes as the body (any
  * content type; streamed to disk, cut off at FILE_MAX_BYTES), list, download, delete.
  */
-function registerFileRoutes(server: FastifyInstance, history: HistoryService, files: SessionFiles): void {
+function registerFileRoutes(server: FastifyInstance, history: HistoryService, files: SessionFiles, uploads: InProgressPerClient): void {
   const app = server.withTypeProvider<ZodTypeProvider>();
   const tags = ['files'];
   app.get(
@@ -214,11 +220,11 @@ function registerFileRoutes(server: FastifyInstance, history: HistoryService, fi
     },
   );
   app.register(async (plugin) => {
-    const uploads = plugin.withTypeProvider<ZodTypeProvider>();
+    const typed = plugin.withTypeProvider<ZodTypeProvider>();
     // Uploads are raw bytes of any type: no parser reads them; the handler streams request.raw.
-    uploads.removeAllContentTypeParsers();
-    uploads.addContentTypeParser('*', (_request, _payload, done) => done(null, undefined));
-    uploads.post(
+    plugin.removeAllContentTypeParsers();
+    plugin.addContentTypeParser('*', (_request, _payload, done) => done(null, undefined));
+    typed.post(
       '/api/sessions/:id/files',
       {
         schema: {
@@ -226,10 +232,18 @@ function registerFileRoutes(server: FastifyInstance, history: HistoryService, fi
           summary: 'Uploads a file: its bytes are the body (any content type), streamed to disk and cut off at FILE_MAX_BYTES',
           params: SessionParams,
           querystring: z.object({ name: z.string().optional().describe('The file name (required; checked by the server)') }),
-          response: { 201: z.object({ file: SessionFile }), ...errorResponses(400, 401, 404, 413) },
+          response: { 201: z.object({ file: SessionFile }), ...errorResponses(400, 401, 404, 413, 429) },
         },
       },
       async (request, reply) => {
+        // Each upload holds a connection for as long as its body takes: a client has only so many going at once.
+        const countOut = uploads.tryAdd(request.client);
+        if (!countOut) {
+          reply.header('connection', 'close');
+          return sendError(reply, 429, 'too_many_connections', `At most ${uploads.limit} uploads at once per client (MAX_UPLOADS_PER_CLIENT)`);
+        }
+        request.raw.once('close', countOut);
+        reply.raw.once('close', countOut);
         await history.requireSession(request.params.id, viewer(request), 'write');
         const name = SessionFiles.uploadName(request.query.name);
         const declared = Number(request.headers['content-length'] ?? 0);

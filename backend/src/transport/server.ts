@@ -21,7 +21,7 @@ import { registerAuthRoutes } from './auth-routes.ts';
 import type { Logger } from '../logger.ts';
 import { registerAgUiRoutes } from './ag-ui/route.ts';
 import { registerOpenApi } from './openapi.ts';
-import { clientOf, ConnectionsPerAddress, SocketsPerClient } from './connection-limits.ts';
+import { clientOf, ConnectionsPerAddress, InProgressPerClient, SocketsPerClient } from './connection-limits.ts';
 import { TrustedProxies } from '../auth/identify.ts';
 import { EVENT_PAGES_IN_FLIGHT, registerRestRoutes } from './rest-routes.ts';
 import { WorkBudgets } from '../limits/work-budgets.ts';
@@ -125,7 +125,8 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
   });
   await registerAuthRoutes(app, config, container.resolve<Logger>(TOKENS.Logger));
   const eventPages = new WorkBudgets(config.limits.eventsBytesPerMinute, EVENT_PAGES_IN_FLIGHT);
-  registerRestRoutes(app, container.resolve(HistoryService), container.resolve(SessionFiles), eventPages);
+  const uploads = new InProgressPerClient(config.limits.uploadsPerClient);
+  registerRestRoutes(app, container.resolve(HistoryService), container.resolve(SessionFiles), { eventPages, uploads });
   registerAgUiRoutes(app, sessions, container.resolve<Store>(TOKENS.Store), config.limits);
   const sockets = new SocketsPerClient(config.limits.socketsPerAddress);
   registerWebSocketRoute(app, handler, sockets, config.limits);
