@@ -17,6 +17,8 @@ export const EVENTS_PAGE_MAX_BYTES = 4 * 1024 * 1024;
 const EVENTS_CHUNK = 200;
 /** The first read of a page: small, until the events' size is known. */
 const EVENTS_FIRST_CHUNK = 20;
+/** About how many bytes of events one read of the store fetches (one read holds the event loop while it is decoded). */
+const EVENTS_CHUNK_BYTES = 512 * 1024;
 
 /** Why a history request could not be answered. */
 export class HistoryError extends Error {
@@ -110,9 +112,9 @@ export class HistoryService {
       }
       if (hasMore || chunk.length < want) break;
       from = chunk.at(-1)!.seq;
-      // As many as are likely to fit in what is left of the page: one read never fetches much more than a page.
+      // About EVENTS_CHUNK_BYTES of events (or what is left of the page), as far as their sizes so far tell.
       const average = bytes / encoded.length;
-      chunkSize = Math.max(1, Math.min(EVENTS_CHUNK, Math.ceil((EVENTS_PAGE_MAX_BYTES - bytes) / average) + 1));
+      chunkSize = Math.max(1, Math.min(EVENTS_CHUNK, Math.ceil(Math.min(EVENTS_CHUNK_BYTES, EVENTS_PAGE_MAX_BYTES - bytes) / average) + 1));
       await new Promise((resolve) => setImmediate(resolve));
     }
     const page: Omit<SessionEvents, 'events'> = { last_seq: lastSeq ?? (await this.store.lastSeq(id)), has_more: hasMore };
