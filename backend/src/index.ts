@@ -92,6 +92,7 @@ export { example as exampleStrategy } from './agent/example/example.ts';
 export { decodeSession, encodeSession, TrustedProxies, userFromHeaders } from './auth/identify.ts';
 export { chatAccess, LOCAL_USER, type User } from './auth/user.ts';
 export { RunSlots } from './limits/run-slots.ts';
+export { WorkBudgets } from './limits/work-budgets.ts';
 export { decideAccess, isLoopbackAddress } from './transport/access.ts';
 export { Cluster } from './cluster/cluster.ts';
 export { type Fence, type FenceToken, StaleLeaseError } from './store/store.ts';
