@@ -15,6 +15,7 @@ import type { Store } from './store/store.ts';
 import { TOKENS } from './tokens.ts';
 import { modelFor } from './llm/model-routes.ts';
 import { startTracing } from './tracing/run-tracing.ts';
+import { OTHER_TOOL, ToolRegistry } from './tools/tool-registry.ts';
 import { buildServer } from './transport/server.ts';
 
 /** Where the repository's own folders are, for defaults that work from a fresh checkout. */
@@ -62,10 +63,18 @@ export async function startServer(options: {
   const logger = options.logger ?? pino({ level: config.logLevel });
   const store = options.store ?? (await openStore(config, logger));
   // Tracing loads its SDK only when it is on; its last spans are sent after everything else has closed.
+  // A tool call's span is named after its tool only for a tool this server has (the registry exists once the container does).
+  let tools: ToolRegistry | undefined;
   const tracing = config.tracing
-    ? await startTracing(config.tracing, { provider: tracedProvider(config), logger, modelFor: (purpose) => modelFor(purpose, config.llm).model })
+    ? await startTracing(config.tracing, {
+        provider: tracedProvider(config),
+        logger,
+        modelFor: (purpose) => modelFor(purpose, config.llm).model,
+        toolLabel: (name) => tools?.label(name) ?? OTHER_TOOL,
+      })
     : undefined;
   const container = buildContainer(config, logger, store, options.configure, { tracing });
+  tools = container.resolve(ToolRegistry);
   const app = await buildServer(container, logger);
   if (tracing) app.addHook('onClose', () => tracing.shutdown());
   // The store closes last, after every run has stopped and logged its end.

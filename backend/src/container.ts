@@ -54,8 +54,9 @@ export function buildContainer(
   const llmClient: new (...args: any[]) => LlmClient = config.llm.provider === 'demo' ? DemoLlmClient : OpenAiLlmClient;
   container.registerSingleton(TOKENS.ModelAdapter, llmClient);
   container.registerSingleton(ModelHealthMonitor);
-  // Prometheus metrics: every logged event and every model call pass through them.
-  const metrics = new Metrics();
+  // Prometheus metrics: every logged event and every model call pass through them. A tool call's
+  // label is its tool's name only for a tool this server has: a name the model made up is `other`.
+  const metrics = new Metrics((name) => container.resolve(ToolRegistry).label(name));
   container.register(Metrics, { useValue: metrics });
   const { tracing } = options;
   const traced = (llm: LlmClient) => (tracing ? tracing.trackModel(llm) : llm);

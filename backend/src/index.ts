@@ -95,6 +95,7 @@ export { decodeSession, encodeSession, readSession, TrustedProxies, userFromHead
 export { cleanEmail, cleanName, userFromClaims, userIdProblem } from './auth/identity.ts';
 export { chatAccess, LOCAL_USER, type User } from './auth/user.ts';
 export { RunSlots } from './limits/run-slots.ts';
+export { WorkBudgets } from './limits/work-budgets.ts';
 export { decideAccess, isLoopbackAddress } from './transport/access.ts';
 export { Cluster } from './cluster/cluster.ts';
 export { type Fence, type FenceToken, LOCAL_OWNER, StaleLeaseError } from './store/store.ts';

@@ -71,6 +71,7 @@ export async function startStepwise(modelUrl: string, options: StepwiseOptions =
         OPENAI_API_KEY: 'bench',
         MAX_CONCURRENT_RUNS: '100000',
         MAX_SOCKETS_PER_ADDRESS: '100000',
+        MAX_CONNECTIONS_PER_ADDRESS: '1000000',
         MAX_MESSAGES_PER_SECOND: '100000',
         // Every socket's upgrade is a REST request of the one address the harness connects from.
         REST_MAX_REQUESTS_PER_MINUTE: '1000000',

@@ -11,7 +11,8 @@ let client: TestClient;
 let sessionId: string;
 
 beforeEach(async () => {
-  server = await startStepwise({ SESSION_FILES_MAX: '10' });
+  // Thirty uploads race at once here: more than one client may have going by default.
+  server = await startStepwise({ SESSION_FILES_MAX: '10', MAX_UPLOADS_PER_CLIENT: '50' });
   client = await TestClient.connect(server.wsUrl);
   sessionId = String(client.session.session_id);
 });

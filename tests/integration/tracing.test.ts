@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { scriptCalculatorRun } from '../helpers/calculating-model.ts';
 import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 import { TestClient } from '../helpers/ws-client.ts';
@@ -200,6 +200,27 @@ describe('OpenTelemetry traces (OTLP over HTTP)', () => {
     await client.untilComplete({ timeoutMs: 30_000 });
     const exported = await receiver.until(() => receiver!.exports.find((entry) => entry.body.includes('invoke_agent roa')));
     expect(exported.contentType).toBe('application/x-protobuf');
+  });
+
+  it('names the span of a tool call whose name no tool has execute_tool other, keeping the name as called (cut short) as an attribute', async () => {
+    receiver = await TraceReceiver.start();
+    llm = await ScriptedLlmServer.start();
+    const invented = `made_up_${'x'.repeat(2_000)}`;
+    llm.respond((request) => {
+      if (request.phase === 'act') {
+        const done = request.body.messages.some((message) => message.role === 'tool');
+        return done ? { text: 'No more tools.' } : { toolCalls: [{ name: invented, arguments: {} }] };
+      }
+      if (request.phase === 'observe') return { text: observeText('Done.', { should_continue: false, final_answer: 'none' }) };
+      return { text: reasonText('Call it.') };
+    });
+    server = await startStepwiseWithModel(llm.url, tracingEnv('http/json'));
+    const client = await connect();
+    client.chat('Call a tool nobody has', { agent_mode: true });
+    await client.untilComplete({ timeoutMs: 30_000 });
+    const tool = await receiver.until(() => receiver!.spans().find((span) => span.attributes['gen_ai.operation.name'] === 'execute_tool'));
+    expect(tool.name).toBe('execute_tool other');
+    expect(tool.attributes['gen_ai.tool.name']).toBe(invented.slice(0, 200));
   });
 
   it('puts a plan step’s model calls under its plan_step span', async () => {

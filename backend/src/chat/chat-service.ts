@@ -11,9 +11,10 @@ import { PLAIN_CHAT, type RunPastWithHistory, SessionRuns } from './session-runs
 import { SessionSnapshots, SnapshotLimitError } from './session-snapshots.ts';
 import type { SessionEventLog } from './session-event-log.ts';
 
-/** Who sent a message: the client's address and user, whose shares of the run slots a new run takes. */
+/** Who sent a message: the client (user or address) and user, whose shares of the run slots a new run takes. */
 export interface MessageSender {
-  address?: string | undefined;
+  /** The client's share of the run slots: its user's when users sign in, else its address's. */
+  client?: string | undefined;
   /** The user (multi-user modes): counted against MAX_RUNS_PER_USER, and named as `by` on what they do to a run. */
   user?: User | undefined;
 }
@@ -99,6 +100,11 @@ export class ChatService {
       },
     );
     return this.stored;
+  }
+
+  /** Whether anything was ever written in the session (it has, or is getting, its row in the store). */
+  get written(): boolean {
+    return this.stored !== undefined;
   }
 
   /** The answer or run in progress here, if any (also while a deleted session's run winds down). */
@@ -449,14 +455,14 @@ export class ChatService {
     if (this.state.kind === 'running') return RUN_ACTIVE;
     if (this.state.kind === 'deleted') return SESSION_DELETED;
     const { runSlots } = this.deps;
-    const slot = runSlots.tryAcquire(sender.address, sender.user?.id);
+    const slot = runSlots.tryAcquire(sender.client, sender.user?.id);
     const release = typeof slot === 'function' ? slot : options.force ? () => undefined : undefined;
     if (!release) {
       switch (slot) {
         case 'user_busy':
           return userAtLimit(runSlots.userLimit!);
-        case 'address_busy':
-          return reject('too_many_runs', `You have ${runSlots.addressLimit} runs going at once, the most one client may have; wait for one to finish`);
+        case 'client_busy':
+          return reject('too_many_runs', `You have ${runSlots.clientLimit} runs going at once, the most one client may have; wait for one to finish`);
         default:
           return reject('server_busy', `The server is at its limit of ${runSlots.limit} concurrent runs; try again shortly`);
       }

@@ -19,8 +19,8 @@ import { SessionManager } from './session-manager.ts';
 export interface ConnectionRequest {
   sessionId?: string | undefined;
   afterSeq?: string | undefined;
-  /** The client's address: its runs count against its share of the server's run slots. */
-  address?: string | undefined;
+  /** The client (its user when users sign in, else its address): its runs count against its share of the server's run slots. */
+  client?: string | undefined;
   /** Who the client is (the access check said): they see and drive only their own sessions. */
   user?: User | undefined;
 }
@@ -124,7 +124,7 @@ export class ConnectionHandler {
           connection.send(error('read_only', `This chat is ${ownerLabel(chat.owner)}'s: an admin may watch it and stop its run, nothing more`));
           return;
         }
-        void this.dispatch(chat, parsed.message, { address: request.address, user }).then((reply) => {
+        void this.dispatch(chat, parsed.message, { client: request.client, user }).then((reply) => {
           if (reply && !closed) connection.send(reply);
         });
       },

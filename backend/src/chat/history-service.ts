@@ -1,4 +1,4 @@
-import type { ErrorCode, LoggedEvent, SnapshotList } from '@stepwise/shared-types';
+import type { ErrorCode, SnapshotList } from '@stepwise/shared-types';
 import { listSnapshots } from './session-snapshots.ts';
 import type { HistoryMessage, RunSummary, SessionDetail, SessionEvents, SessionSummary } from '@stepwise/shared-types';
 import { inject, injectable } from 'tsyringe';
@@ -12,9 +12,13 @@ import { chatAccess, ownerOf, type User } from '../auth/user.ts';
 /** What a request means to do with a chat: read it (its owner, or an admin) or change it (its owner only). */
 export type Intent = 'read' | 'write';
 
-/** An events page holds about this many bytes of events at most (and always one), read this many at a time. */
+/** An events page holds about this many bytes of events at most (and always one), read at most this many at a time. */
 export const EVENTS_PAGE_MAX_BYTES = 4 * 1024 * 1024;
 const EVENTS_CHUNK = 200;
+/** The first read of a page: small, until the events' size is known. */
+const EVENTS_FIRST_CHUNK = 20;
+/** About how many bytes of events one read of the store fetches (one read holds the event loop while it is decoded). */
+const EVENTS_CHUNK_BYTES = 512 * 1024;
 
 /** Why a history request could not be answered. */
 export class HistoryError extends Error {
@@ -77,37 +81,44 @@ export class HistoryService {
   }
 
   /**
-   * One page of the event log: at most `limit` events after `afterSeq`. `last_seq` is the seq to ask
-   * after for the next page (the session's last when the page is empty); `has_more` says whether to.
+   * One page of the event log, as the JSON text of a SessionEvents: at most `limit` events after
+   * `afterSeq`, and about EVENTS_PAGE_MAX_BYTES of them (always at least one). `last_seq` is the
+   * seq to ask after for the next page (the session's last when the page is empty); `has_more`
+   * says whether to. The log is read a chunk at a time, each event encoded once as it comes, and
+   * the event loop is let go between chunks: a page of a huge log neither costs more memory than
+   * one page nor holds up the server's other requests while it is built. `bytes` is what it cost.
    */
-  /**
-   * A page of the session's log: at most `limit` events and about EVENTS_PAGE_MAX_BYTES of them
-   * (always at least one), read from the store a chunk at a time, so a log of huge events never
-   * costs more memory than one page.
-   */
-  async events(id: string, viewer: User, afterSeq: number, limit: number): Promise<SessionEvents> {
+  async events(id: string, viewer: User, afterSeq: number, limit: number): Promise<{ json: string; bytes: number }> {
     await this.find(id, viewer, 'read');
-    const events: LoggedEvent[] = [];
+    const encoded: string[] = [];
     let bytes = 0;
     let hasMore = false;
     let from = afterSeq;
+    let lastSeq: number | undefined;
+    let chunkSize = EVENTS_FIRST_CHUNK;
     for (;;) {
       // One more than is left tells whether another page follows, without counting the rest.
-      const want = Math.min(EVENTS_CHUNK, limit + 1 - events.length);
+      const want = Math.min(chunkSize, limit + 1 - encoded.length);
       const chunk = await this.store.listEvents(id, from, want);
       for (const event of chunk) {
-        const size = JSON.stringify(event).length;
-        if (events.length === limit || (events.length > 0 && bytes + size > EVENTS_PAGE_MAX_BYTES)) {
+        const text = JSON.stringify(event);
+        if (encoded.length === limit || (encoded.length > 0 && bytes + text.length > EVENTS_PAGE_MAX_BYTES)) {
           hasMore = true;
           break;
         }
-        events.push(event);
-        bytes += size;
+        encoded.push(text);
+        bytes += text.length;
+        lastSeq = event.seq;
       }
       if (hasMore || chunk.length < want) break;
       from = chunk.at(-1)!.seq;
+      // About EVENTS_CHUNK_BYTES of events (or what is left of the page), as far as their sizes so far tell.
+      const average = bytes / encoded.length;
+      chunkSize = Math.max(1, Math.min(EVENTS_CHUNK, Math.ceil(Math.min(EVENTS_CHUNK_BYTES, EVENTS_PAGE_MAX_BYTES - bytes) / average) + 1));
+      await new Promise((resolve) => setImmediate(resolve));
     }
-    return { events, last_seq: events.at(-1)?.seq ?? (await this.store.lastSeq(id)), has_more: hasMore };
+    const page: Omit<SessionEvents, 'events'> = { last_seq: lastSeq ?? (await this.store.lastSeq(id)), has_more: hasMore };
+    return { json: `{"events":[${encoded.join(',')}],"last_seq":${page.last_seq},"has_more":${page.has_more}}`, bytes };
   }
 
   /** The session's snapshots and restore points (every step's end), oldest first. */

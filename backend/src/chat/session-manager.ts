@@ -180,15 +180,31 @@ export class SessionManager {
     return adopted;
   }
 
-  /** Called when a socket leaves; an idle session with no sockets is dropped from memory later. */
+  /** Sessions held in memory on this instance. */
+  get liveSessions(): number {
+    return this.sessions.size;
+  }
+
+  /**
+   * Called when a socket leaves; an idle session with no sockets is dropped from memory later
+   * (SESSION_IDLE_TTL_MS). A session nobody wrote in has nothing to keep and goes within
+   * SESSION_UNUSED_TTL_MS: a client that connects and leaves in a loop would otherwise hold a
+   * session per visit for the whole TTL. (The wait lets a message its last socket sent just before
+   * leaving be handled: should it write, the session stays as any other.) Rejoining its id later
+   * starts a new session, as for any id the store does not know.
+   */
   release(chat: ChatService): void {
     if (chat.log.connectionCount > 0) return;
     this.cancelEviction(chat.sessionId);
-    const timer = setTimeout(() => {
-      this.idleTimers.delete(chat.sessionId);
-      if (chat.busy || chat.log.connectionCount > 0) return this.release(chat);
-      this.sessions.delete(chat.sessionId);
-    }, this.config.sessionIdleTtlMs);
+    const unused = !chat.written;
+    const timer = setTimeout(
+      () => {
+        this.idleTimers.delete(chat.sessionId);
+        if (chat.busy || chat.log.connectionCount > 0 || (unused && chat.written)) return this.release(chat);
+        this.sessions.delete(chat.sessionId);
+      },
+      unused ? Math.min(this.config.sessionUnusedTtlMs, this.config.sessionIdleTtlMs) : this.config.sessionIdleTtlMs,
+    );
     timer.unref();
     this.idleTimers.set(chat.sessionId, timer);
   }

@@ -218,9 +218,14 @@ const EnvSchema = z.object({
   TOOL_RESULT_MAX_CHARS: integer(100).default(16_000),
   TOOL_TIMEOUT_MS: integer(1).default(60_000),
   SESSION_IDLE_TTL_MS: integer(0).default(30 * 60_000),
+  SESSION_UNUSED_TTL_MS: integer(0).default(5_000),
   RESUME_INTERRUPTED_RUNS: boolean.default(true),
   MAX_MESSAGES_PER_SECOND: integer(1).default(20),
   MAX_SOCKETS_PER_ADDRESS: integer(1).default(20),
+  MAX_CONNECTIONS_PER_ADDRESS: integer(1).default(64),
+  REQUEST_TIMEOUT_MS: integer(1).default(120_000),
+  MAX_UPLOADS_PER_CLIENT: integer(1).default(16),
+  EVENTS_BYTES_PER_MINUTE: integer(1024).default(64 * 1024 * 1024),
   MAX_CONCURRENT_RUNS: integer(1).default(100),
   MAX_RUNS_PER_ADDRESS: integer(1).optional(),
   SOCKET_MAX_BUFFERED_BYTES: integer(64 * 1024).default(8 * 1024 * 1024),
@@ -370,6 +375,19 @@ export interface Config {
     socketBatchMs: number;
     /** A plain chat answer's wall-clock budget. */
     chatTimeoutMs: number;
+    /** TCP connections one address may hold open (any kind); `trustedProxies` are not capped. */
+    connectionsPerAddress: number;
+    /**
+     * TRUSTED_PROXIES (in any mode): they carry everyone's connections, so no per-address limit is
+     * theirs; a request through them counts against the address they forward (X-Forwarded-For).
+     */
+    trustedProxies: string[];
+    /** The longest a request (its headers and whole body) may take to arrive; then 408 and the connection closes. */
+    requestTimeoutMs: number;
+    /** Uploads one client (user or address) may have going at once. */
+    uploadsPerClient: number;
+    /** Bytes of chat event logs one client (user or address) may read a minute through the events API. */
+    eventsBytesPerMinute: number;
   };
   /** The prompts folder: one subfolder per strategy (and `chat`), one .md template per purpose. */
   prompts: { dir: string };
@@ -428,6 +446,8 @@ export interface Config {
   /** True when STEPWISE_CONFIG was set: then a missing file is an error, not "no file". */
   configFileExplicit: boolean;
   sessionIdleTtlMs: number;
+  /** How long a session nobody wrote in stays in memory once its last socket has left (at most sessionIdleTtlMs). */
+  sessionUnusedTtlMs: number;
   /** After a restart, runs it interrupted go on from their journal (false: they are closed). */
   resumeInterruptedRuns: boolean;
   /** How long a SIGTERM may take to stop runs and close everything before the process exits anyway. */
@@ -560,6 +580,11 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
       slowSocketTimeoutMs: e.SOCKET_SLOW_TIMEOUT_MS,
       socketBatchMs: e.SOCKET_BATCH_MS,
       chatTimeoutMs: e.CHAT_TIMEOUT_MS,
+      connectionsPerAddress: e.MAX_CONNECTIONS_PER_ADDRESS,
+      trustedProxies: e.TRUSTED_PROXIES ?? [],
+      requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
+      uploadsPerClient: e.MAX_UPLOADS_PER_CLIENT,
+      eventsBytesPerMinute: e.EVENTS_BYTES_PER_MINUTE,
     },
     prompts: { dir: e.PROMPTS_DIR ?? defaults.promptsDir },
     tools: { resultMaxChars: e.TOOL_RESULT_MAX_CHARS, timeoutMs: e.TOOL_TIMEOUT_MS },
@@ -608,6 +633,7 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
     configFile: e.STEPWISE_CONFIG,
     configFileExplicit: present.STEPWISE_CONFIG !== undefined,
     sessionIdleTtlMs: e.SESSION_IDLE_TTL_MS,
+    sessionUnusedTtlMs: e.SESSION_UNUSED_TTL_MS,
     resumeInterruptedRuns: e.RESUME_INTERRUPTED_RUNS,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     logLevel: e.LOG_LEVEL,

@@ -44,7 +44,8 @@ export class Metrics {
   private readonly strategies = new Map<string, string>();
   private live: LiveCounts = { runsActive: () => 0, questionsWaiting: () => 0, connections: () => 0 };
 
-  constructor() {
+  /** `toolLabel` names a tool call's `tool` label: a known tool's name, else one catch-all (see ToolRegistry.label). */
+  constructor(private readonly toolLabel: (name: string) => string) {
     const registers = [this.registry];
     this.runs = new Counter({
       name: 'stepwise_runs_total',
@@ -92,7 +93,7 @@ export class Metrics {
   readonly observe = (event: LoggedEvent): void => {
     if (event.type === 'tool_complete' || event.type === 'tool_error') {
       if (event.duration_ms !== undefined)
-        this.toolCalls.observe({ tool: event.tool_name, outcome: event.type === 'tool_complete' ? 'ok' : 'error' }, event.duration_ms / 1000);
+        this.toolCalls.observe({ tool: this.toolLabel(event.tool_name), outcome: event.type === 'tool_complete' ? 'ok' : 'error' }, event.duration_ms / 1000);
       return;
     }
     if (event.type !== 'agent_update' || !event.run_id) return;

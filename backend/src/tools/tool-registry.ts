@@ -22,6 +22,9 @@ export type ToolOutcome =
  */
 export const TOOL_STOP_GRACE_MS = 3_000;
 
+/** The label of every tool call whose name is no tool of this server's. */
+export const OTHER_TOOL = 'other';
+
 /** Every tool a run may enable, by name; validates arguments and runs calls with a timeout. */
 @injectable()
 export class ToolRegistry {
@@ -69,6 +72,15 @@ export class ToolRegistry {
 
   has(name: string): boolean {
     return this.tools.has(name);
+  }
+
+  /**
+   * A tool's name as a metric label or span name may carry it: the name of a tool this server has
+   * (built in, or of a connected MCP server), else `other`. A model may call any name it makes up,
+   * and each distinct label value is a series kept for the life of the process.
+   */
+  label(name: string): string {
+    return this.tools.has(name) ? name : OTHER_TOOL;
   }
 
   /** What the `session` message lists, each tool with its approval policy on this server. */

@@ -17,6 +17,19 @@ export interface RunTracing {
   shutdown(): Promise<void>;
 }
 
+/** What tracing is told about the server it traces. */
+export interface TracingOptions {
+  provider: string;
+  logger: Logger;
+  /** The model a call of this purpose goes to. */
+  modelFor: (purpose: string) => string;
+  /**
+   * The name a tool call's span carries: a tool this server has, else one catch-all (see
+   * ToolRegistry.label), so that names a model makes up cannot make span names without bound.
+   */
+  toolLabel: (name: string) => string;
+}
+
 /** The OpenTelemetry API, loaded with the SDK (nothing of it is loaded while tracing is off). */
 type Api = typeof import('@opentelemetry/api');
 
@@ -37,10 +50,7 @@ interface RunSpans {
  * known before its first span ends), with spans named and attributed as the OpenTelemetry GenAI
  * semantic conventions say: `invoke_agent STRATEGY`, `chat MODEL`, `execute_tool TOOL`.
  */
-export async function startTracing(
-  config: TracingConfig,
-  options: { provider: string; logger: Logger /** The model a call of this purpose goes to. */; modelFor: (purpose: string) => string },
-): Promise<RunTracing> {
+export async function startTracing(config: TracingConfig, options: TracingOptions): Promise<RunTracing> {
   const api = await import('@opentelemetry/api');
   const { BatchSpanProcessor, ConsoleSpanExporter, RandomIdGenerator, SimpleSpanProcessor, TracerProvider } = await import('@opentelemetry/sdk-trace');
   const { resourceFromAttributes } = await import('@opentelemetry/resources');
@@ -83,18 +93,20 @@ class OtelRunTracing implements RunTracing {
   private readonly providerName: string;
   private readonly logger: Logger;
   private readonly modelFor: (purpose: string) => string;
+  private readonly toolLabel: (name: string) => string;
 
   constructor(
     private readonly api: Api,
     private readonly tracer: Tracer,
     private readonly provider: { shutdown(): Promise<void> },
     private readonly config: TracingConfig,
-    options: { provider: string; logger: Logger; modelFor: (purpose: string) => string },
+    options: TracingOptions,
     private readonly useTraceId: (traceId: string) => void,
   ) {
     this.providerName = options.provider;
     this.logger = options.logger;
     this.modelFor = options.modelFor;
+    this.toolLabel = options.toolLabel;
   }
 
   observe(event: LoggedEvent, sessionId: string): void {
@@ -105,12 +117,13 @@ class OtelRunTracing implements RunTracing {
     if (event.type === 'tool_start') {
       const parent = this.parentOf(runId, event.node_id, at);
       const span = this.tracer.startSpan(
-        `execute_tool ${event.tool_name}`,
+        `execute_tool ${this.toolLabel(event.tool_name)}`,
         {
           startTime: at,
           attributes: {
             'gen_ai.operation.name': 'execute_tool',
-            'gen_ai.tool.name': event.tool_name,
+            // The name as called, cut short: an attribute is no index, but a model may call any name.
+            'gen_ai.tool.name': event.tool_name.slice(0, 200),
             'gen_ai.tool.call.id': event.tool_call_id,
             ...(this.config.captureContent ? { 'gen_ai.tool.call.arguments': JSON.stringify(event.arguments) } : {}),
           },

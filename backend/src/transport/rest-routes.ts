@@ -6,6 +6,8 @@ import { z } from 'zod';
 import { HistoryError, type HistoryService } from '../chat/history-service.ts';
 import { FileError } from '../errors.ts';
 import { SessionFiles } from '../files/session-files.ts';
+import type { WorkBudgets } from '../limits/work-budgets.ts';
+import type { InProgressPerClient } from './connection-limits.ts';
 import { errorResponses, SessionParams, validationRefusal } from './openapi.ts';
 
 /** A query parameter that is a whole number from `min` to `max` (it arrives as text). */
@@ -16,11 +18,19 @@ const wholeNumber = (min: number, max: number, what: string) =>
     .min(min, `${what} must be an integer from ${min} to ${max}`)
     .max(max, `${what} must be an integer from ${min} to ${max}`);
 
+/** How many event pages one client may have built at once. */
+export const EVENT_PAGES_IN_FLIGHT = 2;
+
 /** A file of a session, as its list and an upload describe it. */
 const FileParams = SessionParams.extend({ name: z.string().describe('The file name') });
 
 /** The history and files API: glue from HTTP to HistoryService and SessionFiles, and their errors to JSON. */
-export function registerRestRoutes(server: FastifyInstance, history: HistoryService, files: SessionFiles): void {
+export function registerRestRoutes(
+  server: FastifyInstance,
+  history: HistoryService,
+  files: SessionFiles,
+  limits: { eventPages: WorkBudgets; uploads: InProgressPerClient },
+): void {
   const app = server.withTypeProvider<ZodTypeProvider>();
   app.setErrorHandler((error, request, reply) => {
     const refused = validationRefusal(error as FastifyError);
@@ -95,10 +105,34 @@ export function registerRestRoutes(server: FastifyInstance, history: HistoryServ
           after_seq: wholeNumber(0, Number.MAX_SAFE_INTEGER, 'after_seq').default(0),
           limit: wholeNumber(1, 10_000, 'limit').default(1000),
         }),
-        response: { 200: SessionEvents, ...errorResponses(400, 401, 404) },
+        response: { 200: SessionEvents, ...errorResponses(400, 401, 404, 429) },
       },
     },
-    (request) => history.events(request.params.id, viewer(request), request.query.after_seq, request.query.limit),
+    async (request, reply) => {
+      // Reading a log costs the server in proportion to its bytes: each client has its share of them (EVENTS_BYTES_PER_MINUTE).
+      const begun = limits.eventPages.begin(request.client);
+      if (typeof begun !== 'function') {
+        if (begun.kind === 'busy')
+          return sendError(reply, 429, 'rate_limited', `At most ${EVENT_PAGES_IN_FLIGHT} event pages at once per client; wait for one`);
+        const seconds = Math.max(1, Math.ceil(begun.retryAfterMs / 1000));
+        reply.header('retry-after', seconds);
+        return sendError(
+          reply,
+          429,
+          'rate_limited',
+          `This client has read its share of chat events for now (EVENTS_BYTES_PER_MINUTE); try again in ${seconds} s`,
+        );
+      }
+      let cost = 0;
+      try {
+        const page = await history.events(request.params.id, viewer(request), request.query.after_seq, request.query.limit);
+        cost = page.bytes;
+        // The page is JSON text already, each event encoded once as it was read.
+        return (reply as FastifyReply).type('application/json').send(page.json);
+      } finally {
+        begun(cost);
+      }
+    },
   );
   app.patch(
     '/api/sessions/:id',
@@ -140,14 +174,14 @@ export function registerRestRoutes(server: FastifyInstance, history: HistoryServ
     },
     (request) => history.adopt(request.params.id, viewer(request)),
   );
-  registerFileRoutes(app, history, files);
+  registerFileRoutes(app, history, files, limits.uploads);
 }
 
 /**
  * Session files: `POST /api/sessions/:id/files?name=NAME` with the file's bytes as the body (any
  * content type; streamed to disk, cut off at FILE_MAX_BYTES), list, download, delete.
  */
-function registerFileRoutes(server: FastifyInstance, history: HistoryService, files: SessionFiles): void {
+function registerFileRoutes(server: FastifyInstance, history: HistoryService, files: SessionFiles, uploads: InProgressPerClient): void {
   const app = server.withTypeProvider<ZodTypeProvider>();
   const tags = ['files'];
   app.get(
@@ -198,11 +232,11 @@ function registerFileRoutes(server: FastifyInstance, history: HistoryService, fi
     },
   );
   app.register(async (plugin) => {
-    const uploads = plugin.withTypeProvider<ZodTypeProvider>();
+    const typed = plugin.withTypeProvider<ZodTypeProvider>();
     // Uploads are raw bytes of any type: no parser reads them; the handler streams request.raw.
-    uploads.removeAllContentTypeParsers();
-    uploads.addContentTypeParser('*', (_request, _payload, done) => done(null, undefined));
-    uploads.post(
+    plugin.removeAllContentTypeParsers();
+    plugin.addContentTypeParser('*', (_request, _payload, done) => done(null, undefined));
+    typed.post(
       '/api/sessions/:id/files',
       {
         schema: {
@@ -210,10 +244,18 @@ function registerFileRoutes(server: FastifyInstance, history: HistoryService, fi
           summary: 'Uploads a file: its bytes are the body (any content type), streamed to disk and cut off at FILE_MAX_BYTES',
           params: SessionParams,
           querystring: z.object({ name: z.string().optional().describe('The file name (required; checked by the server)') }),
-          response: { 201: z.object({ file: SessionFile }), ...errorResponses(400, 401, 404, 413) },
+          response: { 201: z.object({ file: SessionFile }), ...errorResponses(400, 401, 404, 413, 429) },
         },
       },
       async (request, reply) => {
+        // Each upload holds a connection for as long as its body takes: a client has only so many going at once.
+        const countOut = uploads.tryAdd(request.client);
+        if (!countOut) {
+          reply.header('connection', 'close');
+          return sendError(reply, 429, 'too_many_connections', `At most ${uploads.limit} uploads at once per client (MAX_UPLOADS_PER_CLIENT)`);
+        }
+        request.raw.once('close', countOut);
+        reply.raw.once('close', countOut);
         await history.requireSession(request.params.id, viewer(request), 'write');
         const name = SessionFiles.uploadName(request.query.name);
         const declared = Number(request.headers['content-length'] ?? 0);

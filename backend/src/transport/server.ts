@@ -21,8 +21,10 @@ import { registerAuthRoutes } from './auth-routes.ts';
 import type { Logger } from '../logger.ts';
 import { registerAgUiRoutes } from './ag-ui/route.ts';
 import { registerOpenApi } from './openapi.ts';
-import { SocketsPerAddress } from './connection-limits.ts';
-import { registerRestRoutes } from './rest-routes.ts';
+import { clientOf, ConnectionsPerAddress, InProgressPerClient, SocketsPerClient } from './connection-limits.ts';
+import { TrustedProxies } from '../auth/identify.ts';
+import { EVENT_PAGES_IN_FLIGHT, registerRestRoutes } from './rest-routes.ts';
+import { WorkBudgets } from '../limits/work-budgets.ts';
 import { registerWebSocketRoute } from './websocket-route.ts';
 
 const PLACEHOLDER_PAGE = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Stepwise</title></head>
@@ -39,7 +41,20 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
     loggerInstance: logger as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
     forceCloseConnections: true,
+    // Behind trusted proxies a client's address (request.ip, whose share of the limits it takes
+    // before sign-in) is the one they forward, never the proxy's own.
+    trustProxy: config.limits.trustedProxies.length > 0 ? config.limits.trustedProxies : false,
+    // A request's headers and body must all arrive within REQUEST_TIMEOUT_MS (a slow upload is cut
+    // with 408), checked often enough that the bound holds to about a quarter of it. An upgraded
+    // socket is no request any more: it is not cut.
+    requestTimeout: config.limits.requestTimeoutMs,
+    http: {
+      headersTimeout: Math.min(60_000, config.limits.requestTimeoutMs),
+      connectionsCheckingInterval: Math.min(5_000, Math.max(50, Math.ceil(config.limits.requestTimeoutMs / 4))),
+    },
   });
+  const proxies = new TrustedProxies(config.limits.trustedProxies);
+  new ConnectionsPerAddress(config.limits.connectionsPerAddress, (address) => proxies.trusts(address)).watch(app.server);
 
   await app.register(fastifyWebsocket, {
     options: { maxPayload: config.transport.maxFrameBytes, handleProtocols: chooseSubprotocol },
@@ -61,14 +76,19 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
     'onRequest',
     checkAccess(config, (id) => store.isSignInRevoked(id)),
   );
-  // REST calls per user (per address when nobody signs in), after the check has named the user;
-  // the web app's files and the health check are not counted.
+  // Whose share of the limits a request takes: its user's when users sign in (they may all come
+  // through one proxy), its address's otherwise.
+  app.decorateRequest('client', '');
+  app.addHook('onRequest', async (request) => {
+    request.client = clientOf(request, config);
+  });
+  // REST calls per client (see above), after the check has named the user; the web app's files
+  // and the health check are not counted.
   await app.register(fastifyRateLimit, {
     hook: 'preHandler',
     max: config.quotas.restPerMinute,
     timeWindow: 60_000,
-    keyGenerator: (request) =>
-      request.user && config.auth.mode !== 'none' && config.auth.mode !== 'token' ? `user:${request.user.id}` : `address:${request.ip}`,
+    keyGenerator: (request) => request.client,
     allowList: (request) =>
       ((request.routeOptions.config as { access?: RouteAccess } | undefined)?.access ?? 'api') === 'public' && !request.url.startsWith('/auth/'),
     errorResponseBuilder: (_request, context) =>
@@ -108,9 +128,11 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
     return reply.code(ok ? 200 : 503).send({ status: ok ? 'ok' : 'degraded', ...(host.instanceId ? { instance: host.instanceId } : {}), dependencies });
   });
   await registerAuthRoutes(app, config, container.resolve<Logger>(TOKENS.Logger), store);
-  registerRestRoutes(app, container.resolve(HistoryService), container.resolve(SessionFiles));
+  const eventPages = new WorkBudgets(config.limits.eventsBytesPerMinute, EVENT_PAGES_IN_FLIGHT);
+  const uploads = new InProgressPerClient(config.limits.uploadsPerClient);
+  registerRestRoutes(app, container.resolve(HistoryService), container.resolve(SessionFiles), { eventPages, uploads });
   registerAgUiRoutes(app, sessions, container.resolve<Store>(TOKENS.Store), config.limits);
-  const sockets = new SocketsPerAddress(config.limits.socketsPerAddress);
+  const sockets = new SocketsPerClient(config.limits.socketsPerAddress);
   registerWebSocketRoute(app, handler, sockets, config.limits);
   const metrics = container.resolve(Metrics);
   metrics.readLiveCounts({ runsActive: () => sessions.runsActive, questionsWaiting: () => sessions.questionsWaiting, connections: () => sockets.total });

@@ -1,19 +1,19 @@
 import type { FastifyInstance } from 'fastify';
 import type { RawData } from 'ws';
 import type { ConnectionHandler } from '../chat/connection-handler.ts';
-import type { SocketsPerAddress } from './connection-limits.ts';
+import type { SocketsPerClient } from './connection-limits.ts';
 import { SOCKET_ROUTE } from './access.ts';
 import { type BackpressureLimits, WebSocketConnection } from './websocket-connection.ts';
 
 /** `/ws`: hands each socket to the transport-free connection handler, and nothing more. */
-export function registerWebSocketRoute(app: FastifyInstance, handler: ConnectionHandler, limits: SocketsPerAddress, backpressure: BackpressureLimits): void {
+export function registerWebSocketRoute(app: FastifyInstance, handler: ConnectionHandler, limits: SocketsPerClient, backpressure: BackpressureLimits): void {
   app.get('/ws', { websocket: true, onRequest: limits.check, ...SOCKET_ROUTE }, (socket, request) => {
-    const countOut = limits.add(request.ip);
+    const countOut = limits.add(request.client);
     const query = request.query as Record<string, string | undefined>;
     const ready = handler.open(new WebSocketConnection(socket, backpressure, request.raw.socket), {
       sessionId: query.session_id,
       afterSeq: query.after_seq,
-      address: request.ip,
+      client: request.client,
       user: request.user,
     });
     // Frames that arrive while the session is being opened wait for it, in order.

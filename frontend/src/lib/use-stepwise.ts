@@ -7,6 +7,9 @@ import { AuthRequiredError, SignInRequiredError, socketProtocols } from './auth.
 import type { Me } from '@stepwise/shared-types';
 import { StepwiseSocket } from './socket-client.ts';
 
+/** Uploads the web app has going at once (well under the server's MAX_UPLOADS_PER_CLIENT default of 16). */
+const UPLOADS_AT_ONCE = 4;
+
 /** What a message sends besides its text. `strategy` only when the server offers a choice of them. */
 export interface SendOptions {
   agentMode: boolean;
@@ -167,21 +170,26 @@ export function useStepwise(url: string = defaultSocketUrl()) {
       dismissNotice(): void {
         dispatch({ kind: 'dismiss_notice' });
       },
-      /** Uploads files into the session; each appears once the server announces it (file_saved). */
+      /**
+       * Uploads files into the session, a few at a time (the server takes MAX_UPLOADS_PER_CLIENT at
+       * once from one client); each appears once the server announces it (file_saved).
+       */
       async attach(files: File[]): Promise<void> {
         const sessionId = sessionIdRef.current;
         if (!sessionId) return;
-        await Promise.all(
-          files.map(async (file) => {
-            dispatch({ kind: 'upload_started', name: file.name });
+        for (const file of files) dispatch({ kind: 'upload_started', name: file.name });
+        const waiting = [...files];
+        const uploadNext = async (): Promise<void> => {
+          for (let file = waiting.shift(); file; file = waiting.shift()) {
             try {
               await api.uploadFile(sessionId, file);
               dispatch({ kind: 'upload_finished', name: file.name });
             } catch (error) {
               dispatch({ kind: 'upload_finished', name: file.name, error: (error as Error).message });
             }
-          }),
-        );
+          }
+        };
+        await Promise.all(Array.from({ length: Math.min(UPLOADS_AT_ONCE, files.length) }, uploadNext));
       },
       /** Saves a text file into the session (the research document from its editor); rejects with the server's reason. */
       async saveText(name: string, text: string): Promise<void> {

@@ -145,7 +145,7 @@ export function registerAgUiRoutes(server: FastifyInstance, sessions: SessionMan
       connection.onDone = finish;
       await chat.log.attach(connection, afterSeq);
       for (const message of messages) {
-        const refusedMessage = await chat.handle(message, { address: request.ip, user: request.user });
+        const refusedMessage = await chat.handle(message, { client: request.client, user: request.user });
         if (refusedMessage) {
           // Nothing was streamed yet: the refusal is the response.
           connection.finished = true;
@@ -190,7 +190,7 @@ export function registerAgUiRoutes(server: FastifyInstance, sessions: SessionMan
         return sendError(reply, 404, 'not_found', `No chat ${request.params.id.slice(0, 100)}`);
       }
       const { chat } = opened;
-      const refused = await chat.handle({ type: 'agent_control', action: 'stop' }, { address: request.ip, user: request.user });
+      const refused = await chat.handle({ type: 'agent_control', action: 'stop' }, { client: request.client, user: request.user });
       sessions.release(chat);
       if (refused) return sendError(reply, 409, refused.code as ErrorCode, refused.message);
       return reply.code(202).send({ status: 'stopping' as const });
