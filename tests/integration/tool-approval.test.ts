@@ -120,6 +120,36 @@ describe('tool approval', () => {
     expect(events.filter((event) => event.update_type === 'agent_request_input')).toHaveLength(2);
   });
 
+  it('"remember for this run" does not carry over to a continued run: its new call of the tool asks again', async () => {
+    const { llm, client } = await start();
+    llm.enqueue(
+      { text: reasonText('A file.') },
+      { toolCalls: [{ id: 'a', name: 'write_file', arguments: { name: 'a.txt', content: 'A' } }] },
+      { text: observeText('More to do.', { should_continue: true }) },
+      { text: 'Out of steps.' },
+    );
+    client.chat('Write two files', { agent_mode: true, agent_max_steps: 1 });
+    const asked = await client.waitFor('agent_request_input');
+    client.send({ type: 'agent_user_input', question_id: asked.question_id, approval: { decision: 'approve', remember: 'run' } });
+    const first = (await client.untilComplete()) as Event[];
+    expect(first.find((event) => event.update_type === 'agent_completion')).toMatchObject({ reason: 'max_steps' });
+    expect(await fileOf('a.txt')).toBe('A');
+
+    llm.enqueue(
+      { text: reasonText('Second file.') },
+      { toolCalls: [{ id: 'b', name: 'write_file', arguments: { name: 'b.txt', content: 'B' } }] },
+      { text: observeText('Done.', { final_answer: 'Both written.' }) },
+    );
+    const from = client.events.length;
+    client.send({ type: 'agent_control', action: 'resume', extra_steps: 1 });
+    const again = await client.waitFor('agent_request_input', { from });
+    expect(again).toMatchObject({ tool_call_id: 'b' });
+    expect(await fileOf('b.txt')).toBeUndefined();
+    client.send({ type: 'agent_user_input', question_id: again.question_id, approval: { decision: 'approve' } });
+    await client.untilComplete({ from });
+    expect(await fileOf('b.txt')).toBe('B');
+  });
+
   it('a chat may set its own policies: auto for write_file, deny for the calculator (the model is told)', async () => {
     const { llm, client } = await start();
     llm.enqueue(

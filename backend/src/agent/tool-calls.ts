@@ -20,7 +20,12 @@ type CallContext = Pick<Run, 'input' | 'tools' | 'control' | 'sink' | 'logger' |
 };
 
 /** The tools a person approved for the rest of a run ("Always in this run"), by run. */
-const rememberedByRun = new WeakMap<AgentControl, Set<string>>();
+/**
+ * The tools a person approved "for this run", by run: true when the approval was the past's, the
+ * run this one continues. Such an approval covers the calls the continued run replays from that
+ * past, never a new call: a continued run is a new run, and asks again.
+ */
+const rememberedByRun = new WeakMap<AgentControl, Map<string, boolean>>();
 
 /** One finished tool call: what the model reads back, and a line for the observe prompt. */
 export interface ToolCallRecord {
@@ -112,10 +117,12 @@ async function runOrdinary(
   await sink.emit(events.toolStart(step, call.id, call.name, args));
   // The approval policy: the call runs, a person approves it first, or it never runs.
   const policy = enabled.has(call.name) ? tools.policy(call.name, args, input.toolApproval) : 'auto';
-  const remembered = rememberedByRun.get(control) ?? new Set<string>();
+  const remembered = rememberedByRun.get(control) ?? new Map<string, boolean>();
   rememberedByRun.set(control, remembered);
+  const fromPast = remembered.get(call.name);
+  const covered = fromPast !== undefined && (!fromPast || context.effects.has(JOURNAL.tool, `${call.name}:${call.id}`));
   let note = '';
-  if (policy === 'deny' || (policy === 'ask' && !remembered.has(call.name))) {
+  if (policy === 'deny' || (policy === 'ask' && !covered)) {
     const decision = policy === 'deny' ? ({ decision: 'deny', policy: true } as const) : await approval(call, step, args, context);
     if (decision.decision === 'deny') {
       const error =
@@ -126,7 +133,7 @@ async function runOrdinary(
       receipt.status = 'completed';
       return { call, content: error, summary: summarize(`${call.name}(${JSON.stringify(args)})`, error) };
     }
-    if (decision.remember === 'run') remembered.add(call.name);
+    if (decision.remember === 'run') remembered.set(call.name, decision.replayedFromPast === true);
     if (decision.arguments) {
       args = decision.arguments;
       call = { ...call, arguments: JSON.stringify(args) };
@@ -172,7 +179,12 @@ async function runOrdinary(
  * run takes them (a mismatch leaves the question open). No answer in time: denied, or with
  * APPROVAL_TIMEOUT_ACTION=stop, the run stops.
  */
-async function approval(call: LlmToolCall, step: number, args: Record<string, unknown>, context: CallContext): Promise<ApprovalAnswer> {
+async function approval(
+  call: LlmToolCall,
+  step: number,
+  args: Record<string, unknown>,
+  context: CallContext,
+): Promise<ApprovalAnswer & { replayedFromPast?: boolean }> {
   const { events, sink, control, inputTimeoutMs, effects, tools } = context;
   const key = `approval:${call.id}`;
   const fresh = () => ({ id: newQuestionId(), deadline: new Date(Date.now() + inputTimeoutMs).toISOString() });
@@ -192,20 +204,19 @@ async function approval(call: LlmToolCall, step: number, args: Record<string, un
     }
     return { ok: true, answer: JSON.stringify(read) };
   };
-  const { answer } = (
-    await effects.once(JOURNAL.answer, key, async () => {
-      try {
-        const remaining = Math.max(0, Date.parse(asked.deadline) - Date.now());
-        return { answer: await control.waitForInput(asked.id, remaining, control.signal, check) };
-      } catch (error) {
-        if (!(error instanceof InputTimeoutError)) throw error;
-        await sink.emit(events.requestInputTimeout(step));
-        if (context.approvalTimeoutAction === 'stop') throw error;
-        return { answer: JSON.stringify({ decision: 'deny', reason: 'it was not approved in time' }) };
-      }
-    })
-  ).value;
-  return readApproval(answer) ?? { decision: 'deny', reason: 'the answer could not be read' };
+  const answered = await effects.once(JOURNAL.answer, key, async () => {
+    try {
+      const remaining = Math.max(0, Date.parse(asked.deadline) - Date.now());
+      return { answer: await control.waitForInput(asked.id, remaining, control.signal, check) };
+    } catch (error) {
+      if (!(error instanceof InputTimeoutError)) throw error;
+      await sink.emit(events.requestInputTimeout(step));
+      if (context.approvalTimeoutAction === 'stop') throw error;
+      return { answer: JSON.stringify({ decision: 'deny', reason: 'it was not approved in time' }) };
+    }
+  });
+  const decision = readApproval(answered.value.answer) ?? { decision: 'deny', reason: 'the answer could not be read' };
+  return { ...decision, replayedFromPast: effects.continues && answered.replayed };
 }
 
 /** A call's arguments in a line: `name: "out.txt", content: "…"`. */
