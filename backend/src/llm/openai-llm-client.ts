@@ -257,7 +257,9 @@ export class OpenAiLlmClient implements LlmClient {
       // A tool call the limit fell in is never run (see ReplyAssembler.result); the text says what happened.
       const note = text.trim()
         ? "\n\n[The reply was cut at the model's output limit]"
-        : "[The reply was cut at the model's output limit before it was complete; nothing of it was run]";
+        : toolCalls.length > 0
+          ? "[The reply was cut at the model's output limit: its last tool call was not run]"
+          : "[The reply was cut at the model's output limit before it was complete; nothing of it was run]";
       if (how.streamed) request.onDelta?.(note);
       return { ...result, text: text + note, truncated: true, cutAtLimit: true };
     }
