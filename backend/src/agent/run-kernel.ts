@@ -13,6 +13,7 @@ import { ToolRegistry } from '../tools/tool-registry.ts';
 import { traceIdOfRun } from '../util/ids.ts';
 import type { AgentControl } from './agent-control.ts';
 import type { EventSink } from './event-sink.ts';
+import { type FailedCall, groundedEnding, watchedTools } from './grounding.ts';
 import { type RunEvents, runEvents, type RunTotals } from './run-events.ts';
 import { type CallSpending, RunSpending } from './run-spending.ts';
 import { JOURNAL, JournalReplay, journaledTools, ReplaySink, type RunJournal, type RunPast } from './run-journal.ts';
@@ -194,6 +195,7 @@ export class RunKernel {
     const replay = new JournalReplay(journal, input.runId, past, () => progress.step);
     // What a run changes in the world waits until the model call that asked for it is committed.
     const runFiles = session.files ?? memoryFiles();
+    const failures: FailedCall[] = [];
     const run: Run = {
       input,
       options,
@@ -207,7 +209,8 @@ export class RunKernel {
         checkBudget: overBudget,
         beforeCall: costBudget,
       }),
-      tools: journaledTools(this.tools, replay, logger),
+      // Every failed tool call is noted: an answer that rests on one is not a success.
+      tools: watchedTools(journaledTools(this.tools, replay, logger), (failure) => failures.push(failure)),
       prompts: loaded.prompts,
       control,
       sink,
@@ -245,10 +248,10 @@ export class RunKernel {
         const { history: _history, ...journaled } = input;
         await replay.recordInput(journaled);
       }
-      const success = await definition.run(run);
+      const success = chatWire ? await definition.run(run) : groundedEnding(await definition.run(run), failures);
       const transcript = [...added(), { role: 'assistant', content: success.answer } as const];
       await sink.emit(events.assistantMessage(success.answer));
-      if (!chatWire) await sink.emit(events.completion(success.steps, success.reason, spending.totals()));
+      if (!chatWire) await sink.emit(events.completion(success.steps, success.reason, spending.totals(), success.summary));
       // Everything the run recorded is committed before its outcome is saved.
       await replay.settled();
       await sink.flush();

@@ -41,6 +41,8 @@ export function describeEnd(end: RunEnd): string {
       return end.reason
         ? `Finished (${end.reason.replace(/_/g, ' ')}) after ${end.steps} step${end.steps === 1 ? '' : 's'}`
         : `Answered in ${end.steps} step${end.steps === 1 ? '' : 's'}`;
+    case 'unresolved':
+      return `Could not answer: ${end.summary}`;
     case 'max_steps':
       return `Max steps reached (${end.steps}): best answer so far`;
     case 'stopped':
