@@ -58,6 +58,11 @@ export function spoken(tool: string): string {
   return short.replace(/[_-]+/g, ' ');
 }
 
+/** An answer as a person reads it: an unresolved marker becomes the words "Could not answer:". */
+export function shownAnswer(answer: string): string {
+  return readMarker(answer)?.answer ?? answer;
+}
+
 function readMarker(answer: string): { summary: string; answer: string } | undefined {
   const trimmed = answer.trimStart();
   if (!trimmed.startsWith(UNRESOLVED_MARKER)) return undefined;
@@ -79,7 +84,8 @@ function quotes(answer: string, error: string): boolean {
   return phrase.length >= 8 && answer.toLowerCase().includes(phrase.toLowerCase());
 }
 
-function oneSentence(text: string): string {
+/** The first sentence of a text, on one line, ending with its stop. */
+export function oneSentence(text: string): string {
   const line = text.replace(/\s+/g, ' ').trim();
   const first = /^.+?[.!?](?=\s|$)/.exec(line)?.[0] ?? line;
   const capped = first.length > 240 ? `${first.slice(0, 239)}…` : first;
