@@ -1,6 +1,6 @@
 import type { Todo } from '@stepwise/shared-types';
 import type { CompletionRequest, CompletionResult, DemoKit, LlmToolCall } from '../../llm/llm-client.ts';
-import { fallbackAnswer, findingsOf, nextToolCall, readSituation, requestParts } from '../demo-language.ts';
+import { answerOf, nextToolCall, notEnabledProblem, readSituation, requestParts } from '../demo-language.ts';
 import { TODO_TOOL } from './todos.ts';
 
 const COUNTS: Record<string, number> = { two: 2, three: 3, four: 4, five: 5, '2': 2, '3': 3, '4': 4, '5': 5 };
@@ -53,9 +53,7 @@ export async function autonomousDemo(request: CompletionRequest, demo: DemoKit):
   }
   if (wroteList && next) return call('', TODO_TOOL, { operation: 'update', id: next.id, status: 'in_progress' });
   if (wroteList && todos.length > 0) {
-    const summary = facts
-      ? `Here is what I found, one todo at a time:\n\n${todos.map((todo) => `- ${factFor(todo)}`).join('\n')}`
-      : findingsOf(situation).answers.join('\n\n');
+    const summary = facts ? `Here is what I found, one todo at a time:\n\n${todos.map((todo) => `- ${factFor(todo)}`).join('\n')}` : answerOf(situation);
     return demo.say(`${summary}\n\n[WORKFLOW_COMPLETE]`, request);
   }
   // A single request: the tool calls it needs one at a time (every link of a calculation, the
@@ -63,10 +61,7 @@ export async function autonomousDemo(request: CompletionRequest, demo: DemoKit):
   // answer from what they gave.
   const needed = nextToolCall(situation);
   if (needed.call) return { text: needed.next === 'request_input' ? 'I need to know more before I can start.' : '', toolCalls: [needed.call] };
-  const { answers } = findingsOf(situation);
-  if (needed.notEnabled) answers.push(`The **${needed.notEnabled}** tool is not enabled for this run; tick it under Tools to let me do this.`);
-  if (answers.length > 0) return demo.say(answers.join('\n\n'), request);
-  return demo.say(fallbackAnswer(situation), request);
+  return demo.say(answerOf(situation, needed.notEnabled ? { problems: [notEnabledProblem(needed.notEnabled)] } : {}), request);
 }
 
 /** "three facts about X" → 3 and X; undefined for a request of one part. */

@@ -1,5 +1,6 @@
 import type { CompletionRequest, CompletionResult, DemoKit, LlmToolCall } from '../../llm/llm-client.ts';
-import { block, fallbackAnswer, readSituation, requestParts, type Situation, shorten, summarize } from '../demo-language.ts';
+import { block, fallbackAnswer, NO_ATTACHMENT, readSituation, requestParts, type Situation, shorten, summarize } from '../demo-language.ts';
+import { spoken, unresolvedAnswer } from '../grounding.ts';
 import type { PlanReply } from './plan.ts';
 
 type DemoStep = PlanReply['steps'][number];
@@ -76,9 +77,11 @@ function stepsFor(situation: Situation, tools: Set<string>): DemoStep[] {
       steps.push(step('Read the current time', 'current_time', '', 'The clock gives the time.'));
     } else if (part.kind === 'read_file') {
       steps.push(step(`Read ${situation.file}`, 'read_file', situation.file!, 'The file is read and summarized.'));
-    } else if (part.kind === 'missing_file') {
-      steps.push(step(`Find ${situation.missingFile} among the session's files`, undefined, `Needs file: ${situation.missingFile}`, 'The file is there.'));
+    } else if (part.kind === 'missing_file' && situation.missingFile) {
+      steps.push(step(`Find ${situation.missingFile} among the chat's files`, undefined, `Needs file: ${situation.missingFile}`, 'The file is there.'));
       steps.push(step(`Summarize ${situation.missingFile}`, undefined, `Summarize file: ${situation.missingFile}`, 'A summary is written.'));
+    } else if (part.kind === 'missing_file') {
+      steps.push(step('Look for the file attached to the chat', undefined, 'Needs an attached file', 'A file is attached.'));
     }
   }
   if (steps.length === 0 && situation.ambiguous && situation.clarification === undefined) {
@@ -99,8 +102,10 @@ function replan(request: CompletionRequest): DemoStep[] {
     const situation = readSituation({ ...request, messages: [{ role: 'user', content: `${text(variables.question)}\n${answered}` }] });
     return stepsFor(situation, new Set(toolNames(request)));
   }
-  const missing = readSituation(request).missingFile ?? 'the file';
-  return [step(`Tell the user how to attach ${missing}`, undefined, `Explain missing file: ${missing}`, 'The user knows what to do.')];
+  const missing = readSituation(request).missingFile;
+  if (missing) return [step(`Tell the user how to attach ${missing}`, undefined, `Explain missing file: ${missing}`, 'The user knows what to do.')];
+  // A step failed (a tool's error, a tool not enabled): nothing later can rest on it, so the rest of the plan is to say so.
+  return [step('Tell the user what could not be done', undefined, 'Explain what could not be done', 'The user knows what failed and why.')];
 }
 
 /** The question the demo asks of a vague request (the same words as every strategy's). */
@@ -138,7 +143,11 @@ function observeReply(request: CompletionRequest, context: string, goal: string)
   let complete = true;
   if (context.startsWith('Needs file: ')) {
     const name = context.slice('Needs file: '.length);
-    observation = `${name} is missing: this chat has no such file.`;
+    observation = `${name} is missing: there is no file ${name} in this chat to read.`;
+  } else if (context === 'Needs an attached file') {
+    observation = `${NO_ATTACHMENT}, so there is nothing to read.`;
+  } else if (context === 'Explain what could not be done') {
+    observation = 'An earlier step could not be done, so the request cannot be answered from the plan.';
   } else if (context.startsWith('Explain missing file: ')) {
     const name = context.slice('Explain missing file: '.length);
     observation = `Attach ${name} with the paperclip (or drop it on the page) and ask again.`;
@@ -148,10 +157,11 @@ function observeReply(request: CompletionRequest, context: string, goal: string)
   } else if (!tool) {
     observation = `${goal}: done.`;
   } else if (result === undefined) {
-    observation = `The ${tool} tool is not enabled for this run, so this step cannot be done.`;
+    observation = `The ${spoken(tool)} tool is not enabled for this run, so this step cannot be done.`;
     complete = false;
   } else if (result.startsWith('Error:')) {
-    observation = `${tool} failed: ${shorten(result.replace(/^Error:\s*/, ''), 200)}`;
+    const error = shorten(result.replace(/^Error:\s*/, ''), 200).replace(/\.$/, '');
+    observation = tool === 'calculator' ? `The calculator could not evaluate ${argument}: ${error}.` : `The ${spoken(tool)} tool failed: ${error}.`;
     complete = false;
   } else if (tool === 'request_input') {
     observation = `The user answered: ${result}`;
@@ -184,10 +194,18 @@ function synthesisReply(request: CompletionRequest): string {
   if (steps.length === 0) return fallbackAnswer(readSituation(request));
   const lines = steps.map((each) => `${each.index}. ${each.goal} — ${each.status}${each.observation ? `: ${each.observation.split('\n')[0]}` : ''}`);
   const found = answerParts(steps.filter((each) => each.status === 'done' && each.observation).map((each) => each.observation));
-  return [found.length ? found.join('\n\n') : 'The plan did not reach an answer.', 'How I got there:', lines.join('\n'), ...(notes ? [notes] : [])].join(
-    '\n\n',
-  );
+  // What could not be done: a failed step, or a step that found something missing. The answer rests on none of it.
+  const problems = steps
+    .filter((each) => each.observation && (each.status === 'failed' || PROBLEM.test(each.observation)))
+    .map((each) => each.observation.split('\n')[0]!);
+  const body = [found.length ? found.join('\n\n') : '', 'How I got there:', lines.join('\n'), ...(notes ? [notes] : [])].filter(Boolean).join('\n\n');
+  if (problems.length > 0) return unresolvedAnswer(problems[0]!, body);
+  if (found.length === 0) return unresolvedAnswer('The plan did not reach an answer.', body);
+  return body;
 }
+
+/** An observation saying that something could not be done. */
+const PROBLEM = /^(?:\S+ is missing: |There is no file |No file is attached|The calculator could not|The .+ tool (?:failed|is not enabled))/;
 
 /**
  * The answer's parts from the steps' findings: the calculation's result (its last step), the
