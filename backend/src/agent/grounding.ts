@@ -1,5 +1,5 @@
 import type { CompletionReason } from '@stepwise/shared-types';
-import type { ToolOutcome, ToolRegistry } from '../tools/tool-registry.ts';
+import type { EventSink } from './event-sink.ts';
 import type { RunSuccess } from './strategy.ts';
 
 /**
@@ -41,15 +41,17 @@ export function groundedEnding(success: RunSuccess, failures: readonly FailedCal
   return { ...success, reason: 'unresolved', summary: oneSentence(`The answer rests on a failed ${spoken(quoted.tool)} call: ${quoted.error}`) };
 }
 
-/** A tool registry that tells `onFailure` of every call that failed (replayed calls too: a continued run's past counts). */
-export function watchedTools(tools: ToolRegistry, onFailure: (failure: FailedCall) => void): ToolRegistry {
-  const watched = Object.create(tools) as ToolRegistry;
-  watched.execute = async (call, enabled, context) => {
-    const outcome: ToolOutcome = await tools.execute(call, enabled, context);
-    if (!outcome.ok) onFailure({ tool: call.name, error: outcome.error });
-    return outcome;
+/** A sink that tells `onFailure` of every `tool_error` the run emits (a failed call, a denied approval; replayed ones too). */
+export function watchedSink(sink: EventSink, onFailure: (failure: FailedCall) => void): EventSink {
+  return {
+    emit(event) {
+      if (event.type === 'tool_error') onFailure({ tool: event.tool_name, error: event.error });
+      return sink.emit(event);
+    },
+    flush: () => sink.flush(),
+    preview: (delta) => sink.preview(delta),
+    progress: (event) => sink.progress(event),
   };
-  return watched;
 }
 
 /** A tool's name in words: `todo_operations` is "todo operations", an MCP tool's server prefix dropped. */

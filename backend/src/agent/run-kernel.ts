@@ -13,7 +13,7 @@ import { ToolRegistry } from '../tools/tool-registry.ts';
 import { traceIdOfRun } from '../util/ids.ts';
 import type { AgentControl } from './agent-control.ts';
 import type { EventSink } from './event-sink.ts';
-import { type FailedCall, groundedEnding, watchedTools } from './grounding.ts';
+import { type FailedCall, groundedEnding, watchedSink } from './grounding.ts';
 import { type RunEvents, runEvents, type RunTotals } from './run-events.ts';
 import { type CallSpending, RunSpending } from './run-spending.ts';
 import { JOURNAL, JournalReplay, journaledTools, ReplaySink, type RunJournal, type RunPast } from './run-journal.ts';
@@ -154,7 +154,10 @@ export class RunKernel {
     const logged = past ? new ReplaySink(session.sink, past.events) : session.sink;
     // Events never reach the log ahead of the journal entries recorded before them: the store's
     // journal commits with them, in order; another (Restate's) is waited for.
-    const sink = journal.commitsWithEvents ? logged : new AfterJournalSink(logged, () => replay.appendsSoFar());
+    const journaledSink = journal.commitsWithEvents ? logged : new AfterJournalSink(logged, () => replay.appendsSoFar());
+    // Every failed tool call is noted: an answer that rests on one is not a success.
+    const failures: FailedCall[] = [];
+    const sink = watchedSink(journaledSink, (failure) => failures.push(failure));
     const events = runEvents(chatWire ? undefined : input.runId);
     const logger = this.logger.child({ session_id: input.sessionId, run_id: input.runId, strategy: definition.name });
     const progress: RunProgress = { step: 0, transcript: [] as LlmMessage[] };
@@ -195,7 +198,6 @@ export class RunKernel {
     const replay = new JournalReplay(journal, input.runId, past, () => progress.step);
     // What a run changes in the world waits until the model call that asked for it is committed.
     const runFiles = session.files ?? memoryFiles();
-    const failures: FailedCall[] = [];
     const run: Run = {
       input,
       options,
@@ -209,8 +211,7 @@ export class RunKernel {
         checkBudget: overBudget,
         beforeCall: costBudget,
       }),
-      // Every failed tool call is noted: an answer that rests on one is not a success.
-      tools: watchedTools(journaledTools(this.tools, replay, logger), (failure) => failures.push(failure)),
+      tools: journaledTools(this.tools, replay, logger),
       prompts: loaded.prompts,
       control,
       sink,
