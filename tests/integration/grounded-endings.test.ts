@@ -96,3 +96,47 @@ describe.each(ALL)('%s ends grounded', (strategy) => {
     }
   });
 });
+
+describe.each(ALL)('%s reaches write_file and reports usage', (strategy) => {
+  it('"Write \'hello\' to out.txt" asks for approval; approved, the file is written and the run answers, its tokens counted at no cost', async () => {
+    const client = await TestClient.connect(server.wsUrl);
+    try {
+      client.chat("Write 'hello' to out.txt", {
+        agent_mode: true,
+        strategy,
+        agent_max_steps: 20,
+        strategy_options: strategy === 'solver' ? { auto_advance: true } : {},
+      });
+      const approval = await client.waitFor('agent_request_input', { timeoutMs: 30_000 });
+      expect(approval).toMatchObject({ kind: 'approval', tool: 'write_file', arguments: { name: 'out.txt', content: 'hello' } });
+      client.send({ type: 'agent_user_input', question_id: approval.question_id, approval: { decision: 'approve' } });
+      const events = (await client.untilComplete({ timeoutMs: 60_000 })) as Event[];
+      const completion = events.find((event) => event.update_type === 'agent_completion') as Event & { usage: { prompt_tokens: number } };
+      expect(SUCCESS).toContain(completion.reason);
+      expect(String(events.findLast((event) => event.type === 'assistant_message')?.content)).toMatch(/out\.txt/);
+      const file = await fetch(`${server.url}/api/sessions/${client.session.session_id}/files/out.txt`);
+      expect(await file.text()).toBe('hello');
+      expect(events.filter((event) => event.update_type === 'agent_usage').length).toBeGreaterThan(0);
+      expect(completion.usage.prompt_tokens).toBeGreaterThan(0);
+      expect(completion.cost_usd).toBe(0);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+it('a denied write ends unresolved, saying the file was not written', async () => {
+  const client = await TestClient.connect(server.wsUrl);
+  try {
+    client.chat("Write 'hello' to out.txt", { agent_mode: true, strategy: 'roa' });
+    const approval = await client.waitFor('agent_request_input', { timeoutMs: 30_000 });
+    client.send({ type: 'agent_user_input', question_id: approval.question_id, approval: { decision: 'deny', reason: 'not now' } });
+    const events = (await client.untilComplete({ timeoutMs: 60_000 })) as Event[];
+    expect(events.find((event) => event.update_type === 'agent_completion')).toMatchObject({
+      reason: 'unresolved',
+      summary: expect.stringMatching(/out\.txt was not written: The person denied this call: not now/),
+    });
+  } finally {
+    await client.close();
+  }
+});

@@ -35,6 +35,8 @@ export interface Situation {
   missingFile: string | undefined;
   /** The message speaks of "this file" (the attached one) and the chat has none. */
   noAttachment: boolean;
+  /** A file the user asks to have written ("Write 'hello' to out.txt"): its name and text. */
+  write: { name: string; content: string } | undefined;
   /** Another enabled tool (an MCP server's, say) that the user names, with arguments for it. */
   named: { name: string; arguments: Record<string, unknown> } | undefined;
 }
@@ -47,7 +49,7 @@ interface ChainLink {
   words: string;
 }
 
-export type Next = 'calculator' | 'current_time' | 'read_file' | 'list_files' | 'named' | 'request_input';
+export type Next = 'calculator' | 'current_time' | 'read_file' | 'list_files' | 'write_file' | 'named' | 'request_input';
 export const BUILT_IN_PLANS = new Set(['calculator', 'current_time', 'read_file', 'list_files', 'write_file', 'request_input']);
 
 /** Reads what the demo model needs from one call: the request, the results so far, the tools. */
@@ -74,19 +76,22 @@ export function readSituation(request: CompletionRequest): Situation {
   const vague = /\b(something|anything|stuff|it|this|that|help)\b/i.test(question);
   const tools = availableTools(request);
   const toolNames = new Set(tools.map((tool) => tool.name));
-  const named_file = /\b([\w-]+(?:\.[\w-]+)*\.(?:txt|md|csv|json|log|pdf|docx?|html?|xml|ya?ml))\b/i.exec(question)?.[1];
+  const write = writeRequest(question);
+  // The file a write names is the one to write, not one to read.
+  const named_file = write ? undefined : /\b([\w-]+(?:\.[\w-]+)*\.(?:txt|md|csv|json|log|pdf|docx?|html?|xml|ya?ml))\b/i.exec(question)?.[1];
   // A file already read is the one asked about, whatever this call's variables list: never "missing".
   const read = results.get('read_file');
-  const attached = ATTACHED_FILE.test(question) && !named_file;
-  const file =
-    (toolNames.has('read_file') ? requestedFile(request, question) : undefined) ??
-    (read !== undefined && !read.startsWith('Error:') ? (named_file ?? readFileName(request)) : undefined);
+  const attached = ATTACHED_FILE.test(question) && !named_file && !write;
+  const file = write
+    ? undefined
+    : ((toolNames.has('read_file') ? requestedFile(request, question) : undefined) ??
+      (read !== undefined && !read.startsWith('Error:') ? (named_file ?? readFileName(request)) : undefined));
   // Missing when the call knows the session's files (its manifest) or offers no tools to look with.
   const knowsFiles = typeof request.variables?.files_manifest === 'string';
   const missingFile = named_file && !file && read === undefined && (request.tools === undefined || knowsFiles) ? named_file : undefined;
   // Without the manifest (a call that is not given it), a run that never read the file it was asked about had none to read.
   const noAttachment = attached && !file && read === undefined && (!knowsFiles || manifestFiles(request).every(({ name }) => AGENT_FILES.test(name)));
-  const wantsFileList = toolNames.has('list_files') && /\b(files?|attachments?|attached)\b/i.test(question) && !file && !attached;
+  const wantsFileList = toolNames.has('list_files') && /\b(files?|attachments?|attached)\b/i.test(question) && !file && !attached && !write;
   const named = namedTool(question, tools);
   return {
     question,
@@ -96,7 +101,15 @@ export function readSituation(request: CompletionRequest): Situation {
     calculations,
     wantsTime,
     ambiguous:
-      !expression && !wantsTime && !file && !missingFile && !noAttachment && !wantsFileList && !named && (words.length <= 3 || (vague && words.length <= 6)),
+      !expression &&
+      !wantsTime &&
+      !file &&
+      !missingFile &&
+      !noAttachment &&
+      !wantsFileList &&
+      !write &&
+      !named &&
+      (words.length <= 3 || (vague && words.length <= 6)),
     missingFile,
     noAttachment,
     results,
@@ -105,8 +118,26 @@ export function readSituation(request: CompletionRequest): Situation {
     tools: toolNames,
     file,
     wantsFileList,
+    write,
     named,
   };
+}
+
+/** "Write 'hello' to out.txt", "save “notes” in a.md", "create a file out.txt with 'hello'": the file and its text. */
+function writeRequest(question: string): Situation['write'] {
+  const quoted = `["'“‘]([^"'”’]+)["'”’]`;
+  const file = '([\\w.-]+\\.[A-Za-z0-9]+)';
+  const into = new RegExp(
+    `\\b(?:write|save|put|store)\\s+${quoted}\\s+(?:to|into|in)\\s+(?:(?:a\\s+|the\\s+)?file\\s+(?:called\\s+|named\\s+)?)?${file}`,
+    'i',
+  ).exec(question);
+  if (into) return { name: into[2]!.replace(/[.]$/, ''), content: into[1]! };
+  const create = new RegExp(
+    `\\b(?:create|make|write)\\s+(?:a\\s+)?file\\s+(?:called\\s+|named\\s+)?${file}\\s+(?:with|containing|that says|saying)\\s+${quoted}`,
+    'i',
+  ).exec(question);
+  if (create) return { name: create[1]!, content: create[2]! };
+  return undefined;
 }
 
 /**
@@ -211,6 +242,7 @@ export function pending(situation: Situation): Next | undefined {
   if (wantsTime && !results.has('current_time')) return 'current_time';
   if (file && !results.has('read_file')) return 'read_file';
   if (wantsFileList && !results.has('list_files')) return 'list_files';
+  if (situation.write && !results.has('write_file')) return 'write_file';
   if (named && !results.has(named.name)) return 'named';
   if (ambiguous && clarification === undefined) return 'request_input';
   return undefined;
@@ -503,6 +535,13 @@ export function requestParts(situation: Situation): RequestPart[] {
   else if (situation.noAttachment) parts.push({ kind: 'missing_file', title: 'Look for the attached file', done: true, finding: `${NO_ATTACHMENT}.` });
   if (situation.wantsFileList)
     parts.push({ kind: 'list_files', title: 'List the chat’s files', done: results.has('list_files'), finding: 'I listed the files.' });
+  if (situation.write)
+    parts.push({
+      kind: 'write_file',
+      title: `Write ${situation.write.name}`,
+      done: results.has('write_file'),
+      finding: results.get('write_file'),
+    });
   if (situation.named)
     parts.push({ kind: 'named', title: `Call ${situation.named.name}`, done: results.has(situation.named.name), finding: `${situation.named.name} answered.` });
   return parts;
@@ -523,6 +562,7 @@ export function nextToolCall(situation: Situation): { next: Next | undefined; ca
     current_time: {},
     read_file: { name: situation.file },
     list_files: {},
+    write_file: situation.write ?? {},
     named: situation.named?.arguments ?? {},
     request_input: {
       question: `Could you tell me a bit more about what you need with "${shorten(situation.question)}"? For example, a calculation I should do.`,
@@ -572,6 +612,14 @@ export function findingsOf(situation: Situation): { findings: string[]; answers:
     findings.push(`${NO_ATTACHMENT}.`);
     problems.push(`${NO_ATTACHMENT}, so there is nothing to read.`);
     answers.push('Attach the file with the paperclip (or drop it on the page) and ask again; or name it ("summarize notes.txt").');
+  }
+  const wrote = results.get('write_file');
+  if (wrote !== undefined && situation.write) {
+    // A denied approval reaches the model as the person's words, not as an error.
+    const failed = !wrote.startsWith('Wrote ');
+    findings.push(failed ? `${situation.write.name} was not written (${shorten(wrote.replace(/^Error:\s*/, ''))}).` : `${wrote}.`);
+    if (failed) problems.push(`${situation.write.name} was not written: ${shorten(wrote.replace(/^Error:\s*/, ''), 160).replace(/\.$/, '')}.`);
+    else answers.push(`I wrote **${situation.write.name}** (${wrote.replace(/^Wrote \S+ /, '').replace(/[()]/g, '')}); it is among this chat's files.`);
   }
   for (const [tool, label] of [
     ...(read?.startsWith('Error:') ? [['read_file', 'The file says']] : []),

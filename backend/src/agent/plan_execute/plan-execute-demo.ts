@@ -77,6 +77,8 @@ function stepsFor(situation: Situation, tools: Set<string>): DemoStep[] {
       steps.push(step('Read the current time', 'current_time', '', 'The clock gives the time.'));
     } else if (part.kind === 'read_file') {
       steps.push(step(`Read ${situation.file}`, 'read_file', situation.file!, 'The file is read and summarized.'));
+    } else if (part.kind === 'write_file' && situation.write && tools.has('write_file')) {
+      steps.push(step(`Write ${situation.write.name}`, 'write_file', JSON.stringify(situation.write), 'The file is written.'));
     } else if (part.kind === 'missing_file' && situation.missingFile) {
       steps.push(step(`Find ${situation.missingFile} among the chat's files`, undefined, `Needs file: ${situation.missingFile}`, 'The file is there.'));
       steps.push(step(`Summarize ${situation.missingFile}`, undefined, `Summarize file: ${situation.missingFile}`, 'A summary is written.'));
@@ -131,7 +133,15 @@ function actReply(request: CompletionRequest, context: string): CompletionResult
   if (!tool || (!offered.has(tool) && tool !== 'request_input'))
     return { text: tool ? `The ${tool} tool is not enabled for this run.` : 'No tool is needed.', toolCalls: [] };
   const args =
-    tool === 'calculator' ? { expression: argument } : tool === 'read_file' ? { name: argument } : tool === 'request_input' ? { question: argument } : {};
+    tool === 'calculator'
+      ? { expression: argument }
+      : tool === 'read_file'
+        ? { name: argument }
+        : tool === 'request_input'
+          ? { question: argument }
+          : tool === 'write_file'
+            ? (JSON.parse(argument) as Record<string, unknown>)
+            : {};
   const call: LlmToolCall = { id: `call_demo_${tool}`, name: tool, arguments: JSON.stringify(args) };
   return { text: '', toolCalls: [call] };
 }
@@ -171,6 +181,8 @@ function observeReply(request: CompletionRequest, context: string, goal: string)
     observation = `The clock says ${result} (UTC).`;
   } else if (tool === 'read_file') {
     observation = summarize(argument, result);
+  } else if (tool === 'write_file') {
+    observation = `${result}.`;
   } else {
     observation = `${tool} returned: ${shorten(result, 200)}`;
   }
@@ -220,7 +232,7 @@ function answerParts(observations: string[]): string[] {
   for (const observation of observations) {
     const time = /^The clock says (.+) \(UTC\)\.$/.exec(observation);
     if (time) parts.push(`It is now **${time[1]}** (UTC).`);
-    else if (/^\*\*[^*]+\*\*: \d+ lines?/.test(observation) || /^Attach /.test(observation)) parts.push(observation);
+    else if (/^\*\*[^*]+\*\*: \d+ lines?/.test(observation) || /^Attach /.test(observation) || /^Wrote /.test(observation)) parts.push(observation);
   }
   return parts;
 }

@@ -140,7 +140,17 @@ function taskReply(request: CompletionRequest, goal: string): CompletionResult {
 /** The part of the situation an agent does: the scout looks things up (and asks), the derivation coder computes, the verifier recomputes in one go. */
 function shareOf(agent: string, title: string, situation: Situation): Situation {
   const lookups = { ...situation, expression: undefined, chain: [], calculations: [] };
-  const sums = { ...situation, wantsTime: false, file: undefined, missingFile: undefined, wantsFileList: false, named: undefined, ambiguous: false };
+  const sums = {
+    ...situation,
+    wantsTime: false,
+    file: undefined,
+    missingFile: undefined,
+    noAttachment: false,
+    wantsFileList: false,
+    write: undefined,
+    named: undefined,
+    ambiguous: false,
+  };
   if (title.includes(DO_ASKED)) return { ...situation, ambiguous: false };
   switch (agent) {
     case 'literature_scout':
@@ -152,7 +162,17 @@ function shareOf(agent: string, title: string, situation: Situation): Situation 
       return { ...sums, chain: whole ? [{ expression: whole, words: whole }] : [], expression: situation.calculations.length ? undefined : whole };
     }
     default:
-      return { ...lookups, ambiguous: false, wantsTime: false, file: undefined, missingFile: undefined, wantsFileList: false, named: undefined };
+      return {
+        ...lookups,
+        ambiguous: false,
+        wantsTime: false,
+        file: undefined,
+        missingFile: undefined,
+        noAttachment: false,
+        wantsFileList: false,
+        write: undefined,
+        named: undefined,
+      };
   }
 }
 

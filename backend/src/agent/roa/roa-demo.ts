@@ -49,6 +49,7 @@ function reasonReply(situation: Situation): string {
     current_time: 'Read the current time from the clock.',
     read_file: `Read the file ${situation.file}.`,
     list_files: 'See which files this chat has.',
+    write_file: `Write ${situation.write?.name}, once a person approves it.`,
     named: `Call ${situation.named?.name} as the user asked.`,
     request_input: 'The request is too vague to act on, so ask the user what exactly they need.',
   };
