@@ -149,7 +149,7 @@ export async function solverDemo(request: CompletionRequest, demo: DemoKit): Pro
       // What no tool could do: the answer says so first, and the run does not end as a success.
       const cannot = (unclear ? undefined : /^Answer: none \((.+)\)$/m.exec(input)?.[1]) ?? /^Not done: (.+)$/m.exec(input)?.[1];
       const computed =
-        answer && answer !== 'none' && answer !== 'given above' && work.expression
+        answer && !answer.startsWith('none') && answer !== 'given above' && work.expression
           ? `**${answer}**: \`${work.expression}\` = ${answer}${checked ? ', computed with the calculator, checked again and confirmed by the evaluator' : ''}.`
           : undefined;
       const finalAnswer =
