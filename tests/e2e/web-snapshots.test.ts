@@ -45,6 +45,8 @@ describe('snapshots in the web app', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, (
     await dialog().getByRole('textbox', { name: 'Snapshot label' }).fill('Checkpoint');
     await dialog().getByRole('button', { name: 'Save snapshot' }).click();
     await dialog().getByTestId('snapshot').filter({ hasText: 'Checkpoint' }).waitFor();
+    // Saved is a success, said as one: not in the colour of a failure.
+    expect(await page.locator('.notice').getAttribute('class')).toContain('notice-success');
     await page.keyboard.press('Escape');
 
     await send('Tell me something', 2);
@@ -84,6 +86,8 @@ describe('snapshots in the web app', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, (
     const steps = await secondRun.getByTestId('step-card').allTextContents();
     expect(steps.map((text) => /Step (\d+)/.exec(text)?.[1])).toEqual(['3', '4']);
     await page.getByTestId('rollback-divider').filter({ hasText: 'the end of step 2' }).waitFor();
+    // The run rewound no longer says it answered: it says where it was rolled back to.
+    expect(await firstRun.getByTestId('run-end').textContent()).toMatch(/^Rolled back to step 2/);
     await page.getByTestId('assistant-turn').filter({ hasText: 'The result is 29' }).last().waitFor();
   });
 });

@@ -98,6 +98,7 @@ export function Conversation({
             key={item.id}
             run={run}
             now={now}
+            {...(item.rolledBack ? { rolledBack: true } : {})}
             {...(compareTarget(item.runId) ? { compareWith: { run: compareTarget(item.runId)!, answers } } : {})}
             {...(label ? { strategyLabel: label } : {})}
             {...(traceUrl ? { traceUrl } : {})}

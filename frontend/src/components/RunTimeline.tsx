@@ -75,8 +75,11 @@ export function RunTimeline({
   onSaveTodos,
   onGoOn,
   onSaveText,
+  rolledBack,
 }: {
   run: RunView;
+  /** The conversation was rolled back to before this run. */
+  rolledBack?: boolean;
   now: Date;
   strategyLabel?: string;
   /** Where the run's trace can be seen (TRACE_URL_TEMPLATE), when runs are traced. */
@@ -95,6 +98,9 @@ export function RunTimeline({
   onSaveText?: (name: string, text: string) => Promise<void>;
 }) {
   const running = !run.end && !run.complete;
+  // A run the conversation went back from no longer ends as it did: it says where it was rolled back to.
+  const rolledBackTo =
+    run.rewoundTo !== undefined ? `Rolled back to step ${run.rewoundTo}` : rolledBack ? 'Rolled back: no longer part of the conversation' : undefined;
   const Panel = run.strategy ? strategyPanels[run.strategy] : undefined;
   const tree = run.branches.length > 0 || run.strategyEvents.length > 0;
   const lastStep = run.steps.at(-1)?.step;
@@ -173,8 +179,8 @@ export function RunTimeline({
         </>
       )}
       {run.end && (
-        <div className={`run-end run-end-${endClass(run.end)}`} role="status" data-testid="run-end">
-          {describeEnd(run.end)}
+        <div className={`run-end run-end-${rolledBackTo ? 'needs-you' : endClass(run.end)}`} role="status" data-testid="run-end">
+          {rolledBackTo ?? describeEnd(run.end)}
           {took !== undefined && took >= 0 && <span className="run-took"> · {formatDuration(took)}</span>}
         </div>
       )}

@@ -225,7 +225,7 @@ function applyLoggedEvent(state: ViewState, event: Logged): ViewState {
       return {
         ...state,
         snapshotLabels: { ...state.snapshotLabels, [event.snapshot_id]: event.label },
-        notice: { code: 'snapshot_saved', message: `Snapshot saved: ${event.label}` },
+        notice: { code: 'snapshot_saved', message: `Snapshot saved: ${event.label}`, tone: 'success' },
       };
     case 'session_rolled_back': {
       // Everything between the point rolled back to and now left the model's history: fold it.

@@ -223,6 +223,8 @@ export interface FileView {
 export interface Notice {
   code: string;
   message: string;
+  /** A success said in passing ("Snapshot saved"), not a refusal or a failure. */
+  tone?: 'success';
 }
 
 /** Everything the web app shows; only the reducer makes new ones. */
