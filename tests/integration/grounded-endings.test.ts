@@ -140,3 +140,16 @@ it('a denied write ends unresolved, saying the file was not written', async () =
     await client.close();
   }
 });
+
+it('autonomous works the four links of the README chain within the default ten iterations', async () => {
+  const client = await TestClient.connect(server.wsUrl);
+  try {
+    client.chat('First compute 12*7, then add 15, divide by 3, subtract 4', { agent_mode: true, strategy: 'autonomous', agent_max_steps: 10 });
+    const events = (await client.untilComplete({ timeoutMs: 60_000 })) as Event[];
+    expect(events.find((event) => event.update_type === 'agent_completion')).toMatchObject({ reason: 'workflow_complete' });
+    expect(events.filter((event) => event.update_type === 'agent_turn_start').length).toBeLessThanOrEqual(6);
+    expect(String(events.findLast((event) => event.type === 'assistant_message')?.content)).toMatch(/\*\*29\*\*/);
+  } finally {
+    await client.close();
+  }
+});
