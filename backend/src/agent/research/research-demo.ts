@@ -294,9 +294,18 @@ function judgeStage(results: string, goal: string) {
       ],
       follow_up_tasks: [],
     };
+  // A figure is computed again at most twice; then the person is asked, not a third try added.
+  const tries = (results.match(/ \((?:derivation_coder|verifier)\): /g) ?? []).length;
   const mismatch = /it does not match the derivation's ([^.]+)\./.exec(results);
-  if (mismatch)
-    return fail(`The recomputation does not match the derivation (${mismatch[1]}).`, 'Compute the figure a third time, link by link', 'derivation_coder');
+  if (mismatch && tries >= 3)
+    return {
+      verdict: 'FAIL',
+      issues: [
+        `The figure still comes out two ways after two retries (the recomputation against ${mismatch[1]}): which should the answer use, the step-by-step figure or the one-expression one?`,
+      ],
+      follow_up_tasks: [],
+    };
+  if (mismatch) return fail(`The recomputation does not match the derivation (${mismatch[1]}).`, 'Compute the figure again, link by link', 'derivation_coder');
   if (/could not be computed|not enabled for this run/.test(results) && figureIn(results) === undefined)
     return fail(
       'A figure the question needs could not be computed: the calculator is not enabled for this run.',
