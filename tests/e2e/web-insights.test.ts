@@ -162,6 +162,7 @@ describe('seeing a run', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, () => {
     const step1 = firstRun.getByTestId('step-card').first();
     await step1.locator('summary').first().click();
     await step1.getByRole('button', { name: 'Rewind to here' }).click();
+    await step1.getByRole('button', { name: 'Rewind', exact: true }).click();
     const secondRun = page.getByTestId('run').nth(1);
     await secondRun.getByTestId('run-end').waitFor();
     await secondRun.getByTestId('compare-toggle').locator('summary').click();
