@@ -1,5 +1,6 @@
 import { lazy, Suspense, useState } from 'react';
 import { formatClock, formatDuration, formatFull } from '../lib/time.ts';
+import { toolInWords } from '../lib/tool-words.ts';
 import { isStepFolded } from '../state/step-summary.ts';
 import type { RunEnd, RunView, TodoView } from '../state/view-state.ts';
 import { RunSpending } from './RunSpending.tsx';
@@ -186,7 +187,9 @@ export function RunTimeline({
       )}
       {run.end?.kind === 'stopped' && run.end.calls && (
         <p className="stop-receipt" data-testid="stop-receipt">
-          {run.end.calls.map((call) => `${call.tool}${describeCall(run, call.tool_call_id)}: ${RECEIPT_WORDS[call.status] ?? call.status}`).join(' · ')}
+          {run.end.calls
+            .map((call) => `${toolInWords(call.tool)}${describeCall(run, call.tool_call_id)}: ${RECEIPT_WORDS[call.status] ?? call.status}`)
+            .join(' · ')}
         </p>
       )}
       {(run.timeline?.length ?? 0) > 1 && (
