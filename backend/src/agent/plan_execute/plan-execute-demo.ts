@@ -115,6 +115,15 @@ function clarifyingQuestion(question: string): string {
   return `Could you tell me a bit more about what you need with "${shorten(question)}"? For example, a calculation I should do.`;
 }
 
+/** The built-in tools as a plan says them. */
+const TOOL_PHRASES: Record<string, string> = {
+  calculator: 'the calculator',
+  current_time: 'the clock',
+  read_file: 'the file reader',
+  list_files: 'the list of files',
+  request_input: 'a question to the user',
+};
+
 /** What the step's context says to do: a tool and its argument, or nothing. */
 function action(context: string): { tool: string | undefined; argument: string } {
   const match = /^Use (\S+?)(?: on: (.*))?$/.exec(context.trim());
@@ -123,7 +132,11 @@ function action(context: string): { tool: string | undefined; argument: string }
 
 function reasonReply(context: string, goal: string): string {
   const { tool, argument } = action(context);
-  const plan = tool ? `Call ${tool}${argument ? ` with ${argument}` : ''}.` : `No tool is needed to ${goal.charAt(0).toLowerCase()}${goal.slice(1)}.`;
+  const plan = !tool
+    ? `No tool is needed to ${goal.charAt(0).toLowerCase()}${goal.slice(1)}.`
+    : tool === 'write_file'
+      ? 'Write the file, once a person approves it.'
+      : `Use ${TOOL_PHRASES[tool] ?? `the ${spoken(tool)} tool`}${argument ? ` on ${argument}` : ''}.`;
   return block(`Step goal: ${goal}. ${plan}`, { plan, tools_to_consider: tool ? [tool] : [], finish: !tool });
 }
 
@@ -131,7 +144,7 @@ function actReply(request: CompletionRequest, context: string): CompletionResult
   const { tool, argument } = action(context);
   const offered = new Set((request.tools ?? []).map((each) => each.name));
   if (!tool || (!offered.has(tool) && tool !== 'request_input'))
-    return { text: tool ? `The ${tool} tool is not enabled for this run.` : 'No tool is needed.', toolCalls: [] };
+    return { text: tool ? `The ${spoken(tool)} tool is not enabled for this run.` : 'No tool is needed.', toolCalls: [] };
   const args =
     tool === 'calculator'
       ? { expression: argument }

@@ -72,7 +72,7 @@ function reasonReply(situation: Situation): string {
 function actReply(situation: Situation): CompletionResult {
   const next = nextToolCall(situation);
   if (next.call) return { text: '', toolCalls: [next.call] };
-  return { text: next.notEnabled ? `The ${next.notEnabled} tool is not enabled for this run.` : 'No tool is needed.', toolCalls: [] };
+  return { text: next.notEnabled ? `The ${spoken(next.notEnabled)} tool is not enabled for this run.` : 'No tool is needed.', toolCalls: [] };
 }
 
 function observeReply(situation: Situation): string {
