@@ -153,3 +153,21 @@ it('autonomous works the four links of the README chain within the default ten i
     await client.close();
   }
 });
+
+it('an unresolved run may be continued: Continue starts a run that goes on from it', async () => {
+  const client = await TestClient.connect(server.wsUrl);
+  try {
+    client.chat('Compute 10/0 please', { agent_mode: true, strategy: 'roa' });
+    const first = (await client.untilComplete({ timeoutMs: 60_000 })) as Event[];
+    expect(first.find((event) => event.update_type === 'agent_completion')).toMatchObject({ reason: 'unresolved' });
+    const from = client.events.length;
+    client.send({ type: 'agent_control', action: 'resume', extra_steps: 2 });
+    const second = (await client.untilComplete({ from, timeoutMs: 60_000 })) as Event[];
+    expect(second.find((event) => event.type === 'error')).toBeUndefined();
+    const firstRun = first.find((event) => event.update_type === 'agent_start')?.run_id;
+    expect(second.find((event) => event.update_type === 'agent_start')).toMatchObject({ resumed_from: firstRun });
+    expect(second.filter((event) => event.update_type === 'agent_completion')).toHaveLength(1);
+  } finally {
+    await client.close();
+  }
+});
