@@ -147,7 +147,10 @@ export function App() {
                 />
               )}
               {state.notice && (
-                <div className="notice" role="alert">
+                <div
+                  className={`notice${state.notice.tone === 'success' ? ' notice-success' : ''}`}
+                  role={state.notice.tone === 'success' ? 'status' : 'alert'}
+                >
                   <span>{state.notice.message}</span>
                   <button type="button" className="ghost" onClick={actions.dismissNotice} aria-label="Dismiss">
                     ×

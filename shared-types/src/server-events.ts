@@ -27,6 +27,7 @@ export const CompletionReason = z.enum([
   'wave_complete',
   'max_cycles',
   'budget',
+  'unresolved',
 ]);
 export type CompletionReason = z.infer<typeof CompletionReason>;
 
@@ -117,6 +118,8 @@ export type AgentError = z.infer<typeof AgentError>;
 export const AgentCompletion = agentUpdate('agent_completion', {
   steps: z.number().int(),
   reason: CompletionReason.optional(),
+  /** With `unresolved`: what could not be done, in one sentence. */
+  summary: z.string().optional(),
   ...runTotals,
 });
 export type AgentCompletion = z.infer<typeof AgentCompletion>;

@@ -45,7 +45,7 @@ describe('session files in the web app', { timeout: BROWSER_FILE_TEST_TIMEOUT_MS
     await ask(page, 'When is the meeting? See my notes.');
     await page.getByText('Answered in 1 step').waitFor();
     const card = page.getByTestId('tool-card');
-    await expect(card.textContent()).resolves.toMatch(/read_file.*done.*notes\.txt.*The meeting is on Thursday at 10\./s);
+    await expect(card.textContent()).resolves.toMatch(/Read a file.*done.*notes\.txt.*The meeting is on Thursday at 10\./s);
     // The reason prompt listed the file for the model.
     expect(llm.requests.find((request) => request.phase === 'reason')!.body.messages[0]!.content).toContain('notes.txt');
     await screenshot(page, 'file-read.png');
@@ -110,7 +110,7 @@ describe('MCP tools in the web app', { timeout: BROWSER_FILE_TEST_TIMEOUT_MS }, 
     await page.getByText('Answered in 1 step').waitFor();
     const act = llm.requests.find((request) => request.phase === 'act')!;
     expect(act.toolNames).toContain('everything__echo');
-    await expect(page.getByTestId('tool-card').textContent()).resolves.toMatch(/everything__echo.*done.*Echo: hello from MCP/s);
+    await expect(page.getByTestId('tool-card').textContent()).resolves.toMatch(/echo \(everything\).*done.*Echo: hello from MCP/s);
   });
 
   it('shows an image a tool returned as a preview in its tool card', async () => {
@@ -143,7 +143,7 @@ describe('MCP tools in the web app', { timeout: BROWSER_FILE_TEST_TIMEOUT_MS }, 
     await screenshot(page, 'mcp-progress.png');
     await page.getByRole('button', { name: 'Stop' }).click();
     await page.getByTestId('run-end').getByText('Stopped').waitFor();
-    await expect(page.getByTestId('tool-card').textContent()).resolves.toMatch(/everything__trigger-long-running-operation.*stopped/s);
+    await expect(page.getByTestId('tool-card').textContent()).resolves.toMatch(/trigger long running operation \(everything\).*stopped/s);
     expect(await progress.count()).toBe(0);
   });
 });

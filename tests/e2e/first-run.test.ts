@@ -135,7 +135,7 @@ describe('a new user’s first minutes', { timeout: BROWSER_TEST_TIMEOUT_MS }, (
 
     // The first step folded when the second began, without a reload, to one line: tool and result.
     expect(await steps.nth(0).getAttribute('open')).toBeNull();
-    expect(await steps.nth(0).getByTestId('step-summary').textContent()).toBe('calculator: (17+25)*3 → 126');
+    expect(await steps.nth(0).getByTestId('step-summary').textContent()).toBe('Calculator: (17+25)*3 → 126');
     expect(await steps.nth(1).getAttribute('open')).not.toBeNull();
     await steps.nth(0).locator('summary').first().click();
     expect(await steps.nth(0).getAttribute('open')).not.toBeNull();

@@ -105,7 +105,7 @@ describe('tool approval in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS 
     await page.getByTestId('approval').waitFor();
     await page.getByRole('button', { name: 'Stop' }).click();
     await page.getByTestId('run-end').getByText('Stopped').waitFor();
-    await expect(page.getByTestId('stop-receipt').textContent()).resolves.toBe('calculator: completed · write_file never.txt: not started');
+    await expect(page.getByTestId('stop-receipt').textContent()).resolves.toBe('Calculator: completed · Write a file never.txt: not started');
     // The approval went with the run: nothing is left to approve.
     expect(await page.getByTestId('approval').count()).toBe(0);
     await screenshot(page, 'stop-receipt.png');

@@ -32,7 +32,9 @@ describe('an autonomous run in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT
     const iterations = page.getByTestId('iteration');
     expect(await iterations.count()).toBeGreaterThanOrEqual(4);
     expect(await page.getByTestId('guidance-note').count()).toBe(await iterations.count());
-    await expect(iterations.nth(1).getByTestId('guidance-note').textContent()).resolves.toContain('WORKFLOW GUIDANCE (TODO MODE)');
+    await expect(iterations.nth(1).getByTestId('guidance-note').locator('summary').textContent()).resolves.toMatch(/^Steering: to-dos are open/);
+    // The prompt's own words stay folded: no machinery on screen.
+    expect(await iterations.nth(1).getByTestId('guidance-note').locator('pre').isVisible()).toBe(false);
     await expect(page.getByTestId('run').textContent()).resolves.toContain('“octopus” has 7 letters.');
     await expect(page.getByTestId('run').textContent()).resolves.not.toContain('[WORKFLOW_COMPLETE]');
     await screenshot(page, 'autonomous-run.png');

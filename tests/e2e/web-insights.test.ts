@@ -114,6 +114,9 @@ describe('seeing a run', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, () => {
     // Keyboard: the bars are buttons that take focus.
     await bars.first().focus();
     expect(await page.evaluate(() => document.activeElement?.getAttribute('data-testid'))).toBe('timeline-bar');
+    // A click (or a tap) opens the bar's details, not only a hover.
+    await bars.first().click();
+    expect(await page.getByTestId('timeline-detail').textContent()).toMatch(/roa\.reason · \d+ ms · 1100 tokens/);
 
     await page.getByTestId('cost-toggle').locator('summary').click();
     const rows = page.getByTestId('cost-row');
@@ -145,11 +148,11 @@ describe('seeing a run', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, () => {
       { text: observeText('4.', { should_continue: true }) },
       { text: reasonText('Second step.') },
       { toolCalls: [{ name: 'calculator', arguments: { expression: '4*10' } }] },
-      { text: observeText('40.', { final_answer: 'It is 40.' }) },
+      { text: observeText('40.', { final_answer: 'It is **40**.' }) },
       // The rewound branch goes on from the end of step 1 another way.
       { text: reasonText('Second step, again.') },
       { toolCalls: [{ name: 'calculator', arguments: { expression: '4+10' } }] },
-      { text: observeText('14.', { final_answer: 'It is 14.' }) },
+      { text: observeText('14.', { final_answer: 'It is **14**.' }) },
     );
     server = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'scripted-model' });
     await open();
@@ -159,12 +162,15 @@ describe('seeing a run', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, () => {
     const step1 = firstRun.getByTestId('step-card').first();
     await step1.locator('summary').first().click();
     await step1.getByRole('button', { name: 'Rewind to here' }).click();
+    await step1.getByRole('button', { name: 'Rewind', exact: true }).click();
     const secondRun = page.getByTestId('run').nth(1);
     await secondRun.getByTestId('run-end').waitFor();
     await secondRun.getByTestId('compare-toggle').locator('summary').click();
     const compare = secondRun.getByTestId('compare');
     const text = await compare.innerText();
     expect(text).toMatch(/Answer\s+It is 40\.\s+It is 14\./);
+    // The answers are rendered as the chat renders them: Markdown, not its marks.
+    expect(await compare.locator('strong').allTextContents()).toEqual(['40', '14']);
     expect(text).toMatch(/Tool calls\s+2 calls \(calculator\)\s+1 call \(calculator\)/);
     await screenshot(page, 'compare.png');
   });

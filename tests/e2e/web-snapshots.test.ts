@@ -45,12 +45,15 @@ describe('snapshots in the web app', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, (
     await dialog().getByRole('textbox', { name: 'Snapshot label' }).fill('Checkpoint');
     await dialog().getByRole('button', { name: 'Save snapshot' }).click();
     await dialog().getByTestId('snapshot').filter({ hasText: 'Checkpoint' }).waitFor();
+    // Saved is a success, said as one: not in the colour of a failure.
+    expect(await page.locator('.notice').getAttribute('class')).toContain('notice-success');
     await page.keyboard.press('Escape');
 
     await send('Tell me something', 2);
     await send('And something else', 3);
     await page.getByRole('button', { name: 'Snapshots' }).click();
     await dialog().getByTestId('snapshot').filter({ hasText: 'Checkpoint' }).getByRole('button', { name: 'Roll back' }).click();
+    await dialog().getByTestId('snapshot').filter({ hasText: 'Checkpoint' }).getByRole('button', { name: 'Yes, roll back' }).click();
     await page.getByTestId('rollback-divider').filter({ hasText: 'Rolled back to “Checkpoint”' }).waitFor();
     // The list now has the step's end, the snapshot, and the state before the rollback.
     await dialog().getByTestId('snapshot').filter({ hasText: 'Before rolling back' }).waitFor();
@@ -77,6 +80,10 @@ describe('snapshots in the web app', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, (
     const step2 = firstRun.getByTestId('step-card').nth(1);
     await step2.locator('summary').first().click();
     await step2.getByRole('button', { name: 'Rewind to here' }).click();
+    // A rewind asks first: it changes what the conversation is.
+    await step2.getByRole('group', { name: /Roll the conversation back to the end of step 2\?/ }).waitFor();
+    await screenshot(page, 'rewind-confirm.png');
+    await step2.getByRole('button', { name: 'Rewind', exact: true }).click();
 
     const secondRun = page.getByTestId('run').nth(1);
     await secondRun.getByTestId('run-end').filter({ hasText: 'Answered in 4 steps' }).waitFor();
@@ -84,6 +91,8 @@ describe('snapshots in the web app', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, (
     const steps = await secondRun.getByTestId('step-card').allTextContents();
     expect(steps.map((text) => /Step (\d+)/.exec(text)?.[1])).toEqual(['3', '4']);
     await page.getByTestId('rollback-divider').filter({ hasText: 'the end of step 2' }).waitFor();
+    // The run rewound no longer says it answered: it says where it was rolled back to.
+    expect(await firstRun.getByTestId('run-end').textContent()).toMatch(/^Rolled back to step 2/);
     await page.getByTestId('assistant-turn').filter({ hasText: 'The result is 29' }).last().waitFor();
   });
 });

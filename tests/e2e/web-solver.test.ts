@@ -55,6 +55,7 @@ describe('a solver run in the web app', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }
     const saved = dialog().locator('[data-testid="snapshot"][data-kind="manual"]').filter({ hasText: 'loop 1 · expert_evaluator' });
     await saved.waitFor();
     await saved.getByRole('button', { name: 'Roll back' }).click();
+    await saved.getByRole('button', { name: 'Yes, roll back' }).click();
     await page.getByTestId('rollback-divider').waitFor();
     await dialog().locator('[data-testid="snapshot"][data-kind="rollback"]').waitFor();
     await saved.getByRole('button', { name: 'Resume' }).click();

@@ -36,8 +36,8 @@ describe('the demo model on a first run', () => {
     expect(events.filter((event) => event.update_type === 'agent_turn_start')).toHaveLength(1);
     expect(events.filter((event) => event.type === 'tool_start')).toEqual([]);
     const answer = String(events.find((event) => event.type === 'assistant_message')?.content);
-    expect(answer).toMatch(/calculator\*\* tool is not enabled/);
-    expect(answer).toContain('9*9');
+    expect(answer).toMatch(/calculator tool is needed but not enabled/);
+    expect(summarize(events).at(-2)).toBe('agent_completion:unresolved');
   });
 
   it('says plainly that a file the message names is not in the chat, while answering the rest', async () => {
@@ -45,7 +45,11 @@ describe('the demo model on a first run', () => {
     const answer = String(events.find((event) => event.type === 'assistant_message')?.content);
     expect(answer).toContain('**42**');
     expect(answer).toContain('It is now');
-    expect(answer).toMatch(/could not summarize \*\*notes\.txt\*\*: this chat has no such file/);
+    expect(answer).toMatch(/^\*\*Could not answer:\*\* There is no file notes\.txt in this chat/);
+    expect(events.find((event) => event.update_type === 'agent_completion')).toMatchObject({
+      reason: 'unresolved',
+      summary: 'There is no file notes.txt in this chat to read.',
+    });
   });
 
   it('summarizes a file instead of echoing it with the tool’s header line', async () => {

@@ -249,8 +249,9 @@ describe('strategy events in words', () => {
 
   it('puts known strategy events in words, not field names', () => {
     const described = (updateType: string, fields: Record<string, unknown>) => describeEvent(strategyEvent(update(updateType, fields)));
-    expect(described('agent_plan_step', { index: 2, status: 'done', attempts: 1, observation: '84 + 15 = 99.' })).toBe('Step 2 · done: 84 + 15 = 99.');
-    expect(described('agent_plan_step', { index: 3, status: 'failed', attempts: 2 })).toBe('Step 3 · failed (attempt 2)');
+    expect(described('agent_plan_step', { index: 2, status: 'done', attempts: 1, observation: '84 + 15 = 99.' })).toBe('Step 2 done: 84 + 15 = 99.');
+    expect(described('agent_plan_step', { index: 3, status: 'failed', attempts: 2 })).toBe('Step 3 failed (attempt 2)');
+    expect(described('agent_plan_step', { index: 1, status: 'running', attempts: 1 })).toBe('Step 1 started');
     expect(described('agent_task_start', { task_id: '1.1', agent: 'literature_scout' })).toBe('Scout · task 1.1 started');
     expect(described('agent_task_complete', { task_id: '1.1', status: 'done', summary: 'Read **two** papers.' })).toBe('Task 1.1 · done: Read two papers.');
     expect(described('agent_stage_start', { stage: 'problem_solver', loop: 2 })).toBe('problem solver · loop 2');

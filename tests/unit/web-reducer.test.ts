@@ -280,7 +280,7 @@ describe('the web app reducer', () => {
     state = apply(state, update('agent_turn_start', { step: 2 }));
     expect(isStepFolded(state.runs[run]!, first())).toBe(true);
     expect(isStepFolded(state.runs[run]!, state.runs[run]!.steps[1]!)).toBe(false);
-    expect(stepSummary(first())).toBe('calculator: 6*7 → 42');
+    expect(stepSummary(first())).toBe('Calculator: 6*7 → 42');
     // The step the run ended in stays open next to the answer.
     state = apply(
       state,

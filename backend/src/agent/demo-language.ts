@@ -1,5 +1,6 @@
 import type { CompletionRequest, LlmToolCall } from '../llm/llm-client.ts';
 import { evaluateExpression } from '../tools/expression.ts';
+import { spoken, unresolvedAnswer } from './grounding.ts';
 
 /**
  * The demo model's understanding of a request, shared by every strategy's demo responder: the
@@ -32,6 +33,10 @@ export interface Situation {
   wantsFileList: boolean;
   /** A file the message names that this chat does not have. */
   missingFile: string | undefined;
+  /** The message speaks of "this file" (the attached one) and the chat has none. */
+  noAttachment: boolean;
+  /** A file the user asks to have written ("Write 'hello' to out.txt"): its name and text. */
+  write: { name: string; content: string } | undefined;
   /** Another enabled tool (an MCP server's, say) that the user names, with arguments for it. */
   named: { name: string; arguments: Record<string, unknown> } | undefined;
 }
@@ -44,7 +49,7 @@ interface ChainLink {
   words: string;
 }
 
-export type Next = 'calculator' | 'current_time' | 'read_file' | 'list_files' | 'named' | 'request_input';
+export type Next = 'calculator' | 'current_time' | 'read_file' | 'list_files' | 'write_file' | 'named' | 'request_input';
 export const BUILT_IN_PLANS = new Set(['calculator', 'current_time', 'read_file', 'list_files', 'write_file', 'request_input']);
 
 /** Reads what the demo model needs from one call: the request, the results so far, the tools. */
@@ -71,15 +76,22 @@ export function readSituation(request: CompletionRequest): Situation {
   const vague = /\b(something|anything|stuff|it|this|that|help)\b/i.test(question);
   const tools = availableTools(request);
   const toolNames = new Set(tools.map((tool) => tool.name));
-  const named_file = /\b([\w-]+(?:\.[\w-]+)*\.(?:txt|md|csv|json|log|pdf|docx?|html?|xml|ya?ml))\b/i.exec(question)?.[1];
+  const write = writeRequest(question);
+  // The file a write names is the one to write, not one to read.
+  const named_file = write ? undefined : /\b([\w-]+(?:\.[\w-]+)*\.(?:txt|md|csv|json|log|pdf|docx?|html?|xml|ya?ml))\b/i.exec(question)?.[1];
   // A file already read is the one asked about, whatever this call's variables list: never "missing".
   const read = results.get('read_file');
-  const file =
-    (toolNames.has('read_file') ? requestedFile(request, question) : undefined) ?? (read !== undefined && !read.startsWith('Error:') ? named_file : undefined);
+  const attached = ATTACHED_FILE.test(question) && !named_file && !write;
+  const file = write
+    ? undefined
+    : ((toolNames.has('read_file') ? requestedFile(request, question) : undefined) ??
+      (read !== undefined && !read.startsWith('Error:') ? (named_file ?? readFileName(request)) : undefined));
   // Missing when the call knows the session's files (its manifest) or offers no tools to look with.
   const knowsFiles = typeof request.variables?.files_manifest === 'string';
   const missingFile = named_file && !file && read === undefined && (request.tools === undefined || knowsFiles) ? named_file : undefined;
-  const wantsFileList = toolNames.has('list_files') && /\b(files?|attachments?|attached)\b/i.test(question) && !file;
+  // Without the manifest (a call that is not given it), a run that never read the file it was asked about had none to read.
+  const noAttachment = attached && !file && read === undefined && (!knowsFiles || manifestFiles(request).every(({ name }) => AGENT_FILES.test(name)));
+  const wantsFileList = toolNames.has('list_files') && /\b(files?|attachments?|attached)\b/i.test(question) && !file && !attached && !write;
   const named = namedTool(question, tools);
   return {
     question,
@@ -88,16 +100,44 @@ export function readSituation(request: CompletionRequest): Situation {
     chain,
     calculations,
     wantsTime,
-    ambiguous: !expression && !wantsTime && !file && !missingFile && !wantsFileList && !named && (words.length <= 3 || (vague && words.length <= 6)),
+    ambiguous:
+      !expression &&
+      !wantsTime &&
+      !file &&
+      !missingFile &&
+      !noAttachment &&
+      !wantsFileList &&
+      !write &&
+      !named &&
+      (words.length <= 3 || (vague && words.length <= 6)),
     missingFile,
+    noAttachment,
     results,
     clarification,
     offered: new Set((request.tools ?? []).map((tool) => tool.name)),
     tools: toolNames,
     file,
     wantsFileList,
+    write,
     named,
   };
+}
+
+/** "Write 'hello' to out.txt", "save “notes” in a.md", "create a file out.txt with 'hello'": the file and its text. */
+function writeRequest(question: string): Situation['write'] {
+  const quoted = `["'“‘]([^"'”’]+)["'”’]`;
+  const file = '([\\w.-]+\\.[A-Za-z0-9]+)';
+  const into = new RegExp(
+    `\\b(?:write|save|put|store)\\s+${quoted}\\s+(?:to|into|in)\\s+(?:(?:a\\s+|the\\s+)?file\\s+(?:called\\s+|named\\s+)?)?${file}`,
+    'i',
+  ).exec(question);
+  if (into) return { name: into[2]!.replace(/[.]$/, ''), content: into[1]! };
+  const create = new RegExp(
+    `\\b(?:create|make|write)\\s+(?:a\\s+)?file\\s+(?:called\\s+|named\\s+)?${file}\\s+(?:with|containing|that says|saying)\\s+${quoted}`,
+    'i',
+  ).exec(question);
+  if (create) return { name: create[1]!, content: create[2]! };
+  return undefined;
 }
 
 /**
@@ -105,9 +145,48 @@ export function readSituation(request: CompletionRequest): Situation {
  * variable: one "- NAME (SIZE)" line a file).
  */
 function requestedFile(request: CompletionRequest, question: string): string | undefined {
+  const listed = manifestFiles(request);
+  const named = [...listed]
+    .map(({ name }) => name)
+    .sort((a, b) => b.length - a.length)
+    .find((name) => question.includes(name));
+  if (named || !ATTACHED_FILE.test(question)) return named;
+  // "This file", "the attached file": the person's newest file (files the strategies keep are not theirs).
+  const theirs = listed.filter(({ name }) => !AGENT_FILES.test(name));
+  return (theirs.find((file) => file.newest) ?? theirs.at(-1))?.name;
+}
+
+/** How the demo says that the chat has no file for "this file". */
+export const NO_ATTACHMENT = 'No file is attached to this chat';
+
+/** "this file", "the attached file", "my document", "the attachment": the file attached to the chat. */
+const ATTACHED_FILE =
+  /\b(?:(?:this|that|the|my|our|attached|uploaded)\s+(?:attached\s+|uploaded\s+|text\s+)?(?:file|document|doc|attachment|upload)|attachment|what I (?:attached|uploaded))\b/i;
+
+/** Files the strategies keep in a chat (research's state and report, its tasks' outputs). */
+const AGENT_FILES = /^(?:RESEARCH_STATE\.md|final_report\.md|final_output\.md|task-[\w.]+\.json|figures\.md)$/;
+
+/** The files the prompt was given (its `files_manifest` variable: one "- NAME (SIZE)" line a file, the newest marked). */
+function manifestFiles(request: CompletionRequest): Array<{ name: string; newest: boolean }> {
   const manifest = typeof request.variables?.files_manifest === 'string' ? request.variables.files_manifest : '';
-  const listed = [...manifest.matchAll(/^- (.+) \([\d.]+ [KM]?B\)$/gm)].map((match) => match[1]!);
-  return listed.sort((a, b) => b.length - a.length).find((name) => question.includes(name));
+  return [...manifest.matchAll(/^- (.+) \([\d.]+ [KM]?B(, newest)?\)$/gm)].map((match) => ({ name: match[1]!, newest: match[2] !== undefined }));
+}
+
+/** The file a read_file call of this conversation named. */
+function readFileName(request: CompletionRequest): string | undefined {
+  for (const message of request.messages) {
+    if (message.role !== 'assistant') continue;
+    for (const call of message.toolCalls ?? []) {
+      if (call.name !== 'read_file') continue;
+      try {
+        const name = (JSON.parse(call.arguments) as { name?: unknown }).name;
+        if (typeof name === 'string') return name;
+      } catch {
+        // Not the demo's call: no name to read.
+      }
+    }
+  }
+  return undefined;
 }
 
 /** The tools this call may use: those it offers, else the run's (the prompt's `tool_names` variable). */
@@ -157,22 +236,47 @@ function demoArguments(schema: Record<string, unknown>, text: string): Record<st
 /** What is still to be done, in the order the demo does it. */
 export function pending(situation: Situation): Next | undefined {
   const { expression, wantsTime, ambiguous, results, clarification, file, wantsFileList, named } = situation;
-  if (expression && situation.calculations.length < Math.max(1, situation.chain.length)) return 'calculator';
+  // A calculation that failed is not gone on with: the chain's next link would start from an error.
+  const failed = situation.calculations.at(-1)?.startsWith('Error:') ?? false;
+  if (expression && !failed && situation.calculations.length < Math.max(1, situation.chain.length)) return 'calculator';
   if (wantsTime && !results.has('current_time')) return 'current_time';
   if (file && !results.has('read_file')) return 'read_file';
   if (wantsFileList && !results.has('list_files')) return 'list_files';
+  if (situation.write && !results.has('write_file')) return 'write_file';
   if (named && !results.has(named.name)) return 'named';
   if (ambiguous && clarification === undefined) return 'request_input';
   return undefined;
 }
 
+/** What the demo model says of a request it cannot do: what it understood, what it can do, how to ask, and that a real model is needed. Marked unresolved. */
 export function fallbackAnswer(situation: Situation): string {
   const about = situation.clarification ?? situation.question;
-  return [
-    `You asked about "${shorten(about)}". I am the offline demo model, so I cannot really answer open questions.`,
-    'What I can do: arithmetic with the calculator (try "What is (17+25)*3?" in agent mode), tell the time, read an attached file ("summarize notes.txt"), call a tool you name (tick it first), and ask you when a request is unclear.',
-    SETUP_HINT,
-  ].join('\n\n');
+  return unresolvedAnswer(
+    `The offline demo model found nothing it can do in "${shorten(about)}".`,
+    [
+      `I read "${shorten(about)}" as an open question: I found no calculation in it, no file of this chat, no tool you named, and no question about the time.`,
+      'What I can do: arithmetic with the calculator ("What is (17+25)*3?", "15% of 240, then add 7", "12 times 7"), tell the time, read and summarize a file attached to this chat ("Summarize this file" or "summarize notes.txt"), write a file ("Write \'hello\' to out.txt"), call a tool you name (tick it first), and ask you when a request is unclear.',
+      `Anything else needs a real model. ${SETUP_HINT}`,
+    ].join('\n\n'),
+  );
+}
+
+/**
+ * The answer from what the tools returned: every part found, or (marked unresolved) what could
+ * not be done first, when anything could not; the fallback when nothing was found.
+ */
+export function answerOf(situation: Situation, extra: { answers?: string[]; problems?: string[] } = {}): string {
+  const found = findingsOf(situation);
+  const answers = [...found.answers, ...(extra.answers ?? [])];
+  const problems = [...found.problems, ...(extra.problems ?? [])];
+  if (problems.length > 0) return unresolvedAnswer(problems[0]!, answers.join('\n\n'));
+  if (answers.length > 0) return answers.join('\n\n');
+  return fallbackAnswer(situation);
+}
+
+/** The sentence saying a needed tool is not enabled, and how to enable it. */
+export function notEnabledProblem(tool: string): string {
+  return `The ${spoken(tool)} tool is needed but not enabled for this run; tick it under Tools and ask again.`;
 }
 
 export function block(prose: string, control: object): string {
@@ -181,8 +285,82 @@ export function block(prose: string, control: object): string {
 
 const EXPRESSION_PART = /(?:\b(?:sqrt|abs|sin|cos|tan|ln|log|exp|floor|ceil|round|min|max|pow|pi)\b|\d+(?:\.\d+)?|[-+*/%^×÷(),]|\s)+/gi;
 
+const NUMBER_WORDS: Record<string, string> = {
+  zero: '0',
+  one: '1',
+  two: '2',
+  three: '3',
+  four: '4',
+  five: '5',
+  six: '6',
+  seven: '7',
+  eight: '8',
+  nine: '9',
+  ten: '10',
+  eleven: '11',
+  twelve: '12',
+  thirteen: '13',
+  fourteen: '14',
+  fifteen: '15',
+  sixteen: '16',
+  seventeen: '17',
+  eighteen: '18',
+  nineteen: '19',
+  twenty: '20',
+  thirty: '30',
+  forty: '40',
+  fifty: '50',
+  sixty: '60',
+  seventy: '70',
+  eighty: '80',
+  ninety: '90',
+  hundred: '100',
+  thousand: '1000',
+};
+const N = '(-?\\d+(?:\\.\\d+)?)';
+/** Between two operands: after a number or a closing parenthesis, before a number or an opening one. */
+const between = (words: string) => new RegExp(`(?<=[\\d)])\\s*\\b(?:${words})\\b\\s*(?=[-\\d(])`, 'gi');
+
+/**
+ * Arithmetic as people write it, in symbols: percentages ("15% of 240"), operations in words
+ * ("12 times 7", "divide 10 by 4", "the sum of 3 and 4", "square root of 16"), numbers in words
+ * next to them ("seven times eight").
+ */
+export function arithmeticOf(text: string): string {
+  let out = text.replace(/[×]/g, '*').replace(/[÷]/g, '/');
+  const words = Object.keys(NUMBER_WORDS).join('|');
+  const operation =
+    'times|plus|minus|divided|multiplied|over|percent|squared|cubed|power|root|sum|product|difference|add|subtract|multiply|divide|by|and|of|from|to';
+  // Numbers in words only where they are operands: next to an operation word or a symbol.
+  out = out.replace(
+    new RegExp(`\\b(${words})\\b(?=\\s*(?:[-+*/^%]|\\b(?:${operation})\\b))|(?<=(?:[-+*/^%(]|\\b(?:${operation})\\b)\\s*)\\b(${words})\\b`, 'gi'),
+    (match) => NUMBER_WORDS[match.toLowerCase()] ?? match,
+  );
+  const rules: Array<[RegExp, string]> = [
+    [new RegExp(`${N}\\s*(?:%|\\s+percent|\\s+per\\s*cent)\\s+of\\s+${N}`, 'gi'), '($1*$2/100)'],
+    [new RegExp(`\\bsquare\\s+root\\s+of\\s+${N}`, 'gi'), 'sqrt($1)'],
+    [new RegExp(`\\b(?:the\\s+)?sum\\s+of\\s+${N}\\s+and\\s+${N}`, 'gi'), '($1+$2)'],
+    [new RegExp(`\\b(?:the\\s+)?product\\s+of\\s+${N}\\s+and\\s+${N}`, 'gi'), '($1*$2)'],
+    [new RegExp(`\\b(?:the\\s+)?difference\\s+between\\s+${N}\\s+and\\s+${N}`, 'gi'), '($1-$2)'],
+    [new RegExp(`\\bmultiply\\s+${N}\\s+(?:by|and|with)\\s+${N}`, 'gi'), '($1*$2)'],
+    [new RegExp(`\\bdivide\\s+${N}\\s+by\\s+${N}`, 'gi'), '($1/$2)'],
+    [new RegExp(`\\badd\\s+${N}\\s+(?:and|to)\\s+${N}`, 'gi'), '($1+$2)'],
+    [new RegExp(`\\bsubtract\\s+${N}\\s+from\\s+${N}`, 'gi'), '($2-$1)'],
+    [new RegExp(`${N}\\s+squared\\b`, 'gi'), '$1^2'],
+    [new RegExp(`${N}\\s+cubed\\b`, 'gi'), '$1^3'],
+    [between('times|multiplied\\s+by|x'), ' * '],
+    [between('divided\\s+by|over'), ' / '],
+    [between('plus'), ' + '],
+    [between('minus'), ' - '],
+    [between('to\\s+the\\s+power\\s+of|raised\\s+to(?:\\s+the\\s+power\\s+of)?'), ' ^ '],
+  ];
+  for (const [pattern, replacement] of rules) out = out.replace(pattern, replacement);
+  return out;
+}
+
 /** The longest run of the text that looks like arithmetic: digits with at least one operator or function. */
-export function findExpression(text: string): string | undefined {
+export function findExpression(raw: string): string | undefined {
+  const text = arithmeticOf(raw);
   const candidates = (text.match(EXPRESSION_PART) ?? [])
     .map((candidate) =>
       candidate
@@ -221,7 +399,8 @@ const OPERATIONS: { pattern: RegExp; operator: ChainLink['operator'] }[] = [
  * A chained calculation: "First compute 12*7, then add 15, divide by 3, subtract 4" is an
  * expression followed by operations on the running value, each one calculator call of its own.
  */
-export function findChain(text: string): ChainLink[] {
+export function findChain(raw: string): ChainLink[] {
+  const text = arithmeticOf(raw);
   const parts = text
     .split(/,|;|\bthen\b|\band\b/i)
     .map((part) => part.trim())
@@ -353,8 +532,16 @@ export function requestParts(situation: Situation): RequestPart[] {
       done: true,
       finding: `There is no file ${situation.missingFile} in this chat.`,
     });
+  else if (situation.noAttachment) parts.push({ kind: 'missing_file', title: 'Look for the attached file', done: true, finding: `${NO_ATTACHMENT}.` });
   if (situation.wantsFileList)
     parts.push({ kind: 'list_files', title: 'List the chat’s files', done: results.has('list_files'), finding: 'I listed the files.' });
+  if (situation.write)
+    parts.push({
+      kind: 'write_file',
+      title: `Write ${situation.write.name}`,
+      done: results.has('write_file'),
+      finding: results.get('write_file'),
+    });
   if (situation.named)
     parts.push({ kind: 'named', title: `Call ${situation.named.name}`, done: results.has(situation.named.name), finding: `${situation.named.name} answered.` });
   return parts;
@@ -375,6 +562,7 @@ export function nextToolCall(situation: Situation): { next: Next | undefined; ca
     current_time: {},
     read_file: { name: situation.file },
     list_files: {},
+    write_file: situation.write ?? {},
     named: situation.named?.arguments ?? {},
     request_input: {
       question: `Could you tell me a bit more about what you need with "${shorten(situation.question)}"? For example, a calculation I should do.`,
@@ -388,17 +576,20 @@ export function nextToolCall(situation: Situation): { next: Next | undefined; ca
  * calculation step by step, the time, a file's real summary, a missing file said plainly, other
  * tools' results): every strategy's demo answers from these, so they all answer alike.
  */
-export function findingsOf(situation: Situation): { findings: string[]; answers: string[] } {
+export function findingsOf(situation: Situation): { findings: string[]; answers: string[]; problems: string[] } {
   const { results, expression } = situation;
   const findings: string[] = [];
   const answers: string[] = [];
+  // What could not be done, a sentence each: an answer that rests on any of these is unresolved.
+  const problems: string[] = [];
   const calculation = situation.calculations.at(-1);
   if (calculation !== undefined) {
     const failed = calculation.startsWith('Error:');
     const done = situation.calculations.length;
     const evaluated = done > 1 ? linkExpression(situation.chain, situation.calculations, done - 1) : (situation.chain[0]?.expression ?? expression);
-    findings.push(failed ? `The calculator could not evaluate ${evaluated} (${calculation}).` : `${evaluated} = ${calculation}.`);
-    if (failed) answers.push(`I could not evaluate \`${evaluated}\`: ${calculation.replace(/^Error:\s*/, '')}`);
+    const error = calculation.replace(/^Error:\s*/, '');
+    findings.push(failed ? `The calculator could not evaluate ${evaluated} (${error}).` : `${evaluated} = ${calculation}.`);
+    if (failed) problems.push(`The calculator could not evaluate ${evaluated}: ${error.replace(/\.$/, '')}.`);
     else if (situation.chain.length > 1) answers.push(chainAnswer(situation));
     else answers.push(`\`${evaluated}\` = **${calculation}**`);
   }
@@ -414,9 +605,21 @@ export function findingsOf(situation: Situation): { findings: string[]; answers:
   }
   if (situation.missingFile) {
     findings.push(`There is no file ${situation.missingFile} in this chat.`);
-    answers.push(
-      `I could not summarize **${situation.missingFile}**: this chat has no such file. Attach it with the paperclip (or drop it on the page) and ask again.`,
-    );
+    problems.push(`There is no file ${situation.missingFile} in this chat to read.`);
+    answers.push(`Attach **${situation.missingFile}** with the paperclip (or drop it on the page) and ask again.`);
+  }
+  if (situation.noAttachment) {
+    findings.push(`${NO_ATTACHMENT}.`);
+    problems.push(`${NO_ATTACHMENT}, so there is nothing to read.`);
+    answers.push('Attach the file with the paperclip (or drop it on the page) and ask again; or name it ("summarize notes.txt").');
+  }
+  const wrote = results.get('write_file');
+  if (wrote !== undefined && situation.write) {
+    // A denied approval reaches the model as the person's words, not as an error.
+    const failed = !wrote.startsWith('Wrote ');
+    findings.push(failed ? `${situation.write.name} was not written (${shorten(wrote.replace(/^Error:\s*/, ''))}).` : `${wrote}.`);
+    if (failed) problems.push(`${situation.write.name} was not written: ${shorten(wrote.replace(/^Error:\s*/, ''), 160).replace(/\.$/, '')}.`);
+    else answers.push(`I wrote **${situation.write.name}** (${wrote.replace(/^Wrote \S+ /, '').replace(/[()]/g, '')}); it is among this chat's files.`);
   }
   for (const [tool, label] of [
     ...(read?.startsWith('Error:') ? [['read_file', 'The file says']] : []),
@@ -426,8 +629,10 @@ export function findingsOf(situation: Situation): { findings: string[]; answers:
     const result = results.get(tool);
     if (result === undefined) continue;
     const failed = result.startsWith('Error:');
-    findings.push(failed ? `${tool} failed (${shorten(result)}).` : `${label}: ${shorten(result)}`);
-    answers.push(failed ? `\`${tool}\` failed: ${result.replace(/^Error:\s*/, '')}` : `${label}:\n\n\`\`\`\n${result.slice(0, 2_000)}\n\`\`\``);
+    const error = result.replace(/^Error:\s*/, '');
+    findings.push(failed ? `The ${spoken(tool)} tool failed (${shorten(error)}).` : `${label}: ${shorten(result)}`);
+    if (failed) problems.push(`The ${spoken(tool)} tool failed: ${shorten(error, 160).replace(/\.$/, '')}.`);
+    else answers.push(`${label}:\n\n\`\`\`\n${result.slice(0, 2_000)}\n\`\`\``);
   }
-  return { findings, answers };
+  return { findings, answers, problems };
 }

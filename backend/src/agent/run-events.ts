@@ -62,7 +62,8 @@ export function runEvents(runId: string | undefined, nodeId?: string) {
     /** A person answered a question or an approval (multi-user modes: who did). */
     inputReceived: (questionId: string, by: By) => update('agent_input_received', { question_id: questionId, by }),
     error: (step: number, message: string, totals?: RunTotals) => update('agent_error', { message, step, ...totals }),
-    completion: (steps: number, reason: CompletionReason, totals?: RunTotals) => update('agent_completion', { steps, reason, ...totals }),
+    completion: (steps: number, reason: CompletionReason, totals?: RunTotals, summary?: string) =>
+      update('agent_completion', { steps, reason, ...(summary ? { summary } : {}), ...totals }),
     /** What one model call spent, and the run's cost so far. */
     usage: (call: Omit<AgentUsage, 'type' | 'update_type' | 'seq' | 'ts' | 'run_id' | 'node_id'>) => update('agent_usage', call),
     toolStart: (step: number, toolCallId: string, toolName: string, args: Record<string, unknown>): Body<'tool_start'> => ({

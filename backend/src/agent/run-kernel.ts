@@ -13,6 +13,7 @@ import { ToolRegistry } from '../tools/tool-registry.ts';
 import { traceIdOfRun } from '../util/ids.ts';
 import type { AgentControl } from './agent-control.ts';
 import type { EventSink } from './event-sink.ts';
+import { type FailedCall, groundedEnding, watchedSink } from './grounding.ts';
 import { type RunEvents, runEvents, type RunTotals } from './run-events.ts';
 import { type BudgetHold, type CallSpending, RunSpending } from './run-spending.ts';
 import { JOURNAL, JournalReplay, journaledTools, ReplaySink, type RunJournal, type RunPast } from './run-journal.ts';
@@ -153,7 +154,10 @@ export class RunKernel {
     const logged = past ? new ReplaySink(session.sink, past.events) : session.sink;
     // Events never reach the log ahead of the journal entries recorded before them: the store's
     // journal commits with them, in order; another (Restate's) is waited for.
-    const sink = journal.commitsWithEvents ? logged : new AfterJournalSink(logged, () => replay.appendsSoFar());
+    const journaledSink = journal.commitsWithEvents ? logged : new AfterJournalSink(logged, () => replay.appendsSoFar());
+    // Every failed tool call is noted: an answer that rests on one is not a success.
+    const failures: FailedCall[] = [];
+    const sink = watchedSink(journaledSink, (failure) => failures.push(failure));
     const events = runEvents(chatWire ? undefined : input.runId);
     const logger = this.logger.child({ session_id: input.sessionId, run_id: input.runId, strategy: definition.name });
     const progress: RunProgress = { step: 0, transcript: [] as LlmMessage[] };
@@ -257,10 +261,10 @@ export class RunKernel {
         const { history: _history, ...journaled } = input;
         await replay.recordInput(journaled);
       }
-      const success = await definition.run(run);
+      const success = chatWire ? await definition.run(run) : groundedEnding(await definition.run(run), failures);
       const transcript = [...added(), { role: 'assistant', content: success.answer } as const];
       await sink.emit(events.assistantMessage(success.answer));
-      if (!chatWire) await sink.emit(events.completion(success.steps, success.reason, spending.totals()));
+      if (!chatWire) await sink.emit(events.completion(success.steps, success.reason, spending.totals(), success.summary));
       // Everything the run recorded is committed before its outcome is saved.
       await replay.settled();
       await sink.flush();

@@ -92,6 +92,8 @@ export interface RunSuccess {
   answer: string;
   steps: number;
   reason: CompletionReason;
+  /** With `unresolved`: what could not be done, in one sentence. */
+  summary?: string;
 }
 
 /**

@@ -9,6 +9,9 @@ import type { ChatDependencies } from './chat-dependencies.ts';
 import { hasEnded, readLoggedRun, saveRunEnd, strategyEventsOf } from './run-endings.ts';
 import type { SessionEventLog } from './session-event-log.ts';
 
+/** The completions a run may go on from: it stopped at a limit, or could not answer. */
+const GOES_ON: ReadonlySet<string> = new Set(['max_steps', 'budget', 'unresolved']);
+
 /** A run's past, with how much of its transcript the session's history holds already. */
 export type RunPastWithHistory = RunPast & { storedMessages: number };
 
@@ -65,7 +68,7 @@ export class SessionRuns {
     if (target.id !== last?.id) return { ok: false, message: 'Only the chat’s last run can be continued' };
     if (target.status === 'running') return { ok: false, message: 'That run is still going' };
     const logged = await readLoggedRun(store, target, { plainChat: false });
-    if (target.status === 'completed' && logged.completionReason !== 'max_steps' && logged.completionReason !== 'budget') {
+    if (target.status === 'completed' && !GOES_ON.has(logged.completionReason ?? 'answered')) {
       return { ok: false, message: 'That run answered; send a new message to go further' };
     }
     const past = await this.readPast(target);

@@ -195,7 +195,9 @@ export class SessionSnapshots {
 
   private async answered(run: RunRecord): Promise<boolean> {
     const events = await strategyEventsWithSeq(this.deps.store, run, true);
-    return events.some((event) => event.type === 'agent_update' && event.update_type === 'agent_completion' && event.reason !== 'max_steps');
+    return events.some(
+      (event) => event.type === 'agent_update' && event.update_type === 'agent_completion' && event.reason !== 'max_steps' && event.reason !== 'unresolved',
+    );
   }
 }
 

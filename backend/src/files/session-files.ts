@@ -171,7 +171,9 @@ export class SessionFiles {
     let text = '';
     if (folder) {
       const files = await this.list(sessionId);
-      const lines = files.slice(0, max).map((file) => `- ${file.name} (${formatSize(file.size)})`);
+      // "This file" means the newest one: it is marked when there are several.
+      const newest = files.length > 1 ? files.reduce((latest, file) => (file.modified >= latest.modified ? file : latest)) : undefined;
+      const lines = files.slice(0, max).map((file) => `- ${file.name} (${formatSize(file.size)}${file === newest ? ', newest' : ''})`);
       if (files.length > max) lines.push(`- … and ${files.length - max} more (list_files shows them all)`);
       text = lines.join('\n');
     }

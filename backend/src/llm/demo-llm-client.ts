@@ -41,7 +41,7 @@ export class DemoLlmClient implements LlmClient {
     const strategy = request.purpose.split('.')[0]!;
     const responder = this.responders.get(strategy);
     if (!responder) return this.kit.unknownPurpose(request);
-    const result = await responder(request, this.kit);
+    const result = withUsage(request, await responder(request, this.kit));
     if (!request.schema) return result as CompletionResult<T>;
     // Data is checked like a real model's: a responder that answers off-schema is a bug to see.
     const parsed = request.schema.zod.safeParse(result.parsed);
@@ -50,4 +50,15 @@ export class DemoLlmClient implements LlmClient {
     }
     return { ...result, parsed: parsed.data };
   }
+}
+
+/**
+ * The demo model's usage, counted as a tokenizer-free estimate (about four characters a token) of
+ * what it read and wrote, at no cost: a free model, so the cost chart and the timeline show.
+ */
+function withUsage<T>(request: CompletionRequest<T>, result: CompletionResult): CompletionResult {
+  const read = request.messages.reduce((sum, message) => sum + ('content' in message && typeof message.content === 'string' ? message.content.length : 0), 0);
+  const written = result.text.length + result.toolCalls.reduce((sum, call) => sum + call.name.length + call.arguments.length, 0);
+  const tokens = (chars: number) => Math.max(1, Math.ceil(chars / 4));
+  return { ...result, usage: result.usage ?? { promptTokens: tokens(read), completionTokens: tokens(written) }, costUsd: result.costUsd ?? 0 };
 }

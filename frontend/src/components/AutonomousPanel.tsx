@@ -31,9 +31,8 @@ export function AutonomousPanel({ run, running, todos: sessionTodos, onSaveTodos
             <div className="iteration-head">Iteration {step.step}</div>
             {guidance && (
               <details className={`guidance-note${level > 0 ? ' guidance-reminder' : ''}`} data-testid="guidance-note">
-                <summary>
-                  {level > 0 ? `Reminder (level ${level})` : 'Guidance'}: {guidance.content.split('\n')[0]}
-                </summary>
+                <summary>{guidanceInWords(guidance.variant, level)}</summary>
+                <p className="guidance-told">What the model was told:</p>
                 <pre>{guidance.content}</pre>
               </details>
             )}
@@ -46,6 +45,21 @@ export function AutonomousPanel({ run, running, todos: sessionTodos, onSaveTodos
       })}
     </div>
   );
+}
+
+/** The steering of one iteration in plain words (what the model was told stays folded below it). */
+export function guidanceInWords(variant: string, level: number): string {
+  if (level > 0) return `Reminder ${level} of 3: to-dos are still open; finish them, or say why they cannot be done.`;
+  switch (variant) {
+    case 'todos_tools':
+      return 'Steering: to-dos are open and tools were just used; mark the next to-do in progress, do it, then mark it completed.';
+    case 'todos_no_tools':
+      return 'Steering: to-dos are open but no tool was used; work on the next one with a tool.';
+    case 'tools':
+      return 'Steering: tools were just used; go on with them, or give the answer.';
+    default:
+      return 'Steering: use a tool if one helps, or give the answer.';
+  }
 }
 
 /** The list, grouped by status; with `onSave`, editable: add, rename, cycle a status, remove. */

@@ -8,7 +8,9 @@ import { StrategyEventList } from './StrategyEventList.tsx';
 /** One branch of a run (a plan step, a research task): its heading and status, its own events, its iterations. */
 export function BranchCard({ run, branch, running }: { run: RunView; branch: BranchView; running: boolean }) {
   const title = branchTitle(run, branch.nodeId);
-  const status = branchStatus(run, branch.nodeId);
+  const latest = branchStatus(run, branch.nodeId);
+  // Once the run has ended, nothing in it is still running.
+  const status = latest === 'running' && !running ? 'not finished' : latest;
   // A finished run rebuilt from the log shows its branches folded; the user's choice wins.
   const [chosen, setChosen] = useState<boolean | undefined>(undefined);
   const open = chosen ?? !(run.complete && run.replayed);
@@ -23,7 +25,7 @@ export function BranchCard({ run, branch, running }: { run: RunView; branch: Bra
         }}
       >
         <span className="branch-title">{title}</span>
-        {status && <span className={`badge branch-status branch-${status}`}>{status.replace(/_/g, ' ')}</span>}
+        {status && <span className={`badge branch-status branch-${status.replace(/\s+/g, '_')}`}>{status.replace(/_/g, ' ')}</span>}
       </summary>
       <StrategyEventList events={branchEvents(run, branch.nodeId)} label={`Events of ${title}`} />
       {branch.steps.map((step) => (

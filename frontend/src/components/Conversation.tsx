@@ -52,7 +52,7 @@ export function Conversation({
       runId === lastRunId &&
       !state.busy &&
       end !== undefined &&
-      (['max_steps', 'stopped', 'input_timeout', 'failed'].includes(end.kind) || (end.kind === 'answered' && end.reason === 'budget'))
+      (['max_steps', 'unresolved', 'stopped', 'input_timeout', 'failed'].includes(end.kind) || (end.kind === 'answered' && end.reason === 'budget'))
     );
   };
   // biome-ignore lint/correctness/useExhaustiveDependencies: the listed values are the triggers: anything new at the end scrolls it into view
@@ -98,6 +98,7 @@ export function Conversation({
             key={item.id}
             run={run}
             now={now}
+            {...(item.rolledBack ? { rolledBack: true } : {})}
             {...(compareTarget(item.runId) ? { compareWith: { run: compareTarget(item.runId)!, answers } } : {})}
             {...(label ? { strategyLabel: label } : {})}
             {...(traceUrl ? { traceUrl } : {})}

@@ -1,5 +1,7 @@
+import { useState } from 'react';
 import { buildTimeline, seconds, spendingByPurpose } from '../state/timeline.ts';
 import type { RunView } from '../state/view-state.ts';
+import { Markdown } from './Markdown.tsx';
 
 /**
  * A run's timeline: one row per branch, bars for model calls, tool calls and waiting for you on a
@@ -7,6 +9,8 @@ import type { RunView } from '../state/view-state.ts';
  */
 export function RunTimelineChart({ run }: { run: RunView }) {
   const { rows, duration } = buildTimeline(run);
+  // A bar's details open on click or tap too, not only on hover (a phone has no hover).
+  const [chosen, setChosen] = useState<string | undefined>(undefined);
   if (rows.length === 0) return <p className="muted">Nothing to draw yet.</p>;
   const percent = (ms: number) => `${((ms / duration) * 100).toFixed(3)}%`;
   return (
@@ -33,11 +37,18 @@ export function RunTimelineChart({ run }: { run: RunView }) {
                 style={{ left: percent(bar.start), width: `max(3px, ${percent(bar.end - bar.start)})` }}
                 title={bar.detail}
                 aria-label={`${row.label}: ${bar.detail}`}
+                aria-pressed={chosen === `${row.label}: ${bar.detail}`}
+                onClick={() => setChosen((shown) => (shown === `${row.label}: ${bar.detail}` ? undefined : `${row.label}: ${bar.detail}`))}
               />
             ))}
           </div>
         </div>
       ))}
+      {chosen && (
+        <p className="timeline-detail" data-testid="timeline-detail" role="status">
+          {chosen}
+        </p>
+      )}
       <p className="timeline-legend" aria-hidden="true">
         <span className="timeline-bar timeline-model" /> model call <span className="timeline-bar timeline-tool" /> tool call{' '}
         <span className="timeline-bar timeline-wait" /> waiting for you
@@ -98,8 +109,15 @@ export function CompareRuns({ before, after, answers }: { before: RunView; after
     ['Cost', a.cost, b.cost],
     ['Time', a.time, b.time],
   ];
-  const cell = (value: string | string[]) =>
-    Array.isArray(value) ? <ul>{value.length ? value.map((line, index) => <li key={index}>{line}</li>) : <li>—</li>}</ul> : value;
+  const cell = (label: string, value: string | string[]) =>
+    Array.isArray(value) ? (
+      <ul>{value.length ? value.map((line, index) => <li key={index}>{line}</li>) : <li>—</li>}</ul>
+    ) : label === 'Answer' ? (
+      // The answers are Markdown, as the chat shows them.
+      <Markdown text={value} />
+    ) : (
+      value
+    );
   return (
     <table className="compare" data-testid="compare" aria-label="The branch before and after">
       <thead>
@@ -113,8 +131,8 @@ export function CompareRuns({ before, after, answers }: { before: RunView; after
         {rows.map(([label, left, right]) => (
           <tr key={label}>
             <th scope="row">{label}</th>
-            <td>{cell(left)}</td>
-            <td>{cell(right)}</td>
+            <td>{cell(label, left)}</td>
+            <td>{cell(label, right)}</td>
           </tr>
         ))}
       </tbody>

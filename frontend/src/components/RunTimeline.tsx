@@ -1,5 +1,6 @@
 import { lazy, Suspense, useState } from 'react';
 import { formatClock, formatDuration, formatFull } from '../lib/time.ts';
+import { toolInWords } from '../lib/tool-words.ts';
 import { isStepFolded } from '../state/step-summary.ts';
 import type { RunEnd, RunView, TodoView } from '../state/view-state.ts';
 import { RunSpending } from './RunSpending.tsx';
@@ -41,6 +42,8 @@ export function describeEnd(end: RunEnd): string {
       return end.reason
         ? `Finished (${end.reason.replace(/_/g, ' ')}) after ${end.steps} step${end.steps === 1 ? '' : 's'}`
         : `Answered in ${end.steps} step${end.steps === 1 ? '' : 's'}`;
+    case 'unresolved':
+      return `Could not answer: ${end.summary}`;
     case 'max_steps':
       return `Max steps reached (${end.steps}): best answer so far`;
     case 'stopped':
@@ -73,8 +76,11 @@ export function RunTimeline({
   onSaveTodos,
   onGoOn,
   onSaveText,
+  rolledBack,
 }: {
   run: RunView;
+  /** The conversation was rolled back to before this run. */
+  rolledBack?: boolean;
   now: Date;
   strategyLabel?: string;
   /** Where the run's trace can be seen (TRACE_URL_TEMPLATE), when runs are traced. */
@@ -93,6 +99,9 @@ export function RunTimeline({
   onSaveText?: (name: string, text: string) => Promise<void>;
 }) {
   const running = !run.end && !run.complete;
+  // A run the conversation went back from no longer ends as it did: it says where it was rolled back to.
+  const rolledBackTo =
+    run.rewoundTo !== undefined ? `Rolled back to step ${run.rewoundTo}` : rolledBack ? 'Rolled back: no longer part of the conversation' : undefined;
   const Panel = run.strategy ? strategyPanels[run.strategy] : undefined;
   const tree = run.branches.length > 0 || run.strategyEvents.length > 0;
   const lastStep = run.steps.at(-1)?.step;
@@ -171,14 +180,16 @@ export function RunTimeline({
         </>
       )}
       {run.end && (
-        <div className={`run-end run-end-${endClass(run.end)}`} role="status" data-testid="run-end">
-          {describeEnd(run.end)}
+        <div className={`run-end run-end-${rolledBackTo ? 'needs-you' : endClass(run.end)}`} role="status" data-testid="run-end">
+          {rolledBackTo ?? describeEnd(run.end)}
           {took !== undefined && took >= 0 && <span className="run-took"> · {formatDuration(took)}</span>}
         </div>
       )}
       {run.end?.kind === 'stopped' && run.end.calls && (
         <p className="stop-receipt" data-testid="stop-receipt">
-          {run.end.calls.map((call) => `${call.tool}${describeCall(run, call.tool_call_id)}: ${RECEIPT_WORDS[call.status] ?? call.status}`).join(' · ')}
+          {run.end.calls
+            .map((call) => `${toolInWords(call.tool)}${describeCall(run, call.tool_call_id)}: ${RECEIPT_WORDS[call.status] ?? call.status}`)
+            .join(' · ')}
         </p>
       )}
       {(run.timeline?.length ?? 0) > 1 && (

@@ -2,6 +2,7 @@ import type { SnapshotInfo } from '@stepwise/shared-types';
 import { useEffect, useId, useRef, useState } from 'react';
 import { api } from '../lib/api.ts';
 import { formatClock, formatFull } from '../lib/time.ts';
+import { ConfirmButton } from './ConfirmButton.tsx';
 
 const KIND_LABEL: Record<SnapshotInfo['kind'], string> = { manual: 'snapshot', rollback: 'before a rollback', step: 'step' };
 
@@ -101,9 +102,13 @@ export function SnapshotsDialog({
                 {formatClock(snapshot.created_at, now)}
               </time>
               <span className="snapshot-actions">
-                <button type="button" className="ghost" disabled={busy} onClick={() => onRollback(snapshot.snapshot_id)}>
-                  Roll back
-                </button>
+                <ConfirmButton
+                  label="Roll back"
+                  question="Roll the chat back to this snapshot? What came after is folded."
+                  confirm="Yes, roll back"
+                  disabled={busy}
+                  onConfirm={() => onRollback(snapshot.snapshot_id)}
+                />
                 {snapshot.run_id && (
                   <button type="button" className="ghost" disabled={busy} onClick={() => onResume(snapshot.snapshot_id)}>
                     Resume

@@ -95,7 +95,13 @@ export function SolverPanel({ run, running }: StrategyPanelProps) {
             {decision ? (
               <div className="decision" data-testid="decision" data-action={decision.action}>
                 <p>
-                  <span className={`badge decision-${decision.action.toLowerCase()}`}>{decision.action}</span> {decision.rationale}
+                  {/* A final decision of a run that could not answer is no success: said so, in the warning colour. */}
+                  {decision.action === 'FINAL' && run.end?.kind === 'unresolved' ? (
+                    <span className="badge decision-unresolved">FINAL · could not answer</span>
+                  ) : (
+                    <span className={`badge decision-${decision.action.toLowerCase()}`}>{decision.action}</span>
+                  )}{' '}
+                  {decision.rationale}
                 </p>
                 {decision.next_focus && <p>Next loop's focus: {decision.next_focus}</p>}
                 {decision.question_for_user && <p>Question for you: {decision.question_for_user}</p>}

@@ -2,6 +2,7 @@ import { useState } from 'react';
 import { phaseText, stepSummary } from '../state/step-summary.ts';
 import type { StepView } from '../state/view-state.ts';
 import { AgentText } from './AgentText.tsx';
+import { ConfirmButton } from './ConfirmButton.tsx';
 import { ToolCallCard } from './ToolCallCard.tsx';
 
 const QUESTION_STATUS = {
@@ -96,14 +97,13 @@ export function StepCard({ step, current, running, folded, label = `Step ${step.
       )}
       {onRewind && step.observeDone && (
         <div className="step-rewind">
-          <button
-            type="button"
-            className="ghost"
-            onClick={onRewind}
+          <ConfirmButton
+            label="Rewind to here"
+            question={`Roll the conversation back to the end of step ${step.step}? Later steps are folded.`}
+            confirm="Rewind"
+            onConfirm={onRewind}
             title="Roll the conversation back to the end of this step and go on from here; later steps are folded"
-          >
-            Rewind to here
-          </button>
+          />
         </div>
       )}
     </details>

@@ -117,7 +117,8 @@ export function TaskGraphPanel({ run, running, onGoOn, onSaveText }: StrategyPan
           ))}
       {verdicts.map((verdict) => (
         <p key={verdict.seq} className="graph-verdict" data-testid="verdict">
-          <span className={`badge verdict verdict-${verdict.verdict.toLowerCase()}`}>{verdict.verdict}</span> {verdict.scope} {verdict.target}
+          <span className={`badge verdict verdict-${verdict.verdict.toLowerCase()}`}>{verdict.verdict}</span>{' '}
+          {verdict.scope === 'final' ? 'final' : `${verdict.scope} ${verdict.target}`}
           {verdict.issues.length > 0 && `: ${verdict.issues.join('; ')}`}
           {verdict.follow_up_task_ids.length > 0 && ` · follow-up tasks ${verdict.follow_up_task_ids.join(', ')}`}
         </p>

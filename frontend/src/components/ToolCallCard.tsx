@@ -1,6 +1,7 @@
 import { useState } from 'react';
 import { useApprove } from '../lib/approval-context.ts';
 import { formatDuration, localTimeOf } from '../lib/time.ts';
+import { toolInWords } from '../lib/tool-words.ts';
 import type { ToolCallView } from '../state/view-state.ts';
 import { SavedFileReferences } from './SavedFileReferences.tsx';
 
@@ -10,6 +11,14 @@ const STATUS_LABEL: Record<ToolCallView['status'], string> = {
   error: 'failed',
   stopped: 'stopped',
 };
+
+const TODO_STATUS_WORDS: Record<string, string> = { pending: 'to do', in_progress: 'in progress', completed: 'done' };
+
+/** A result as a person reads it: the to-do list's raw status lines ("- [pending] 1. …") said in words. */
+export function resultInWords(name: string, result: string): string {
+  if (name !== 'todo_operations') return result;
+  return result.replace(/^- \[(\w+)\] (.+)$/gm, (_line, status: string, rest: string) => `${rest} (${TODO_STATUS_WORDS[status] ?? status.replace(/_/g, ' ')})`);
+}
 
 /** A tool call's arguments as a line of words: the to-do tool's operations said plainly, others as "name: value". */
 export function argumentsInWords(name: string, args: Record<string, unknown>): string {
@@ -119,7 +128,9 @@ export function ToolCallCard({ tool }: { tool: ToolCallView }) {
     <div className={`tool-card tool-${tool.status}`} data-testid="tool-card" aria-busy={tool.status === 'running'}>
       <div className="tool-head">
         {tool.status === 'running' && !waiting ? <span className="spinner" aria-hidden="true" /> : <span className="tool-dot" aria-hidden="true" />}
-        <code className="tool-name">{tool.name}</code>
+        <span className="tool-name" title={tool.name}>
+          {toolInWords(tool.name)}
+        </span>
         <span className="tool-status">{waiting ? 'waiting for your approval' : denied ? 'denied' : STATUS_LABEL[tool.status]}</span>
         {tool.edited && <span className="tool-status">· approved with your edited arguments</span>}
         {tool.durationMs !== undefined && <span className="tool-duration">{formatDuration(tool.durationMs)}</span>}
@@ -151,7 +162,7 @@ export function ToolCallCard({ tool }: { tool: ToolCallView }) {
       {tool.approval?.status === 'timed_out' && <p className="approval-note">Nobody approved this call in time.</p>}
       {tool.status === 'done' && (
         <pre className="tool-result" aria-label="Result">
-          {typeof tool.result === 'string' ? tool.result : JSON.stringify(tool.result, null, 2)}
+          {typeof tool.result === 'string' ? resultInWords(tool.name, tool.result) : JSON.stringify(tool.result, null, 2)}
         </pre>
       )}
       {tool.status === 'done' && typeof tool.result === 'string' && localTimeOf(tool.result) && (

@@ -39,8 +39,19 @@ const marked = new Marked({
   },
 });
 
+/**
+ * Arithmetic kept as written: a `*` between operands ("12*7", "(2+3)*4") is a multiplication,
+ * never emphasis, so it is escaped outside code (where Markdown shows it as it is).
+ */
+export function keepArithmetic(text: string): string {
+  return text
+    .split(/(```[\s\S]*?(?:```|$)|`[^`\n]*`)/)
+    .map((part, index) => (index % 2 === 1 ? part : part.replace(/(?<=[\d)]\s*)\*(?=\s*[\d(])/g, '\\*')))
+    .join('');
+}
+
 /** Renders model Markdown to sanitized HTML. */
 export function renderMarkdown(text: string): string {
-  const html = marked.parse(text) as string;
+  const html = marked.parse(keepArithmetic(text)) as string;
   return DOMPurify.sanitize(html, { ADD_ATTR: ['target'], FORBID_TAGS: ['style', 'img', 'form', 'input'] });
 }

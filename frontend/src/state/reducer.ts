@@ -225,7 +225,7 @@ function applyLoggedEvent(state: ViewState, event: Logged): ViewState {
       return {
         ...state,
         snapshotLabels: { ...state.snapshotLabels, [event.snapshot_id]: event.label },
-        notice: { code: 'snapshot_saved', message: `Snapshot saved: ${event.label}` },
+        notice: { code: 'snapshot_saved', message: `Snapshot saved: ${event.label}`, tone: 'success' },
       };
     case 'session_rolled_back': {
       // Everything between the point rolled back to and now left the model's history: fold it.
@@ -335,7 +335,9 @@ function applyAgentUpdate(state: ViewState, runId: string, event: Extract<Logged
         end:
           event.reason === 'max_steps'
             ? { kind: 'max_steps', steps: event.steps }
-            : { kind: 'answered', steps: event.steps, ...(event.reason && event.reason !== 'answered' ? { reason: event.reason } : {}) },
+            : event.reason === 'unresolved'
+              ? { kind: 'unresolved', steps: event.steps, summary: event.summary ?? 'the run found no answer it could stand behind.' }
+              : { kind: 'answered', steps: event.steps, ...(event.reason && event.reason !== 'answered' ? { reason: event.reason } : {}) },
       }));
     default: {
       // A strategy's own events (a plan, to-dos, a verdict…) are kept typed for the run's strategy

@@ -1,4 +1,5 @@
 import { streamingProse } from '../lib/streaming-prose.ts';
+import { toolInWords } from '../lib/tool-words.ts';
 import type { RunView, StepView, ToolCallView } from './view-state.ts';
 
 /**
@@ -34,7 +35,7 @@ export function stepSummary(step: StepView): string {
 
 function describeCall(tool: ToolCallView): string {
   const args = describeArguments(tool.arguments);
-  const call = args ? `${tool.name}: ${args}` : tool.name;
+  const call = args ? `${toolInWords(tool.name)}: ${args}` : toolInWords(tool.name);
   switch (tool.status) {
     case 'running':
       return `${call} …`;

@@ -137,7 +137,8 @@ export function describeEvent(view: StrategyEventView): string {
     const { event } = view;
     switch (event?.update_type) {
       case 'agent_plan_step':
-        return `Step ${event.index} · ${words(event.status)}${event.attempts > 1 ? ` (attempt ${event.attempts})` : ''}${event.observation ? `: ${event.observation}` : ''}`;
+        // Said as what happened ("started"), never as a state ("running") that a finished run would contradict.
+        return `Step ${event.index} ${event.status === 'running' ? 'started' : words(event.status)}${event.attempts > 1 ? ` (attempt ${event.attempts})` : ''}${event.observation ? `: ${event.observation}` : ''}`;
       case 'agent_task_start':
         return `${AGENT_WORDS[event.agent] ?? words(event.agent)} · task ${event.task_id} started`;
       case 'agent_task_complete':

@@ -117,6 +117,8 @@ export type StrategyEventView = KnownStrategyEvent | UnknownStrategyEvent;
 /** How a run ended, once it has. `reason` is a strategy's own ending (e.g. "workflow_complete"). */
 export type RunEnd =
   | { kind: 'answered'; steps: number; reason?: string }
+  /** It ended without an answer that rests on its tools: `summary` says what could not be done. */
+  | { kind: 'unresolved'; steps: number; summary: string }
   | { kind: 'max_steps'; steps: number }
   | { kind: 'stopped'; reason: string; calls?: Array<{ tool_call_id: string; tool: string; status: string }> }
   | { kind: 'input_timeout' }
@@ -221,6 +223,8 @@ export interface FileView {
 export interface Notice {
   code: string;
   message: string;
+  /** A success said in passing ("Snapshot saved"), not a refusal or a failure. */
+  tone?: 'success';
 }
 
 /** Everything the web app shows; only the reducer makes new ones. */

@@ -1,6 +1,6 @@
 import type { Todo } from '@stepwise/shared-types';
 import type { CompletionRequest, CompletionResult, DemoKit, LlmToolCall } from '../../llm/llm-client.ts';
-import { fallbackAnswer, findingsOf, nextToolCall, readSituation, requestParts } from '../demo-language.ts';
+import { answerOf, nextToolCall, notEnabledProblem, readSituation, requestParts } from '../demo-language.ts';
 import { TODO_TOOL } from './todos.ts';
 
 const COUNTS: Record<string, number> = { two: 2, three: 3, four: 4, five: 5, '2': 2, '3': 3, '4': 4, '5': 5 };
@@ -29,6 +29,8 @@ export async function autonomousDemo(request: CompletionRequest, demo: DemoKit):
   const facts = partsOf(situation.question);
   const parts = facts ? [] : requestParts(situation);
   const allDone = todos.every((todo) => todo.status === 'completed');
+  const finalSummary = () =>
+    facts ? `Here is what I found, one todo at a time:\n\n${todos.map((todo) => `- ${factFor(todo)}`).join('\n')}` : answerOf(situation);
 
   if (offered.has(TODO_TOOL) && !wroteList && allDone && (facts || parts.length > 1)) {
     const titles = facts ? Array.from({ length: facts.count }, (_, index) => `Fact ${index + 1} about “${facts.topic}”`) : parts.map((part) => part.title);
@@ -39,34 +41,35 @@ export async function autonomousDemo(request: CompletionRequest, demo: DemoKit):
   }
   const inProgress = todos.findIndex((todo) => todo.status === 'in_progress');
   const next = todos.find((todo) => todo.status === 'pending');
+  // Each iteration does as much as it can in order: the todo done, the next started with its work
+  // (its tool call), and with the last one done the answer; so a list of N parts takes N + 2 iterations.
+  const workFor = (index: number) => {
+    const part = parts[index];
+    if (!part || part.done) return [];
+    const needed = nextToolCall(situation);
+    return needed.call ? [needed.call] : [];
+  };
   if (wroteList && inProgress >= 0) {
     const todo = todos[inProgress]!;
     const part = parts[inProgress];
-    // A part's work first (its tool call), then the todo completed and the next one started: the updates apply in order.
-    if (part && !part.done) {
-      const needed = nextToolCall(situation);
-      if (needed.call) return { text: '', toolCalls: [needed.call] };
-    }
+    // The part's work first when it is not done yet (its tool call), then the todo completed.
+    const work = workFor(inProgress);
+    if (work.length > 0) return { text: '', toolCalls: work };
     const done = toolCall(TODO_TOOL, { operation: 'update', id: todo.id, status: 'completed' });
-    const start = next ? [toolCall(TODO_TOOL, { operation: 'update', id: next.id, status: 'in_progress' })] : [];
-    return { text: facts ? factFor(todo) : (part?.finding ?? `${todo.title}: done.`), toolCalls: [done, ...start] };
+    const finding = facts ? factFor(todo) : (part?.finding ?? `${todo.title}: done.`);
+    if (!next) return { text: `${finalSummary()}\n\n[WORKFLOW_COMPLETE]`, toolCalls: [done] };
+    const start = toolCall(TODO_TOOL, { operation: 'update', id: next.id, status: 'in_progress' });
+    return { text: finding, toolCalls: [done, start, ...workFor(todos.indexOf(next))] };
   }
-  if (wroteList && next) return call('', TODO_TOOL, { operation: 'update', id: next.id, status: 'in_progress' });
-  if (wroteList && todos.length > 0) {
-    const summary = facts
-      ? `Here is what I found, one todo at a time:\n\n${todos.map((todo) => `- ${factFor(todo)}`).join('\n')}`
-      : findingsOf(situation).answers.join('\n\n');
-    return demo.say(`${summary}\n\n[WORKFLOW_COMPLETE]`, request);
-  }
+  if (wroteList && next)
+    return { text: '', toolCalls: [toolCall(TODO_TOOL, { operation: 'update', id: next.id, status: 'in_progress' }), ...workFor(todos.indexOf(next))] };
+  if (wroteList && todos.length > 0) return demo.say(`${finalSummary()}\n\n[WORKFLOW_COMPLETE]`, request);
   // A single request: the tool calls it needs one at a time (every link of a calculation, the
   // clock, a file, a question when it is vague), as every strategy's demo does them; then the
   // answer from what they gave.
   const needed = nextToolCall(situation);
   if (needed.call) return { text: needed.next === 'request_input' ? 'I need to know more before I can start.' : '', toolCalls: [needed.call] };
-  const { answers } = findingsOf(situation);
-  if (needed.notEnabled) answers.push(`The **${needed.notEnabled}** tool is not enabled for this run; tick it under Tools to let me do this.`);
-  if (answers.length > 0) return demo.say(answers.join('\n\n'), request);
-  return demo.say(fallbackAnswer(situation), request);
+  return demo.say(answerOf(situation, needed.notEnabled ? { problems: [notEnabledProblem(needed.notEnabled)] } : {}), request);
 }
 
 /** "three facts about X" → 3 and X; undefined for a request of one part. */

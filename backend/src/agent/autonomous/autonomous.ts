@@ -2,6 +2,7 @@ import type { GuidanceVariant, Todo } from '@stepwise/shared-types';
 import { z } from 'zod';
 import type { LlmMessage, LlmToolCall } from '../../messages.ts';
 import { requestInputSchema } from '../../tools/request-input-tool.ts';
+import { shownAnswer } from '../grounding.ts';
 import { defineStrategy, type Run, type RunSuccess } from '../strategy.ts';
 import { runToolCalls, type ToolCallRecord, toolCallMessages, withUniqueIds } from '../tool-calls.ts';
 import { autonomousDemo } from './autonomous-demo.ts';
@@ -167,7 +168,7 @@ export const autonomous = defineStrategy({
       const reply = readMarkers(text);
       if (reply.content) {
         loop.lastContent = reply.content;
-        await run.sink.emit(messageEvent({ run_id: input.runId }, step, reply.content));
+        await run.sink.emit(messageEvent({ run_id: input.runId }, step, shownAnswer(reply.content)));
       }
       const work = toolCalls.length > 0 ? await runIterationTools(run, step, reply.content, toolCalls) : undefined;
       if (!work && reply.content) progress.transcript.push({ role: 'assistant', content: reply.content });

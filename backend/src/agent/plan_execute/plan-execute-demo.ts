@@ -1,5 +1,6 @@
 import type { CompletionRequest, CompletionResult, DemoKit, LlmToolCall } from '../../llm/llm-client.ts';
-import { block, fallbackAnswer, readSituation, requestParts, type Situation, shorten, summarize } from '../demo-language.ts';
+import { block, fallbackAnswer, NO_ATTACHMENT, readSituation, requestParts, type Situation, shorten, summarize } from '../demo-language.ts';
+import { spoken, unresolvedAnswer } from '../grounding.ts';
 import type { PlanReply } from './plan.ts';
 
 type DemoStep = PlanReply['steps'][number];
@@ -81,9 +82,13 @@ function stepsFor(situation: Situation, tools: Set<string>): DemoStep[] {
       steps.push(step('Read the current time', 'current_time', '', 'The clock gives the time.'));
     } else if (part.kind === 'read_file') {
       steps.push(step(`Read ${situation.file}`, 'read_file', situation.file!, 'The file is read and summarized.'));
-    } else if (part.kind === 'missing_file') {
-      steps.push(step(`Find ${situation.missingFile} among the session's files`, undefined, `Needs file: ${situation.missingFile}`, 'The file is there.'));
+    } else if (part.kind === 'write_file' && situation.write && tools.has('write_file')) {
+      steps.push(step(`Write ${situation.write.name}`, 'write_file', JSON.stringify(situation.write), 'The file is written.'));
+    } else if (part.kind === 'missing_file' && situation.missingFile) {
+      steps.push(step(`Find ${situation.missingFile} among the chat's files`, undefined, `Needs file: ${situation.missingFile}`, 'The file is there.'));
       steps.push(step(`Summarize ${situation.missingFile}`, undefined, `Summarize file: ${situation.missingFile}`, 'A summary is written.'));
+    } else if (part.kind === 'missing_file') {
+      steps.push(step('Look for the file attached to the chat', undefined, 'Needs an attached file', 'A file is attached.'));
     }
   }
   if (steps.length === 0 && situation.ambiguous && situation.clarification === undefined) {
@@ -104,14 +109,25 @@ function replan(request: CompletionRequest): DemoStep[] {
     const situation = readSituation({ ...request, messages: [{ role: 'user', content: `${text(variables.question)}\n${answered}` }] });
     return stepsFor(situation, new Set(toolNames(request)));
   }
-  const missing = readSituation(request).missingFile ?? 'the file';
-  return [step(`Tell the user how to attach ${missing}`, undefined, `Explain missing file: ${missing}`, 'The user knows what to do.')];
+  const missing = readSituation(request).missingFile;
+  if (missing) return [step(`Tell the user how to attach ${missing}`, undefined, `Explain missing file: ${missing}`, 'The user knows what to do.')];
+  // A step failed (a tool's error, a tool not enabled): nothing later can rest on it, so the rest of the plan is to say so.
+  return [step('Tell the user what could not be done', undefined, 'Explain what could not be done', 'The user knows what failed and why.')];
 }
 
 /** The question the demo asks of a vague request (the same words as every strategy's). */
 function clarifyingQuestion(question: string): string {
   return `Could you tell me a bit more about what you need with "${shorten(question)}"? For example, a calculation I should do.`;
 }
+
+/** The built-in tools as a plan says them. */
+const TOOL_PHRASES: Record<string, string> = {
+  calculator: 'the calculator',
+  current_time: 'the clock',
+  read_file: 'the file reader',
+  list_files: 'the list of files',
+  request_input: 'a question to the user',
+};
 
 /** What the step's context says to do: a tool and its argument, or nothing. */
 function action(context: string): { tool: string | undefined; argument: string } {
@@ -121,7 +137,11 @@ function action(context: string): { tool: string | undefined; argument: string }
 
 function reasonReply(context: string, goal: string): string {
   const { tool, argument } = action(context);
-  const plan = tool ? `Call ${tool}${argument ? ` with ${argument}` : ''}.` : `No tool is needed to ${goal.charAt(0).toLowerCase()}${goal.slice(1)}.`;
+  const plan = !tool
+    ? `No tool is needed to ${goal.charAt(0).toLowerCase()}${goal.slice(1)}.`
+    : tool === 'write_file'
+      ? 'Write the file, once a person approves it.'
+      : `Use ${TOOL_PHRASES[tool] ?? `the ${spoken(tool)} tool`}${argument ? ` on ${argument}` : ''}.`;
   return block(`Step goal: ${goal}. ${plan}`, { plan, tools_to_consider: tool ? [tool] : [], finish: !tool });
 }
 
@@ -129,9 +149,17 @@ function actReply(request: CompletionRequest, context: string): CompletionResult
   const { tool, argument } = action(context);
   const offered = new Set((request.tools ?? []).map((each) => each.name));
   if (!tool || (!offered.has(tool) && tool !== 'request_input'))
-    return { text: tool ? `The ${tool} tool is not enabled for this run.` : 'No tool is needed.', toolCalls: [] };
+    return { text: tool ? `The ${spoken(tool)} tool is not enabled for this run.` : 'No tool is needed.', toolCalls: [] };
   const args =
-    tool === 'calculator' ? { expression: argument } : tool === 'read_file' ? { name: argument } : tool === 'request_input' ? { question: argument } : {};
+    tool === 'calculator'
+      ? { expression: argument }
+      : tool === 'read_file'
+        ? { name: argument }
+        : tool === 'request_input'
+          ? { question: argument }
+          : tool === 'write_file'
+            ? (JSON.parse(argument) as Record<string, unknown>)
+            : {};
   const call: LlmToolCall = { id: `call_demo_${tool}`, name: tool, arguments: JSON.stringify(args) };
   return { text: '', toolCalls: [call] };
 }
@@ -143,7 +171,11 @@ function observeReply(request: CompletionRequest, context: string, goal: string)
   let complete = true;
   if (context.startsWith('Needs file: ')) {
     const name = context.slice('Needs file: '.length);
-    observation = `${name} is missing: this chat has no such file.`;
+    observation = `${name} is missing: there is no file ${name} in this chat to read.`;
+  } else if (context === 'Needs an attached file') {
+    observation = `${NO_ATTACHMENT}, so there is nothing to read.`;
+  } else if (context === 'Explain what could not be done') {
+    observation = 'An earlier step could not be done, so the request cannot be answered from the plan.';
   } else if (context.startsWith('Explain missing file: ')) {
     const name = context.slice('Explain missing file: '.length);
     observation = `Attach ${name} with the paperclip (or drop it on the page) and ask again.`;
@@ -153,10 +185,11 @@ function observeReply(request: CompletionRequest, context: string, goal: string)
   } else if (!tool) {
     observation = `${goal}: done.`;
   } else if (result === undefined) {
-    observation = `The ${tool} tool is not enabled for this run, so this step cannot be done.`;
+    observation = `The ${spoken(tool)} tool is not enabled for this run, so this step cannot be done.`;
     complete = false;
   } else if (result.startsWith('Error:')) {
-    observation = `${tool} failed: ${shorten(result.replace(/^Error:\s*/, ''), 200)}`;
+    const error = shorten(result.replace(/^Error:\s*/, ''), 200).replace(/\.$/, '');
+    observation = tool === 'calculator' ? `The calculator could not evaluate ${argument}: ${error}.` : `The ${spoken(tool)} tool failed: ${error}.`;
     complete = false;
   } else if (tool === 'request_input') {
     observation = `The user answered: ${result}`;
@@ -166,6 +199,8 @@ function observeReply(request: CompletionRequest, context: string, goal: string)
     observation = `The clock says ${result} (UTC).`;
   } else if (tool === 'read_file') {
     observation = summarize(argument, result);
+  } else if (tool === 'write_file') {
+    observation = `${result}.`;
   } else {
     observation = `${tool} returned: ${shorten(result, 200)}`;
   }
@@ -189,10 +224,18 @@ function synthesisReply(request: CompletionRequest): string {
   if (steps.length === 0 || steps.every((each) => each.goal === SAY_WHAT_I_CAN)) return fallbackAnswer(readSituation(request));
   const lines = steps.map((each) => `${each.index}. ${each.goal} — ${each.status}${each.observation ? `: ${each.observation.split('\n')[0]}` : ''}`);
   const found = answerParts(steps.filter((each) => each.status === 'done' && each.observation).map((each) => each.observation));
-  return [found.length ? found.join('\n\n') : 'The plan did not reach an answer.', 'How I got there:', lines.join('\n'), ...(notes ? [notes] : [])].join(
-    '\n\n',
-  );
+  // What could not be done: a failed step, or a step that found something missing. The answer rests on none of it.
+  const problems = steps
+    .filter((each) => each.observation && (each.status === 'failed' || PROBLEM.test(each.observation)))
+    .map((each) => each.observation.split('\n')[0]!);
+  const body = [found.length ? found.join('\n\n') : '', 'How I got there:', lines.join('\n'), ...(notes ? [notes] : [])].filter(Boolean).join('\n\n');
+  if (problems.length > 0) return unresolvedAnswer(problems[0]!, body);
+  if (found.length === 0) return unresolvedAnswer('The plan did not reach an answer.', body);
+  return body;
 }
+
+/** An observation saying that something could not be done. */
+const PROBLEM = /^(?:\S+ is missing: |There is no file |No file is attached|The calculator could not|The .+ tool (?:failed|is not enabled))/;
 
 /**
  * The answer's parts from the steps' findings: the calculation's result (its last step), the
@@ -207,7 +250,7 @@ function answerParts(observations: string[]): string[] {
   for (const observation of observations) {
     const time = /^The clock says (.+) \(UTC\)\.$/.exec(observation);
     if (time) parts.push(`It is now **${time[1]}** (UTC).`);
-    else if (/^\*\*[^*]+\*\*: \d+ lines?/.test(observation) || /^Attach /.test(observation)) parts.push(observation);
+    else if (/^\*\*[^*]+\*\*: \d+ lines?/.test(observation) || /^Attach /.test(observation) || /^Wrote /.test(observation)) parts.push(observation);
   }
   return parts;
 }

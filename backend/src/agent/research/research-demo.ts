@@ -119,7 +119,10 @@ function planFor(situation: Situation) {
  */
 function taskSituation(request: CompletionRequest, goal: string): Situation {
   const answered = /The person asked for: (.+?)\.?$/m.exec(String(request.variables?.results ?? ''))?.[1];
-  const content = answered ? `${goal}\n${answered}` : goal;
+  // The file the plan named for "this file" (the chat's files now include the run's own, newer ones).
+  const planned = /Read and summarize (\S+)/.exec(String(request.variables?.task ?? ''))?.[1];
+  const asked = answered ? `${goal}\n${answered}` : goal;
+  const content = planned && !asked.includes(planned) ? `${asked}\n(${planned})` : asked;
   const work = request.messages.filter((message) => message.role === 'assistant' || message.role === 'tool');
   return readSituation({ ...request, messages: [{ role: 'user', content } as LlmMessage, ...work] });
 }
@@ -137,7 +140,17 @@ function taskReply(request: CompletionRequest, goal: string): CompletionResult {
 /** The part of the situation an agent does: the scout looks things up (and asks), the derivation coder computes, the verifier recomputes in one go. */
 function shareOf(agent: string, title: string, situation: Situation): Situation {
   const lookups = { ...situation, expression: undefined, chain: [], calculations: [] };
-  const sums = { ...situation, wantsTime: false, file: undefined, missingFile: undefined, wantsFileList: false, named: undefined, ambiguous: false };
+  const sums = {
+    ...situation,
+    wantsTime: false,
+    file: undefined,
+    missingFile: undefined,
+    noAttachment: false,
+    wantsFileList: false,
+    write: undefined,
+    named: undefined,
+    ambiguous: false,
+  };
   if (title.includes(DO_ASKED)) return { ...situation, ambiguous: false };
   switch (agent) {
     case 'literature_scout':
@@ -149,7 +162,17 @@ function shareOf(agent: string, title: string, situation: Situation): Situation 
       return { ...sums, chain: whole ? [{ expression: whole, words: whole }] : [], expression: situation.calculations.length ? undefined : whole };
     }
     default:
-      return { ...lookups, ambiguous: false, wantsTime: false, file: undefined, missingFile: undefined, wantsFileList: false, named: undefined };
+      return {
+        ...lookups,
+        ambiguous: false,
+        wantsTime: false,
+        file: undefined,
+        missingFile: undefined,
+        noAttachment: false,
+        wantsFileList: false,
+        write: undefined,
+        named: undefined,
+      };
   }
 }
 
@@ -187,7 +210,8 @@ function findingOf(request: CompletionRequest, goal: string): string {
   if (title.includes(DO_ASKED)) return findingsOf(situation).answers.join('\n\n') || 'The request still names nothing the demo model can do.';
   switch (agent) {
     case 'literature_scout': {
-      const { answers } = findingsOf(shareOf(agent, title, situation));
+      const { answers, problems } = findingsOf(shareOf(agent, title, situation));
+      if (problems.length) return [...problems, ...answers].join(' ');
       return answers.length
         ? answers.join(' ')
         : `The question asks: “${shorten(goal, 100)}”. There is nothing in it to look up with the tools of this run, and the demo model does not answer from memory.`;
@@ -197,6 +221,8 @@ function findingOf(request: CompletionRequest, goal: string): string {
       const expression = chainExpression(chain);
       if (!expression) return 'The question holds no calculation.';
       if (calculations.length === 0) return `\`${expression}\` could not be computed: the calculator is not enabled for this run.`;
+      const failed = calculations.find((value) => value.startsWith('Error:'));
+      if (failed) return `The calculator could not evaluate ${expression}: ${failed.replace(/^Error:\s*/, '').replace(/\.$/, '')}.`;
       return `\`${expression}\` = ${calculations.at(-1)} (${calculations.length} calculator step${calculations.length === 1 ? '' : 's'}: ${calculations.join(' → ')}).`;
     }
     case 'verifier': {
@@ -204,6 +230,7 @@ function findingOf(request: CompletionRequest, goal: string): string {
       const value = situation.calculations.at(-1);
       const derived = figureIn(results);
       if (!expression || value === undefined) return 'Nothing was recomputed: the calculator is not enabled for this run.';
+      if (value.startsWith('Error:')) return `Nothing was recomputed: the calculator could not evaluate ${expression} either.`;
       return derived === value
         ? `Recomputed \`${expression}\` = ${value} in one go: it matches the derivation.`
         : `Recomputed \`${expression}\` = ${value} in one go: it does not match the derivation's ${derived ?? 'missing figure'}.`;
@@ -256,9 +283,29 @@ function judgeTask(task: string, content: string, goal: string, results: string)
 
 /** A stage passes when its findings check out: a figure that disagrees with a recomputation, or one that could not be computed, fails it. */
 function judgeStage(results: string, goal: string) {
+  // What no tool could do fails the stage, with no follow-up task: doing it again cannot change it.
+  const cannot = CANNOT.exec(results)?.[0];
+  if (cannot) return { verdict: 'FAIL', issues: [cannot], follow_up_tasks: [] };
+  if (/nothing in it to look up/.test(results) && !/ \((?:derivation_coder)\): /.test(results))
+    return {
+      verdict: 'FAIL',
+      issues: [
+        `The offline demo model found nothing it can do in “${shorten(goal, 80)}”: it computes, reads the clock and the chat's files, and answers nothing from memory.`,
+      ],
+      follow_up_tasks: [],
+    };
+  // A figure is computed again at most twice; then the person is asked, not a third try added.
+  const tries = (results.match(/ \((?:derivation_coder|verifier)\): /g) ?? []).length;
   const mismatch = /it does not match the derivation's ([^.]+)\./.exec(results);
-  if (mismatch)
-    return fail(`The recomputation does not match the derivation (${mismatch[1]}).`, 'Compute the figure a third time, link by link', 'derivation_coder');
+  if (mismatch && tries >= 3)
+    return {
+      verdict: 'FAIL',
+      issues: [
+        `The figure still comes out two ways after two retries (the recomputation against ${mismatch[1]}): which should the answer use, the step-by-step figure or the one-expression one?`,
+      ],
+      follow_up_tasks: [],
+    };
+  if (mismatch) return fail(`The recomputation does not match the derivation (${mismatch[1]}).`, 'Compute the figure again, link by link', 'derivation_coder');
   if (/could not be computed|not enabled for this run/.test(results) && figureIn(results) === undefined)
     return fail(
       'A figure the question needs could not be computed: the calculator is not enabled for this run.',
@@ -289,6 +336,10 @@ function computed(expression: string): string | undefined {
     return undefined;
   }
 }
+
+/** A finding that says what a tool could not do (or that a file is not there), as one sentence. */
+const CANNOT =
+  /(?:The calculator could not evaluate [^\n]*?\.(?=\s|$)|There is no file \S+ in this chat to read\.|No file is attached to this chat, so there is nothing to read\.|The [\w ]+ tool failed: [^\n]*?\.(?=\s|$))/;
 
 const pass = () => ({ verdict: 'PASS', issues: [] as string[], follow_up_tasks: [] as unknown[] });
 const fail = (issue: string, title: string, agent: string) => ({

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { ERROR_CODE, StepwiseError } from '../../errors.ts';
 import type { LlmMessage } from '../../messages.ts';
 import { REQUEST_INPUT_TOOL, requestInputSchema } from '../../tools/request-input-tool.ts';
+import { oneSentence } from '../grounding.ts';
 import { defineStrategy, type Run, type RunSuccess } from '../strategy.ts';
 import { runToolCalls, toolCallMessages } from '../tool-calls.ts';
 import { researchDemo } from './research-demo.ts';
@@ -174,8 +175,11 @@ export const research = defineStrategy({
         );
       }
       if (unfinished(stage).length === 0) {
-        const verdict = await verifyStage(run, doc, state, stage);
-        if (verdict !== 'PASS') return blocked(run, doc, state, cycle, `The verifier of stage ${stage.id} said ${verdict}; follow-up tasks were added.`);
+        const judged = await verifyStage(run, doc, state, stage);
+        // Doubts with no work that could settle them: the request cannot be done here, and the run says why.
+        if (judged.verdict !== 'PASS' && judged.added.length === 0) return unresolved(run, doc, state, cycle, judged.issues[0]);
+        if (judged.verdict !== 'PASS')
+          return blocked(run, doc, state, cycle, `The verifier of stage ${stage.id} said ${judged.verdict}; follow-up tasks were added.`);
       }
       if (cycle >= input.maxSteps) {
         await doc.write(state);
@@ -429,7 +433,12 @@ async function verifyTask(run: ResearchRun, state: ResearchState, stage: GraphSt
 }
 
 /** The stage verifier, once every task of the stage is finished. */
-async function verifyStage(run: ResearchRun, doc: StateDocument, state: ResearchState, stage: GraphStage): Promise<Verdict> {
+async function verifyStage(
+  run: ResearchRun,
+  doc: StateDocument,
+  state: ResearchState,
+  stage: GraphStage,
+): Promise<{ verdict: Verdict; added: string[]; issues: string[] }> {
   const stageResults = state.results.filter((line) => stage.tasks.some((task) => line.startsWith(`- ${task.id} `))).join('\n');
   const variables = { goal: state.goal, stage: `${stage.id}. ${stage.name}`, criteria: stage.verifier_criteria, results: stageResults };
   const verdict = await judge(
@@ -446,7 +455,7 @@ async function verifyStage(run: ResearchRun, doc: StateDocument, state: Research
   await emitVerdict(run, state, 'stage', stage.id, verdict, added);
   await doc.write(state);
   await emitGraph(run, state);
-  return verdict.verdict;
+  return { verdict: verdict.verdict, added, issues: verdict.issues };
 }
 
 /** What a verifier judges: one task (its call is on the task's branch), a stage, or the whole run (both on the run's trunk). */
@@ -528,6 +537,7 @@ async function finish(run: ResearchRun, doc: StateDocument, state: ResearchState
     const stage = state.graph.stages.at(-1)!;
     const added = addFollowUps(stage, verdict);
     stage.status = 'running';
+    if (added.length === 0) return unresolved(run, doc, state, cycle, verdict.issues[0]);
     return blocked(
       run,
       doc,
@@ -552,6 +562,20 @@ async function finish(run: ResearchRun, doc: StateDocument, state: ResearchState
   state.history.push('- final verifier PASS; report written to final_report.md');
   await doc.write(state);
   return { answer: report, steps: cycle, reason: 'answered' };
+}
+
+/** The run ends without an answer: a verifier's doubt that no follow-up work can settle, said in one sentence. */
+async function unresolved(run: ResearchRun, doc: StateDocument, state: ResearchState, cycle: number, issue: string | undefined): Promise<RunSuccess> {
+  const why = oneSentence(issue ?? 'The verifier found that the results do not answer the goal.');
+  state.history.push(`- cycle ${cycle}: could not answer: ${why}`);
+  await doc.write(state);
+  await emitGraph(run, state);
+  return {
+    answer: `**Could not answer:** ${why}\n\n${progressLine(state)} Send another message to go on (its text joins the history log as guidance).`,
+    steps: cycle,
+    reason: 'unresolved',
+    summary: why,
+  };
 }
 
 async function blocked(run: ResearchRun, doc: StateDocument, state: ResearchState, cycle: number, why: string): Promise<RunSuccess> {

@@ -1,6 +1,17 @@
 import type { CompletionRequest, CompletionResult, DemoKit } from '../../llm/llm-client.ts';
 import type { LlmMessage } from '../../messages.ts';
-import { chainExpression, chainResult, findingsOf, linkExpression, nextToolCall, readSituation, shorten } from '../demo-language.ts';
+import {
+  chainExpression,
+  chainResult,
+  fallbackAnswer,
+  findingsOf,
+  linkExpression,
+  nextToolCall,
+  notEnabledProblem,
+  readSituation,
+  shorten,
+} from '../demo-language.ts';
+import { unresolvedAnswer } from '../grounding.ts';
 
 /**
  * The demo model's answers to the solver's stages. It proposes two approaches and picks the
@@ -57,22 +68,33 @@ export async function solverDemo(request: CompletionRequest, demo: DemoKit): Pro
       const rest = { ...situation, expression: undefined, chain: [], calculations: [] };
       const other = nextToolCall(rest);
       if (other.call && other.next !== 'request_input') return { text: '', toolCalls: [{ ...other.call, id: `${other.call.id}_${loop}` }] };
-      const found = findingsOf(rest).answers;
+      const lookedUp = findingsOf(rest);
+      const found = lookedUp.answers;
+      // What the tools could not do is said in the solution, so the evaluator and the orchestrator see it.
+      const notDone = lookedUp.problems.map((sentence) => `\n\nNot done: ${sentence}`).join('');
       const also = found.length ? `\n\n${ALSO}\n\n${found.join('\n\n')}` : '';
       if (!expression) {
+        if (lookedUp.problems.length) return demo.say(`${lookedUp.problems.join(' ')}${also}\n\nAnswer: none (${lookedUp.problems[0]})`, request);
         if (found.length) return demo.say(`The request needs no arithmetic; here is what it asks for.${also}\n\nAnswer: given above`, request);
         if (situation.ambiguous)
           return demo.say(`“${shorten(problem)}” does not say what to solve, and the demo model does not guess.\n\nAnswer: none (unclear request)`, request);
-        return demo.say(`I can only solve arithmetic word problems in the demo, and I found no calculation in “${shorten(problem)}”.\n\nAnswer: none`, request);
+        return demo.say(
+          `I can only solve arithmetic word problems and read files in the demo, and I found neither in “${shorten(problem)}”.\n\nAnswer: none (${NOTHING})`,
+          request,
+        );
       }
       if (!work.calculator)
         return demo.say(
-          `The problem comes down to \`${expression}\`, but the calculator is not enabled, and the demo model does not do sums in its head.${also}\n\nAnswer: none`,
+          `The problem comes down to \`${expression}\`, but the calculator is not enabled, and the demo model does not do sums in its head.${also}\n\nAnswer: none (${notEnabledProblem('calculator')})`,
           request,
         );
       const result = work.results[0]!;
+      if (result.startsWith('Error:')) {
+        const failure = `The calculator could not evaluate ${expression}: ${result.replace(/^Error:\s*/, '').replace(/\.$/, '')}.`;
+        return demo.say(`The problem comes down to \`${expression}\`. ${failure}${also}\n\nAnswer: none (${failure})`, request);
+      }
       if (loop === 1)
-        return demo.say(`The problem comes down to \`${expression}\`, which the calculator puts at ${result}.${also}\n\nAnswer: ${result}`, request);
+        return demo.say(`The problem comes down to \`${expression}\`, which the calculator puts at ${result}.${also}${notDone}\n\nAnswer: ${result}`, request);
       const check = work.results.at(-1)!;
       const steps =
         work.results.length > 2
@@ -83,8 +105,8 @@ export async function solverDemo(request: CompletionRequest, demo: DemoKit): Pro
           : '';
       return demo.say(
         check === result
-          ? `The problem comes down to \`${expression}\` = ${result}. Evaluated again as a check it gives ${check}, the same.${steps}${also}\n\nAnswer: ${result} (checked)`
-          : `The problem comes down to \`${expression}\` = ${result}, but the check gives ${check}.${steps}${also}\n\nAnswer: ${result}`,
+          ? `The problem comes down to \`${expression}\` = ${result}. Evaluated again as a check it gives ${check}, the same.${steps}${also}${notDone}\n\nAnswer: ${result} (checked)`
+          : `The problem comes down to \`${expression}\` = ${result}, but the check gives ${check}.${steps}${also}${notDone}\n\nAnswer: ${result}`,
         request,
       );
     }
@@ -94,6 +116,10 @@ export async function solverDemo(request: CompletionRequest, demo: DemoKit): Pro
       // The evaluator computes the problem itself and compares: a wrong answer fails, whatever it claims.
       const expected = chainResult(work.chain);
       if (/Answer: none \(unclear request\)/.test(input)) return demo.say('The problem is unclear: only the person can say what they need.', request);
+      const cannot = /^Answer: none \((.+)\)$/m.exec(input)?.[1];
+      if (cannot) return demo.say(`There is no answer to call correct: ${cannot} No tool computed what the problem needs.`, request);
+      const notDone = /^Not done: (.+)$/m.exec(input)?.[1];
+      if (notDone) return demo.say(`Flaw: part of the request was not done, and no second loop can do it: ${notDone}`, request);
       if (expected === undefined || answer === undefined || answer === 'none' || answer === 'given above') {
         if (answer === 'given above')
           return demo.say('The solution is correct: what it gives comes from the tools’ results, and nothing in the problem needs computing.', request);
@@ -119,49 +145,64 @@ export async function solverDemo(request: CompletionRequest, demo: DemoKit): Pro
       const unclear = /Answer: none \(unclear request\)/.test(input);
       const answer = /Answer: ([^\n]+)/.exec(input)?.[1]?.replace(' (checked)', '').trim() ?? '';
       const checked = /\(checked\)/.test(input) && /The solution is correct: I worked/.test(input);
-      const also = new RegExp(`${ALSO}\\n\\n([\\s\\S]*?)\\n\\nAnswer:`).exec(input)?.[1]?.trim();
+      const also = new RegExp(`${ALSO}\\n\\n([\\s\\S]*?)\\n\\n(?:Not done:|Answer:)`).exec(input)?.[1]?.trim();
+      // What no tool could do: the answer says so first, and the run does not end as a success.
+      const cannot = (unclear ? undefined : /^Answer: none \((.+)\)$/m.exec(input)?.[1]) ?? /^Not done: (.+)$/m.exec(input)?.[1];
       const computed =
-        answer && answer !== 'none' && answer !== 'given above' && work.expression
+        answer && !answer.startsWith('none') && answer !== 'given above' && work.expression
           ? `**${answer}**: \`${work.expression}\` = ${answer}${checked ? ', computed with the calculator, checked again and confirmed by the evaluator' : ''}.`
           : undefined;
       const finalAnswer =
         [computed, also].filter(Boolean).join('\n\n') ||
         'The demo model computed no answer: it found no calculation it understands in the problem, or the calculator is not enabled.';
-      const decision = unclear
+      const unresolved =
+        cannot === NOTHING ? fallbackAnswer(work.situation) : cannot ? unresolvedAnswer(cannot, [computed, also].filter(Boolean).join('\n\n')) : undefined;
+      const decision = unresolved
         ? {
-            action: 'ASK_USER',
-            rationale: 'The request does not say what to solve; only the person can.',
-            final_answer: '',
-            question_for_user: clarifyingQuestion(problem),
-            next_focus: 'solve what the person asks for',
+            action: 'FINAL',
+            rationale: `No tool gave what the request needs: ${cannot}`,
+            final_answer: unresolved,
+            question_for_user: '',
+            next_focus: '',
           }
-        : flawed
+        : unclear
           ? {
-              action: 'CONTINUE',
-              rationale: 'The evaluator found a flaw.',
+              action: 'ASK_USER',
+              rationale: 'The request does not say what to solve; only the person can.',
               final_answer: '',
-              question_for_user: '',
-              next_focus: 'solve it again and check the result',
+              question_for_user: clarifyingQuestion(problem),
+              next_focus: 'solve what the person asks for',
             }
-          : {
-              action: 'FINAL',
-              rationale: checked
-                ? 'The solution is correct and checked.'
-                : computed
-                  ? 'The solution is correct.'
-                  : also
-                    ? 'The tools gave what was asked.'
-                    : 'There was nothing to compute.',
-              final_answer: finalAnswer,
-              question_for_user: '',
-              next_focus: '',
-            };
+          : flawed
+            ? {
+                action: 'CONTINUE',
+                rationale: 'The evaluator found a flaw.',
+                final_answer: '',
+                question_for_user: '',
+                next_focus: 'solve it again and check the result',
+              }
+            : {
+                action: 'FINAL',
+                rationale: checked
+                  ? 'The solution is correct and checked.'
+                  : computed
+                    ? 'The solution is correct.'
+                    : also
+                      ? 'The tools gave what was asked.'
+                      : 'There was nothing to compute.',
+                final_answer: finalAnswer,
+                question_for_user: '',
+                next_focus: '',
+              };
       return { text: JSON.stringify(decision), toolCalls: [], parsed: decision };
     }
     default:
       return demo.unknownPurpose(request);
   }
 }
+
+/** Why a solution has no answer when the problem holds nothing the demo model can do. */
+const NOTHING = 'The offline demo model found nothing it can do in this request.';
 
 /** The heading of a solution's parts that are not arithmetic (the time, a file's summary). */
 const ALSO = 'Also asked for:';
