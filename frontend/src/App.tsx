@@ -127,7 +127,7 @@ export function App() {
               state={state}
               now={now}
               onContinue={(runId, extra, maxCostUsd) => void actions.resume(runId, extra, maxCostUsd)}
-              onRewind={(runId, step) => void actions.resumeSnapshot(`step:${runId}:${step}`)}
+              onRewind={(runId, step, extraSteps) => void actions.resumeSnapshot(`step:${runId}:${step}`, extraSteps)}
               onSaveTodos={(todos) => void actions.saveTodos(todos)}
               onGoOn={(strategy, strategyOptions) =>
                 void actions.chat('Go on', { agentMode: true, maxSteps: state.session?.limits.max_steps_default ?? 10, strategy, strategyOptions })

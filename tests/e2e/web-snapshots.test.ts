@@ -70,6 +70,32 @@ describe('snapshots in the web app', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, (
     await screenshot(page, 'rolled-back.png');
   });
 
+  it('a run rolled back to one of its steps says so and offers Continue, which goes on from that step', async () => {
+    await open();
+    await page.getByRole('switch', { name: 'Agent mode' }).check();
+    await send('First compute 12*7, then add 15, divide by 3, subtract 4', 1);
+    const firstRun = page.getByTestId('run').first();
+    await firstRun.getByTestId('run-end').filter({ hasText: 'Answered in 4 steps' }).waitFor();
+    // An answered run offers no Continue.
+    expect(await firstRun.getByTestId('run-continue').count()).toBe(0);
+
+    await page.getByRole('button', { name: 'Snapshots' }).click();
+    const step2 = dialog().locator('[data-kind="step"]').filter({ hasText: 'End of step 2' });
+    await step2.getByRole('button', { name: 'Roll back' }).click();
+    await step2.getByRole('button', { name: 'Yes, roll back' }).click();
+    await page.getByTestId('rollback-divider').filter({ hasText: 'the end of step 2' }).waitFor();
+    await page.keyboard.press('Escape');
+
+    await firstRun.getByTestId('run-end').filter({ hasText: /^Rolled back to step 2/ }).waitFor();
+    await firstRun.getByRole('button', { name: 'Continue' }).click();
+    const secondRun = page.getByTestId('run').nth(1);
+    await secondRun.getByTestId('run-end').filter({ hasText: 'Answered in 4 steps' }).waitFor();
+    const steps = await secondRun.getByTestId('step-card').allTextContents();
+    expect(steps.map((text) => /Step (\d+)/.exec(text)?.[1])).toEqual(['3', '4']);
+    await page.getByTestId('assistant-turn').filter({ hasText: 'The result is 29' }).last().waitFor();
+    await screenshot(page, 'rolled-back-continued.png');
+  });
+
   it('rewinds a finished run to the end of a step and goes on from there', async () => {
     await open();
     await page.getByRole('switch', { name: 'Agent mode' }).check();

@@ -97,6 +97,20 @@ describe.each(ALL)('%s ends grounded', (strategy) => {
   });
 });
 
+describe('roa on a large file', () => {
+  it('reads a 3,000-line file in one bounded step: its Observe text summarises it, never the file streamed word by word', async () => {
+    const big = Array.from({ length: 3000 }, (_, line) => `Line ${line + 1} of the log: the service answered request ${line + 1} in time.`).join('\n');
+    const { events, completion, answer } = await ask('roa', 'Summarize big.log', { 'big.log': big });
+    expect(SUCCESS).toContain(completion?.reason);
+    const observe = events.find((event) => event.update_type === 'agent_observe');
+    expect(String(observe?.content)).toMatch(/I read big\.log: 3000 lines in all, of which I read \d+ words/);
+    // The observation is streamed in a bounded number of pieces, not the file's words one by one.
+    const pieces = events.filter((event) => event.update_type === 'agent_observe_delta').length;
+    expect(pieces).toBeLessThan(200);
+    expect(answer).toMatch(/\*\*big\.log\*\*: 3000 lines in all/);
+  });
+});
+
 describe.each(ALL)('%s reaches write_file and reports usage', (strategy) => {
   it('"Write \'hello\' to out.txt" asks for approval; approved, the file is written and the run answers, its tokens counted at no cost', async () => {
     const client = await TestClient.connect(server.wsUrl);

@@ -463,6 +463,16 @@ export function chainAnswer(situation: Situation): string {
   return `${lines.join('\n')}\n\nThe result is **${situation.calculations.at(-1)}**.`;
 }
 
+/** A file's size as one phrase, from read_file's result: "3000 lines in all, 2100 words read" or "3 lines, 12 words". */
+function sizeOf(result: string): string {
+  const header = /^[^\n]*: bytes \d+-\d+ of (\d+)(?:, (\d+) lines? in all)?\n/.exec(result);
+  const partial = /\n\[\d+ more bytes: read_file with offset \d+\]$/.test(result);
+  const text = result.slice(header?.[0].length ?? 0).replace(/\n\[\d+ more bytes: read_file with offset \d+\]$/, '');
+  const words = text.split(/\s+/).filter(Boolean).length;
+  const lines = header?.[2] === undefined ? text.split('\n').filter((line) => line.trim()).length : Number(header[2]);
+  return partial ? `${lines} lines in all, of which I read ${words} words` : `${lines} line${lines === 1 ? '' : 's'}, ${words} word${words === 1 ? '' : 's'}`;
+}
+
 /** A real summary of a text file: its size in lines and words, its headings, its first sentences. */
 export function summarize(name: string, result: string): string {
   // The tool's result starts with a header line ("notes.txt: bytes 0-120 of 120, 3 lines in all") and may end with a note on what is left.
@@ -600,7 +610,7 @@ export function findingsOf(situation: Situation): { findings: string[]; answers:
   }
   const read = results.get('read_file');
   if (read !== undefined && !read.startsWith('Error:')) {
-    findings.push(`I read ${situation.file ?? 'the file'}.`);
+    findings.push(`I read ${situation.file ?? 'the file'}: ${sizeOf(read)}.`);
     answers.push(summarize(situation.file ?? 'the file', read));
   }
   if (situation.missingFile) {

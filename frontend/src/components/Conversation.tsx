@@ -24,7 +24,8 @@ export function Conversation({
   onGoOn?: (strategy: string, strategyOptions: Record<string, unknown>) => void;
   onSaveText?: (name: string, text: string) => Promise<void>;
   onContinue?: (runId: string, extraSteps: number, maxCostUsd?: number) => void;
-  onRewind?: (runId: string, step: number) => void;
+  /** Goes back to the end of a run's step and on from there (`extraSteps` more, else the server's default). */
+  onRewind?: (runId: string, step: number, extraSteps?: number) => void;
 }) {
   const endRef = useRef<HTMLDivElement>(null);
   const last = state.items.at(-1);
@@ -109,12 +110,18 @@ export function Conversation({
               : {})}
             {...(onSaveText && item.runId === lastRunOfChat && !state.busy ? { onSaveText } : {})}
             {...(onRewind && !state.busy && !item.rolledBack && run.end ? { onRewind: (step: number) => onRewind(item.runId, step) } : {})}
-            {...(onContinue && continuable(item.runId)
+            {...(onRewind && run.rewoundTo !== undefined && item.runId === lastRunId && !state.busy
               ? {
-                  onContinue: (extra: number, maxCostUsd?: number) => onContinue(item.runId, extra, maxCostUsd),
+                  // Rolled back to a step and not gone on yet: Continue goes on from that step.
+                  onContinue: (extra: number) => onRewind(item.runId, run.rewoundTo!, extra),
                   continueSteps: state.session?.limits.max_steps_default ?? 5,
                 }
-              : {})}
+              : onContinue && continuable(item.runId)
+                ? {
+                    onContinue: (extra: number, maxCostUsd?: number) => onContinue(item.runId, extra, maxCostUsd),
+                    continueSteps: state.session?.limits.max_steps_default ?? 5,
+                  }
+                : {})}
           />
         ) : null;
       }

@@ -120,8 +120,8 @@ export function useStepwise(url: string = defaultSocketUrl()) {
         return send({ type: 'snapshot_rollback', snapshot_id: snapshotId });
       },
       /** Rolls back to a snapshot (or a step's end) and resumes its run from there. */
-      resumeSnapshot(snapshotId: string): boolean {
-        if (!send({ type: 'snapshot_resume', snapshot_id: snapshotId })) return false;
+      resumeSnapshot(snapshotId: string, extraSteps?: number): boolean {
+        if (!send({ type: 'snapshot_resume', snapshot_id: snapshotId, ...(extraSteps ? { extra_steps: extraSteps } : {}) })) return false;
         dispatch({ kind: 'resume_requested' });
         return true;
       },
