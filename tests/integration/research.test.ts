@@ -131,6 +131,69 @@ describe('research on the wire', () => {
     expect(await fileText('RESEARCH_STATE.md')).toBe(before);
   });
 
+  it('a stage verifier that still doubts after two rounds of follow-up work asks the person, and the run goes on as they say', async () => {
+    llm = await ScriptedLlmServer.start();
+    const plan = {
+      stages: [
+        {
+          id: '1',
+          name: 'Figure',
+          verifier_criteria: ['the figure checks out'],
+          tasks: [{ id: '1.1', title: 'Compute the figure', agent: 'derivation_coder', depends_on: [], acceptance_criteria: [], inputs: [] }],
+        },
+      ],
+    };
+    let stageVerdicts = 0;
+    llm.respond((request): ScriptedReply => {
+      switch (request.purpose) {
+        case 'research.plan':
+          return { text: JSON.stringify(plan) };
+        case 'research.task':
+          return { text: `finding of ${request.node}` };
+        case 'research.task_result':
+          return { text: JSON.stringify({ summary: 'a figure', result: 'a figure', evidence: [], artifacts: [] }) };
+        case 'research.stage_verifier':
+          stageVerdicts++;
+          return {
+            text: JSON.stringify(
+              stageVerdicts <= 3
+                ? {
+                    verdict: 'FAIL',
+                    issues: ['The figure comes out two ways: step by step or in one expression?'],
+                    follow_up_tasks: [{ title: 'Compute the figure again', agent: 'derivation_coder', acceptance_criteria: [] }],
+                  }
+                : { verdict: 'PASS', issues: [], follow_up_tasks: [] },
+            ),
+          };
+        case 'research.report':
+          return { text: 'Report.' };
+        default:
+          return { text: JSON.stringify({ verdict: 'PASS', issues: [], follow_up_tasks: [] }) };
+      }
+    });
+    server = await startStepwiseWithModel(llm.url);
+    client = await TestClient.connect(server.wsUrl);
+    // Two rounds of follow-up work, each run ending for the person to go on.
+    client.chat('Work out the figure', { agent_mode: true, strategy: 'research', strategy_options: { task_verification: false } });
+    expect(summarize((await client.untilComplete()) as Event[]).slice(-2)).toEqual(['agent_completion:verifier_blocked', 'response_complete']);
+    let from = client.events.length;
+    client.chat('Go on', { agent_mode: true, strategy: 'research', strategy_options: { task_verification: false } });
+    expect(summarize((await client.untilComplete({ from })) as Event[]).slice(-2)).toEqual(['agent_completion:verifier_blocked', 'response_complete']);
+    // The third doubt: no third round of its own, a question to the person instead.
+    from = client.events.length;
+    client.chat('Go on', { agent_mode: true, strategy: 'research', strategy_options: { task_verification: false } });
+    const asked = await client.waitFor('agent_request_input', { from });
+    expect(String(asked.question)).toMatch(/^Stage 1 \(Figure\) was redone 2 times and its verifier still doubts it: The figure comes out two ways/);
+    client.send({ type: 'agent_user_input', question_id: asked.question_id, content: 'Use the step-by-step figure' });
+    const third = (await client.untilComplete({ from })) as Event[];
+    expect(summarize(third).slice(-2)).toEqual(['agent_completion:answered', 'response_complete']);
+    const doc = await fileText('RESEARCH_STATE.md');
+    expect(doc).toContain('As the person said: Use the step-by-step figure');
+    expect(doc).toContain('guidance on stage 1: Use the step-by-step figure');
+    expect(doc).not.toMatch(/title: "?Compute the figure again"?[\s\S]*title: "?Compute the figure again"?[\s\S]*title: "?Compute the figure again"?/);
+    expect(of(third, 'agent_request_input')).toHaveLength(1);
+  });
+
   it('runs a wave side by side at the model server, a dependent task only after its dependency, the next stage only after a PASS; two questions answered out of order; an edit honoured by the next cycle', async () => {
     llm = await ScriptedLlmServer.start();
     const task = (id: string, depends_on: string[] = []) => ({

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { ERROR_CODE, StepwiseError } from '../../errors.ts';
 import type { LlmMessage } from '../../messages.ts';
 import { REQUEST_INPUT_TOOL, requestInputSchema } from '../../tools/request-input-tool.ts';
+import { askPerson } from '../ask.ts';
 import { oneSentence } from '../grounding.ts';
 import { defineStrategy, type Run, type RunSuccess } from '../strategy.ts';
 import { runToolCalls, toolCallMessages } from '../tool-calls.ts';
@@ -175,10 +176,11 @@ export const research = defineStrategy({
         );
       }
       if (unfinished(stage).length === 0) {
-        const judged = await verifyStage(run, doc, state, stage);
+        const judged = await verifyStage(run, doc, state, stage, cycle);
         // Doubts with no work that could settle them: the request cannot be done here, and the run says why.
         if (judged.verdict !== 'PASS' && judged.added.length === 0) return unresolved(run, doc, state, cycle, judged.issues[0]);
-        if (judged.verdict !== 'PASS')
+        // Follow-up work the person directed goes on in this run; work the verifier added waits for the person to go on.
+        if (judged.verdict !== 'PASS' && !judged.asked)
           return blocked(run, doc, state, cycle, `The verifier of stage ${stage.id} said ${judged.verdict}; follow-up tasks were added.`);
       }
       if (cycle >= input.maxSteps) {
@@ -438,7 +440,8 @@ async function verifyStage(
   doc: StateDocument,
   state: ResearchState,
   stage: GraphStage,
-): Promise<{ verdict: Verdict; added: string[]; issues: string[] }> {
+  cycle: number,
+): Promise<{ verdict: Verdict; added: string[]; issues: string[]; asked: boolean }> {
   const stageResults = state.results.filter((line) => stage.tasks.some((task) => line.startsWith(`- ${task.id} `))).join('\n');
   const variables = { goal: state.goal, stage: `${stage.id}. ${stage.name}`, criteria: stage.verifier_criteria, results: stageResults };
   const verdict = await judge(
@@ -450,12 +453,44 @@ async function verifyStage(
     variables,
   );
   stage.verdict = verdict.verdict;
-  const added = verdict.verdict === 'PASS' ? [] : addFollowUps(stage, verdict);
+  const retried = state.verifier.filter((line) => line.startsWith(`- stage ${stage.id}: `) && line.includes('(follow-ups ')).length;
+  const asked = verdict.verdict !== 'PASS' && retried >= MAX_STAGE_RETRIES;
+  const added = verdict.verdict === 'PASS' ? [] : asked ? await askHowToGoOn(run, state, stage, verdict, retried, cycle) : addFollowUps(stage, verdict);
   stage.status = verdict.verdict === 'PASS' ? 'passed' : 'running';
   await emitVerdict(run, state, 'stage', stage.id, verdict, added);
   await doc.write(state);
   await emitGraph(run, state);
-  return { verdict: verdict.verdict, added, issues: verdict.issues };
+  return { verdict: verdict.verdict, added, issues: verdict.issues, asked };
+}
+
+/** Follow-up rounds a stage verifier may add by itself; after them it asks the person. */
+const MAX_STAGE_RETRIES = 2;
+
+/**
+ * A stage whose verifier still doubts it after MAX_STAGE_RETRIES rounds of follow-up work: a third
+ * round would most likely doubt it again, so the person is asked a concrete question (the
+ * verifier's first issue) and their answer becomes the one follow-up task (and a line of guidance
+ * in the history).
+ */
+async function askHowToGoOn(
+  run: ResearchRun,
+  state: ResearchState,
+  stage: GraphStage,
+  verdict: VerdictResult,
+  retried: number,
+  cycle: number,
+): Promise<string[]> {
+  const issue = oneSentence(verdict.issues[0] ?? 'The results still do not settle what the stage is for.');
+  const question = `Stage ${stage.id} (${stage.name}) was redone ${retried} times and its verifier still doubts it: ${issue} How should I go on?`;
+  const answer = (await askPerson(run, { key: `stage-verifier:${stage.id}:${retried}`, step: cycle, question, kind: 'question' })).trim();
+  state.history.push(`- ${new Date().toISOString().slice(0, 16)} guidance on stage ${stage.id}: ${answer.replace(/\s+/g, ' ')}`);
+  const agent = verdict.follow_up_tasks[0]?.agent ?? 'verifier';
+  return addFollowUps(stage, { ...verdict, follow_up_tasks: [{ title: `As the person said: ${shortTitle(answer)}`, agent, acceptance_criteria: [answer] }] });
+}
+
+function shortTitle(text: string): string {
+  const line = text.replace(/\s+/g, ' ').trim();
+  return line.length > 120 ? `${line.slice(0, 119)}…` : line;
 }
 
 /** What a verifier judges: one task (its call is on the task's branch), a stage, or the whole run (both on the run's trunk). */
