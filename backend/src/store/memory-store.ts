@@ -8,8 +8,12 @@ import {
   type NewRun,
   type RunEnd,
   type RunRecord,
+  type SearchHit,
+  type SearchQuery,
   type SessionRecord,
   type SessionOwner,
+  HIGHLIGHT_END,
+  HIGHLIGHT_START,
   type Store,
   LOCAL_OWNER,
   titleFrom,
@@ -19,6 +23,14 @@ interface SessionData {
   record: SessionRecord;
   messages: MessageRecord[];
   events: LoggedEvent[];
+}
+
+/** `text` with every word that starts with a term marked, when every term starts a word of it; undefined otherwise. */
+function highlighted(text: string, terms: string[]): string | undefined {
+  const starts = (word: string) => terms.some((term) => word.toLowerCase().startsWith(term));
+  const words = text.match(/[\p{L}\p{N}]+/gu) ?? [];
+  if (!terms.every((term) => words.some((word) => word.toLowerCase().startsWith(term)))) return undefined;
+  return text.replace(/[\p{L}\p{N}]+/gu, (word) => (starts(word) ? `${HIGHLIGHT_START}${word}${HIGHLIGHT_END}` : word));
 }
 
 /** Keeps everything in memory: for unit tests of the modules above it. */
@@ -75,6 +87,24 @@ export class MemoryStore implements Store {
       .filter((record) => owner === undefined || record.owner === owner)
       .sort((a, b) => b.updatedAt.localeCompare(a.updatedAt))
       .slice(0, limit);
+  }
+
+  async searchSessions({ terms, owner, limit }: SearchQuery): Promise<SearchHit[]> {
+    const hits: SearchHit[] = [];
+    const sessions = [...this.sessions.values()].sort((a, b) => b.record.updatedAt.localeCompare(a.record.updatedAt));
+    for (const { record, messages } of sessions) {
+      if (owner !== undefined && record.owner !== owner) continue;
+      const hit = (text: string, message?: SearchHit['message']) => {
+        const snippet = highlighted(text, terms);
+        if (snippet !== undefined) hits.push({ sessionId: record.id, title: record.title, updatedAt: record.updatedAt, owner: record.owner, ownerName: record.ownerName, message, snippet });
+      };
+      if (record.title !== null) hit(record.title);
+      for (const [position, { message, afterSeq }] of messages.entries()) {
+        if ((message.role === 'user' || message.role === 'assistant') && typeof message.content === 'string')
+          hit(message.content, { position, role: message.role, afterSeq });
+      }
+    }
+    return hits.slice(0, limit);
   }
 
   async deleteSession(id: string): Promise<boolean> {
