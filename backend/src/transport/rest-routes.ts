@@ -270,7 +270,7 @@ function registerFileRoutes(server: FastifyInstance, history: HistoryService, fi
 }
 
 /** Who asks: the access check has named the user of every route here. */
-function viewer(request: FastifyRequest): User {
+export function viewer(request: FastifyRequest): User {
   return request.user ?? LOCAL_USER;
 }
 

@@ -1,0 +1,147 @@
+import { randomUUID } from 'node:crypto';
+import { openSqliteStore, openSqlStore, type Store } from '@stepwise/backend';
+import { afterEach, describe, expect, it } from 'vitest';
+import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { freshPostgresDatabase, postgresUrl } from '../helpers/databases.ts';
+import { startStepwise, type TestServer } from '../helpers/stepwise.ts';
+import { TestClient } from '../helpers/ws-client.ts';
+
+/**
+ * What people bring and take away: search across their chats, a chat exported, a chat shared by
+ * a read-only link. Two people behind an auth proxy (AUTH_MODE=header) and an admin, on SQLite
+ * and on PostgreSQL.
+ */
+const PROXIED = { AUTH_MODE: 'header', AUTH_HEADER: 'X-Forwarded-User', TRUSTED_PROXIES: '127.0.0.1,::1', AUTH_ADMIN_USERS: 'root' };
+const as = (user: string | undefined): Record<string, string> => (user === undefined ? {} : { 'x-forwarded-user': user });
+
+const pg = postgresUrl();
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
+});
+
+type Database = { name: string; open: () => Promise<{ store: Store; another: () => Promise<Store> }> };
+const databases: Database[] = [
+  {
+    name: 'SQLite',
+    open: async () => {
+      const store = await openSqliteStore(':memory:');
+      cleanups.push(() => store.close());
+      return { store, another: async () => store };
+    },
+  },
+  ...(pg
+    ? [
+        {
+          name: 'PostgreSQL',
+          open: async () => {
+            const database = await freshPostgresDatabase(pg);
+            cleanups.push(database.drop);
+            const store = await openSqlStore(database.db);
+            cleanups.push(() => store.close());
+            // Another instance's own connections to the same database.
+            const another = async () => {
+              const { PostgresDatabase } = await import('@stepwise/backend');
+              const other = await openSqlStore(new PostgresDatabase(database.url));
+              cleanups.push(() => other.close());
+              return other;
+            };
+            return { store, another };
+          },
+        },
+      ]
+    : []),
+];
+
+async function start(store: Store): Promise<{ server: TestServer; llm: ScriptedLlmServer }> {
+  const llm = await ScriptedLlmServer.start();
+  cleanups.push(() => llm.close());
+  const server = await startStepwise({ LLM_PROVIDER: 'openai', OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'test-key', ...PROXIED }, undefined, store);
+  cleanups.push(() => server.close());
+  return { server, llm };
+}
+
+async function call(server: TestServer, user: string | undefined, method: string, path: string, body?: unknown): Promise<{ status: number; body: any; type: string }> {
+  const response = await fetch(`${server.url}${path}`, {
+    method,
+    headers: { ...as(user), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await response.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // Markdown, or another text: kept as it is.
+  }
+  return { status: response.status, body: parsed, type: response.headers.get('content-type') ?? '' };
+}
+
+/** One agent run of `user`'s over the socket: a calculator call, then `answer`. */
+async function agentChat(server: TestServer, llm: ScriptedLlmServer, user: string, question: string, answer: string): Promise<string> {
+  const client = await TestClient.connect(server.wsUrl, {}, { headers: as(user) });
+  cleanups.push(() => client.close());
+  llm.enqueue(
+    { text: reasonText('Compute it.') },
+    { toolCalls: [{ name: 'calculator', arguments: { expression: '6*7' } }] },
+    { text: observeText('It is 42.', { final_answer: answer }) },
+  );
+  client.chat(question, { agent_mode: true });
+  await client.untilComplete();
+  return String(client.session.session_id);
+}
+
+/** A chat as a run leaves it in the store: the question, the answer. */
+async function storedChat(store: Store, owner: string, question: string, answer: string): Promise<string> {
+  const id = randomUUID();
+  await store.createSession(id, { id: owner, name: owner });
+  await store.appendMessages(id, [{ role: 'user', content: question }], 0);
+  await store.appendMessages(id, [{ role: 'assistant', content: answer }], 1);
+  return id;
+}
+
+describe.each(databases)('search across chats on $name', (database) => {
+  it('finds a word of an answer in chat 40 of 50, marked, and never another person’s chat', async () => {
+    const { store } = await database.open();
+    const { server, llm } = await start(store);
+    const chats: string[] = [];
+    for (let index = 1; index <= 50; index++) {
+      if (index === 40) chats.push(await agentChat(server, llm, 'alice', 'Where did it land?', 'The zeppelin landed at Lakehurst at noon.'));
+      else chats.push(await storedChat(store, 'alice', `Question ${index} about the weather`, `Answer ${index}: sunny spells.`));
+    }
+    const bobs = await storedChat(store, 'bob', 'Tell me about a zeppelin', 'A zeppelin is a rigid airship.');
+
+    const alice = await call(server, 'alice', 'GET', '/api/search?q=Zeppelin');
+    expect(alice.status).toBe(200);
+    expect(alice.body.terms).toEqual(['zeppelin']);
+    expect(alice.body.hits).toEqual([
+      {
+        session_id: chats[39],
+        title: 'Where did it land?',
+        last_activity_at: expect.any(String),
+        match: 'message',
+        role: 'assistant',
+        after_seq: expect.any(Number),
+        snippet: 'The zeppelin landed at Lakehurst at noon.',
+        highlights: [[4, 12]],
+      },
+    ]);
+    // Every word must match; the start of a word finds it.
+    expect((await call(server, 'alice', 'GET', '/api/search?q=zepp%20lakeh')).body.hits.map((hit: { session_id: string }) => hit.session_id)).toEqual([chats[39]]);
+    expect((await call(server, 'alice', 'GET', '/api/search?q=zeppelin%20airship')).body.hits).toEqual([]);
+
+    const bob = await call(server, 'bob', 'GET', '/api/search?q=zeppelin&scope=all');
+    expect(new Set(bob.body.hits.map((hit: { session_id: string }) => hit.session_id))).toEqual(new Set([bobs]));
+    expect(bob.body.hits.every((hit: { owner?: unknown }) => hit.owner === undefined)).toBe(true);
+    expect((await call(server, 'carol', 'GET', '/api/search?q=zeppelin')).body.hits).toEqual([]);
+    // An admin searches everyone's chats when asking for them, and each hit names its owner.
+    const root = await call(server, 'root', 'GET', '/api/search?q=zeppelin&scope=all');
+    expect(new Set(root.body.hits.map((hit: { session_id: string }) => hit.session_id))).toEqual(new Set([chats[39], bobs]));
+    expect(root.body.hits.find((hit: { session_id: string }) => hit.session_id === chats[39]).owner).toEqual({ id: 'alice', name: 'alice' });
+    expect((await call(server, 'root', 'GET', '/api/search?q=zeppelin')).body.hits).toEqual([]);
+
+    expect(await call(server, 'alice', 'GET', '/api/search?q=%20%21%3F')).toMatchObject({ status: 400, body: { error: { code: 'invalid_query' } } });
+    expect(await call(server, 'alice', 'GET', '/api/search')).toMatchObject({ status: 400, body: { error: { code: 'invalid_query' } } });
+    expect((await call(server, undefined, 'GET', '/api/search?q=zeppelin')).status).toBe(401);
+  });
+});
