@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { HistoryMessage, RunSummary, SessionSummary } from './rest.ts';
+import { LoggedEvent } from './server-events.ts';
 
 /** One match of `GET /api/search?q=`: a chat's title, or a user message or answer of it. */
 export const SearchHit = z.object({
@@ -21,3 +23,19 @@ export type SearchHit = z.infer<typeof SearchHit>;
 /** `GET /api/search?q=…`: best match first. `terms` are the words searched for, as the server read `q`. */
 export const SearchResults = z.object({ terms: z.array(z.string()), hits: z.array(SearchHit) });
 export type SearchResults = z.infer<typeof SearchResults>;
+
+/**
+ * `GET /api/sessions/:id/export?format=json`: a chat whole, as of `exported_at`: its summary, the
+ * messages people read (as the history API gives them), its runs, and its event log (every event,
+ * as `GET /api/sessions/:id/events` gives them).
+ */
+export const ChatExport = z.object({
+  format: z.literal('stepwise.chat'),
+  version: z.literal(1),
+  exported_at: z.string(),
+  session: SessionSummary,
+  messages: z.array(HistoryMessage),
+  runs: z.array(RunSummary),
+  events: z.array(LoggedEvent),
+});
+export type ChatExport = z.infer<typeof ChatExport>;

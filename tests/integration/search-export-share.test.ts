@@ -145,3 +145,55 @@ describe.each(databases)('search across chats on $name', (database) => {
     expect((await call(server, undefined, 'GET', '/api/search?q=zeppelin')).status).toBe(401);
   });
 });
+
+describe('export', () => {
+  it('gives a chat as JSON whose events are the history API’s, and as Markdown naming every step and tool call; by the history API’s rules', async () => {
+    const store = await openSqliteStore(':memory:');
+    cleanups.push(() => store.close());
+    const { server, llm } = await start(store);
+    const client = await TestClient.connect(server.wsUrl, {}, { headers: as('alice') });
+    cleanups.push(() => client.close());
+    llm.enqueue(
+      { text: reasonText('Multiply first.') },
+      { toolCalls: [{ name: 'calculator', arguments: { expression: '6*7' } }] },
+      { text: observeText('That gives 42; now add.') },
+      { text: reasonText('Add eight.') },
+      { toolCalls: [{ name: 'calculator', arguments: { expression: '42+8' } }] },
+      { text: observeText('50.', { final_answer: 'The result is 50.' }) },
+    );
+    client.chat('What is 6*7+8?', { agent_mode: true });
+    await client.untilComplete();
+    const id = String(client.session.session_id);
+
+    const exported = await call(server, 'alice', 'GET', `/api/sessions/${id}/export?format=json`);
+    expect(exported.status).toBe(200);
+    expect(exported.type).toMatch(/^application\/json/);
+    const events = await call(server, 'alice', 'GET', `/api/sessions/${id}/events?limit=10000`);
+    const history = await call(server, 'alice', 'GET', `/api/sessions/${id}`);
+    expect(exported.body).toMatchObject({ format: 'stepwise.chat', version: 1, session: history.body.session, messages: history.body.messages, runs: history.body.runs });
+    expect(exported.body.events).toEqual(events.body.events);
+
+    const markdown = await call(server, 'alice', 'GET', `/api/sessions/${id}/export?format=markdown`);
+    expect(markdown.status).toBe(200);
+    expect(markdown.type).toMatch(/^text\/markdown/);
+    const text: string = markdown.body;
+    expect(text).toMatch(/^# What is 6\*7\+8\?\n/);
+    const steps = events.body.events.filter((event: { update_type?: string }) => event.update_type === 'agent_turn_start');
+    const calls = events.body.events.filter((event: { type: string }) => event.type === 'tool_start');
+    expect(steps.length).toBe(2);
+    expect(calls.length).toBe(2);
+    for (const step of steps) expect(text).toContain(`### Step ${step.step}`);
+    for (const toolCall of calls) expect(text).toContain(`Step ${toolCall.step}, call ${toolCall.tool_call_id}.`);
+    expect(text.match(/#### Tool call `calculator`/g)).toHaveLength(2);
+    for (const piece of ['## You\n\nWhat is 6*7+8?', '"expression": "6*7"', '"expression": "42+8"', '**Reason.** Multiply first.', '## Answer\n\nThe result is 50.'])
+      expect(text).toContain(piece);
+    expect(text.indexOf('## You')).toBeLessThan(text.indexOf('### Step 1'));
+
+    // The history API's rules: another person's chat is not found; an admin may read it; nobody signed in may not.
+    expect((await call(server, 'bob', 'GET', `/api/sessions/${id}/export?format=json`)).status).toBe(404);
+    expect((await call(server, 'root', 'GET', `/api/sessions/${id}/export?format=markdown`)).status).toBe(200);
+    expect((await call(server, undefined, 'GET', `/api/sessions/${id}/export`)).status).toBe(401);
+    expect(await call(server, 'alice', 'GET', `/api/sessions/${id}/export?format=pdf`)).toMatchObject({ status: 400, body: { error: { code: 'invalid_query' } } });
+    expect((await call(server, 'alice', 'GET', '/api/sessions/not-a-uuid/export')).status).toBe(400);
+  });
+});
