@@ -438,6 +438,27 @@ describe.each(adapters)('the store on $name', (adapter) => {
     await store.deleteSession(theirs);
     expect(await search(['ulaanbaatar'])).toEqual([]);
   });
+
+  it('keeps read-only links by their token’s hash until they are revoked or their chat is deleted', async () => {
+    const [chat, other] = [randomUUID(), randomUUID()];
+    await store.createSession(chat, { id: 'alice' });
+    await store.createSession(other, { id: 'alice' });
+    const forever = await store.createShare({ id: randomUUID(), tokenHash: 'a'.repeat(64), sessionId: chat, createdBy: 'alice', atSeq: 7, includeFiles: false });
+    const expiresAt = new Date(Date.now() + 3_600_000).toISOString();
+    const daily = await store.createShare({ id: randomUUID(), tokenHash: 'b'.repeat(64), sessionId: chat, createdBy: 'alice', atSeq: 9, includeFiles: true, expiresAt });
+    expect(await store.findShare('a'.repeat(64))).toEqual({ ...forever, createdAt: expect.any(String) });
+    expect(await store.findShare('b'.repeat(64))).toEqual({ ...daily, includeFiles: true, expiresAt });
+    expect(await store.findShare('c'.repeat(64))).toBeUndefined();
+    expect((await store.listShares(chat)).map((share) => share.id)).toEqual([forever.id, daily.id]);
+    // A link is revoked only through its own chat.
+    expect(await store.deleteShare(other, forever.id)).toBe(false);
+    expect(await store.deleteShare(chat, forever.id)).toBe(true);
+    expect(await store.deleteShare(chat, forever.id)).toBe(false);
+    expect(await store.findShare('a'.repeat(64))).toBeUndefined();
+    await store.deleteSession(chat);
+    expect(await store.findShare('b'.repeat(64))).toBeUndefined();
+    expect(await store.listShares(chat)).toEqual([]);
+  });
 });
 
 describe.skipIf(!url)('the schema on a PostgreSQL server', () => {

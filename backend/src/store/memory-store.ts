@@ -12,6 +12,7 @@ import {
   type SearchQuery,
   type SessionRecord,
   type SessionOwner,
+  type ShareRecord,
   HIGHLIGHT_END,
   HIGHLIGHT_START,
   type Store,
@@ -42,6 +43,7 @@ export class MemoryStore implements Store {
   /** Ended sign-ins, by id, with their expiry (ISO). */
   private readonly revokedSignIns = new Map<string, string>();
   private clock = 0;
+  private readonly shares = new Map<string, ShareRecord>();
 
   async createSession(id: string, owner: SessionOwner = { id: LOCAL_OWNER }): Promise<SessionRecord> {
     if (this.sessions.has(id)) throw new Error(`Session ${id} exists`);
@@ -107,7 +109,30 @@ export class MemoryStore implements Store {
     return hits.slice(0, limit);
   }
 
+  async createShare(share: Omit<ShareRecord, 'createdAt'>): Promise<ShareRecord> {
+    this.session(share.sessionId);
+    const saved = { ...share, createdAt: this.now() };
+    this.shares.set(share.id, saved);
+    return { ...saved };
+  }
+
+  async findShare(tokenHash: string): Promise<ShareRecord | undefined> {
+    const share = [...this.shares.values()].find((each) => each.tokenHash === tokenHash && this.sessions.has(each.sessionId));
+    return share && { ...share };
+  }
+
+  async listShares(sessionId: string): Promise<ShareRecord[]> {
+    return [...this.shares.values()].filter((share) => share.sessionId === sessionId && this.sessions.has(sessionId)).map((share) => ({ ...share }));
+  }
+
+  async deleteShare(sessionId: string, id: string): Promise<boolean> {
+    const share = this.shares.get(id);
+    if (!share || share.sessionId !== sessionId) return false;
+    return this.shares.delete(id);
+  }
+
   async deleteSession(id: string): Promise<boolean> {
+    for (const [shareId, share] of this.shares) if (share.sessionId === id) this.shares.delete(shareId);
     for (const [runId, run] of this.runs) {
       if (run.sessionId !== id) continue;
       this.runs.delete(runId);

@@ -338,6 +338,41 @@ export const SCHEMA: SchemaStep[] = [
       `,
     ],
   },
+  {
+    // A link is found by its token's SHA-256 (the token itself is never stored); deleting the row
+    // revokes it, which every instance sees at its next read.
+    name: '0012 read-only links to a chat as it stood (shared chats)',
+    postgres: [
+      `
+        create table chat_shares (
+          id uuid primary key,
+          token_hash text not null unique,
+          session_id uuid not null references sessions (id) on delete cascade,
+          created_by text not null,
+          at_seq integer not null,
+          include_files boolean not null default false,
+          created_at timestamptz not null default now(),
+          expires_at timestamptz
+        )
+      `,
+      `create index chat_shares_session on chat_shares (session_id, created_at)`,
+    ],
+    sqlite: [
+      `
+        create table chat_shares (
+          id text primary key,
+          token_hash text not null unique,
+          session_id text not null references sessions (id) on delete cascade,
+          created_by text not null,
+          at_seq integer not null,
+          include_files integer not null default 0,
+          created_at text not null,
+          expires_at text
+        ) strict
+      `,
+      `create index chat_shares_session on chat_shares (session_id, created_at)`,
+    ],
+  },
 ];
 
 /** The version table of earlier releases, whose applied versions stand for the steps they made. */

@@ -31,6 +31,7 @@ import {
   type SearchQuery,
   type SessionOwner,
   type SessionRecord,
+  type ShareRecord,
   type SnapshotRecord,
   StaleLeaseError,
   type Store,
@@ -48,6 +49,16 @@ type Json = unknown;
 export interface Tables {
   sessions: { id: string; title: string | null; created_at: Time; updated_at: Time; owner: string; owner_name: string | null };
   revoked_sign_ins: { id: string; expires_at: Time };
+  chat_shares: {
+    id: string;
+    token_hash: string;
+    session_id: string;
+    created_by: string;
+    at_seq: number;
+    include_files: boolean | number;
+    created_at: Time;
+    expires_at: Time | null;
+  };
   messages: { session_id: string; position: number; message: Json; after_seq: number; created_at: Time };
   runs: {
     id: string;
@@ -453,6 +464,40 @@ export class SqlStore implements Store {
     return rows;
   }
 
+  async createShare(share: Omit<ShareRecord, 'createdAt'>): Promise<ShareRecord> {
+    const createdAt = this.now();
+    await this.db
+      .insertInto('chat_shares')
+      .values({
+        id: share.id,
+        token_hash: share.tokenHash,
+        session_id: share.sessionId,
+        created_by: share.createdBy,
+        at_seq: share.atSeq,
+        include_files: this.dialect === 'sqlite' ? Number(share.includeFiles) : share.includeFiles,
+        created_at: createdAt,
+        expires_at: share.expiresAt ?? null,
+      })
+      .execute();
+    return { ...share, createdAt };
+  }
+
+  async findShare(tokenHash: string): Promise<ShareRecord | undefined> {
+    const row = await this.db.selectFrom('chat_shares').selectAll().where('token_hash', '=', tokenHash).executeTakeFirst();
+    return row && toShare(row);
+  }
+
+  async listShares(sessionId: string): Promise<ShareRecord[]> {
+    const rows = await this.db.selectFrom('chat_shares').selectAll().where('session_id', '=', sessionId).orderBy('created_at').orderBy('id').execute();
+    return rows.map(toShare);
+  }
+
+  async deleteShare(sessionId: string, id: string): Promise<boolean> {
+    if (!SNAPSHOT_ID.test(id)) return false;
+    const { numDeletedRows } = await this.db.deleteFrom('chat_shares').where('session_id', '=', sessionId).where('id', '=', id).executeTakeFirst();
+    return numDeletedRows > 0n;
+  }
+
   async deleteSession(id: string): Promise<boolean> {
     const { numDeletedRows } = await this.db.deleteFrom('sessions').where('id', '=', id).executeTakeFirst();
     return numDeletedRows > 0n;
@@ -821,6 +866,19 @@ async function insertMessages(db: Db, rows: Tables['messages'][]): Promise<void>
 
 function toSession(row: Tables['sessions']): SessionRecord {
   return { id: row.id, title: row.title, createdAt: iso(row.created_at), updatedAt: iso(row.updated_at), owner: row.owner, ownerName: row.owner_name };
+}
+
+function toShare(row: Tables['chat_shares']): ShareRecord {
+  return {
+    id: row.id,
+    tokenHash: row.token_hash,
+    sessionId: row.session_id,
+    createdBy: row.created_by,
+    atSeq: row.at_seq,
+    includeFiles: Boolean(row.include_files),
+    createdAt: iso(row.created_at),
+    ...(row.expires_at === null ? {} : { expiresAt: iso(row.expires_at) }),
+  };
 }
 
 function toRun(row: Selectable<Tables['runs']>, parsed: JsonReader): RunRecord {

@@ -59,6 +59,23 @@ export function searchTerms(text: string): string[] {
   return [...new Set(words)].slice(0, 8);
 }
 
+/** A read-only link to a chat as it stood when the link was made. */
+export interface ShareRecord {
+  id: string;
+  /** The SHA-256 (hex) of the link's token: the token itself is shown once and never kept. */
+  tokenHash: string;
+  sessionId: string;
+  /** The user who made the link. */
+  createdBy: string;
+  /** The chat's last seq when the link was made: what the link shows ends there. */
+  atSeq: number;
+  /** Whether the link shows the chat's files too. */
+  includeFiles: boolean;
+  createdAt: string;
+  /** When the link stops working (ISO); undefined: until it is revoked. */
+  expiresAt?: string | undefined;
+}
+
 /** A message of the history, with the log position it was accepted at. */
 export interface MessageRecord {
   message: LlmMessage;
@@ -135,6 +152,15 @@ export interface Store {
    * best match first; only `owner`'s chats when given. Each hit's snippet marks the matched words.
    */
   searchSessions(query: SearchQuery): Promise<SearchHit[]>;
+
+  /** Keeps a read-only link to a chat (its createdAt is set here). */
+  createShare(share: Omit<ShareRecord, 'createdAt'>): Promise<ShareRecord>;
+  /** The link whose token has this hash, expired or not; undefined once revoked (or its chat deleted). */
+  findShare(tokenHash: string): Promise<ShareRecord | undefined>;
+  /** A chat's links, oldest first. */
+  listShares(sessionId: string): Promise<ShareRecord[]>;
+  /** Revokes a chat's link; false when it has no such link. */
+  deleteShare(sessionId: string, id: string): Promise<boolean>;
 
   /** Appends to the history the model sees; the first user message names the session. */
   appendMessages(sessionId: string, messages: LlmMessage[], afterSeq: number): Promise<void>;
