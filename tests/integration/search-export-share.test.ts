@@ -1,6 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { openSqliteStore, openSqlStore, type Store } from '@stepwise/backend';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { freshPostgresDatabase, postgresUrl } from '../helpers/databases.ts';
 import { startStepwise, type TestServer } from '../helpers/stepwise.ts';
@@ -53,10 +56,10 @@ const databases: Database[] = [
     : []),
 ];
 
-async function start(store: Store): Promise<{ server: TestServer; llm: ScriptedLlmServer }> {
+async function start(store: Store, env: Record<string, string> = {}): Promise<{ server: TestServer; llm: ScriptedLlmServer }> {
   const llm = await ScriptedLlmServer.start();
   cleanups.push(() => llm.close());
-  const server = await startStepwise({ LLM_PROVIDER: 'openai', OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'test-key', ...PROXIED }, undefined, store);
+  const server = await startStepwise({ LLM_PROVIDER: 'openai', OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'test-key', ...PROXIED, ...env }, undefined, store);
   cleanups.push(() => server.close());
   return { server, llm };
 }
@@ -195,5 +198,85 @@ describe('export', () => {
     expect((await call(server, undefined, 'GET', `/api/sessions/${id}/export`)).status).toBe(401);
     expect(await call(server, 'alice', 'GET', `/api/sessions/${id}/export?format=pdf`)).toMatchObject({ status: 400, body: { error: { code: 'invalid_query' } } });
     expect((await call(server, 'alice', 'GET', '/api/sessions/not-a-uuid/export')).status).toBe(400);
+  });
+});
+
+describe.each(databases)('read-only links on $name', (database) => {
+  it('show the chat as it stood to anyone with the link, copy it for a signed-in person, and stop at once when revoked, on every instance', async () => {
+    const { store, another } = await database.open();
+    // Two instances share the database and the folder of session files.
+    const dataDir = mkdtempSync(join(tmpdir(), 'stepwise-shared-files-'));
+    cleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }));
+    const { server: first, llm } = await start(store, { DATA_DIR: dataDir });
+    const second = await startStepwise({ LLM_PROVIDER: 'demo', ...PROXIED, DATA_DIR: dataDir }, undefined, await another());
+    cleanups.push(() => second.close());
+    const id = await agentChat(first, llm, 'alice', 'What is 6*7?', 'It is 42.');
+    const upload = await fetch(`${first.url}/api/sessions/${id}/files?name=notes.txt`, { method: 'POST', headers: as('alice'), body: 'private notes' });
+    expect(upload.status).toBe(201);
+
+    const made = await call(first, 'alice', 'POST', `/api/sessions/${id}/shares`, {});
+    expect(made.status).toBe(201);
+    const { token, url, id: shareId, at_seq: atSeq } = made.body;
+    expect(made.body).toMatchObject({ include_files: false, expires_at: null, url: `/?shared=${token}` });
+    expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(url).toBe(`/?shared=${token}`);
+    // What the chat says after the link was made is not shown through it.
+    const more = await TestClient.connect(first.wsUrl, { session_id: id }, { headers: as('alice') });
+    cleanups.push(() => more.close());
+    llm.enqueue({ text: 'Later words.' });
+    more.chat('A later question');
+    await more.untilComplete();
+
+    const history = await call(first, 'alice', 'GET', `/api/sessions/${id}/events?limit=10000`);
+    const detail = await call(first, 'alice', 'GET', `/api/sessions/${id}`);
+    const messagesThen = detail.body.messages.filter((message: { after_seq: number }) => message.after_seq < atSeq);
+    expect(messagesThen.map((message: { content: string }) => message.content)).toEqual(expect.arrayContaining(['What is 6*7?', 'It is 42.']));
+    expect(messagesThen.map((message: { content: string }) => message.content)).not.toContain('A later question');
+    for (const server of [first, second]) {
+      const shared = await call(server, undefined, 'GET', `/api/shared/${token}`);
+      expect(shared.status).toBe(200);
+      expect(shared.body.chat.events).toEqual(history.body.events.filter((event: { seq: number }) => event.seq <= atSeq));
+      expect(shared.body.chat.messages).toEqual(messagesThen);
+      expect(shared.body.files).toBeUndefined();
+      expect((await call(server, undefined, 'GET', `/api/shared/${token}/files/notes.txt`)).status).toBe(404);
+    }
+    // Only the owner makes, lists and revokes links; nobody reaches the chat itself through one.
+    expect((await call(first, 'bob', 'POST', `/api/sessions/${id}/shares`, {})).status).toBe(404);
+    expect((await call(first, 'root', 'POST', `/api/sessions/${id}/shares`, {})).status).toBe(403);
+    expect((await call(first, 'bob', 'GET', `/api/sessions/${id}/shares`)).status).toBe(404);
+    expect((await call(first, 'bob', 'DELETE', `/api/sessions/${id}/shares/${shareId}`)).status).toBe(404);
+    expect((await call(first, undefined, 'GET', `/api/sessions/${id}`)).status).toBe(401);
+    expect((await call(first, 'bob', 'GET', `/api/sessions/${id}`)).status).toBe(404);
+
+    // A signed-in person copies it into a chat of their own, which the owner cannot see.
+    expect((await call(second, undefined, 'POST', `/api/shared/${token}/copy`)).status).toBe(401);
+    const copy = await call(second, 'bob', 'POST', `/api/shared/${token}/copy`);
+    expect(copy.status).toBe(201);
+    const copied = await call(first, 'bob', 'GET', `/api/sessions/${copy.body.session_id}`);
+    expect(copied.body.messages).toEqual(messagesThen);
+    expect((await call(first, 'bob', 'GET', `/api/sessions/${copy.body.session_id}/events?limit=10000`)).body.last_seq).toBe(atSeq);
+    expect((await call(first, 'alice', 'GET', `/api/sessions/${copy.body.session_id}`)).status).toBe(404);
+
+    // A link with files shows them; revoked, every link answers 404 at once on both instances.
+    const withFiles = await call(first, 'alice', 'POST', `/api/sessions/${id}/shares`, { include_files: true });
+    const sharedFiles = await call(second, undefined, 'GET', `/api/shared/${withFiles.body.token}`);
+    expect(sharedFiles.body.files.map((file: { name: string }) => file.name)).toEqual(['notes.txt']);
+    expect((await call(second, undefined, 'GET', `/api/shared/${withFiles.body.token}/files/notes.txt`)).body).toBe('private notes');
+    expect((await call(first, 'alice', 'GET', `/api/sessions/${id}/shares`)).body.shares.map((share: { id: string; token?: string }) => [share.id, share.token])).toEqual([
+      [shareId, undefined],
+      [withFiles.body.id, undefined],
+    ]);
+    expect((await call(first, 'alice', 'DELETE', `/api/sessions/${id}/shares/${shareId}`)).status).toBe(204);
+    for (const server of [second, first]) {
+      expect(await call(server, undefined, 'GET', `/api/shared/${token}`)).toMatchObject({ status: 404, body: { error: { code: 'not_found' } } });
+      expect((await call(server, 'bob', 'POST', `/api/shared/${token}/copy`)).status).toBe(404);
+    }
+    expect((await call(second, undefined, 'GET', `/api/shared/${withFiles.body.token}`)).status).toBe(200);
+    expect((await call(first, undefined, 'GET', '/api/shared/not-a-token')).status).toBe(404);
+
+    // A link with an expiry stops working when it comes.
+    const brief = await call(first, 'alice', 'POST', `/api/sessions/${id}/shares`, { expires_in_hours: 0.0003 });
+    expect(Date.parse(brief.body.expires_at)).toBeGreaterThan(Date.now() - 5_000);
+    await vi.waitFor(async () => expect((await call(second, undefined, 'GET', `/api/shared/${brief.body.token}`)).status).toBe(404), { timeout: 10_000, interval: 100 });
   });
 });

@@ -1,14 +1,26 @@
-import { ChatExport, SearchResults } from '@stepwise/shared-types';
+import { ChatCopy, ChatExport, CreateShare, SearchResults, SharedChat, ShareInfo, ShareList } from '@stepwise/shared-types';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ChatExporter } from '../chat/chat-export.ts';
 import type { ChatSearch } from '../chat/chat-search.ts';
+import type { ChatShares } from '../chat/chat-shares.ts';
+import type { SessionFiles } from '../files/session-files.ts';
+import { PUBLIC_ROUTE } from './access.ts';
 import { errorResponses, SessionParams } from './openapi.ts';
-import { viewer } from './rest-routes.ts';
+import { contentDisposition, viewer } from './rest-routes.ts';
 
-/** What people bring and take away: search across chats, a chat exported. Glue from HTTP to the services; errors as the history API's. */
-export function registerSharingRoutes(server: FastifyInstance, services: { search: ChatSearch; exporter: ChatExporter }): void {
+/** A shared link's token in a path. */
+const TokenParams = z.object({ token: z.string().describe('The link’s token') });
+
+/**
+ * What people bring and take away: search across chats, a chat exported, a chat shared by a
+ * read-only link. Glue from HTTP to the services; errors as the history API's.
+ */
+export function registerSharingRoutes(
+  server: FastifyInstance,
+  services: { search: ChatSearch; exporter: ChatExporter; shares: ChatShares; files: SessionFiles },
+): void {
   const app = server.withTypeProvider<ZodTypeProvider>();
   app.get(
     '/api/search',
@@ -59,14 +71,109 @@ export function registerSharingRoutes(server: FastifyInstance, services: { searc
       if (request.query.format === 'json') {
         return (reply as FastifyReply)
           .type('application/json; charset=utf-8')
-          .header('content-disposition', attachment(`${name}.json`))
+          .header('content-disposition', contentDisposition(`${name}.json`))
           .send(JSON.stringify(chat, null, 2));
       }
       return (reply as FastifyReply)
         .type('text/markdown; charset=utf-8')
-        .header('content-disposition', attachment(`${name}.md`))
+        .header('content-disposition', contentDisposition(`${name}.md`))
         .send(services.exporter.markdown(chat));
     },
+  );
+  registerShareRoutes(app, services.shares, services.files);
+}
+
+/**
+ * Read-only links: the owner makes, lists and revokes them; `/api/shared/:token` is open to anyone
+ * with the link (no sign-in), and shows that chat as it stood and nothing else.
+ */
+function registerShareRoutes(server: FastifyInstance, shares: ChatShares, files: SessionFiles): void {
+  const app = server.withTypeProvider<ZodTypeProvider>();
+  const tags = ['sharing'];
+  app.post(
+    '/api/sessions/:id/shares',
+    {
+      schema: {
+        tags,
+        summary: 'Makes a read-only link to the chat as it stands now (its owner only); the token is in this answer only',
+        params: SessionParams,
+        body: CreateShare,
+        response: { 201: ShareInfo, ...errorResponses(400, 401, 403, 404) },
+      },
+    },
+    async (request, reply) => reply.code(201).send(await shares.create(request.params.id, viewer(request), request.body)),
+  );
+  app.get(
+    '/api/sessions/:id/shares',
+    {
+      schema: { tags, summary: 'The chat’s read-only links, oldest first (its owner only)', params: SessionParams, response: { 200: ShareList, ...errorResponses(400, 401, 403, 404) } },
+    },
+    async (request) => ({ shares: await shares.list(request.params.id, viewer(request)) }),
+  );
+  app.delete(
+    '/api/sessions/:id/shares/:shareId',
+    {
+      schema: {
+        tags,
+        summary: 'Revokes a read-only link: it shows nothing from now on, on every instance',
+        params: SessionParams.extend({ shareId: z.string().describe('The link’s id') }),
+        response: { 204: z.null().describe('Revoked'), ...errorResponses(400, 401, 403, 404) },
+      },
+    },
+    async (request, reply) => {
+      await shares.revoke(request.params.id, request.params.shareId, viewer(request));
+      return reply.code(204).send(null);
+    },
+  );
+  app.get(
+    '/api/shared/:token',
+    {
+      ...PUBLIC_ROUTE,
+      schema: {
+        tags,
+        summary: 'The chat a link shows, as it stood when the link was made; open to anyone with the link',
+        security: [],
+        params: TokenParams,
+        response: { 200: SharedChat, ...errorResponses(404) },
+      },
+    },
+    (request) => shares.open(request.params.token),
+  );
+  app.get(
+    '/api/shared/:token/files/:name',
+    {
+      ...PUBLIC_ROUTE,
+      schema: {
+        tags,
+        summary: 'Downloads a file of a shared chat, when its link shows files (always as an attachment)',
+        security: [],
+        params: TokenParams.extend({ name: z.string().describe('The file name') }),
+        response: { 200: z.unknown().describe('The file’s bytes (application/octet-stream)'), ...errorResponses(404) },
+      },
+    },
+    async (request, reply) => {
+      const sessionId = await shares.filesOf(request.params.token);
+      const file = await files.openForDownload(sessionId, request.params.name);
+      return (reply as FastifyReply)
+        .type('application/octet-stream')
+        .header('content-length', file.size)
+        .header('content-disposition', contentDisposition(file.name))
+        .header('x-content-type-options', 'nosniff')
+        .header('content-security-policy', "default-src 'none'; sandbox")
+        .send(file.stream);
+    },
+  );
+  app.post(
+    '/api/shared/:token/copy',
+    {
+      schema: {
+        tags,
+        summary: 'Copies a shared chat, as the link shows it, into a new chat of the signed-in person, to go on with',
+        params: TokenParams,
+        response: { 201: ChatCopy, ...errorResponses(401, 404) },
+      },
+    },
+    async (request, reply) => reply.code(201).send(await shares.copy(request.params.token, viewer(request))),
   );
 }
 
@@ -74,10 +181,4 @@ export function registerSharingRoutes(server: FastifyInstance, services: { searc
 function fileName(title: string | null): string {
   const words = (title ?? '').normalize('NFKD').match(/[\p{L}\p{N}]+/gu) ?? [];
   return words.join('-').slice(0, 60).replace(/-+$/, '') || 'chat';
-}
-
-/** An attachment header that survives any file name: an ASCII fallback and the UTF-8 original. */
-function attachment(name: string): string {
-  const fallback = name.replace(/[^\x20-\x7e]|["\\%]/g, '_');
-  return `attachment; filename="${fallback}"; filename*=UTF-8''${encodeURIComponent(name)}`;
 }
