@@ -280,3 +280,29 @@ describe.each(databases)('read-only links on $name', (database) => {
     await vi.waitFor(async () => expect((await call(second, undefined, 'GET', `/api/shared/${brief.body.token}`)).status).toBe(404), { timeout: 10_000, interval: 100 });
   });
 });
+
+describe('the OpenAPI document', () => {
+  it('describes search, export and read-only links, the shared chat open to anyone', async () => {
+    const store = await openSqliteStore(':memory:');
+    cleanups.push(() => store.close());
+    const { server } = await start(store);
+    const document = (await call(server, 'alice', 'GET', '/api/openapi.json')).body;
+    expect(Object.keys(document.paths)).toEqual(
+      expect.arrayContaining([
+        '/api/search',
+        '/api/sessions/{id}/export',
+        '/api/sessions/{id}/shares',
+        '/api/sessions/{id}/shares/{shareId}',
+        '/api/shared/{token}',
+        '/api/shared/{token}/files/{name}',
+        '/api/shared/{token}/copy',
+      ]),
+    );
+    const search = document.paths['/api/search'].get;
+    expect(search.parameters.map((parameter: { in: string; name: string }) => `${parameter.in}:${parameter.name}`).sort()).toEqual(['query:limit', 'query:q', 'query:scope']);
+    expect(search.responses['200'].content['application/json'].schema.properties.hits.type).toBe('array');
+    expect(document.paths['/api/sessions/{id}/export'].get.parameters.find((parameter: { name: string }) => parameter.name === 'format').schema.enum).toEqual(['markdown', 'json']);
+    expect(Object.keys(document.paths['/api/sessions/{id}/shares'])).toEqual(expect.arrayContaining(['get', 'post']));
+    expect(document.paths['/api/shared/{token}'].get.security).toEqual([]);
+  });
+});
