@@ -60,7 +60,11 @@ export type ShareInfo = z.infer<typeof ShareInfo>;
 export const CreateShare = z
   .object({
     /** Hours until the link stops working (up to a year); left out: until it is revoked. */
-    expires_in_hours: z.number().positive('expires_in_hours must be positive').max(24 * 366, 'expires_in_hours must be at most a year').optional(),
+    expires_in_hours: z
+      .number()
+      .positive('expires_in_hours must be positive')
+      .max(24 * 366, 'expires_in_hours must be at most a year')
+      .optional(),
     /** Whether the link shows the chat's files (default: no). */
     include_files: z.boolean().default(false),
   })

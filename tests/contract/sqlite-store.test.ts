@@ -183,7 +183,10 @@ describe('the embedded store', () => {
     expect((await store.searchSessions({ terms: ['geirangerfjord'], owner: 'alice', limit: 5 })).map((hit) => [hit.sessionId, hit.message?.role])).toEqual([
       [sessionId, 'assistant'],
     ]);
-    expect((await store.searchSessions({ terms: ['fjord'], owner: 'alice', limit: 5 })).map((hit) => hit.message?.position ?? 'title').sort()).toEqual([0, 'title']);
+    expect((await store.searchSessions({ terms: ['fjord'], owner: 'alice', limit: 5 })).map((hit) => hit.message?.position ?? 'title').sort()).toEqual([
+      0,
+      'title',
+    ]);
   });
 
   it('leaves an old embedded PostgreSQL folder beside an existing SQLite file alone, and says so', async () => {

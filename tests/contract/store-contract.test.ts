@@ -1,5 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { HIGHLIGHT_END, HIGHLIGHT_START, LOCAL_OWNER, MemoryStore, openSqlStore, PostgresDatabase, SCHEMA, type SchemaStep, type Store } from '@stepwise/backend';
+import {
+  HIGHLIGHT_END,
+  HIGHLIGHT_START,
+  LOCAL_OWNER,
+  MemoryStore,
+  openSqlStore,
+  PostgresDatabase,
+  SCHEMA,
+  type SchemaStep,
+  type Store,
+} from '@stepwise/backend';
 import type { LoggedEvent } from '@stepwise/shared-types';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { freshPostgresDatabase, postgresUrl } from '../helpers/databases.ts';
@@ -443,9 +453,24 @@ describe.each(adapters)('the store on $name', (adapter) => {
     const [chat, other] = [randomUUID(), randomUUID()];
     await store.createSession(chat, { id: 'alice' });
     await store.createSession(other, { id: 'alice' });
-    const forever = await store.createShare({ id: randomUUID(), tokenHash: 'a'.repeat(64), sessionId: chat, createdBy: 'alice', atSeq: 7, includeFiles: false });
+    const forever = await store.createShare({
+      id: randomUUID(),
+      tokenHash: 'a'.repeat(64),
+      sessionId: chat,
+      createdBy: 'alice',
+      atSeq: 7,
+      includeFiles: false,
+    });
     const expiresAt = new Date(Date.now() + 3_600_000).toISOString();
-    const daily = await store.createShare({ id: randomUUID(), tokenHash: 'b'.repeat(64), sessionId: chat, createdBy: 'alice', atSeq: 9, includeFiles: true, expiresAt });
+    const daily = await store.createShare({
+      id: randomUUID(),
+      tokenHash: 'b'.repeat(64),
+      sessionId: chat,
+      createdBy: 'alice',
+      atSeq: 9,
+      includeFiles: true,
+      expiresAt,
+    });
     expect(await store.findShare('a'.repeat(64))).toEqual({ ...forever, createdAt: expect.any(String) });
     expect(await store.findShare('b'.repeat(64))).toEqual({ ...daily, includeFiles: true, expiresAt });
     expect(await store.findShare('c'.repeat(64))).toBeUndefined();
@@ -529,7 +554,10 @@ describe.skipIf(!url)('the schema on a PostgreSQL server', () => {
     expect((await store.searchSessions({ terms: ['geirangerfjord'], owner: 'alice', limit: 5 })).map((hit) => [hit.sessionId, hit.message?.role])).toEqual([
       [sessionId, 'assistant'],
     ]);
-    expect((await store.searchSessions({ terms: ['fjord'], owner: 'alice', limit: 5 })).map((hit) => hit.message?.position ?? 'title').sort()).toEqual([0, 'title']);
+    expect((await store.searchSessions({ terms: ['fjord'], owner: 'alice', limit: 5 })).map((hit) => hit.message?.position ?? 'title').sort()).toEqual([
+      0,
+      'title',
+    ]);
   });
 
   it('runs a statement whose function body holds semicolons whole, and each step once', async () => {

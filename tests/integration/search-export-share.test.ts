@@ -64,7 +64,13 @@ async function start(store: Store, env: Record<string, string> = {}): Promise<{ 
   return { server, llm };
 }
 
-async function call(server: TestServer, user: string | undefined, method: string, path: string, body?: unknown): Promise<{ status: number; body: any; type: string }> {
+async function call(
+  server: TestServer,
+  user: string | undefined,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: any; type: string }> {
   const response = await fetch(`${server.url}${path}`, {
     method,
     headers: { ...as(user), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
@@ -130,7 +136,9 @@ describe.each(databases)('search across chats on $name', (database) => {
       },
     ]);
     // Every word must match; the start of a word finds it.
-    expect((await call(server, 'alice', 'GET', '/api/search?q=zepp%20lakeh')).body.hits.map((hit: { session_id: string }) => hit.session_id)).toEqual([chats[39]]);
+    expect((await call(server, 'alice', 'GET', '/api/search?q=zepp%20lakeh')).body.hits.map((hit: { session_id: string }) => hit.session_id)).toEqual([
+      chats[39],
+    ]);
     expect((await call(server, 'alice', 'GET', '/api/search?q=zeppelin%20airship')).body.hits).toEqual([]);
 
     const bob = await call(server, 'bob', 'GET', '/api/search?q=zeppelin&scope=all');
@@ -173,7 +181,13 @@ describe('export', () => {
     expect(exported.type).toMatch(/^application\/json/);
     const events = await call(server, 'alice', 'GET', `/api/sessions/${id}/events?limit=10000`);
     const history = await call(server, 'alice', 'GET', `/api/sessions/${id}`);
-    expect(exported.body).toMatchObject({ format: 'stepwise.chat', version: 1, session: history.body.session, messages: history.body.messages, runs: history.body.runs });
+    expect(exported.body).toMatchObject({
+      format: 'stepwise.chat',
+      version: 1,
+      session: history.body.session,
+      messages: history.body.messages,
+      runs: history.body.runs,
+    });
     expect(exported.body.events).toEqual(events.body.events);
 
     const markdown = await call(server, 'alice', 'GET', `/api/sessions/${id}/export?format=markdown`);
@@ -188,7 +202,13 @@ describe('export', () => {
     for (const step of steps) expect(text).toContain(`### Step ${step.step}`);
     for (const toolCall of calls) expect(text).toContain(`Step ${toolCall.step}, call ${toolCall.tool_call_id}.`);
     expect(text.match(/#### Tool call `calculator`/g)).toHaveLength(2);
-    for (const piece of ['## You\n\nWhat is 6*7+8?', '"expression": "6*7"', '"expression": "42+8"', '**Reason.** Multiply first.', '## Answer\n\nThe result is 50.'])
+    for (const piece of [
+      '## You\n\nWhat is 6*7+8?',
+      '"expression": "6*7"',
+      '"expression": "42+8"',
+      '**Reason.** Multiply first.',
+      '## Answer\n\nThe result is 50.',
+    ])
       expect(text).toContain(piece);
     expect(text.indexOf('## You')).toBeLessThan(text.indexOf('### Step 1'));
 
@@ -196,7 +216,10 @@ describe('export', () => {
     expect((await call(server, 'bob', 'GET', `/api/sessions/${id}/export?format=json`)).status).toBe(404);
     expect((await call(server, 'root', 'GET', `/api/sessions/${id}/export?format=markdown`)).status).toBe(200);
     expect((await call(server, undefined, 'GET', `/api/sessions/${id}/export`)).status).toBe(401);
-    expect(await call(server, 'alice', 'GET', `/api/sessions/${id}/export?format=pdf`)).toMatchObject({ status: 400, body: { error: { code: 'invalid_query' } } });
+    expect(await call(server, 'alice', 'GET', `/api/sessions/${id}/export?format=pdf`)).toMatchObject({
+      status: 400,
+      body: { error: { code: 'invalid_query' } },
+    });
     expect((await call(server, 'alice', 'GET', '/api/sessions/not-a-uuid/export')).status).toBe(400);
   });
 });
@@ -262,7 +285,9 @@ describe.each(databases)('read-only links on $name', (database) => {
     const sharedFiles = await call(second, undefined, 'GET', `/api/shared/${withFiles.body.token}`);
     expect(sharedFiles.body.files.map((file: { name: string }) => file.name)).toEqual(['notes.txt']);
     expect((await call(second, undefined, 'GET', `/api/shared/${withFiles.body.token}/files/notes.txt`)).body).toBe('private notes');
-    expect((await call(first, 'alice', 'GET', `/api/sessions/${id}/shares`)).body.shares.map((share: { id: string; token?: string }) => [share.id, share.token])).toEqual([
+    expect(
+      (await call(first, 'alice', 'GET', `/api/sessions/${id}/shares`)).body.shares.map((share: { id: string; token?: string }) => [share.id, share.token]),
+    ).toEqual([
       [shareId, undefined],
       [withFiles.body.id, undefined],
     ]);
@@ -277,7 +302,10 @@ describe.each(databases)('read-only links on $name', (database) => {
     // A link with an expiry stops working when it comes.
     const brief = await call(first, 'alice', 'POST', `/api/sessions/${id}/shares`, { expires_in_hours: 0.0003 });
     expect(Date.parse(brief.body.expires_at)).toBeGreaterThan(Date.now() - 5_000);
-    await vi.waitFor(async () => expect((await call(second, undefined, 'GET', `/api/shared/${brief.body.token}`)).status).toBe(404), { timeout: 10_000, interval: 100 });
+    await vi.waitFor(async () => expect((await call(second, undefined, 'GET', `/api/shared/${brief.body.token}`)).status).toBe(404), {
+      timeout: 10_000,
+      interval: 100,
+    });
   });
 });
 
@@ -299,9 +327,16 @@ describe('the OpenAPI document', () => {
       ]),
     );
     const search = document.paths['/api/search'].get;
-    expect(search.parameters.map((parameter: { in: string; name: string }) => `${parameter.in}:${parameter.name}`).sort()).toEqual(['query:limit', 'query:q', 'query:scope']);
+    expect(search.parameters.map((parameter: { in: string; name: string }) => `${parameter.in}:${parameter.name}`).sort()).toEqual([
+      'query:limit',
+      'query:q',
+      'query:scope',
+    ]);
     expect(search.responses['200'].content['application/json'].schema.properties.hits.type).toBe('array');
-    expect(document.paths['/api/sessions/{id}/export'].get.parameters.find((parameter: { name: string }) => parameter.name === 'format').schema.enum).toEqual(['markdown', 'json']);
+    expect(document.paths['/api/sessions/{id}/export'].get.parameters.find((parameter: { name: string }) => parameter.name === 'format').schema.enum).toEqual([
+      'markdown',
+      'json',
+    ]);
     expect(Object.keys(document.paths['/api/sessions/{id}/shares'])).toEqual(expect.arrayContaining(['get', 'post']));
     expect(document.paths['/api/shared/{token}'].get.security).toEqual([]);
   });

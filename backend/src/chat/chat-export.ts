@@ -21,7 +21,15 @@ export class ChatExporter {
   async export(id: string, viewer: User): Promise<ChatExport> {
     const detail = await this.history.get(id, viewer);
     const events = await this.eventsUpTo(id, detail.last_seq);
-    return { format: 'stepwise.chat', version: 1, exported_at: new Date().toISOString(), session: detail.session, messages: detail.messages, runs: detail.runs, events };
+    return {
+      format: 'stepwise.chat',
+      version: 1,
+      exported_at: new Date().toISOString(),
+      session: detail.session,
+      messages: detail.messages,
+      runs: detail.runs,
+      events,
+    };
   }
 
   /**
@@ -29,7 +37,11 @@ export class ChatExporter {
    * by then, the runs begun by then, the events up to it. No access check: the caller has made it.
    */
   async asOf(session: SessionRecord, atSeq: number): Promise<ChatExport> {
-    const [messages, runs, events] = await Promise.all([this.store.listMessages(session.id), this.store.listRuns(session.id), this.eventsUpTo(session.id, atSeq)]);
+    const [messages, runs, events] = await Promise.all([
+      this.store.listMessages(session.id),
+      this.store.listRuns(session.id),
+      this.eventsUpTo(session.id, atSeq),
+    ]);
     const readable = messages.flatMap(({ message, afterSeq }): HistoryMessage[] =>
       (message.role === 'user' || message.role === 'assistant') && typeof message.content === 'string' && message.content && afterSeq < atSeq
         ? [{ role: message.role, content: message.content, after_seq: afterSeq }]

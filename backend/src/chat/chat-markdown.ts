@@ -14,7 +14,11 @@ export interface ChatTranscript {
  * ended, and each answer. The user's messages are placed by the log position they were accepted at.
  */
 export function chatMarkdown({ session, messages, events, exportedAt }: ChatTranscript): string {
-  const out: string[] = [`# ${oneLine(session.title ?? 'Untitled chat')}`, '', `_Exported from Stepwise on ${exportedAt}. Chat ${session.id}, started ${session.created_at}._`];
+  const out: string[] = [
+    `# ${oneLine(session.title ?? 'Untitled chat')}`,
+    '',
+    `_Exported from Stepwise on ${exportedAt}. Chat ${session.id}, started ${session.created_at}._`,
+  ];
   const questions = messages.filter((message) => message.role === 'user');
   let next = 0;
   const questionsBefore = (seq: number) => {
@@ -39,9 +43,21 @@ function eventMarkdown(event: LoggedEvent, nextRun: () => number): string[] {
     case 'agent_update':
       return agentUpdateMarkdown(event as AgentUpdateEvent, where, nextRun);
     case 'tool_start':
-      return ['', `#### Tool call \`${event.tool_name}\`${where}`, '', `Step ${event.step}, call ${event.tool_call_id}. Arguments:`, '', fenced(json(event.arguments), 'json')];
+      return [
+        '',
+        `#### Tool call \`${event.tool_name}\`${where}`,
+        '',
+        `Step ${event.step}, call ${event.tool_call_id}. Arguments:`,
+        '',
+        fenced(json(event.arguments), 'json'),
+      ];
     case 'tool_complete':
-      return ['', `Result of \`${event.tool_name}\`:`, '', fenced(typeof event.result === 'string' ? event.result : json(event.result), typeof event.result === 'string' ? '' : 'json')];
+      return [
+        '',
+        `Result of \`${event.tool_name}\`:`,
+        '',
+        fenced(typeof event.result === 'string' ? event.result : json(event.result), typeof event.result === 'string' ? '' : 'json'),
+      ];
     case 'tool_error':
       return ['', `\`${event.tool_name}\` failed: ${oneLine(event.error)}`];
     case 'assistant_message':
@@ -71,7 +87,12 @@ function agentUpdateMarkdown(event: AgentUpdateEvent, where: string, nextRun: ()
   const text = (key: string) => (typeof event[key] === 'string' ? (event[key] as string) : '');
   switch (event.update_type) {
     case 'agent_start':
-      return ['', `## Run ${nextRun()}${event.strategy ? ` · ${String(event.strategy)}` : ''}`, '', `Up to ${String(event.max_steps)} steps${Array.isArray(event.tools) && event.tools.length ? `; tools: ${event.tools.join(', ')}` : ''}.`];
+      return [
+        '',
+        `## Run ${nextRun()}${event.strategy ? ` · ${String(event.strategy)}` : ''}`,
+        '',
+        `Up to ${String(event.max_steps)} steps${Array.isArray(event.tools) && event.tools.length ? `; tools: ${event.tools.join(', ')}` : ''}.`,
+      ];
     case 'agent_turn_start':
       return ['', `### Step ${String(event.step)}${where}`];
     case 'agent_reason':

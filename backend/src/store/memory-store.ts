@@ -98,7 +98,16 @@ export class MemoryStore implements Store {
       if (owner !== undefined && record.owner !== owner) continue;
       const hit = (text: string, message?: SearchHit['message']) => {
         const snippet = highlighted(text, terms);
-        if (snippet !== undefined) hits.push({ sessionId: record.id, title: record.title, updatedAt: record.updatedAt, owner: record.owner, ownerName: record.ownerName, message, snippet });
+        if (snippet !== undefined)
+          hits.push({
+            sessionId: record.id,
+            title: record.title,
+            updatedAt: record.updatedAt,
+            owner: record.owner,
+            ownerName: record.ownerName,
+            message,
+            snippet,
+          });
       };
       if (record.title !== null) hit(record.title);
       for (const [position, { message, afterSeq }] of messages.entries()) {

@@ -26,9 +26,6 @@ import { TrustedProxies } from '../auth/identify.ts';
 import { EVENT_PAGES_IN_FLIGHT, registerRestRoutes } from './rest-routes.ts';
 import { WorkBudgets } from '../limits/work-budgets.ts';
 import { registerWebSocketRoute } from './websocket-route.ts';
-import { ChatSearch } from '../chat/chat-search.ts';
-import { ChatExporter } from '../chat/chat-export.ts';
-import { ChatShares } from '../chat/chat-shares.ts';
 import { registerSharingRoutes } from './sharing-routes.ts';
 
 const PLACEHOLDER_PAGE = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Stepwise</title></head>
@@ -135,7 +132,7 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
   const eventPages = new WorkBudgets(config.limits.eventsBytesPerMinute, EVENT_PAGES_IN_FLIGHT);
   const uploads = new InProgressPerClient(config.limits.uploadsPerClient);
   registerRestRoutes(app, container.resolve(HistoryService), container.resolve(SessionFiles), { eventPages, uploads });
-  registerSharingRoutes(app, { search: container.resolve(ChatSearch), exporter: container.resolve(ChatExporter), shares: container.resolve(ChatShares), files: container.resolve(SessionFiles) });
+  registerSharingRoutes(app, container);
   registerAgUiRoutes(app, sessions, container.resolve<Store>(TOKENS.Store), config.limits);
   const sockets = new SocketsPerClient(config.limits.socketsPerAddress);
   registerWebSocketRoute(app, handler, sockets, config.limits);

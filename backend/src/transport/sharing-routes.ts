@@ -2,10 +2,11 @@ import { ChatCopy, ChatExport, CreateShare, SearchResults, SharedChat, ShareInfo
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { ChatExporter } from '../chat/chat-export.ts';
-import type { ChatSearch } from '../chat/chat-search.ts';
-import type { ChatShares } from '../chat/chat-shares.ts';
-import type { SessionFiles } from '../files/session-files.ts';
+import type { DependencyContainer } from 'tsyringe';
+import { ChatExporter } from '../chat/chat-export.ts';
+import { ChatSearch } from '../chat/chat-search.ts';
+import { ChatShares } from '../chat/chat-shares.ts';
+import { SessionFiles } from '../files/session-files.ts';
 import { PUBLIC_ROUTE } from './access.ts';
 import { errorResponses, SessionParams } from './openapi.ts';
 import { contentDisposition, viewer } from './rest-routes.ts';
@@ -17,10 +18,13 @@ const TokenParams = z.object({ token: z.string().describe('The link’s token') 
  * What people bring and take away: search across chats, a chat exported, a chat shared by a
  * read-only link. Glue from HTTP to the services; errors as the history API's.
  */
-export function registerSharingRoutes(
-  server: FastifyInstance,
-  services: { search: ChatSearch; exporter: ChatExporter; shares: ChatShares; files: SessionFiles },
-): void {
+export function registerSharingRoutes(server: FastifyInstance, container: DependencyContainer): void {
+  const services = {
+    search: container.resolve(ChatSearch),
+    exporter: container.resolve(ChatExporter),
+    shares: container.resolve(ChatShares),
+    files: container.resolve(SessionFiles),
+  };
   const app = server.withTypeProvider<ZodTypeProvider>();
   app.get(
     '/api/search',
@@ -29,7 +33,10 @@ export function registerSharingRoutes(
         tags: ['history'],
         summary: 'Searches the titles, user messages and answers of the person’s chats; best match first, the matched words marked',
         querystring: z.object({
-          q: z.string({ error: 'q is required' }).max(500, 'q must be at most 500 characters').describe('The words to look for; each must match (a word or its start)'),
+          q: z
+            .string({ error: 'q is required' })
+            .max(500, 'q must be at most 500 characters')
+            .describe('The words to look for; each must match (a word or its start)'),
           limit: z.coerce
             .number({ error: 'limit must be an integer from 1 to 100' })
             .int('limit must be an integer from 1 to 100')
@@ -44,8 +51,7 @@ export function registerSharingRoutes(
         response: { 200: SearchResults, ...errorResponses(400, 401, 429) },
       },
     },
-    (request) =>
-      services.search.search(viewer(request), request.query.q, { limit: request.query.limit, everyone: request.query.scope === 'all' }),
+    (request) => services.search.search(viewer(request), request.query.q, { limit: request.query.limit, everyone: request.query.scope === 'all' }),
   );
   app.get(
     '/api/sessions/:id/export',
@@ -106,7 +112,12 @@ function registerShareRoutes(server: FastifyInstance, shares: ChatShares, files:
   app.get(
     '/api/sessions/:id/shares',
     {
-      schema: { tags, summary: 'The chat’s read-only links, oldest first (its owner only)', params: SessionParams, response: { 200: ShareList, ...errorResponses(400, 401, 403, 404) } },
+      schema: {
+        tags,
+        summary: 'The chat’s read-only links, oldest first (its owner only)',
+        params: SessionParams,
+        response: { 200: ShareList, ...errorResponses(400, 401, 403, 404) },
+      },
     },
     async (request) => ({ shares: await shares.list(request.params.id, viewer(request)) }),
   );
