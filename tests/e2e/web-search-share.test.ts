@@ -79,7 +79,7 @@ describe('search, export and share in the web app', { timeout: 2 * BROWSER_TEST_
     expect(await results.innerText()).toContain('Question 1 about tides');
     await screenshot(page, 'search-results.png');
 
-    await results.getByRole('link').click();
+    await results.getByRole('link', { name: /The zeppelin landed/ }).click();
     const found = page.locator('.search-found');
     await found.waitFor();
     expect(new URL(page.url()).searchParams.get('session')).toBe(chats[7]);
@@ -89,6 +89,17 @@ describe('search, export and share in the web app', { timeout: 2 * BROWSER_TEST_
       .poll(() => found.evaluate((element) => element.getBoundingClientRect().top > 0 && element.getBoundingClientRect().bottom < window.innerHeight))
       .toBe(true);
     await screenshot(page, 'search-opened-at-match.png');
+    // On a phone the box sits in the chat list, behind its toggle.
+    await page.setViewportSize({ width: 390, height: 800 });
+    await page.getByRole('button', { name: 'Chats' }).click();
+    await page.getByRole('searchbox', { name: 'Search chats' }).fill('tides twice');
+    const phoneResults = page.getByRole('list', { name: 'Search results' });
+    await phoneResults.locator('mark').first().waitFor();
+    // One entry per chat, its first matches under it and the rest counted.
+    expect(await phoneResults.getByRole('listitem').count()).toBe(1);
+    expect(await phoneResults.locator('.search-snippet').count()).toBe(3);
+    expect(await phoneResults.innerText()).toContain('More matches in this chat');
+    await screenshot(page, 'search-results-phone.png');
   });
 
   it('shares a chat read-only with a fresh browser, stops at once when revoked, and lets a signed-in person continue it as a copy', async () => {
@@ -127,6 +138,8 @@ describe('search, export and share in the web app', { timeout: 2 * BROWSER_TEST_
     expect(await stranger.getByRole('textbox', { name: 'Message' }).count()).toBe(0);
     expect(await stranger.getByRole('navigation', { name: 'Chats' }).count()).toBe(0);
     await screenshot(stranger, 'shared-read-only.png');
+    await stranger.setViewportSize({ width: 390, height: 800 });
+    await screenshot(stranger, 'shared-read-only-phone.png');
     // Nobody signed in cannot continue it; someone signed in can, as a chat of their own.
     await stranger.getByRole('button', { name: 'Continue as a copy' }).click();
     await stranger.getByText('Sign in to this Stepwise to continue the chat as a copy').waitFor();

@@ -55,24 +55,38 @@ export function ChatSearchResults({ query, scope, userId }: { query: string; sco
   if (results.hits.length === 0) return <p className="muted search-status">No chat holds “{query.trim()}”.</p>;
   return (
     <ul className="session-list search-results" aria-label="Search results">
-      {results.hits.map((hit, index) => (
-        <li key={`${hit.session_id}:${hit.match}:${hit.after_seq ?? ''}:${index}`}>
-          <a href={chatLinkAt(hit, results.terms)}>
-            <span className="session-title">
-              {hit.match === 'title' ? <Marked text={hit.snippet} highlights={hit.highlights} /> : (hit.title ?? 'New chat')}
-            </span>
-            {hit.match === 'message' && (
-              <span className="search-snippet">
-                <span className="search-role">{hit.role === 'user' ? 'You' : 'Answer'}: </span>
-                <Marked text={hit.snippet} highlights={hit.highlights} />
-              </span>
-            )}
-            {hit.owner && hit.owner.id !== userId && <span className="session-owner">{hit.owner.name ?? (hit.owner.id || 'Before sign-in')}</span>}
+      {byChat(results.hits).map(({ chat, titleHit, messageHits }) => (
+        <li key={chat.session_id} className="search-chat">
+          <a href={chatLinkAt(messageHits[0] ?? chat, results.terms)}>
+            <span className="session-title">{titleHit ? <Marked text={titleHit.snippet} highlights={titleHit.highlights} /> : (chat.title ?? 'New chat')}</span>
+            {chat.owner && chat.owner.id !== userId && <span className="session-owner">{chat.owner.name ?? (chat.owner.id || 'Before sign-in')}</span>}
           </a>
+          {messageHits.slice(0, SNIPPETS_PER_CHAT).map((hit) => (
+            <a key={`${hit.role}:${hit.after_seq}:${hit.snippet}`} className="search-snippet" href={chatLinkAt(hit, results.terms)}>
+              <span className="search-role">{hit.role === 'user' ? 'You' : 'Answer'}: </span>
+              <Marked text={hit.snippet} highlights={hit.highlights} />
+            </a>
+          ))}
+          {messageHits.length > SNIPPETS_PER_CHAT && <span className="muted search-more">More matches in this chat</span>}
         </li>
       ))}
     </ul>
   );
+}
+
+/** Matched messages shown under a chat's title; the rest are counted. */
+const SNIPPETS_PER_CHAT = 3;
+
+/** The hits by chat, in the order of each chat's best hit. */
+function byChat(hits: SearchHit[]): { chat: SearchHit; titleHit: SearchHit | undefined; messageHits: SearchHit[] }[] {
+  const chats = new Map<string, { chat: SearchHit; titleHit: SearchHit | undefined; messageHits: SearchHit[] }>();
+  for (const hit of hits) {
+    const entry = chats.get(hit.session_id) ?? { chat: hit, titleHit: undefined, messageHits: [] };
+    if (hit.match === 'title') entry.titleHit = hit;
+    else entry.messageHits.push(hit);
+    chats.set(hit.session_id, entry);
+  }
+  return [...chats.values()];
 }
 
 /** Text with its highlighted ranges in <mark>. */
