@@ -8,6 +8,7 @@ import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted
 import { freshPostgresDatabase, postgresUrl } from '../helpers/databases.ts';
 import { startStepwise, type TestServer } from '../helpers/stepwise.ts';
 import { TestClient } from '../helpers/ws-client.ts';
+import { PROCESS_TEST_TIMEOUT_MS, startStepwiseProcess, stopAllProcesses } from '../helpers/process.ts';
 
 /**
  * What people bring and take away: search across their chats, a chat exported, a chat shared by
@@ -21,7 +22,7 @@ const pg = postgresUrl();
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
-});
+}, 60_000);
 
 type Database = { name: string; open: () => Promise<{ store: Store; another: () => Promise<Store> }> };
 const databases: Database[] = [
@@ -339,5 +340,30 @@ describe('the OpenAPI document', () => {
     ]);
     expect(Object.keys(document.paths['/api/sessions/{id}/shares'])).toEqual(expect.arrayContaining(['get', 'post']));
     expect(document.paths['/api/shared/{token}'].get.security).toEqual([]);
+  });
+});
+
+const redisUrl = process.env.TEST_REDIS_URL;
+
+describe.skipIf(!pg || !redisUrl)('read-only links on two Stepwise processes sharing PostgreSQL and Redis', () => {
+  it('answer 404 on both the moment the owner revokes on either', { timeout: PROCESS_TEST_TIMEOUT_MS }, async () => {
+    const database = await freshPostgresDatabase(pg!);
+    await database.db.close();
+    cleanups.push(database.drop);
+    cleanups.push(() => stopAllProcesses({ signal: 'SIGKILL' }));
+    const env = (id: string) => ({ DATABASE_URL: database.url, REDIS_URL: redisUrl!, INSTANCE_ID: id, LLM_PROVIDER: 'demo', ...PROXIED });
+    const [a, b] = await Promise.all([startStepwiseProcess(env('a')), startStepwiseProcess(env('b'))]);
+    const client = await TestClient.connect(a.wsUrl, {}, { headers: as('alice') });
+    cleanups.push(() => client.close());
+    client.chat('Hello there');
+    await client.untilComplete();
+    const id = String(client.session.session_id);
+    const instance = (server: { url: string }) => server as TestServer;
+
+    const made = await call(instance(a), 'alice', 'POST', `/api/sessions/${id}/shares`, { expires_in_hours: 24 });
+    expect(made.status).toBe(201);
+    for (const server of [a, b]) expect((await call(instance(server), undefined, 'GET', `/api/shared/${made.body.token}`)).status).toBe(200);
+    expect((await call(instance(b), 'alice', 'DELETE', `/api/sessions/${id}/shares/${made.body.id}`)).status).toBe(204);
+    for (const server of [a, b]) expect((await call(instance(server), undefined, 'GET', `/api/shared/${made.body.token}`)).status).toBe(404);
   });
 });
