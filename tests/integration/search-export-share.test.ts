@@ -367,3 +367,14 @@ describe.skipIf(!pg || !redisUrl)('read-only links on two Stepwise processes sha
     for (const server of [a, b]) expect((await call(instance(server), undefined, 'GET', `/api/shared/${made.body.token}`)).status).toBe(404);
   });
 });
+
+describe('a shared link’s routes', () => {
+  it('are counted against each client’s REST calls a minute, though open to anyone', async () => {
+    const store = await openSqliteStore(':memory:');
+    cleanups.push(() => store.close());
+    const { server } = await start(store, { REST_MAX_REQUESTS_PER_MINUTE: '3' });
+    const statuses: number[] = [];
+    for (let call = 0; call < 4; call++) statuses.push((await fetch(`${server.url}/api/shared/${'x'.repeat(43)}`)).status);
+    expect(statuses).toEqual([404, 404, 404, 429]);
+  });
+});

@@ -7,9 +7,16 @@ import { ChatExporter } from '../chat/chat-export.ts';
 import { ChatSearch } from '../chat/chat-search.ts';
 import { ChatShares } from '../chat/chat-shares.ts';
 import { SessionFiles } from '../files/session-files.ts';
-import { PUBLIC_ROUTE } from './access.ts';
+import type { RouteAccess } from './access.ts';
 import { errorResponses, SessionParams } from './openapi.ts';
 import { contentDisposition, viewer } from './rest-routes.ts';
+
+/**
+ * The routes of a shared link: open to anyone who has it (no sign-in), yet counted against each
+ * client's REST_MAX_REQUESTS_PER_MINUTE like the API (public routes are otherwise not counted),
+ * since each one reads a chat from the store.
+ */
+const OPEN_TO_THE_LINK = { config: { access: 'public' as RouteAccess, rateLimit: { allowList: () => false } } };
 
 /** A shared link's token in a path. */
 const TokenParams = z.object({ token: z.string().describe('The link’s token') });
@@ -139,7 +146,7 @@ function registerShareRoutes(server: FastifyInstance, shares: ChatShares, files:
   app.get(
     '/api/shared/:token',
     {
-      ...PUBLIC_ROUTE,
+      ...OPEN_TO_THE_LINK,
       schema: {
         tags,
         summary: 'The chat a link shows, as it stood when the link was made; open to anyone with the link',
@@ -153,7 +160,7 @@ function registerShareRoutes(server: FastifyInstance, shares: ChatShares, files:
   app.get(
     '/api/shared/:token/files/:name',
     {
-      ...PUBLIC_ROUTE,
+      ...OPEN_TO_THE_LINK,
       schema: {
         tags,
         summary: 'Downloads a file of a shared chat, when its link shows files (always as an attachment)',
