@@ -98,7 +98,7 @@ export { RunSlots } from './limits/run-slots.ts';
 export { WorkBudgets } from './limits/work-budgets.ts';
 export { decideAccess, isLoopbackAddress } from './transport/access.ts';
 export { Cluster } from './cluster/cluster.ts';
-export { type Fence, type FenceToken, LOCAL_OWNER, StaleLeaseError } from './store/store.ts';
+export { type Fence, type FenceToken, HIGHLIGHT_END, HIGHLIGHT_START, LOCAL_OWNER, type SearchHit, searchTerms, StaleLeaseError } from './store/store.ts';
 export { type Arrival, type ArrivingRun, InProcessRunHost, type Interrupted, type RunHost } from './hosting/run-host.ts';
 export { RestateEngine } from './restate/restate-engine.ts';
 export { RestateRunHost } from './restate/restate-run-host.ts';

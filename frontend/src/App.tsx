@@ -13,6 +13,7 @@ import { lazy, Suspense, useEffect, useState } from 'react';
 
 // The dialogs load when first opened.
 const SettingsDialog = lazy(() => import('./components/SettingsDialog.tsx').then((module) => ({ default: module.SettingsDialog })));
+const ShareDialog = lazy(() => import('./components/ShareDialog.tsx').then((module) => ({ default: module.ShareDialog })));
 const SnapshotsDialog = lazy(() => import('./components/SnapshotsDialog.tsx').then((module) => ({ default: module.SnapshotsDialog })));
 import { pendingApprovals, pendingQuestion } from './state/reducer.ts';
 import { ApprovalContext, type Approve } from './lib/approval-context.ts';
@@ -39,6 +40,7 @@ export function App() {
   const [dragging, setDragging] = useState(false);
   const [settingsOpen, setSettingsOpen] = useState(false);
   const [snapshotsOpen, setSnapshotsOpen] = useState(false);
+  const [shareOpen, setShareOpen] = useState(false);
   const now = useNow();
   // Escape stops the run in progress, as the Stop button does (not while a dialog has the keyboard).
   useEffect(() => {
@@ -102,10 +104,14 @@ export function App() {
               onToggleSidebar={() => setSidebarOpen((open) => !open)}
               onOpenSettings={() => setSettingsOpen(true)}
               {...(watching === undefined ? { onOpenSnapshots: () => setSnapshotsOpen(true) } : {})}
+              onOpenShare={state.session && state.items.length > 0 ? () => setShareOpen(true) : undefined}
               approvalsWaiting={approvals.length}
               me={me}
             />
             <Suspense fallback={null}>
+              {shareOpen && state.session && (
+                <ShareDialog sessionId={state.session.session_id} canShare={watching === undefined} now={now} onClose={() => setShareOpen(false)} />
+              )}
               {settingsOpen && <SettingsDialog session={state.session} now={now} onClose={() => setSettingsOpen(false)} />}
               {snapshotsOpen && state.session && (
                 <SnapshotsDialog

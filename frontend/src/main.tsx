@@ -1,10 +1,20 @@
-import { StrictMode } from 'react';
+import { lazy, StrictMode, Suspense } from 'react';
 import { createRoot } from 'react-dom/client';
 import { App } from './App.tsx';
 import './styles.css';
 
+// A shared link (`/?shared=TOKEN`) shows that chat alone, read-only, with no sign-in and no socket; its page loads only then.
+const SharedChatPage = lazy(() => import('./components/SharedChatPage.tsx').then((module) => ({ default: module.SharedChatPage })));
+const sharedToken = new URLSearchParams(window.location.search).get('shared');
+
 createRoot(document.getElementById('root')!).render(
   <StrictMode>
-    <App />
+    {sharedToken ? (
+      <Suspense fallback={null}>
+        <SharedChatPage token={sharedToken} />
+      </Suspense>
+    ) : (
+      <App />
+    )}
   </StrictMode>,
 );

@@ -3,3 +3,4 @@ export * from './server-events.ts';
 export * from './rest.ts';
 export * from './format.ts';
 export * from './errors.ts';
+export * from './sharing.ts';

@@ -1,5 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { LOCAL_OWNER, MemoryStore, openSqlStore, PostgresDatabase, SCHEMA, type SchemaStep, type Store } from '@stepwise/backend';
+import {
+  HIGHLIGHT_END,
+  HIGHLIGHT_START,
+  LOCAL_OWNER,
+  MemoryStore,
+  openSqlStore,
+  PostgresDatabase,
+  SCHEMA,
+  type SchemaStep,
+  type Store,
+} from '@stepwise/backend';
 import type { LoggedEvent } from '@stepwise/shared-types';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { freshPostgresDatabase, postgresUrl } from '../helpers/databases.ts';
@@ -389,6 +399,91 @@ describe.each(adapters)('the store on $name', (adapter) => {
     expect(await store.listEvents(sessionId, 0)).toEqual([]);
     expect(await store.deleteSession(sessionId)).toBe(false);
   });
+
+  it('finds chats by a word of their title, a user message or an answer, only the owner’s when asked, and marks the match', async () => {
+    const [mine, theirs] = [randomUUID(), randomUUID()];
+    await store.createSession(mine, { id: 'alice', name: 'Alice' });
+    await store.createSession(theirs, { id: 'bob' });
+    await store.appendMessages(mine, [{ role: 'user', content: 'What is the capital of Mongolia?' }], 0);
+    await store.appendMessages(
+      mine,
+      [
+        { role: 'assistant', content: null, toolCalls: [{ id: 'c1', name: 'lookup', arguments: '{"zebra":1}' }] },
+        { role: 'tool', toolCallId: 'c1', content: 'zebra crossing' },
+        { role: 'assistant', content: 'Its capital is Ulaanbaatar.' },
+      ],
+      4,
+    );
+    await store.appendMessages(theirs, [{ role: 'user', content: 'Plan a trip to Ulaanbaatar' }], 0);
+    const search = async (terms: string[], owner?: string) => store.searchSessions({ terms, owner, limit: 20 });
+
+    const answers = await search(['ulaanbaatar'], 'alice');
+    expect(answers).toEqual([
+      {
+        sessionId: mine,
+        title: 'What is the capital of Mongolia?',
+        updatedAt: expect.any(String),
+        owner: 'alice',
+        ownerName: 'Alice',
+        message: { position: 3, role: 'assistant', afterSeq: 4 },
+        snippet: `Its capital is ${HIGHLIGHT_START}Ulaanbaatar${HIGHLIGHT_END}.`,
+      },
+    ]);
+    expect([...new Set((await search(['ulaanbaatar'])).map((hit) => hit.sessionId))].sort()).toEqual([mine, theirs].sort());
+    // The start of a word finds it; a title match has no message; a tool's result is not searched.
+    const titleAndQuestion = await search(['mongol'], 'alice');
+    expect(titleAndQuestion.map((hit) => hit.message?.position ?? 'title').sort()).toEqual([0, 'title']);
+    expect(titleAndQuestion.every((hit) => hit.snippet.includes(`${HIGHLIGHT_START}Mongolia${HIGHLIGHT_END}`))).toBe(true);
+    expect(await search(['zebra'])).toEqual([]);
+    // Every term must match.
+    expect(await search(['capital', 'trip'])).toEqual([]);
+    expect(await search(['ulaanbaatar'], 'carol')).toEqual([]);
+
+    await store.renameSession(mine, 'Steppe travel notes');
+    expect((await search(['steppe'], 'alice')).map((hit) => [hit.sessionId, hit.message])).toEqual([[mine, undefined]]);
+    expect((await search(['mongolia'], 'alice')).map((hit) => hit.message?.position)).toEqual([0]);
+    // A rollback's history replaces the old one in the index; a deleted chat leaves it.
+    await store.replaceMessages(mine, (await store.listMessages(mine)).slice(0, 1));
+    expect(await search(['ulaanbaatar'], 'alice')).toEqual([]);
+    await store.deleteSession(theirs);
+    expect(await search(['ulaanbaatar'])).toEqual([]);
+  });
+
+  it('keeps read-only links by their token’s hash until they are revoked or their chat is deleted', async () => {
+    const [chat, other] = [randomUUID(), randomUUID()];
+    await store.createSession(chat, { id: 'alice' });
+    await store.createSession(other, { id: 'alice' });
+    const forever = await store.createShare({
+      id: randomUUID(),
+      tokenHash: 'a'.repeat(64),
+      sessionId: chat,
+      createdBy: 'alice',
+      atSeq: 7,
+      includeFiles: false,
+    });
+    const expiresAt = new Date(Date.now() + 3_600_000).toISOString();
+    const daily = await store.createShare({
+      id: randomUUID(),
+      tokenHash: 'b'.repeat(64),
+      sessionId: chat,
+      createdBy: 'alice',
+      atSeq: 9,
+      includeFiles: true,
+      expiresAt,
+    });
+    expect(await store.findShare('a'.repeat(64))).toEqual({ ...forever, createdAt: expect.any(String) });
+    expect(await store.findShare('b'.repeat(64))).toEqual({ ...daily, includeFiles: true, expiresAt });
+    expect(await store.findShare('c'.repeat(64))).toBeUndefined();
+    expect((await store.listShares(chat)).map((share) => share.id)).toEqual([forever.id, daily.id]);
+    // A link is revoked only through its own chat.
+    expect(await store.deleteShare(other, forever.id)).toBe(false);
+    expect(await store.deleteShare(chat, forever.id)).toBe(true);
+    expect(await store.deleteShare(chat, forever.id)).toBe(false);
+    expect(await store.findShare('a'.repeat(64))).toBeUndefined();
+    await store.deleteSession(chat);
+    expect(await store.findShare('b'.repeat(64))).toBeUndefined();
+    expect(await store.listShares(chat)).toEqual([]);
+  });
 });
 
 describe.skipIf(!url)('the schema on a PostgreSQL server', () => {
@@ -441,6 +536,28 @@ describe.skipIf(!url)('the schema on a PostgreSQL server', () => {
     expect(await store.getSession(before)).toMatchObject({ title: 'From before', owner: LOCAL_OWNER });
     expect(await store.getSession(alices)).toMatchObject({ title: 'Hers', owner: 'alice' });
     expect(await store.listSessions(10, 'local')).toEqual([]);
+  });
+
+  it('indexes the chats of an earlier release for search when it upgrades', async () => {
+    const database = await fresh();
+    const sessionId = randomUUID();
+    const searchStep = SCHEMA.findIndex((step) => step.name.startsWith('0011 '));
+    const previous = new PostgresDatabase(database.url);
+    const old = await openSqlStore(previous, undefined, { steps: SCHEMA.slice(0, searchStep) });
+    await old.createSession(sessionId, { id: 'alice' });
+    await old.appendMessages(sessionId, [{ role: 'user', content: 'Name a fjord' }], 0);
+    await old.appendMessages(sessionId, [{ role: 'assistant', content: 'Geirangerfjord, in Norway.' }], 3);
+    await old.close();
+    const store = await openSqlStore(database.db);
+    stores.push(store);
+    expect(store.migrated).toEqual(SCHEMA.slice(searchStep).map((step) => step.name));
+    expect((await store.searchSessions({ terms: ['geirangerfjord'], owner: 'alice', limit: 5 })).map((hit) => [hit.sessionId, hit.message?.role])).toEqual([
+      [sessionId, 'assistant'],
+    ]);
+    expect((await store.searchSessions({ terms: ['fjord'], owner: 'alice', limit: 5 })).map((hit) => hit.message?.position ?? 'title').sort()).toEqual([
+      0,
+      'title',
+    ]);
   });
 
   it('runs a statement whose function body holds semicolons whole, and each step once', async () => {

@@ -180,11 +180,11 @@ export class HistoryService {
   }
 }
 
-function toSummary(session: SessionRecord): SessionSummary {
+export function toSummary(session: SessionRecord): SessionSummary {
   return { id: session.id, title: session.title, created_at: session.createdAt, last_activity_at: session.updatedAt };
 }
 
-function toRunSummary(run: RunRecord): RunSummary {
+export function toRunSummary(run: RunRecord): RunSummary {
   return {
     id: run.id,
     strategy: run.strategy,

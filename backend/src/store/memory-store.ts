@@ -8,8 +8,13 @@ import {
   type NewRun,
   type RunEnd,
   type RunRecord,
+  type SearchHit,
+  type SearchQuery,
   type SessionRecord,
   type SessionOwner,
+  type ShareRecord,
+  HIGHLIGHT_END,
+  HIGHLIGHT_START,
   type Store,
   LOCAL_OWNER,
   titleFrom,
@@ -21,6 +26,14 @@ interface SessionData {
   events: LoggedEvent[];
 }
 
+/** `text` with every word that starts with a term marked, when every term starts a word of it; undefined otherwise. */
+function highlighted(text: string, terms: string[]): string | undefined {
+  const starts = (word: string) => terms.some((term) => word.toLowerCase().startsWith(term));
+  const words = text.match(/[\p{L}\p{N}]+/gu) ?? [];
+  if (!terms.every((term) => words.some((word) => word.toLowerCase().startsWith(term)))) return undefined;
+  return text.replace(/[\p{L}\p{N}]+/gu, (word) => (starts(word) ? `${HIGHLIGHT_START}${word}${HIGHLIGHT_END}` : word));
+}
+
 /** Keeps everything in memory: for unit tests of the modules above it. */
 export class MemoryStore implements Store {
   private readonly sessions = new Map<string, SessionData>();
@@ -30,6 +43,7 @@ export class MemoryStore implements Store {
   /** Ended sign-ins, by id, with their expiry (ISO). */
   private readonly revokedSignIns = new Map<string, string>();
   private clock = 0;
+  private readonly shares = new Map<string, ShareRecord>();
 
   async createSession(id: string, owner: SessionOwner = { id: LOCAL_OWNER }): Promise<SessionRecord> {
     if (this.sessions.has(id)) throw new Error(`Session ${id} exists`);
@@ -77,7 +91,57 @@ export class MemoryStore implements Store {
       .slice(0, limit);
   }
 
+  async searchSessions({ terms, owner, limit }: SearchQuery): Promise<SearchHit[]> {
+    const hits: SearchHit[] = [];
+    const sessions = [...this.sessions.values()].sort((a, b) => b.record.updatedAt.localeCompare(a.record.updatedAt));
+    for (const { record, messages } of sessions) {
+      if (owner !== undefined && record.owner !== owner) continue;
+      const hit = (text: string, message?: SearchHit['message']) => {
+        const snippet = highlighted(text, terms);
+        if (snippet !== undefined)
+          hits.push({
+            sessionId: record.id,
+            title: record.title,
+            updatedAt: record.updatedAt,
+            owner: record.owner,
+            ownerName: record.ownerName,
+            message,
+            snippet,
+          });
+      };
+      if (record.title !== null) hit(record.title);
+      for (const [position, { message, afterSeq }] of messages.entries()) {
+        if ((message.role === 'user' || message.role === 'assistant') && typeof message.content === 'string')
+          hit(message.content, { position, role: message.role, afterSeq });
+      }
+    }
+    return hits.slice(0, limit);
+  }
+
+  async createShare(share: Omit<ShareRecord, 'createdAt'>): Promise<ShareRecord> {
+    this.session(share.sessionId);
+    const saved = { ...share, createdAt: this.now() };
+    this.shares.set(share.id, saved);
+    return { ...saved };
+  }
+
+  async findShare(tokenHash: string): Promise<ShareRecord | undefined> {
+    const share = [...this.shares.values()].find((each) => each.tokenHash === tokenHash && this.sessions.has(each.sessionId));
+    return share && { ...share };
+  }
+
+  async listShares(sessionId: string): Promise<ShareRecord[]> {
+    return [...this.shares.values()].filter((share) => share.sessionId === sessionId && this.sessions.has(sessionId)).map((share) => ({ ...share }));
+  }
+
+  async deleteShare(sessionId: string, id: string): Promise<boolean> {
+    const share = this.shares.get(id);
+    if (!share || share.sessionId !== sessionId) return false;
+    return this.shares.delete(id);
+  }
+
   async deleteSession(id: string): Promise<boolean> {
+    for (const [shareId, share] of this.shares) if (share.sessionId === id) this.shares.delete(shareId);
     for (const [runId, run] of this.runs) {
       if (run.sessionId !== id) continue;
       this.runs.delete(runId);

@@ -24,6 +24,16 @@ export interface SchemaStep {
   legacy?: { postgres: number; sqlite: number };
 }
 
+/**
+ * What PostgreSQL's full-text indexes (step 0011) index: a query uses an expression index only
+ * when it repeats the expression exactly, so the store's queries read them from here. Never edit:
+ * a new expression needs a new step with a new index.
+ */
+export const SEARCH_EXPRESSIONS = {
+  postgresTitle: `to_tsvector('english', coalesce(title, ''))`,
+  postgresMessage: `(case when message->>'role' in ('user', 'assistant') and json_typeof(message->'content') = 'string' then to_tsvector('english', message->>'content') end)`,
+} as const;
+
 export const SCHEMA: SchemaStep[] = [
   {
     name: '0001 sessions, messages, runs and event logs',
@@ -268,6 +278,99 @@ export const SCHEMA: SchemaStep[] = [
     sqlite: [
       `create table revoked_sign_ins (id text primary key, expires_at text not null) strict`,
       `create index revoked_sign_ins_expiry on revoked_sign_ins (expires_at)`,
+    ],
+  },
+  {
+    // SQLite: every title and every user message and answer is a row of search_docs (the title at
+    // position -1), kept by triggers, and FTS5 indexes them (external content: the text is kept
+    // once). The rows have an integer key of their own, which VACUUM never renumbers. PostgreSQL:
+    // expression indexes, which the queries repeat word for word (SEARCH_EXPRESSIONS). Both index
+    // the chats there are now.
+    name: '0011 full-text search over chat titles, user messages and answers',
+    postgres: [
+      `create index sessions_title_search on sessions using gin ((${SEARCH_EXPRESSIONS.postgresTitle}))`,
+      `create index messages_search on messages using gin ((${SEARCH_EXPRESSIONS.postgresMessage}))`,
+    ],
+    sqlite: [
+      `
+        create table search_docs (
+          id integer primary key,
+          session_id text not null references sessions (id) on delete cascade,
+          position integer not null,
+          body text not null,
+          unique (session_id, position)
+        ) strict
+      `,
+      `create virtual table search_fts using fts5 (body, content = 'search_docs', content_rowid = 'id', tokenize = 'porter unicode61 remove_diacritics 2')`,
+      `create trigger search_docs_insert after insert on search_docs begin insert into search_fts (rowid, body) values (new.id, new.body); end`,
+      `create trigger search_docs_delete after delete on search_docs begin insert into search_fts (search_fts, rowid, body) values ('delete', old.id, old.body); end`,
+      `
+        create trigger messages_search_insert after insert on messages
+        when json_extract(new.message, '$.role') in ('user', 'assistant') and json_type(new.message, '$.content') = 'text'
+        begin
+          insert into search_docs (session_id, position, body) values (new.session_id, new.position, json_extract(new.message, '$.content'));
+        end
+      `,
+      `
+        create trigger messages_search_delete after delete on messages
+        begin
+          delete from search_docs where session_id = old.session_id and position = old.position;
+        end
+      `,
+      `
+        create trigger sessions_search_insert after insert on sessions when new.title is not null
+        begin
+          insert into search_docs (session_id, position, body) values (new.id, -1, new.title);
+        end
+      `,
+      `
+        create trigger sessions_search_title after update of title on sessions when new.title is not old.title
+        begin
+          delete from search_docs where session_id = new.id and position = -1;
+          insert into search_docs (session_id, position, body) select new.id, -1, new.title where new.title is not null;
+        end
+      `,
+      `insert into search_docs (session_id, position, body) select id, -1, title from sessions where title is not null`,
+      `
+        insert into search_docs (session_id, position, body)
+        select session_id, position, json_extract(message, '$.content') from messages
+        where json_extract(message, '$.role') in ('user', 'assistant') and json_type(message, '$.content') = 'text'
+      `,
+    ],
+  },
+  {
+    // A link is found by its token's SHA-256 (the token itself is never stored); deleting the row
+    // revokes it, which every instance sees at its next read.
+    name: '0012 read-only links to a chat as it stood (shared chats)',
+    postgres: [
+      `
+        create table chat_shares (
+          id uuid primary key,
+          token_hash text not null unique,
+          session_id uuid not null references sessions (id) on delete cascade,
+          created_by text not null,
+          at_seq integer not null,
+          include_files boolean not null default false,
+          created_at timestamptz not null default now(),
+          expires_at timestamptz
+        )
+      `,
+      `create index chat_shares_session on chat_shares (session_id, created_at)`,
+    ],
+    sqlite: [
+      `
+        create table chat_shares (
+          id text primary key,
+          token_hash text not null unique,
+          session_id text not null references sessions (id) on delete cascade,
+          created_by text not null,
+          at_seq integer not null,
+          include_files integer not null default 0,
+          created_at text not null,
+          expires_at text
+        ) strict
+      `,
+      `create index chat_shares_session on chat_shares (session_id, created_at)`,
     ],
   },
 ];

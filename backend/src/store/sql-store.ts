@@ -12,7 +12,7 @@ import {
   sql,
 } from 'kysely';
 import type { LlmMessage } from '../messages.ts';
-import type { SqlDialectName } from './migrations.ts';
+import { SEARCH_EXPRESSIONS, type SqlDialectName } from './migrations.ts';
 import type { GroupSync } from './sqlite-database.ts';
 import { fromSnapshotColumn, toSnapshotColumn } from './snapshot-column.ts';
 import {
@@ -24,9 +24,14 @@ import {
   type MessageRecord,
   type NewRun,
   type RunEnd,
+  HIGHLIGHT_END,
+  HIGHLIGHT_START,
   type RunRecord,
+  type SearchHit,
+  type SearchQuery,
   type SessionOwner,
   type SessionRecord,
+  type ShareRecord,
   type SnapshotRecord,
   StaleLeaseError,
   type Store,
@@ -44,6 +49,16 @@ type Json = unknown;
 export interface Tables {
   sessions: { id: string; title: string | null; created_at: Time; updated_at: Time; owner: string; owner_name: string | null };
   revoked_sign_ins: { id: string; expires_at: Time };
+  chat_shares: {
+    id: string;
+    token_hash: string;
+    session_id: string;
+    created_by: string;
+    at_seq: number;
+    include_files: boolean | number;
+    created_at: Time;
+    expires_at: Time | null;
+  };
   messages: { session_id: string; position: number; message: Json; after_seq: number; created_at: Time };
   runs: {
     id: string;
@@ -77,6 +92,19 @@ export interface Tables {
 }
 
 type Db = Kysely<Tables> | Transaction<Tables>;
+
+/** A search hit as both databases return it (position -1: the title). */
+interface SearchRow {
+  session_id: string;
+  title: string | null;
+  updated_at: Time;
+  owner: string;
+  owner_name: string | null;
+  position: number | null;
+  role: string | null;
+  after_seq: number | null;
+  snippet: string;
+}
 
 /** A row to write, with the lease it was made under (looked up when it is added, not when its group is written). */
 type EventWrite = { sessionId: string; event: LoggedEvent; token: FenceToken | undefined };
@@ -371,6 +399,103 @@ export class SqlStore implements Store {
       .limit(limit)
       .execute();
     return rows.map(toSession);
+  }
+
+  async searchSessions(query: SearchQuery): Promise<SearchHit[]> {
+    if (query.terms.length === 0) return [];
+    const rows = this.dialect === 'sqlite' ? await this.searchSqlite(query) : await this.searchPostgres(query);
+    return rows.map((row) => ({
+      sessionId: row.session_id,
+      title: row.title,
+      updatedAt: iso(row.updated_at),
+      owner: row.owner,
+      ownerName: row.owner_name,
+      message:
+        row.position === null || Number(row.position) < 0
+          ? undefined
+          : { position: Number(row.position), role: row.role === 'user' ? 'user' : 'assistant', afterSeq: Number(row.after_seq ?? 0) },
+      snippet: row.snippet,
+    }));
+  }
+
+  /** FTS5 over search_docs (kept by triggers): every term as a prefix of a word, best match (bm25) first. */
+  private async searchSqlite({ terms, owner, limit }: SearchQuery): Promise<SearchRow[]> {
+    const match = terms.map((term) => `"${term.replaceAll('"', '""')}"*`).join(' ');
+    const { rows } = await sql<SearchRow>`
+      select d.session_id, s.title, s.updated_at, s.owner, s.owner_name, d.position,
+        json_extract(m.message, '$.role') as role, m.after_seq,
+        snippet(search_fts, 0, ${HIGHLIGHT_START}, ${HIGHLIGHT_END}, '…', 24) as snippet
+      from search_fts
+      join search_docs d on d.id = search_fts.rowid
+      join sessions s on s.id = d.session_id
+      left join messages m on m.session_id = d.session_id and m.position = d.position
+      where search_fts match ${match} ${owner === undefined ? sql`` : sql`and s.owner = ${owner}`}
+      order by bm25(search_fts), s.updated_at desc, d.position
+      limit ${limit}`.execute(this.db);
+    return rows;
+  }
+
+  /** The expression indexes of titles and messages: every term as a prefix of a word, best match (ts_rank) first. */
+  private async searchPostgres({ terms, owner, limit }: SearchQuery): Promise<SearchRow[]> {
+    const tsquery = terms.map((term) => `${term}:*`).join(' & ');
+    const mine = owner === undefined ? sql`` : sql`and s.owner = ${owner}`;
+    const title = sql.raw(SEARCH_EXPRESSIONS.postgresTitle);
+    const message = sql.raw(SEARCH_EXPRESSIONS.postgresMessage);
+    // A short text is shown whole (as SQLite's snippet does), a long one as the fragment around the match.
+    const marks = `StartSel=${HIGHLIGHT_START}, StopSel=${HIGHLIGHT_END}`;
+    // (HighlightAll holds only without fragments.)
+    const [whole, fragment] = [`${marks}, HighlightAll=true`, `${marks}, MinWords=12, MaxWords=30, MaxFragments=1, FragmentDelimiter=" … "`];
+    const { rows } = await sql<SearchRow>`
+      with q as (select to_tsquery('english', ${tsquery}) as query)
+      select hits.session_id, hits.title, hits.updated_at, hits.owner, hits.owner_name, hits.position, hits.role, hits.after_seq,
+        ts_headline('english', hits.body, q.query, case when length(hits.body) <= 240 then ${whole} else ${fragment} end) as snippet
+      from (
+        select s.id::text as session_id, s.title, s.updated_at, s.owner, s.owner_name, -1 as position, null as role, null::integer as after_seq,
+          s.title as body, ts_rank(${title}, q.query) as rank
+        from sessions s, q where ${title} @@ q.query ${mine}
+        union all
+        select s.id::text, s.title, s.updated_at, s.owner, s.owner_name, m.position, m.message->>'role', m.after_seq,
+          m.message->>'content', ts_rank(${message}, q.query)
+        from messages m join sessions s on s.id = m.session_id, q where ${message} @@ q.query ${mine}
+        order by rank desc, updated_at desc, position
+        limit ${limit}
+      ) hits, q
+      order by hits.rank desc, hits.updated_at desc, hits.position`.execute(this.db);
+    return rows;
+  }
+
+  async createShare(share: Omit<ShareRecord, 'createdAt'>): Promise<ShareRecord> {
+    const createdAt = this.now();
+    await this.db
+      .insertInto('chat_shares')
+      .values({
+        id: share.id,
+        token_hash: share.tokenHash,
+        session_id: share.sessionId,
+        created_by: share.createdBy,
+        at_seq: share.atSeq,
+        include_files: this.dialect === 'sqlite' ? Number(share.includeFiles) : share.includeFiles,
+        created_at: createdAt,
+        expires_at: share.expiresAt ?? null,
+      })
+      .execute();
+    return { ...share, createdAt };
+  }
+
+  async findShare(tokenHash: string): Promise<ShareRecord | undefined> {
+    const row = await this.db.selectFrom('chat_shares').selectAll().where('token_hash', '=', tokenHash).executeTakeFirst();
+    return row && toShare(row);
+  }
+
+  async listShares(sessionId: string): Promise<ShareRecord[]> {
+    const rows = await this.db.selectFrom('chat_shares').selectAll().where('session_id', '=', sessionId).orderBy('created_at').orderBy('id').execute();
+    return rows.map(toShare);
+  }
+
+  async deleteShare(sessionId: string, id: string): Promise<boolean> {
+    if (!SNAPSHOT_ID.test(id)) return false;
+    const { numDeletedRows } = await this.db.deleteFrom('chat_shares').where('session_id', '=', sessionId).where('id', '=', id).executeTakeFirst();
+    return numDeletedRows > 0n;
   }
 
   async deleteSession(id: string): Promise<boolean> {
@@ -741,6 +866,19 @@ async function insertMessages(db: Db, rows: Tables['messages'][]): Promise<void>
 
 function toSession(row: Tables['sessions']): SessionRecord {
   return { id: row.id, title: row.title, createdAt: iso(row.created_at), updatedAt: iso(row.updated_at), owner: row.owner, ownerName: row.owner_name };
+}
+
+function toShare(row: Tables['chat_shares']): ShareRecord {
+  return {
+    id: row.id,
+    tokenHash: row.token_hash,
+    sessionId: row.session_id,
+    createdBy: row.created_by,
+    atSeq: row.at_seq,
+    includeFiles: Boolean(row.include_files),
+    createdAt: iso(row.created_at),
+    ...(row.expires_at === null ? {} : { expiresAt: iso(row.expires_at) }),
+  };
 }
 
 function toRun(row: Selectable<Tables['runs']>, parsed: JsonReader): RunRecord {

@@ -27,6 +27,55 @@ export interface SessionOwner {
  */
 export const LOCAL_OWNER = '';
 
+/** What a search looks for: see Store.searchSessions. */
+export interface SearchQuery {
+  /** Words of letters and digits (searchTerms makes them), at least one. */
+  terms: string[];
+  /** Only this user's chats; everyone's when undefined (an admin's search). */
+  owner?: string | undefined;
+  limit: number;
+}
+
+/** Where a search matched: a chat's title, or one message of its history. */
+export interface SearchHit {
+  sessionId: string;
+  title: string | null;
+  updatedAt: string;
+  owner: string;
+  ownerName: string | null;
+  /** The message matched, by its place in the history and role; undefined when the title matched. */
+  message?: { position: number; role: 'user' | 'assistant'; afterSeq: number } | undefined;
+  /** The matched text, or the part of it around the match, each matched word between HIGHLIGHT_START and HIGHLIGHT_END. */
+  snippet: string;
+}
+
+/** The marks around a matched word in a hit's snippet: private-use characters, which text hardly ever holds. */
+export const HIGHLIGHT_START = '\uE000';
+export const HIGHLIGHT_END = '\uE001';
+
+/** The terms of a search box's text: its words of letters and digits, lower case, each once, at most 8. */
+export function searchTerms(text: string): string[] {
+  const words = text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+  return [...new Set(words)].slice(0, 8);
+}
+
+/** A read-only link to a chat as it stood when the link was made. */
+export interface ShareRecord {
+  id: string;
+  /** The SHA-256 (hex) of the link's token: the token itself is shown once and never kept. */
+  tokenHash: string;
+  sessionId: string;
+  /** The user who made the link. */
+  createdBy: string;
+  /** The chat's last seq when the link was made: what the link shows ends there. */
+  atSeq: number;
+  /** Whether the link shows the chat's files too. */
+  includeFiles: boolean;
+  createdAt: string;
+  /** When the link stops working (ISO); undefined: until it is revoked. */
+  expiresAt?: string | undefined;
+}
+
 /** A message of the history, with the log position it was accepted at. */
 export interface MessageRecord {
   message: LlmMessage;
@@ -97,6 +146,21 @@ export interface Store {
   isSignInRevoked(id: string): Promise<boolean>;
   /** Deletes the session with its messages, runs and events; false when there was none. */
   deleteSession(id: string): Promise<boolean>;
+  /**
+   * The chats whose title, or a user message or answer of whose history, holds every term (a
+   * word, or the start of one; the SQL stores also match other forms of a word: run, running),
+   * best match first; only `owner`'s chats when given. Each hit's snippet marks the matched words.
+   */
+  searchSessions(query: SearchQuery): Promise<SearchHit[]>;
+
+  /** Keeps a read-only link to a chat (its createdAt is set here). */
+  createShare(share: Omit<ShareRecord, 'createdAt'>): Promise<ShareRecord>;
+  /** The link whose token has this hash, expired or not; undefined once revoked (or its chat deleted). */
+  findShare(tokenHash: string): Promise<ShareRecord | undefined>;
+  /** A chat's links, oldest first. */
+  listShares(sessionId: string): Promise<ShareRecord[]>;
+  /** Revokes a chat's link; false when it has no such link. */
+  deleteShare(sessionId: string, id: string): Promise<boolean>;
 
   /** Appends to the history the model sees; the first user message names the session. */
   appendMessages(sessionId: string, messages: LlmMessage[], afterSeq: number): Promise<void>;

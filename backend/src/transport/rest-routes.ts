@@ -270,12 +270,12 @@ function registerFileRoutes(server: FastifyInstance, history: HistoryService, fi
 }
 
 /** Who asks: the access check has named the user of every route here. */
-function viewer(request: FastifyRequest): User {
+export function viewer(request: FastifyRequest): User {
   return request.user ?? LOCAL_USER;
 }
 
 /** An attachment header that survives any file name: an ASCII fallback and the UTF-8 original. */
-function contentDisposition(name: string): string {
+export function contentDisposition(name: string): string {
   const fallback = name.replace(/[^\x20-\x7e]|["\\%]/g, '_');
   return `attachment; filename="${fallback}"; filename*=UTF-8''${encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)}`;
 }

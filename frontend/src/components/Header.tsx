@@ -25,6 +25,7 @@ export function Header({
   onToggleSidebar,
   onOpenSettings,
   onOpenSnapshots,
+  onOpenShare,
   approvalsWaiting = 0,
   me,
 }: {
@@ -34,6 +35,8 @@ export function Header({
   onToggleSidebar: () => void;
   onOpenSettings: () => void;
   onOpenSnapshots?: () => void;
+  /** Opens export and share (offered once the chat has something in it). */
+  onOpenShare?: (() => void) | undefined;
   /** Tool calls waiting for the person's approval. */
   approvalsWaiting?: number;
   /** Who is signed in (shown when there are several users: AUTH_MODE oidc or header). */
@@ -96,6 +99,21 @@ export function Header({
           <span aria-hidden="true">⟲</span>
           <span className="settings-button-label" aria-hidden="true">
             Snapshots
+          </span>
+        </button>
+      )}
+      {onOpenShare && (
+        <button
+          type="button"
+          className="ghost settings-button"
+          onClick={onOpenShare}
+          aria-haspopup="dialog"
+          aria-label="Export and share"
+          title="Export and share: download the chat, make a read-only link"
+        >
+          <span aria-hidden="true">⇪</span>
+          <span className="settings-button-label" aria-hidden="true">
+            Share
           </span>
         </button>
       )}

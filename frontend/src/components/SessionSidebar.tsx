@@ -5,6 +5,8 @@ import { DeferredDeletes, type PendingDeletion } from '../lib/deferred-deletes.t
 import { formatFull, formatWhen } from '../lib/time.ts';
 import { useNow } from '../lib/use-now.ts';
 import { UndoToast } from './UndoToast.tsx';
+import { ChatSearchBox, ChatSearchResults } from './ChatSearchResults.tsx';
+import { jumpToSearchMatch } from '../lib/search-jump.ts';
 
 const SCOPE_KEY = 'stepwise.chatScope';
 
@@ -55,7 +57,11 @@ export function SessionSidebar({
   const [pending, setPending] = useState<PendingDeletion[]>([]);
   const [renaming, setRenaming] = useState<string | undefined>();
   const [draft, setDraft] = useState('');
+  const [query, setQuery] = useState('');
+  const searching = query.trim().length > 0;
   const now = useNow();
+  // A chat opened from a search hit scrolls to the match once its log is shown.
+  useEffect(() => jumpToSearchMatch(), []);
 
   const load = useCallback(() => {
     api.sessions(scope).then(
@@ -117,8 +123,10 @@ export function SessionSidebar({
             </button>
           </div>
         )}
+        <ChatSearchBox query={query} onChange={setQuery} />
+        {searching && <ChatSearchResults query={query} scope={scope} userId={userId} />}
         {error && <p className="sidebar-error">{error}</p>}
-        <ul className="session-list">
+        <ul className="session-list" hidden={searching}>
           {visible.map((session) => (
             <li key={session.id} className={session.id === currentId ? 'current' : ''}>
               {renaming === session.id ? (

@@ -6,6 +6,12 @@ import {
   SessionList,
   type SnapshotInfo,
   SnapshotList,
+  SearchResults,
+  ChatCopy,
+  type CreateShare,
+  SharedChat,
+  ShareInfo,
+  ShareList,
 } from '@stepwise/shared-types';
 
 import { AuthRequiredError, authHeaders, SignInRequiredError } from './auth.ts';
@@ -40,6 +46,13 @@ export const api = {
     if (!response.ok) throw new Error(`Could not load the sessions (${response.status})`);
     return SessionList.parse(await response.json()).sessions;
   },
+  /** The chats (the person's, or with `all` everyone's: admins) whose title, messages or answers hold every word of `query`. */
+  async search(query: string, scope: 'own' | 'all' = 'own', signal?: AbortSignal): Promise<SearchResults> {
+    const params = new URLSearchParams({ q: query, ...(scope === 'all' ? { scope } : {}) });
+    const response = await call(`/api/search?${params}`, signal ? { signal } : {});
+    if (!response.ok) throw new Error(`Could not search: ${await errorMessage(response)}`);
+    return SearchResults.parse(await response.json());
+  },
   /** A session's messages and runs; undefined when the server does not know it. */
   async session(id: string): Promise<SessionDetail | undefined> {
     const response = await call(`/api/sessions/${encodeURIComponent(id)}`);
@@ -71,12 +84,7 @@ export const api = {
   },
   /** Downloads a session file and saves it. */
   async downloadFile(sessionId: string, name: string): Promise<void> {
-    const url = URL.createObjectURL(await api.fileBlob(sessionId, name));
-    const link = Object.assign(document.createElement('a'), { href: url, download: name });
-    document.body.append(link);
-    link.click();
-    link.remove();
-    setTimeout(() => URL.revokeObjectURL(url), 10_000);
+    saveBlob(await api.fileBlob(sessionId, name), name);
   },
   /** Renames a chat (the server keeps the title from then on). */
   async renameSession(id: string, title: string): Promise<void> {
@@ -88,12 +96,69 @@ export const api = {
     if (!response.ok) throw new Error(`Could not rename the chat: ${await errorMessage(response)}`);
   },
 
+  /** Downloads the chat as Markdown or as JSON (the server names the file). */
+  async exportChat(sessionId: string, format: 'markdown' | 'json'): Promise<void> {
+    const response = await call(`/api/sessions/${encodeURIComponent(sessionId)}/export?format=${format}`);
+    if (!response.ok) throw new Error(`Could not export the chat: ${await errorMessage(response)}`);
+    const named = /filename\*=UTF-8''([^;]+)/.exec(response.headers.get('content-disposition') ?? '')?.[1];
+    saveBlob(await response.blob(), named ? decodeURIComponent(named) : format === 'json' ? 'chat.json' : 'chat.md');
+  },
+  /** The chat's read-only links (its owner's view). */
+  async shares(sessionId: string): Promise<ShareInfo[]> {
+    const response = await call(`/api/sessions/${encodeURIComponent(sessionId)}/shares`);
+    if (!response.ok) throw new Error(`Could not load the links: ${await errorMessage(response)}`);
+    return ShareList.parse(await response.json()).shares;
+  },
+  /** Makes a read-only link; its token and page are in the answer only. */
+  async createShare(sessionId: string, request: Partial<CreateShare>): Promise<ShareInfo> {
+    const response = await call(`/api/sessions/${encodeURIComponent(sessionId)}/shares`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(request),
+    });
+    if (!response.ok) throw new Error(`Could not make a link: ${await errorMessage(response)}`);
+    return ShareInfo.parse(await response.json());
+  },
+  async revokeShare(sessionId: string, shareId: string): Promise<void> {
+    const response = await call(`/api/sessions/${encodeURIComponent(sessionId)}/shares/${encodeURIComponent(shareId)}`, { method: 'DELETE' });
+    if (!response.ok && response.status !== 404) throw new Error(`Could not revoke the link: ${await errorMessage(response)}`);
+  },
+  /** The chat a link shows (no sign-in needed); undefined when the link is gone. */
+  async sharedChat(token: string): Promise<SharedChat | undefined> {
+    const response = await fetch(`/api/shared/${encodeURIComponent(token)}`);
+    if (response.status === 404) return undefined;
+    if (!response.ok) throw new Error(`Could not load the shared chat: ${await errorMessage(response)}`);
+    return SharedChat.parse(await response.json());
+  },
+  /** Downloads a file of a shared chat, when its link shows files. */
+  async downloadSharedFile(token: string, name: string): Promise<void> {
+    const response = await fetch(`/api/shared/${encodeURIComponent(token)}/files/${encodeURIComponent(name)}`);
+    if (!response.ok) throw new Error(`Could not download ${name}: ${await errorMessage(response)}`);
+    saveBlob(await response.blob(), name);
+  },
+  /** Copies a shared chat into a new chat of the signed-in person; rejects with AuthRequiredError when nobody is. */
+  async copySharedChat(token: string): Promise<string> {
+    const response = await call(`/api/shared/${encodeURIComponent(token)}/copy`, { method: 'POST' });
+    if (!response.ok) throw new Error(`Could not copy the chat: ${await errorMessage(response)}`);
+    return ChatCopy.parse(await response.json()).session_id;
+  },
+
   /** Deletes a session and its files; `keepalive` lets the request outlive the page. */
   async deleteSession(id: string, options: { keepalive?: boolean } = {}): Promise<void> {
     const response = await call(`/api/sessions/${encodeURIComponent(id)}`, { method: 'DELETE', keepalive: options.keepalive === true });
     if (!response.ok && response.status !== 404) throw new Error(`Could not delete the session (${response.status})`);
   },
 };
+
+/** Saves bytes as a download named `name`. */
+function saveBlob(blob: Blob, name: string): void {
+  const url = URL.createObjectURL(blob);
+  const link = Object.assign(document.createElement('a'), { href: url, download: name });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
 
 async function errorMessage(response: Response): Promise<string> {
   try {
