@@ -86,7 +86,10 @@ describe('snapshots in the web app', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, (
     await page.getByTestId('rollback-divider').filter({ hasText: 'the end of step 2' }).waitFor();
     await page.keyboard.press('Escape');
 
-    await firstRun.getByTestId('run-end').filter({ hasText: /^Rolled back to step 2/ }).waitFor();
+    await firstRun
+      .getByTestId('run-end')
+      .filter({ hasText: /^Rolled back to step 2/ })
+      .waitFor();
     await firstRun.getByRole('button', { name: 'Continue' }).click();
     const secondRun = page.getByTestId('run').nth(1);
     await secondRun.getByTestId('run-end').filter({ hasText: 'Answered in 4 steps' }).waitFor();
