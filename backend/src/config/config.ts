@@ -245,6 +245,10 @@ const EnvSchema = z.object({
   CONTEXT_BUDGET_CHARS: integer(1000).default(60_000),
   FILE_MAX_BYTES: integer(1).default(10 * 1024 * 1024),
   SESSION_FILES_MAX: integer(1).default(500),
+  PDF_MAX_PAGES: integer(1).default(1_000),
+  IMAGE_MAX_PER_MESSAGE: integer(1).default(4),
+  IMAGE_MAX_SIDE: integer(64).default(2_048),
+  IMAGE_MAX_PIXELS: integer(1).default(40_000_000),
   MCP_STARTUP_WAIT_MS: integer(0).default(15_000),
   MCP_RETRY_BASE_MS: integer(1).default(1_000),
   MCP_RETRY_MAX_MS: integer(1).default(60_000),
@@ -393,7 +397,13 @@ export interface Config {
   prompts: { dir: string };
   tools: { resultMaxChars: number; timeoutMs: number };
   /** Session files: the largest upload or written file, and how many files one session may hold. */
-  files: { maxBytes: number; maxPerSession: number };
+  files: { maxBytes: number; maxPerSession: number; pdfMaxPages: number };
+  /**
+   * Images sent to a vision model: at most `maxPerMessage` a message; a side longer than `maxSide`
+   * pixels is scaled down on the server before it is sent; an image of more than `maxPixels` is
+   * refused at upload (it is not decoded).
+   */
+  images: { maxPerMessage: number; maxSide: number; maxPixels: number };
   /** MCP servers from the config file, and how patiently they are (re)connected. */
   mcp: {
     servers: Record<string, McpServerConfig>;
@@ -588,7 +598,8 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
     },
     prompts: { dir: e.PROMPTS_DIR ?? defaults.promptsDir },
     tools: { resultMaxChars: e.TOOL_RESULT_MAX_CHARS, timeoutMs: e.TOOL_TIMEOUT_MS },
-    files: { maxBytes: e.FILE_MAX_BYTES, maxPerSession: e.SESSION_FILES_MAX },
+    files: { maxBytes: e.FILE_MAX_BYTES, maxPerSession: e.SESSION_FILES_MAX, pdfMaxPages: e.PDF_MAX_PAGES },
+    images: { maxPerMessage: e.IMAGE_MAX_PER_MESSAGE, maxSide: e.IMAGE_MAX_SIDE, maxPixels: e.IMAGE_MAX_PIXELS },
     mcp: {
       servers: {},
       startupWaitMs: e.MCP_STARTUP_WAIT_MS,
