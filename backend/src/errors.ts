@@ -100,7 +100,7 @@ export class ModelError extends StepwiseError {
       category?: 'output' | 'refusal' | 'request';
       spent?: RejectedSpending;
       /** model_timeout when the call ran out of time (LLM_TOTAL_TIMEOUT_MS). */
-      code?: typeof ERROR_CODE.model | typeof ERROR_CODE.modelTimeout;
+      code?: typeof ERROR_CODE.model | typeof ERROR_CODE.modelTimeout | typeof ERROR_CODE.visionUnsupported;
     } = {},
   ) {
     super(options.code ?? ERROR_CODE.model, message, { cause: options.cause });

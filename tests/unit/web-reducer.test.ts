@@ -235,6 +235,20 @@ describe('the web app reducer', () => {
     expect(state.notice).toEqual({ code: 'upload_failed', message: 'Could not attach b.txt: too large' });
   });
 
+  it('keeps what this tab attached for its next message, and sends it with that message only', () => {
+    let state = reduce(started(), { kind: 'upload_started', name: 'photo.png' });
+    state = reduce(state, { kind: 'upload_finished', name: 'photo.png' });
+    state = reduce(state, { kind: 'upload_finished', name: 'report.pdf' });
+    state = reduce(state, { kind: 'upload_finished', name: 'big.png', error: 'Could not attach big.png: too large' });
+    expect(state.attached).toEqual(['photo.png', 'report.pdf']);
+    state = reduce(state, { kind: 'detach', name: 'report.pdf' });
+    state = apply(state, { type: 'file_deleted', name: 'gone.png', seq: ++seq, ts });
+    expect(state.attached).toEqual(['photo.png']);
+    state = reduce(state, { kind: 'user_message', id: 'u1', content: 'What is this?', attachments: ['photo.png'] });
+    expect(state.attached).toEqual([]);
+    expect(state.items.at(-1)).toMatchObject({ kind: 'user', content: 'What is this?', attachments: ['photo.png'] });
+  });
+
   it("shows a running tool's progress and ignores reports that come after its result", () => {
     let state = apply(
       started(),

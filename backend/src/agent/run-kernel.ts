@@ -6,7 +6,7 @@ import { CostBudgetReached, InputTimeoutError, isAbortError, ModelError, Stepwis
 import type { CompletionRequest, CompletionResult, LlmClient } from '../llm/llm-client.ts';
 import { jsonSchemaOf } from '../llm/structured-output.ts';
 import type { Logger } from '../logger.ts';
-import type { LlmMessage, TokenUsage } from '../messages.ts';
+import type { LlmImage, LlmMessage, TokenUsage } from '../messages.ts';
 import type { PromptProvider, PromptSet } from '../prompts/prompt-provider.ts';
 import { TOKENS } from '../tokens.ts';
 import { ToolRegistry } from '../tools/tool-registry.ts';
@@ -36,6 +36,8 @@ export interface RunSession {
   notepad?: () => Promise<string>;
   /** The session's files; absent (unit tests), a run keeps them in memory. */
   files?: RunFiles;
+  /** Reads the session images a message was sent with, scaled for the model. */
+  images?: (names: readonly string[]) => Promise<LlmImage[]>;
 }
 
 export interface RunHooks {
@@ -256,6 +258,11 @@ export class RunKernel {
         }
         const { history: _history, ...journaled } = input;
         await replay.recordInput(journaled);
+      }
+      // The images go with the question; one that is gone or broken ends the run before any call.
+      if (input.images?.length) {
+        if (!session.images) throw new Error('This run cannot read images');
+        run.images = await session.images(input.images);
       }
       const success = await definition.run(run);
       const transcript = [...added(), { role: 'assistant', content: success.answer } as const];

@@ -14,6 +14,8 @@ export interface ModelRoute {
   model: string;
   /** Merged over LLM_PARAMS for these calls. */
   params: Record<string, unknown>;
+  /** Whether the model can see images; unset: as LLM_VISION says. */
+  vision?: boolean;
 }
 
 /** A model's price in USD per million tokens. */
@@ -64,6 +66,7 @@ const PURPOSE_GLOB = /^[A-Za-z0-9_.*-]{1,100}$/;
 const RouteEntry = z.strictObject({
   model: z.string().trim().min(1, 'must not be empty'),
   params: z.record(z.string(), z.unknown()).default({}),
+  vision: z.boolean().optional(),
 });
 const price = z.number().finite().min(0, 'must not be negative');
 const PriceEntry = z.strictObject({ input: price, cached_input: price.optional(), output: price });
@@ -127,7 +130,7 @@ function parseModels(json: object, path: string): ModelRoute[] {
     }
     const parsed = RouteEntry.safeParse(entry);
     if (!parsed.success) throw new ConfigError(`Invalid models."${purpose}" in ${path}: ${describe(parsed.error)}`);
-    return { purpose, model: parsed.data.model, params: parsed.data.params };
+    return { purpose, model: parsed.data.model, params: parsed.data.params, ...(parsed.data.vision === undefined ? {} : { vision: parsed.data.vision }) };
   });
 }
 

@@ -205,6 +205,7 @@ const EnvSchema = z.object({
   LLM_MAX_OUTPUT_CHARS: integer(1000).default(200_000),
   LLM_MAX_OUTPUT_TOKENS: integer(16, 1_000_000).default(8192),
   LLM_STRUCTURED_OUTPUT: boolean.default(true),
+  LLM_VISION: z.enum(['auto', 'true', 'false']).default('auto'),
   LLM_STRICT_ALTERNATION: z
     .string()
     .trim()
@@ -341,6 +342,11 @@ export interface Config {
     maxOutputTokens: number;
     /** Data answers as `response_format` json_schema (true), or asked for in the prompt (false). */
     structuredOutput: boolean;
+    /**
+     * LLM_VISION: whether the models can see images. `auto` knows vision models by name (see
+     * model-routes.ts); a route's `vision` in the config file says it for its model.
+     */
+    vision: 'auto' | boolean;
     /**
      * Every request made to alternate strictly (see llm/alternation.ts): set, or by default for
      * the endpoints known to need it.
@@ -561,6 +567,7 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
       maxOutputChars: e.LLM_MAX_OUTPUT_CHARS,
       maxOutputTokens: e.LLM_MAX_OUTPUT_TOKENS,
       structuredOutput: e.LLM_STRUCTURED_OUTPUT,
+      vision: e.LLM_VISION === 'auto' ? 'auto' : e.LLM_VISION === 'true',
       strictAlternation:
         e.LLM_STRICT_ALTERNATION === 'auto'
           ? needsStrictAlternation(e.OPENAI_BASE_URL ?? '', e.LLM_MODEL)

@@ -79,7 +79,7 @@ export function aroundCalls(llm: LlmClient, around: AroundCall): LlmClient {
   return { modelName: llm.modelName, isDemo: llm.isDemo, complete: (request) => around(request, () => llm.complete(request)) };
 }
 
-export type { LlmMessage, LlmToolCall, LlmToolSchema, TokenUsage } from '../messages.ts';
+export type { LlmImage, LlmMessage, LlmToolCall, LlmToolSchema, TokenUsage } from '../messages.ts';
 
 /** What the demo model lends its responders: streaming text as a model would, a pause, a refusal. */
 export interface DemoKit {

@@ -10,7 +10,7 @@ import { abortReason, sleep } from '../util/abort.ts';
 import { endWithTurn, ensureAlternation, refusesTurnOrder } from './alternation.ts';
 import type { CompletionRequest, CompletionResult, LlmClient, OutputSchema, TokenUsage } from './llm-client.ts';
 import { costOf, roundUsd } from './model-prices.ts';
-import { modelFor } from './model-routes.ts';
+import { checkVision, modelFor } from './model-routes.ts';
 import { createModelWire, endpointOf, seconds } from './model-wire.ts';
 import { completionAsChunk, ReplyAssembler } from './reply-assembler.ts';
 import { BodyBuffers, encodeRequest, requestObject } from './request-body.ts';
@@ -53,6 +53,7 @@ export class OpenAiLlmClient implements LlmClient {
   }
 
   async complete<T = unknown>(request: CompletionRequest<T>): Promise<CompletionResult<T>> {
+    checkVision(request.purpose, request.messages, modelFor(request.purpose, this.config.llm));
     const output = request.schema;
     if (!output) return this.call(request);
     // Data: as structured output, or asked for in the prompt; read leniently, asked for once more.

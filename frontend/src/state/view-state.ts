@@ -196,7 +196,7 @@ export type ChatItem = {
   /** Dropped from the model's history by a later rollback: shown folded under its divider. */
   rolledBack?: boolean;
 } & (
-  | { kind: 'user'; id: string; content: string }
+  | { kind: 'user'; id: string; content: string; attachments?: string[] }
   | { kind: 'assistant'; id: string; content: string; runId?: string }
   | { kind: 'run'; id: string; runId: string }
   /** A plain chat answer that failed: kept in the conversation, also after a reload. */
@@ -248,6 +248,8 @@ export interface ViewState {
   todos?: TodoView[];
   /** Names of files being uploaded. */
   uploading: string[];
+  /** Files this tab attached since its last message: they go with the next one (images are shown to the model). */
+  attached: string[];
 }
 
 export const initialViewState: ViewState = {
@@ -259,4 +261,5 @@ export const initialViewState: ViewState = {
   stopping: false,
   files: [],
   uploading: [],
+  attached: [],
 };
