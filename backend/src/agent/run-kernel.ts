@@ -164,6 +164,11 @@ export class RunKernel {
     const usage: TokenUsage = { promptTokens: 0, completionTokens: 0 };
     // Its cost and token totals: agent_usage after each call, and on the run's ending event.
     const spending = new RunSpending(usage);
+    // A call a fallback model answered is said in its step (plain chat's wire has no steps: its log line says it).
+    const onFallback = async (purpose: string, result: CompletionResult<unknown>, nodeId: string | undefined) => {
+      if (chatWire || !result.fallback || !result.model) return;
+      await sink.emit((nodeId ? events.node(nodeId) : events).modelFallback(progress.step, purpose, { model: result.model, ...result.fallback }));
+    };
     const onSpent = async (call: CallSpending, nodeId: string | undefined) => {
       if (!chatWire) await sink.emit((nodeId ? events.node(nodeId) : events).usage(call));
     };
@@ -217,6 +222,7 @@ export class RunKernel {
         countReplayed: samePast,
         spending,
         onSpent,
+        onFallback,
         logger,
         checkBudget: overBudget,
         beforeCall: costBudget,
@@ -383,6 +389,7 @@ function observedModel(
     countReplayed: boolean;
     spending: RunSpending;
     onSpent: (call: CallSpending, nodeId: string | undefined) => Promise<void>;
+    onFallback: (purpose: string, result: CompletionResult<unknown>, nodeId: string | undefined) => Promise<void>;
     logger: Logger;
     checkBudget: () => void;
     /**
@@ -427,6 +434,7 @@ function observedModel(
         hold?.release();
       }
       const { value: result, replayed } = outcome;
+      if (!replayed) await run.onFallback(request.purpose, result, request.nodeId);
       if (logger.isLevelEnabled?.('debug') ?? true) {
         logger.debug(
           {

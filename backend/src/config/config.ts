@@ -2,7 +2,7 @@ import type { ApprovalRule } from '../tools/approval.ts';
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import { ConfigError } from '../errors.ts';
-import type { McpServerConfig, ModelPrice, ModelRoute } from './config-file.ts';
+import type { McpServerConfig, ModelEndpoint, ModelPrice, ModelRoute } from './config-file.ts';
 
 const integer = (min: number, max = Number.MAX_SAFE_INTEGER) =>
   z
@@ -318,6 +318,8 @@ export interface Config {
     params: Record<string, unknown>;
     /** The config file's "models": the first route whose glob matches a call's purpose picks its model. */
     models: ModelRoute[];
+    /** The config file's named model endpoints (routes and fallbacks name them). */
+    endpoints: Record<string, ModelEndpoint>;
     /** The config file's "prices", over the built-in table (USD per million tokens). */
     prices: Record<string, ModelPrice>;
     /** HTTPS_PROXY / HTTP_PROXY / NO_PROXY for model requests and the health probe. */
@@ -551,6 +553,7 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
       azure,
       params: e.LLM_PARAMS ?? {},
       models: [],
+      endpoints: {},
       prices: {},
       proxy: {
         httpsProxy: e.HTTPS_PROXY ?? e.https_proxy,

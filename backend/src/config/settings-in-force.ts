@@ -61,9 +61,10 @@ export const MODEL_ROUTE_PREFIX = 'models.';
 
 /** One row per route of the config file's "models", in the order they are tried. */
 function modelRoutes(config: Config): Array<[string, string, string]> {
+  const named = (target: { model: string; endpoint?: string }) => (target.endpoint ? `${target.endpoint}:${target.model}` : target.model);
   return config.llm.models.map((route) => [
     `${MODEL_ROUTE_PREFIX}${route.purpose}`,
-    route.model,
-    `The model for calls whose purpose matches ${route.purpose}${Object.keys(route.params).length ? `, with ${JSON.stringify(route.params)}` : ''}`,
+    route.fallbacks?.length ? [route, ...route.fallbacks].map(named).join(', then ') : named(route),
+    `The model for calls whose purpose matches ${route.purpose}${Object.keys(route.params).length ? `, with ${JSON.stringify(route.params)}` : ''}${route.fallbacks?.length ? '; when one fails (5xx, 429, a timeout, no connection) the next answers' : ''}`,
   ]);
 }

@@ -56,6 +56,8 @@ export interface CompletionResult<T = unknown> {
   costUsd?: number | null;
   /** The endpoint's x-request-id, for matching a call with the provider's logs. */
   requestId?: string;
+  /** The call went to a fallback: the model it was meant for, and each model that failed before `model` answered. */
+  fallback?: { from: string; failures: Array<{ model: string; reason: string }> };
 }
 
 /** The port every model adapter implements. */

@@ -8,18 +8,31 @@ export interface ModelChoice {
   params: Record<string, unknown>;
   /** Whether the model can see images: its route's `vision`, else LLM_VISION (by name when `auto`). */
   vision: boolean;
+  /** The config file's endpoint that serves it; unset: the environment's (OPENAI_BASE_URL, Azure). */
+  endpoint?: string;
 }
+
+type RouteSettings = Pick<Config['llm'], 'model' | 'models' | 'params' | 'vision'>;
 
 /**
  * The model for a purpose: the first of the config file's "models" whose glob matches it (`*`
  * stands for any run of characters), else LLM_MODEL. LLM_PARAMS apply to every call; a route's
  * own params are merged over them.
  */
-export function modelFor(purpose: string, llm: Pick<Config['llm'], 'model' | 'models' | 'params' | 'vision'>): ModelChoice {
+export function modelFor(purpose: string, llm: RouteSettings): ModelChoice {
+  return modelChain(purpose, llm)[0]!;
+}
+
+/** The model for a purpose and, after it, its fallbacks in the order they are tried. */
+export function modelChain(purpose: string, llm: RouteSettings): ModelChoice[] {
   const route = llm.models.find((candidate) => globMatches(candidate.purpose, purpose));
-  const model = route?.model ?? llm.model;
-  const vision = route?.vision ?? (llm.vision === 'auto' ? seesByName(model) : llm.vision);
-  return { model, params: route ? { ...llm.params, ...route.params } : llm.params, vision };
+  if (!route) return [{ model: llm.model, params: llm.params, vision: llm.vision === 'auto' ? seesByName(llm.model) : llm.vision }];
+  return [route, ...(route.fallbacks ?? [])].map((target) => ({
+    model: target.model,
+    params: { ...llm.params, ...target.params },
+    vision: target.vision ?? (llm.vision === 'auto' ? seesByName(target.model) : llm.vision),
+    ...(target.endpoint ? { endpoint: target.endpoint } : {}),
+  }));
 }
 
 /**

@@ -88,6 +88,11 @@ export function StepCard({ step, current, running, folded, label = `Step ${step.
           )}
         </section>
       )}
+      {step.fallbacks?.map((fallback, index) => (
+        <p key={`${fallback.purpose}-${index}`} className="step-fallback" title={fallback.reason}>
+          Answered by the fallback model <strong>{fallback.model}</strong> ({fallback.fromModel} failed: {fallback.reason})
+        </p>
+      ))}
       {(observe || step.observeDone) && (
         <section className="phase phase-observe" aria-label={`Observe, ${label.toLowerCase()}`}>
           <h4 title={PHASE_HINTS.observe}>Observe</h4>

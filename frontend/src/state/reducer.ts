@@ -320,6 +320,10 @@ function applyAgentUpdate(state: ViewState, runId: string, event: Extract<Logged
         const waiting = step.tools.find((tool) => tool.approval && (tool.approval.status === 'pending' || tool.approval.status === 'sent'));
         return waiting ? upsertTool(step, waiting.id, { name: waiting.name, approval: { ...waiting.approval!, status: 'timed_out' } }) : step;
       });
+    case 'agent_model_fallback': {
+      const fallback = { purpose: event.purpose, model: event.model, fromModel: event.from_model, reason: event.failures[0]?.reason ?? '' };
+      return updateStep(state, runId, event.step, event.node_id, (step) => ({ ...step, fallbacks: [...(step.fallbacks ?? []), fallback] }));
+    }
     case 'agent_usage':
       return event.usage ? updateRun(state, runId, (run) => ({ ...run, spending: spendingView(event.usage!, event.run_cost_usd) })) : state;
     case 'agent_stopped':

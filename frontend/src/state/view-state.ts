@@ -50,6 +50,16 @@ export interface StepView {
   question?: QuestionView;
   observe: string;
   observeDone: boolean;
+  /** Calls of this step a fallback model answered (the route's first model failed). */
+  fallbacks?: FallbackView[];
+}
+
+/** A call answered by a fallback model: which answered, which it was meant for, and why that one failed. */
+export interface FallbackView {
+  purpose: string;
+  model: string;
+  fromModel: string;
+  reason: string;
 }
 
 /** A branch of a run (a plan step "3", a research task "1.2"): events with its `node_id`, in steps of its own. */
@@ -67,6 +77,7 @@ export type RunUpdateType =
   | 'agent_request_input'
   | 'agent_request_input_timeout'
   | 'agent_usage'
+  | 'agent_model_fallback'
   | 'agent_stopped'
   | 'agent_error'
   | 'agent_completion';
