@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Store, TOKENS } from '@stepwise/backend';
 import { afterEach, describe, expect, it } from 'vitest';
-import { observeText, type RecordedRequest, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { observeText, type RecordedRequest, reasonText, ScriptedLlmServer, type ScriptedReply } from '../fixtures/scripted-llm-server.ts';
 import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 import { TestClient } from '../helpers/ws-client.ts';
 
@@ -34,8 +34,8 @@ function backupReplies(finish: () => boolean) {
  * Stepwise whose every purpose goes to gpt-4o-mini on an endpoint that answers 500 (or, with
  * `refused`, on an address nothing listens on), then to llama3.1 on a healthy one.
  */
-async function start(options: { refused?: string } = {}) {
-  primary = (await ScriptedLlmServer.start()).respond(() => ({ status: 500, errorMessage: 'the primary is down' }));
+async function start(options: { refused?: string; primaryReply?: ScriptedReply; env?: Record<string, string> } = {}) {
+  primary = (await ScriptedLlmServer.start()).respond(() => options.primaryReply ?? { status: 500, errorMessage: 'the primary is down' });
   backup = await ScriptedLlmServer.start();
   const path = join(mkdtempSync(join(tmpdir(), 'stepwise-fallback-')), 'stepwise.config.json');
   writeFileSync(
@@ -46,7 +46,7 @@ async function start(options: { refused?: string } = {}) {
       prices: { 'llama3.1': { input: 0.5, output: 1 } },
     }),
   );
-  server = await startStepwiseWithModel(primary.url, { STEPWISE_CONFIG: path, LLM_MAX_RETRIES: '1' });
+  server = await startStepwiseWithModel(primary.url, { STEPWISE_CONFIG: path, LLM_MAX_RETRIES: '1', ...options.env });
   client = await TestClient.connect(server.wsUrl);
 }
 
@@ -132,5 +132,26 @@ describe('a fallback model', () => {
     expect(events.find((event) => event.type === 'assistant_message')?.content).toBe('Answered by the backup.');
     const fallback = events.find((event) => event.type === 'agent_update' && event.update_type === 'agent_model_fallback');
     expect(String(((fallback?.failures ?? []) as { reason: string }[])[0]?.reason)).toContain('connection refused');
+  });
+
+  it.each([
+    ['answers 429 after the retries', { status: 429, errorMessage: 'slow down' }, {}, '429'],
+    ['does not answer in time', { hang: true }, { LLM_TIMEOUT_MS: '300', LLM_MAX_RETRIES: '0' }, 'did not answer in time'],
+  ] as const)('answers when the first model %s', async (_case, primaryReply, env, reason) => {
+    await start({ primaryReply, env });
+    backup!.respond(backupReplies(() => true));
+    client!.chat('Hello', { agent_mode: true });
+    const events = await client!.untilComplete();
+    expect(events.find((event) => event.type === 'assistant_message')?.content).toBe('Answered by the backup.');
+    const fallback = events.find((event) => event.type === 'agent_update' && event.update_type === 'agent_model_fallback');
+    expect(String(((fallback?.failures ?? []) as { reason: string }[])[0]?.reason)).toContain(reason);
+  });
+
+  it('does not move on when the request itself is refused (400): any model would refuse it', async () => {
+    await start({ primaryReply: { status: 400, errorMessage: 'bad request' } });
+    client!.chat('Hello', { agent_mode: true });
+    const events = await client!.untilComplete();
+    expect(events.find((event) => event.type === 'agent_update' && event.update_type === 'agent_error')?.message).toContain('400');
+    expect(backup!.requests).toEqual([]);
   });
 });
