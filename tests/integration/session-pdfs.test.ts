@@ -116,4 +116,16 @@ describe('read_file on a PDF', () => {
     const events = await client.untilComplete();
     expect(String(events.find((event) => event.type === 'tool_error')?.error)).toContain('the PDF has 30 pages');
   });
+
+  it('says an image is an image, not text', async () => {
+    expect((await upload('photo.png', Buffer.from('\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x04\0\0\0\x04\x08\x02\0\0\0', 'latin1'))).status).toBe(201);
+    llm!.enqueue(
+      { text: reasonText('Read it.') },
+      { toolCalls: [{ id: 'read', name: 'read_file', arguments: { name: 'photo.png' } }] },
+      { text: observeText('An image.', { final_answer: 'It is an image.' }) },
+    );
+    client.chat('Read photo.png', { agent_mode: true });
+    const events = await client.untilComplete();
+    expect(String(events.find((event) => event.type === 'tool_error')?.error)).toContain('is an image; read_file reads text');
+  });
 });

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { formatSize } from '@stepwise/shared-types';
-import { mediaKind } from '../files/media.ts';
+import { ERROR_CODE, FileError } from '../errors.ts';
+import { isImageKind, mediaKind } from '../files/media.ts';
 import { parsePageRange } from '../files/pdf-text.ts';
 import type { SessionFiles } from '../files/session-files.ts';
 import type { Tool } from './tool.ts';
@@ -46,6 +47,9 @@ export function createFileTools(files: SessionFiles, options: { readCapBytes: nu
     async execute({ name, offset, length, pages }, { sessionId }) {
       if (mediaKind(name) === 'pdf') return readPdf(files, sessionId, name, pages ?? '1-', Math.min(length ?? cap, cap));
       if (pages !== undefined) return `Error: "pages" reads PDFs; ${name} is read by byte "offset"`;
+      if (isImageKind(mediaKind(name))) {
+        throw new FileError(ERROR_CODE.notText, `"${name}" is an image; read_file reads text. Images attached to a message are shown to a model that can see.`);
+      }
       const slice = await files.readText(sessionId, name, offset, Math.min(length ?? cap, cap));
       const header = `${name}: bytes ${slice.start}-${slice.end} of ${slice.size}, ${slice.lines} line${slice.lines === 1 ? '' : 's'} in all`;
       const more = slice.end < slice.size ? `\n[${slice.size - slice.end} more bytes: read_file with offset ${slice.end}]` : '';
