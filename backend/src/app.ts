@@ -31,7 +31,7 @@ export function configFromEnv(env: Record<string, string | undefined>): Config {
   return {
     ...config,
     mcp: { ...config.mcp, servers: file.mcpServers },
-    llm: { ...config.llm, models: file.models, prices: file.prices },
+    llm: { ...config.llm, models: file.models, endpoints: file.endpoints, prices: file.prices },
     agent: { ...config.agent, approval: file.approval },
     transport: { ...config.transport, staticDir: config.transport.staticDir ?? REPOSITORY_PATHS.webApp },
   };

@@ -25,6 +25,12 @@ export const ERROR_CODE = {
   tooManyFiles: 'too_many_files',
   notText: 'not_text',
   invalidFileContent: 'invalid_file_content',
+  invalidPdf: 'invalid_pdf',
+  encryptedPdf: 'encrypted_pdf',
+  tooManyPages: 'too_many_pages',
+  invalidImage: 'invalid_image',
+  visionUnsupported: 'vision_unsupported',
+  tooManyImages: 'too_many_images',
   internal: 'internal_error',
   engineUnavailable: 'engine_unavailable',
   signInRefused: 'sign_in_refused',
@@ -94,7 +100,7 @@ export class ModelError extends StepwiseError {
       category?: 'output' | 'refusal' | 'request';
       spent?: RejectedSpending;
       /** model_timeout when the call ran out of time (LLM_TOTAL_TIMEOUT_MS). */
-      code?: typeof ERROR_CODE.model | typeof ERROR_CODE.modelTimeout;
+      code?: typeof ERROR_CODE.model | typeof ERROR_CODE.modelTimeout | typeof ERROR_CODE.visionUnsupported;
     } = {},
   ) {
     super(options.code ?? ERROR_CODE.model, message, { cause: options.cause });
@@ -145,7 +151,12 @@ export class FileError extends StepwiseError {
       | typeof ERROR_CODE.fileTooLarge
       | typeof ERROR_CODE.tooManyFiles
       | typeof ERROR_CODE.notText
-      | typeof ERROR_CODE.invalidFileContent,
+      | typeof ERROR_CODE.invalidFileContent
+      | typeof ERROR_CODE.invalidPdf
+      | typeof ERROR_CODE.encryptedPdf
+      | typeof ERROR_CODE.tooManyPages
+      | typeof ERROR_CODE.invalidImage
+      | typeof ERROR_CODE.tooManyImages,
     message: string,
   ) {
     super(code, message);

@@ -49,7 +49,7 @@ export { askForJson, GRAMMAR_LIMITS, grammarSafe, jsonSchemaOf, parseReply } fro
 export { OpenAiLlmClient } from './llm/openai-llm-client.ts';
 export { ModelHealthMonitor } from './llm/model-health.ts';
 export { BUILT_IN_PRICES, costOf, priceOf } from './llm/model-prices.ts';
-export { globMatches, modelFor } from './llm/model-routes.ts';
+export { globMatches, modelFor, seesByName } from './llm/model-routes.ts';
 export { BodyBuffers, encodeRequest, requestObject, wireArguments } from './llm/request-body.ts';
 export { readTokenUsage, tokenCount } from './llm/token-usage.ts';
 export type { CompletionRequest, CompletionResult, DemoKit, DemoResponder, LlmClient, OutputSchema } from './llm/llm-client.ts';

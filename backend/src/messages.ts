@@ -5,9 +5,23 @@
  */
 export type LlmMessage =
   | { role: 'system'; content: string }
-  | { role: 'user'; content: string }
+  | { role: 'user'; content: string; images?: LlmImage[] }
   | { role: 'assistant'; content: string | null; toolCalls?: LlmToolCall[] }
   | { role: 'tool'; toolCallId: string; content: string };
+
+/**
+ * An image shown to the model with a user message (sent as an image part, a base64 data URL),
+ * already scaled to IMAGE_MAX_SIDE. Images go only with the message they were attached to: the
+ * session's history keeps the words, and the file stays in the session under its name.
+ */
+export interface LlmImage {
+  /** The session file it was read from. */
+  name: string;
+  /** image/png, image/jpeg, image/webp or image/gif. */
+  mediaType: string;
+  /** The image's bytes, base64. */
+  data: string;
+}
 
 /** A tool call as the model returned it; `arguments` is the raw JSON text. */
 export interface LlmToolCall {

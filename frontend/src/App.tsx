@@ -188,6 +188,8 @@ export function App() {
                   question={question?.text}
                   started={state.items.length > 0}
                   onAttach={(files) => void actions.attach(files)}
+                  attached={state.attached}
+                  onDetach={actions.detach}
                   onSend={actions.chat}
                   onAnswer={(answer) => (question ? actions.answer(question.runId, answer, question.questionId) : false)}
                   onBlockedSend={actions.explainBusy}

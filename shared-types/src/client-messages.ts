@@ -17,6 +17,11 @@ export const ChatMessage = z.object({
   tool_approval: z.record(z.string().min(1).max(200), z.enum(['auto', 'ask', 'deny'])).optional(),
   /** The most this run may cost in USD: it ends with `budget` before a model call would pass it. */
   max_cost_usd: z.number().positive().max(1_000_000).optional(),
+  /**
+   * Session files attached to this message (uploaded first): its images (PNG, JPEG, WebP, GIF) are
+   * shown to the model with it, at most IMAGE_MAX_PER_MESSAGE; other files are read with read_file.
+   */
+  attachments: z.array(z.string().min(1).max(255)).max(50).optional(),
 });
 export type ChatMessage = z.infer<typeof ChatMessage>;
 

@@ -138,6 +138,20 @@ export const AgentUsage = agentUpdate('agent_usage', {
 });
 export type AgentUsage = z.infer<typeof AgentUsage>;
 
+/**
+ * A model call went to a fallback model of its route (the config file's `models` list): `model`
+ * answered, after `from_model` (the route's first) and any others in `failures` had failed (5xx,
+ * 429 after retries, a timeout, a refused connection). `step` is the run's step at the time.
+ */
+export const AgentModelFallback = agentUpdate('agent_model_fallback', {
+  purpose: z.string(),
+  model: z.string(),
+  from_model: z.string(),
+  failures: z.array(z.object({ model: z.string(), reason: z.string() })),
+  step: z.number().int(),
+});
+export type AgentModelFallback = z.infer<typeof AgentModelFallback>;
+
 /** A step's status in a plan (plan_execute). */
 export const PlanStepStatus = z.enum(['pending', 'running', 'done', 'failed']);
 export type PlanStepStatus = z.infer<typeof PlanStepStatus>;
@@ -284,6 +298,7 @@ export const AgentUpdate = z.discriminatedUnion('update_type', [
   AgentError,
   AgentCompletion,
   AgentUsage,
+  AgentModelFallback,
   AgentPlan,
   AgentPlanStep,
   AgentRunMetadata,

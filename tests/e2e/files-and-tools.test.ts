@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
+import { solidPng } from '../fixtures/image-maker.ts';
 import { EVERYTHING_STDIO, writeMcpConfig } from '../fixtures/mcp-servers.ts';
 import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
@@ -63,6 +64,27 @@ describe('session files in the web app', { timeout: BROWSER_FILE_TEST_TIMEOUT_MS
     await page.dispatchEvent('.app', 'drop', { dataTransfer });
     await page.getByRole('button', { name: 'Download dropped.txt' }).waitFor();
     expect(await page.getByText('Drop files to attach them to this chat').count()).toBe(0);
+  });
+
+  it('attaches a pasted picture to the next message, which shows it to a vision model', async () => {
+    await open({ LLM_VISION: 'true' });
+    // A screenshot pasted into the message box: browsers name every one "image.png".
+    await page.getByLabel('Message', { exact: true }).evaluate((box, png) => {
+      const transfer = new DataTransfer();
+      transfer.items.add(new File([Uint8Array.from(atob(png), (character) => character.charCodeAt(0))], 'image.png', { type: 'image/png' }));
+      box.dispatchEvent(new ClipboardEvent('paste', { clipboardData: transfer, bubbles: true, cancelable: true }));
+    }, solidPng(8, 8).toString('base64'));
+    const chip = page.getByRole('list', { name: 'Attached, not yet sent' }).getByRole('listitem');
+    await chip.waitFor();
+    await expect(chip.textContent()).resolves.toMatch(/^pasted-\d{8}-\d{6}\.png.*image/);
+
+    llm.enqueue({ text: reasonText('A red square.', { finish: true }) }, { text: observeText('Seen.', { final_answer: 'It is a small red square.' }) });
+    await ask(page, 'What is in this picture?');
+    await page.getByText('It is a small red square.').waitFor();
+    expect(await page.getByRole('list', { name: 'Attached, not yet sent' }).count()).toBe(0);
+    await expect(page.getByTestId('user-turn').textContent()).resolves.toMatch(/What is in this picture\?\s*pasted-.*\.png/);
+    const turn = llm.requests[0]!.body.messages.find((message) => message.role === 'user' && Array.isArray(message.content));
+    expect(((turn?.content ?? []) as unknown as { type: string }[]).map((part) => part.type)).toEqual(['text', 'image_url']);
   });
 
   it('shows a file the agent wrote, and downloads it', async () => {

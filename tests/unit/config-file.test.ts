@@ -23,6 +23,7 @@ describe('the config file', () => {
         remote: { transport: 'http', url: 'http://127.0.0.1:3001/mcp', headers: { Authorization: 'Bearer x' } },
       },
       models: [],
+      endpoints: {},
       prices: {},
     });
   });
@@ -37,6 +38,49 @@ describe('the config file', () => {
       { purpose: 'solver.expert_evaluator', model: 'gpt-4.1-mini', params: {} },
     ]);
     expect(file.prices).toEqual({ 'my-model': { input: 1, cachedInput: 0.5, output: 4 } });
+  });
+
+  it('reads a list of models per purpose as the model and its fallbacks, on named endpoints', () => {
+    const file = parse(
+      {
+        endpoints: {
+          ollama: { base_url: 'http://127.0.0.1:11434/v1' },
+          azure: { azure_endpoint: 'https://example.openai.azure.com', api_key: '${AZURE_KEY}', api_version: '2024-10-21' },
+        },
+        models: {
+          '*': ['gpt-4o-mini', 'azure:gpt-4o-mini', 'ollama:llama3.1:70b', { model: 'llava', endpoint: 'ollama', vision: true }],
+          chat: 'qwen2.5:7b',
+        },
+      },
+      { AZURE_KEY: 'k' },
+    );
+    expect(file.endpoints).toEqual({
+      ollama: { kind: 'openai', baseUrl: 'http://127.0.0.1:11434/v1', apiKey: undefined },
+      azure: { kind: 'azure', endpoint: 'https://example.openai.azure.com', apiKey: 'k', apiVersion: '2024-10-21' },
+    });
+    expect(file.models).toEqual([
+      {
+        purpose: '*',
+        model: 'gpt-4o-mini',
+        params: {},
+        fallbacks: [
+          { model: 'gpt-4o-mini', endpoint: 'azure', params: {} },
+          { model: 'llama3.1:70b', endpoint: 'ollama', params: {} },
+          { model: 'llava', endpoint: 'ollama', params: {}, vision: true },
+        ],
+      },
+      // A prefix that names no endpoint is part of the model's name.
+      { purpose: 'chat', model: 'qwen2.5:7b', params: {} },
+    ]);
+  });
+
+  it.each([
+    [{ models: { chat: [{ model: 'x', endpoint: 'nowhere' }] } }, /no endpoint "nowhere"/],
+    [{ models: { chat: [] } }, /Invalid models."chat"/],
+    [{ endpoints: { local: { base_url: 'not a url' } } }, /Invalid endpoints.local/],
+    [{ endpoints: [] }, /Invalid "endpoints"/],
+  ])('refuses a bad fallback list or endpoint: %j', (json, message) => {
+    expect(() => parse(json)).toThrow(message);
   });
 
   it.each([
@@ -71,7 +115,13 @@ describe('the config file', () => {
 
   it('treats a missing file at the default path as no servers, but not one that STEPWISE_CONFIG names', () => {
     const dir = mkdtempSync(join(tmpdir(), 'stepwise-config-'));
-    expect(loadConfigFile(join(dir, 'none.json'), { required: false, env: {} })).toEqual({ mcpServers: {}, models: [], prices: {}, approval: [] });
+    expect(loadConfigFile(join(dir, 'none.json'), { required: false, env: {} })).toEqual({
+      mcpServers: {},
+      models: [],
+      endpoints: {},
+      prices: {},
+      approval: [],
+    });
     expect(() => loadConfigFile(join(dir, 'none.json'), { required: true, env: {} })).toThrow(/Cannot read the config file/);
     writeFileSync(join(dir, 'broken.json'), '{ "mcpServers": ');
     expect(() => loadConfigFile(join(dir, 'broken.json'), { required: false, env: {} })).toThrow(/not valid JSON/);

@@ -1,4 +1,4 @@
-import { costOf, globMatches, modelFor, priceOf } from '@stepwise/backend';
+import { costOf, globMatches, modelFor, priceOf, seesByName } from '@stepwise/backend';
 import { describe, expect, it } from 'vitest';
 
 describe('the price table', () => {
@@ -36,13 +36,35 @@ describe('models per purpose', () => {
     const llm = {
       model: 'default-model',
       params: { seed: 1, reasoning_effort: 'low' },
+      vision: 'auto' as const,
       models: [
         { purpose: 'research.task', model: 'first', params: { reasoning_effort: 'high' } },
         { purpose: 'research.*', model: 'second', params: {} },
       ],
     };
-    expect(modelFor('research.task', llm)).toEqual({ model: 'first', params: { seed: 1, reasoning_effort: 'high' } });
-    expect(modelFor('research.plan', llm)).toEqual({ model: 'second', params: { seed: 1, reasoning_effort: 'low' } });
-    expect(modelFor('chat', llm)).toEqual({ model: 'default-model', params: { seed: 1, reasoning_effort: 'low' } });
+    expect(modelFor('research.task', llm)).toEqual({ model: 'first', params: { seed: 1, reasoning_effort: 'high' }, vision: false });
+    expect(modelFor('research.plan', llm)).toEqual({ model: 'second', params: { seed: 1, reasoning_effort: 'low' }, vision: false });
+    expect(modelFor('chat', llm)).toEqual({ model: 'default-model', params: { seed: 1, reasoning_effort: 'low' }, vision: false });
+  });
+
+  it('knows whether a model sees images: its route says so, else LLM_VISION, by name when auto', () => {
+    const llm = {
+      model: 'gpt-4o-mini',
+      params: {},
+      vision: 'auto' as const,
+      models: [
+        { purpose: 'roa.*', model: 'llama3.1', params: {} },
+        { purpose: 'chat', model: 'my-local-vl', params: {}, vision: false },
+        { purpose: 'solver.*', model: 'custom', params: {}, vision: true },
+      ],
+    };
+    expect(modelFor('plan_execute.plan', llm).vision).toBe(true);
+    expect(modelFor('roa.reason', llm).vision).toBe(false);
+    expect(modelFor('chat', llm).vision).toBe(false);
+    expect(modelFor('solver.solve', llm).vision).toBe(true);
+    expect(modelFor('roa.reason', { ...llm, vision: true }).vision).toBe(true);
+    expect(modelFor('plan_execute.plan', { ...llm, vision: false }).vision).toBe(false);
+    expect(['gpt-4.1', 'claude-sonnet-4', 'llava:13b', 'qwen2.5-vl-7b', 'llama3.2-vision', 'openai/gpt-5-mini'].every(seesByName)).toBe(true);
+    expect(['gpt-3.5-turbo', 'llama3.1', 'mistral-small'].some(seesByName)).toBe(false);
   });
 });

@@ -235,6 +235,37 @@ describe('the web app reducer', () => {
     expect(state.notice).toEqual({ code: 'upload_failed', message: 'Could not attach b.txt: too large' });
   });
 
+  it('says in its step that a fallback model answered a call, and why the first failed', () => {
+    const state = apply(
+      started(),
+      update('agent_turn_start', { step: 1 }),
+      update('agent_model_fallback', {
+        purpose: 'roa.reason',
+        model: 'llama3.1',
+        from_model: 'gpt-4o-mini',
+        failures: [{ model: 'gpt-4o-mini', reason: 'The model endpoint answered 500' }],
+        step: 1,
+      }),
+    );
+    expect(state.runs[run]?.steps[0]?.fallbacks).toEqual([
+      { purpose: 'roa.reason', model: 'llama3.1', fromModel: 'gpt-4o-mini', reason: 'The model endpoint answered 500' },
+    ]);
+  });
+
+  it('keeps what this tab attached for its next message, and sends it with that message only', () => {
+    let state = reduce(started(), { kind: 'upload_started', name: 'photo.png' });
+    state = reduce(state, { kind: 'upload_finished', name: 'photo.png' });
+    state = reduce(state, { kind: 'upload_finished', name: 'report.pdf' });
+    state = reduce(state, { kind: 'upload_finished', name: 'big.png', error: 'Could not attach big.png: too large' });
+    expect(state.attached).toEqual(['photo.png', 'report.pdf']);
+    state = reduce(state, { kind: 'detach', name: 'report.pdf' });
+    state = apply(state, { type: 'file_deleted', name: 'gone.png', seq: ++seq, ts });
+    expect(state.attached).toEqual(['photo.png']);
+    state = reduce(state, { kind: 'user_message', id: 'u1', content: 'What is this?', attachments: ['photo.png'] });
+    expect(state.attached).toEqual([]);
+    expect(state.items.at(-1)).toMatchObject({ kind: 'user', content: 'What is this?', attachments: ['photo.png'] });
+  });
+
   it("shows a running tool's progress and ignores reports that come after its result", () => {
     let state = apply(
       started(),

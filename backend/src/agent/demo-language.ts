@@ -69,7 +69,8 @@ export function readSituation(request: CompletionRequest): Situation {
   }
   const clarification = results.get('request_input');
   const fullRequest = clarification ? `${question}\n${clarification}` : question;
-  const chain = findChain(fullRequest);
+  // "pages 12-14" names pages of a file, not a subtraction.
+  const chain = findChain(fullRequest.replace(PAGE_REFERENCE, ' '));
   const expression = nextExpression(chain, calculations);
   const wantsTime = /\b(time|date|today|clock)\b/i.test(fullRequest);
   const words = question.trim().split(/\s+/).filter(Boolean);
@@ -473,8 +474,48 @@ function sizeOf(result: string): string {
   return partial ? `${lines} lines in all, of which I read ${words} words` : `${lines} line${lines === 1 ? '' : 's'}, ${words} word${words === 1 ? '' : 's'}`;
 }
 
+/** "page 4", "pages 3-5", "pages 3 to 5". */
+const PAGE_REFERENCE = /\bpages?\s+\d+(?:\s*(?:-|–|to)\s*\d+)?/gi;
+
+/** The pages a question asks of a PDF ("pages 3-5 of report.pdf", "page 4"), as read_file's `pages`. */
+function pagesAsked(situation: Situation): { pages?: string } {
+  if (!situation.file?.toLowerCase().endsWith('.pdf')) return {};
+  const match = /\bpages?\s+(\d+)(?:\s*(?:-|–|to)\s*(\d+))?/i.exec(situation.question);
+  return match ? { pages: match[2] ? `${match[1]}-${match[2]}` : match[1]! } : {};
+}
+
+/** A real summary of a PDF's pages as read_file gave them: its pages and words, the pages read, their first lines. */
+function summarizePdf(name: string, header: RegExpExecArray, result: string): string {
+  const [first, last, total, words] = header.slice(1, 5).map(Number) as [number, number, number, number];
+  const body = result.slice(header[0].length).replace(/(\n\[[^\n]*\])+$/, '');
+  const text = body.replace(/^--- page \d+ ---$/gm, '');
+  const lines = text
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line && line !== '(no text on this page)');
+  const readWords = text.split(/\s+/).filter(Boolean).length;
+  const whole = first === 1 && last === total;
+  const pages = (count: number) => `${count} page${count === 1 ? '' : 's'}`;
+  const parts = [
+    whole
+      ? `**${name}**: a PDF of ${pages(total)}, ${words} word${words === 1 ? '' : 's'}.`
+      : `**${name}**: a PDF of ${pages(total)} (${words} words in all); I read ${first === last ? `page ${first}` : `pages ${first}-${last}`} (${readWords} words), and summarize those.`,
+  ];
+  if (lines.length)
+    parts.push(
+      `${first === 1 ? 'It begins' : `Page ${first} begins`}:\n\n${lines
+        .slice(0, 3)
+        .map((line) => `> ${line}`)
+        .join('\n')}`,
+    );
+  else parts.push('Those pages hold no text (a scanned PDF holds pictures of pages, which I cannot read).');
+  return parts.join('\n\n');
+}
+
 /** A real summary of a text file: its size in lines and words, its headings, its first sentences. */
 export function summarize(name: string, result: string): string {
+  const pdf = /^[^\n]*: pages (\d+)-(\d+) of (\d+), (\d+) words in all\n/.exec(result);
+  if (pdf) return summarizePdf(name, pdf, result);
   // The tool's result starts with a header line ("notes.txt: bytes 0-120 of 120, 3 lines in all") and may end with a note on what is left.
   const header = /^[^\n]*: bytes \d+-\d+ of (\d+)(?:, (\d+) lines? in all)?\n/.exec(result);
   const partial = /\n\[\d+ more bytes: read_file with offset \d+\]$/.test(result);
@@ -570,7 +611,7 @@ export function nextToolCall(situation: Situation): { next: Next | undefined; ca
   const args: Record<Next, unknown> = {
     calculator: { expression: situation.expression },
     current_time: {},
-    read_file: { name: situation.file },
+    read_file: { name: situation.file, ...pagesAsked(situation) },
     list_files: {},
     write_file: situation.write ?? {},
     named: situation.named?.arguments ?? {},

@@ -66,6 +66,9 @@ export function runEvents(runId: string | undefined, nodeId?: string) {
       update('agent_completion', { steps, reason, ...(summary ? { summary } : {}), ...totals }),
     /** What one model call spent, and the run's cost so far. */
     usage: (call: Omit<AgentUsage, 'type' | 'update_type' | 'seq' | 'ts' | 'run_id' | 'node_id'>) => update('agent_usage', call),
+    /** A call was answered by a fallback model of its route. */
+    modelFallback: (step: number, purpose: string, fallback: { model: string; from: string; failures: Array<{ model: string; reason: string }> }) =>
+      update('agent_model_fallback', { purpose, model: fallback.model, from_model: fallback.from, failures: fallback.failures, step }),
     toolStart: (step: number, toolCallId: string, toolName: string, args: Record<string, unknown>): Body<'tool_start'> => ({
       type: 'tool_start',
       ...stamp,

@@ -6,7 +6,7 @@ import { CostBudgetReached, InputTimeoutError, isAbortError, ModelError, Stepwis
 import type { CompletionRequest, CompletionResult, LlmClient } from '../llm/llm-client.ts';
 import { jsonSchemaOf } from '../llm/structured-output.ts';
 import type { Logger } from '../logger.ts';
-import type { LlmMessage, TokenUsage } from '../messages.ts';
+import type { LlmImage, LlmMessage, TokenUsage } from '../messages.ts';
 import type { PromptProvider, PromptSet } from '../prompts/prompt-provider.ts';
 import { TOKENS } from '../tokens.ts';
 import { ToolRegistry } from '../tools/tool-registry.ts';
@@ -37,6 +37,8 @@ export interface RunSession {
   notepad?: () => Promise<string>;
   /** The session's files; absent (unit tests), a run keeps them in memory. */
   files?: RunFiles;
+  /** Reads the session images a message was sent with, scaled for the model. */
+  images?: (names: readonly string[]) => Promise<LlmImage[]>;
 }
 
 export interface RunHooks {
@@ -166,6 +168,11 @@ export class RunKernel {
     const usage: TokenUsage = { promptTokens: 0, completionTokens: 0 };
     // Its cost and token totals: agent_usage after each call, and on the run's ending event.
     const spending = new RunSpending(usage);
+    // A call a fallback model answered is said in its step (plain chat's wire has no steps: its log line says it).
+    const onFallback = async (purpose: string, result: CompletionResult<unknown>, nodeId: string | undefined) => {
+      if (chatWire || !result.fallback || !result.model) return;
+      await sink.emit((nodeId ? events.node(nodeId) : events).modelFallback(progress.step, purpose, { model: result.model, ...result.fallback }));
+    };
     const onSpent = async (call: CallSpending, nodeId: string | undefined) => {
       if (!chatWire) await sink.emit((nodeId ? events.node(nodeId) : events).usage(call));
     };
@@ -219,6 +226,7 @@ export class RunKernel {
         countReplayed: samePast,
         spending,
         onSpent,
+        onFallback,
         logger,
         checkBudget: overBudget,
         beforeCall: costBudget,
@@ -260,6 +268,11 @@ export class RunKernel {
         }
         const { history: _history, ...journaled } = input;
         await replay.recordInput(journaled);
+      }
+      // The images go with the question; one that is gone or broken ends the run before any call.
+      if (input.images?.length) {
+        if (!session.images) throw new Error('This run cannot read images');
+        run.images = await session.images(input.images);
       }
       const success = chatWire ? await definition.run(run) : groundedEnding(await definition.run(run), failures);
       const transcript = [...added(), { role: 'assistant', content: success.answer } as const];
@@ -380,6 +393,7 @@ function observedModel(
     countReplayed: boolean;
     spending: RunSpending;
     onSpent: (call: CallSpending, nodeId: string | undefined) => Promise<void>;
+    onFallback: (purpose: string, result: CompletionResult<unknown>, nodeId: string | undefined) => Promise<void>;
     logger: Logger;
     checkBudget: () => void;
     /**
@@ -424,6 +438,7 @@ function observedModel(
         hold?.release();
       }
       const { value: result, replayed } = outcome;
+      if (!replayed) await run.onFallback(request.purpose, result, request.nodeId);
       if (logger.isLevelEnabled?.('debug') ?? true) {
         logger.debug(
           {

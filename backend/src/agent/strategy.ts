@@ -3,7 +3,7 @@ import type { CompletionReason } from '@stepwise/shared-types';
 import type { z } from 'zod';
 import type { DemoResponder, LlmClient } from '../llm/llm-client.ts';
 import type { Logger } from '../logger.ts';
-import type { LlmMessage } from '../messages.ts';
+import type { LlmImage, LlmMessage } from '../messages.ts';
 import type { PromptSamples, PromptSet } from '../prompts/prompt-provider.ts';
 import type { ToolRegistry } from '../tools/tool-registry.ts';
 import type { AgentControl } from './agent-control.ts';
@@ -17,6 +17,8 @@ export interface RunInput {
   /** The strategy's name. */
   strategy?: string;
   question: string;
+  /** Session images the message was sent with (file names): shown to the model with the question. */
+  images?: string[];
   /** The session's earlier turns, oldest first. */
   history: LlmMessage[];
   maxSteps: number;
@@ -65,6 +67,8 @@ export interface Run<O = Record<string, unknown>, P extends PromptSamples = Prom
   notepad(): Promise<string>;
   /** The session's files, for strategies that keep state in them (autonomous's todo list). */
   files: RunFiles;
+  /** The images the message was sent with (`input.images`), read and scaled before the run began. */
+  images?: LlmImage[];
   logger: Logger;
   /**
    * The run's journal. Model calls and tool calls are journaled by the kernel; a strategy journals
@@ -155,4 +159,9 @@ export type AnyStrategy = StrategyDefinition<any, any>;
 /** Declares a strategy with its types inferred from its options and prompt examples. */
 export function defineStrategy<O, P extends PromptSamples>(definition: StrategyDefinition<O, P>): StrategyDefinition<O, P> {
   return definition;
+}
+
+/** The run's question as its user turn, with the images the message was sent with. */
+export function questionTurn(run: Pick<Run, 'input' | 'images'>): LlmMessage {
+  return run.images?.length ? { role: 'user', content: run.input.question, images: run.images } : { role: 'user', content: run.input.question };
 }

@@ -1,3 +1,4 @@
+import { isImageName } from '../files/model-images.ts';
 import { randomUUID } from 'node:crypto';
 import type { AgentControlMessage, ErrorCode, AgentUserInputMessage, ChatMessage, ClientMessage, ErrorEvent, StopReason } from '@stepwise/shared-types';
 import { AgentControl } from '../agent/agent-control.ts';
@@ -220,8 +221,16 @@ export class ChatService {
     const refused = this.refusal();
     if (refused) return refused;
     const { config, tools, kernel } = this.deps;
+    const images = (message.attachments ?? []).filter(isImageName);
+    if (images.length > config.images.maxPerMessage) {
+      return reject(
+        'too_many_images',
+        `A message may send at most ${config.images.maxPerMessage} images (IMAGE_MAX_PER_MESSAGE); this one has ${images.length}`,
+      );
+    }
+    const attached = images.length ? { images: [...new Set(images)] } : {};
     if (!message.agent_mode) {
-      return this.start({ strategy: PLAIN_CHAT, question: message.content, toolNames: [], maxSteps: 0, options: {} }, sender);
+      return this.start({ strategy: PLAIN_CHAT, question: message.content, toolNames: [], maxSteps: 0, options: {}, ...attached }, sender);
     }
     const toolNames = message.tools ?? tools.defaultNames();
     const unknown = toolNames.filter((name) => !tools.has(name));
@@ -244,6 +253,7 @@ export class ChatService {
         options: checked.options,
         ...(message.tool_approval ? { toolApproval: message.tool_approval } : {}),
         ...(maxCostUsd !== undefined ? { maxCostUsd } : {}),
+        ...attached,
       },
       sender,
     );

@@ -1,3 +1,4 @@
+import { loadModelImages } from '../files/model-images.ts';
 import type { AgentControl } from '../agent/agent-control.ts';
 import { runEvents } from '../agent/run-events.ts';
 import { JOURNAL, type RunPast } from '../agent/run-journal.ts';
@@ -134,6 +135,7 @@ export class SessionRuns {
         sink: this.log,
         filesManifest: () => this.deps.files.manifest(this.sessionId),
         notepad: () => readNotepad(this.deps.files, this.sessionId),
+        images: (names) => loadModelImages(this.deps.files, this.sessionId, names, this.deps.config.images),
         files: {
           read: (name) => this.deps.files.readWhole(this.sessionId, name),
           write: async (name, content) =>

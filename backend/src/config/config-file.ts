@@ -8,13 +8,31 @@ export type McpServerConfig =
   | { transport: 'stdio'; command: string; args: string[]; env: Record<string, string>; cwd: string | undefined }
   | { transport: 'http'; url: string; headers: Record<string, string> };
 
-/** Which model serves the calls whose purpose matches `purpose` (a glob: `research.*`, `solver.expert_evaluator`, `*`). */
-export interface ModelRoute {
-  purpose: string;
+/** One model a call may go to: its name, the endpoint that serves it, the fields it adds. */
+export interface ModelTarget {
   model: string;
+  /** A named endpoint of the config file's "endpoints"; unset: the one the environment sets up (OPENAI_BASE_URL, Azure). */
+  endpoint?: string;
   /** Merged over LLM_PARAMS for these calls. */
   params: Record<string, unknown>;
+  /** Whether the model can see images; unset: as LLM_VISION says. */
+  vision?: boolean;
 }
+
+/**
+ * Which model serves the calls whose purpose matches `purpose` (a glob: `research.*`,
+ * `solver.expert_evaluator`, `*`), and the fallbacks tried in order when it fails (5xx, 429 after
+ * retries, a timeout, a refused connection).
+ */
+export interface ModelRoute extends ModelTarget {
+  purpose: string;
+  fallbacks?: ModelTarget[];
+}
+
+/** An OpenAI-compatible endpoint (`base_url`) or an Azure OpenAI resource (`azure_endpoint`), by name. */
+export type ModelEndpoint =
+  | { kind: 'openai'; baseUrl: string; apiKey: string | undefined }
+  | { kind: 'azure'; endpoint: string; apiKey: string | undefined; apiVersion: string | undefined };
 
 /** A model's price in USD per million tokens. */
 export interface ModelPrice {
@@ -30,6 +48,8 @@ export interface ConfigFile {
   /** `"approval": {"files__*": "ask"}`: each tool's approval policy, first match wins. */
   approval: ApprovalRule[];
   models: ModelRoute[];
+  /** `"endpoints": {"ollama": {"base_url": "http://127.0.0.1:11434/v1"}}`: model servers a route's `NAME:model` names. */
+  endpoints: Record<string, ModelEndpoint>;
   prices: Record<string, ModelPrice>;
 }
 
@@ -63,8 +83,21 @@ const FileSchema = z.looseObject({
 const PURPOSE_GLOB = /^[A-Za-z0-9_.*-]{1,100}$/;
 const RouteEntry = z.strictObject({
   model: z.string().trim().min(1, 'must not be empty'),
+  endpoint: z.string().trim().min(1).optional(),
   params: z.record(z.string(), z.unknown()).default({}),
+  vision: z.boolean().optional(),
 });
+/** A route: one model (`"gpt-4.1"`, `"ollama:llama3.1"`, or an object), or a list of them, the first preferred. */
+const RouteValue = z.union([
+  z.string().trim().min(1, 'must not be empty'),
+  RouteEntry,
+  z.array(z.union([z.string().trim().min(1), RouteEntry])).min(1, 'must name a model'),
+]);
+const ENDPOINT_NAME = /^[A-Za-z0-9_-]{1,48}$/;
+const EndpointEntry = z.union([
+  z.strictObject({ base_url: z.url({ protocol: /^https?$/ }), api_key: z.string().optional() }),
+  z.strictObject({ azure_endpoint: z.url({ protocol: /^https$/ }), api_key: z.string().optional(), api_version: z.string().optional() }),
+]);
 const price = z.number().finite().min(0, 'must not be negative');
 const PriceEntry = z.strictObject({ input: price, cached_input: price.optional(), output: price });
 
@@ -79,7 +112,7 @@ export function loadConfigFile(path: string, options: { required: boolean; env: 
   try {
     text = readFileSync(path, 'utf8');
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT' && !options.required) return { mcpServers: {}, models: [], prices: {}, approval: [] };
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT' && !options.required) return { mcpServers: {}, models: [], endpoints: {}, prices: {}, approval: [] };
     throw new ConfigError(`Cannot read the config file ${path} (STEPWISE_CONFIG): ${(error as Error).message}`);
   }
   return parseConfigFile(text, path, options.env);
@@ -111,11 +144,17 @@ export function parseConfigFile(text: string, path: string, env: Record<string, 
   } catch (error) {
     throw new ConfigError((error as Error).message);
   }
-  return { mcpServers, models: parseModels(file.data, path), prices: parsePrices(file.data, path), approval };
+  const endpoints = parseEndpoints(file.data, path, env);
+  return { mcpServers, models: parseModels(file.data, path, endpoints), endpoints, prices: parsePrices(file.data, path), approval };
 }
 
-/** `"models": {"research.*": {"model": "…", "params": {…}}}`, in the file's order (the first match wins). */
-function parseModels(json: object, path: string): ModelRoute[] {
+/**
+ * `"models": {"research.*": {"model": "…", "params": {…}}, "*": ["gpt-4o-mini", "ollama:llama3.1"]}`,
+ * in the file's order (the first match wins). A string is a model, `NAME:model` one of the endpoint
+ * NAME (a prefix that names no endpoint is part of the model's name, as in `llama3.1:70b`); a list
+ * is the model and its fallbacks, in order.
+ */
+function parseModels(json: object, path: string, endpoints: Record<string, ModelEndpoint>): ModelRoute[] {
   const models: unknown = (json as { models?: unknown }).models;
   if (models === undefined) return [];
   if (typeof models !== 'object' || models === null || Array.isArray(models)) {
@@ -125,10 +164,56 @@ function parseModels(json: object, path: string): ModelRoute[] {
     if (!PURPOSE_GLOB.test(purpose)) {
       throw new ConfigError(`Invalid models."${purpose}" in ${path}: a purpose glob holds letters, digits, ".", "_", "-" and "*"`);
     }
-    const parsed = RouteEntry.safeParse(entry);
+    const parsed = RouteValue.safeParse(entry);
     if (!parsed.success) throw new ConfigError(`Invalid models."${purpose}" in ${path}: ${describe(parsed.error)}`);
-    return { purpose, model: parsed.data.model, params: parsed.data.params };
+    const targets = (Array.isArray(parsed.data) ? parsed.data : [parsed.data]).map((each) => {
+      const target = toTarget(each, endpoints);
+      if (target.endpoint !== undefined && !endpoints[target.endpoint]) {
+        throw new ConfigError(`Invalid models."${purpose}" in ${path}: no endpoint "${target.endpoint}" in "endpoints"`);
+      }
+      return target;
+    });
+    const [first, ...fallbacks] = targets as [ModelTarget, ...ModelTarget[]];
+    return { purpose, ...first, ...(fallbacks.length ? { fallbacks } : {}) };
   });
+}
+
+function toTarget(entry: string | z.infer<typeof RouteEntry>, endpoints: Record<string, ModelEndpoint>): ModelTarget {
+  if (typeof entry !== 'string') {
+    return {
+      model: entry.model,
+      params: entry.params,
+      ...(entry.endpoint ? { endpoint: entry.endpoint } : {}),
+      ...(entry.vision === undefined ? {} : { vision: entry.vision }),
+    };
+  }
+  const colon = entry.indexOf(':');
+  const prefix = colon > 0 ? entry.slice(0, colon) : '';
+  if (prefix && endpoints[prefix] && colon < entry.length - 1) return { model: entry.slice(colon + 1), endpoint: prefix, params: {} };
+  return { model: entry, params: {} };
+}
+
+/** `"endpoints": {"ollama": {"base_url": "…", "api_key": "${OLLAMA_KEY}"}, "azure": {"azure_endpoint": "https://…", "api_key": "${AZURE_OPENAI_API_KEY}"}}`. */
+function parseEndpoints(json: object, path: string, env: Record<string, string | undefined>): Record<string, ModelEndpoint> {
+  const entries: unknown = (json as { endpoints?: unknown }).endpoints;
+  if (entries === undefined) return {};
+  if (typeof entries !== 'object' || entries === null || Array.isArray(entries)) {
+    throw new ConfigError(`Invalid "endpoints" in ${path}: must be an object of named endpoints, e.g. {"ollama": {"base_url": "http://127.0.0.1:11434/v1"}}`);
+  }
+  const endpoints: Record<string, ModelEndpoint> = {};
+  for (const [name, entry] of Object.entries(entries)) {
+    const where = `endpoints.${name} in ${path}`;
+    if (!ENDPOINT_NAME.test(name)) throw new ConfigError(`Invalid endpoint name "${name}" in ${path}: use 1-48 letters, digits, - or _`);
+    const parsed = EndpointEntry.safeParse(entry);
+    if (!parsed.success)
+      throw new ConfigError(`Invalid ${where}: give "base_url" (OpenAI-compatible) or "azure_endpoint" (Azure OpenAI), and "api_key" if it needs one`);
+    const apiKey = parsed.data.api_key === undefined ? undefined : expandVariables(parsed.data.api_key, where, env);
+    endpoints[name] =
+      'base_url' in parsed.data
+        ? { kind: 'openai', baseUrl: parsed.data.base_url, apiKey }
+        : { kind: 'azure', endpoint: parsed.data.azure_endpoint, apiKey, apiVersion: parsed.data.api_version };
+  }
+  return endpoints;
 }
 
 /** `"prices": {"gpt-4o": {"input": 2.5, "cached_input": 1.25, "output": 10}}`, USD per million tokens. */

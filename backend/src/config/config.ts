@@ -2,7 +2,7 @@ import type { ApprovalRule } from '../tools/approval.ts';
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import { ConfigError } from '../errors.ts';
-import type { McpServerConfig, ModelPrice, ModelRoute } from './config-file.ts';
+import type { McpServerConfig, ModelEndpoint, ModelPrice, ModelRoute } from './config-file.ts';
 
 const integer = (min: number, max = Number.MAX_SAFE_INTEGER) =>
   z
@@ -205,6 +205,7 @@ const EnvSchema = z.object({
   LLM_MAX_OUTPUT_CHARS: integer(1000).default(200_000),
   LLM_MAX_OUTPUT_TOKENS: integer(16, 1_000_000).default(8192),
   LLM_STRUCTURED_OUTPUT: boolean.default(true),
+  LLM_VISION: z.enum(['auto', 'true', 'false']).default('auto'),
   LLM_STRICT_ALTERNATION: z
     .string()
     .trim()
@@ -245,6 +246,10 @@ const EnvSchema = z.object({
   CONTEXT_BUDGET_CHARS: integer(1000).default(60_000),
   FILE_MAX_BYTES: integer(1).default(10 * 1024 * 1024),
   SESSION_FILES_MAX: integer(1).default(500),
+  PDF_MAX_PAGES: integer(1).default(1_000),
+  IMAGE_MAX_PER_MESSAGE: integer(1).default(4),
+  IMAGE_MAX_SIDE: integer(64).default(2_048),
+  IMAGE_MAX_PIXELS: integer(1).default(40_000_000),
   MCP_STARTUP_WAIT_MS: integer(0).default(15_000),
   MCP_RETRY_BASE_MS: integer(1).default(1_000),
   MCP_RETRY_MAX_MS: integer(1).default(60_000),
@@ -313,6 +318,8 @@ export interface Config {
     params: Record<string, unknown>;
     /** The config file's "models": the first route whose glob matches a call's purpose picks its model. */
     models: ModelRoute[];
+    /** The config file's named model endpoints (routes and fallbacks name them). */
+    endpoints: Record<string, ModelEndpoint>;
     /** The config file's "prices", over the built-in table (USD per million tokens). */
     prices: Record<string, ModelPrice>;
     /** HTTPS_PROXY / HTTP_PROXY / NO_PROXY for model requests and the health probe. */
@@ -337,6 +344,11 @@ export interface Config {
     maxOutputTokens: number;
     /** Data answers as `response_format` json_schema (true), or asked for in the prompt (false). */
     structuredOutput: boolean;
+    /**
+     * LLM_VISION: whether the models can see images. `auto` knows vision models by name (see
+     * model-routes.ts); a route's `vision` in the config file says it for its model.
+     */
+    vision: 'auto' | boolean;
     /**
      * Every request made to alternate strictly (see llm/alternation.ts): set, or by default for
      * the endpoints known to need it.
@@ -393,7 +405,13 @@ export interface Config {
   prompts: { dir: string };
   tools: { resultMaxChars: number; timeoutMs: number };
   /** Session files: the largest upload or written file, and how many files one session may hold. */
-  files: { maxBytes: number; maxPerSession: number };
+  files: { maxBytes: number; maxPerSession: number; pdfMaxPages: number };
+  /**
+   * Images sent to a vision model: at most `maxPerMessage` a message; a side longer than `maxSide`
+   * pixels is scaled down on the server before it is sent; an image of more than `maxPixels` is
+   * refused at upload (it is not decoded).
+   */
+  images: { maxPerMessage: number; maxSide: number; maxPixels: number };
   /** MCP servers from the config file, and how patiently they are (re)connected. */
   mcp: {
     servers: Record<string, McpServerConfig>;
@@ -535,6 +553,7 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
       azure,
       params: e.LLM_PARAMS ?? {},
       models: [],
+      endpoints: {},
       prices: {},
       proxy: {
         httpsProxy: e.HTTPS_PROXY ?? e.https_proxy,
@@ -551,6 +570,7 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
       maxOutputChars: e.LLM_MAX_OUTPUT_CHARS,
       maxOutputTokens: e.LLM_MAX_OUTPUT_TOKENS,
       structuredOutput: e.LLM_STRUCTURED_OUTPUT,
+      vision: e.LLM_VISION === 'auto' ? 'auto' : e.LLM_VISION === 'true',
       strictAlternation:
         e.LLM_STRICT_ALTERNATION === 'auto'
           ? needsStrictAlternation(e.OPENAI_BASE_URL ?? '', e.LLM_MODEL)
@@ -588,7 +608,8 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
     },
     prompts: { dir: e.PROMPTS_DIR ?? defaults.promptsDir },
     tools: { resultMaxChars: e.TOOL_RESULT_MAX_CHARS, timeoutMs: e.TOOL_TIMEOUT_MS },
-    files: { maxBytes: e.FILE_MAX_BYTES, maxPerSession: e.SESSION_FILES_MAX },
+    files: { maxBytes: e.FILE_MAX_BYTES, maxPerSession: e.SESSION_FILES_MAX, pdfMaxPages: e.PDF_MAX_PAGES },
+    images: { maxPerMessage: e.IMAGE_MAX_PER_MESSAGE, maxSide: e.IMAGE_MAX_SIDE, maxPixels: e.IMAGE_MAX_PIXELS },
     mcp: {
       servers: {},
       startupWaitMs: e.MCP_STARTUP_WAIT_MS,

@@ -41,6 +41,10 @@ export function settingsInForce(config: Config): SettingInfo[] {
     ['TOOL_TIMEOUT_MS', seconds(config.tools.timeoutMs), 'How long one tool call may take'],
     ['FILE_MAX_BYTES', mebibytes(config.files.maxBytes), 'The largest file a chat may hold'],
     ['SESSION_FILES_MAX', String(config.files.maxPerSession), 'Files one chat may hold'],
+    ['PDF_MAX_PAGES', String(config.files.pdfMaxPages), 'Pages an attached PDF may have'],
+    ['IMAGE_MAX_PER_MESSAGE', String(config.images.maxPerMessage), 'Images one message may send to a vision model'],
+    ['IMAGE_MAX_SIDE', `${config.images.maxSide} px`, 'Longer image sides are scaled down before they are sent'],
+    ['IMAGE_MAX_PIXELS', String(config.images.maxPixels), 'The largest image (width × height) a chat may hold'],
     ['STEPWISE_CONFIG', config.configFile, 'The config file (MCP servers)'],
     ['DATA_DIR', store, 'Where chats are kept'],
     ['AUTH_TOKEN', config.access.authToken ? 'set' : 'not set', 'A token every client must present'],
@@ -57,9 +61,10 @@ export const MODEL_ROUTE_PREFIX = 'models.';
 
 /** One row per route of the config file's "models", in the order they are tried. */
 function modelRoutes(config: Config): Array<[string, string, string]> {
+  const named = (target: { model: string; endpoint?: string }) => (target.endpoint ? `${target.endpoint}:${target.model}` : target.model);
   return config.llm.models.map((route) => [
     `${MODEL_ROUTE_PREFIX}${route.purpose}`,
-    route.model,
-    `The model for calls whose purpose matches ${route.purpose}${Object.keys(route.params).length ? `, with ${JSON.stringify(route.params)}` : ''}`,
+    route.fallbacks?.length ? [route, ...route.fallbacks].map(named).join(', then ') : named(route),
+    `The model for calls whose purpose matches ${route.purpose}${Object.keys(route.params).length ? `, with ${JSON.stringify(route.params)}` : ''}${route.fallbacks?.length ? '; when one fails (5xx, 429, a timeout, no connection) the next answers' : ''}`,
   ]);
 }

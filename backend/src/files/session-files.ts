@@ -11,6 +11,8 @@ import { TOKENS } from '../tokens.ts';
 import { abortReason } from '../util/abort.ts';
 import { UUID } from '../util/ids.ts';
 import { KeyedQueue } from '../util/keyed-queue.ts';
+import { checkImage, type ImageKind, isImageKind, mediaKind } from './media.ts';
+import { type PdfPages, readPdfPages } from './pdf-text.ts';
 
 /** One file of a session, as listed. */
 export interface SessionFileInfo {
@@ -62,6 +64,8 @@ const RESERVED = /[<>:"|?*]/g;
  */
 /** Manifests kept at most (the one listed longest ago is dropped first): a few hundred bytes each. */
 const MANIFESTS_KEPT = 1_000;
+/** PDFs whose text is kept (the one read longest ago is dropped first). */
+const PDF_TEXTS_KEPT = 32;
 /** How soon a file put into a session's folder by hand shows in its manifest. */
 const MANIFEST_RECHECK_MS = 1_000;
 
@@ -77,6 +81,8 @@ export class SessionFiles {
   private readonly validators = new Map<string, (text: string) => void>();
   /** Per session folder (by lower-case id): its manifest, as of the folder's modification time (see manifest()). */
   private readonly manifests = new Map<string, { modified: number; checked: number; max: number; text: string }>();
+  /** PDFs' text kept, by file path, as of their size and modification time (see readPdf()). */
+  private readonly pdfTexts = new Map<string, { size: number; modified: number; pages: PdfPages }>();
   /** Writes and deletes made through this class so far, of any session: a listing made across one is not kept. */
   private changes = 0;
 
@@ -228,7 +234,13 @@ export class SessionFiles {
         // A file with rules of its own (research's state document) is checked before it replaces the old one.
         const validate = this.validators.get(name);
         if (validate) validate(await readFile(temp, 'utf8'));
+        // A PDF or an image is checked whoever writes it: a malformed, encrypted or oversized one is refused here.
+        const pages = await this.checkMedia(name, temp);
         await rename(temp, target);
+        if (pages) {
+          const stats = await lstat(target);
+          this.keepPdfText(target, { size: stats.size, modified: stats.mtimeMs, pages });
+        }
       } catch (error) {
         await handle.close().catch(() => {});
         await unlink(temp).catch(() => {});
@@ -272,6 +284,40 @@ export class SessionFiles {
       if (slice.includes(0)) throw new FileError(ERROR_CODE.notText, `"${name}" is a binary file (${formatSize(size)}); read_file reads text`);
       const lines = bytesRead === size ? linesIn(bytes) : await countLines(handle, size);
       return { text: slice.toString('utf8'), start: offset + start, end: offset + end, size, lines };
+    } finally {
+      await handle.close();
+    }
+  }
+
+  /**
+   * The text of a session PDF, page by page (checked as at upload: invalid_pdf, encrypted_pdf,
+   * too_many_pages). Kept per file while its size and modification time stay the same.
+   */
+  async readPdf(sessionId: string, rawName: string): Promise<PdfPages> {
+    const name = SessionFiles.checkName(rawName);
+    const handle = await this.openExisting(sessionId, name);
+    try {
+      const stats = await handle.stat();
+      const path = join(this.folder(sessionId), name);
+      const kept = this.pdfTexts.get(path);
+      if (kept && kept.size === stats.size && kept.modified === stats.mtimeMs) return kept.pages;
+      const pages = await readPdfPages(await handle.readFile(), name, { maxPages: this.config.files.pdfMaxPages });
+      this.keepPdfText(path, { size: stats.size, modified: stats.mtimeMs, pages });
+      return pages;
+    } finally {
+      await handle.close();
+    }
+  }
+
+  /** A session image's bytes and kind (checked as at upload), for a vision model. */
+  async readImage(sessionId: string, rawName: string): Promise<{ name: string; kind: ImageKind; bytes: Buffer; width: number; height: number }> {
+    const name = SessionFiles.checkName(rawName);
+    const kind = mediaKind(name);
+    if (!isImageKind(kind)) throw new FileError(ERROR_CODE.invalidImage, `"${name}" is not a PNG, JPEG, WebP or GIF image`);
+    const handle = await this.openExisting(sessionId, name);
+    try {
+      const bytes = await handle.readFile();
+      return { name, kind, bytes, ...checkImage(kind, bytes, name, this.config.images.maxPixels) };
     } finally {
       await handle.close();
     }
@@ -338,6 +384,22 @@ export class SessionFiles {
         });
       };
     });
+  }
+
+  /** Checks a PDF or image about to be saved (at `path`); returns a PDF's pages, read on the way. */
+  private async checkMedia(name: string, path: string): Promise<PdfPages | undefined> {
+    const kind = mediaKind(name);
+    if (kind === undefined) return undefined;
+    const bytes = await readFile(path);
+    if (kind === 'pdf') return readPdfPages(bytes, name, { maxPages: this.config.files.pdfMaxPages });
+    checkImage(kind, bytes, name, this.config.images.maxPixels);
+    return undefined;
+  }
+
+  private keepPdfText(path: string, text: { size: number; modified: number; pages: PdfPages }): void {
+    this.pdfTexts.delete(path);
+    if (this.pdfTexts.size >= PDF_TEXTS_KEPT) this.pdfTexts.delete(this.pdfTexts.keys().next().value!);
+    this.pdfTexts.set(path, text);
   }
 
   private async openExisting(sessionId: string, name: string) {

@@ -44,7 +44,13 @@ function merge(first: LlmMessage, second: LlmMessage): LlmMessage {
     const toolCalls = second.toolCalls?.length ? second.toolCalls : first.toolCalls;
     return { role: 'assistant', content: content || null, ...(toolCalls?.length ? { toolCalls } : {}) };
   }
-  return { role: first.role as 'user' | 'system', content: joinTexts(first.content as string, second.content as string) };
+  const content = joinTexts(first.content as string, second.content as string);
+  if (first.role === 'user' || second.role === 'user') {
+    // Images of either user turn stay with the merged turn.
+    const images = [...(first.role === 'user' ? (first.images ?? []) : []), ...(second.role === 'user' ? (second.images ?? []) : [])];
+    return { role: 'user', content, ...(images.length ? { images } : {}) };
+  }
+  return { role: 'system', content };
 }
 
 function joinTexts(a: string | null, b: string | null): string {

@@ -1,6 +1,6 @@
 import { inject, injectable } from 'tsyringe';
 import type { Config } from '../config/config.ts';
-import { ModelError } from '../errors.ts';
+import { ERROR_CODE, ModelError } from '../errors.ts';
 import { TOKENS } from '../tokens.ts';
 import { sleep } from '../util/abort.ts';
 import type { CompletionRequest, CompletionResult, DemoKit, DemoResponder, LlmClient } from './llm-client.ts';
@@ -38,6 +38,12 @@ export class DemoLlmClient implements LlmClient {
   }
 
   async complete<T = unknown>(request: CompletionRequest<T>): Promise<CompletionResult<T>> {
+    if (request.messages.some((message) => message.role === 'user' && message.images?.length)) {
+      throw new ModelError(
+        'The message has images, but the offline demo model cannot see them. Configure a vision model (LLM_PROVIDER and LLM_MODEL, with LLM_VISION=true when its name does not say so) to ask about images.',
+        { code: ERROR_CODE.visionUnsupported, category: 'request' },
+      );
+    }
     const strategy = request.purpose.split('.')[0]!;
     const responder = this.responders.get(strategy);
     if (!responder) return this.kit.unknownPurpose(request);

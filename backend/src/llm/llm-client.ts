@@ -56,6 +56,8 @@ export interface CompletionResult<T = unknown> {
   costUsd?: number | null;
   /** The endpoint's x-request-id, for matching a call with the provider's logs. */
   requestId?: string;
+  /** The call went to a fallback: the model it was meant for, and each model that failed before `model` answered. */
+  fallback?: { from: string; failures: Array<{ model: string; reason: string }> };
 }
 
 /** The port every model adapter implements. */
@@ -79,7 +81,7 @@ export function aroundCalls(llm: LlmClient, around: AroundCall): LlmClient {
   return { modelName: llm.modelName, isDemo: llm.isDemo, complete: (request) => around(request, () => llm.complete(request)) };
 }
 
-export type { LlmMessage, LlmToolCall, LlmToolSchema, TokenUsage } from '../messages.ts';
+export type { LlmImage, LlmMessage, LlmToolCall, LlmToolSchema, TokenUsage } from '../messages.ts';
 
 /** What the demo model lends its responders: streaming text as a model would, a pause, a refusal. */
 export interface DemoKit {

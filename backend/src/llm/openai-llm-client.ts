@@ -10,8 +10,8 @@ import { abortReason, sleep } from '../util/abort.ts';
 import { endWithTurn, ensureAlternation, refusesTurnOrder } from './alternation.ts';
 import type { CompletionRequest, CompletionResult, LlmClient, OutputSchema, TokenUsage } from './llm-client.ts';
 import { costOf, roundUsd } from './model-prices.ts';
-import { modelFor } from './model-routes.ts';
-import { createModelWire, endpointOf, seconds } from './model-wire.ts';
+import { checkVision, type ModelChoice, modelChain } from './model-routes.ts';
+import { createModelWire, endpointOf, safeEndpoint, seconds } from './model-wire.ts';
 import { completionAsChunk, ReplyAssembler } from './reply-assembler.ts';
 import { BodyBuffers, encodeRequest, requestObject } from './request-body.ts';
 import { askForJson, parseReply, reAsk, responseFormat } from './structured-output.ts';
@@ -42,6 +42,8 @@ export class OpenAiLlmClient implements LlmClient {
   private readonly bodies = new BodyBuffers();
   /** Models whose endpoint refused a conversation for its turn order: they get strictly alternating messages from then on. */
   private readonly strictModels = new Set<string>();
+  /** The SDK clients of the config file's named endpoints, made on first use. */
+  private readonly wires = new Map<string, Wire>();
 
   constructor(
     @inject(TOKENS.Config) private readonly config: Config,
@@ -52,12 +54,42 @@ export class OpenAiLlmClient implements LlmClient {
     this.client = createModelWire(config, logger, { idleTimeoutMs: config.llm.streamIdleTimeoutMs, maxOutputChars: config.llm.maxOutputChars }).client;
   }
 
+  /**
+   * The call on its purpose's model, and when that fails for the endpoint's sake (a 5xx, a 429
+   * after the SDK's retries, no answer in time, no connection) on each fallback in turn. The
+   * result names the model that answered (its cost is priced by it) and, after a fallback, the
+   * models that failed and why. Images go only to models that see: others in the chain are passed over.
+   */
   async complete<T = unknown>(request: CompletionRequest<T>): Promise<CompletionResult<T>> {
+    const chain = modelChain(request.purpose, this.config.llm);
+    const hasImages = request.messages.some((message) => message.role === 'user' && message.images?.length);
+    const seeing = hasImages ? chain.filter((choice) => choice.vision) : chain;
+    if (seeing.length === 0) checkVision(request.purpose, request.messages, chain[0]!);
+    const failures: Array<{ model: string; reason: string }> = [];
+    for (const [index, choice] of seeing.entries()) {
+      try {
+        const result = await this.completeOn(request, choice);
+        return failures.length ? { ...result, fallback: { from: seeing[0]!.model, failures } } : result;
+      } catch (error) {
+        const last = index === seeing.length - 1;
+        if (last || request.signal.aborted || !fallsBack(error)) throw error;
+        const reason = (error as ModelError).message;
+        failures.push({ model: choice.model, reason });
+        this.logger.warn(
+          { purpose: request.purpose, model: choice.model, next: seeing[index + 1]!.model, reason },
+          'the model failed; the call goes to the next model of its route',
+        );
+      }
+    }
+    throw new Error('unreachable: a model chain is never empty');
+  }
+
+  private async completeOn<T>(request: CompletionRequest<T>, choice: ModelChoice): Promise<CompletionResult<T>> {
     const output = request.schema;
-    if (!output) return this.call(request);
+    if (!output) return this.call(request, choice);
     // Data: as structured output, or asked for in the prompt; read leniently, asked for once more.
     const messages = this.config.llm.structuredOutput ? request.messages : askForJson(request.messages, output);
-    const first = await this.call({ ...request, messages }, output);
+    const first = await this.call({ ...request, messages }, choice, output);
     const parsed = first.cutAtLimit ? CUT_AT_LIMIT : parseReply(first.text, output.zod);
     if (parsed.ok) return { ...first, parsed: parsed.value };
     this.logger.warn({ purpose: request.purpose, schema: output.name, problem: parsed.problem }, "the model's data did not fit its schema; asking once more");
@@ -67,7 +99,7 @@ export class OpenAiLlmClient implements LlmClient {
       : { ...request, messages: reAsk(messages, first.text, output, parsed.problem) };
     let second: CompletionResult<never>;
     try {
-      second = await this.call(retry, output);
+      second = await this.call(retry, choice, output);
     } catch (error) {
       throw error instanceof ModelError && !error.spent ? withSpending(error, first) : error;
     }
@@ -83,12 +115,12 @@ export class OpenAiLlmClient implements LlmClient {
   }
 
   /** One call within LLM_TOTAL_TIMEOUT_MS; a reply whose body failed before any text is read again. */
-  private async call(request: WireRequest, output?: OutputSchema<unknown>): Promise<CompletionResult<never>> {
+  private async call(request: WireRequest, choice: ModelChoice, output?: OutputSchema<unknown>): Promise<CompletionResult<never>> {
     const { totalTimeoutMs, maxRetries, retryBaseMs } = this.config.llm;
     const deadline = callDeadline(request.signal, totalTimeoutMs);
     try {
       for (let attempt = 0; ; attempt++) {
-        const outcome = await this.attempt(request, deadline.signal, output);
+        const outcome = await this.attempt(request, choice, deadline.signal, output);
         if (outcome.ok) {
           // A stop that came as the reply finished still wins: the caller asked for nothing more.
           if (request.signal.aborted) throw abortReason(request.signal);
@@ -124,20 +156,22 @@ export class OpenAiLlmClient implements LlmClient {
    */
   private async attempt(
     request: WireRequest,
+    choice: ModelChoice,
     signal: AbortSignal,
     output: OutputSchema<unknown> | undefined,
   ): Promise<{ ok: true; result: CompletionResult<never> } | { ok: false; error: ModelError; again: boolean }> {
     const { streaming, maxOutputChars } = this.config.llm;
-    const { model, params } = modelFor(request.purpose, this.config.llm);
+    const { model, params } = choice;
+    const wire = this.wire(choice.endpoint);
     const assembler = new ReplyAssembler(maxOutputChars);
     let streamedText = false;
     let requestId: string | undefined;
     let body: Uint8Array | undefined;
     try {
-      const { params: sent, options } = this.request(request, output, model, params, signal);
+      const { params: sent, options } = this.request(request, output, { model, params, azure: wire.azure }, signal);
       body = options.body as Uint8Array | undefined;
       if (streaming) {
-        const { data: chunks, request_id } = await this.client.chat.completions.create({ ...sent, stream: true }, options).withResponse();
+        const { data: chunks, request_id } = await wire.client.chat.completions.create({ ...sent, stream: true }, options).withResponse();
         requestId = request_id ?? undefined;
         for await (const chunk of chunks) {
           const delta = assembler.add(chunk);
@@ -153,7 +187,7 @@ export class OpenAiLlmClient implements LlmClient {
         // A cut connection can end an event stream quietly; only a finish_reason says the model finished.
         if (!assembler.finished && !assembler.truncated) throw new ModelError('The model stream ended before the model finished', { retryable: true });
       } else {
-        const { data, request_id } = await this.client.chat.completions.create({ ...sent, stream: false }, options).withResponse();
+        const { data, request_id } = await wire.client.chat.completions.create({ ...sent, stream: false }, options).withResponse();
         requestId = request_id ?? undefined;
         assembler.add(completionAsChunk(data));
       }
@@ -164,7 +198,7 @@ export class OpenAiLlmClient implements LlmClient {
       return { ok: true, result };
     } catch (error) {
       if (signal.aborted) throw abortReason(signal);
-      const modelError = toModelError(error, endpointNames(this.config, this.endpoint));
+      const modelError = toModelError(error, wire.names);
       requestId ??= error instanceof APIError ? (error.requestID ?? undefined) : undefined;
       if (!streamedText && refusesTurnOrder(modelError.detail) && !this.strictFor(model)) {
         // The endpoint's chat template needs strict turn-taking: from now on this model gets it, and this request again at once.
@@ -173,10 +207,17 @@ export class OpenAiLlmClient implements LlmClient {
           { purpose: request.purpose, model, detail: modelError.detail },
           'the model endpoint needs alternating turns; sending them from now on',
         );
-        return this.attempt(request, signal, output);
+        return this.attempt(request, choice, signal, output);
       }
       this.logger.warn(
-        { purpose: request.purpose, model, status: modelError.status, request_id: requestId, ...(modelError.detail ? { detail: modelError.detail } : {}) },
+        {
+          purpose: request.purpose,
+          model,
+          ...(choice.endpoint ? { endpoint: choice.endpoint } : {}),
+          status: modelError.status,
+          request_id: requestId,
+          ...(modelError.detail ? { detail: modelError.detail } : {}),
+        },
         'model call failed',
       );
       if (streamedText && modelError.retryable) {
@@ -197,11 +238,11 @@ export class OpenAiLlmClient implements LlmClient {
   private request(
     request: WireRequest,
     output: OutputSchema<unknown> | undefined,
-    model: string,
-    params: Record<string, unknown>,
+    target: { model: string; params: Record<string, unknown>; azure: boolean },
     signal: AbortSignal,
   ): { params: ChatCompletionCreateParamsBase; options: RequestOptions } {
-    const { streaming, streamUsage, temperature, structuredOutput, strictAlternation, azure } = this.config.llm;
+    const { streaming, streamUsage, temperature, structuredOutput, strictAlternation } = this.config.llm;
+    const { model, params, azure } = target;
     const tail: Record<string, unknown> = {
       ...(temperature === undefined ? {} : { temperature }),
       ...(streaming && streamUsage ? { stream_options: { include_usage: true } } : {}),
@@ -223,6 +264,41 @@ export class OpenAiLlmClient implements LlmClient {
       params: { model, messages: [] },
       options: { signal, headers: { 'content-type': 'application/json', ...headers }, body: encodeRequest(parts, this.bodies) },
     };
+  }
+
+  /** The SDK client of an endpoint: the environment's (no name), or one of the config file's "endpoints". */
+  private wire(name: string | undefined): Wire {
+    const key = name ?? '';
+    const known = this.wires.get(key);
+    if (known) return known;
+    const limits = { idleTimeoutMs: this.config.llm.streamIdleTimeoutMs, maxOutputChars: this.config.llm.maxOutputChars };
+    let wire: Wire;
+    const endpoint = name === undefined ? undefined : this.config.llm.endpoints[name];
+    if (!endpoint) {
+      wire = { client: this.client, azure: this.config.llm.azure !== undefined, names: endpointNames(this.config, this.endpoint) };
+    } else {
+      const llm =
+        endpoint.kind === 'openai'
+          ? { ...this.config.llm, provider: 'openai' as const, baseUrl: endpoint.baseUrl, apiKey: endpoint.apiKey, azure: undefined }
+          : {
+              ...this.config.llm,
+              provider: 'azure' as const,
+              azure: {
+                endpoint: endpoint.endpoint,
+                apiKey: endpoint.apiKey,
+                deployment: undefined,
+                apiVersion: endpoint.apiVersion ?? this.config.llm.azure?.apiVersion ?? '2024-10-21',
+              },
+            };
+      const shown = safeEndpoint(endpoint.kind === 'openai' ? endpoint.baseUrl : endpoint.endpoint);
+      wire = {
+        client: createModelWire({ ...this.config, llm }, this.logger, limits).client,
+        azure: endpoint.kind === 'azure',
+        names: { endpoint: shown, urlVariable: `endpoints.${name} in the config file`, keyVariable: `endpoints.${name}.api_key` },
+      };
+    }
+    this.wires.set(key, wire);
+    return wire;
   }
 
   private strictFor(model: string): boolean {
@@ -275,6 +351,25 @@ export class OpenAiLlmClient implements LlmClient {
   }
 }
 
+/** One endpoint's SDK client, whether it is Azure's (the body then goes as an object), and how messages name it. */
+interface Wire {
+  client: OpenAI;
+  azure: boolean;
+  names: EndpointNames;
+}
+
+/**
+ * Whether a failed call may go on to the route's next model: the endpoint failed (5xx), kept
+ * refusing for load (429 after the SDK's retries), did not answer in time, or could not be
+ * reached. A refusal of the request itself (400, a key refused) would fail on any model alike.
+ */
+export function fallsBack(error: unknown): boolean {
+  if (!(error instanceof ModelError)) return false;
+  if (error.code === ERROR_CODE.modelTimeout) return true;
+  if (error.status !== undefined) return error.status >= 500 || error.status === 429;
+  return error.cause instanceof APIConnectionError && !(error.cause instanceof APIUserAbortError);
+}
+
 /** A call as this adapter sends it: a max_tokens of its own when a reply cut at the output limit is asked for again. */
 type WireRequest = CompletionRequest<unknown> & { maxTokens?: number };
 
@@ -304,8 +399,9 @@ function withSpending(error: ModelError, reply: CompletionResult<never>): ModelE
 /** The endpoint as messages name it: its URL fit to show, and the variables that set its URL and key. */
 export interface EndpointNames {
   endpoint: string;
-  urlVariable: 'OPENAI_BASE_URL' | 'AZURE_OPENAI_ENDPOINT';
-  keyVariable: 'OPENAI_API_KEY' | 'AZURE_OPENAI_API_KEY';
+  /** OPENAI_BASE_URL, AZURE_OPENAI_ENDPOINT, or where the config file names the endpoint. */
+  urlVariable: string;
+  keyVariable: string;
 }
 
 function endpointNames(config: Config, endpoint: string): EndpointNames {

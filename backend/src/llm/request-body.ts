@@ -143,6 +143,8 @@ const MESSAGES: Encoding<LlmMessage> = {
         return [message.role, message.content, ...(message.toolCalls ?? []).flatMap((call) => [call.id, call.name, call.arguments])];
       case 'tool':
         return [message.role, message.content, message.toolCallId];
+      case 'user':
+        return message.images?.length ? [message.role, message.content, message.images] : [message.role, message.content];
       default:
         return [message.role, message.content];
     }
@@ -150,6 +152,7 @@ const MESSAGES: Encoding<LlmMessage> = {
   matches(made, message) {
     if (made[0] !== message.role || made[1] !== message.content) return false;
     if (message.role === 'tool') return made.length === 3 && made[2] === message.toolCallId;
+    if (message.role === 'user' && message.images?.length) return made.length === 3 && made[2] === message.images;
     if (message.role !== 'assistant') return made.length === 2;
     const calls = message.toolCalls ?? [];
     if (made.length !== 2 + calls.length * 3) return false;
@@ -289,8 +292,18 @@ function encoded<T extends object>(item: T, encoding: Encoding<T>): Encoded {
 export function toOpenAiMessage(message: LlmMessage): ChatCompletionMessageParam {
   switch (message.role) {
     case 'system':
-    case 'user':
       return { role: message.role, content: message.content };
+    case 'user':
+      // Images go as Chat Completions' image parts after the words, each a data URL.
+      return message.images?.length
+        ? {
+            role: 'user',
+            content: [
+              { type: 'text', text: message.content },
+              ...message.images.map((image) => ({ type: 'image_url' as const, image_url: { url: `data:${image.mediaType};base64,${image.data}` } })),
+            ],
+          }
+        : { role: 'user', content: message.content };
     case 'assistant':
       return message.toolCalls?.length
         ? {

@@ -39,6 +39,8 @@ export class Metrics {
   private readonly runs: Counter<'strategy' | 'ending'>;
   private readonly modelCalls: Histogram<'purpose' | 'outcome'>;
   private readonly tokens: Counter<'kind'>;
+  private readonly answers: Counter<'model'>;
+  private readonly fallbacks: Counter<'from' | 'to'>;
   private readonly toolCalls: Histogram<'tool' | 'outcome'>;
   /** Each running run's strategy, from its agent_start, until its ending. */
   private readonly strategies = new Map<string, string>();
@@ -61,6 +63,18 @@ export class Metrics {
       registers,
     });
     this.tokens = new Counter({ name: 'stepwise_model_tokens_total', help: 'Tokens the model endpoint reported, by kind', labelNames: ['kind'], registers });
+    this.answers = new Counter({
+      name: 'stepwise_model_answers_total',
+      help: 'Model calls answered, by the model that answered (a fallback model counts for itself)',
+      labelNames: ['model'],
+      registers,
+    });
+    this.fallbacks = new Counter({
+      name: 'stepwise_model_fallbacks_total',
+      help: "Model calls a fallback model answered, by the route's first model (from) and the model that answered (to)",
+      labelNames: ['from', 'to'],
+      registers,
+    });
     this.toolCalls = new Histogram({
       name: 'stepwise_tool_call_duration_seconds',
       help: 'Tool calls, by tool and outcome (ok, error)',
@@ -120,6 +134,9 @@ export class Metrics {
         const result = await call();
         end({ outcome: 'ok' });
         const { usage } = result;
+        const model = result.model ?? llm.modelName;
+        this.answers.inc({ model });
+        if (result.fallback) this.fallbacks.inc({ from: result.fallback.from, to: model });
         if (usage) {
           this.tokens.inc({ kind: 'prompt' }, usage.promptTokens);
           this.tokens.inc({ kind: 'completion' }, usage.completionTokens);

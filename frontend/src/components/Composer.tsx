@@ -3,6 +3,7 @@ import { type FormEvent, useEffect, useId, useMemo, useRef, useState } from 'rea
 import { loadStrategyChoice, saveStrategyChoice, type StrategyChoice } from '../lib/strategy-choice.ts';
 import { initialValues, type OptionValues, optionFields, optionsToSend } from '../lib/strategy-options.ts';
 import type { SendOptions } from '../lib/use-stepwise.ts';
+import { AttachedFiles } from './AttachedFiles.tsx';
 import { PaperclipIcon, SlidersIcon } from './Icons.tsx';
 import { StrategyPicker } from './StrategyPicker.tsx';
 import { ToolPicker } from './ToolPicker.tsx';
@@ -19,6 +20,9 @@ export interface ComposerProps {
   /** The question the agent waits on: the box then takes the answer. */
   question: string | undefined;
   onAttach: (files: File[]) => void;
+  /** Files attached since the last message: they go with the next one. */
+  attached?: string[];
+  onDetach?: (name: string) => void;
   onSend: (content: string, options: SendOptions) => boolean;
   onAnswer: (answer: string) => boolean;
   /** The user tried to send while a run works: say why nothing was sent. */
@@ -43,6 +47,8 @@ export function correctMaxSteps(value: string, fallback: number, limit: number):
  */
 export function Composer(props: ComposerProps) {
   const { busy, stopping, connected, limits, tools, mcpServers, strategies, question, started, onAttach, onSend, onAnswer, onBlockedSend, onStop } = props;
+  const attached = props.attached ?? [];
+  const onDetach = props.onDetach ?? (() => {});
   const fileInput = useRef<HTMLInputElement>(null);
   const textarea = useRef<HTMLTextAreaElement>(null);
   const optionsId = useId();
@@ -109,6 +115,7 @@ export function Composer(props: ComposerProps) {
       return;
     }
     const options: SendOptions = { agentMode, maxSteps: correct(), tools: tools.map((tool) => tool.name).filter((name) => enabledTools.has(name)) };
+    if (attached.length) options.attachments = attached;
     if (offered && strategy) {
       const strategyOptions = optionsToSend(fields, values);
       options.strategy = strategy.name;
@@ -181,6 +188,7 @@ export function Composer(props: ComposerProps) {
           <ToolPicker tools={tools} mcpServers={mcpServers} enabled={enabledTools} onToggle={toggleTool} />
         )}
       </div>
+      {attached.length > 0 && question === undefined && <AttachedFiles names={attached} onDetach={onDetach} />}
       <div className="composer-row">
         <input
           ref={fileInput}
@@ -206,6 +214,13 @@ export function Composer(props: ComposerProps) {
           rows={2}
           title="Enter sends, Shift+Enter breaks the line"
           onChange={(event) => (question !== undefined ? setAnswer : setContent)(event.target.value)}
+          onPaste={(event) => {
+            // A pasted picture (a screenshot) is attached like a picked file; pasted text stays text.
+            const files = [...event.clipboardData.files];
+            if (files.length === 0 || question !== undefined) return;
+            event.preventDefault();
+            onAttach(files.map((file, index) => (file.name && file.name !== 'image.png' ? file : renamePasted(file, index))));
+          }}
           onKeyDown={(event) => {
             if (event.key === 'Enter' && !event.shiftKey && !event.nativeEvent.isComposing) {
               event.preventDefault();
@@ -240,4 +255,11 @@ function formValues(options: Record<string, unknown>): OptionValues {
     else if (typeof value === 'string' || typeof value === 'number') values[name] = String(value);
   }
   return values;
+}
+
+/** A pasted picture gets a name of its own (browsers call every one "image.png", and a second would replace the first). */
+function renamePasted(file: File, index: number): File {
+  const extension = /^image\/(png|jpeg|webp|gif)$/.exec(file.type)?.[1]?.replace('jpeg', 'jpg') ?? 'bin';
+  const stamp = new Date().toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
+  return new File([file], `pasted-${stamp}${index ? `-${index + 1}` : ''}.${extension}`, { type: file.type });
 }

@@ -5,6 +5,7 @@ import { CopyButton } from './CopyButton.tsx';
 import { Markdown } from './Markdown.tsx';
 import { ChatSpending } from './RunSpending.tsx';
 import { RunTimeline } from './RunTimeline.tsx';
+import { PaperclipIcon } from './Icons.tsx';
 
 /** The conversation: user turns, agent runs, assistant answers. */
 export function Conversation({
@@ -66,7 +67,14 @@ export function Conversation({
       case 'user':
         return (
           <div key={item.id} className="turn turn-user" data-testid="user-turn">
-            <div className="bubble">{item.content}</div>
+            <div className="bubble">
+              {item.content}
+              {item.attachments?.length ? (
+                <div className="bubble-attachments">
+                  <PaperclipIcon /> {item.attachments.join(', ')}
+                </div>
+              ) : null}
+            </div>
           </div>
         );
       case 'assistant':

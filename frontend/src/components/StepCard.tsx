@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import { phaseText, stepSummary } from '../state/step-summary.ts';
-import type { StepView } from '../state/view-state.ts';
+import type { FallbackView, StepView } from '../state/view-state.ts';
 import { AgentText } from './AgentText.tsx';
 import { ConfirmButton } from './ConfirmButton.tsx';
 import { ToolCallCard } from './ToolCallCard.tsx';
@@ -89,6 +89,11 @@ export function StepCard({ step, current, running, folded, label = `Step ${step.
           )}
         </section>
       )}
+      {fallbackLines(step.fallbacks).map((line) => (
+        <p key={line.key} className="step-fallback" title={line.reason}>
+          Answered by the fallback model <strong>{line.model}</strong> ({line.phases}; {line.fromModel} failed: {line.reason})
+        </p>
+      ))}
       {(observe || step.observeDone) && (
         <section className="phase phase-observe" aria-label={`Observe, ${label.toLowerCase()}`}>
           <h4 title={PHASE_HINTS.observe}>Observe</h4>
@@ -108,4 +113,17 @@ export function StepCard({ step, current, running, folded, label = `Step ${step.
       )}
     </details>
   );
+}
+
+/** A step's fallbacks, one line per fallback model and failure, naming the phases it answered ("reason, observe"). */
+function fallbackLines(fallbacks: FallbackView[] | undefined): Array<{ key: string; model: string; fromModel: string; reason: string; phases: string }> {
+  const lines = new Map<string, { key: string; model: string; fromModel: string; reason: string; phases: string[] }>();
+  for (const fallback of fallbacks ?? []) {
+    const key = `${fallback.model}\n${fallback.fromModel}\n${fallback.reason}`;
+    const line = lines.get(key) ?? { key, model: fallback.model, fromModel: fallback.fromModel, reason: fallback.reason, phases: [] };
+    const phase = fallback.purpose.slice(fallback.purpose.lastIndexOf('.') + 1);
+    if (!line.phases.includes(phase)) line.phases.push(phase);
+    lines.set(key, line);
+  }
+  return [...lines.values()].map((line) => ({ ...line, phases: line.phases.join(', ') }));
 }

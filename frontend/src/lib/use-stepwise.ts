@@ -19,6 +19,8 @@ export interface SendOptions {
   strategy?: string;
   /** The options that differ from the strategy's defaults. */
   strategyOptions?: Record<string, unknown>;
+  /** Session files attached to this message (its images are shown to the model). */
+  attachments?: string[];
 }
 
 /** The socket URL of the server that served this page. */
@@ -93,6 +95,7 @@ export function useStepwise(url: string = defaultSocketUrl()) {
   const actions = useMemo(
     () => ({
       chat(content: string, options: SendOptions): boolean {
+        const attachments = options.attachments?.length ? { attachments: options.attachments } : {};
         const message: ClientMessage = options.agentMode
           ? {
               type: 'chat',
@@ -102,10 +105,11 @@ export function useStepwise(url: string = defaultSocketUrl()) {
               ...(options.tools ? { tools: options.tools } : {}),
               ...(options.strategy ? { strategy: options.strategy } : {}),
               ...(options.strategyOptions ? { strategy_options: options.strategyOptions } : {}),
+              ...attachments,
             }
-          : { type: 'chat', content };
+          : { type: 'chat', content, ...attachments };
         if (!send(message)) return false;
-        dispatch({ kind: 'user_message', id: crypto.randomUUID(), content });
+        dispatch({ kind: 'user_message', id: crypto.randomUUID(), content, ...attachments });
         return true;
       },
       stop(): void {
@@ -190,6 +194,10 @@ export function useStepwise(url: string = defaultSocketUrl()) {
           }
         };
         await Promise.all(Array.from({ length: Math.min(UPLOADS_AT_ONCE, files.length) }, uploadNext));
+      },
+      /** Takes a file off the next message (it stays in the chat's files). */
+      detach(name: string): void {
+        dispatch({ kind: 'detach', name });
       },
       /** Saves a text file into the session (the research document from its editor); rejects with the server's reason. */
       async saveText(name: string, text: string): Promise<void> {

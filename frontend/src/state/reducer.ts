@@ -7,7 +7,7 @@ import type { TimelineEvent, ChatItem, ConnectionState, RunSpendingView, RunView
 export type Action =
   | { kind: 'server_event'; event: ServerEvent | { type: string } }
   | { kind: 'connection'; state: ConnectionState }
-  | { kind: 'user_message'; id: string; content: string }
+  | { kind: 'user_message'; id: string; content: string; attachments?: string[] }
   | { kind: 'history_loaded'; sessionId: string; messages: HistoryMessage[] }
   | { kind: 'stop_requested' }
   /** A run was asked to continue: the session is busy until the new run ends (or is refused). */
@@ -18,7 +18,9 @@ export type Action =
   | { kind: 'dismiss_notice' }
   | { kind: 'notice'; code: string; message: string }
   | { kind: 'upload_started'; name: string }
-  | { kind: 'upload_finished'; name: string; error?: string };
+  | { kind: 'upload_finished'; name: string; error?: string }
+  /** A file attached for the next message is taken off it (it stays in the chat's files). */
+  | { kind: 'detach'; name: string };
 
 type Logged = Extract<ServerEvent, { seq: number }>;
 
@@ -33,7 +35,14 @@ export function reduce(state: ViewState, action: Action): ViewState {
         busy: true,
         stopping: false,
         notice: undefined,
-        items: insertItem(state.items, { kind: 'user', id: action.id, content: action.content, order: state.lastSeq + 0.5 }),
+        attached: [],
+        items: insertItem(state.items, {
+          kind: 'user',
+          id: action.id,
+          content: action.content,
+          order: state.lastSeq + 0.5,
+          ...(action.attachments?.length ? { attachments: action.attachments } : {}),
+        }),
       };
     case 'history_loaded': {
       // Messages come from the history API; the replayed log brings everything else.
@@ -75,8 +84,11 @@ export function reduce(state: ViewState, action: Action): ViewState {
     case 'upload_finished': {
       const index = state.uploading.indexOf(action.name);
       const uploading = index < 0 ? state.uploading : state.uploading.toSpliced(index, 1);
-      return { ...state, uploading, ...(action.error ? { notice: { code: 'upload_failed', message: action.error } } : {}) };
+      if (action.error) return { ...state, uploading, notice: { code: 'upload_failed', message: action.error } };
+      return { ...state, uploading, attached: [...state.attached.filter((name) => name !== action.name), action.name] };
     }
+    case 'detach':
+      return { ...state, attached: state.attached.filter((name) => name !== action.name) };
     case 'server_event':
       return applyEvent(state, action.event);
     default: {
@@ -211,7 +223,11 @@ function applyLoggedEvent(state: ViewState, event: Logged): ViewState {
       return { ...state, files: [...state.files.filter((existing) => existing.name !== file.name), file] };
     }
     case 'file_deleted':
-      return { ...state, files: state.files.filter((existing) => existing.name !== event.name) };
+      return {
+        ...state,
+        files: state.files.filter((existing) => existing.name !== event.name),
+        attached: state.attached.filter((name) => name !== event.name),
+      };
     case 'error': {
       // A failed answer: shown where the answer would have been, and nothing streams any more.
       const item: ChatItem = { kind: 'failure', id: `e${event.seq}`, code: event.code, message: event.message, order: event.seq };
@@ -304,6 +320,10 @@ function applyAgentUpdate(state: ViewState, runId: string, event: Extract<Logged
         const waiting = step.tools.find((tool) => tool.approval && (tool.approval.status === 'pending' || tool.approval.status === 'sent'));
         return waiting ? upsertTool(step, waiting.id, { name: waiting.name, approval: { ...waiting.approval!, status: 'timed_out' } }) : step;
       });
+    case 'agent_model_fallback': {
+      const fallback = { purpose: event.purpose, model: event.model, fromModel: event.from_model, reason: event.failures[0]?.reason ?? '' };
+      return updateStep(state, runId, event.step, event.node_id, (step) => ({ ...step, fallbacks: [...(step.fallbacks ?? []), fallback] }));
+    }
     case 'agent_usage':
       return event.usage ? updateRun(state, runId, (run) => ({ ...run, spending: spendingView(event.usage!, event.run_cost_usd) })) : state;
     case 'agent_stopped':

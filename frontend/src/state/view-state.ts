@@ -50,6 +50,16 @@ export interface StepView {
   question?: QuestionView;
   observe: string;
   observeDone: boolean;
+  /** Calls of this step a fallback model answered (the route's first model failed). */
+  fallbacks?: FallbackView[];
+}
+
+/** A call answered by a fallback model: which answered, which it was meant for, and why that one failed. */
+export interface FallbackView {
+  purpose: string;
+  model: string;
+  fromModel: string;
+  reason: string;
 }
 
 /** A branch of a run (a plan step "3", a research task "1.2"): events with its `node_id`, in steps of its own. */
@@ -67,6 +77,7 @@ export type RunUpdateType =
   | 'agent_request_input'
   | 'agent_request_input_timeout'
   | 'agent_usage'
+  | 'agent_model_fallback'
   | 'agent_stopped'
   | 'agent_error'
   | 'agent_completion';
@@ -198,7 +209,7 @@ export type ChatItem = {
   /** Dropped from the model's history by a later rollback: shown folded under its divider. */
   rolledBack?: boolean;
 } & (
-  | { kind: 'user'; id: string; content: string }
+  | { kind: 'user'; id: string; content: string; attachments?: string[] }
   | { kind: 'assistant'; id: string; content: string; runId?: string }
   | { kind: 'run'; id: string; runId: string }
   /** A plain chat answer that failed: kept in the conversation, also after a reload. */
@@ -252,6 +263,8 @@ export interface ViewState {
   todos?: TodoView[];
   /** Names of files being uploaded. */
   uploading: string[];
+  /** Files this tab attached since its last message: they go with the next one (images are shown to the model). */
+  attached: string[];
 }
 
 export const initialViewState: ViewState = {
@@ -263,4 +276,5 @@ export const initialViewState: ViewState = {
   stopping: false,
   files: [],
   uploading: [],
+  attached: [],
 };

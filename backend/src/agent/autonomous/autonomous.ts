@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { LlmMessage, LlmToolCall } from '../../messages.ts';
 import { requestInputSchema } from '../../tools/request-input-tool.ts';
 import { shownAnswer } from '../grounding.ts';
-import { defineStrategy, type Run, type RunSuccess } from '../strategy.ts';
+import { defineStrategy, questionTurn, type Run, type RunSuccess } from '../strategy.ts';
 import { runToolCalls, type ToolCallRecord, toolCallMessages, withUniqueIds } from '../tool-calls.ts';
 import { autonomousDemo } from './autonomous-demo.ts';
 import { guidanceEvent, messageEvent, todosEvent } from './autonomous-events.ts';
@@ -300,5 +300,5 @@ function answerAtLimit(loop: LoopState, open: number, maxSteps: number): string 
 
 /** The messages of an iteration: its instructions, the session so far, the question, the run so far. */
 function conversation(system: string, run: AutonomousRun): LlmMessage[] {
-  return [{ role: 'system', content: system }, ...run.input.history, { role: 'user', content: run.input.question }, ...run.progress.transcript];
+  return [{ role: 'system', content: system }, ...run.input.history, questionTurn(run), ...run.progress.transcript];
 }

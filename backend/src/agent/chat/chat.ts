@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineStrategy } from '../strategy.ts';
+import { defineStrategy, questionTurn } from '../strategy.ts';
 import { chatDemo } from './chat-demo.ts';
 
 const prompts = { system: { today: '2026-01-01' } };
@@ -22,7 +22,7 @@ export const chat = defineStrategy({
     const system = run.prompts.render('system', { today: new Date().toISOString().slice(0, 10) });
     const { text } = await run.llm.complete({
       purpose: 'chat',
-      messages: [{ role: 'system', content: system }, ...run.input.history, { role: 'user', content: run.input.question }],
+      messages: [{ role: 'system', content: system }, ...run.input.history, questionTurn(run)],
       signal: run.control.signal,
       onDelta: (delta) => run.sink.preview(run.events.assistantDelta(delta)),
     });

@@ -5,7 +5,7 @@ import type { LlmMessage } from '../../messages.ts';
 import { requestInputSchema } from '../../tools/request-input-tool.ts';
 import { ReasonControl } from '../control-block.ts';
 import { runPhase } from '../phase.ts';
-import { defineStrategy, type Run, type RunSuccess } from '../strategy.ts';
+import { defineStrategy, questionTurn, type Run, type RunSuccess } from '../strategy.ts';
 import { runToolCalls, toolCallMessages } from '../tool-calls.ts';
 import {
   MAX_REPLANS,
@@ -339,5 +339,5 @@ function recentObservations(state: State): string {
 
 /** A call's messages: its instructions, the session so far, the question, then the step's own messages. */
 function conversation(system: string, run: PlanRun, extra: LlmMessage[]): LlmMessage[] {
-  return [{ role: 'system', content: system }, ...run.input.history, { role: 'user', content: run.input.question }, ...extra];
+  return [{ role: 'system', content: system }, ...run.input.history, questionTurn(run), ...extra];
 }

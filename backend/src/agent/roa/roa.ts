@@ -3,7 +3,7 @@ import type { LlmMessage } from '../../messages.ts';
 import { requestInputSchema } from '../../tools/request-input-tool.ts';
 import { ObserveControl, ReasonControl } from '../control-block.ts';
 import { runPhase } from '../phase.ts';
-import { defineStrategy, type Run, type RunSuccess } from '../strategy.ts';
+import { defineStrategy, questionTurn, type Run, type RunSuccess } from '../strategy.ts';
 import { runToolCalls, toolCallMessages } from '../tool-calls.ts';
 import { roaDemo } from './roa-demo.ts';
 
@@ -173,7 +173,7 @@ async function finalAnswer(run: RoaRun, lastObservation: string): Promise<string
 
 /** The messages of one phase's call: its instructions, the session so far, the question, the run so far. */
 function conversation(system: string, run: RoaRun): LlmMessage[] {
-  return [{ role: 'system', content: system }, ...run.input.history, { role: 'user', content: run.input.question }, ...run.progress.transcript];
+  return [{ role: 'system', content: system }, ...run.input.history, questionTurn(run), ...run.progress.transcript];
 }
 
 function noAnswer(maxSteps: number): string {
