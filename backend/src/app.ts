@@ -7,6 +7,7 @@ import { type Config, loadConfig } from './config/config.ts';
 import { loadConfigFile } from './config/config-file.ts';
 import { SessionManager } from './chat/session-manager.ts';
 import type { RunHost } from './hosting/run-host.ts';
+import { Readiness } from './hosting/readiness.ts';
 import { buildContainer } from './container.ts';
 import { ModelHealthMonitor } from './llm/model-health.ts';
 import { McpManager } from './mcp/mcp-manager.ts';
@@ -47,6 +48,11 @@ export interface RunningServer {
   container: DependencyContainer;
   /** The http URL the server listens on, e.g. http://127.0.0.1:8787. */
   url: string;
+  /**
+   * The first half of a shutdown: the readiness probe fails from now on, then (after `until`)
+   * the runs are handed over or stopped, while the server still answers, the liveness probe too.
+   */
+  drain(until?: Promise<unknown>): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -90,5 +96,11 @@ export async function startServer(options: {
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-  return { app, container, url: `http://${host}:${port}`, close: () => app.close() };
+  const readiness = container.resolve(Readiness);
+  const drain = async (until?: Promise<unknown>) => {
+    readiness.drain();
+    await until;
+    await sessions.stopAll('shutdown');
+  };
+  return { app, container, url: `http://${host}:${port}`, drain, close: () => app.close() };
 }

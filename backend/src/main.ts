@@ -1,3 +1,4 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import { configFromEnv, type RunningServer, startServer } from './app.ts';
 import type { Config } from './config/config.ts';
 import { StepwiseError } from './errors.ts';
@@ -32,22 +33,35 @@ async function main(): Promise<void> {
     );
   }
 
+  // A shutdown first drains: the readiness probe fails at once and the server goes on serving for
+  // SHUTDOWN_DRAIN_MS (a second signal cuts that short), then its runs are handed over or stopped,
+  // still serving (the liveness probe stays 200); then everything closes and the process exits.
   let stopping = false;
-  const shutdown = (signal: string) => {
-    if (stopping) return;
+  let secondSignal: () => void = () => {};
+  const signalledAgain = new Promise<void>((resolve) => {
+    secondSignal = resolve;
+  });
+  const shutdown = async (signal: string) => {
+    if (stopping) {
+      secondSignal();
+      return;
+    }
     stopping = true;
-    app.log.info({ signal }, 'shutting down');
-    setTimeout(() => process.exit(1), config.shutdownTimeoutMs).unref();
-    app.close().then(
-      () => process.exit(0),
-      (error: unknown) => {
-        app.log.error({ err: error }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
+    app.log.info({ signal, drainMs: config.shutdownDrainMs }, 'shutting down: not ready any more');
+    const drained = config.shutdownDrainMs > 0 ? Promise.race([signalledAgain, delay(config.shutdownDrainMs)]) : undefined;
+    // SHUTDOWN_TIMEOUT_MS bounds handing over and closing, after the drain time.
+    setTimeout(() => process.exit(1), config.shutdownDrainMs + config.shutdownTimeoutMs).unref();
+    try {
+      await server.drain(drained);
+      await app.close();
+      process.exit(0);
+    } catch (error) {
+      app.log.error({ err: error }, 'shutdown failed');
+      process.exit(1);
+    }
   };
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
 }
 
 void main();

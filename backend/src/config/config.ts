@@ -228,6 +228,7 @@ const EnvSchema = z.object({
   SOCKET_BATCH_MS: integer(0).default(10),
   CHAT_TIMEOUT_MS: integer(1).default(10 * 60_000),
   SHUTDOWN_TIMEOUT_MS: integer(1).default(5_000),
+  SHUTDOWN_DRAIN_MS: integer(0).default(0),
   AGENT_RUN_TIMEOUT_MS: integer(1).default(15 * 60_000),
   AGENT_RUN_TOKEN_BUDGET: integer(0).default(0),
   AGENT_RUN_COST_BUDGET_USD: z
@@ -432,6 +433,11 @@ export interface Config {
   resumeInterruptedRuns: boolean;
   /** How long a SIGTERM may take to stop runs and close everything before the process exits anyway. */
   shutdownTimeoutMs: number;
+  /**
+   * How long, after SIGTERM, the server goes on serving with its readiness probe failing before its
+   * runs are handed over or stopped, so that a load balancer stops sending it work first.
+   */
+  shutdownDrainMs: number;
   logLevel: string;
   /** OpenTelemetry tracing; undefined when off. */
   tracing: TracingConfig | undefined;
@@ -610,6 +616,7 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
     sessionIdleTtlMs: e.SESSION_IDLE_TTL_MS,
     resumeInterruptedRuns: e.RESUME_INTERRUPTED_RUNS,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    shutdownDrainMs: e.SHUTDOWN_DRAIN_MS,
     logLevel: e.LOG_LEVEL,
     tracing: tracingConfig(e),
     traceUrlTemplate: e.TRACE_URL_TEMPLATE?.replaceAll('%7Btrace_id%7D', '{trace_id}'),

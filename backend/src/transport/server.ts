@@ -18,6 +18,8 @@ import { Metrics } from '../metrics/metrics.ts';
 import { z } from 'zod';
 import { checkAccess, chooseSubprotocol, METRICS_ROUTE, PUBLIC_ROUTE, type RouteAccess } from './access.ts';
 import { registerAuthRoutes } from './auth-routes.ts';
+import { registerHealthRoutes } from './health-routes.ts';
+import { Readiness } from '../hosting/readiness.ts';
 import type { Logger } from '../logger.ts';
 import { registerAgUiRoutes } from './ag-ui/route.ts';
 import { registerOpenApi } from './openapi.ts';
@@ -90,23 +92,7 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
     }
   });
 
-  // With several instances it also says which shared dependencies answer (503 while one does not).
-  const host = container.resolve<RunHost>(TOKENS.RunHost);
-  const healthSchema = {
-    tags: ['meta'],
-    summary: 'Whether the server (and, with several instances or Restate, what it depends on) answers; open to anyone',
-    security: [],
-    response: {
-      200: z.object({ status: z.enum(['ok', 'degraded']), instance: z.string().optional(), dependencies: z.record(z.string(), z.boolean()).optional() }),
-      503: z.object({ status: z.literal('degraded'), instance: z.string().optional(), dependencies: z.record(z.string(), z.boolean()) }),
-    },
-  };
-  app.get('/api/health', { config: { ...PUBLIC_ROUTE.config, health: true }, schema: healthSchema }, async (_request, reply) => {
-    const dependencies = await host.health();
-    if (Object.keys(dependencies).length === 0) return { status: 'ok' };
-    const ok = Object.values(dependencies).every(Boolean);
-    return reply.code(ok ? 200 : 503).send({ status: ok ? 'ok' : 'degraded', ...(host.instanceId ? { instance: host.instanceId } : {}), dependencies });
-  });
+  registerHealthRoutes(app, container.resolve<RunHost>(TOKENS.RunHost), container.resolve(Readiness));
   await registerAuthRoutes(app, config, container.resolve<Logger>(TOKENS.Logger), store);
   registerRestRoutes(app, container.resolve(HistoryService), container.resolve(SessionFiles));
   registerAgUiRoutes(app, sessions, container.resolve<Store>(TOKENS.Store), config.limits);
