@@ -1,6 +1,7 @@
 import type { RunHost } from '../hosting/run-host.ts';
 import { existsSync } from 'node:fs';
 import fastifyCookie from '@fastify/cookie';
+import fastifyHelmet from '@fastify/helmet';
 import fastifyRateLimit from '@fastify/rate-limit';
 import fastifyStatic from '@fastify/static';
 import fastifyWebsocket from '@fastify/websocket';
@@ -19,6 +20,7 @@ import { z } from 'zod';
 import { checkAccess, chooseSubprotocol, METRICS_ROUTE, PUBLIC_ROUTE, type RouteAccess } from './access.ts';
 import { registerAuthRoutes } from './auth-routes.ts';
 import { registerHealthRoutes } from './health-routes.ts';
+import { SECURITY_HEADERS, webAppFiles } from './http-policy.ts';
 import { Readiness } from '../hosting/readiness.ts';
 import type { Logger } from '../logger.ts';
 import { registerAgUiRoutes } from './ag-ui/route.ts';
@@ -52,6 +54,8 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
       await new Promise<void>((resolve) => this.websocketServer.close(() => resolve()));
     },
   });
+  // A CSP, no framing, no referrer and the other security headers, on every response.
+  await app.register(fastifyHelmet, SECURITY_HEADERS);
   // The sign-in cookie is read (and its signature checked with SESSION_SECRET) before the access check.
   await app.register(fastifyCookie, config.auth.mode === 'oidc' ? { secret: config.auth.sessionSecret } : {});
   app.decorateRequest('user', undefined);
@@ -86,7 +90,7 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
     });
     const staticDir = config.transport.staticDir;
     if (staticDir && existsSync(staticDir)) {
-      await webApp.register(fastifyStatic, { root: staticDir, prefix: '/', wildcard: false, index: ['index.html'] });
+      await webApp.register(fastifyStatic, webAppFiles(staticDir));
     } else {
       webApp.get('/', (_request, reply) => reply.type('text/html').send(PLACEHOLDER_PAGE));
     }
