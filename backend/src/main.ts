@@ -1,9 +1,26 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { configFromEnv, type RunningServer, startServer } from './app.ts';
+import { parseCommand } from './cli.ts';
 import type { Config } from './config/config.ts';
 import { StepwiseError } from './errors.ts';
 
 async function main(): Promise<void> {
+  const command = parseCommand(process.argv.slice(2));
+  switch (command.kind) {
+    case 'print':
+      process.stdout.write(command.text);
+      return;
+    case 'usage_error':
+      console.error(`stepwise: ${command.message}`);
+      process.exit(2);
+      return;
+    case 'serve':
+      break;
+    default: {
+      const unknown: never = command;
+      throw new Error(`Unknown command ${JSON.stringify(unknown)}`);
+    }
+  }
   let config: Config;
   try {
     config = configFromEnv(process.env);

@@ -2,6 +2,7 @@ import { type ApprovalRule, parseApprovalRules } from '../tools/approval.ts';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ConfigError } from '../errors.ts';
+import { HttpEntry, PriceEntry, PURPOSE_GLOB, RouteEntry, SERVER_NAME, StdioEntry } from './config-file-schema.ts';
 
 /** One MCP server, as Stepwise starts or reaches it. */
 export type McpServerConfig =
@@ -33,40 +34,9 @@ export interface ConfigFile {
   prices: Record<string, ModelPrice>;
 }
 
-/** Server names become tool-name prefixes, which models accept only from this alphabet. */
-const SERVER_NAME = /^[A-Za-z0-9_-]{1,48}$/;
-
-const strings = z.record(z.string(), z.string());
-
-// Other MCP clients put extra keys in these entries (alwaysAllow, autoApprove, …); they are ignored,
-// so an entry can be pasted in as it is.
-const StdioEntry = z.looseObject({
-  type: z.literal('stdio').optional(),
-  command: z.string().trim().min(1, 'must not be empty'),
-  args: z.array(z.string()).default([]),
-  env: strings.default({}),
-  cwd: z.string().optional(),
-  disabled: z.boolean().optional(),
-});
-
-const HttpEntry = z.looseObject({
-  type: z.enum(['http', 'streamable-http', 'streamableHttp', 'sse']).optional(),
-  url: z.string().trim(),
-  headers: strings.default({}),
-  disabled: z.boolean().optional(),
-});
-
 const FileSchema = z.looseObject({
   mcpServers: z.record(z.string(), z.unknown()).default({}),
 });
-
-const PURPOSE_GLOB = /^[A-Za-z0-9_.*-]{1,100}$/;
-const RouteEntry = z.strictObject({
-  model: z.string().trim().min(1, 'must not be empty'),
-  params: z.record(z.string(), z.unknown()).default({}),
-});
-const price = z.number().finite().min(0, 'must not be negative');
-const PriceEntry = z.strictObject({ input: price, cached_input: price.optional(), output: price });
 
 /**
  * Reads the config file. A missing file at the default path means "no servers"; a missing file

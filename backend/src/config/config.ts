@@ -474,6 +474,9 @@ export type AuthConfig =
       adminEmails: string[];
     };
 
+/** Every environment variable the server reads, by name. */
+export const ENVIRONMENT_VARIABLES: readonly string[] = Object.keys(EnvSchema.shape);
+
 /** Reads and validates the settings; throws one ConfigError naming the first bad variable. */
 export function loadConfig(env: Record<string, string | undefined>, defaults: { promptsDir: string }): Config {
   // An empty variable means "not set", as in most shells' `VAR= command`.
