@@ -3,7 +3,8 @@ import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import { pino, type Logger as PinoLogger } from 'pino';
 import type { DependencyContainer } from 'tsyringe';
-import { type Config, loadConfig } from './config/config.ts';
+import { type Config, exposureProblem, loadConfig } from './config/config.ts';
+import { ConfigError } from './errors.ts';
 import { loadConfigFile } from './config/config-file.ts';
 import { SessionManager } from './chat/session-manager.ts';
 import type { RunHost } from './hosting/run-host.ts';
@@ -65,6 +66,8 @@ export async function startServer(options: {
   configure?: (container: DependencyContainer) => void;
 }): Promise<RunningServer> {
   const { config } = options;
+  const exposed = exposureProblem(config);
+  if (exposed) throw new ConfigError(exposed);
   const logger = options.logger ?? pino({ level: config.logLevel });
   const store = options.store ?? (await openStore(config, logger));
   // Tracing loads its SDK only when it is on; its last spans are sent after everything else has closed.

@@ -44,12 +44,6 @@ async function main(): Promise<void> {
       ? 'the offline demo model'
       : `${config.llm.model} at ${config.llm.azure?.endpoint ?? config.llm.baseUrl ?? 'api.openai.com'}`;
   app.log.info(`Stepwise is ready at ${url} (model: ${model})`);
-  if (config.auth.mode === 'none' && !/^(127\.|localhost$|::1$|\[::1\]$)/.test(config.host)) {
-    app.log.warn(
-      `Listening on ${config.host} without sign-in (AUTH_MODE=none): only this machine is let in. Set AUTH_TOKEN, or AUTH_MODE=oidc or header, to let others in.`,
-    );
-  }
-
   // A shutdown first drains: the readiness probe fails at once and the server goes on serving for
   // SHUTDOWN_DRAIN_MS (a second signal cuts that short), then its runs are handed over or stopped,
   // still serving (the liveness probe stays 200); then everything closes and the process exits.

@@ -682,6 +682,18 @@ function authConfig(e: z.infer<typeof EnvSchema>): AuthConfig {
   }
 }
 
+/**
+ * Why the server must not start as configured: listening beyond loopback (HOST=0.0.0.0 in a
+ * container, a LAN address) with nobody signing in would leave every client but this machine's
+ * refused, which is never what the operator meant; undefined when it may start.
+ */
+export function exposureProblem(config: Pick<Config, 'host' | 'auth'>): string | undefined {
+  // An IPv6 address is written bare in HOST (::1) and in brackets in a URL's host name ([::1]).
+  const name = config.host.includes(':') && !config.host.startsWith('[') ? `[${config.host}]` : config.host;
+  if (config.auth.mode !== 'none' || isLoopbackHostName(name)) return undefined;
+  return `HOST=${config.host} listens beyond this machine, but nobody signs in (AUTH_MODE=none). Set AUTH_TOKEN (a shared token, at least 16 characters), or AUTH_MODE=oidc or header to have people sign in, or HOST=127.0.0.1 to keep it to this machine.`;
+}
+
 /** Whether a URL's host name is this machine: localhost (and names under it), 127.0.0.0/8, ::1. */
 function isLoopbackHostName(hostname: string): boolean {
   const name = hostname.toLowerCase().replace(/\.$/, '');
