@@ -21,7 +21,7 @@ try {
   console.error(`Could not compile the server: ${error.message}`);
   process.exit(1);
 }
-const server = spawn(process.execPath, [bundle], { stdio: 'inherit', cwd: root });
+const server = spawn(process.execPath, [bundle, ...process.argv.slice(2)], { stdio: 'inherit', cwd: root });
 let stopSignal;
 for (const signal of ['SIGINT', 'SIGTERM']) {
   process.on(signal, () => {

@@ -3,10 +3,12 @@ import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import { pino, type Logger as PinoLogger } from 'pino';
 import type { DependencyContainer } from 'tsyringe';
-import { type Config, loadConfig } from './config/config.ts';
+import { type Config, exposureProblem, loadConfig } from './config/config.ts';
+import { ConfigError } from './errors.ts';
 import { loadConfigFile } from './config/config-file.ts';
 import { SessionManager } from './chat/session-manager.ts';
 import type { RunHost } from './hosting/run-host.ts';
+import { Readiness } from './hosting/readiness.ts';
 import { buildContainer } from './container.ts';
 import { ModelHealthMonitor } from './llm/model-health.ts';
 import { McpManager } from './mcp/mcp-manager.ts';
@@ -48,6 +50,11 @@ export interface RunningServer {
   container: DependencyContainer;
   /** The http URL the server listens on, e.g. http://127.0.0.1:8787. */
   url: string;
+  /**
+   * The first half of a shutdown: the readiness probe fails from now on, then (after `until`)
+   * the runs are handed over or stopped, while the server still answers, the liveness probe too.
+   */
+  drain(until?: Promise<unknown>): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -60,6 +67,8 @@ export async function startServer(options: {
   configure?: (container: DependencyContainer) => void;
 }): Promise<RunningServer> {
   const { config } = options;
+  const exposed = exposureProblem(config);
+  if (exposed) throw new ConfigError(exposed);
   const logger = options.logger ?? pino({ level: config.logLevel });
   const store = options.store ?? (await openStore(config, logger));
   // Tracing loads its SDK only when it is on; its last spans are sent after everything else has closed.
@@ -99,5 +108,11 @@ export async function startServer(options: {
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-  return { app, container, url: `http://${host}:${port}`, close: () => app.close() };
+  const readiness = container.resolve(Readiness);
+  const drain = async (until?: Promise<unknown>) => {
+    readiness.drain();
+    await until;
+    await sessions.stopAll('shutdown');
+  };
+  return { app, container, url: `http://${host}:${port}`, drain, close: () => app.close() };
 }

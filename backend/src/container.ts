@@ -25,6 +25,7 @@ import { HandlebarsPromptProvider } from './prompts/handlebars-prompt-provider.t
 import type { Store } from './store/store.ts';
 import { SqlStore } from './store/sql-store.ts';
 import { InProcessRunHost, type RunHost } from './hosting/run-host.ts';
+import { Readiness } from './hosting/readiness.ts';
 import { TOKENS } from './tokens.ts';
 import { calculatorTool } from './tools/calculator-tool.ts';
 import { createCurrentTimeTool } from './tools/current-time-tool.ts';
@@ -134,6 +135,8 @@ export function buildContainer(
   container.registerSingleton(SessionManager);
   container.registerSingleton(ConnectionHandler);
   container.registerSingleton(HistoryService);
+  // Whether this process takes new work (the readiness probe); shutdown turns it off first.
+  container.register(Readiness, { useValue: new Readiness() });
   configure?.(container);
   return container;
 }

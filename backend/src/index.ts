@@ -41,7 +41,9 @@ export { findLastJsonObject, ObserveControl, parseControlBlock, ReasonControl } 
 export type { EventSink } from './agent/event-sink.ts';
 export { type AnyStrategy, defineStrategy, type Run, type RunInput, type RunSuccess, type StrategyDefinition } from './agent/strategy.ts';
 export { parseClientMessage } from './chat/connection-handler.ts';
-export { type Config, loadConfig, needsStrictAlternation } from './config/config.ts';
+export { type Config, ENVIRONMENT_VARIABLES, exposureProblem, loadConfig, needsStrictAlternation } from './config/config.ts';
+export { ConfigFileDocument, configFileJsonSchema } from './config/config-file-schema.ts';
+export { parseCommand, usage, version } from './cli.ts';
 export { buildContainer } from './container.ts';
 export * from './errors.ts';
 export { DemoLlmClient } from './llm/demo-llm-client.ts';

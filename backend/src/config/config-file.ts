@@ -2,6 +2,17 @@ import { type ApprovalRule, parseApprovalRules } from '../tools/approval.ts';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ConfigError } from '../errors.ts';
+import {
+  ENDPOINT_NAME,
+  EndpointEntry,
+  HttpEntry,
+  PriceEntry,
+  PURPOSE_GLOB,
+  type RouteEntry,
+  RouteValue,
+  SERVER_NAME,
+  StdioEntry,
+} from './config-file-schema.ts';
 
 /** One MCP server, as Stepwise starts or reaches it. */
 export type McpServerConfig =
@@ -53,53 +64,9 @@ export interface ConfigFile {
   prices: Record<string, ModelPrice>;
 }
 
-/** Server names become tool-name prefixes, which models accept only from this alphabet. */
-const SERVER_NAME = /^[A-Za-z0-9_-]{1,48}$/;
-
-const strings = z.record(z.string(), z.string());
-
-// Other MCP clients put extra keys in these entries (alwaysAllow, autoApprove, …); they are ignored,
-// so an entry can be pasted in as it is.
-const StdioEntry = z.looseObject({
-  type: z.literal('stdio').optional(),
-  command: z.string().trim().min(1, 'must not be empty'),
-  args: z.array(z.string()).default([]),
-  env: strings.default({}),
-  cwd: z.string().optional(),
-  disabled: z.boolean().optional(),
-});
-
-const HttpEntry = z.looseObject({
-  type: z.enum(['http', 'streamable-http', 'streamableHttp', 'sse']).optional(),
-  url: z.string().trim(),
-  headers: strings.default({}),
-  disabled: z.boolean().optional(),
-});
-
 const FileSchema = z.looseObject({
   mcpServers: z.record(z.string(), z.unknown()).default({}),
 });
-
-const PURPOSE_GLOB = /^[A-Za-z0-9_.*-]{1,100}$/;
-const RouteEntry = z.strictObject({
-  model: z.string().trim().min(1, 'must not be empty'),
-  endpoint: z.string().trim().min(1).optional(),
-  params: z.record(z.string(), z.unknown()).default({}),
-  vision: z.boolean().optional(),
-});
-/** A route: one model (`"gpt-4.1"`, `"ollama:llama3.1"`, or an object), or a list of them, the first preferred. */
-const RouteValue = z.union([
-  z.string().trim().min(1, 'must not be empty'),
-  RouteEntry,
-  z.array(z.union([z.string().trim().min(1), RouteEntry])).min(1, 'must name a model'),
-]);
-const ENDPOINT_NAME = /^[A-Za-z0-9_-]{1,48}$/;
-const EndpointEntry = z.union([
-  z.strictObject({ base_url: z.url({ protocol: /^https?$/ }), api_key: z.string().optional() }),
-  z.strictObject({ azure_endpoint: z.url({ protocol: /^https$/ }), api_key: z.string().optional(), api_version: z.string().optional() }),
-]);
-const price = z.number().finite().min(0, 'must not be negative');
-const PriceEntry = z.strictObject({ input: price, cached_input: price.optional(), output: price });
 
 /**
  * Reads the config file. A missing file at the default path means "no servers"; a missing file

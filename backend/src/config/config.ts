@@ -234,6 +234,7 @@ const EnvSchema = z.object({
   SOCKET_BATCH_MS: integer(0).default(10),
   CHAT_TIMEOUT_MS: integer(1).default(10 * 60_000),
   SHUTDOWN_TIMEOUT_MS: integer(1).default(5_000),
+  SHUTDOWN_DRAIN_MS: integer(0).default(0),
   AGENT_RUN_TIMEOUT_MS: integer(1).default(15 * 60_000),
   AGENT_RUN_TOKEN_BUDGET: integer(0).default(0),
   AGENT_RUN_COST_BUDGET_USD: z
@@ -470,6 +471,11 @@ export interface Config {
   resumeInterruptedRuns: boolean;
   /** How long a SIGTERM may take to stop runs and close everything before the process exits anyway. */
   shutdownTimeoutMs: number;
+  /**
+   * How long, after SIGTERM, the server goes on serving with its readiness probe failing before its
+   * runs are handed over or stopped, so that a load balancer stops sending it work first.
+   */
+  shutdownDrainMs: number;
   logLevel: string;
   /** OpenTelemetry tracing; undefined when off. */
   tracing: TracingConfig | undefined;
@@ -505,6 +511,9 @@ export type AuthConfig =
       /** AUTH_ADMIN_USERS with an @: emails, matched without case against the email header. */
       adminEmails: string[];
     };
+
+/** Every environment variable the server reads, by name. */
+export const ENVIRONMENT_VARIABLES: readonly string[] = Object.keys(EnvSchema.shape);
 
 /** Reads and validates the settings; throws one ConfigError naming the first bad variable. */
 export function loadConfig(env: Record<string, string | undefined>, defaults: { promptsDir: string }): Config {
@@ -657,6 +666,7 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
     sessionUnusedTtlMs: e.SESSION_UNUSED_TTL_MS,
     resumeInterruptedRuns: e.RESUME_INTERRUPTED_RUNS,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    shutdownDrainMs: e.SHUTDOWN_DRAIN_MS,
     logLevel: e.LOG_LEVEL,
     tracing: tracingConfig(e),
     traceUrlTemplate: e.TRACE_URL_TEMPLATE?.replaceAll('%7Btrace_id%7D', '{trace_id}'),
@@ -717,6 +727,18 @@ function authConfig(e: z.infer<typeof EnvSchema>): AuthConfig {
       };
     }
   }
+}
+
+/**
+ * Why the server must not start as configured: listening beyond loopback (HOST=0.0.0.0 in a
+ * container, a LAN address) with nobody signing in would leave every client but this machine's
+ * refused, which is never what the operator meant; undefined when it may start.
+ */
+export function exposureProblem(config: Pick<Config, 'host' | 'auth'>): string | undefined {
+  // An IPv6 address is written bare in HOST (::1) and in brackets in a URL's host name ([::1]).
+  const name = config.host.includes(':') && !config.host.startsWith('[') ? `[${config.host}]` : config.host;
+  if (config.auth.mode !== 'none' || isLoopbackHostName(name)) return undefined;
+  return `HOST=${config.host} listens beyond this machine, but nobody signs in (AUTH_MODE=none). Set AUTH_TOKEN (a shared token, at least 16 characters), or AUTH_MODE=oidc or header to have people sign in, or HOST=127.0.0.1 to keep it to this machine.`;
 }
 
 /** Whether a URL's host name is this machine: localhost (and names under it), 127.0.0.0/8, ::1. */

@@ -13,7 +13,8 @@ export interface ApprovalRule {
   policy: ApprovalPolicy;
 }
 
-const TOOL_GLOB = /^[A-Za-z0-9_.*-]{1,200}$/;
+/** A glob over tool names: `files__*`, `calculator`. */
+export const TOOL_GLOB = /^[A-Za-z0-9_.*-]{1,200}$/;
 
 /** Parses the config file's `approval` object; throws with what is wrong. */
 export function parseApprovalRules(value: unknown, where: string): ApprovalRule[] {

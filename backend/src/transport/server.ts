@@ -1,6 +1,7 @@
 import type { RunHost } from '../hosting/run-host.ts';
 import { existsSync } from 'node:fs';
 import fastifyCookie from '@fastify/cookie';
+import fastifyHelmet from '@fastify/helmet';
 import fastifyRateLimit from '@fastify/rate-limit';
 import fastifyStatic from '@fastify/static';
 import fastifyWebsocket from '@fastify/websocket';
@@ -18,6 +19,9 @@ import { Metrics } from '../metrics/metrics.ts';
 import { z } from 'zod';
 import { checkAccess, chooseSubprotocol, METRICS_ROUTE, PUBLIC_ROUTE, type RouteAccess } from './access.ts';
 import { registerAuthRoutes } from './auth-routes.ts';
+import { registerHealthRoutes } from './health-routes.ts';
+import { SECURITY_HEADERS, webAppFiles } from './http-policy.ts';
+import { Readiness } from '../hosting/readiness.ts';
 import type { Logger } from '../logger.ts';
 import { registerAgUiRoutes } from './ag-ui/route.ts';
 import { registerOpenApi } from './openapi.ts';
@@ -66,6 +70,8 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
       await new Promise<void>((resolve) => this.websocketServer.close(() => resolve()));
     },
   });
+  // A CSP, no framing, no referrer and the other security headers, on every response.
+  await app.register(fastifyHelmet, SECURITY_HEADERS);
   // The sign-in cookie is read (and its signature checked with SESSION_SECRET) before the access check.
   await app.register(fastifyCookie, config.auth.mode === 'oidc' ? { secret: config.auth.sessionSecret } : {});
   app.decorateRequest('user', undefined);
@@ -105,29 +111,13 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
     });
     const staticDir = config.transport.staticDir;
     if (staticDir && existsSync(staticDir)) {
-      await webApp.register(fastifyStatic, { root: staticDir, prefix: '/', wildcard: false, index: ['index.html'] });
+      await webApp.register(fastifyStatic, webAppFiles(staticDir));
     } else {
       webApp.get('/', (_request, reply) => reply.type('text/html').send(PLACEHOLDER_PAGE));
     }
   });
 
-  // With several instances it also says which shared dependencies answer (503 while one does not).
-  const host = container.resolve<RunHost>(TOKENS.RunHost);
-  const healthSchema = {
-    tags: ['meta'],
-    summary: 'Whether the server (and, with several instances or Restate, what it depends on) answers; open to anyone',
-    security: [],
-    response: {
-      200: z.object({ status: z.enum(['ok', 'degraded']), instance: z.string().optional(), dependencies: z.record(z.string(), z.boolean()).optional() }),
-      503: z.object({ status: z.literal('degraded'), instance: z.string().optional(), dependencies: z.record(z.string(), z.boolean()) }),
-    },
-  };
-  app.get('/api/health', { config: { ...PUBLIC_ROUTE.config, health: true }, schema: healthSchema }, async (_request, reply) => {
-    const dependencies = await host.health();
-    if (Object.keys(dependencies).length === 0) return { status: 'ok' };
-    const ok = Object.values(dependencies).every(Boolean);
-    return reply.code(ok ? 200 : 503).send({ status: ok ? 'ok' : 'degraded', ...(host.instanceId ? { instance: host.instanceId } : {}), dependencies });
-  });
+  registerHealthRoutes(app, container.resolve<RunHost>(TOKENS.RunHost), container.resolve(Readiness));
   await registerAuthRoutes(app, config, container.resolve<Logger>(TOKENS.Logger), store);
   const eventPages = new WorkBudgets(config.limits.eventsBytesPerMinute, EVENT_PAGES_IN_FLIGHT);
   const uploads = new InProgressPerClient(config.limits.uploadsPerClient);

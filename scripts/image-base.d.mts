@@ -1,0 +1,2 @@
+export const LOCAL_BASE_IMAGE: string;
+export function makeBaseImage(image?: string, buildah?: readonly string[]): Promise<string>;
