@@ -119,8 +119,12 @@ describe('endpoint failures', () => {
     // The reply after them was never asked for by that call.
     expect((await model.complete({ purpose: 'chat', messages: [{ role: 'user', content: 'Hi' }], signal })).text).toBe('never asked for');
 
-    // A gateway's 503 is retried as before.
-    llm.enqueue({ status: 503 }, { text: 'Back.' });
+    // A gateway's or an overloaded server's 503 is retried as before, however often it says the same.
+    llm.enqueue(
+      { status: 503, errorMessage: 'The engine is currently overloaded' },
+      { status: 503, errorMessage: 'The engine is currently overloaded' },
+      { text: 'Back.' },
+    );
     expect((await model.complete({ purpose: 'chat', messages: [{ role: 'user', content: 'Hi' }], signal })).text).toBe('Back.');
   });
 

@@ -29,6 +29,9 @@ export function unresolvedAnswer(summary: string, body = ''): string {
  * `unresolved` with a one-sentence summary, never as a success. Other endings are kept as they are
  * (a marker is removed from the answer whatever the ending).
  */
+/** What the model wire writes at the end of text cut at the model's output limit (llm/openai-llm-client.ts). */
+export const CUT_AT_LIMIT_NOTE = "[The reply was cut at the model's output limit]";
+
 export function groundedEnding(success: RunSuccess, failures: readonly FailedCall[]): RunSuccess {
   const marked = readMarker(success.answer);
   if (marked) {
@@ -36,6 +39,10 @@ export function groundedEnding(success: RunSuccess, failures: readonly FailedCal
     return { ...success, answer: marked.answer, reason: 'unresolved', summary: marked.summary };
   }
   if (!SUCCESS_REASONS.has(success.reason)) return success;
+  // An answer the model's output limit cut (the wire marks it) is no whole answer, in any strategy.
+  if (success.answer.includes(CUT_AT_LIMIT_NOTE)) {
+    return { ...success, reason: 'unresolved', summary: "The answer was cut at the model's output limit before it was complete." };
+  }
   const quoted = failures.find((failure) => quotes(success.answer, failure.error));
   if (!quoted) return success;
   return { ...success, reason: 'unresolved', summary: oneSentence(`The answer rests on a failed ${spoken(quoted.tool)} call: ${quoted.error}`) };

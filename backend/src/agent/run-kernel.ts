@@ -424,6 +424,8 @@ function observedModel(
               const spent = spending.add(request.purpose, llm.modelName, { text: '', toolCalls: [], ...error.spent });
               hold?.release();
               if (spent) await run.onSpent(spent, request.nodeId);
+              // Past the token budget with them, the run ends so rather than asking again.
+              checkBudget();
             }
             throw error;
           }

@@ -133,7 +133,8 @@ async function runOrdinary(
       receipt.status = 'completed';
       return { call, content: error, summary: summarize(`${call.name}(${JSON.stringify(args)})`, error) };
     }
-    if (decision.remember === 'run') remembered.set(call.name, decision.replayedFromPast === true);
+    // An approval of this run's own is never narrowed by one replayed from the past (parallel branches).
+    if (decision.remember === 'run' && remembered.get(call.name) !== false) remembered.set(call.name, decision.replayedFromPast === true);
     if (decision.arguments) {
       args = decision.arguments;
       call = { ...call, arguments: JSON.stringify(args) };

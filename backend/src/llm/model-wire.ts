@@ -131,9 +131,9 @@ export function guardedFetch(dispatcher: Dispatcher, limits: BodyLimits): typeof
 /**
  * A 5xx whose body says the request itself cannot be served (its chat template refused it, it
  * does not fit the context) fails the same way every time: the SDK is told not to retry it
- * (`x-should-retry: false`, which it honours), as it is when the same request got the same 5xx
- * words before. A 502, 503 or 504 from a gateway, or a 5xx that says something new, is retried
- * as before. The error body (at most 64 KiB) is read here, once, and handed to the SDK as text.
+ * (`x-should-retry: false`, which it honours), as it is when the same request got the same 500
+ * words before. A 502, 503 or 504 (a gateway, an overloaded server) is retried as before, however
+ * often it says the same. The error body (at most 64 KiB) is read here, once, and handed to the SDK as text.
  */
 async function withRetryVerdict(
   wire: WireResponse,
@@ -145,12 +145,18 @@ async function withRetryVerdict(
   const key = typeof body === 'object' ? body : undefined;
   const repeated = key !== undefined && words !== '' && lastFailures.get(key) === words;
   if (key && words) lastFailures.set(key, words);
+  // A gateway's or an overloaded server's answer says the same every time and is worth the retries.
   const gateway = wire.status === 502 || wire.status === 503 || wire.status === 504;
-  const final = repeated || (!gateway && DETERMINISTIC_FAILURE.test(words));
+  const refused = !gateway && DETERMINISTIC_FAILURE.test(words);
   const headers = new Headers(wire.headers);
-  if (final) headers.set('x-should-retry', 'false');
+  if (refused || (repeated && !gateway)) headers.set('x-should-retry', 'false');
+  // Only a refusal of this very request says nothing of the endpoint's health (see toModelError).
+  if (refused) headers.set(REQUEST_REFUSED_HEADER, '1');
   return new ReadErrorResponse(wire.url, wire.status, wire.statusText, headers, text);
 }
+
+/** Set on a 5xx the wire judged a refusal of the request itself (not of the endpoint's health). */
+export const REQUEST_REFUSED_HEADER = 'x-stepwise-request-refused';
 
 /** Words of a 5xx that no retry changes: a template that refuses the conversation, a request too large, a parse failure. */
 const DETERMINISTIC_FAILURE =

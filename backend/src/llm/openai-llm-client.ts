@@ -11,7 +11,7 @@ import { endWithTurn, ensureAlternation, refusesTurnOrder } from './alternation.
 import type { CompletionRequest, CompletionResult, LlmClient, OutputSchema, TokenUsage } from './llm-client.ts';
 import { costOf, roundUsd } from './model-prices.ts';
 import { checkVision, type ModelChoice, modelChain } from './model-routes.ts';
-import { createModelWire, endpointOf, safeEndpoint, seconds } from './model-wire.ts';
+import { createModelWire, endpointOf, REQUEST_REFUSED_HEADER, safeEndpoint, seconds } from './model-wire.ts';
 import { completionAsChunk, ReplyAssembler } from './reply-assembler.ts';
 import { BodyBuffers, encodeRequest, requestObject } from './request-body.ts';
 import { askForJson, parseReply, reAsk, responseFormat } from './structured-output.ts';
@@ -476,7 +476,7 @@ export function toModelError(error: unknown, where: EndpointNames): ModelError {
     const said = (status >= 300 && status < 400) || status === 401 || status === 403 ? '' : shownWords(words);
     // A refusal of this request (a 4xx but auth, quota and a wrong path, or a 5xx the wire found
     // deterministic) says nothing of the endpoint's health; the next request may well go through.
-    const aboutRequest = status === 400 || status === 413 || status === 422 || (status >= 500 && error.headers?.get('x-should-retry') === 'false');
+    const aboutRequest = status === 400 || status === 413 || status === 422 || (status >= 500 && error.headers?.get(REQUEST_REFUSED_HEADER) === '1');
     return new ModelError(`The model endpoint answered ${status}: ${statusAdvice(status, error.headers, where)}${said ? `. It said: "${said}"` : ''}`, {
       status,
       cause: error,
@@ -562,8 +562,9 @@ export function shownWords(words: string): string {
   if (words === 'status code (no body)') return '';
   const line = words
     // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is removed here
-    .replace(/[\u0000-\u001f\u007f-\u009f]+/g, ' ')
-    .replace(/\b(sk|pk|rk)-[A-Za-z0-9_-]{8,}/g, '[redacted]')
+    .replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]+/g, ' ')
+    .replace(/\b(sk|pk|rk|xai)-[A-Za-z0-9_-]{8,}/g, '[redacted]')
+    .replace(/\b(AIza[0-9A-Za-z_-]{20,}|gsk_[A-Za-z0-9]{16,}|hf_[A-Za-z0-9]{16,}|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_.-]+|[0-9a-f]{32,})\b/gi, '[redacted]')
     .replace(/\bBearer\s+\S+/gi, 'Bearer [redacted]')
     .replace(/\s+/g, ' ')
     .trim();

@@ -68,7 +68,8 @@ export class ReplyAssembler {
    * parse: the limit may have fallen inside them.
    */
   result(): { text: string; toolCalls: LlmToolCall[]; refusal: string } {
-    const last = Math.max(-1, ...this.calls.keys());
+    let last = -1;
+    if (this.cutAtLimit) for (const index of this.calls.keys()) last = Math.max(last, index);
     const toolCalls = [...this.calls.entries()]
       .filter(([index, call]) => !call.cut && !(this.cutAtLimit && (index === last || !parsesAsObject(call.arguments))))
       .sort(([a], [b]) => a - b)

@@ -21,8 +21,37 @@ export function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output' = 'output
 export function responseFormat(output: OutputSchema<unknown>) {
   return {
     type: 'json_schema' as const,
-    json_schema: { name: output.name, strict: true, schema: grammarSafe(jsonSchemaOf(output.zod)) },
+    json_schema: { name: output.name, strict: true, schema: strictSchema(jsonSchemaOf(output.zod)) },
   };
+}
+
+const strictSchemas = new WeakMap<object, Record<string, unknown>>();
+
+/**
+ * A data schema as strict structured output takes it: within grammar limits, and without string
+ * length bounds, which OpenAI's strict mode does not permit (array bounds it does). The validator
+ * still applies them, and a reply past one gets the re-ask.
+ */
+function strictSchema(schema: Record<string, unknown>): Record<string, unknown> {
+  let strict = strictSchemas.get(schema);
+  if (!strict) {
+    strict = withoutKeys(grammarSafe(schema), new Set(['minLength', 'maxLength']), 0) as Record<string, unknown>;
+    strictSchemas.set(schema, strict);
+  }
+  return strict;
+}
+
+function withoutKeys(node: unknown, keys: ReadonlySet<string>, depth: number): unknown {
+  if (depth > 64) return node;
+  if (Array.isArray(node)) return node.map((item) => withoutKeys(item, keys, depth + 1));
+  if (typeof node !== 'object' || node === null) return node;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(node)) {
+    // A property named like a keyword (`properties.maxLength`) is kept: only keywords go.
+    if (keys.has(key) && typeof value === 'number') continue;
+    out[key] = withoutKeys(value, keys, depth + 1);
+  }
+  return out;
 }
 
 /**

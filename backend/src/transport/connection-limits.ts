@@ -65,6 +65,14 @@ export class SocketsPerClient {
  * cannot hold every file descriptor. The addresses of trusted proxies (TRUSTED_PROXIES) are not
  * capped: everyone comes through them, and each user's share is counted once they are known.
  */
+/** Connections refused over MAX_CONNECTIONS_PER_ADDRESS: no request they carry is handled. */
+const refused = new WeakSet<Socket>();
+
+/** Whether a request came on a connection refused for its address's count (its 429 is already written). */
+export function refusedConnection(socket: Socket): boolean {
+  return refused.has(socket);
+}
+
 export class ConnectionsPerAddress {
   private readonly open = new Map<string, number>();
 
@@ -86,6 +94,8 @@ export class ConnectionsPerAddress {
       const body = JSON.stringify({
         error: { code: 'too_many_connections', message: `At most ${this.limit} connections per address (MAX_CONNECTIONS_PER_ADDRESS)` },
       });
+      // The HTTP server still parses what the client sent with it: the first hook drops that request (refusedConnection).
+      refused.add(socket);
       socket.end(
         `HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
       );

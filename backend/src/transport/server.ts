@@ -25,7 +25,7 @@ import { Readiness } from '../hosting/readiness.ts';
 import type { Logger } from '../logger.ts';
 import { registerAgUiRoutes } from './ag-ui/route.ts';
 import { registerOpenApi } from './openapi.ts';
-import { clientOf, ConnectionsPerAddress, InProgressPerClient, SocketsPerClient } from './connection-limits.ts';
+import { clientOf, ConnectionsPerAddress, InProgressPerClient, refusedConnection, SocketsPerClient } from './connection-limits.ts';
 import { TrustedProxies } from '../auth/identify.ts';
 import { EVENT_PAGES_IN_FLIGHT, registerRestRoutes } from './rest-routes.ts';
 import { WorkBudgets } from '../limits/work-budgets.ts';
@@ -60,6 +60,11 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
   });
   const proxies = new TrustedProxies(config.limits.trustedProxies);
   new ConnectionsPerAddress(config.limits.connectionsPerAddress, (address) => proxies.trusts(address)).watch(app.server);
+  // A request on a connection refused with 429 is dropped before any hook or route acts on it.
+  app.addHook('onRequest', async (request, reply) => {
+    // Its 429 is written and its end sent; the socket goes when the client closes it (or after a second).
+    if (refusedConnection(request.raw.socket)) reply.hijack();
+  });
 
   await app.register(fastifyWebsocket, {
     options: { maxPayload: config.transport.maxFrameBytes, handleProtocols: chooseSubprotocol },

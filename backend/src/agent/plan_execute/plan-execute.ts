@@ -11,6 +11,7 @@ import {
   MAX_REPLANS,
   namesMissingPrerequisite,
   PlanSchema,
+  ReplanSchema,
   planStatus,
   planSteps,
   quoteStart,
@@ -133,7 +134,7 @@ async function askPlan<K extends 'plan' | 'replan'>(run: PlanRun, purpose: strin
   try {
     const { parsed } = await run.llm.complete({
       purpose,
-      schema: { name: 'plan', zod: PlanSchema },
+      schema: { name: 'plan', zod: template === 'replan' ? ReplanSchema : PlanSchema },
       messages: conversation(system, run, []),
       signal: run.control.signal,
       variables,
@@ -293,7 +294,7 @@ async function maybeReplan(run: PlanRun, state: State, step: StepState): Promise
     trigger,
     reason,
   });
-  const fresh = planSteps(reply, input.toolNames, kept.length + 1);
+  const fresh = planSteps(reply, input.toolNames, kept.length + 1, { replan: true });
   // Completed steps stay; everything after them is the new plan's, numbered on from them.
   for (const [at, each] of kept.entries()) each.index = at + 1;
   state.steps = [...kept, ...fresh.steps];

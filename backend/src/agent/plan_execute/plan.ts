@@ -2,20 +2,20 @@ import type { PlanStepStatus } from '@stepwise/shared-types';
 import { z } from 'zod';
 import { ModelError } from '../../errors.ts';
 
+const PlanStep = z.object({
+  goal: z.string().min(1),
+  primary_tools: z.array(z.string()),
+  success_criteria: z.string(),
+  context: z.string(),
+});
+
 /** The plan the model answers with (schema `plan` on the wire). */
 export const PlanSchema = z.object({
-  // At least one step with a goal, on the wire (minItems, minLength) as in the check: an empty plan is asked for again.
-  steps: z
-    .array(
-      z.object({
-        goal: z.string().min(1),
-        primary_tools: z.array(z.string()),
-        success_criteria: z.string(),
-        context: z.string(),
-      }),
-    )
-    .min(1),
+  // At least one step, on the wire (minItems) as in the check: an empty first plan is asked for again.
+  steps: z.array(PlanStep).min(1),
 });
+/** A re-plan (schema `plan` too): the steps left to do, which may be none ("nothing left"). */
+export const ReplanSchema = z.object({ steps: z.array(PlanStep) });
 export type PlanReply = z.infer<typeof PlanSchema>;
 
 /** The viability check's answer (schema `plan_viability`). */
@@ -84,9 +84,14 @@ export function quoteStart(text: string): string {
  * tools the run does not have are dropped from a step's primary tools with a note in its context.
  * Steps are numbered from `firstIndex`.
  */
-export function planSteps(reply: PlanReply, enabled: readonly string[], firstIndex: number): { steps: StepState[]; notes: string[] } {
-  // The schema asks for a step at least (and the endpoint is asked again without one); a plan that still has none is no plan.
-  if (reply.steps.length === 0) throw new ModelError("The model's plan has no step, so nothing could be done");
+export function planSteps(
+  reply: PlanReply,
+  enabled: readonly string[],
+  firstIndex: number,
+  { replan = false }: { replan?: boolean } = {},
+): { steps: StepState[]; notes: string[] } {
+  // A first plan has a step at least (its schema asks for one, and the endpoint is asked again without one); a re-plan may leave nothing to do.
+  if (reply.steps.length === 0 && !replan) throw new ModelError("The model's plan has no step, so nothing could be done");
   const bad = reply.steps.findIndex((step) => step.goal.trim() === '');
   if (bad !== -1) {
     throw new ModelError(`The model's plan is not valid (step ${bad + 1} has no goal): "${quoteStart(JSON.stringify(reply))}"`);

@@ -179,9 +179,9 @@ async function withRetry<T>(run: SolverRun, attempt: () => Promise<T>): Promise<
   }
 }
 
-/** The orchestrator's unusable answer is final: it is not retried. */
+/** The orchestrator's unusable answer, or a request the endpoint refused as such, is final: it is not retried. */
 function retryable(error: unknown): boolean {
-  return !(error instanceof ModelError && error.category === 'output');
+  return !(error instanceof ModelError && (error.category === 'output' || error.category === 'request'));
 }
 
 /** The stage's call: its system prompt, the input as the user's message; the problem solver may use tools first. */
