@@ -251,7 +251,7 @@ export class OpenAiLlmClient implements LlmClient {
     const head: Record<string, unknown> = {
       ...params,
       ...(output && structuredOutput ? { response_format: responseFormat(output) } : {}),
-      ...(request.maxTokens ? { max_tokens: request.maxTokens } : {}),
+      ...(request.maxTokens ? outputLimit(params, request.maxTokens, this.config) : {}),
       model,
     };
     // The params' tools go when the call has tools of its own, as the call's replace them.
@@ -372,6 +372,19 @@ export function fallsBack(error: unknown): boolean {
 
 /** A call as this adapter sends it: a max_tokens of its own when a reply cut at the output limit is asked for again. */
 type WireRequest = CompletionRequest<unknown> & { maxTokens?: number };
+
+/**
+ * The output limit of a re-ask after a reply cut at it: in the field the request's params already
+ * use (never lowered), else `max_completion_tokens` for OpenAI and Azure (their reasoning models
+ * refuse `max_tokens`) and `max_tokens` for other servers (llama.cpp, Ollama, vLLM read it).
+ */
+function outputLimit(params: Record<string, unknown>, tokens: number, config: Config): Record<string, number> {
+  const openAi = config.llm.azure !== undefined || !config.llm.baseUrl || /(^|\.)openai\.com(\/|$|:)/.test(new URL(config.llm.baseUrl).host);
+  const field =
+    'max_completion_tokens' in params ? 'max_completion_tokens' : 'max_tokens' in params ? 'max_tokens' : openAi ? 'max_completion_tokens' : 'max_tokens';
+  const given = Number(params[field]);
+  return { [field]: Number.isFinite(given) ? Math.max(given, tokens) : tokens };
+}
 
 /** What parsing a reply cut at the output limit gives: nothing, whatever it holds. */
 const CUT_AT_LIMIT = { ok: false, problem: "the reply was cut at the model's output limit" } as const;
