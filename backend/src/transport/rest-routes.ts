@@ -211,15 +211,7 @@ function registerFileRoutes(server: FastifyInstance, history: HistoryService, fi
     },
     async (request, reply) => {
       await history.requireSession(request.params.id, viewer(request), 'read');
-      const file = await files.openForDownload(request.params.id, request.params.name);
-      // Always a download, never rendered: an uploaded .html must not run in this origin.
-      return reply
-        .type('application/octet-stream')
-        .header('content-length', file.size)
-        .header('content-disposition', contentDisposition(file.name))
-        .header('x-content-type-options', 'nosniff')
-        .header('content-security-policy', "default-src 'none'; sandbox")
-        .send(file.stream);
+      return sendDownload(reply, await files.openForDownload(request.params.id, request.params.name));
     },
   );
   app.delete(
@@ -275,6 +267,17 @@ export function viewer(request: FastifyRequest): User {
 }
 
 /** An attachment header that survives any file name: an ASCII fallback and the UTF-8 original. */
+/** A session file as a download: always an attachment, never rendered (an uploaded .html must not run in this origin). */
+export function sendDownload(reply: FastifyReply, file: Awaited<ReturnType<SessionFiles['openForDownload']>>): FastifyReply {
+  return reply
+    .type('application/octet-stream')
+    .header('content-length', file.size)
+    .header('content-disposition', contentDisposition(file.name))
+    .header('x-content-type-options', 'nosniff')
+    .header('content-security-policy', "default-src 'none'; sandbox")
+    .send(file.stream);
+}
+
 export function contentDisposition(name: string): string {
   const fallback = name.replace(/[^\x20-\x7e]|["\\%]/g, '_');
   return `attachment; filename="${fallback}"; filename*=UTF-8''${encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)}`;

@@ -9,7 +9,7 @@ import { ChatShares } from '../chat/chat-shares.ts';
 import { SessionFiles } from '../files/session-files.ts';
 import type { RouteAccess } from './access.ts';
 import { errorResponses, SessionParams } from './openapi.ts';
-import { contentDisposition, viewer } from './rest-routes.ts';
+import { contentDisposition, sendDownload, viewer } from './rest-routes.ts';
 
 /**
  * The routes of a shared link: open to anyone who has it (no sign-in), yet counted against each
@@ -171,14 +171,7 @@ function registerShareRoutes(server: FastifyInstance, shares: ChatShares, files:
     },
     async (request, reply) => {
       const sessionId = await shares.filesOf(request.params.token);
-      const file = await files.openForDownload(sessionId, request.params.name);
-      return (reply as FastifyReply)
-        .type('application/octet-stream')
-        .header('content-length', file.size)
-        .header('content-disposition', contentDisposition(file.name))
-        .header('x-content-type-options', 'nosniff')
-        .header('content-security-policy', "default-src 'none'; sandbox")
-        .send(file.stream);
+      return sendDownload(reply as FastifyReply, await files.openForDownload(sessionId, request.params.name));
     },
   );
   app.post(
