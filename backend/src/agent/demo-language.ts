@@ -464,13 +464,23 @@ export function chainAnswer(situation: Situation): string {
   return `${lines.join('\n')}\n\nThe result is **${situation.calculations.at(-1)}**.`;
 }
 
+/**
+ * read_file's result of a text file: its header line ("notes.txt: bytes 0-120 of 120, 3 lines in
+ * all") read for the file's line count, and a note on what is left ("[N more bytes: …]") for
+ * whether the text is the whole file.
+ */
+function readResult(result: string): { total: number | undefined; partial: boolean; text: string } {
+  const header = /^[^\n]*: bytes \d+-\d+ of (\d+)(?:, (\d+) lines? in all)?\n/.exec(result);
+  const rest = /\n\[\d+ more bytes: read_file with offset \d+\]$/;
+  const body = result.slice(header?.[0].length ?? 0);
+  return { total: header?.[2] === undefined ? undefined : Number(header[2]), partial: rest.test(body), text: body.replace(rest, '') };
+}
+
 /** A file's size as one phrase, from read_file's result: "3000 lines in all, 2100 words read" or "3 lines, 12 words". */
 function sizeOf(result: string): string {
-  const header = /^[^\n]*: bytes \d+-\d+ of (\d+)(?:, (\d+) lines? in all)?\n/.exec(result);
-  const partial = /\n\[\d+ more bytes: read_file with offset \d+\]$/.test(result);
-  const text = result.slice(header?.[0].length ?? 0).replace(/\n\[\d+ more bytes: read_file with offset \d+\]$/, '');
+  const { total, partial, text } = readResult(result);
   const words = text.split(/\s+/).filter(Boolean).length;
-  const lines = header?.[2] === undefined ? text.split('\n').filter((line) => line.trim()).length : Number(header[2]);
+  const lines = total ?? text.split('\n').filter((line) => line.trim()).length;
   return partial ? `${lines} lines in all, of which I read ${words} words` : `${lines} line${lines === 1 ? '' : 's'}, ${words} word${words === 1 ? '' : 's'}`;
 }
 
@@ -516,12 +526,8 @@ function summarizePdf(name: string, header: RegExpExecArray, result: string): st
 export function summarize(name: string, result: string): string {
   const pdf = /^[^\n]*: pages (\d+)-(\d+) of (\d+), (\d+) words in all\n/.exec(result);
   if (pdf) return summarizePdf(name, pdf, result);
-  // The tool's result starts with a header line ("notes.txt: bytes 0-120 of 120, 3 lines in all") and may end with a note on what is left.
-  const header = /^[^\n]*: bytes \d+-\d+ of (\d+)(?:, (\d+) lines? in all)?\n/.exec(result);
-  const partial = /\n\[\d+ more bytes: read_file with offset \d+\]$/.test(result);
-  const text = result.slice(header?.[0].length ?? 0).replace(/\n\[\d+ more bytes: read_file with offset \d+\]$/, '');
+  const { total, partial, text } = readResult(result);
   const lines = text.split('\n').filter((line) => line.trim());
-  const total = header?.[2] === undefined ? undefined : Number(header[2]);
   const words = text.split(/\s+/).filter(Boolean).length;
   const headings = lines.filter((line) => /^#{1,6}\s/.test(line)).map((line) => line.replace(/^#+\s*/, ''));
   const prose = lines.filter((line) => !/^#{1,6}\s/.test(line)).join(' ');

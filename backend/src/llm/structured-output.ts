@@ -35,23 +35,10 @@ const strictSchemas = new WeakMap<object, Record<string, unknown>>();
 function strictSchema(schema: Record<string, unknown>): Record<string, unknown> {
   let strict = strictSchemas.get(schema);
   if (!strict) {
-    strict = withoutKeys(grammarSafe(schema), new Set(['minLength', 'maxLength']), 0) as Record<string, unknown>;
+    strict = withoutKeywords(grammarSafe(schema), (key) => key === 'minLength' || key === 'maxLength');
     strictSchemas.set(schema, strict);
   }
   return strict;
-}
-
-function withoutKeys(node: unknown, keys: ReadonlySet<string>, depth: number): unknown {
-  if (depth > 64) return node;
-  if (Array.isArray(node)) return node.map((item) => withoutKeys(item, keys, depth + 1));
-  if (typeof node !== 'object' || node === null) return node;
-  const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(node)) {
-    // A property named like a keyword (`properties.maxLength`) is kept: only keywords go.
-    if (keys.has(key) && typeof value === 'number') continue;
-    out[key] = withoutKeys(value, keys, depth + 1);
-  }
-  return out;
 }
 
 /**
@@ -71,29 +58,33 @@ const grammarSafeSchemas = new WeakMap<object, Record<string, unknown>>();
 export function grammarSafe(schema: Record<string, unknown>): Record<string, unknown> {
   let safe = grammarSafeSchemas.get(schema);
   if (!safe) {
-    safe = withinGrammarLimits(schema, 0) as Record<string, unknown>;
+    safe = withoutKeywords(schema, pastGrammarLimits);
     grammarSafeSchemas.set(schema, safe);
   }
   return safe;
 }
 
-function withinGrammarLimits(node: unknown, depth: number): unknown {
-  if (depth > 64) return node;
-  if (Array.isArray(node)) return node.map((item) => withinGrammarLimits(item, depth + 1));
-  if (typeof node !== 'object' || node === null) return node;
-  const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(node)) {
-    if ((key === 'maxLength' || key === 'minLength') && typeof value === 'number' && value >= GRAMMAR_LIMITS.maxLength) continue;
-    if ((key === 'maxItems' || key === 'minItems') && typeof value === 'number' && value > GRAMMAR_LIMITS.maxItems) continue;
-    if (
-      ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'].includes(key) &&
-      typeof value === 'number' &&
-      Math.abs(value) > GRAMMAR_LIMITS.integerBound
-    )
-      continue;
-    out[key] = withinGrammarLimits(value, depth + 1);
-  }
-  return out;
+function pastGrammarLimits(key: string, value: number): boolean {
+  if (key === 'maxLength' || key === 'minLength') return value >= GRAMMAR_LIMITS.maxLength;
+  if (key === 'maxItems' || key === 'minItems') return value > GRAMMAR_LIMITS.maxItems;
+  if (key === 'minimum' || key === 'maximum' || key === 'exclusiveMinimum' || key === 'exclusiveMaximum') return Math.abs(value) > GRAMMAR_LIMITS.integerBound;
+  return false;
+}
+
+/** A copy of a JSON Schema without the numeric keywords `drop` names (a property named like one, an object, is kept). */
+function withoutKeywords(schema: Record<string, unknown>, drop: (key: string, value: number) => boolean): Record<string, unknown> {
+  const walk = (node: unknown, depth: number): unknown => {
+    if (depth > 64) return node;
+    if (Array.isArray(node)) return node.map((item) => walk(item, depth + 1));
+    if (typeof node !== 'object' || node === null) return node;
+    const out: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(node)) {
+      if (typeof value === 'number' && drop(key, value)) continue;
+      out[key] = walk(value, depth + 1);
+    }
+    return out;
+  };
+  return walk(schema, 0) as Record<string, unknown>;
 }
 
 /**
