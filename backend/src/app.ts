@@ -13,6 +13,7 @@ import { buildContainer } from './container.ts';
 import { ModelHealthMonitor } from './llm/model-health.ts';
 import { McpManager } from './mcp/mcp-manager.ts';
 import { openStore } from './store/open-store.ts';
+import { SettingsService } from './settings/settings-service.ts';
 import type { Store } from './store/store.ts';
 import { TOKENS } from './tokens.ts';
 import { modelFor } from './llm/model-routes.ts';
@@ -91,12 +92,18 @@ export async function startServer(options: {
   // MCP servers start in parallel (bounded wait); a server that fails keeps retrying in the background.
   const mcp = container.resolve(McpManager);
   app.addHook('onClose', () => mcp.close());
+  // What admins set in the app holds from the start: its MCP servers start with the config file's.
+  const settings = container.resolve(SettingsService);
+  await settings.load();
+  app.addHook('onClose', async () => settings.close());
   await mcp.start();
   // Where sessions' runs live: one process, several instances (it joins them first), or Restate
   // workflows (this process serves them; Restate may call at once).
   const runHost = container.resolve<RunHost>(TOKENS.RunHost);
   await runHost.start();
   app.addHook('onClose', () => runHost.close());
+  // With several instances, a change made on another takes effect here too.
+  await settings.follow();
   const sessions = container.resolve(SessionManager);
   await sessions.recover();
   // The model's health goes live to every client; the first check runs alongside startup.
