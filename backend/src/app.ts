@@ -7,6 +7,7 @@ import { type Config, exposureProblem, loadConfig } from './config/config.ts';
 import { ConfigError } from './errors.ts';
 import { loadConfigFile } from './config/config-file.ts';
 import { SessionManager } from './chat/session-manager.ts';
+import { ConnectionHandler } from './chat/connection-handler.ts';
 import type { RunHost } from './hosting/run-host.ts';
 import { Readiness } from './hosting/readiness.ts';
 import { buildContainer } from './container.ts';
@@ -102,7 +103,10 @@ export async function startServer(options: {
   const runHost = container.resolve<RunHost>(TOKENS.RunHost);
   await runHost.start();
   app.addHook('onClose', () => runHost.close());
-  // With several instances, a change made on another takes effect here too.
+  // With several instances, a change made on another takes effect here too; clients hear of each.
+  const handler = container.resolve(ConnectionHandler);
+  const stopAnnouncing = settings.onChange(() => handler.announceSettings());
+  app.addHook('onClose', async () => stopAnnouncing());
   await settings.follow();
   const sessions = container.resolve(SessionManager);
   await sessions.recover();
