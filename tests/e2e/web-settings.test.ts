@@ -136,7 +136,12 @@ describe('the settings editor', { timeout: SETTINGS_TEST_TIMEOUT_MS }, () => {
     llm.respond(() => ({ text: 'Hello there.' }));
     const secret = 'sk-typed-in-the-browser-0042';
     // Its own database: the settings it stores stay out of the other tests' servers.
-    server = await startStepwise({ LLM_PROVIDER: 'openai', OPENAI_BASE_URL: llm.url, AGENT_MAX_STEPS: '3', DATA_DIR: mkdtempSync(join(tmpdir(), 'stepwise-settings-')) });
+    server = await startStepwise({
+      LLM_PROVIDER: 'openai',
+      OPENAI_BASE_URL: llm.url,
+      AGENT_MAX_STEPS: '3',
+      DATA_DIR: mkdtempSync(join(tmpdir(), 'stepwise-settings-')),
+    });
     await openPage(server.url, { width: 1000, height: 900 });
     await page.getByRole('button', { name: 'Settings' }).click();
     const editor = settingsDialog().getByRole('form', { name: 'Change settings' });
@@ -165,7 +170,9 @@ describe('the settings editor', { timeout: SETTINGS_TEST_TIMEOUT_MS }, () => {
     await editor.getByRole('status').filter({ hasText: 'Saved. Version 1' }).waitFor();
     expect(await editor.getByRole('alert').count()).toBe(0);
     const record = editor.getByTestId('settings-history');
-    await expect(record.textContent()).resolves.toMatch(/model_endpoint\.api_key: not set → set.*model: not set in the app → edited-model.*approval\.calculator/s);
+    await expect(record.textContent()).resolves.toMatch(
+      /model_endpoint\.api_key: not set → set.*model: not set in the app → edited-model.*approval\.calculator/s,
+    );
     await expect(field('Model').getByTestId('setting-source').textContent()).resolves.toBe('set in the app');
     // Every client hears of it: the model the dialog names is the new one.
     await settingsDialog().getByTestId('settings-model').filter({ hasText: 'edited-model' }).waitFor();

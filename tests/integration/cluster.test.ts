@@ -273,7 +273,10 @@ describe.skipIf(!pg || !sharedRedis)('several instances on PostgreSQL and Redis'
         headers: { 'X-Forwarded-User': user, ...(change === undefined ? {} : { 'content-type': 'application/json' }) },
         ...(change === undefined ? {} : { body: JSON.stringify(change) }),
       });
-    const refusal = async (response: Response) => ({ status: response.status, ...((await response.json()) as { error: { code: string; issues?: unknown[] } }).error });
+    const refusal = async (response: Response) => ({
+      status: response.status,
+      ...((await response.json()) as { error: { code: string; issues?: unknown[] } }).error,
+    });
 
     expect(await refusal(await settings(a, 'alice'))).toMatchObject({ status: 403, code: 'admin_only' });
     expect(await refusal(await settings(b, 'alice', { model: 'mine' }))).toMatchObject({ status: 403, code: 'admin_only' });
@@ -290,7 +293,11 @@ describe.skipIf(!pg || !sharedRedis)('several instances on PostgreSQL and Redis'
     const changed = await settings(a, 'root', change);
     const answer = await changed.text();
     expect(changed.status, answer).toBe(200);
-    expect(JSON.parse(answer)).toMatchObject({ version: 1, model: { value: 'app-model', source: { kind: 'app' } }, model_endpoint: { api_key: { set: true } } });
+    expect(JSON.parse(answer)).toMatchObject({
+      version: 1,
+      model: { value: 'app-model', source: { kind: 'app' } },
+      model_endpoint: { api_key: { set: true } },
+    });
 
     // Each instance has the change in force, its MCP server connected (a process of its own to start).
     for (const instance of [a, b]) {

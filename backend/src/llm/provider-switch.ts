@@ -16,8 +16,12 @@ export class ProviderSwitch implements LlmClient {
   ) {}
 
   private get current(): LlmClient {
-    if (this.config.llm.provider === 'demo') return (this.demo ??= this.make.demo());
-    return (this.real ??= this.make.real());
+    if (this.config.llm.provider === 'demo') {
+      this.demo ??= this.make.demo();
+      return this.demo;
+    }
+    this.real ??= this.make.real();
+    return this.real;
   }
 
   get modelName(): string {

@@ -121,14 +121,7 @@ export const SettingsPatch = z
           .nullable()
           .optional()
           .describe('An OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1'),
-        api_key: z
-          .string()
-          .trim()
-          .min(1, 'must not be empty (null clears it)')
-          .max(4096)
-          .nullable()
-          .optional()
-          .describe('Write-only: never sent back'),
+        api_key: z.string().trim().min(1, 'must not be empty (null clears it)').max(4096).nullable().optional().describe('Write-only: never sent back'),
       })
       .optional(),
     model: z.string().trim().min(1, 'must not be empty').max(200).nullable().optional().describe('The model every purpose without a route uses'),
@@ -178,7 +171,10 @@ export function applyPatch(stored: AppSettings, patch: SettingsPatch): AppSettin
   section('models', patch.models);
   section('prices', patch.prices);
   section('approval', patch.approval);
-  section('mcp_servers', patch.mcp_servers === undefined || patch.mcp_servers === null ? patch.mcp_servers : keepMaskedSecrets(patch.mcp_servers, stored.mcp_servers));
+  section(
+    'mcp_servers',
+    patch.mcp_servers === undefined || patch.mcp_servers === null ? patch.mcp_servers : keepMaskedSecrets(patch.mcp_servers, stored.mcp_servers),
+  );
   if (patch.limits) {
     const limits = { ...next.limits };
     for (const [name, value] of Object.entries(patch.limits)) {

@@ -144,7 +144,10 @@ export class SettingsLayers {
       if (server) appServers[name] = server;
     }
     const limits = Object.fromEntries(
-      LIMITS.map((limit) => [limit.name, this.limitLock(limit.name) || app.limits?.[limit.name] === undefined ? base.limits[limit.name] : app.limits[limit.name]]),
+      LIMITS.map((limit) => [
+        limit.name,
+        this.limitLock(limit.name) || app.limits?.[limit.name] === undefined ? base.limits[limit.name] : app.limits[limit.name],
+      ]),
     );
     if ((limits.max_steps ?? 0) > (limits.max_steps_limit ?? Number.MAX_SAFE_INTEGER)) {
       issues.push({ path: 'limits.max_steps', message: `${limits.max_steps} is above max_steps_limit (${limits.max_steps_limit})` });

@@ -131,7 +131,10 @@ export class SettingsService {
         effective = this.layers.resolve(settings);
       } catch (error) {
         // The config file may have changed under them (an endpoint a route names is gone): the rest holds.
-        this.logger.error({ version: record.version, problem: (error as Error).message }, 'the app settings do not fit the environment and config file; they are ignored');
+        this.logger.error(
+          { version: record.version, problem: (error as Error).message },
+          'the app settings do not fit the environment and config file; they are ignored',
+        );
         effective = this.layers.resolve({});
       }
       const endpointBefore = JSON.stringify([this.config.llm.provider, this.config.llm.baseUrl, this.config.llm.apiKey]);

@@ -45,7 +45,8 @@ export async function registerSettingsRoutes(server: FastifyInstance, settings: 
       {
         schema: {
           tags: ['settings'],
-          summary: 'The settings an admin may change in the app, in force here, each with its source (locked when the environment or the config file sets it), and the latest changes; secrets only as set or not',
+          summary:
+            'The settings an admin may change in the app, in force here, each with its source (locked when the environment or the config file sets it), and the latest changes; secrets only as set or not',
           response: { 200: SettingsView, ...errorResponses(401, 403) },
         },
       },

@@ -30,6 +30,7 @@ export function SettingsEditor({ now }: { now: Date }) {
     setInitial(fields);
     setForm(fields);
   };
+  // biome-ignore lint/correctness/useExhaustiveDependencies: loads once, when the dialog opens
   useEffect(() => {
     settingsApi.get().then(show, (error: Error) => setProblem(error.message));
   }, []);
@@ -98,7 +99,8 @@ export function SettingsEditor({ now }: { now: Date }) {
               />
               {endpoint.api_key.set && endpoint.api_key.source.kind === 'app' && (
                 <label className="settings-inline">
-                  <input type="checkbox" checked={form.clearApiKey} onChange={(event) => update({ clearApiKey: event.target.checked, apiKey: '' })} /> Clear the key
+                  <input type="checkbox" checked={form.clearApiKey} onChange={(event) => update({ clearApiKey: event.target.checked, apiKey: '' })} /> Clear the
+                  key
                 </label>
               )}
             </div>
@@ -123,7 +125,6 @@ export function SettingsEditor({ now }: { now: Date }) {
         <p className="muted">Rules by tool name or glob (files__*), the first match wins: auto runs it, ask waits for a person, deny never runs it.</p>
         <LockedEntries entries={view.approval} render={(value) => String(value)} />
         {rules.map((row, index) => (
-          // biome-ignore lint/suspicious/noArrayIndexKey: rows are edited in place; their pattern is what is being typed
           <div className="settings-rule" key={index}>
             <input
               aria-label={`Tool or glob of rule ${index + 1}`}
@@ -131,7 +132,11 @@ export function SettingsEditor({ now }: { now: Date }) {
               aria-invalid={invalid(`approval.${row.pattern}`) || undefined}
               onChange={(event) => setRule(index, { ...row, pattern: event.target.value })}
             />
-            <select aria-label={`Policy of rule ${index + 1}`} value={row.policy} onChange={(event) => setRule(index, { ...row, policy: event.target.value as RuleRow['policy'] })}>
+            <select
+              aria-label={`Policy of rule ${index + 1}`}
+              value={row.policy}
+              onChange={(event) => setRule(index, { ...row, policy: event.target.value as RuleRow['policy'] })}
+            >
               <option value="auto">auto</option>
               <option value="ask">ask</option>
               <option value="deny">deny</option>

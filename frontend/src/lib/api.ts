@@ -184,7 +184,9 @@ export const settingsApi = {
   async change(patch: Record<string, unknown>): Promise<SettingsView> {
     const response = await call('/api/settings', { method: 'PATCH', body: JSON.stringify(patch), headers: { 'content-type': 'application/json' } });
     if (!response.ok) {
-      const body = (await response.json().catch(() => ({}))) as { error?: { code?: string; message?: string; issues?: Array<{ path: string; message: string }> } };
+      const body = (await response.json().catch(() => ({}))) as {
+        error?: { code?: string; message?: string; issues?: Array<{ path: string; message: string }> };
+      };
       throw new SettingsRefused(body.error?.code ?? 'error', body.error?.message ?? `HTTP ${response.status}`, body.error?.issues ?? []);
     }
     return SettingsView.parse(await response.json());

@@ -28,7 +28,8 @@ const appOnly = <T extends { source: { kind: string } }>(entries: T[]) => entrie
 
 /** The form for the settings as the server shows them. */
 export function formOf(view: SettingsView): SettingsForm {
-  const fromApp = (setting: { value: unknown; source: { kind: string } }) => (setting.source.kind === 'app' && setting.value !== null ? String(setting.value) : '');
+  const fromApp = (setting: { value: unknown; source: { kind: string } }) =>
+    setting.source.kind === 'app' && setting.value !== null ? String(setting.value) : '';
   const object = (entries: Array<{ key: string; value: unknown; source: { kind: string } }>) => {
     const own = appOnly(entries);
     return own.length ? JSON.stringify(Object.fromEntries(own.map((entry) => [entry.key, entry.value])), null, 2) : '';
