@@ -32,7 +32,7 @@ export function settingsView(
     version: state.version,
     provider: llm.provider,
     model_endpoint: {
-      base_url: { value: llm.azure?.endpoint ?? llm.baseUrl ?? null, ...scalar(baseUrlLock, app.model_endpoint?.base_url !== undefined) },
+      base_url: { value: withoutCredentials(llm.azure?.endpoint ?? llm.baseUrl) ?? null, ...scalar(baseUrlLock, app.model_endpoint?.base_url !== undefined) },
       api_key: { set: Boolean(llm.azure ? llm.azure.apiKey : llm.apiKey), ...scalar(keyLock, app.model_endpoint?.api_key !== undefined) },
     },
     model: { value: llm.model, ...scalar(layers.modelLock(), app.model !== undefined) },
@@ -99,7 +99,7 @@ export function changedSettings(before: AppSettings, after: AppSettings): Settin
   const compare = (setting: string, old: unknown, next: unknown) => {
     if (JSON.stringify(old) !== JSON.stringify(next)) items.push({ setting, before: text(old), after: text(next) });
   };
-  compare('model_endpoint.base_url', before.model_endpoint?.base_url, after.model_endpoint?.base_url);
+  compare('model_endpoint.base_url', withoutCredentials(before.model_endpoint?.base_url), withoutCredentials(after.model_endpoint?.base_url));
   const oldKey = before.model_endpoint?.api_key;
   const newKey = after.model_endpoint?.api_key;
   if (oldKey !== newKey) {
@@ -125,4 +125,14 @@ export function changedSettings(before: AppSettings, after: AppSettings): Settin
   }
   for (const limit of LIMITS) compare(`limits.${limit.name}`, before.limits?.[limit.name], after.limits?.[limit.name]);
   return items;
+}
+
+/** A URL as shown: a user name and password in it (http://user:secret@host) are left out. */
+function withoutCredentials(url: string | undefined): string | undefined {
+  if (url === undefined || !URL.canParse(url)) return url;
+  const parsed = new URL(url);
+  if (!parsed.username && !parsed.password) return url;
+  parsed.username = '';
+  parsed.password = '';
+  return parsed.toString();
 }
