@@ -337,6 +337,13 @@ describe.skipIf(!pg || !sharedRedis)('several instances on PostgreSQL and Redis'
     expect(record).toMatchObject({ version: 1, by: { id: 'root', name: 'root' } });
     expect(record!.changes).toContainEqual({ setting: 'model_endpoint.api_key', before: 'not set', after: 'set' });
     expect(record!.changes.map((item) => item.setting)).toEqual(['model_endpoint.api_key', 'model', 'approval.calculator', 'mcp_servers.everything']);
+
+    // Removed on B, the MCP server is disconnected on A too.
+    expect((await settings(b, 'root', { mcp_servers: null })).status).toBe(200);
+    await eventually(async () => {
+      const view = (await (await settings(a, 'root')).json()) as SettingsView;
+      return view.version === 2 && view.mcp_servers.length === 0;
+    });
   });
 });
 
