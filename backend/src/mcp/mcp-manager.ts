@@ -127,7 +127,8 @@ export class McpManager {
 
   /** One MCP tool as a Stepwise tool. */
   private adapt(connection: McpServerConnection, definition: McpToolDefinition, name: string): Tool<Record<string, unknown>> {
-    const timeoutMs = this.config.tools.timeoutMs;
+    // Read at each call: an admin may change TOOL_TIMEOUT_MS's setting in the app.
+    const { tools: toolSettings } = this.config;
     const files = this.files;
     const description = (definition.description ?? definition.title ?? definition.name).slice(0, MAX_DESCRIPTION);
     return {
@@ -143,7 +144,7 @@ export class McpManager {
         const result = await connection.callTool(definition.name, args, {
           signal: context.signal,
           // The registry's own timeout (the same length) aborts first, which cancels on the server.
-          timeoutMs: timeoutMs + 1_000,
+          timeoutMs: toolSettings.timeoutMs + 1_000,
           askUser: context.askUser,
           onProgress: context.onProgress,
         });
