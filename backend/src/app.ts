@@ -7,12 +7,14 @@ import { type Config, exposureProblem, loadConfig } from './config/config.ts';
 import { ConfigError } from './errors.ts';
 import { loadConfigFile } from './config/config-file.ts';
 import { SessionManager } from './chat/session-manager.ts';
+import { ConnectionHandler } from './chat/connection-handler.ts';
 import type { RunHost } from './hosting/run-host.ts';
 import { Readiness } from './hosting/readiness.ts';
 import { buildContainer } from './container.ts';
 import { ModelHealthMonitor } from './llm/model-health.ts';
 import { McpManager } from './mcp/mcp-manager.ts';
 import { openStore } from './store/open-store.ts';
+import { SettingsService } from './settings/settings-service.ts';
 import type { Store } from './store/store.ts';
 import { TOKENS } from './tokens.ts';
 import { modelFor } from './llm/model-routes.ts';
@@ -91,12 +93,21 @@ export async function startServer(options: {
   // MCP servers start in parallel (bounded wait); a server that fails keeps retrying in the background.
   const mcp = container.resolve(McpManager);
   app.addHook('onClose', () => mcp.close());
+  // What admins set in the app holds from the start: its MCP servers start with the config file's.
+  const settings = container.resolve(SettingsService);
+  await settings.load();
+  app.addHook('onClose', async () => settings.close());
   await mcp.start();
   // Where sessions' runs live: one process, several instances (it joins them first), or Restate
   // workflows (this process serves them; Restate may call at once).
   const runHost = container.resolve<RunHost>(TOKENS.RunHost);
   await runHost.start();
   app.addHook('onClose', () => runHost.close());
+  // With several instances, a change made on another takes effect here too; clients hear of each.
+  const handler = container.resolve(ConnectionHandler);
+  const stopAnnouncing = settings.onChange(() => handler.announceSettings());
+  app.addHook('onClose', async () => stopAnnouncing());
+  await settings.follow();
   const sessions = container.resolve(SessionManager);
   await sessions.recover();
   // The model's health goes live to every client; the first check runs alongside startup.

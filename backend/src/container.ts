@@ -20,6 +20,7 @@ import { DemoLlmClient } from './llm/demo-llm-client.ts';
 import type { DemoResponder, LlmClient } from './llm/llm-client.ts';
 import { ModelHealthMonitor } from './llm/model-health.ts';
 import { OpenAiLlmClient } from './llm/openai-llm-client.ts';
+import { ProviderSwitch } from './llm/provider-switch.ts';
 import type { Logger } from './logger.ts';
 import { HandlebarsPromptProvider } from './prompts/handlebars-prompt-provider.ts';
 import type { Store } from './store/store.ts';
@@ -35,6 +36,8 @@ import { createFileTools } from './tools/file-tools.ts';
 import { createNotepadTool } from './tools/notepad-tool.ts';
 import { SessionFiles } from './files/session-files.ts';
 import { McpManager } from './mcp/mcp-manager.ts';
+import { clusterNotices, ONE_INSTANCE, type SettingsNotices } from './settings/settings-notices.ts';
+import { SettingsService } from './settings/settings-service.ts';
 
 /**
  * Every registration, in one place. `configure` runs last, so tests can replace any of them
@@ -50,10 +53,16 @@ export function buildContainer(
   const container = rootContainer.createChildContainer();
   container.register(TOKENS.Config, { useValue: config });
   container.register(TOKENS.Logger, { useValue: logger });
-  // tsyringe builds the class itself, so its constructor parameters are its concern.
-  // biome-ignore lint/suspicious/noExplicitAny: strategies of any options and events share one registry
-  const llmClient: new (...args: any[]) => LlmClient = config.llm.provider === 'demo' ? DemoLlmClient : OpenAiLlmClient;
-  container.registerSingleton(TOKENS.ModelAdapter, llmClient);
+  // The adapter of the provider in force: settings changed in the app may turn the demo model into a real one.
+  container.register<LlmClient>(TOKENS.ModelAdapter, {
+    useFactory: instanceCachingFactory(
+      (dependencies) =>
+        new ProviderSwitch(config, {
+          demo: () => new DemoLlmClient(config, dependencies.resolve<ReadonlyMap<string, DemoResponder>>(TOKENS.DemoResponders)),
+          real: () => new OpenAiLlmClient(config, logger),
+        }),
+    ),
+  });
   container.registerSingleton(ModelHealthMonitor);
   // Prometheus metrics: every logged event and every model call pass through them. A tool call's
   // label is its tool's name only for a tool this server has: a name the model made up is `other`.
@@ -109,6 +118,8 @@ export function buildContainer(
   // A run's writes carry the lease they are made under: an instance that lost it cannot overwrite another's run.
   if (cluster && store instanceof SqlStore) store.fenceWith(cluster.fence);
   container.register<ControlBus>(TOKENS.ControlBus, { useValue: controlBus });
+  container.register<SettingsNotices>(TOKENS.SettingsNotices, { useValue: cluster ? clusterNotices(cluster) : ONE_INSTANCE });
+  container.registerSingleton(SettingsService);
   // Runs journal into the store: each effect committed before the run goes on.
   const storeJournal: RunJournal = {
     read: (runId) => store.readJournal(runId),

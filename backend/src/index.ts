@@ -104,3 +104,6 @@ export { type Fence, type FenceToken, HIGHLIGHT_END, HIGHLIGHT_START, LOCAL_OWNE
 export { type Arrival, type ArrivingRun, InProcessRunHost, type Interrupted, type RunHost } from './hosting/run-host.ts';
 export { RestateEngine } from './restate/restate-engine.ts';
 export { RestateRunHost } from './restate/restate-run-host.ts';
+export { applyPatch, type AppSettings, SettingsPatch } from './settings/settings-document.ts';
+export { SettingsIssues, SettingsLayers } from './settings/settings-layers.ts';
+export { changedSettings } from './settings/settings-view.ts';

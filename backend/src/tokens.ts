@@ -18,4 +18,6 @@ export const TOKENS = {
   RunEngine: Symbol('RunEngine'),
   /** Sees every event a session logs on this instance (metrics); absent, nothing does. */
   EventObserver: Symbol('EventObserver'),
+  /** How instances tell each other that the app settings changed. */
+  SettingsNotices: Symbol('SettingsNotices'),
 } as const;

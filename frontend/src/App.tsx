@@ -112,7 +112,9 @@ export function App() {
               {shareOpen && state.session && (
                 <ShareDialog sessionId={state.session.session_id} canShare={watching === undefined} now={now} onClose={() => setShareOpen(false)} />
               )}
-              {settingsOpen && <SettingsDialog session={state.session} now={now} onClose={() => setSettingsOpen(false)} />}
+              {settingsOpen && (
+                <SettingsDialog session={state.session} now={now} onClose={() => setSettingsOpen(false)} settingsAdmin={me?.settings_admin === true} />
+              )}
               {snapshotsOpen && state.session && (
                 <SnapshotsDialog
                   sessionId={state.session.session_id}

@@ -60,6 +60,8 @@ export const ERROR_CODES = {
   sign_in_refused: { status: 400, summary: 'The sign-in provider’s answer failed a check (its signature, a claim); the message says which' },
   admin_only: { status: 403, summary: 'Only an admin may do this' },
   already_owned: { status: 409, summary: 'The chat already has an owner' },
+  invalid_settings: { status: 400, summary: 'A settings change failed its checks (every problem is listed in `issues`); nothing changed' },
+  setting_locked: { status: 409, summary: 'A setting is pinned by an environment variable or the config file; the app cannot change it' },
   // Startup.
   config_error: { summary: 'A setting is missing or invalid' },
   prompt_error: { summary: 'A prompt template is missing or broken' },

@@ -61,7 +61,14 @@ export const SessionEvents = z.object({ events: z.array(LoggedEvent), last_seq: 
 export type SessionEvents = z.infer<typeof SessionEvents>;
 
 /** Every REST error body. */
-export const ApiError = z.object({ error: z.object({ code: z.string(), message: z.string() }) });
+export const ApiError = z.object({
+  error: z.object({
+    code: z.string(),
+    message: z.string(),
+    /** A body that failed its checks (`invalid_settings`): every problem, each with where it is. */
+    issues: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+  }),
+});
 export type ApiError = z.infer<typeof ApiError>;
 
 /** A snapshot or a restore point, as `GET /api/sessions/:id/snapshots` lists it. */
@@ -96,5 +103,7 @@ export const Me = z.object({
   user: AuthUser,
   /** Where to sign out (oidc), when signing out is a thing here. */
   logout_url: z.string().optional(),
+  /** Whether this user may change the settings in the app (`GET` / `PATCH /api/settings`). */
+  settings_admin: z.boolean().optional(),
 });
 export type Me = z.infer<typeof Me>;

@@ -555,11 +555,22 @@ export const SessionEvent = z.object({
 });
 export type SessionEvent = z.infer<typeof SessionEvent>;
 
+/**
+ * Sent (outside the log) to every connected client when an admin changed the settings in the app:
+ * what the session message says of the model and the limits, as it is now. The change holds from
+ * the next run on.
+ */
+export const SettingsChangedEvent = SessionEvent.pick({ model: true, demo: true, model_endpoint: true, limits: true, settings: true }).extend({
+  type: z.literal('settings_changed'),
+});
+export type SettingsChangedEvent = z.infer<typeof SettingsChangedEvent>;
+
 /** Everything a server may send. */
 // A logged error (with seq) is tried before the plain one, which would drop its seq.
 export const ServerEvent = z.union([
   SessionEvent,
   ToolsChangedEvent,
+  SettingsChangedEvent,
   SessionDeletedEvent,
   ModelHealthEvent,
   LoggedError,

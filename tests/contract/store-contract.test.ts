@@ -449,6 +449,26 @@ describe.each(adapters)('the store on $name', (adapter) => {
     expect(await search(['ulaanbaatar'])).toEqual([]);
   });
 
+  it('keeps the app settings with one record per change, refusing a change made from a version another change took', async () => {
+    const start = await store.readAppSettings();
+    if (start.version === 0) expect(start.settings).toEqual({});
+    const by = { id: 'root', name: 'Root' };
+    const first = [{ setting: 'model', before: null, after: 'model-a' }];
+    expect(await store.saveAppSettings(start.version + 1, { model: 'model-a' }, { by, changes: first })).toBe(true);
+    expect(await store.readAppSettings()).toEqual({ version: start.version + 1, settings: { model: 'model-a' } });
+    // A second writer that read the same version loses: nothing of it is written.
+    expect(await store.saveAppSettings(start.version + 1, { model: 'model-b' }, { by, changes: [] })).toBe(false);
+    const second = [{ setting: 'approval.calculator', before: null, after: 'ask' }];
+    expect(await store.saveAppSettings(start.version + 2, { model: 'model-a', approval: { calculator: 'ask' } }, { by, changes: second })).toBe(true);
+    expect((await store.readAppSettings()).settings).toEqual({ model: 'model-a', approval: { calculator: 'ask' } });
+    const changes = await store.listSettingsChanges(2);
+    expect(changes.map((change) => [change.version, change.by, change.changes])).toEqual([
+      [start.version + 2, by, second],
+      [start.version + 1, by, first],
+    ]);
+    expect(Date.parse(changes[0]!.at)).toBeGreaterThanOrEqual(Date.parse(changes[1]!.at));
+  });
+
   it('keeps read-only links by their token’s hash until they are revoked or their chat is deleted', async () => {
     const [chat, other] = [randomUUID(), randomUUID()];
     await store.createSession(chat, { id: 'alice' });

@@ -1,3 +1,6 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { freePort, writeMcpConfig } from '../fixtures/mcp-servers.ts';
@@ -124,6 +127,77 @@ describe('the settings panel', { timeout: SETTINGS_TEST_TIMEOUT_MS }, () => {
     await screenshot(page, 'settings-phone.png');
     await dialog.getByRole('button', { name: 'Close' }).click();
     await dialog.waitFor({ state: 'detached' });
+  });
+});
+
+describe('the settings editor', { timeout: SETTINGS_TEST_TIMEOUT_MS }, () => {
+  it('an admin changes the model, the key and an approval rule with no restart; locked settings show their source, failed checks their field, the change its record; the key never comes back', async () => {
+    llm = await ScriptedLlmServer.start();
+    llm.respond(() => ({ text: 'Hello there.' }));
+    const secret = 'sk-typed-in-the-browser-0042';
+    // Its own database: the settings it stores stay out of the other tests' servers.
+    server = await startStepwise({
+      LLM_PROVIDER: 'openai',
+      OPENAI_BASE_URL: llm.url,
+      AGENT_MAX_STEPS: '3',
+      DATA_DIR: mkdtempSync(join(tmpdir(), 'stepwise-settings-')),
+    });
+    await openPage(server.url, { width: 1000, height: 900 });
+    await page.getByRole('button', { name: 'Settings' }).click();
+    const editor = settingsDialog().getByRole('form', { name: 'Change settings' });
+    await editor.getByRole('button', { name: 'Save changes' }).waitFor();
+
+    // What the environment sets is locked, with its source.
+    const field = (label: string) => editor.locator('.settings-field').filter({ has: page.getByLabel(label, { exact: true }) });
+    expect(await editor.getByLabel('Endpoint URL').isDisabled()).toBe(true);
+    await expect(field('Endpoint URL').getByTestId('setting-source').textContent()).resolves.toBe('Locked (environment: OPENAI_BASE_URL)');
+    await expect(field('Iterations a run may take by default AGENT_MAX_STEPS').getByTestId('setting-source').textContent()).resolves.toBe(
+      'Locked (environment: AGENT_MAX_STEPS)',
+    );
+
+    // A check that fails names its field; nothing is saved.
+    await editor.getByLabel('Prices (USD per million tokens)').fill('{"my-model": {"input": -1, "output": 1}}');
+    await editor.getByRole('button', { name: 'Save changes' }).click();
+    await expect(editor.getByRole('alert').textContent()).resolves.toMatch(/Not saved.*prices.*must not be negative/s);
+    await editor.getByLabel('Prices (USD per million tokens)').fill('');
+
+    await editor.getByLabel('Model', { exact: true }).fill('edited-model');
+    await editor.getByLabel('API key').fill(secret);
+    await editor.getByRole('button', { name: 'Add a rule' }).click();
+    await editor.getByLabel('Tool or glob of rule 1').fill('calculator');
+    await editor.getByLabel('Policy of rule 1').selectOption('ask');
+    await editor.getByRole('button', { name: 'Save changes' }).click();
+    await editor.getByRole('status').filter({ hasText: 'Saved. Version 1' }).waitFor();
+    expect(await editor.getByRole('alert').count()).toBe(0);
+    const record = editor.getByTestId('settings-history');
+    await expect(record.textContent()).resolves.toMatch(
+      /model_endpoint\.api_key: not set → set.*model: not set in the app → edited-model.*approval\.calculator/s,
+    );
+    await expect(field('Model').getByTestId('setting-source').textContent()).resolves.toBe('set in the app');
+    // Every client hears of it: the model the dialog names is the new one.
+    await settingsDialog().getByTestId('settings-model').filter({ hasText: 'edited-model' }).waitFor();
+    // Write-only: the key's field is empty again, and the page holds the key nowhere.
+    expect(await editor.getByLabel('API key').inputValue()).toBe('');
+    expect(await editor.getByLabel('API key').getAttribute('placeholder')).toMatch(/^Set/);
+    expect(await page.content()).not.toContain(secret);
+    await settingsDialog().getByRole('heading', { name: 'Change settings' }).scrollIntoViewIfNeeded();
+    await screenshot(page, 'settings-editor.png');
+    await page.setViewportSize({ width: 375, height: 740 });
+    expect(await settingsDialog().evaluate((element) => element.scrollWidth <= element.clientWidth)).toBe(true);
+    await editor.getByLabel('Model', { exact: true }).scrollIntoViewIfNeeded();
+    await screenshot(page, 'settings-editor-phone.png');
+    await editor.getByTestId('settings-history').scrollIntoViewIfNeeded();
+    await screenshot(page, 'settings-editor-history-phone.png');
+    await page.keyboard.press('Escape');
+    await page.setViewportSize({ width: 1000, height: 900 });
+
+    // The next answer uses the new model and key: no restart.
+    await page.getByRole('switch', { name: 'Agent mode' }).uncheck();
+    await page.getByRole('textbox', { name: 'Message' }).fill('Hello?');
+    await page.getByRole('button', { name: 'Send' }).click();
+    const request = await llm.waitFor((each) => each.phase === 'chat', 30_000);
+    expect(request.body.model).toBe('edited-model');
+    expect(request.headers.authorization).toBe(`Bearer ${secret}`);
   });
 });
 

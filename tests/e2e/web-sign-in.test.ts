@@ -115,7 +115,16 @@ describe('signing in with OpenID Connect', { timeout: 3 * BROWSER_TEST_TIMEOUT_M
     expect(await other.getByTestId('user').textContent()).toContain('Alice Example');
     await other.locator('.session-list').getByText('What is 2+2?').waitFor();
     const me = await other.request.get(`${second!.url}/api/me`);
-    expect(await me.json()).toMatchObject({ auth_mode: 'oidc', user: { id: 'alice', name: 'Alice Example', email: 'alice@example.com', admin: false } });
+    expect(await me.json()).toMatchObject({
+      auth_mode: 'oidc',
+      user: { id: 'alice', name: 'Alice Example', email: 'alice@example.com', admin: false },
+      settings_admin: false,
+    });
+    // Not an admin: Settings shows what is in force, and no editor.
+    await other.getByRole('button', { name: 'Settings' }).click();
+    await other.getByRole('dialog', { name: 'Settings' }).getByTestId('settings-model').waitFor();
+    expect(await other.getByRole('form', { name: 'Change settings' }).count()).toBe(0);
+    await other.keyboard.press('Escape');
 
     // A cookie not signed with SESSION_SECRET is nobody's.
     const forged = Buffer.from(JSON.stringify({ id: 'root', name: 'Forged', admin: true, exp: Date.now() + 3_600_000 })).toString('base64url');
@@ -152,6 +161,10 @@ describe('signing in with OpenID Connect', { timeout: 3 * BROWSER_TEST_TIMEOUT_M
     await page.goto(origin);
     await signIn(page, 'root');
     expect(await page.getByTestId('user').textContent()).toContain('admin');
+    // An admin has the settings editor.
+    await page.getByRole('button', { name: 'Settings' }).click();
+    await page.getByRole('form', { name: 'Change settings' }).getByRole('button', { name: 'Save changes' }).waitFor();
+    await page.keyboard.press('Escape');
     const list = page.locator('.session-list');
     expect(await list.getByText('What is 6*7?').count()).toBe(0);
     await page.getByRole('button', { name: 'All chats' }).click();

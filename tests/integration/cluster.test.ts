@@ -4,6 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { REDIS_SERVER, waitForRedis } from '../../scripts/redis.mjs';
+import type { SettingsView } from '@stepwise/shared-types';
+import { EVERYTHING_STDIO } from '../fixtures/mcp-servers.ts';
 import { reasonText, type RecordedRequest, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { freshPostgresDatabase, postgresUrl } from '../helpers/databases.ts';
 import { PROCESS_TEST_TIMEOUT_MS, spawnTracked, startStepwiseProcess, type StepwiseProcess, stopAllProcesses, stopProcess } from '../helpers/process.ts';
@@ -259,7 +261,100 @@ describe.skipIf(!pg || !sharedRedis)('several instances on PostgreSQL and Redis'
     expect(seqs(onB)).toEqual(seqs(onA));
     expect(gapless(seqs(onB))).toBe(true);
   });
+
+  it('an admin’s settings change on A holds for the next run on A and on B without a restart; others get 403, a pinned setting is refused, the key never comes back', async () => {
+    const secret = 'sk-set-in-the-app-0123456789';
+    const signIn = { AUTH_MODE: 'header', AUTH_HEADER: 'X-Forwarded-User', TRUSTED_PROXIES: '127.0.0.1,::1', AUTH_ADMIN_USERS: 'root' };
+    // The key is the app's to set (none in the environment); AGENT_MAX_STEPS pins that limit.
+    const { a, b } = await twoInstances(sharedRedis, { ...signIn, AGENT_MAX_STEPS: '3', OPENAI_API_KEY: '' });
+    const settings = (instance: StepwiseProcess, user: string, change?: unknown) =>
+      fetch(`${instance.url}/api/settings`, {
+        method: change === undefined ? 'GET' : 'PATCH',
+        headers: { 'X-Forwarded-User': user, ...(change === undefined ? {} : { 'content-type': 'application/json' }) },
+        ...(change === undefined ? {} : { body: JSON.stringify(change) }),
+      });
+    const refusal = async (response: Response) => ({
+      status: response.status,
+      ...((await response.json()) as { error: { code: string; issues?: unknown[] } }).error,
+    });
+
+    expect(await refusal(await settings(a, 'alice'))).toMatchObject({ status: 403, code: 'admin_only' });
+    expect(await refusal(await settings(b, 'alice', { model: 'mine' }))).toMatchObject({ status: 403, code: 'admin_only' });
+    expect(await refusal(await settings(a, 'root', { limits: { max_steps: 5 } }))).toMatchObject({
+      status: 409,
+      code: 'setting_locked',
+      issues: [{ path: 'limits.max_steps', message: expect.stringContaining('AGENT_MAX_STEPS') }],
+    });
+    const invalid = await refusal(await settings(a, 'root', { model: '', approval: { calculator: 'sometimes' } }));
+    expect(invalid).toMatchObject({ status: 400, code: 'invalid_settings' });
+    expect(invalid.issues).toHaveLength(2);
+
+    const change = { model: 'app-model', model_endpoint: { api_key: secret }, approval: { calculator: 'ask' }, mcp_servers: { everything: EVERYTHING_STDIO } };
+    const changed = await settings(a, 'root', change);
+    const answer = await changed.text();
+    expect(changed.status, answer).toBe(200);
+    expect(JSON.parse(answer)).toMatchObject({
+      version: 1,
+      model: { value: 'app-model', source: { kind: 'app' } },
+      model_endpoint: { api_key: { set: true } },
+    });
+
+    // Each instance has the change in force, its MCP server connected (a process of its own to start).
+    for (const instance of [a, b]) {
+      await withLogs(
+        eventually(async () => {
+          const view = (await (await settings(instance, 'root')).json()) as SettingsView;
+          return view.version === 1 && view.mcp_servers.find((server) => server.key === 'everything')?.live?.status === 'connected';
+        }),
+        { a, b },
+      );
+    }
+    llm!.respond((request) =>
+      request.phase === 'act' ? { toolCalls: [{ name: 'calculator', arguments: { expression: '2+2' } }] } : { text: reasonText('Add them.') },
+    );
+    for (const instance of [a, b]) {
+      const client = await connect(instance, {}, { 'X-Forwarded-User': 'root' });
+      client.chat('What is 2+2?', { agent_mode: true, tools: ['calculator', 'everything__echo'] });
+      // The approval policy: the calculator, which runs unasked by default, now waits for a person.
+      expect(await client.waitFor('agent_request_input', { timeoutMs: 30_000 })).toMatchObject({ kind: 'approval', tool: 'calculator' });
+      const act = llm!.requests.filter((request) => request.phase === 'act').at(-1)!;
+      expect(act.body.model).toBe('app-model');
+      expect(act.headers.authorization).toBe(`Bearer ${secret}`);
+      expect(act.toolNames).toContain('everything__echo');
+      client.send({ type: 'agent_control', action: 'stop' });
+      await client.untilComplete({ timeoutMs: 30_000 });
+    }
+
+    // The key never comes back: not in the settings, their record or the API's description, on either instance; nor in the logs.
+    const bodies = await Promise.all(
+      [a, b].flatMap((instance) => [
+        settings(instance, 'root').then((response) => response.text()),
+        fetch(`${instance.url}/api/openapi.json`, { headers: { 'X-Forwarded-User': 'root' } }).then((response) => response.text()),
+      ]),
+    );
+    for (const text of [answer, ...bodies, a.output(), b.output()]) expect(text).not.toContain(secret);
+    const [record] = (JSON.parse(bodies[2]!) as SettingsView).changes;
+    expect(record).toMatchObject({ version: 1, by: { id: 'root', name: 'root' } });
+    expect(record!.changes).toContainEqual({ setting: 'model_endpoint.api_key', before: 'not set', after: 'set' });
+    expect(record!.changes.map((item) => item.setting)).toEqual(['model_endpoint.api_key', 'model', 'approval.calculator', 'mcp_servers.everything']);
+
+    // Removed on B, the MCP server is disconnected on A too.
+    expect((await settings(b, 'root', { mcp_servers: null })).status).toBe(200);
+    await eventually(async () => {
+      const view = (await (await settings(a, 'root')).json()) as SettingsView;
+      return view.version === 2 && view.mcp_servers.length === 0;
+    });
+  });
 });
+
+/** Resolves once `check` holds, asking again every 100 ms; rejects after `timeoutMs`. */
+async function eventually(check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`Not so after ${timeoutMs / 1000} s`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

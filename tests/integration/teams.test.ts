@@ -258,6 +258,7 @@ describe('the auth proxy’s header', () => {
     expect(await fetch(`${server.url}/api/me`, { headers: as('carol') }).then((reply) => reply.json())).toEqual({
       auth_mode: 'header',
       user: { id: 'carol', name: 'carol', admin: false },
+      settings_admin: false,
     });
   });
 });

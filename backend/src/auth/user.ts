@@ -30,3 +30,12 @@ export function chatAccess(user: User, owner: string): ChatAccess {
   if (user.id === owner) return 'own';
   return user.admin ? 'watch' : 'none';
 }
+
+/**
+ * Whether a user may change the settings in the app: in AUTH_MODE none (this machine only) and
+ * token (whoever holds the token runs the server), the one user; with sign-in, admins only.
+ */
+export function isSettingsAdmin(user: User | undefined, mode: 'none' | 'token' | 'oidc' | 'header'): boolean {
+  if (!user) return false;
+  return mode === 'none' || mode === 'token' ? true : user.admin;
+}

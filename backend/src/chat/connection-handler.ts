@@ -1,4 +1,4 @@
-import { CLIENT_MESSAGE_TYPES, ClientMessage, type ErrorCode, type ErrorEvent, type SessionEvent } from '@stepwise/shared-types';
+import { CLIENT_MESSAGE_TYPES, ClientMessage, type ErrorCode, type ErrorEvent, type SessionEvent, type SettingsChangedEvent } from '@stepwise/shared-types';
 import { inject, injectable } from 'tsyringe';
 import { RunKernel } from '../agent/run-kernel.ts';
 import type { Config } from '../config/config.ts';
@@ -64,6 +64,22 @@ export class ConnectionHandler {
     });
   }
 
+  /** Tells every client the model and the limits now, after an admin changed the settings. */
+  announceSettings(): void {
+    this.sessions.broadcast({ type: 'settings_changed', ...this.modelAndLimits() });
+  }
+
+  /** What a client shows of the model and the limits (they change with the app's settings). */
+  private modelAndLimits(): Omit<SettingsChangedEvent, 'type'> {
+    return {
+      model: this.llm.modelName,
+      demo: this.llm.isDemo,
+      limits: { max_steps_default: this.config.agent.maxStepsDefault, max_steps_limit: this.config.agent.maxStepsLimit },
+      ...(this.health.endpoint ? { model_endpoint: this.health.endpoint } : {}),
+      settings: settingsInForce(this.config),
+    };
+  }
+
   async open(connection: ClientConnection, request: ConnectionRequest): Promise<ConnectionSession> {
     const user = request.user ?? LOCAL_USER;
     // Another user's session id is an unknown one: a new session of this user's starts.
@@ -75,21 +91,14 @@ export class ConnectionHandler {
       session_id: chat.sessionId,
       protocol: 1,
       ...(access === 'watch' ? { read_only: true, owner: { id: chat.owner.id, name: ownerLabel(chat.owner) } } : {}),
-      model: this.llm.modelName,
-      demo: this.llm.isDemo,
+      ...this.modelAndLimits(),
       resumed,
       last_seq: chat.log.lastSeq,
-      limits: {
-        max_steps_default: this.config.agent.maxStepsDefault,
-        max_steps_limit: this.config.agent.maxStepsLimit,
-      },
       tools: this.tools.list(),
       mcp_servers: this.mcp.status(),
       strategies: this.kernel.names,
       strategy_catalog: this.kernel.catalog(),
-      ...(this.health.endpoint ? { model_endpoint: this.health.endpoint } : {}),
       model_health: this.health.current,
-      settings: settingsInForce(this.config),
       config_file: this.config.configFile,
       ...(lastRun ? { last_run: lastRun } : {}),
       ...(this.config.traceUrlTemplate ? { trace_url_template: this.config.traceUrlTemplate } : {}),

@@ -7,6 +7,7 @@ import type {
   ToolProgressEvent,
   ToolsChangedEvent,
   ModelHealthEvent,
+  SettingsChangedEvent,
 } from '@stepwise/shared-types';
 import type { EventSink } from '../agent/event-sink.ts';
 import type { Store } from '../store/store.ts';
@@ -295,7 +296,7 @@ export class SessionEventLog implements EventSink {
   }
 
   /** Sends a message that is not part of the log (a change in the tool list) to every connected client. */
-  broadcast(message: ToolsChangedEvent | ModelHealthEvent): void {
+  broadcast(message: ToolsChangedEvent | ModelHealthEvent | SettingsChangedEvent): void {
     this.sendToAll(message);
   }
 
@@ -358,7 +359,7 @@ export class SessionEventLog implements EventSink {
     return true;
   }
 
-  private sendToAll(message: ErrorEvent | ToolsChangedEvent | ModelHealthEvent): void {
+  private sendToAll(message: ErrorEvent | ToolsChangedEvent | ModelHealthEvent | SettingsChangedEvent): void {
     for (const connection of this.connections) connection.send(message);
   }
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { LoggedEventBody, ModelHealthEvent, StopReason, ToolsChangedEvent } from '@stepwise/shared-types';
+import type { LoggedEventBody, ModelHealthEvent, SettingsChangedEvent, StopReason, ToolsChangedEvent } from '@stepwise/shared-types';
 import { inject, injectable } from 'tsyringe';
 import type { ControlBus } from '../agent/control-bus.ts';
 import type { RunEngine } from '../agent/run-engine.ts';
@@ -67,7 +67,7 @@ export class SessionManager {
   }
 
   /** Sends a message outside the logs to every client of every live session. */
-  broadcast(message: ToolsChangedEvent | ModelHealthEvent): void {
+  broadcast(message: ToolsChangedEvent | ModelHealthEvent | SettingsChangedEvent): void {
     for (const chat of this.sessions.values()) chat.log.broadcast(message);
   }
 

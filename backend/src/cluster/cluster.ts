@@ -301,6 +301,18 @@ export class Cluster implements RunHost {
     void this.redis.publish(SESSION_CHANNEL(sessionId), JSON.stringify(message)).catch(() => undefined);
   }
 
+  /** Sends `message` to every instance listening on `channel` (fire and forget: listeners also poll what it announces). */
+  broadcast(channel: string, message: string): void {
+    if (!this.redis.isReady) return;
+    void this.redis.publish(`stepwise:${channel}`, message).catch(() => undefined);
+  }
+
+  /** Calls `listener` with each message on `channel`, this instance's own included; resolves with the unsubscribe. */
+  async listen(channel: string, listener: (message: string) => void): Promise<() => void> {
+    await this.subscriber.subscribe(`stepwise:${channel}`, listener);
+    return () => void this.subscriber.unsubscribe(`stepwise:${channel}`).catch(() => undefined);
+  }
+
   /**
    * Calls `listener` when another instance says the session's log grew (no argument) or sends a
    * streaming preview (with it); returns the unsubscribe.

@@ -121,7 +121,7 @@ export function parseConfigFile(text: string, path: string, env: Record<string, 
  * NAME (a prefix that names no endpoint is part of the model's name, as in `llama3.1:70b`); a list
  * is the model and its fallbacks, in order.
  */
-function parseModels(json: object, path: string, endpoints: Record<string, ModelEndpoint>): ModelRoute[] {
+export function parseModels(json: object, path: string, endpoints: Record<string, ModelEndpoint>): ModelRoute[] {
   const models: unknown = (json as { models?: unknown }).models;
   if (models === undefined) return [];
   if (typeof models !== 'object' || models === null || Array.isArray(models)) {
@@ -184,7 +184,7 @@ function parseEndpoints(json: object, path: string, env: Record<string, string |
 }
 
 /** `"prices": {"gpt-4o": {"input": 2.5, "cached_input": 1.25, "output": 10}}`, USD per million tokens. */
-function parsePrices(json: object, path: string): Record<string, ModelPrice> {
+export function parsePrices(json: object, path: string): Record<string, ModelPrice> {
   const prices: unknown = (json as { prices?: unknown }).prices;
   if (prices === undefined) return {};
   if (typeof prices !== 'object' || prices === null || Array.isArray(prices)) {
@@ -200,7 +200,8 @@ function parsePrices(json: object, path: string): Record<string, ModelPrice> {
   );
 }
 
-function parseEntry(entry: unknown, where: string, env: Record<string, string | undefined>): McpServerConfig | undefined {
+/** One MCP server entry (stdio or Streamable HTTP) as Stepwise starts it; undefined when it is disabled. Throws ConfigError saying what is wrong, `where` naming it. */
+export function parseEntry(entry: unknown, where: string, env: Record<string, string | undefined>): McpServerConfig | undefined {
   if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) {
     throw new ConfigError(`Invalid ${where}: must be an object with "command" (stdio) or "url" (Streamable HTTP)`);
   }

@@ -481,6 +481,8 @@ export interface Config {
   tracing: TracingConfig | undefined;
   /** A link to a run's trace, `{trace_id}` in it (TRACE_URL_TEMPLATE). */
   traceUrlTemplate: string | undefined;
+  /** The environment variables that were set: they pin their settings, which the app then cannot change. */
+  setVariables?: readonly string[];
 }
 
 /** AUTH_MODE and what each mode needs. */
@@ -670,6 +672,7 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
     logLevel: e.LOG_LEVEL,
     tracing: tracingConfig(e),
     traceUrlTemplate: e.TRACE_URL_TEMPLATE?.replaceAll('%7Btrace_id%7D', '{trace_id}'),
+    setVariables: Object.keys(present),
   };
 }
 

@@ -78,7 +78,16 @@ export type AroundCall = <T>(request: CompletionRequest<T>, call: () => Promise<
 
 /** The client with `around` about each of its calls (health, metrics, tracing), the rest unchanged. */
 export function aroundCalls(llm: LlmClient, around: AroundCall): LlmClient {
-  return { modelName: llm.modelName, isDemo: llm.isDemo, complete: (request) => around(request, () => llm.complete(request)) };
+  // Read through: the model and whether it is the demo change when an admin changes the settings.
+  return {
+    get modelName() {
+      return llm.modelName;
+    },
+    get isDemo() {
+      return llm.isDemo;
+    },
+    complete: (request) => around(request, () => llm.complete(request)),
+  };
 }
 
 export type { LlmImage, LlmMessage, LlmToolCall, LlmToolSchema, TokenUsage } from '../messages.ts';

@@ -19,15 +19,22 @@ const PROBE_TIMEOUT_MS = 5_000;
 export class ModelHealthMonitor {
   private state: ModelHealth = { status: 'unknown' };
   private readonly listeners = new Set<(health: ModelHealth) => void>();
-  /** The endpoint's base URL, fit to show; undefined for the demo model. */
-  readonly endpoint: string | undefined;
-
   constructor(
     @inject(TOKENS.Config) private readonly config: Config,
     @inject(TOKENS.Logger) private readonly logger: Logger,
   ) {
-    this.endpoint = config.llm.provider === 'demo' ? undefined : endpointOf(config);
-    if (config.llm.provider === 'demo') this.state = { status: 'ok', message: 'The offline demo model is built in', checked_at: now() };
+    if (config.llm.provider === 'demo') this.state = DEMO_HEALTH();
+  }
+
+  /** The endpoint's base URL, fit to show; undefined for the demo model. */
+  get endpoint(): string | undefined {
+    return this.config.llm.provider === 'demo' ? undefined : endpointOf(this.config);
+  }
+
+  /** The endpoint or its key changed (in the app's settings): what was learnt of the old one no longer holds; the new one is checked. */
+  async recheck(): Promise<ModelHealth> {
+    this.set(this.config.llm.provider === 'demo' ? DEMO_HEALTH() : { status: 'unknown' });
+    return this.probe();
   }
 
   get current(): ModelHealth {
@@ -121,6 +128,8 @@ export class ModelHealthMonitor {
     for (const listener of this.listeners) listener(next);
   }
 }
+
+const DEMO_HEALTH = (): ModelHealth => ({ status: 'ok', message: 'The offline demo model is built in', checked_at: now() });
 
 function now(): string {
   return new Date().toISOString();

@@ -34,10 +34,8 @@ const MAX_REREAD_DELAY_MS = 30_000;
 @injectable()
 export class OpenAiLlmClient implements LlmClient {
   readonly isDemo = false;
-  readonly modelName: string;
-  /** The base URL, for messages (never with credentials). */
-  readonly endpoint: string;
-  private readonly client: OpenAI;
+  /** The SDK client of the endpoint the settings name now, and the URL and key it was made for (an admin may change them). */
+  private main: { madeFor: string; client: OpenAI; dispatcher: { close(): Promise<void> } } | undefined;
   /** Where long chats' request bodies are written, call after call (see BodyBuffers). */
   private readonly bodies = new BodyBuffers();
   /** Models whose endpoint refused a conversation for its turn order: they get strictly alternating messages from then on. */
@@ -49,9 +47,32 @@ export class OpenAiLlmClient implements LlmClient {
     @inject(TOKENS.Config) private readonly config: Config,
     @inject(TOKENS.Logger) private readonly logger: Logger,
   ) {
-    this.modelName = config.llm.model;
-    this.endpoint = endpointOf(config);
-    this.client = createModelWire(config, logger, { idleTimeoutMs: config.llm.streamIdleTimeoutMs, maxOutputChars: config.llm.maxOutputChars }).client;
+    this.mainClient();
+  }
+
+  get modelName(): string {
+    return this.config.llm.model;
+  }
+
+  /** The base URL, for messages (never with credentials). */
+  get endpoint(): string {
+    return endpointOf(this.config);
+  }
+
+  /**
+   * The SDK client of the settings' endpoint, made again when its URL or key has changed since
+   * (the named endpoints' clients too); the old one's connections close once their requests end.
+   */
+  private mainClient(): OpenAI {
+    const { llm } = this.config;
+    const madeFor = JSON.stringify([llm.baseUrl, llm.apiKey, llm.azure?.endpoint, llm.azure?.apiKey]);
+    if (this.main?.madeFor === madeFor) return this.main.client;
+    const previous = this.main;
+    const limits = { idleTimeoutMs: llm.streamIdleTimeoutMs, maxOutputChars: llm.maxOutputChars };
+    this.main = { madeFor, ...createModelWire(this.config, this.logger, limits) };
+    this.wires.clear();
+    void previous?.dispatcher.close().catch(() => undefined);
+    return this.main.client;
   }
 
   /**
@@ -268,6 +289,7 @@ export class OpenAiLlmClient implements LlmClient {
 
   /** The SDK client of an endpoint: the environment's (no name), or one of the config file's "endpoints". */
   private wire(name: string | undefined): Wire {
+    const client = this.mainClient();
     const key = name ?? '';
     const known = this.wires.get(key);
     if (known) return known;
@@ -275,7 +297,7 @@ export class OpenAiLlmClient implements LlmClient {
     let wire: Wire;
     const endpoint = name === undefined ? undefined : this.config.llm.endpoints[name];
     if (!endpoint) {
-      wire = { client: this.client, azure: this.config.llm.azure !== undefined, names: endpointNames(this.config, this.endpoint) };
+      wire = { client, azure: this.config.llm.azure !== undefined, names: endpointNames(this.config, this.endpoint) };
     } else {
       const llm =
         endpoint.kind === 'openai'

@@ -4,6 +4,7 @@ import type { McpServerStatus } from '@stepwise/shared-types';
 import { inject, injectable } from 'tsyringe';
 import { z } from 'zod';
 import type { Config } from '../config/config.ts';
+import type { McpServerConfig } from '../config/config-file.ts';
 import { SessionFiles } from '../files/session-files.ts';
 import type { Logger } from '../logger.ts';
 import { TOKENS } from '../tokens.ts';
@@ -23,8 +24,10 @@ const AnyObject = z.record(z.string(), z.unknown());
  */
 @injectable()
 export class McpManager {
-  private readonly connections: McpServerConnection[] = [];
+  private connections: McpServerConnection[] = [];
   private readonly listeners: Array<() => void> = [];
+  /** Once start has run, a server added later (a settings change) connects at once. */
+  private started = false;
 
   constructor(
     @inject(TOKENS.Config) private readonly config: Config,
@@ -32,21 +35,44 @@ export class McpManager {
     @inject(SessionFiles) private readonly files: SessionFiles,
     @inject(TOKENS.Logger) private readonly logger: Logger,
   ) {
-    for (const [name, server] of Object.entries(config.mcp.servers)) {
-      const connection: McpServerConnection = new McpServerConnection(
-        name,
-        server,
-        {
-          retryBaseMs: config.mcp.retryBaseMs,
-          retryMaxMs: config.mcp.retryMaxMs,
-          // Generous: a first `npx -y` may download the server before it starts.
-          connectTimeoutMs: 60_000,
-          onChange: () => this.refresh(connection),
-        },
-        logger.child({ component: 'mcp' }),
-      );
-      this.connections.push(connection);
+    for (const [name, server] of Object.entries(config.mcp.servers)) this.add(name, server);
+  }
+
+  private add(name: string, server: McpServerConfig): McpServerConnection {
+    const connection: McpServerConnection = new McpServerConnection(
+      name,
+      server,
+      {
+        retryBaseMs: this.config.mcp.retryBaseMs,
+        retryMaxMs: this.config.mcp.retryMaxMs,
+        // Generous: a first `npx -y` may download the server before it starts.
+        connectTimeoutMs: 60_000,
+        onChange: () => this.refresh(connection),
+      },
+      this.logger.child({ component: 'mcp' }),
+    );
+    this.connections.push(connection);
+    return connection;
+  }
+
+  /**
+   * Makes the servers these (a settings change): a server no longer listed, or listed otherwise,
+   * is closed and its tools leave the registry; a new or changed one connects (in the background,
+   * retrying as at startup). Servers whose entry is unchanged keep their connection.
+   */
+  async reconcile(servers: Record<string, McpServerConfig>): Promise<void> {
+    const wanted = new Map(Object.entries(servers));
+    const leaving = this.connections.filter((connection) => JSON.stringify(wanted.get(connection.name)) !== JSON.stringify(connection.config));
+    this.connections = this.connections.filter((connection) => !leaving.includes(connection));
+    for (const connection of this.connections) wanted.delete(connection.name);
+    await Promise.all(leaving.map((connection) => connection.close()));
+    for (const connection of leaving) this.registry.replaceSource(connection.name, []);
+    const joining = [...wanted].map(([name, server]) => this.add(name, server));
+    if (leaving.length || joining.length) {
+      this.logger.info({ closed: leaving.map((each) => each.name), added: joining.map((each) => each.name) }, 'MCP servers changed');
+      for (const listener of this.listeners) listener();
     }
+    if (this.started) for (const connection of joining) void connection.start();
   }
 
   /**
@@ -54,6 +80,7 @@ export class McpManager {
    * starting after that (or failing) keep trying in the background. Never throws.
    */
   async start(): Promise<void> {
+    this.started = true;
     if (this.connections.length === 0) return;
     const all = Promise.all(this.connections.map((connection) => connection.start()));
     let timer: NodeJS.Timeout | undefined;
@@ -81,6 +108,8 @@ export class McpManager {
 
   /** Puts the server's current tools into the registry. */
   private refresh(connection: McpServerConnection): void {
+    // A server closed by a settings change may still report its end: its tools are gone already.
+    if (!this.connections.includes(connection)) return;
     const tools: Tool[] = [];
     const taken = new Set<string>();
     for (const definition of connection.tools) {
@@ -98,7 +127,8 @@ export class McpManager {
 
   /** One MCP tool as a Stepwise tool. */
   private adapt(connection: McpServerConnection, definition: McpToolDefinition, name: string): Tool<Record<string, unknown>> {
-    const timeoutMs = this.config.tools.timeoutMs;
+    // Read at each call: an admin may change TOOL_TIMEOUT_MS's setting in the app.
+    const { tools: toolSettings } = this.config;
     const files = this.files;
     const description = (definition.description ?? definition.title ?? definition.name).slice(0, MAX_DESCRIPTION);
     return {
@@ -114,7 +144,7 @@ export class McpManager {
         const result = await connection.callTool(definition.name, args, {
           signal: context.signal,
           // The registry's own timeout (the same length) aborts first, which cancels on the server.
-          timeoutMs: timeoutMs + 1_000,
+          timeoutMs: toolSettings.timeoutMs + 1_000,
           askUser: context.askUser,
           onProgress: context.onProgress,
         });

@@ -1,6 +1,7 @@
 import type { LoggedEvent } from '@stepwise/shared-types';
 import type { LlmMessage } from '../messages.ts';
 import {
+  type AppSettingsRecord,
   type JournalEntry,
   type MessagePage,
   type MessageRecord,
@@ -12,6 +13,7 @@ import {
   type SearchQuery,
   type SessionRecord,
   type SessionOwner,
+  type SettingsChangeRecord,
   type ShareRecord,
   HIGHLIGHT_END,
   HIGHLIGHT_START,
@@ -44,6 +46,9 @@ export class MemoryStore implements Store {
   private readonly revokedSignIns = new Map<string, string>();
   private clock = 0;
   private readonly shares = new Map<string, ShareRecord>();
+  private appSettings: AppSettingsRecord = { version: 0, settings: {} };
+  /** Newest first. */
+  private readonly settingsChanges: SettingsChangeRecord[] = [];
 
   async createSession(id: string, owner: SessionOwner = { id: LOCAL_OWNER }): Promise<SessionRecord> {
     if (this.sessions.has(id)) throw new Error(`Session ${id} exists`);
@@ -259,6 +264,21 @@ export class MemoryStore implements Store {
 
   async replaceMessages(sessionId: string, messages: MessageRecord[]): Promise<void> {
     this.session(sessionId).messages = structuredClone(messages);
+  }
+
+  async readAppSettings(): Promise<AppSettingsRecord> {
+    return structuredClone(this.appSettings);
+  }
+
+  async saveAppSettings(version: number, settings: unknown, change: Omit<SettingsChangeRecord, 'version' | 'at'>): Promise<boolean> {
+    if (version !== this.appSettings.version + 1) return false;
+    this.appSettings = structuredClone({ version, settings });
+    this.settingsChanges.unshift(structuredClone({ version, at: new Date().toISOString(), ...change }));
+    return true;
+  }
+
+  async listSettingsChanges(limit: number): Promise<SettingsChangeRecord[]> {
+    return structuredClone(this.settingsChanges.slice(0, limit));
   }
 
   async close(): Promise<void> {}

@@ -373,6 +373,49 @@ export const SCHEMA: SchemaStep[] = [
       `create index chat_shares_session on chat_shares (session_id, created_at)`,
     ],
   },
+  {
+    // One document of what admins set in the app (id 1), and one record per change, keyed by the
+    // version it made: a change made from an older version collides with the record of the next.
+    name: '0013 settings changed in the app, and who changed what',
+    postgres: [
+      `
+        create table app_settings (
+          id integer primary key check (id = 1),
+          version integer not null,
+          settings json not null,
+          updated_at timestamptz not null default now()
+        )
+      `,
+      `
+        create table settings_changes (
+          version integer primary key,
+          at timestamptz not null default now(),
+          user_id text not null,
+          user_name text not null,
+          changes json not null
+        )
+      `,
+    ],
+    sqlite: [
+      `
+        create table app_settings (
+          id integer primary key check (id = 1),
+          version integer not null,
+          settings text not null,
+          updated_at text not null
+        ) strict
+      `,
+      `
+        create table settings_changes (
+          version integer primary key,
+          at text not null,
+          user_id text not null,
+          user_name text not null,
+          changes text not null
+        ) strict
+      `,
+    ],
+  },
 ];
 
 /** The version table of earlier releases, whose applied versions stand for the steps they made. */

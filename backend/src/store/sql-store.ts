@@ -15,7 +15,9 @@ import type { LlmMessage } from '../messages.ts';
 import { SEARCH_EXPRESSIONS, type SqlDialectName } from './migrations.ts';
 import type { GroupSync } from './sqlite-database.ts';
 import { fromSnapshotColumn, toSnapshotColumn } from './snapshot-column.ts';
+import { listSettingsChanges, readAppSettings, saveAppSettings, type SettingsTables } from './sql-settings.ts';
 import {
+  type AppSettingsRecord,
   type Fence,
   type FenceToken,
   type JournalEntry,
@@ -31,6 +33,7 @@ import {
   type SearchQuery,
   type SessionOwner,
   type SessionRecord,
+  type SettingsChangeRecord,
   type ShareRecord,
   type SnapshotRecord,
   StaleLeaseError,
@@ -46,7 +49,7 @@ import {
 type Time = Date | string;
 type Json = unknown;
 
-export interface Tables {
+export interface Tables extends SettingsTables {
   sessions: { id: string; title: string | null; created_at: Time; updated_at: Time; owner: string; owner_name: string | null };
   revoked_sign_ins: { id: string; expires_at: Time };
   chat_shares: {
@@ -839,6 +842,18 @@ export class SqlStore implements Store {
         messages.map((record, position) => ({ session_id: sessionId, position, message: json(record.message), after_seq: record.afterSeq, created_at: now })),
       );
     });
+  }
+
+  readAppSettings(): Promise<AppSettingsRecord> {
+    return readAppSettings(this.db, this.parsed);
+  }
+
+  saveAppSettings(version: number, settings: unknown, change: Omit<SettingsChangeRecord, 'version' | 'at'>): Promise<boolean> {
+    return saveAppSettings(this.db, this.now(), version, settings, change);
+  }
+
+  listSettingsChanges(limit: number): Promise<SettingsChangeRecord[]> {
+    return listSettingsChanges(this.db, this.parsed, limit);
   }
 
   async close(): Promise<void> {

@@ -203,7 +203,32 @@ export interface Store {
   /** Makes `messages` the session's whole history (a rollback); one transaction. */
   replaceMessages(sessionId: string, messages: MessageRecord[]): Promise<void>;
 
+  /** The settings admins changed in the app, and their version (0 and nothing before the first change). */
+  readAppSettings(): Promise<AppSettingsRecord>;
+  /**
+   * Stores the settings as `version` (the one read plus one) with the change's record, in one
+   * transaction; false, nothing written, when another change stored that version first.
+   */
+  saveAppSettings(version: number, settings: unknown, change: Omit<SettingsChangeRecord, 'version' | 'at'>): Promise<boolean>;
+  /** The latest changes of the app settings, newest first. */
+  listSettingsChanges(limit: number): Promise<SettingsChangeRecord[]>;
+
   close(): Promise<void>;
+}
+
+/** The app settings as stored: a document whose version every change bumps. */
+export interface AppSettingsRecord {
+  version: number;
+  settings: unknown;
+}
+
+/** One change of the app settings: its version, when, by whom, and what it changed (never a secret's value). */
+export interface SettingsChangeRecord {
+  version: number;
+  /** ISO time. */
+  at: string;
+  by: { id: string; name: string };
+  changes: Array<{ setting: string; before: string | null; after: string | null }>;
 }
 
 /**

@@ -11,7 +11,7 @@ import { encodeSession, LOGIN_COOKIE, readSession, SESSION_COOKIE } from '../aut
 import type { Store } from '../store/store.ts';
 import { userFromClaims } from '../auth/identity.ts';
 import { SignInError } from '../errors.ts';
-import type { User } from '../auth/user.ts';
+import { isSettingsAdmin, type User } from '../auth/user.ts';
 
 type OidcAuth = Extract<AuthConfig, { mode: 'oidc' }>;
 
@@ -63,7 +63,12 @@ export async function registerAuthRoutes(server: FastifyInstance, config: Config
           ...(auth.mode === 'oidc' ? { login_url: '/auth/login' } : {}),
         });
       }
-      return { auth_mode: auth.mode, user, ...(auth.mode === 'oidc' ? { logout_url: '/auth/logout' } : {}) };
+      return {
+        auth_mode: auth.mode,
+        user,
+        ...(auth.mode === 'oidc' ? { logout_url: '/auth/logout' } : {}),
+        settings_admin: isSettingsAdmin(user, auth.mode),
+      };
     },
   );
   if (!provider || auth.mode !== 'oidc') return;

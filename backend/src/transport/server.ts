@@ -31,6 +31,8 @@ import { EVENT_PAGES_IN_FLIGHT, registerRestRoutes } from './rest-routes.ts';
 import { WorkBudgets } from '../limits/work-budgets.ts';
 import { registerWebSocketRoute } from './websocket-route.ts';
 import { registerSharingRoutes } from './sharing-routes.ts';
+import { registerSettingsRoutes } from './settings-routes.ts';
+import { SettingsService } from '../settings/settings-service.ts';
 
 const PLACEHOLDER_PAGE = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Stepwise</title></head>
 <body><h1>Stepwise</h1><p>The server is running. The web app has not been built yet: run <code>npx -y pnpm@10 build</code>.</p>
@@ -128,6 +130,7 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
   const uploads = new InProgressPerClient(config.limits.uploadsPerClient);
   registerRestRoutes(app, container.resolve(HistoryService), container.resolve(SessionFiles), { eventPages, uploads });
   registerSharingRoutes(app, container);
+  await registerSettingsRoutes(app, container.resolve(SettingsService), config);
   registerAgUiRoutes(app, sessions, container.resolve<Store>(TOKENS.Store), config.limits);
   const sockets = new SocketsPerClient(config.limits.socketsPerAddress);
   registerWebSocketRoute(app, handler, sockets, config.limits);

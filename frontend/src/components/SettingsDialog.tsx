@@ -5,12 +5,24 @@ import { healthSummary } from '../lib/model-health.ts';
 import { changeSnippets, configFilePath, MCP_CONFIG_SNIPPET, settingsOrLimits } from '../lib/settings-snippets.ts';
 import { formatClock, formatFull, formatWhen } from '../lib/time.ts';
 import { CopyableSnippet } from './CopyableSnippet.tsx';
+import { SettingsEditor } from './SettingsEditor.tsx';
 
 /**
  * What the server runs with, in one dialog: the model (and whether it works), the MCP servers,
  * the limits in force, and how to change them. Escape, Close or a click outside closes it.
  */
-export function SettingsDialog({ session, now, onClose }: { session: SessionEvent | undefined; now: Date; onClose: () => void }) {
+export function SettingsDialog({
+  session,
+  now,
+  onClose,
+  settingsAdmin = false,
+}: {
+  session: SessionEvent | undefined;
+  now: Date;
+  onClose: () => void;
+  /** Whether this user may change the settings in the app: then the editor shows. */
+  settingsAdmin?: boolean;
+}) {
   const dialogRef = useRef<HTMLDialogElement>(null);
   const titleId = useId();
 
@@ -42,10 +54,15 @@ export function SettingsDialog({ session, now, onClose }: { session: SessionEven
       {session ? (
         <div className="settings-body">
           <ModelSection session={session} now={now} />
-          <McpSection session={session} now={now} />
+          {settingsAdmin && (
+            <Section title="Change settings">
+              <SettingsEditor now={now} />
+            </Section>
+          )}
+          <McpSection session={session} now={now} settingsAdmin={settingsAdmin} />
           <ApprovalSection session={session} />
           <LimitsSection session={session} />
-          <HowToChangeSection session={session} />
+          <HowToChangeSection session={session} settingsAdmin={settingsAdmin} />
         </div>
       ) : (
         <p className="muted">Connecting to the server…</p>
@@ -117,7 +134,7 @@ const SERVER_STATUS: Record<McpServerStatus['status'], string> = {
   unavailable: 'unavailable',
 };
 
-function McpSection({ session, now }: { session: SessionEvent; now: Date }) {
+function McpSection({ session, now, settingsAdmin }: { session: SessionEvent; now: Date; settingsAdmin: boolean }) {
   const servers = session.mcp_servers ?? [];
   const configFile = configFilePath(session);
   return (
@@ -147,7 +164,8 @@ function McpSection({ session, now }: { session: SessionEvent; now: Date }) {
         </ul>
       )}
       <p>
-        To add one, put an entry like this in <code data-testid="config-file">{configFile}</code> and restart Stepwise:
+        To add one, {settingsAdmin ? 'add it under Change settings above (no restart), or ' : ''}put an entry like this in{' '}
+        <code data-testid="config-file">{configFile}</code> and restart Stepwise:
       </p>
       <CopyableSnippet label="the MCP config snippet" text={MCP_CONFIG_SNIPPET} />
     </Section>
@@ -202,10 +220,15 @@ function LimitsSection({ session }: { session: SessionEvent }) {
   );
 }
 
-function HowToChangeSection({ session }: { session: SessionEvent }) {
+function HowToChangeSection({ session, settingsAdmin }: { session: SessionEvent; settingsAdmin: boolean }) {
   return (
     <Section title="How to change">
-      <p>Settings are environment variables, read when Stepwise starts: stop it, then start it again with the ones you want, e.g.</p>
+      {settingsAdmin && <p>The model, its endpoint, approval rules, MCP servers and limits change under Change settings above, with no restart.</p>}
+      <p>
+        {settingsAdmin
+          ? 'Environment variables (which win over the app) are read when Stepwise starts: stop it, then start it again with the ones you want, e.g.'
+          : 'Settings are environment variables, read when Stepwise starts: stop it, then start it again with the ones you want, e.g.'}
+      </p>
       {changeSnippets(session.settings).map((snippet) => (
         <div key={snippet.title} className="settings-snippet">
           <p className="settings-snippet-title">{snippet.title}</p>

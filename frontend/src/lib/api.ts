@@ -12,6 +12,7 @@ import {
   SharedChat,
   ShareInfo,
   ShareList,
+  SettingsView,
 } from '@stepwise/shared-types';
 
 import { AuthRequiredError, authHeaders, SignInRequiredError } from './auth.ts';
@@ -159,6 +160,38 @@ function saveBlob(blob: Blob, name: string): void {
   link.remove();
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
+
+/** A settings change the server refused (`invalid_settings`, `setting_locked`, `admin_only`): nothing changed. */
+export class SettingsRefused extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly issues: Array<{ path: string; message: string }>,
+  ) {
+    super(message);
+    this.name = 'SettingsRefused';
+  }
+}
+
+/** The settings an admin changes in the app: `GET` and `PATCH /api/settings`. */
+export const settingsApi = {
+  async get(): Promise<SettingsView> {
+    const response = await call('/api/settings');
+    if (!response.ok) throw new Error(`Could not load the settings: ${await errorMessage(response)}`);
+    return SettingsView.parse(await response.json());
+  },
+  /** Sends a change; rejects with SettingsRefused and every issue when the server refuses it. */
+  async change(patch: Record<string, unknown>): Promise<SettingsView> {
+    const response = await call('/api/settings', { method: 'PATCH', body: JSON.stringify(patch), headers: { 'content-type': 'application/json' } });
+    if (!response.ok) {
+      const body = (await response.json().catch(() => ({}))) as {
+        error?: { code?: string; message?: string; issues?: Array<{ path: string; message: string }> };
+      };
+      throw new SettingsRefused(body.error?.code ?? 'error', body.error?.message ?? `HTTP ${response.status}`, body.error?.issues ?? []);
+    }
+    return SettingsView.parse(await response.json());
+  },
+};
 
 async function errorMessage(response: Response): Promise<string> {
   try {

@@ -104,6 +104,14 @@ function applyEvent(state: ViewState, event: ServerEvent | { type: string }): Vi
   if (event.type === 'tools_changed') {
     return state.session ? { ...state, session: { ...state.session, tools: event.tools, mcp_servers: event.mcp_servers } } : state;
   }
+  if (event.type === 'settings_changed') {
+    if (!state.session) return state;
+    const { type: _type, ...now } = event;
+    const session = { ...state.session, ...now };
+    // The demo model has no endpoint: an endpoint cleared in the app goes from the view too.
+    if (now.model_endpoint === undefined) delete session.model_endpoint;
+    return { ...state, session };
+  }
   if (event.type === 'model_health') {
     return state.session ? { ...state, session: { ...state.session, model_health: event.health } } : state;
   }
