@@ -19,6 +19,7 @@ import { modelFor } from './llm/model-routes.ts';
 import { startTracing } from './tracing/run-tracing.ts';
 import { OTHER_TOOL, ToolRegistry } from './tools/tool-registry.ts';
 import { buildServer } from './transport/server.ts';
+import { Notifier } from './notify/notifier.ts';
 
 /** Where the repository's own folders are, for defaults that work from a fresh checkout. */
 export const REPOSITORY_PATHS = {
@@ -91,6 +92,9 @@ export async function startServer(options: {
   // MCP servers start in parallel (bounded wait); a server that fails keeps retrying in the background.
   const mcp = container.resolve(McpManager);
   app.addHook('onClose', () => mcp.close());
+  const notifier = container.resolve(Notifier);
+  notifier.start();
+  app.addHook('onClose', () => notifier.stop());
   await mcp.start();
   // Where sessions' runs live: one process, several instances (it joins them first), or Restate
   // workflows (this process serves them; Restate may call at once).
