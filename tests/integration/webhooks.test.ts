@@ -40,7 +40,7 @@ describe('webhook notifications', () => {
       NOTIFY_WEBHOOK_URL: receiver.url,
       NOTIFY_WEBHOOK_SECRET: receiver.secret,
       NOTIFY_RETRY_BASE_MS: '10',
-      PUBLIC_URL: 'https://stepwise.example.com',
+      PUBLIC_ORIGIN: 'https://stepwise.example.com',
     });
     client = await TestClient.connect(server.wsUrl);
     llm.enqueue(

@@ -251,7 +251,6 @@ const EnvSchema = z.object({
     .regex(/^whsec_[A-Za-z0-9+/]{32,}={0,2}$/, 'must be "whsec_" and a base64 key of at least 24 bytes (Standard Webhooks)')
     .optional(),
   NOTIFY_RETRY_BASE_MS: integer(10).default(5_000),
-  PUBLIC_URL: url.optional(),
   CONTEXT_BUDGET_CHARS: integer(1000).default(60_000),
   FILE_MAX_BYTES: integer(1).default(10 * 1024 * 1024),
   SESSION_FILES_MAX: integer(1).default(500),
@@ -484,7 +483,7 @@ export interface Config {
    * runs are handed over or stopped, so that a load balancer stops sending it work first.
    */
   shutdownDrainMs: number;
-  /** Where the app is reached from outside (PUBLIC_URL): links in notifications start with it. */
+  /** Where the app is reached from outside (PUBLIC_ORIGIN, else HOST and PORT): links in notifications start with it. */
   publicUrl: string;
   /** Notifications: a webhook, and how soon a failed delivery is tried again (doubling from there). */
   notify: { webhook: { url: string; secret: string } | undefined; retryBaseMs: number };
@@ -682,7 +681,7 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
     logLevel: e.LOG_LEVEL,
     tracing: tracingConfig(e),
     traceUrlTemplate: e.TRACE_URL_TEMPLATE?.replaceAll('%7Btrace_id%7D', '{trace_id}'),
-    publicUrl: (e.PUBLIC_URL ?? `http://${e.HOST.includes(':') ? `[${e.HOST}]` : e.HOST}:${e.PORT}`).replace(/\/+$/, ''),
+    publicUrl: e.PUBLIC_ORIGIN === undefined ? `http://${e.HOST.includes(':') ? `[${e.HOST}]` : e.HOST}:${e.PORT}` : new URL(e.PUBLIC_ORIGIN).origin,
     notify: notifyConfig(e),
   };
 }
