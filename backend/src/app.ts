@@ -21,6 +21,7 @@ import { modelFor } from './llm/model-routes.ts';
 import { startTracing } from './tracing/run-tracing.ts';
 import { OTHER_TOOL, ToolRegistry } from './tools/tool-registry.ts';
 import { buildServer } from './transport/server.ts';
+import { Notifier } from './notify/notifier.ts';
 
 /** Where the repository's own folders are, for defaults that work from a fresh checkout. */
 export const REPOSITORY_PATHS = {
@@ -97,6 +98,9 @@ export async function startServer(options: {
   const settings = container.resolve(SettingsService);
   await settings.load();
   app.addHook('onClose', async () => settings.close());
+  const notifier = container.resolve(Notifier);
+  notifier.start();
+  app.addHook('onClose', () => notifier.stop());
   await mcp.start();
   // Where sessions' runs live: one process, several instances (it joins them first), or Restate
   // workflows (this process serves them; Restate may call at once).

@@ -12,6 +12,7 @@ import type { AnyStrategy } from './agent/strategy.ts';
 import { ConnectionHandler } from './chat/connection-handler.ts';
 import { HistoryService } from './chat/history-service.ts';
 import type { EventObserver } from './chat/session-event-log.ts';
+import { Notifier } from './notify/notifier.ts';
 import { SessionManager } from './chat/session-manager.ts';
 import { Metrics } from './metrics/metrics.ts';
 import type { RunTracing } from './tracing/run-tracing.ts';
@@ -70,13 +71,16 @@ export function buildContainer(
   container.register(Metrics, { useValue: metrics });
   const { tracing } = options;
   const traced = (llm: LlmClient) => (tracing ? tracing.trackModel(llm) : llm);
+  const notifier = new Notifier(store, config, logger);
+  container.register(Notifier, { useValue: notifier });
+  const observers: EventObserver[] = [metrics.observe, ...(tracing ? [tracing.observe.bind(tracing)] : []), ...(notifier.enabled ? [notifier.observe] : [])];
   container.register<EventObserver>(TOKENS.EventObserver, {
-    useValue: tracing
-      ? (event, sessionId) => {
-          metrics.observe(event);
-          tracing.observe(event, sessionId);
-        }
-      : metrics.observe,
+    useValue:
+      observers.length === 1
+        ? metrics.observe
+        : (event, sessionId) => {
+            for (const observe of observers) observe(event, sessionId);
+          },
   });
   // The app's model client: the adapter, with every call's outcome feeding the model's health.
   container.register<LlmClient>(TOKENS.LlmClient, {

@@ -2,7 +2,9 @@ import { Composer } from './components/Composer.tsx';
 import { FileList } from './components/FileList.tsx';
 import { Conversation } from './components/Conversation.tsx';
 import { Header } from './components/Header.tsx';
+import { NotificationOffer } from './components/NotificationOffer.tsx';
 import { QuestionBanner } from './components/QuestionBanner.tsx';
+import { useRunNotifications } from './lib/run-notifications.ts';
 import { SessionSidebar } from './components/SessionSidebar.tsx';
 import { TokenPrompt } from './components/TokenPrompt.tsx';
 import { SignInPage } from './components/SignInPage.tsx';
@@ -23,6 +25,7 @@ export function App() {
   const { state, actions, access, me } = useStepwise();
   const question = pendingQuestion(state);
   const approvals = pendingApprovals(state);
+  useRunNotifications(state);
   const approve: Approve = (questionId, decision) => {
     const pending = approvals.find((each) => each.questionId === questionId);
     return pending ? actions.approve(pending.runId, questionId, decision) : false;
@@ -143,6 +146,7 @@ export function App() {
               onSaveText={(name, text) => actions.saveText(name, text)}
             />
             <div className="dock">
+              {(question || approvals.length > 0) && watching === undefined && <NotificationOffer />}
               {question && (
                 <QuestionBanner
                   key={`${question.runId}:${question.step}:${question.text}:${question.questionId ?? ''}`}

@@ -65,6 +65,38 @@ describe.each(adapters)('the store on $name', (adapter) => {
   });
   afterAll(() => adapter.teardown());
 
+  it('keeps a notification’s delivery until it is made: one holder at a time, a lapsed claim taken over, a retry due later', async () => {
+    const [d1, d2, d3] = [randomUUID(), randomUUID(), randomUUID()] as [string, string, string];
+    const ours = (rows: { id: string }[]) =>
+      rows
+        .map((row) => row.id)
+        .filter((id) => [d1, d2, d3].includes(id))
+        .sort();
+    const at = (ms: number) => new Date(Date.now() + ms).toISOString();
+    await store.outbox.add({ id: d1, target: 'http://127.0.0.1:9/hook', payload: '{"type":"run_finished"}' });
+    await store.outbox.add({ id: d2, target: 'http://127.0.0.1:9/hook', payload: '{}' });
+    await store.outbox.add({ id: d1, target: 'http://127.0.0.1:9/other', payload: '{}' });
+    const claimed = await store.outbox.claimDue('a', at(0), at(60_000), 10);
+    expect(ours(claimed)).toEqual([d1, d2].sort());
+    expect(claimed.find((row) => row.id === d1)).toMatchObject({ target: 'http://127.0.0.1:9/hook', payload: '{"type":"run_finished"}', attempts: 0 });
+    expect(ours(await store.outbox.claimDue('b', at(0), at(60_000), 10))).toEqual([]);
+    await store.outbox.settle(d1, 'a', { kind: 'retry', at: at(3_600_000), error: '500' });
+    await store.outbox.settle(d2, 'a', { kind: 'delivered' });
+    expect(ours(await store.outbox.claimDue('b', at(2_000), at(62_000), 10))).toEqual([]);
+    const retried = await store.outbox.claimDue('b', at(7_200_000), at(7_260_000), 10);
+    expect(retried.filter((row) => row.id === d1).map((row) => row.attempts)).toEqual([1]);
+    // b's claim lapses unsettled (its instance died): c takes it over, and b's late word is not taken.
+    expect(ours(await store.outbox.claimDue('c', at(7_261_000), at(7_321_000), 10))).toEqual([d1]);
+    await store.outbox.settle(d1, 'b', { kind: 'delivered' });
+    await store.outbox.settle(d1, 'c', { kind: 'given_up', error: '410 Gone' });
+    expect(ours(await store.outbox.claimDue('d', at(9_000_000), at(9_060_000), 10))).toEqual([]);
+    // A claim left by a process that died is let go at the next start of a store it had alone.
+    await store.outbox.add({ id: d3, target: 'http://127.0.0.1:9/hook', payload: '{}' });
+    expect(ours(await store.outbox.claimDue('x', at(1_000), at(60_000), 10))).toEqual([d3]);
+    await store.outbox.releaseHolds();
+    expect(ours(await store.outbox.claimDue('y', at(1_000), at(60_000), 10))).toEqual([d3]);
+  });
+
   it('creates and reads sessions, titled by their first user message', async () => {
     const id = randomUUID();
     const created = await store.createSession(id);

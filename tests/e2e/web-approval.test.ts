@@ -110,4 +110,67 @@ describe('tool approval in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS 
     expect(await page.getByTestId('approval').count()).toBe(0);
     await screenshot(page, 'stop-receipt.png');
   });
+
+  it('tells a hidden tab by a system notification whose click brings the approval forward; the offer to notify is made once', async () => {
+    llm = await ScriptedLlmServer.start();
+    server = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'scripted-model' });
+    // The first run is left waiting for its approval: it takes no observe reply.
+    const script = (ends = true) =>
+      llm!.enqueue(
+        { text: reasonText('A file.') },
+        { toolCalls: [{ id: 'w', name: 'write_file', arguments: { name: 'a.txt', content: 'A' } }] },
+        ...(ends ? [{ text: observeText('Done.', { final_answer: 'Written.' }) }] : []),
+      );
+    // Not decided yet: the offer says why, and "Not now" puts it away for good.
+    context = await browser.newContext({ viewport: { width: 390, height: 760 } });
+    page = await context.newPage();
+    await page.goto(server.url);
+    await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+    script(false);
+    await ask(page, 'Write a file');
+    const offer = page.getByRole('region', { name: 'Notifications' });
+    await offer.getByText('Get a notification when the agent needs you').waitFor();
+    await screenshot(page, 'notification-offer-phone.png');
+    await offer.getByRole('button', { name: 'Not now' }).click();
+    await offer.waitFor({ state: 'detached' });
+    await page.reload();
+    await page.getByTestId('approval').waitFor();
+    expect(await offer.count()).toBe(0);
+    await context.close();
+
+    // Allowed, and the tab in the background: the approval and the run's end are notified.
+    context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    await context.grantPermissions(['notifications'], { origin: server.url });
+    await context.addInitScript(() => {
+      const Real = window.Notification;
+      const shown: Notification[] = [];
+      Object.assign(window, { shownNotifications: shown });
+      window.Notification = class extends Real {
+        constructor(title: string, options?: NotificationOptions) {
+          super(title, options);
+          shown.push(this);
+        }
+      } as typeof Notification;
+    });
+    page = await context.newPage();
+    await page.goto(server.url);
+    await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+    await page.evaluate(() => {
+      Object.defineProperty(document, 'hidden', { configurable: true, get: () => true });
+      Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'hidden' });
+      document.dispatchEvent(new Event('visibilitychange'));
+    });
+    script();
+    await ask(page, 'Write a file');
+    const titles = () =>
+      page.evaluate(() => (window as unknown as { shownNotifications: Notification[] }).shownNotifications.map((note) => `${note.title}: ${note.body}`));
+    await page.waitForFunction(() => (window as unknown as { shownNotifications: Notification[] }).shownNotifications.length > 0);
+    expect(await titles()).toEqual(['Approval needed: The agent wants to run write_file; it waits for your answer.']);
+    expect(await page.getByRole('region', { name: 'Notifications' }).count()).toBe(0);
+    await page.evaluate(() => (window as unknown as { shownNotifications: Notification[] }).shownNotifications[0]!.onclick?.(new Event('click')));
+    expect(await page.evaluate(() => document.activeElement?.closest('[data-testid="approval"]') !== null)).toBe(true);
+    await page.getByTestId('approval').getByRole('button', { name: 'Approve' }).click();
+    await page.waitForFunction(() => (window as unknown as { shownNotifications: Notification[] }).shownNotifications.length > 1);
+    expect((await titles())[1]).toBe('The run finished: Open the chat to read how it ended.');
+  });
 });

@@ -244,6 +244,13 @@ const EnvSchema = z.object({
     .pipe(z.number({ error: 'must be a number of USD' }).positive('must be more than 0'))
     .optional(),
   APPROVAL_TIMEOUT_ACTION: z.enum(['deny', 'stop']).default('deny'),
+  NOTIFY_WEBHOOK_URL: url.optional(),
+  NOTIFY_WEBHOOK_SECRET: z
+    .string()
+    .trim()
+    .regex(/^whsec_[A-Za-z0-9+/]{32,}={0,2}$/, 'must be "whsec_" and a base64 key of at least 24 bytes (Standard Webhooks)')
+    .optional(),
+  NOTIFY_RETRY_BASE_MS: integer(10).default(5_000),
   CONTEXT_BUDGET_CHARS: integer(1000).default(60_000),
   FILE_MAX_BYTES: integer(1).default(10 * 1024 * 1024),
   SESSION_FILES_MAX: integer(1).default(500),
@@ -476,6 +483,10 @@ export interface Config {
    * runs are handed over or stopped, so that a load balancer stops sending it work first.
    */
   shutdownDrainMs: number;
+  /** Where the app is reached from outside (PUBLIC_ORIGIN, else HOST and PORT): links in notifications start with it. */
+  publicUrl: string;
+  /** Notifications: a webhook, and how soon a failed delivery is tried again (doubling from there). */
+  notify: { webhook: { url: string; secret: string } | undefined; retryBaseMs: number };
   logLevel: string;
   /** OpenTelemetry tracing; undefined when off. */
   tracing: TracingConfig | undefined;
@@ -673,7 +684,18 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
     tracing: tracingConfig(e),
     traceUrlTemplate: e.TRACE_URL_TEMPLATE?.replaceAll('%7Btrace_id%7D', '{trace_id}'),
     setVariables: Object.keys(present),
+    publicUrl: e.PUBLIC_ORIGIN === undefined ? `http://${e.HOST.includes(':') ? `[${e.HOST}]` : e.HOST}:${e.PORT}` : new URL(e.PUBLIC_ORIGIN).origin,
+    notify: notifyConfig(e),
   };
+}
+
+/** Where notifications go: a webhook (NOTIFY_WEBHOOK_URL, signed with NOTIFY_WEBHOOK_SECRET). */
+function notifyConfig(e: z.infer<typeof EnvSchema>): Config['notify'] {
+  if (e.NOTIFY_WEBHOOK_URL && !e.NOTIFY_WEBHOOK_SECRET) {
+    throw new ConfigError('Invalid NOTIFY_WEBHOOK_URL: webhooks are signed; set NOTIFY_WEBHOOK_SECRET as well (whsec_ and a base64 key)');
+  }
+  const webhook = e.NOTIFY_WEBHOOK_URL && e.NOTIFY_WEBHOOK_SECRET ? { url: e.NOTIFY_WEBHOOK_URL, secret: e.NOTIFY_WEBHOOK_SECRET } : undefined;
+  return { webhook, retryBaseMs: e.NOTIFY_RETRY_BASE_MS };
 }
 
 /** AUTH_MODE (token when AUTH_TOKEN is set, none otherwise) and the settings its mode needs. */

@@ -1,3 +1,4 @@
+import { MemoryDeliveryOutbox } from './delivery-outbox.ts';
 import type { LoggedEvent } from '@stepwise/shared-types';
 import type { LlmMessage } from '../messages.ts';
 import {
@@ -38,6 +39,7 @@ function highlighted(text: string, terms: string[]): string | undefined {
 
 /** Keeps everything in memory: for unit tests of the modules above it. */
 export class MemoryStore implements Store {
+  readonly outbox = new MemoryDeliveryOutbox();
   private readonly sessions = new Map<string, SessionData>();
   private readonly runs = new Map<string, RunRecord>();
   private readonly journals = new Map<string, JournalEntry[]>();

@@ -416,6 +416,45 @@ export const SCHEMA: SchemaStep[] = [
       `,
     ],
   },
+  {
+    // Notifications (webhooks) waiting for delivery: one row per delivery, claimed by one instance
+    // at a time until `held_until`, kept once delivered or given up (their history).
+    name: '0014 notifications waiting for delivery (an outbox)',
+    postgres: [
+      `
+        create table deliveries (
+          id text primary key,
+          target text not null,
+          payload text not null,
+          attempts integer not null default 0,
+          status text not null default 'pending',
+          due_at timestamptz not null,
+          held_by text,
+          held_until timestamptz,
+          last_error text,
+          created_at timestamptz not null default now()
+        )
+      `,
+      `create index deliveries_due on deliveries (due_at) where status = 'pending'`,
+    ],
+    sqlite: [
+      `
+        create table deliveries (
+          id text primary key,
+          target text not null,
+          payload text not null,
+          attempts integer not null default 0,
+          status text not null default 'pending',
+          due_at text not null,
+          held_by text,
+          held_until text,
+          last_error text,
+          created_at text not null
+        ) strict
+      `,
+      `create index deliveries_due on deliveries (due_at) where status = 'pending'`,
+    ],
+  },
 ];
 
 /** The version table of earlier releases, whose applied versions stand for the steps they made. */

@@ -12,6 +12,7 @@ import {
   sql,
 } from 'kysely';
 import type { LlmMessage } from '../messages.ts';
+import { type DeliveryOutbox, type DeliveryTables, SqlDeliveryOutbox } from './delivery-outbox.ts';
 import { SEARCH_EXPRESSIONS, type SqlDialectName } from './migrations.ts';
 import type { GroupSync } from './sqlite-database.ts';
 import { fromSnapshotColumn, toSnapshotColumn } from './snapshot-column.ts';
@@ -49,7 +50,7 @@ import {
 type Time = Date | string;
 type Json = unknown;
 
-export interface Tables extends SettingsTables {
+export interface Tables extends SettingsTables, DeliveryTables {
   sessions: { id: string; title: string | null; created_at: Time; updated_at: Time; owner: string; owner_name: string | null };
   revoked_sign_ins: { id: string; expires_at: Time };
   chat_shares: {
@@ -326,11 +327,13 @@ export class SqlStore implements Store {
     this.least = DIALECTS[dialect].least;
     this.parsed = DIALECTS[dialect].json;
     this.migrated = options.migrated ?? [];
+    this.outbox = new SqlDeliveryOutbox(db);
     this.onClose = options.onClose ?? (() => undefined);
   }
 
   /** The schema steps applied when the store opened (none when it was up to date). */
   readonly migrated: string[];
+  readonly outbox: DeliveryOutbox;
   private readonly onClose: () => Promise<void> | void;
 
   /**

@@ -1,3 +1,4 @@
+import type { DeliveryOutbox } from './delivery-outbox.ts';
 import type { LoggedEvent } from '@stepwise/shared-types';
 import type { LlmMessage } from '../messages.ts';
 
@@ -131,6 +132,8 @@ export interface RunEnd {
 
 /** Persistence of sessions, their history, runs and event logs. Every write is committed when it resolves. */
 export interface Store {
+  /** Notifications waiting for delivery. */
+  readonly outbox: DeliveryOutbox;
   /** Stores a new session, owned by `owner` (the local user when not given). */
   createSession(id: string, owner?: SessionOwner): Promise<SessionRecord>;
   getSession(id: string): Promise<SessionRecord | undefined>;

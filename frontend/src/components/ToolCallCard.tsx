@@ -83,7 +83,13 @@ function ApprovalForm({ tool }: { tool: ToolCallView }) {
     approve(questionId, { decision, ...(changed ? { arguments: edited as Record<string, unknown> } : {}), ...(always ? { remember: 'run' as const } : {}) });
   };
   return (
-    <form className="approval" data-testid="approval" aria-label={`Approve ${tool.name}`} onSubmit={(event) => event.preventDefault()}>
+    <form
+      className="approval"
+      data-testid="approval"
+      data-question-id={questionId}
+      aria-label={`Approve ${tool.name}`}
+      onSubmit={(event) => event.preventDefault()}
+    >
       <p className="approval-head">
         <strong>Approve this call?</strong>{' '}
         {tool.approval!.deadline && <small>· denied if nobody answers by {new Date(tool.approval!.deadline).toLocaleTimeString()}</small>}

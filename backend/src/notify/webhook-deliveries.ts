@@ -1,0 +1,146 @@
+import { randomUUID } from 'node:crypto';
+import { Webhook } from 'standardwebhooks';
+import type { Logger } from '../logger.ts';
+import type { Delivery, DeliveryOutbox, DeliveryOutcome } from '../store/delivery-outbox.ts';
+import type { Notification } from './notifications.ts';
+
+/** How long one instance holds a delivery it attempts (longer than an attempt can take). */
+const HOLD_MS = 60_000;
+/** How long an attempt waits for the receiver. */
+const ATTEMPT_TIMEOUT_MS = 10_000;
+/** How often the outbox is looked at for deliveries another instance let lapse. */
+const POLL_MS = 30_000;
+/** The longest wait between two attempts, and how long a delivery is tried at all. */
+const MAX_BACKOFF_MS = 2 * 60 * 60_000;
+const GIVE_UP_AFTER_MS = 24 * 60 * 60_000;
+/** How many deliveries one pass attempts at once. */
+const BATCH = 10;
+
+/** The wait before attempt `attempts + 1`: the base, times four for each failure before, at most two hours. */
+export function backoffMs(baseMs: number, attempts: number): number {
+  return Math.min(MAX_BACKOFF_MS, baseMs * 4 ** Math.min(attempts, 12));
+}
+
+/**
+ * Delivers notifications to a webhook at least once, signed per the Standard Webhooks spec. Each
+ * notification is written to the store's outbox first (with the id its every attempt carries as
+ * `webhook-id`), then attempted by whichever instance claims it, one at a time; a failed attempt
+ * is retried with backoff for up to a day, across restarts and instances.
+ */
+export class WebhookDeliveries {
+  private readonly signer: Webhook;
+  private readonly holder = `deliveries-${randomUUID()}`;
+  private timer: NodeJS.Timeout | undefined;
+  private pass: Promise<void> | undefined;
+  private again = false;
+  private stopped = false;
+
+  constructor(
+    private readonly outbox: DeliveryOutbox,
+    private readonly webhook: { url: string; secret: string },
+    private readonly options: {
+      retryBaseMs: number;
+      logger: Logger;
+      /** No other instance shares the store: claims left in it were a dead process's, let go at the start. */
+      exclusive: boolean;
+    },
+  ) {
+    this.signer = new Webhook(webhook.secret);
+  }
+
+  /** Writes a notification to the outbox under `id` (a second write of the same id is no new delivery) and sends it. */
+  async send(id: string, notification: Notification): Promise<void> {
+    await this.outbox.add({ id, target: this.webhook.url, payload: JSON.stringify(notification) });
+    this.wake();
+  }
+
+  /** Starts delivering what the outbox holds (left by an earlier start or another instance). */
+  start(): void {
+    if (!this.options.exclusive) return this.wake();
+    this.outbox
+      .releaseHolds()
+      .catch((error) => this.options.logger.warn({ err: error }, 'webhook deliveries: claims left by an earlier start could not be let go'))
+      .finally(() => this.wake());
+  }
+
+  /** Stops taking deliveries; waits for the attempts under way (what is left stays in the outbox). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.pass;
+  }
+
+  private wake(): void {
+    if (this.stopped) return;
+    if (this.pass) {
+      this.again = true;
+      return;
+    }
+    clearTimeout(this.timer);
+    this.pass = this.drain()
+      .catch((error) => this.options.logger.warn({ err: error }, 'webhook deliveries: the outbox could not be read'))
+      .finally(() => {
+        this.pass = undefined;
+        if (this.again) {
+          this.again = false;
+          this.wake();
+        } else void this.scheduleNext();
+      });
+  }
+
+  private async drain(): Promise<void> {
+    for (;;) {
+      if (this.stopped) return;
+      const now = Date.now();
+      const due = await this.outbox.claimDue(this.holder, new Date(now).toISOString(), new Date(now + HOLD_MS).toISOString(), BATCH);
+      if (due.length === 0) return;
+      await Promise.all(due.map(async (delivery) => this.outbox.settle(delivery.id, this.holder, await this.attempt(delivery))));
+    }
+  }
+
+  private async scheduleNext(): Promise<void> {
+    if (this.stopped) return;
+    const next = await this.outbox.nextDue().catch(() => undefined);
+    if (this.stopped || this.pass) return;
+    const wait = next ? Math.max(0, Math.min(POLL_MS, Date.parse(next) - Date.now())) : POLL_MS;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.wake(), wait);
+    this.timer.unref();
+  }
+
+  private async attempt(delivery: Delivery): Promise<DeliveryOutcome> {
+    const error = await this.post(delivery);
+    if (error === undefined) return { kind: 'delivered' };
+    const log = { webhook_id: delivery.id, attempt: delivery.attempts + 1, error };
+    if (error.startsWith('410') || Date.now() - Date.parse(delivery.createdAt) >= GIVE_UP_AFTER_MS) {
+      this.options.logger.warn(log, 'webhook delivery given up');
+      return { kind: 'given_up', error };
+    }
+    const at = new Date(Date.now() + backoffMs(this.options.retryBaseMs, delivery.attempts)).toISOString();
+    this.options.logger.info({ ...log, retry_at: at }, 'webhook delivery failed; it is tried again');
+    return { kind: 'retry', at, error };
+  }
+
+  /** Posts a delivery; undefined when the receiver took it (2xx), else what went wrong. */
+  private async post(delivery: Delivery): Promise<string | undefined> {
+    const sent = new Date();
+    try {
+      const response = await fetch(this.webhook.url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'webhook-id': delivery.id,
+          'webhook-timestamp': String(Math.floor(sent.getTime() / 1000)),
+          'webhook-signature': this.signer.sign(delivery.id, sent, delivery.payload),
+        },
+        body: delivery.payload,
+        redirect: 'manual',
+        signal: AbortSignal.timeout(ATTEMPT_TIMEOUT_MS),
+      });
+      await response.body?.cancel().catch(() => undefined);
+      return response.ok ? undefined : `${response.status} ${response.statusText}`.trim();
+    } catch (error) {
+      return (error as Error).message;
+    }
+  }
+}
