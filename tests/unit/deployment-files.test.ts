@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ENVIRONMENT_VARIABLES, exposureProblem, loadConfig } from '@stepwise/backend';
 import { describe, expect, it } from 'vitest';
+import { DCLinter } from 'dclint';
 import { parse } from 'yaml';
 
 // compose.yaml, .env.example and the Dockerfile, checked without Docker: their shape, and that
@@ -55,7 +56,7 @@ describe('compose.yaml', () => {
     expect(byProfile('tracing').sort()).toEqual(['jaeger', 'otel-collector']);
     expect(byProfile('metrics')).toEqual(['prometheus']);
     // One port for both instances: only the proxy publishes Stepwise.
-    expect(services.proxy!.ports).toEqual(['${STEPWISE_PORT:-8080}:8080']);
+    expect(services.proxy!.ports).toEqual(['0.0.0.0:${STEPWISE_PORT:-8080}:8080']);
     expect(services['stepwise-1']!.ports).toBeUndefined();
     const nginx = read('deploy/nginx.conf');
     for (const instance of ['stepwise-1', 'stepwise-2']) {
@@ -71,6 +72,18 @@ describe('compose.yaml', () => {
       if (!source.startsWith('.')) expect(Object.keys(compose.volumes), volume).toContain(source);
       else expect(() => read(source), volume).not.toThrow();
     }
+  });
+
+  it('passes the Compose Specification’s schema and the linter’s checks (each published port names its interface)', () => {
+    // Schema validation always runs; the rules off are matters of key order only.
+    const order = ['service-keys-order', 'services-alphabetical-order', 'top-level-properties-order'];
+    const linter = new DCLinter({ rules: Object.fromEntries(order.map((rule) => [rule, 0])), quiet: true, debug: false, exclude: [] });
+    const [result] = linter.lintFiles([join(root, 'compose.yaml')], false);
+    const messages: Array<{ type: string; rule: string; message: string }> = result!.messages;
+    expect(messages.filter((message) => message.type === 'error').map((message) => `${message.rule}: ${message.message}`)).toEqual([]);
+    // Only the app is published beyond this machine; the profiles' own pages stay on loopback.
+    const published = Object.values(services).flatMap((service) => service.ports ?? []);
+    expect(published.filter((port) => !port.startsWith('127.0.0.1:'))).toEqual(['0.0.0.0:${STEPWISE_PORT:-8080}:8080']);
   });
 
   it('sets only variables the server knows, and with .env.example filled in they make a configuration it accepts', () => {
