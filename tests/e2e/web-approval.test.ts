@@ -173,4 +173,41 @@ describe('tool approval in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS 
     await page.waitForFunction(() => (window as unknown as { shownNotifications: Notification[] }).shownNotifications.length > 1);
     expect((await titles())[1]).toBe('The run finished: Open the chat to read how it ended.');
   });
+
+  it('the answer page a notification links to approves a call from a phone; once answered it has nothing to answer', async () => {
+    llm = await ScriptedLlmServer.start();
+    server = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'scripted-model' });
+    llm.enqueue(
+      { text: reasonText('A file.') },
+      { toolCalls: [{ id: 'w', name: 'write_file', arguments: { name: 'from-phone.txt', content: 'approved on a phone' } }] },
+      { text: observeText('Done.', { final_answer: 'Written.' }) },
+    );
+    context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    page = await context.newPage();
+    await page.goto(server.url);
+    await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+    await ask(page, 'Write a file');
+    const questionId = await page.getByTestId('approval').getAttribute('data-question-id');
+    const sessionId = await page.evaluate(() => new URL(location.href).searchParams.get('session'));
+
+    const phone = await context.newPage();
+    await phone.setViewportSize({ width: 375, height: 740 });
+    const answerUrl = `${server.url}/answer/${questionId}?session=${sessionId}`;
+    await phone.goto(answerUrl);
+    await phone.getByRole('heading', { name: 'Approve this call?' }).waitFor();
+    await expect(phone.getByLabel('Arguments').textContent()).resolves.toContain('"name": "from-phone.txt"');
+    await screenshot(phone, 'answer-page-phone.png');
+    await phone.getByRole('button', { name: 'Approve' }).click();
+    await phone.getByRole('heading', { name: 'Approved' }).waitFor();
+    await page
+      .getByTestId('run-end')
+      .getByText(/Answered/)
+      .waitFor();
+    const written = await fetch(`${server.url}/api/sessions/${sessionId}/files/from-phone.txt`);
+    expect(await written.text()).toBe('approved on a phone');
+
+    await phone.goto(answerUrl);
+    await phone.getByRole('heading', { name: 'Nothing to answer here' }).waitFor();
+    await screenshot(phone, 'answer-page-closed-phone.png');
+  });
 });

@@ -66,7 +66,7 @@ describe('webhook notifications', () => {
       question: { id: approval.question_id, kind: 'approval', choices: ['Approve', 'Deny'] },
       call: { tool_call_id: 'w1', tool: 'write_file', arguments: { name: 'out.txt', content: 'hello' } },
     });
-    expect(third.body?.data.link).toBe(`https://stepwise.example.com/?session=${sessionId}&question=${approval.question_id}`);
+    expect(third.body?.data.link).toBe(`https://stepwise.example.com/answer/${approval.question_id}?session=${sessionId}`);
 
     receiver.answer = () => 204;
     client.send({ type: 'agent_user_input', question_id: approval.question_id, approval: { decision: 'approve' } });

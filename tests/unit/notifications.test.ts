@@ -21,7 +21,7 @@ describe('what an event notifies', () => {
       data: {
         chat,
         run_id: 'r1',
-        link: 'https://chat.example.com/?session=s1&question=q1',
+        link: 'https://chat.example.com/answer/q1?session=s1',
         question: { id: 'q1', text: 'Which year?', kind: 'question', choices: ['2025', '2026'], deadline: '2026-11-28T09:00:00.000Z' },
       },
     });

@@ -10,7 +10,7 @@ export interface Notification {
   data: {
     chat: { id: string; title: string | null };
     run_id: string | null;
-    /** Opens the chat in the web app, at the question when there is one. */
+    /** Opens the question's answer page in the web app, or the chat for a run's end. */
     link: string;
     question?: { id: string; text: string; kind: string; choices?: string[]; deadline?: string };
     /** An approval's call: the tool and the arguments it would run with. */
@@ -34,10 +34,10 @@ export interface ChatRef {
 export function notificationFor(event: LoggedEvent, chat: ChatRef, publicUrl: string): Notification | undefined {
   if (event.type !== 'agent_update') return undefined;
   const base = { timestamp: event.ts, chat, run_id: event.run_id ?? null };
+  // A question's link opens the answer page; a run's end opens the chat.
   const link = (questionId?: string) => {
-    const url = new URL(`${publicUrl}/`);
+    const url = new URL(questionId ? `${publicUrl}/answer/${encodeURIComponent(questionId)}` : `${publicUrl}/`);
     url.searchParams.set('session', chat.id);
-    if (questionId) url.searchParams.set('question', questionId);
     return url.toString();
   };
   switch (event.update_type) {

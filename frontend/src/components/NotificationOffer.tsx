@@ -32,7 +32,7 @@ export function NotificationOffer() {
     <section className="notification-offer" aria-label="Notifications">
       <p>Get a notification when the agent needs you, or a run ends, while this tab is in the background?</p>
       <div className="notification-offer-actions">
-        <button type="button" onClick={() => void Notification.requestPermission().finally(() => setOpen(false))}>
+        <button type="button" className="primary" onClick={() => void Notification.requestPermission().finally(() => setOpen(false))}>
           Notify me
         </button>
         <button type="button" className="ghost" onClick={dismiss}>

@@ -392,13 +392,17 @@ function spendingView(usage: TokenUsage, costUsd: number | null): RunSpendingVie
 }
 
 /** The tool calls waiting for a person's approval, in every run still going. */
-export function pendingApprovals(state: ViewState): Array<{ runId: string; toolCallId: string; questionId: string; tool: string }> {
-  const waiting: Array<{ runId: string; toolCallId: string; questionId: string; tool: string }> = [];
+export function pendingApprovals(
+  state: ViewState,
+): Array<{ runId: string; toolCallId: string; questionId: string; tool: string; arguments: Record<string, unknown>; deadline?: string }> {
+  const waiting: ReturnType<typeof pendingApprovals> = [];
   for (const run of Object.values(state.runs)) {
     if (run.complete || run.end) continue;
     for (const { step } of allSteps(run)) {
       for (const tool of step.tools) {
-        if (tool.approval?.status === 'pending') waiting.push({ runId: run.id, toolCallId: tool.id, questionId: tool.approval.questionId, tool: tool.name });
+        if (tool.approval?.status !== 'pending') continue;
+        const { questionId, deadline } = tool.approval;
+        waiting.push({ runId: run.id, toolCallId: tool.id, questionId, tool: tool.name, arguments: tool.arguments, ...(deadline ? { deadline } : {}) });
       }
     }
   }
