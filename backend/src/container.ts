@@ -73,7 +73,7 @@ export function buildContainer(
   const traced = (llm: LlmClient) => (tracing ? tracing.trackModel(llm) : llm);
   const notifier = new Notifier(store, config, logger);
   container.register(Notifier, { useValue: notifier });
-  const observers: EventObserver[] = [metrics.observe, ...(tracing ? [tracing.observe.bind(tracing)] : []), ...(notifier.enabled ? [notifier.observe] : [])];
+  const observers: EventObserver[] = [metrics.observe, ...(tracing ? [tracing.observe.bind(tracing)] : []), notifier.observe];
   container.register<EventObserver>(TOKENS.EventObserver, {
     useValue:
       observers.length === 1

@@ -61,6 +61,7 @@ export const ERROR_CODES = {
   admin_only: { status: 403, summary: 'Only an admin may do this' },
   already_owned: { status: 409, summary: 'The chat already has an owner' },
   invalid_settings: { status: 400, summary: 'A settings change failed its checks (every problem is listed in `issues`); nothing changed' },
+  push_service_refused: { status: 400, summary: 'A push subscription’s endpoint is not at a known push service (PUSH_SERVICE_HOSTS)' },
   setting_locked: { status: 409, summary: 'A setting is pinned by an environment variable or the config file; the app cannot change it' },
   // Startup.
   config_error: { summary: 'A setting is missing or invalid' },

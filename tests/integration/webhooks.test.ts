@@ -1,7 +1,12 @@
 // Notifications by webhook: signed per the Standard Webhooks spec (a real receiver verifies each
 // with the library), retried with the same webhook-id, and kept in the store's outbox so that a
 // delivery pending when the server is killed is still made, once.
+import { createECDH, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+// @ts-expect-error: http_ece ships no types; the test uses its decrypt() only.
+import ece from 'http_ece';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -17,6 +22,7 @@ let server: TestServer | undefined;
 let client: TestClient | undefined;
 let receiver: WebhookReceiver | undefined;
 let dataDir: string | undefined;
+let pushService: Server | undefined;
 
 afterEach(async () => {
   await closeAll(
@@ -25,9 +31,10 @@ afterEach(async () => {
     () => stopAllProcesses({ signal: 'SIGKILL' }),
     () => llm?.close(),
     () => receiver?.close(),
+    () => pushService && new Promise((resolve) => pushService!.close(resolve)),
   );
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-  client = server = llm = receiver = dataDir = undefined;
+  client = server = llm = receiver = dataDir = pushService = undefined;
 });
 
 describe('webhook notifications', () => {
@@ -101,4 +108,76 @@ describe('webhook notifications', () => {
     },
     PROCESS_TEST_TIMEOUT_MS,
   );
+
+  it('Web Push: a subscribed browser’s push service gets the approval encrypted for it, and a 410 forgets the subscription', async () => {
+    // The push service: it keeps what it is sent, and answers as told.
+    const pushed: Array<{ body: Buffer; headers: IncomingMessage['headers'] }> = [];
+    let status = 201;
+    let arrived: (() => void) | undefined;
+    pushService = createServer(async (request, response) => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of request) chunks.push(chunk as Buffer);
+      pushed.push({ body: Buffer.concat(chunks), headers: request.headers });
+      response.writeHead(status).end();
+      arrived?.();
+    });
+    await new Promise<void>((resolve) => pushService!.listen(0, '127.0.0.1', resolve));
+    const endpoint = `http://127.0.0.1:${(pushService.address() as AddressInfo).port}/push/device-1`;
+    const nextPush = (count: number) =>
+      new Promise<void>((resolve) => {
+        arrived = () => pushed.length >= count && resolve();
+        arrived();
+      });
+
+    llm = await ScriptedLlmServer.start();
+    server = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'gpt-4o-mini', PUSH_SERVICE_HOSTS: '127.0.0.1', NOTIFY_RETRY_BASE_MS: '10' });
+    const key = (await (await fetch(`${server.url}/api/push/key`)).json()) as { public_key: string };
+    expect(Buffer.from(key.public_key, 'base64url')).toHaveLength(65);
+    // A browser's subscription: its own key pair and auth secret, as PushSubscription.toJSON() gives them.
+    const browserKeys = createECDH('prime256v1');
+    browserKeys.generateKeys();
+    const auth = randomBytes(16).toString('base64url');
+    const subscribe = (url: string) =>
+      fetch(`${server!.url}/api/push/subscriptions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ endpoint: url, keys: { p256dh: browserKeys.getPublicKey('base64url'), auth } }),
+      });
+    expect((await subscribe('https://push.attacker.example/x')).status).toBe(400);
+    expect((await subscribe(endpoint)).status).toBe(201);
+
+    client = await TestClient.connect(server.wsUrl);
+    llm.enqueue(
+      { text: reasonText('Write it.') },
+      { toolCalls: [{ id: 'w1', name: 'write_file', arguments: { name: 'out.txt', content: 'hello' } }] },
+      { text: observeText('Written.', { final_answer: 'Done.' }) },
+    );
+    client.chat('Write hello to out.txt', { agent_mode: true });
+    const approval = await client.waitFor('agent_request_input');
+    await nextPush(1);
+    const [first] = pushed;
+    expect(first!.headers['content-encoding']).toBe('aes128gcm');
+    expect(String(first!.headers.authorization)).toMatch(/^vapid t=.+, k=/);
+    const message = JSON.parse(ece.decrypt(first!.body, { version: 'aes128gcm', privateKey: browserKeys, authSecret: auth }).toString('utf8'));
+    expect(message).toMatchObject({
+      type: 'approval_required',
+      title: expect.stringMatching(/^Approval needed/),
+      body: 'The agent wants to run write_file.',
+      tag: approval.question_id,
+      url: expect.stringContaining(`/answer/${approval.question_id}?session=`),
+    });
+
+    // The push service says the subscription is gone: it is forgotten, and nothing more is sent to it.
+    status = 410;
+    client.send({ type: 'agent_user_input', question_id: approval.question_id, approval: { decision: 'approve' } });
+    await client.untilComplete();
+    await nextPush(2);
+    const forget = await fetch(`${server.url}/api/push/subscriptions`, {
+      method: 'DELETE',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ endpoint }),
+    });
+    expect(forget.status).toBe(404);
+    expect(pushed).toHaveLength(2);
+  });
 });

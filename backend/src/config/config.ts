@@ -251,6 +251,14 @@ const EnvSchema = z.object({
     .regex(/^whsec_[A-Za-z0-9+/]{32,}={0,2}$/, 'must be "whsec_" and a base64 key of at least 24 bytes (Standard Webhooks)')
     .optional(),
   NOTIFY_RETRY_BASE_MS: integer(10).default(5_000),
+  VAPID_PUBLIC_KEY: nonEmpty.optional(),
+  VAPID_PRIVATE_KEY: nonEmpty.optional(),
+  VAPID_SUBJECT: z
+    .string()
+    .trim()
+    .regex(/^(mailto:|https:\/\/)/, 'must be a mailto: address or an https: URL')
+    .optional(),
+  PUSH_SERVICE_HOSTS: list.optional(),
   CONTEXT_BUDGET_CHARS: integer(1000).default(60_000),
   FILE_MAX_BYTES: integer(1).default(10 * 1024 * 1024),
   SESSION_FILES_MAX: integer(1).default(500),
@@ -486,7 +494,14 @@ export interface Config {
   /** Where the app is reached from outside (PUBLIC_ORIGIN, else HOST and PORT): links in notifications start with it. */
   publicUrl: string;
   /** Notifications: a webhook, and how soon a failed delivery is tried again (doubling from there). */
-  notify: { webhook: { url: string; secret: string } | undefined; retryBaseMs: number };
+  notify: {
+    webhook: { url: string; secret: string } | undefined;
+    retryBaseMs: number;
+    /** Web Push: the server's key pair when VAPID_* gives it (else made and kept in the store), and its contact. */
+    vapid: { publicKey: string | undefined; privateKey: string | undefined; subject: string | undefined };
+    /** Hosts a browser's push subscription may point at (`*.` for any subdomain); PUSH_SERVICE_HOSTS. */
+    pushServiceHosts: string[];
+  };
   logLevel: string;
   /** OpenTelemetry tracing; undefined when off. */
   tracing: TracingConfig | undefined;
@@ -689,13 +704,24 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
   };
 }
 
+/** The push services of the browsers people use (Chrome, Firefox, Edge, Safari); a subscription elsewhere is refused. */
+const DEFAULT_PUSH_SERVICE_HOSTS = ['fcm.googleapis.com', '*.push.services.mozilla.com', '*.notify.windows.com', '*.push.apple.com'];
+
 /** Where notifications go: a webhook (NOTIFY_WEBHOOK_URL, signed with NOTIFY_WEBHOOK_SECRET). */
 function notifyConfig(e: z.infer<typeof EnvSchema>): Config['notify'] {
   if (e.NOTIFY_WEBHOOK_URL && !e.NOTIFY_WEBHOOK_SECRET) {
     throw new ConfigError('Invalid NOTIFY_WEBHOOK_URL: webhooks are signed; set NOTIFY_WEBHOOK_SECRET as well (whsec_ and a base64 key)');
   }
   const webhook = e.NOTIFY_WEBHOOK_URL && e.NOTIFY_WEBHOOK_SECRET ? { url: e.NOTIFY_WEBHOOK_URL, secret: e.NOTIFY_WEBHOOK_SECRET } : undefined;
-  return { webhook, retryBaseMs: e.NOTIFY_RETRY_BASE_MS };
+  if (Boolean(e.VAPID_PUBLIC_KEY) !== Boolean(e.VAPID_PRIVATE_KEY)) {
+    throw new ConfigError('Invalid VAPID_PUBLIC_KEY: set VAPID_PUBLIC_KEY and VAPID_PRIVATE_KEY together (or neither: the server makes a pair and keeps it)');
+  }
+  return {
+    webhook,
+    retryBaseMs: e.NOTIFY_RETRY_BASE_MS,
+    vapid: { publicKey: e.VAPID_PUBLIC_KEY, privateKey: e.VAPID_PRIVATE_KEY, subject: e.VAPID_SUBJECT },
+    pushServiceHosts: e.PUSH_SERVICE_HOSTS ?? DEFAULT_PUSH_SERVICE_HOSTS,
+  };
 }
 
 /** AUTH_MODE (token when AUTH_TOKEN is set, none otherwise) and the settings its mode needs. */

@@ -1,4 +1,5 @@
 import { MemoryDeliveryOutbox } from './delivery-outbox.ts';
+import { MemoryPushStore } from './push-store.ts';
 import type { LoggedEvent } from '@stepwise/shared-types';
 import type { LlmMessage } from '../messages.ts';
 import {
@@ -40,6 +41,7 @@ function highlighted(text: string, terms: string[]): string | undefined {
 /** Keeps everything in memory: for unit tests of the modules above it. */
 export class MemoryStore implements Store {
   readonly outbox = new MemoryDeliveryOutbox();
+  readonly push = new MemoryPushStore();
   private readonly sessions = new Map<string, SessionData>();
   private readonly runs = new Map<string, RunRecord>();
   private readonly journals = new Map<string, JournalEntry[]>();

@@ -455,6 +455,37 @@ export const SCHEMA: SchemaStep[] = [
       `create index deliveries_due on deliveries (due_at) where status = 'pending'`,
     ],
   },
+  {
+    // Web Push: each browser's subscription, for the person who made it; and keys the server makes
+    // once and every instance reads (the VAPID key pair push services know the server by).
+    name: '0015 push subscriptions and the server’s own keys',
+    postgres: [
+      `
+        create table push_subscriptions (
+          endpoint text primary key,
+          user_id text not null,
+          p256dh text not null,
+          auth text not null,
+          created_at timestamptz not null default now()
+        )
+      `,
+      `create index push_subscriptions_user on push_subscriptions (user_id)`,
+      `create table server_keys (name text primary key, value text not null)`,
+    ],
+    sqlite: [
+      `
+        create table push_subscriptions (
+          endpoint text primary key,
+          user_id text not null,
+          p256dh text not null,
+          auth text not null,
+          created_at text not null
+        ) strict
+      `,
+      `create index push_subscriptions_user on push_subscriptions (user_id)`,
+      `create table server_keys (name text primary key, value text not null) strict`,
+    ],
+  },
 ];
 
 /** The version table of earlier releases, whose applied versions stand for the steps they made. */

@@ -13,6 +13,7 @@ import {
 } from 'kysely';
 import type { LlmMessage } from '../messages.ts';
 import { type DeliveryOutbox, type DeliveryTables, SqlDeliveryOutbox } from './delivery-outbox.ts';
+import { type PushStore, type PushTables, SqlPushStore } from './push-store.ts';
 import { SEARCH_EXPRESSIONS, type SqlDialectName } from './migrations.ts';
 import type { GroupSync } from './sqlite-database.ts';
 import { fromSnapshotColumn, toSnapshotColumn } from './snapshot-column.ts';
@@ -50,7 +51,7 @@ import {
 type Time = Date | string;
 type Json = unknown;
 
-export interface Tables extends SettingsTables, DeliveryTables {
+export interface Tables extends SettingsTables, DeliveryTables, PushTables {
   sessions: { id: string; title: string | null; created_at: Time; updated_at: Time; owner: string; owner_name: string | null };
   revoked_sign_ins: { id: string; expires_at: Time };
   chat_shares: {
@@ -328,12 +329,14 @@ export class SqlStore implements Store {
     this.parsed = DIALECTS[dialect].json;
     this.migrated = options.migrated ?? [];
     this.outbox = new SqlDeliveryOutbox(db);
+    this.push = new SqlPushStore(db);
     this.onClose = options.onClose ?? (() => undefined);
   }
 
   /** The schema steps applied when the store opened (none when it was up to date). */
   readonly migrated: string[];
   readonly outbox: DeliveryOutbox;
+  readonly push: PushStore;
   private readonly onClose: () => Promise<void> | void;
 
   /**

@@ -1,3 +1,4 @@
+import type { PushStore } from './push-store.ts';
 import type { DeliveryOutbox } from './delivery-outbox.ts';
 import type { LoggedEvent } from '@stepwise/shared-types';
 import type { LlmMessage } from '../messages.ts';
@@ -134,6 +135,8 @@ export interface RunEnd {
 export interface Store {
   /** Notifications waiting for delivery. */
   readonly outbox: DeliveryOutbox;
+  /** Browsers' push subscriptions, and the server's push keys. */
+  readonly push: PushStore;
   /** Stores a new session, owned by `owner` (the local user when not given). */
   createSession(id: string, owner?: SessionOwner): Promise<SessionRecord>;
   getSession(id: string): Promise<SessionRecord | undefined>;

@@ -1,3 +1,5 @@
+import { Notifier } from '../notify/notifier.ts';
+import { registerPushRoutes } from './push-routes.ts';
 import type { RunHost } from '../hosting/run-host.ts';
 import { existsSync } from 'node:fs';
 import fastifyCookie from '@fastify/cookie';
@@ -132,6 +134,7 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
   const uploads = new InProgressPerClient(config.limits.uploadsPerClient);
   registerRestRoutes(app, container.resolve(HistoryService), container.resolve(SessionFiles), { eventPages, uploads });
   registerSharingRoutes(app, container);
+  registerPushRoutes(app, container.resolve(Notifier), container.resolve<Store>(TOKENS.Store).push, config.notify.pushServiceHosts);
   await registerSettingsRoutes(app, container.resolve(SettingsService), config);
   registerAgUiRoutes(app, sessions, container.resolve<Store>(TOKENS.Store), config.limits);
   const sockets = new SocketsPerClient(config.limits.socketsPerAddress);

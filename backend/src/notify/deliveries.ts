@@ -1,8 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { Webhook } from 'standardwebhooks';
 import type { Logger } from '../logger.ts';
 import type { Delivery, DeliveryOutbox, DeliveryOutcome } from '../store/delivery-outbox.ts';
-import type { Notification } from './notifications.ts';
 
 /** How long one instance holds a delivery it attempts (longer than an attempt can take). */
 const HOLD_MS = 60_000;
@@ -21,14 +19,20 @@ export function backoffMs(baseMs: number, attempts: number): number {
   return Math.min(MAX_BACKOFF_MS, baseMs * 4 ** Math.min(attempts, 12));
 }
 
+/** How one kind of target is sent to: undefined when it took the delivery, else what went wrong (`gone`: never again). */
+export interface DeliverySender {
+  /** Whether this sender sends to `target`. */
+  sends(target: string): boolean;
+  send(delivery: Delivery): Promise<{ error: string; gone?: boolean } | undefined>;
+}
+
 /**
- * Delivers notifications to a webhook at least once, signed per the Standard Webhooks spec. Each
- * notification is written to the store's outbox first (with the id its every attempt carries as
- * `webhook-id`), then attempted by whichever instance claims it, one at a time; a failed attempt
- * is retried with backoff for up to a day, across restarts and instances.
+ * Delivers notifications at least once, to webhooks and browsers' push services. Each delivery is
+ * written to the store's outbox first (with the id its every attempt carries, a webhook's
+ * `webhook-id`), then attempted by whichever instance claims it, one at a time; a failed attempt is
+ * retried with backoff for up to a day, across restarts and instances.
  */
-export class WebhookDeliveries {
-  private readonly signer: Webhook;
+export class Deliveries {
   private readonly holder = `deliveries-${randomUUID()}`;
   private timer: NodeJS.Timeout | undefined;
   private pass: Promise<void> | undefined;
@@ -37,20 +41,18 @@ export class WebhookDeliveries {
 
   constructor(
     private readonly outbox: DeliveryOutbox,
-    private readonly webhook: { url: string; secret: string },
+    private readonly senders: readonly DeliverySender[],
     private readonly options: {
       retryBaseMs: number;
       logger: Logger;
       /** No other instance shares the store: claims left in it were a dead process's, let go at the start. */
       exclusive: boolean;
     },
-  ) {
-    this.signer = new Webhook(webhook.secret);
-  }
+  ) {}
 
-  /** Writes a notification to the outbox under `id` (a second write of the same id is no new delivery) and sends it. */
-  async send(id: string, notification: Notification): Promise<void> {
-    await this.outbox.add({ id, target: this.webhook.url, payload: JSON.stringify(notification) });
+  /** Writes a delivery to the outbox (a second write of the same id is no new delivery) and sends it. */
+  async send(id: string, target: string, payload: string): Promise<void> {
+    await this.outbox.add({ id, target, payload });
     this.wake();
   }
 
@@ -59,7 +61,7 @@ export class WebhookDeliveries {
     if (!this.options.exclusive) return this.wake();
     this.outbox
       .releaseHolds()
-      .catch((error) => this.options.logger.warn({ err: error }, 'webhook deliveries: claims left by an earlier start could not be let go'))
+      .catch((error) => this.options.logger.warn({ err: error }, 'notification deliveries: claims left by an earlier start could not be let go'))
       .finally(() => this.wake());
   }
 
@@ -78,7 +80,7 @@ export class WebhookDeliveries {
     }
     clearTimeout(this.timer);
     this.pass = this.drain()
-      .catch((error) => this.options.logger.warn({ err: error }, 'webhook deliveries: the outbox could not be read'))
+      .catch((error) => this.options.logger.warn({ err: error }, 'notification deliveries: the outbox could not be read'))
       .finally(() => {
         this.pass = undefined;
         if (this.again) {
@@ -109,38 +111,17 @@ export class WebhookDeliveries {
   }
 
   private async attempt(delivery: Delivery): Promise<DeliveryOutcome> {
-    const error = await this.post(delivery);
-    if (error === undefined) return { kind: 'delivered' };
-    const log = { webhook_id: delivery.id, attempt: delivery.attempts + 1, error };
-    if (error.startsWith('410') || Date.now() - Date.parse(delivery.createdAt) >= GIVE_UP_AFTER_MS) {
-      this.options.logger.warn(log, 'webhook delivery given up');
+    const sender = this.senders.find((candidate) => candidate.sends(delivery.target));
+    const failure = sender ? await sender.send(delivery) : { error: 'no way to send to this target is configured', gone: true };
+    if (failure === undefined) return { kind: 'delivered' };
+    const { error } = failure;
+    const log = { delivery_id: delivery.id, attempt: delivery.attempts + 1, error };
+    if (failure.gone || Date.now() - Date.parse(delivery.createdAt) >= GIVE_UP_AFTER_MS) {
+      this.options.logger.warn(log, 'notification delivery given up');
       return { kind: 'given_up', error };
     }
     const at = new Date(Date.now() + backoffMs(this.options.retryBaseMs, delivery.attempts)).toISOString();
-    this.options.logger.info({ ...log, retry_at: at }, 'webhook delivery failed; it is tried again');
+    this.options.logger.info({ ...log, retry_at: at }, 'notification delivery failed; it is tried again');
     return { kind: 'retry', at, error };
-  }
-
-  /** Posts a delivery; undefined when the receiver took it (2xx), else what went wrong. */
-  private async post(delivery: Delivery): Promise<string | undefined> {
-    const sent = new Date();
-    try {
-      const response = await fetch(this.webhook.url, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          'webhook-id': delivery.id,
-          'webhook-timestamp': String(Math.floor(sent.getTime() / 1000)),
-          'webhook-signature': this.signer.sign(delivery.id, sent, delivery.payload),
-        },
-        body: delivery.payload,
-        redirect: 'manual',
-        signal: AbortSignal.timeout(ATTEMPT_TIMEOUT_MS),
-      });
-      await response.body?.cancel().catch(() => undefined);
-      return response.ok ? undefined : `${response.status} ${response.statusText}`.trim();
-    } catch (error) {
-      return (error as Error).message;
-    }
   }
 }
