@@ -75,12 +75,9 @@ export function buildContainer(
   container.register(Notifier, { useValue: notifier });
   const observers: EventObserver[] = [metrics.observe, ...(tracing ? [tracing.observe.bind(tracing)] : []), notifier.observe];
   container.register<EventObserver>(TOKENS.EventObserver, {
-    useValue:
-      observers.length === 1
-        ? metrics.observe
-        : (event, sessionId) => {
-            for (const observe of observers) observe(event, sessionId);
-          },
+    useValue: (event, sessionId) => {
+      for (const observe of observers) observe(event, sessionId);
+    },
   });
   // The app's model client: the adapter, with every call's outcome feeding the model's health.
   container.register<LlmClient>(TOKENS.LlmClient, {

@@ -2,10 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from '../logger.ts';
 import type { Delivery, DeliveryOutbox, DeliveryOutcome } from '../store/delivery-outbox.ts';
 
-/** How long one instance holds a delivery it attempts (longer than an attempt can take). */
+/** How long one instance holds a delivery it attempts (longer than an attempt can take: ATTEMPT_TIMEOUT_MS). */
 const HOLD_MS = 60_000;
-/** How long an attempt waits for the receiver. */
-const ATTEMPT_TIMEOUT_MS = 10_000;
 /** How often the outbox is looked at for deliveries another instance let lapse. */
 const POLL_MS = 30_000;
 /** The longest wait between two attempts, and how long a delivery is tried at all. */

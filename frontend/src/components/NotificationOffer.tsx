@@ -1,4 +1,5 @@
 import { useState } from 'react';
+import { subscribeToPush } from '../lib/web-push.ts';
 
 const DISMISSED = 'stepwise.notifications.offer';
 
@@ -32,7 +33,16 @@ export function NotificationOffer() {
     <section className="notification-offer" aria-label="Notifications">
       <p>Get a notification when the agent needs you, or a run ends, while this tab is in the background?</p>
       <div className="notification-offer-actions">
-        <button type="button" className="primary" onClick={() => void Notification.requestPermission().finally(() => setOpen(false))}>
+        <button
+          type="button"
+          className="primary"
+          onClick={() =>
+            void Notification.requestPermission()
+              .then((permission) => (permission === 'granted' ? subscribeToPush() : undefined))
+              .catch(() => undefined)
+              .finally(() => setOpen(false))
+          }
+        >
           Notify me
         </button>
         <button type="button" className="ghost" onClick={dismiss}>

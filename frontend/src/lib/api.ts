@@ -214,3 +214,20 @@ export const sessionInUrl = {
     window.history.replaceState(null, '', url);
   },
 };
+
+/** Web Push: the server's key, and this browser's subscription for the person signed in. */
+export const pushApi = {
+  async key(): Promise<string> {
+    const response = await call('/api/push/key');
+    if (!response.ok) throw new Error(`Could not read the push key: ${await errorMessage(response)}`);
+    return ((await response.json()) as { public_key: string }).public_key;
+  },
+  async subscribe(subscription: PushSubscriptionJSON): Promise<void> {
+    const response = await call('/api/push/subscriptions', {
+      method: 'POST',
+      body: JSON.stringify(subscription),
+      headers: { 'content-type': 'application/json' },
+    });
+    if (!response.ok) throw new Error(`The server did not keep the push subscription: ${await errorMessage(response)}`);
+  },
+};

@@ -1,6 +1,7 @@
 import { useEffect, useRef } from 'react';
 import { pendingApprovals, pendingQuestion } from '../state/reducer.ts';
 import type { ViewState } from '../state/view-state.ts';
+import { subscribeToPush } from './web-push.ts';
 
 /** What a person is told about while the tab is in the background. */
 export interface Attention {
@@ -55,6 +56,10 @@ export function notificationsAllowed(): boolean {
  */
 export function useRunNotifications(state: ViewState): void {
   const told = useRef<Set<string> | undefined>(undefined);
+  // Allowed before: keep this browser's push subscription current (a new key, a subscription the browser renewed).
+  useEffect(() => {
+    if (notificationsAllowed()) void subscribeToPush().catch(() => undefined);
+  }, []);
   const items = attentionItems(state);
   const keys = items.map((item) => item.key).join('\n');
   // biome-ignore lint/correctness/useExhaustiveDependencies: the keys stand for the items
