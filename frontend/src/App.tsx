@@ -144,9 +144,10 @@ export function App() {
                 void actions.chat('Go on', { agentMode: true, maxSteps: state.session?.limits.max_steps_default ?? 10, strategy, strategyOptions })
               }
               onSaveText={(name, text) => actions.saveText(name, text)}
+              // Offered when the agent first waits on the person: then it is plain why.
+              footer={(question || approvals.length > 0) && watching === undefined ? <NotificationOffer /> : undefined}
             />
             <div className="dock">
-              {(question || approvals.length > 0) && watching === undefined && <NotificationOffer />}
               {question && (
                 <QuestionBanner
                   key={`${question.runId}:${question.step}:${question.text}:${question.questionId ?? ''}`}

@@ -33,7 +33,15 @@ export class TestClient {
       this.closeCode = code;
       this.notify();
     });
+    // A refused or reset connection is the test's to see (connect() rejects with it), never an uncaught error.
+    socket.on('error', (error) => {
+      this.error = error;
+      this.notify();
+    });
   }
+
+  /** Why the socket failed, if it did. */
+  error: Error | undefined;
 
   /** Connects and waits for the `session` message. */
   static async connect(
@@ -47,7 +55,10 @@ export class TestClient {
       ...(options.localAddress ? { localAddress: options.localAddress } : {}),
     });
     const client = new TestClient(socket);
-    await client.next((event) => event.type === 'session');
+    await client.waitUntil(() => {
+      if (client.error) throw client.error;
+      return client.events.find((event) => event.type === 'session');
+    });
     return client;
   }
 
@@ -104,7 +115,14 @@ export class TestClient {
   waitUntil<T>(find: () => T | undefined, timeoutMs = DEFAULT_TIMEOUT_MS): Promise<T> {
     return new Promise((resolve, reject) => {
       const check = () => {
-        const found = find();
+        let found: T | undefined;
+        try {
+          found = find();
+        } catch (error) {
+          clearTimeout(timer);
+          this.waiters.delete(check);
+          return reject(error);
+        }
         if (found === undefined) return;
         clearTimeout(timer);
         this.waiters.delete(check);

@@ -1,4 +1,4 @@
-import { useEffect, useRef } from 'react';
+import { type ReactNode, useEffect, useRef } from 'react';
 import { awaitingAnswer } from '../state/reducer.ts';
 import type { ChatItem, RunView, TodoView, ViewState } from '../state/view-state.ts';
 import { CopyButton } from './CopyButton.tsx';
@@ -16,8 +16,11 @@ export function Conversation({
   onSaveTodos,
   onGoOn,
   onSaveText,
+  footer,
 }: {
   state: ViewState;
+  /** Shown after the last item, inside the scrolling conversation (an offer that must not take the dock's room). */
+  footer?: ReactNode;
   now: Date;
   /** Saves a person's edit of the session's todo list (offered under the latest run while nothing runs). */
   onSaveTodos?: (todos: TodoView[]) => void;
@@ -180,6 +183,7 @@ export function Conversation({
         </div>
       )}
       <ChatSpending runs={state.runs} />
+      {footer}
       <div ref={endRef} />
     </main>
   );
