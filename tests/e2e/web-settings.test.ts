@@ -78,6 +78,14 @@ describe('the settings panel', { timeout: SETTINGS_TEST_TIMEOUT_MS }, () => {
     await expect(limits.getByRole('row').filter({ hasText: 'AGENT_MAX_STEPS' }).first().textContent()).resolves.toMatch(/AGENT_MAX_STEPS\s*3/);
     expect(await limits.getByRole('row').count()).toBe(session.settings!.length + 1);
 
+    // Notifications: granting the clipboard alone refused every other permission to this page, as a
+    // person blocking notifications would; Settings says where to allow them, and offers no button.
+    const notifications = dialog.getByRole('region', { name: 'Notifications' });
+    await expect(notifications.getByTestId('settings-notifications').textContent()).resolves.toMatch(/^Blocked in this browser: allow notifications/);
+    expect(await notifications.getByRole('button', { name: 'Turn on notifications' }).count()).toBe(0);
+    await notifications.scrollIntoViewIfNeeded();
+    await screenshot(page, 'settings-notifications.png');
+
     const howTo = dialog.getByRole('region', { name: 'How to change' });
     await expect(howTo.textContent()).resolves.toContain('OPENAI_BASE_URL=http://localhost:11434/v1');
     await expect(howTo.textContent()).resolves.toContain('npx -y pnpm@10 start');

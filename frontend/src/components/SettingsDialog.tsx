@@ -1,6 +1,7 @@
+import { subscribeToPush } from '../lib/web-push.ts';
 import { POLICY_WORDS } from './ToolPicker.tsx';
 import type { McpServerStatus, SessionEvent } from '@stepwise/shared-types';
-import { type ReactNode, useEffect, useId, useRef } from 'react';
+import { type ReactNode, useEffect, useId, useRef, useState } from 'react';
 import { healthSummary } from '../lib/model-health.ts';
 import { changeSnippets, configFilePath, MCP_CONFIG_SNIPPET, settingsOrLimits } from '../lib/settings-snippets.ts';
 import { formatClock, formatFull, formatWhen } from '../lib/time.ts';
@@ -62,12 +63,45 @@ export function SettingsDialog({
           <McpSection session={session} now={now} settingsAdmin={settingsAdmin} />
           <ApprovalSection session={session} />
           <LimitsSection session={session} />
+          <NotificationsSection />
           <HowToChangeSection session={session} settingsAdmin={settingsAdmin} />
         </div>
       ) : (
         <p className="muted">Connecting to the server…</p>
       )}
     </dialog>
+  );
+}
+
+/** Where this browser stands on notifications (asked once in the chat), and the way to turn them on. */
+function NotificationsSection() {
+  const supported = typeof Notification !== 'undefined';
+  const [permission, setPermission] = useState(supported ? Notification.permission : 'denied');
+  const [problem, setProblem] = useState('');
+  const turnOn = async () => {
+    const answer = await Notification.requestPermission();
+    setPermission(answer);
+    if (answer === 'granted') await subscribeToPush().catch((error: unknown) => setProblem((error as Error).message));
+  };
+  return (
+    <Section title="Notifications">
+      <p data-testid="settings-notifications">
+        {!supported
+          ? 'This browser cannot show notifications.'
+          : permission === 'granted'
+            ? 'On in this browser: when the agent needs you or a run ends while Stepwise is in the background (or closed, where the browser supports push), you get a notification.'
+            : permission === 'denied'
+              ? 'Blocked in this browser: allow notifications for this site in the browser’s settings to be told when the agent needs you.'
+              : 'Off in this browser: turn them on to be told when the agent needs you or a run ends while Stepwise is in the background.'}
+      </p>
+      {supported && permission === 'default' && (
+        <button type="button" className="primary" onClick={() => void turnOn()}>
+          Turn on notifications
+        </button>
+      )}
+      {problem && <p role="alert">Push could not be set up: {problem}</p>}
+      <p className="muted">A webhook can be told too (NOTIFY_WEBHOOK_URL, see the README).</p>
+    </Section>
   );
 }
 
