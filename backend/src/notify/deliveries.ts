@@ -102,6 +102,8 @@ export class Deliveries {
     if (this.stopped) return;
     const next = await this.outbox.nextDue().catch(() => undefined);
     if (this.stopped || this.pass) return;
+    // Nothing waits, and no other instance shares the outbox: the next delivery written here wakes it.
+    if (!next && this.options.exclusive) return;
     const wait = next ? Math.max(0, Math.min(POLL_MS, Date.parse(next) - Date.now())) : POLL_MS;
     clearTimeout(this.timer);
     this.timer = setTimeout(() => this.wake(), wait);
