@@ -100,11 +100,15 @@ export class Deliveries {
 
   private async scheduleNext(): Promise<void> {
     if (this.stopped) return;
-    const next = await this.outbox.nextDue().catch(() => undefined);
+    // Unread (the database did not answer): looked at again after the poll's wait.
+    const read = await this.outbox.nextDue().then(
+      (due) => ({ due }),
+      () => undefined,
+    );
     if (this.stopped || this.pass) return;
     // Nothing waits, and no other instance shares the outbox: the next delivery written here wakes it.
-    if (!next && this.options.exclusive) return;
-    const wait = next ? Math.max(0, Math.min(POLL_MS, Date.parse(next) - Date.now())) : POLL_MS;
+    if (read && !read.due && this.options.exclusive) return;
+    const wait = read?.due ? Math.max(0, Math.min(POLL_MS, Date.parse(read.due) - Date.now())) : POLL_MS;
     clearTimeout(this.timer);
     this.timer = setTimeout(() => this.wake(), wait);
     this.timer.unref();
