@@ -4,3 +4,4 @@ export * from './rest.ts';
 export * from './format.ts';
 export * from './errors.ts';
 export * from './sharing.ts';
+export * from './streaming-prose.ts';
