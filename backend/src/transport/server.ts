@@ -15,6 +15,7 @@ import type { Config } from '../config/config.ts';
 import type { Store } from '../store/store.ts';
 import { TOKENS } from '../tokens.ts';
 import { SessionFiles } from '../files/session-files.ts';
+import { McpManager } from '../mcp/mcp-manager.ts';
 import { Metrics } from '../metrics/metrics.ts';
 import { z } from 'zod';
 import { checkAccess, chooseSubprotocol, METRICS_ROUTE, PUBLIC_ROUTE, type RouteAccess } from './access.ts';
@@ -60,6 +61,11 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
   });
   const proxies = new TrustedProxies(config.limits.trustedProxies);
   new ConnectionsPerAddress(config.limits.connectionsPerAddress, (address) => proxies.trusts(address)).watch(app.server);
+  // Every answered request is timed by its route's pattern (bounded), whatever refused or served it.
+  const metrics = container.resolve(Metrics);
+  app.addHook('onResponse', async (request, reply) => {
+    metrics.observeHttp(request.method, request.routeOptions.url, reply.statusCode, reply.elapsedTime / 1000);
+  });
   // A request on a connection refused with 429 is dropped before any hook or route acts on it.
   app.addHook('onRequest', async (request, reply) => {
     // Its 429 is written and its end sent; the socket goes when the client closes it (or after a second).
@@ -131,8 +137,13 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
   registerAgUiRoutes(app, sessions, container.resolve<Store>(TOKENS.Store), config.limits);
   const sockets = new SocketsPerClient(config.limits.socketsPerAddress);
   registerWebSocketRoute(app, handler, sockets, config.limits);
-  const metrics = container.resolve(Metrics);
-  metrics.readLiveCounts({ runsActive: () => sessions.runsActive, questionsWaiting: () => sessions.questionsWaiting, connections: () => sockets.total });
+  const mcp = container.resolve(McpManager);
+  metrics.readLiveCounts({
+    runsActive: () => sessions.runsActive,
+    questionsWaiting: () => sessions.questionsWaiting,
+    connections: () => sockets.total,
+    mcpServers: () => mcp.status().map((server) => ({ name: server.name, up: server.status === 'connected' })),
+  });
   // Prometheus scrapes with the access token, or METRICS_TOKEN, which opens this route alone.
   const metricsSchema = {
     tags: ['meta'],
