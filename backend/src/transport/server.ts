@@ -25,6 +25,9 @@ import { SECURITY_HEADERS, webAppFiles } from './http-policy.ts';
 import { Readiness } from '../hosting/readiness.ts';
 import type { Logger } from '../logger.ts';
 import { registerAgUiRoutes } from './ag-ui/route.ts';
+import { registerMcpRoutes } from './mcp/mcp-route.ts';
+import { RunKernel } from '../agent/run-kernel.ts';
+import { STEPWISE_VERSION } from '../version.ts';
 import { registerOpenApi } from './openapi.ts';
 import { clientOf, ConnectionsPerAddress, InProgressPerClient, refusedConnection, SocketsPerClient } from './connection-limits.ts';
 import { TrustedProxies } from '../auth/identify.ts';
@@ -135,6 +138,14 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
   registerRestRoutes(app, container.resolve(HistoryService), container.resolve(SessionFiles), { eventPages, uploads });
   registerSharingRoutes(app, container);
   registerAgUiRoutes(app, sessions, container.resolve<Store>(TOKENS.Store), config.limits);
+  const kernel = container.resolve(RunKernel);
+  registerMcpRoutes(app, {
+    sessions,
+    history: container.resolve(HistoryService),
+    catalog: () => kernel.catalog(),
+    logger: container.resolve<Logger>(TOKENS.Logger),
+    version: STEPWISE_VERSION,
+  });
   const sockets = new SocketsPerClient(config.limits.socketsPerAddress);
   registerWebSocketRoute(app, handler, sockets, config.limits);
   const mcp = container.resolve(McpManager);
