@@ -26,6 +26,7 @@ import { Readiness } from '../hosting/readiness.ts';
 import type { Logger } from '../logger.ts';
 import { registerAgUiRoutes } from './ag-ui/route.ts';
 import { registerMcpRoutes } from './mcp/mcp-route.ts';
+import { registerA2aRoutes } from './a2a/a2a-route.ts';
 import { RunKernel } from '../agent/run-kernel.ts';
 import { STEPWISE_VERSION } from '../version.ts';
 import { registerOpenApi } from './openapi.ts';
@@ -145,6 +146,13 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
     catalog: () => kernel.catalog(),
     logger: container.resolve<Logger>(TOKENS.Logger),
     version: STEPWISE_VERSION,
+  });
+  registerA2aRoutes(app, {
+    sessions,
+    catalog: () => kernel.catalog(),
+    logger: container.resolve<Logger>(TOKENS.Logger),
+    version: STEPWISE_VERSION,
+    bearer: config.auth.mode !== 'none',
   });
   const sockets = new SocketsPerClient(config.limits.socketsPerAddress);
   registerWebSocketRoute(app, handler, sockets, config.limits);

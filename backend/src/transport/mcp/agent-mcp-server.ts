@@ -10,7 +10,7 @@ import type { SessionManager } from '../../chat/session-manager.ts';
 import { LOCAL_USER } from '../../auth/user.ts';
 import type { Logger } from '../../logger.ts';
 import { FollowedChat, type RunOutcome } from '../followed-chat.ts';
-import { questionText } from '../question-text.ts';
+import { questionText, stepInWords } from '../run-in-words.ts';
 
 /** What the MCP server needs of the app: the chat sessions, the chats' history, the strategies. */
 export interface AgentMcpDependencies {
@@ -217,21 +217,7 @@ function progressReporter(extra: Extra): (event: ServerEvent) => void {
 }
 
 function progressLine(event: ServerEvent): string | undefined {
-  if (event.type === 'tool_start') return `Tool ${event.tool_name}`;
-  if (event.type !== 'agent_update') return undefined;
-  const node = event.node_id ? `${event.node_id} · ` : '';
-  switch (event.update_type) {
-    case 'agent_turn_start':
-      return `${node}Step ${event.step}`;
-    case 'agent_plan_step':
-      return event.status === 'running' ? `Plan step ${event.index}` : undefined;
-    case 'agent_stage_start':
-      return `Stage ${event.stage} (loop ${event.loop})`;
-    case 'agent_task_start':
-      return `Task ${event.task_id}`;
-    default:
-      return undefined;
-  }
+  return event.type === 'tool_start' ? `Tool ${event.tool_name}` : stepInWords(event);
 }
 
 function result(chatId: string, outcome: RunOutcome): CallToolResult {
