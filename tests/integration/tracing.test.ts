@@ -16,6 +16,17 @@ interface ExportedSpan {
   status?: { code?: number };
 }
 
+type OtlpAttributes = { key: string; value: Record<string, unknown> }[];
+/** OTLP/JSON attributes as a plain object (an array value as its values). */
+const flat = (attributes: OtlpAttributes) =>
+  Object.fromEntries(
+    attributes.map(({ key, value }) => {
+      const inner = Object.values(value)[0] as { values?: Record<string, unknown>[] } | unknown;
+      const array = (inner as { values?: Record<string, unknown>[] } | undefined)?.values;
+      return [key, Array.isArray(array) ? array.map((item) => Object.values(item)[0]) : inner];
+    }),
+  );
+
 /** An OTLP/HTTP traces receiver on 127.0.0.1: records each export's content type and body. */
 class TraceReceiver {
   readonly exports: { contentType: string; body: Buffer }[] = [];
@@ -44,20 +55,23 @@ class TraceReceiver {
     return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
   }
 
-  /** Every span received so far (OTLP/JSON exports). */
-  spans(): ExportedSpan[] {
+  /** Every span received so far (OTLP/JSON exports), each with its resource's attributes. */
+  spans(): (ExportedSpan & { resource: Record<string, unknown> })[] {
     return this.exports
       .filter((entry) => entry.contentType.includes('json'))
       .flatMap(
         (entry) =>
           (
             JSON.parse(entry.body.toString()) as {
-              resourceSpans: { scopeSpans: { spans: (ExportedSpan & { attributes: { key: string; value: Record<string, unknown> }[] })[] }[] }[];
+              resourceSpans: {
+                resource: { attributes: OtlpAttributes };
+                scopeSpans: { spans: (ExportedSpan & { attributes: OtlpAttributes })[] }[];
+              }[];
             }
           ).resourceSpans,
       )
-      .flatMap((resource) => resource.scopeSpans.flatMap((scope) => scope.spans))
-      .map((span) => ({ ...span, attributes: Object.fromEntries(span.attributes.map(({ key, value }) => [key, Object.values(value)[0]])) }));
+      .flatMap((resource) => resource.scopeSpans.flatMap((scope) => scope.spans.map((span) => ({ ...span, resource: flat(resource.resource.attributes) }))))
+      .map((span) => ({ ...span, attributes: flat(span.attributes as unknown as OtlpAttributes) }));
   }
 
   /** Waits until `find` returns something, asked again at each export. */
@@ -130,7 +144,10 @@ describe('OpenTelemetry traces (OTLP over HTTP)', () => {
   it('a run is an invoke_agent span with its model calls and tool call under it, in the trace agent_start names', async () => {
     receiver = await TraceReceiver.start();
     llm = await calculatingModel();
-    server = await startStepwiseWithModel(llm.url, tracingEnv('http/json'));
+    server = await startStepwiseWithModel(
+      llm.url,
+      tracingEnv('http/json', { OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment.name=test,team=agents', INSTANCE_ID: 'instance-7' }),
+    );
     const client = await connect();
     client.chat('What is 6*7?', { agent_mode: true, tools: ['calculator'] });
     const start = await client.waitFor('agent_start');
@@ -162,8 +179,21 @@ describe('OpenTelemetry traces (OTLP over HTTP)', () => {
         'gen_ai.operation.name': 'chat',
         'gen_ai.provider.name': 'openai',
         'gen_ai.request.model': 'gpt-test',
-        'gen_ai.response.model': expect.any(String),
+        // What the response itself says: the scripted server names its model "scripted".
+        'gen_ai.response.model': 'scripted',
+        'gen_ai.response.id': expect.stringMatching(/^chatcmpl-/),
+        'gen_ai.response.finish_reasons': [expect.any(String)],
       });
+      expect(call.resource).toMatchObject({
+        'service.name': 'stepwise',
+        'service.version': expect.any(String),
+        'service.instance.id': 'instance-7',
+        'deployment.environment.name': 'test',
+        team: 'agents',
+      });
+      // The model server saw the call's span as its caller.
+      const request = llm.requests.find((seen) => seen.headers.traceparent?.includes(call.spanId));
+      expect(request?.headers.traceparent).toBe(`00-${traceId}-${call.spanId}-01`);
       // Message content stays out unless OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT is on.
       expect(call.attributes['gen_ai.input.messages']).toBeUndefined();
     }

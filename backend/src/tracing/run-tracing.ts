@@ -1,4 +1,4 @@
-import type { Attributes, Context, Span, Tracer } from '@opentelemetry/api';
+import type { Attributes, Context, Span, TextMapPropagator, Tracer } from '@opentelemetry/api';
 import type { LoggedEvent } from '@stepwise/shared-types';
 import type { TracingConfig } from '../config/config.ts';
 import { isAbortError, ModelError } from '../errors.ts';
@@ -6,6 +6,8 @@ import { aroundCalls, type CompletionRequest, type LlmClient } from '../llm/llm-
 import type { Logger } from '../logger.ts';
 import { traceIdOfRun } from '../util/ids.ts';
 import { DEFAULT_STRATEGY } from '../agent/strategy.ts';
+import { responseAttributes } from './model-call-attributes.ts';
+import { tracingPropagator, tracingResource, tracingSampler } from './otel-setup.ts';
 
 /** Runs as OpenTelemetry traces: what the event log and the model client tell it become spans. */
 export interface RunTracing {
@@ -28,6 +30,8 @@ export interface TracingOptions {
    * ToolRegistry.label), so that names a model makes up cannot make span names without bound.
    */
   toolLabel: (name: string) => string;
+  /** The release (service.version on the resource). */
+  version: string;
 }
 
 /** The OpenTelemetry API, loaded with the SDK (nothing of it is loaded while tracing is off). */
@@ -53,7 +57,7 @@ interface RunSpans {
 export async function startTracing(config: TracingConfig, options: TracingOptions): Promise<RunTracing> {
   const api = await import('@opentelemetry/api');
   const { BatchSpanProcessor, ConsoleSpanExporter, RandomIdGenerator, SimpleSpanProcessor, TracerProvider } = await import('@opentelemetry/sdk-trace');
-  const { resourceFromAttributes } = await import('@opentelemetry/resources');
+  const [resource, sampler, propagator] = await Promise.all([tracingResource(config, options.version), tracingSampler(config), tracingPropagator(config)]);
   const exporter =
     config.exporter === 'console'
       ? new ConsoleSpanExporter()
@@ -74,7 +78,8 @@ export async function startTracing(config: TracingConfig, options: TracingOption
   const processor =
     config.exporter === 'console' ? new SimpleSpanProcessor({ exporter }) : new BatchSpanProcessor({ exporter, scheduledDelayMillis: config.batchDelayMs });
   const provider = new TracerProvider({
-    resource: resourceFromAttributes({ 'service.name': config.serviceName }),
+    resource,
+    sampler,
     idGenerator,
     spanProcessors: [processor],
   });
@@ -83,7 +88,7 @@ export async function startTracing(config: TracingConfig, options: TracingOption
     { exporter: config.exporter, endpoint: config.exporter === 'otlp' ? config.endpoint : undefined, protocol: config.protocol },
     'tracing runs with OpenTelemetry',
   );
-  return new OtelRunTracing(api, tracer, provider, config, options, (traceId) => (nextTraceId = traceId));
+  return new OtelRunTracing(api, tracer, provider, config, options, (traceId) => (nextTraceId = traceId), propagator);
 }
 
 class OtelRunTracing implements RunTracing {
@@ -102,6 +107,7 @@ class OtelRunTracing implements RunTracing {
     private readonly config: TracingConfig,
     options: TracingOptions,
     private readonly useTraceId: (traceId: string) => void,
+    private readonly propagator: TextMapPropagator,
   ) {
     this.providerName = options.provider;
     this.logger = options.logger;
@@ -217,11 +223,13 @@ class OtelRunTracing implements RunTracing {
         },
         parent,
       );
+      // The model server sees the call's span as its caller (traceparent).
+      const traceHeaders: Record<string, string> = {};
+      this.propagator.inject(this.api.trace.setSpan(parent, span), traceHeaders, this.api.defaultTextMapSetter);
       try {
-        const result = await call();
+        const result = await call({ ...request, traceHeaders: { ...request.traceHeaders, ...traceHeaders } });
+        span.setAttributes(responseAttributes(result, model));
         span.setAttributes({
-          'gen_ai.response.model': result.model ?? model,
-          ...(result.usage ? { 'gen_ai.usage.input_tokens': result.usage.promptTokens, 'gen_ai.usage.output_tokens': result.usage.completionTokens } : {}),
           ...(this.config.captureContent
             ? {
                 'gen_ai.output.messages': JSON.stringify([
