@@ -14,7 +14,7 @@ import { HistoryService } from './chat/history-service.ts';
 import type { EventObserver } from './chat/session-event-log.ts';
 import { SessionManager } from './chat/session-manager.ts';
 import { Metrics } from './metrics/metrics.ts';
-import type { RunTracing } from './tracing/run-tracing.ts';
+import { type CallerTraces, NO_CALLER_TRACES, type RunTracing } from './tracing/run-tracing.ts';
 import type { Config } from './config/config.ts';
 import { DemoLlmClient } from './llm/demo-llm-client.ts';
 import type { DemoResponder, LlmClient } from './llm/llm-client.ts';
@@ -60,6 +60,7 @@ export function buildContainer(
   const metrics = new Metrics((name) => container.resolve(ToolRegistry).label(name));
   container.register(Metrics, { useValue: metrics });
   const { tracing } = options;
+  container.register<CallerTraces>(TOKENS.CallerTraces, { useValue: tracing ?? NO_CALLER_TRACES });
   const traced = (llm: LlmClient) => (tracing ? tracing.trackModel(llm) : llm);
   container.register<EventObserver>(TOKENS.EventObserver, {
     useValue: tracing

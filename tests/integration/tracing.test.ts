@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -14,6 +15,7 @@ interface ExportedSpan {
   name: string;
   attributes: Record<string, unknown>;
   status?: { code?: number };
+  links?: { traceId: string; spanId: string }[];
 }
 
 type OtlpAttributes = { key: string; value: Record<string, unknown> }[];
@@ -251,6 +253,38 @@ describe('OpenTelemetry traces (OTLP over HTTP)', () => {
     const tool = await receiver.until(() => receiver!.spans().find((span) => span.attributes['gen_ai.operation.name'] === 'execute_tool'));
     expect(tool.name).toBe('execute_tool other');
     expect(tool.attributes['gen_ai.tool.name']).toBe(invented.slice(0, 200));
+  });
+
+  it('links a run to the caller’s traceparent, sent on an AG-UI or A2A request', async () => {
+    receiver = await TraceReceiver.start();
+    server = await startStepwise(tracingEnv('http/json'));
+    const callerTrace = (n: number) => ({ traceId: `${n}`.repeat(32).slice(0, 32), spanId: `${n}`.repeat(16).slice(0, 16) });
+    const traceparent = ({ traceId, spanId }: { traceId: string; spanId: string }) => `00-${traceId}-${spanId}-01`;
+    const agUi = await fetch(`${server.url}/api/ag-ui`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream', traceparent: traceparent(callerTrace(1)) },
+      body: JSON.stringify({ threadId: randomUUID(), runId: 'r1', messages: [{ id: '1', role: 'user', content: 'What is 6*7?' }] }),
+    });
+    expect(await agUi.text()).toContain('RUN_FINISHED');
+    const a2a = await fetch(`${server.url}/a2a`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', traceparent: traceparent(callerTrace(2)) },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'message/send',
+        params: { message: { kind: 'message', role: 'user', messageId: randomUUID(), parts: [{ kind: 'text', text: 'What is 2+3?' }] } },
+      }),
+    });
+    expect(((await a2a.json()) as { result: { status: { state: string } } }).result.status.state).toBe('completed');
+    for (const caller of [callerTrace(1), callerTrace(2)]) {
+      const run = await receiver.until(() =>
+        receiver!.spans().find((span) => span.name.startsWith('invoke_agent') && (span.links ?? []).some((link) => link.traceId === caller.traceId)),
+      );
+      // The run keeps its own trace; the caller's span is a link.
+      expect(run.traceId).not.toBe(caller.traceId);
+      expect(run.links).toEqual([expect.objectContaining({ traceId: caller.traceId, spanId: caller.spanId })]);
+    }
   });
 
   it('puts a plan step’s model calls under its plan_step span', async () => {

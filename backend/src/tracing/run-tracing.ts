@@ -1,4 +1,4 @@
-import type { Attributes, Context, Span, TextMapPropagator, Tracer } from '@opentelemetry/api';
+import type { Attributes, Context, Span, SpanContext, TextMapPropagator, Tracer } from '@opentelemetry/api';
 import type { LoggedEvent } from '@stepwise/shared-types';
 import type { TracingConfig } from '../config/config.ts';
 import { isAbortError, ModelError } from '../errors.ts';
@@ -10,7 +10,7 @@ import { responseAttributes } from './model-call-attributes.ts';
 import { tracingPropagator, tracingResource, tracingSampler } from './otel-setup.ts';
 
 /** Runs as OpenTelemetry traces: what the event log and the model client tell it become spans. */
-export interface RunTracing {
+export interface RunTracing extends CallerTraces {
   /** Sees each event a session logs (the run's span, its branches, its tool calls). */
   observe(event: LoggedEvent, sessionId: string): void;
   /** The model client as runs use it, each call a `chat MODEL` span under its run (or branch). */
@@ -18,6 +18,17 @@ export interface RunTracing {
   /** Sends what is left and stops. */
   shutdown(): Promise<void>;
 }
+
+/**
+ * Where a client's own trace context (its `traceparent`, on an AG-UI, A2A or MCP request) goes:
+ * the next run of that chat links to it. Without tracing, nowhere.
+ */
+export interface CallerTraces {
+  acceptCaller(sessionId: string, headers: Record<string, string | string[] | undefined>): void;
+}
+
+/** CallerTraces while tracing is off. */
+export const NO_CALLER_TRACES: CallerTraces = { acceptCaller: () => undefined };
 
 /** What tracing is told about the server it traces. */
 export interface TracingOptions {
@@ -91,8 +102,10 @@ export async function startTracing(config: TracingConfig, options: TracingOption
   return new OtelRunTracing(api, tracer, provider, config, options, (traceId) => (nextTraceId = traceId), propagator);
 }
 
-class OtelRunTracing implements RunTracing {
+class OtelRunTracing implements RunTracing, CallerTraces {
   private readonly runs = new Map<string, RunSpans>();
+  /** Callers' span contexts by chat, waiting for the chat's next run to link to them. */
+  private readonly callers = new Map<string, SpanContext>();
   /** Runs lately ended: a straggling event of theirs begins no new trace. */
   private readonly ended = new Set<string>();
   private readonly providerName: string;
@@ -113,6 +126,15 @@ class OtelRunTracing implements RunTracing {
     this.logger = options.logger;
     this.modelFor = options.modelFor;
     this.toolLabel = options.toolLabel;
+  }
+
+  acceptCaller(sessionId: string, headers: Record<string, string | string[] | undefined>): void {
+    const context = this.propagator.extract(this.api.ROOT_CONTEXT, headers, this.api.defaultTextMapGetter);
+    const caller = this.api.trace.getSpanContext(context);
+    if (!caller || !this.api.trace.isSpanContextValid(caller)) return;
+    this.callers.delete(sessionId);
+    this.callers.set(sessionId, caller);
+    if (this.callers.size > 1_000) this.callers.delete(this.callers.keys().next().value!);
   }
 
   observe(event: LoggedEvent, sessionId: string): void {
@@ -158,6 +180,12 @@ class OtelRunTracing implements RunTracing {
       case 'agent_start': {
         const run = this.run(runId, at);
         run.span.updateName(`invoke_agent ${event.strategy ?? DEFAULT_STRATEGY}`);
+        // A run keeps its own trace (its id is the run's); the client's span is linked.
+        const caller = this.callers.get(sessionId);
+        if (caller) {
+          this.callers.delete(sessionId);
+          run.span.addLink({ context: caller, attributes: { 'stepwise.link': 'caller' } });
+        }
         run.span.setAttributes({
           'gen_ai.agent.name': event.strategy ?? DEFAULT_STRATEGY,
           'gen_ai.conversation.id': sessionId,

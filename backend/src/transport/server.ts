@@ -29,6 +29,7 @@ import { registerMcpRoutes } from './mcp/mcp-route.ts';
 import { registerA2aRoutes } from './a2a/a2a-route.ts';
 import { RunKernel } from '../agent/run-kernel.ts';
 import { STEPWISE_VERSION } from '../version.ts';
+import type { CallerTraces } from '../tracing/run-tracing.ts';
 import { registerOpenApi } from './openapi.ts';
 import { clientOf, ConnectionsPerAddress, InProgressPerClient, refusedConnection, SocketsPerClient } from './connection-limits.ts';
 import { TrustedProxies } from '../auth/identify.ts';
@@ -138,7 +139,8 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
   const uploads = new InProgressPerClient(config.limits.uploadsPerClient);
   registerRestRoutes(app, container.resolve(HistoryService), container.resolve(SessionFiles), { eventPages, uploads });
   registerSharingRoutes(app, container);
-  registerAgUiRoutes(app, sessions, container.resolve<Store>(TOKENS.Store), config.limits);
+  const callers = container.resolve<CallerTraces>(TOKENS.CallerTraces);
+  registerAgUiRoutes(app, sessions, container.resolve<Store>(TOKENS.Store), config.limits, callers);
   const kernel = container.resolve(RunKernel);
   registerMcpRoutes(app, {
     sessions,
@@ -146,6 +148,7 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
     catalog: () => kernel.catalog(),
     logger: container.resolve<Logger>(TOKENS.Logger),
     version: STEPWISE_VERSION,
+    callers,
   });
   registerA2aRoutes(app, {
     sessions,
@@ -153,6 +156,7 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
     logger: container.resolve<Logger>(TOKENS.Logger),
     version: STEPWISE_VERSION,
     bearer: config.auth.mode !== 'none',
+    callers,
   });
   const sockets = new SocketsPerClient(config.limits.socketsPerAddress);
   registerWebSocketRoute(app, handler, sockets, config.limits);

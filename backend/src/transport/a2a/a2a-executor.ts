@@ -5,6 +5,7 @@ import { type ClientMessage, ChatMessage, type StrategyInfo } from '@stepwise/sh
 import type { MessageSender } from '../../chat/chat-service.ts';
 import { SESSION_ID, type SessionManager } from '../../chat/session-manager.ts';
 import type { Logger } from '../../logger.ts';
+import type { CallerTraces } from '../../tracing/run-tracing.ts';
 import { FollowedChat, type RunOutcome } from '../followed-chat.ts';
 import { questionText, stepInWords } from '../run-in-words.ts';
 
@@ -17,7 +18,11 @@ const ROLE_AGENT = 2;
 
 /** The caller of an A2A request, as the A2A SDK sees it (its user name scopes its tasks) and as Stepwise does. */
 export class A2aCaller implements User {
-  constructor(readonly sender: MessageSender) {}
+  constructor(
+    readonly sender: MessageSender,
+    /** The request's headers (its traceparent, if any). */
+    readonly headers: Record<string, string | string[] | undefined> = {},
+  ) {}
   get isAuthenticated(): boolean {
     return true;
   }
@@ -83,11 +88,13 @@ export class StepwiseA2aExecutor implements AgentExecutor {
   constructor(
     private readonly sessions: SessionManager,
     private readonly logger: Logger,
+    private readonly callers: CallerTraces,
   ) {}
 
   async execute(request: RequestContext, bus: ExecutionEventBus): Promise<void> {
     const { taskId, contextId } = request;
-    const sender = (request.context.user as A2aCaller | undefined)?.sender ?? {};
+    const caller = request.context.user as A2aCaller | undefined;
+    const sender = caller?.sender ?? {};
     const known = this.tasks.get(taskId);
     const chatId = known?.chatId ?? (SESSION_ID.test(contextId) ? contextId : randomUUID());
     const status = (state: TaskState, text?: string, metadata?: Record<string, unknown>) =>
@@ -120,6 +127,7 @@ export class StepwiseA2aExecutor implements AgentExecutor {
           },
         });
       this.tasks.set(taskId, { chatId, sender });
+      if (caller && !request.task) this.callers.acceptCaller(chatId, caller.headers);
       const refused = await followed.handle(messageOf(request, followed));
       if (refused) {
         status(request.task ? STATE.inputRequired : STATE.failed, `${refused.code}: ${refused.message}`, { error: refused.code });

@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { SessionManager } from '../../chat/session-manager.ts';
 import type { Logger } from '../../logger.ts';
+import type { CallerTraces } from '../../tracing/run-tracing.ts';
 import { A2aCaller, agentCard, StepwiseA2aExecutor } from './a2a-executor.ts';
 
 /** What the A2A server needs of the app. */
@@ -14,6 +15,8 @@ export interface A2aDependencies {
   version: string;
   /** Whether callers present a bearer token (AUTH_TOKEN or OIDC), as the card declares. */
   bearer: boolean;
+  /** Where a caller's traceparent goes: the run its message starts links to it. */
+  callers: CallerTraces;
 }
 
 /** Where A2A's JSON-RPC is served. */
@@ -36,7 +39,7 @@ type Sdk = Awaited<ReturnType<typeof loadSdk>>;
  * its tasks. Behind the same access check as every route. docs/PROTOCOL.md, "A2A".
  */
 export function registerA2aRoutes(app: FastifyInstance, deps: A2aDependencies): void {
-  const executor = new StepwiseA2aExecutor(deps.sessions, deps.logger);
+  const executor = new StepwiseA2aExecutor(deps.sessions, deps.logger, deps.callers);
   const cardOf = (request: FastifyRequest) => agentCard(`${request.protocol}://${request.host}${A2A_PATH}`, deps.catalog(), deps.version, deps.bearer);
   let loading: Promise<{ sdk: Sdk; handler: A2ARequestHandler }> | undefined;
   const load = (request: FastifyRequest) =>
@@ -77,7 +80,7 @@ export function registerA2aRoutes(app: FastifyInstance, deps: A2aDependencies): 
       const legacy = requestedVersion === LEGACY_VERSION;
       const context = sdk.server.defaultServerCallContextBuilder({
         extensions: undefined,
-        user: new A2aCaller({ client: request.client, user: request.user }),
+        user: new A2aCaller({ client: request.client, user: request.user }, request.headers),
         headers: request.headers,
         requestedVersion,
       });

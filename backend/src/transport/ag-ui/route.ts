@@ -5,6 +5,7 @@ import { z } from 'zod';
 import type { ClientConnection } from '../../chat/client-connection.ts';
 import { SESSION_ID, type SessionManager } from '../../chat/session-manager.ts';
 import type { Store } from '../../store/store.ts';
+import type { CallerTraces } from '../../tracing/run-tracing.ts';
 import { chatAccess, LOCAL_USER } from '../../auth/user.ts';
 import { errorResponses, SessionParams } from '../openapi.ts';
 import { sendError } from '../rest-routes.ts';
@@ -59,7 +60,7 @@ const RunAgentInputBody = z
  * it ends or asks something. Closing the stream does not stop the run (`POST
  * /api/sessions/:id/stop` does). docs/PROTOCOL.md, "AG-UI", has the whole mapping.
  */
-export function registerAgUiRoutes(server: FastifyInstance, sessions: SessionManager, store: Store, limits: BackpressureLimits): void {
+export function registerAgUiRoutes(server: FastifyInstance, sessions: SessionManager, store: Store, limits: BackpressureLimits, callers: CallerTraces): void {
   const app = server.withTypeProvider<ZodTypeProvider>();
   app.post(
     '/api/ag-ui',
@@ -146,6 +147,8 @@ export function registerAgUiRoutes(server: FastifyInstance, sessions: SessionMan
       };
       connection.onDone = finish;
       await chat.log.attach(connection, afterSeq);
+      // The client's trace (traceparent), if it sent one, is linked from the run it starts.
+      if (messages[0]?.type === 'chat') callers.acceptCaller(chat.sessionId, request.headers);
       for (const message of messages) {
         const refusedMessage = await chat.handle(message, { client: request.client, user: request.user });
         if (refusedMessage) {

@@ -9,6 +9,7 @@ import type { HistoryService } from '../../chat/history-service.ts';
 import type { SessionManager } from '../../chat/session-manager.ts';
 import { LOCAL_USER } from '../../auth/user.ts';
 import type { Logger } from '../../logger.ts';
+import type { CallerTraces } from '../../tracing/run-tracing.ts';
 import { FollowedChat, type RunOutcome } from '../followed-chat.ts';
 import { questionText, stepInWords } from '../run-in-words.ts';
 
@@ -19,6 +20,8 @@ export interface AgentMcpDependencies {
   catalog: () => StrategyInfo[];
   logger: Logger;
   version: string;
+  /** Where the caller's traceparent goes: the run it starts links to it. */
+  callers: CallerTraces;
 }
 
 /** The MCP SDK's server classes, loaded by the route at its first request (never at start). */
@@ -109,6 +112,7 @@ async function runAgent(server: McpServer, deps: AgentMcpDependencies, sender: M
   try {
     const message = firstMessage(followed, input);
     if ('error' in message) return failure(message.error);
+    if (message.type === 'chat' && extra.requestInfo) deps.callers.acceptCaller(chatId, extra.requestInfo.headers);
     const refused = await followed.handle(message);
     if (refused) return failure(`${refused.code}: ${refused.message}`);
     followed.onEvent = progressReporter(extra);
