@@ -84,7 +84,8 @@ export async function startServer(options: {
         version: STEPWISE_VERSION,
       })
     : undefined;
-  const container = buildContainer(config, logger, store, options.configure, { tracing });
+  // With tracing on, each log line of the app names its trace (and span).
+  const container = buildContainer(config, tracing ? tracing.correlate(logger) : logger, store, options.configure, { tracing });
   tools = container.resolve(ToolRegistry);
   const app = await buildServer(container, logger);
   if (tracing) app.addHook('onClose', () => tracing.shutdown());

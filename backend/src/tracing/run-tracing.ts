@@ -8,6 +8,7 @@ import { traceIdOfRun } from '../util/ids.ts';
 import { DEFAULT_STRATEGY } from '../agent/strategy.ts';
 import { responseAttributes } from './model-call-attributes.ts';
 import { tracingPropagator, tracingResource, tracingSampler } from './otel-setup.ts';
+import { tracedLogger } from './traced-logger.ts';
 
 /** Runs as OpenTelemetry traces: what the event log and the model client tell it become spans. */
 export interface RunTracing extends CallerTraces {
@@ -17,6 +18,8 @@ export interface RunTracing extends CallerTraces {
   trackModel(llm: LlmClient): LlmClient;
   /** Sends what is left and stops. */
   shutdown(): Promise<void>;
+  /** The logger with each line tied to its trace (trace_id, span_id). */
+  correlate(logger: Logger): Logger;
 }
 
 /**
@@ -67,6 +70,9 @@ interface RunSpans {
  */
 export async function startTracing(config: TracingConfig, options: TracingOptions): Promise<RunTracing> {
   const api = await import('@opentelemetry/api');
+  // The span a model call runs in is the active one there (the model client's log lines name it).
+  const { AsyncLocalStorageContextManager } = await import('@opentelemetry/context-async-hooks');
+  api.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   const { BatchSpanProcessor, ConsoleSpanExporter, RandomIdGenerator, SimpleSpanProcessor, TracerProvider } = await import('@opentelemetry/sdk-trace');
   const [resource, sampler, propagator] = await Promise.all([tracingResource(config, options.version), tracingSampler(config), tracingPropagator(config)]);
   const exporter =
@@ -255,7 +261,9 @@ class OtelRunTracing implements RunTracing, CallerTraces {
       const traceHeaders: Record<string, string> = {};
       this.propagator.inject(this.api.trace.setSpan(parent, span), traceHeaders, this.api.defaultTextMapSetter);
       try {
-        const result = await call({ ...request, traceHeaders: { ...request.traceHeaders, ...traceHeaders } });
+        const result = await this.api.context.with(this.api.trace.setSpan(parent, span), () =>
+          call({ ...request, traceHeaders: { ...request.traceHeaders, ...traceHeaders } }),
+        );
         span.setAttributes(responseAttributes(result, model));
         span.setAttributes({
           ...(this.config.captureContent
@@ -282,10 +290,15 @@ class OtelRunTracing implements RunTracing, CallerTraces {
     });
   }
 
+  correlate(logger: Logger): Logger {
+    return tracedLogger(logger, this.api);
+  }
+
   async shutdown(): Promise<void> {
     for (const runId of [...this.runs.keys()]) this.close(runId, Date.now());
     // The collector being away costs the last spans, never the shutdown.
     await this.provider.shutdown().catch((error: unknown) => this.logger.warn({ err: error }, 'could not send the last spans'));
+    this.api.context.disable();
   }
 
   /** The run's spans, its root span begun now (at `at`) when nothing of it was seen yet. */
