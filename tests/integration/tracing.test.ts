@@ -19,6 +19,8 @@ interface ExportedSpan {
 }
 
 type OtlpAttributes = { key: string; value: Record<string, unknown> }[];
+/** A metric as an OTLP/JSON export carries it (histograms only, here). */
+type ExportedMetric = { name: string; unit: string; histogram?: { dataPoints: { attributes: OtlpAttributes; sum: number; count: number | string }[] } };
 /** OTLP/JSON attributes as a plain object (an array value as its values). */
 const flat = (attributes: OtlpAttributes) =>
   Object.fromEntries(
@@ -32,6 +34,8 @@ const flat = (attributes: OtlpAttributes) =>
 /** An OTLP/HTTP traces receiver on 127.0.0.1: records each export's content type and body. */
 class TraceReceiver {
   readonly exports: { contentType: string; body: Buffer }[] = [];
+  /** Metrics exports (OTLP/JSON bodies, parsed). */
+  readonly metricExports: { resourceMetrics: { scopeMetrics: { metrics: ExportedMetric[] }[] }[] }[] = [];
   private readonly waiters = new Set<() => void>();
   private constructor(private readonly server: Server) {}
 
@@ -42,6 +46,8 @@ class TraceReceiver {
       request.on('data', (chunk: Buffer) => chunks.push(chunk));
       request.on('end', () => {
         if (request.url === '/v1/traces') receiver!.exports.push({ contentType: request.headers['content-type'] ?? '', body: Buffer.concat(chunks) });
+        if (request.url === '/v1/metrics' && request.headers['content-type']?.includes('json'))
+          receiver!.metricExports.push(JSON.parse(Buffer.concat(chunks).toString()));
         response
           .writeHead(200, { 'content-type': request.headers['content-type'] ?? 'application/json' })
           .end(request.headers['content-type']?.includes('json') ? '{}' : '');
@@ -74,6 +80,21 @@ class TraceReceiver {
       )
       .flatMap((resource) => resource.scopeSpans.flatMap((scope) => scope.spans.map((span) => ({ ...span, resource: flat(resource.resource.attributes) }))))
       .map((span) => ({ ...span, attributes: flat(span.attributes as unknown as OtlpAttributes) }));
+  }
+
+  /** Every histogram data point received so far, by metric name, its attributes flattened. */
+  metrics(): { name: string; unit: string; attributes: Record<string, unknown>; sum: number; count: number }[] {
+    return this.metricExports
+      .flatMap((entry) => entry.resourceMetrics.flatMap((resource) => resource.scopeMetrics.flatMap((scope) => scope.metrics)))
+      .flatMap((metric) =>
+        (metric.histogram?.dataPoints ?? []).map((point) => ({
+          name: metric.name,
+          unit: metric.unit,
+          attributes: flat(point.attributes),
+          sum: point.sum,
+          count: Number(point.count),
+        })),
+      );
   }
 
   /** Waits until `find` returns something, asked again at each export. */
@@ -148,7 +169,11 @@ describe('OpenTelemetry traces (OTLP over HTTP)', () => {
     llm = await calculatingModel();
     server = await startStepwiseWithModel(
       llm.url,
-      tracingEnv('http/json', { OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment.name=test,team=agents', INSTANCE_ID: 'instance-7' }),
+      tracingEnv('http/json', {
+        OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment.name=test,team=agents',
+        INSTANCE_ID: 'instance-7',
+        OTEL_METRIC_EXPORT_INTERVAL: '50',
+      }),
     );
     const client = await connect();
     client.chat('What is 6*7?', { agent_mode: true, tools: ['calculator'] });
@@ -204,6 +229,21 @@ describe('OpenTelemetry traces (OTLP over HTTP)', () => {
     expect(act.attributes).toMatchObject({ 'gen_ai.usage.input_tokens': expect.anything(), 'gen_ai.usage.output_tokens': expect.anything() });
     expect(Number(act.attributes['gen_ai.usage.input_tokens'])).toBe(100);
     expect(tool.parentSpanId).toBe(run.spanId);
+    // The GenAI client metrics: each call's duration, and its input and output tokens.
+    const called = {
+      'gen_ai.operation.name': 'chat',
+      'gen_ai.provider.name': 'openai',
+      'gen_ai.request.model': 'gpt-test',
+      'gen_ai.response.model': 'scripted',
+    };
+    const durations = await receiver.until(() => {
+      const found = receiver!.metrics().filter((point) => point.name === 'gen_ai.client.operation.duration');
+      return found.some((point) => point.count >= 3) ? found : undefined;
+    });
+    expect(durations.at(-1)).toMatchObject({ unit: 's', attributes: called });
+    const tokens = receiver.metrics().filter((point) => point.name === 'gen_ai.client.token.usage');
+    const input = tokens.findLast((point) => point.attributes['gen_ai.token.type'] === 'input');
+    expect(input).toMatchObject({ unit: '{token}', attributes: { ...called, 'gen_ai.token.type': 'input' }, count: 3, sum: 120 });
     expect(tool.attributes).toMatchObject({
       'gen_ai.operation.name': 'execute_tool',
       'gen_ai.tool.name': 'calculator',

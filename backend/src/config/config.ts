@@ -285,6 +285,18 @@ const EnvSchema = z.object({
   OTEL_SERVICE_NAME: nonEmpty.optional(),
   OTEL_RESOURCE_ATTRIBUTES: z.string().optional(),
   OTEL_BSP_SCHEDULE_DELAY: integer(1).default(5_000),
+  OTEL_METRICS_EXPORTER: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .pipe(z.enum(['otlp', 'console', 'none'], { error: 'must be otlp, console or none' }))
+    .optional(),
+  OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: z
+    .string()
+    .trim()
+    .pipe(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }))
+    .optional(),
+  OTEL_METRIC_EXPORT_INTERVAL: integer(1).default(60_000),
   OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: boolean.default(false),
   OTEL_TRACES_SAMPLER: z
     .string()
@@ -333,6 +345,8 @@ export interface TracingConfig {
   resourceAttributes: Record<string, string>;
   /** INSTANCE_ID, when set: the resource's service.instance.id (else one per process). */
   instanceId: string | undefined;
+  /** The GenAI client metrics (OTEL_METRICS_EXPORTER, OTEL_EXPORTER_OTLP_METRICS_ENDPOINT, OTEL_METRIC_EXPORT_INTERVAL); off with `none`. */
+  metrics: { exporter: 'otlp' | 'console'; endpoint: string; intervalMs: number } | undefined;
 }
 
 /** The validated settings every module receives through injection. */
@@ -798,6 +812,15 @@ function tracingConfig(e: z.infer<typeof EnvSchema>): TracingConfig | undefined 
     samplerRatio: e.OTEL_TRACES_SAMPLER_ARG,
     propagators: e.OTEL_PROPAGATORS.filter((name): name is 'tracecontext' | 'baggage' => name !== 'none'),
     instanceId: e.INSTANCE_ID,
+    // The GenAI client metrics go where the traces go, unless OTEL_METRICS_EXPORTER says otherwise.
+    metrics:
+      (e.OTEL_METRICS_EXPORTER ?? exporter) === 'none'
+        ? undefined
+        : {
+            exporter: e.OTEL_METRICS_EXPORTER === 'console' || (!e.OTEL_METRICS_EXPORTER && exporter === 'console') ? 'console' : 'otlp',
+            endpoint: e.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT ?? `${base}/v1/metrics`,
+            intervalMs: e.OTEL_METRIC_EXPORT_INTERVAL,
+          },
   };
 }
 

@@ -9,6 +9,7 @@ import { DEFAULT_STRATEGY } from '../agent/strategy.ts';
 import { responseAttributes } from './model-call-attributes.ts';
 import { tracingPropagator, tracingResource, tracingSampler } from './otel-setup.ts';
 import { tracedLogger } from './traced-logger.ts';
+import { type GenAiMetrics, startGenAiMetrics } from './genai-metrics.ts';
 
 /** Runs as OpenTelemetry traces: what the event log and the model client tell it become spans. */
 export interface RunTracing extends CallerTraces {
@@ -75,6 +76,7 @@ export async function startTracing(config: TracingConfig, options: TracingOption
   api.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   const { BatchSpanProcessor, ConsoleSpanExporter, RandomIdGenerator, SimpleSpanProcessor, TracerProvider } = await import('@opentelemetry/sdk-trace');
   const [resource, sampler, propagator] = await Promise.all([tracingResource(config, options.version), tracingSampler(config), tracingPropagator(config)]);
+  const metrics = await startGenAiMetrics(config, resource);
   const exporter =
     config.exporter === 'console'
       ? new ConsoleSpanExporter()
@@ -105,7 +107,7 @@ export async function startTracing(config: TracingConfig, options: TracingOption
     { exporter: config.exporter, endpoint: config.exporter === 'otlp' ? config.endpoint : undefined, protocol: config.protocol },
     'tracing runs with OpenTelemetry',
   );
-  return new OtelRunTracing(api, tracer, provider, config, options, (traceId) => (nextTraceId = traceId), propagator);
+  return new OtelRunTracing(api, tracer, provider, config, options, (traceId) => (nextTraceId = traceId), propagator, metrics);
 }
 
 class OtelRunTracing implements RunTracing, CallerTraces {
@@ -127,6 +129,7 @@ class OtelRunTracing implements RunTracing, CallerTraces {
     options: TracingOptions,
     private readonly useTraceId: (traceId: string) => void,
     private readonly propagator: TextMapPropagator,
+    private readonly metrics: GenAiMetrics | undefined,
   ) {
     this.providerName = options.provider;
     this.logger = options.logger;
@@ -258,13 +261,17 @@ class OtelRunTracing implements RunTracing, CallerTraces {
         parent,
       );
       // The model server sees the call's span as its caller (traceparent).
+      const started = performance.now();
+      const measured: Attributes = { 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': this.providerName, 'gen_ai.request.model': model };
       const traceHeaders: Record<string, string> = {};
       this.propagator.inject(this.api.trace.setSpan(parent, span), traceHeaders, this.api.defaultTextMapSetter);
       try {
         const result = await this.api.context.with(this.api.trace.setSpan(parent, span), () =>
           call({ ...request, traceHeaders: { ...request.traceHeaders, ...traceHeaders } }),
         );
-        span.setAttributes(responseAttributes(result, model));
+        const response = responseAttributes(result, model);
+        span.setAttributes(response);
+        this.metrics?.record({ ...measured, 'gen_ai.response.model': response['gen_ai.response.model']! }, (performance.now() - started) / 1000, result.usage);
         span.setAttributes({
           ...(this.config.captureContent
             ? {
@@ -281,7 +288,9 @@ class OtelRunTracing implements RunTracing, CallerTraces {
         return result;
       } catch (error) {
         const aborted = isAbortError(error, request.signal);
-        span.setAttribute('error.type', aborted ? 'cancelled' : error instanceof ModelError ? `model_${error.category ?? 'endpoint'}` : 'internal');
+        const errorType = aborted ? 'cancelled' : error instanceof ModelError ? `model_${error.category ?? 'endpoint'}` : 'internal';
+        span.setAttribute('error.type', errorType);
+        this.metrics?.record({ ...measured, 'error.type': errorType }, (performance.now() - started) / 1000, undefined);
         if (!aborted) span.setStatus({ code: this.api.SpanStatusCode.ERROR, message: error instanceof Error ? error.message.slice(0, 500) : String(error) });
         throw error;
       } finally {
@@ -298,6 +307,7 @@ class OtelRunTracing implements RunTracing, CallerTraces {
     for (const runId of [...this.runs.keys()]) this.close(runId, Date.now());
     // The collector being away costs the last spans, never the shutdown.
     await this.provider.shutdown().catch((error: unknown) => this.logger.warn({ err: error }, 'could not send the last spans'));
+    await this.metrics?.shutdown().catch((error: unknown) => this.logger.warn({ err: error }, 'could not send the last metrics'));
     this.api.context.disable();
   }
 
