@@ -196,6 +196,18 @@ describe('AG-UI: questions are interrupts, answered by resume', () => {
     expect(assistantText(textOnly)).toMatch(/1024/);
   });
 
+  it('with ?interrupts=text a question is text only: the AG-UI run ends a success, waiting, and the client holds no interrupt', async () => {
+    const client = new HttpAgent({ url: `${server.url}/api/ag-ui?interrupts=text`, threadId: randomUUID() });
+    const first = await ask(client, 'help me');
+    expect(finished(first).outcome).toEqual({ type: 'success' });
+    expect(finished(first).result).toMatchObject({ status: 'waiting' });
+    expect(client.pendingInterrupts).toEqual([]);
+    expect(assistantText(client)).toMatch(/\?/);
+    const rest = await ask(client, 'please work out 2^10');
+    expect(finished(rest).result).toMatchObject({ status: 'completed' });
+    expect(assistantText(client)).toMatch(/1024/);
+  });
+
   it('an approval in words is decided by a reply of "deny" and its reason', async () => {
     const llm = await ScriptedLlmServer.start();
     const real = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'gpt-4o-mini' });

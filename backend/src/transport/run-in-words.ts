@@ -2,12 +2,11 @@ import type { AgentRequestInput, ServerEvent } from '@stepwise/shared-types';
 
 /**
  * A question (a confirmation, an approval) in words, for a client that shows text and nothing
- * else: the question, what the tool would run with, and how to answer. The next message the
+ * else: the question (an approval's names the tool and its arguments) and how to answer. The next message the
  * person sends answers it (docs/PROTOCOL.md, "Questions for text-only clients").
  */
-export function questionText(event: Pick<AgentRequestInput, 'question' | 'kind' | 'choices' | 'tool' | 'arguments'>): string {
+export function questionText(event: Pick<AgentRequestInput, 'question' | 'kind' | 'choices'>): string {
   const lines = [event.question.trim()];
-  if (event.kind === 'approval' && event.tool) lines.push(`Tool: ${event.tool} ${JSON.stringify(event.arguments ?? {})}`);
   if (event.kind === 'approval') lines.push('Reply "approve" to run it, or "deny" (optionally with a reason after it).');
   else if (event.choices?.length) lines.push(`Reply with one of: ${event.choices.join(', ')}.`);
   return lines.join('\n\n');

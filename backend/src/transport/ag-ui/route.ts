@@ -69,6 +69,12 @@ export function registerAgUiRoutes(server: FastifyInstance, sessions: SessionMan
         tags: ['ag-ui'],
         summary: 'Runs the agent for an AG-UI client (RunAgentInput in, AG-UI events out as text/event-stream)',
         body: RunAgentInputBody,
+        querystring: z.object({
+          interrupts: z
+            .enum(['text'])
+            .optional()
+            .describe('text: questions only as assistant text, the AG-UI run ending success (for clients that keep interrupts but cannot show them)'),
+        }),
         response: { 200: z.string().describe('AG-UI events (text/event-stream)'), ...errorResponses(400, 401, 409, 410, 429, 503) },
       },
     },
@@ -125,7 +131,7 @@ export function registerAgUiRoutes(server: FastifyInstance, sessions: SessionMan
         new EventEncoder({ accept: wantsProtobuf(request.headers.accept) ? request.headers.accept : 'text/event-stream' }),
         limits,
       );
-      const translator = new AgUiTranslator(input.threadId, input.runId, (event) => stream.write(event));
+      const translator = new AgUiTranslator(input.threadId, input.runId, (event) => stream.write(event), request.query.interrupts === 'text');
       let afterSeq = chat.log.lastSeq;
       const quietUntil = afterSeq;
       if (resume.length > 0 || answering !== undefined) {

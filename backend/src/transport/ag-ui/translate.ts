@@ -34,6 +34,8 @@ export class AgUiTranslator {
     /** The AG-UI run id (RunAgentInput.runId). */
     private readonly aguiRunId: string,
     private readonly write: (event: BaseEvent) => void,
+    /** Questions only as text: the AG-UI run then ends as a success, with no interrupt a client would hold on to. */
+    private readonly questionsAsText = false,
   ) {}
 
   /** True once RUN_FINISHED or RUN_ERROR is written. */
@@ -108,7 +110,8 @@ export class AgUiTranslator {
     const questions = this.questions.splice(0);
     this.closeAll();
     for (const [index, question] of questions.entries()) this.fullText('assistant', 'question', String(index), question.text);
-    this.finish({ type: 'interrupt', interrupts: questions.map((question) => question.interrupt) });
+    if (this.questionsAsText) this.state.status = 'waiting';
+    this.finish(this.questionsAsText ? { type: 'success' } : { type: 'interrupt', interrupts: questions.map((question) => question.interrupt) });
     return true;
   }
 
