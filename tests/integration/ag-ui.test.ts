@@ -95,6 +95,7 @@ describe('AG-UI: every strategy’s demo, streamed to a standard client', () => 
     expect(stepNames(events).some((name) => /^task \d/.test(name))).toBe(true);
     const graph = (client.state as { task_graph?: { stages: unknown[] } }).task_graph;
     expect(graph?.stages.length).toBeGreaterThan(0);
+    expectProseOnly(events, client);
   });
 
   it('reasoning arrives as REASONING_* events, and the model’s usage on RUN_FINISHED', async () => {
