@@ -22,6 +22,7 @@ import { startTracing } from './tracing/run-tracing.ts';
 import { OTHER_TOOL, ToolRegistry } from './tools/tool-registry.ts';
 import { buildServer } from './transport/server.ts';
 import { Notifier } from './notify/notifier.ts';
+import { STEPWISE_VERSION } from './version.ts';
 
 /** Where the repository's own folders are, for defaults that work from a fresh checkout. */
 export const REPOSITORY_PATHS = {
@@ -83,9 +84,11 @@ export async function startServer(options: {
         logger,
         modelFor: (purpose) => modelFor(purpose, config.llm).model,
         toolLabel: (name) => tools?.label(name) ?? OTHER_TOOL,
+        version: STEPWISE_VERSION,
       })
     : undefined;
-  const container = buildContainer(config, logger, store, options.configure, { tracing });
+  // With tracing on, each log line of the app names its trace (and span).
+  const container = buildContainer(config, tracing ? tracing.correlate(logger) : logger, store, options.configure, { tracing });
   tools = container.resolve(ToolRegistry);
   const app = await buildServer(container, logger);
   if (tracing) app.addHook('onClose', () => tracing.shutdown());

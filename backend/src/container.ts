@@ -15,7 +15,7 @@ import type { EventObserver } from './chat/session-event-log.ts';
 import { Notifier } from './notify/notifier.ts';
 import { SessionManager } from './chat/session-manager.ts';
 import { Metrics } from './metrics/metrics.ts';
-import type { RunTracing } from './tracing/run-tracing.ts';
+import { type CallerTraces, NO_CALLER_TRACES, type RunTracing } from './tracing/run-tracing.ts';
 import type { Config } from './config/config.ts';
 import { DemoLlmClient } from './llm/demo-llm-client.ts';
 import type { DemoResponder, LlmClient } from './llm/llm-client.ts';
@@ -70,6 +70,7 @@ export function buildContainer(
   const metrics = new Metrics((name) => container.resolve(ToolRegistry).label(name));
   container.register(Metrics, { useValue: metrics });
   const { tracing } = options;
+  container.register<CallerTraces>(TOKENS.CallerTraces, { useValue: tracing ?? NO_CALLER_TRACES });
   const traced = (llm: LlmClient) => (tracing ? tracing.trackModel(llm) : llm);
   const notifier = new Notifier(store, config, logger);
   container.register(Notifier, { useValue: notifier });

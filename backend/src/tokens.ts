@@ -2,6 +2,8 @@
 export const TOKENS = {
   Config: Symbol('Config'),
   Logger: Symbol('Logger'),
+  /** Where a client's traceparent goes (tracing/run-tracing.ts, CallerTraces). */
+  CallerTraces: Symbol('CallerTraces'),
   LlmClient: Symbol('LlmClient'),
   /** The model adapter itself (openai or demo); LlmClient is it as the app uses it. */
   ModelAdapter: Symbol('ModelAdapter'),

@@ -5,3 +5,4 @@ export * from './format.ts';
 export * from './errors.ts';
 export * from './sharing.ts';
 export * from './settings.ts';
+export * from './streaming-prose.ts';

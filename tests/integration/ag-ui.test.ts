@@ -44,6 +44,17 @@ const assistantText = (client: HttpAgent) =>
     .filter((message) => message.role === 'assistant')
     .map((message) => String(message.content ?? ''))
     .join('\n');
+/** No text a client shows (streamed pieces, reasoning, its messages) holds the loop's JSON control block. */
+function expectProseOnly(events: AnyEvent[], client: HttpAgent): void {
+  const streamed = [...ofType(events, EventType.TEXT_MESSAGE_CONTENT), ...ofType(events, EventType.REASONING_MESSAGE_CONTENT)].map((event) =>
+    String(event.delta),
+  );
+  const shown = client.messages.map((message) => (typeof message.content === 'string' ? message.content : ''));
+  for (const text of [...streamed, ...shown]) expect(text).not.toMatch(/```|"(?:plan|should_continue|final_answer|tools_to_consider|finish)"\s*:/);
+}
+/** The same thread and messages in a client that keeps no interrupts (as chat UIs that render none do). */
+const withoutInterrupts = (client: HttpAgent, url = `${server.url}/api/ag-ui`) =>
+  new HttpAgent({ url, threadId: client.threadId, initialMessages: structuredClone(client.messages) });
 const stepNames = (events: AnyEvent[]) => ofType(events, EventType.STEP_STARTED).map((event) => String(event.stepName));
 
 describe('AG-UI: every strategy’s demo, streamed to a standard client', () => {
@@ -72,6 +83,7 @@ describe('AG-UI: every strategy’s demo, streamed to a standard client', () => 
       expect((client.state as { plan: { steps: { status: string }[] } }).plan.steps.every((step) => step.status === 'done')).toBe(true);
     if (strategy === 'solver') expect(client.state).toMatchObject({ stage: { status: 'done' } });
     expect(ofType(events, EventType.CUSTOM).map((event) => event.name)).toContain('stepwise.agent_start');
+    expectProseOnly(events, client);
   });
 
   it('research streams its task graph as state and each task as a step', async () => {
@@ -83,6 +95,7 @@ describe('AG-UI: every strategy’s demo, streamed to a standard client', () => 
     expect(stepNames(events).some((name) => /^task \d/.test(name))).toBe(true);
     const graph = (client.state as { task_graph?: { stages: unknown[] } }).task_graph;
     expect(graph?.stages.length).toBeGreaterThan(0);
+    expectProseOnly(events, client);
   });
 
   it('reasoning arrives as REASONING_* events, and the model’s usage on RUN_FINISHED', async () => {
@@ -104,6 +117,7 @@ describe('AG-UI: every strategy’s demo, streamed to a standard client', () => 
           .join(''),
       ).toContain('Nothing to look up.');
       expect(ofType(events, EventType.REASONING_START)).toHaveLength(ofType(events, EventType.REASONING_END).length);
+      expectProseOnly(events, client);
       expect(assistantText(client)).toContain('Hello there.');
       expect(finished(events).usage).toEqual([
         { model: 'gpt-4o-mini', inputTokens: 3_000, outputTokens: 300, totalTokens: 3_300, cachedInputTokens: 400, reasoningTokens: 50 },
@@ -163,6 +177,57 @@ describe('AG-UI: questions are interrupts, answered by resume', () => {
       expect(ofType(rest, EventType.TOOL_CALL_RESULT).map((event) => event.content)).toContain(
         JSON.stringify({ error: 'The person denied this call: not now' }),
       );
+    } finally {
+      await closeAll(
+        () => real.close(),
+        () => llm.close(),
+      );
+    }
+  });
+
+  it('for a client that renders no interrupts, the question is assistant text and the next user message answers it', async () => {
+    const client = agent();
+    const first = await ask(client, 'help me');
+    const [interrupt] = finished(first).outcome!.interrupts!;
+    expect(assistantText(client)).toContain(interrupt!.message);
+    const textOnly = withoutInterrupts(client);
+    const rest = await ask(textOnly, 'please work out 2^10');
+    expect(finished(rest).outcome).toEqual({ type: 'success' });
+    expect(ofType(rest, EventType.TOOL_CALL_RESULT).map((event) => String(event.content))).toContain('1024');
+    expect(assistantText(textOnly)).toMatch(/1024/);
+  });
+
+  it('with ?interrupts=text a question is text only: the AG-UI run ends a success, waiting, and the client holds no interrupt', async () => {
+    const client = new HttpAgent({ url: `${server.url}/api/ag-ui?interrupts=text`, threadId: randomUUID() });
+    const first = await ask(client, 'help me');
+    expect(finished(first).outcome).toEqual({ type: 'success' });
+    expect(finished(first).result).toMatchObject({ status: 'waiting' });
+    expect(client.pendingInterrupts).toEqual([]);
+    expect(assistantText(client)).toMatch(/\?/);
+    const rest = await ask(client, 'please work out 2^10');
+    expect(finished(rest).result).toMatchObject({ status: 'completed' });
+    expect(assistantText(client)).toMatch(/1024/);
+  });
+
+  it('an approval in words is decided by a reply of "deny" and its reason', async () => {
+    const llm = await ScriptedLlmServer.start();
+    const real = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'gpt-4o-mini' });
+    try {
+      llm.enqueue(
+        { text: reasonText('Write it.') },
+        { toolCalls: [{ id: 'w1', name: 'write_file', arguments: { name: 'out.txt', content: 'hello' } }] },
+        { text: observeText('Denied.', { final_answer: 'I did not write it.' }) },
+      );
+      const client = new HttpAgent({ url: `${real.url}/api/ag-ui`, threadId: randomUUID() });
+      await ask(client, 'Write hello to out.txt');
+      expect(assistantText(client)).toMatch(/write_file[\s\S]*Reply "approve"/);
+      const textOnly = withoutInterrupts(client, `${real.url}/api/ag-ui`);
+      const rest = await ask(textOnly, 'deny: not now');
+      expect(finished(rest).outcome).toEqual({ type: 'success' });
+      expect(ofType(rest, EventType.TOOL_CALL_RESULT).map((event) => event.content)).toContain(
+        JSON.stringify({ error: 'The person denied this call: not now' }),
+      );
+      expectProseOnly(rest, textOnly);
     } finally {
       await closeAll(
         () => real.close(),
@@ -234,14 +299,6 @@ describe('AG-UI: bad input and the stream’s life', () => {
     const noQuestion = await post({ threadId: randomUUID(), runId: 'r', messages: [], resume: [{ interruptId: 'q', status: 'resolved', payload: 'x' }] });
     expect(noQuestion.status).toBe(409);
     expect((await noQuestion.json()).error.code).toBe('no_pending_input');
-  });
-
-  it('a message while the thread waits on a question gets 409 run_active', async () => {
-    const client = agent();
-    await ask(client, 'help me');
-    const busy = await post({ threadId: client.threadId, runId: randomUUID(), messages: [{ id: '1', role: 'user', content: 'What is 2+2?' }] });
-    expect(busy.status).toBe(409);
-    expect((await busy.json()).error.code).toBe('run_active');
   });
 });
 

@@ -60,4 +60,42 @@ describe('logs', () => {
     expect(everything).not.toContain(TOKEN);
     expect(everything).not.toContain('wrong-token-wrong-token');
   });
+
+  it('with tracing on, name the trace of the run they are about, and the span of the model call they are written in', async () => {
+    const llm = await ScriptedLlmServer.start();
+    const raw: string[] = [];
+    const stream = new Writable({
+      write(chunk, _encoding, done) {
+        raw.push(...chunk.toString().split('\n').filter(Boolean));
+        done();
+      },
+    });
+    // No collector listens there: the spans are dropped, the log lines are what is looked at.
+    const config = configFromEnv({
+      PORT: '0',
+      LLM_PROVIDER: 'openai',
+      OPENAI_BASE_URL: llm.url,
+      OPENAI_API_KEY: SECRET_KEY,
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9',
+    });
+    const server = await startServer({ config, logger: pino({ level: 'debug' }, stream), store: await sharedTestStore() });
+    cleanup = async () => {
+      await server.close();
+      await llm.close();
+    };
+    llm.enqueue({ text: reasonText('Nothing to do.', { finish: true }) }, { text: observeText('Done.', { final_answer: 'Hello.' }) });
+    const client = await TestClient.connect(`${server.url.replace(/^http/, 'ws')}/ws`);
+    client.chat('Hello', { agent_mode: true });
+    await client.untilComplete();
+    await client.close();
+
+    const lines = raw.map((line) => JSON.parse(line) as Record<string, unknown>);
+    const runId = client.logged[0]!.run_id as string;
+    const traceId = runId.replaceAll('-', '');
+    expect(lines.find((line) => line.msg === 'run ended')).toMatchObject({ run_id: runId, trace_id: traceId });
+    const calls = lines.filter((line) => line.msg === 'model call');
+    expect(calls).toHaveLength(2);
+    for (const call of calls) expect(call).toMatchObject({ trace_id: traceId, span_id: expect.stringMatching(/^[0-9a-f]{16}$/), trace_flags: '01' });
+    expect(new Set(calls.map((call) => call.span_id)).size).toBe(2);
+  });
 });

@@ -17,7 +17,7 @@ afterEach(async () => {
 }, 60_000);
 
 /** Packages only some settings use: a server on the defaults must not load them (each costs start-up time and memory). */
-const OPTIONAL = ['pg', 'redis', '@restatedev/restate-sdk', 'core-js', '@modelcontextprotocol/sdk', 'openid-client', '@ag-ui/encoder'];
+const OPTIONAL = ['pg', 'redis', '@restatedev/restate-sdk', 'core-js', '@modelcontextprotocol/sdk', 'openid-client', '@ag-ui/encoder', '@a2a-js/sdk'];
 
 describe('a server on the defaults', { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
   it('loads none of the packages that only a cluster, Restate, MCP servers, OpenID sign-in or an AG-UI client use, through a chat', async () => {

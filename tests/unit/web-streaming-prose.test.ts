@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { streamingProse } from '../../frontend/src/lib/streaming-prose.ts';
+import { streamingProse } from '../../shared-types/src/streaming-prose.ts';
 
 const fenced = (prose: string, control: object) => `${prose}\n\n\`\`\`json\n${JSON.stringify(control)}\n\`\`\``;
 

@@ -1,3 +1,4 @@
+import { streamingProse } from '@stepwise/shared-types';
 import { z } from 'zod';
 
 /** The reason phase's control block. */
@@ -90,4 +91,22 @@ function widenToFence(text: string, start: number, end: number): { start: number
   const after = /^\s*```/.exec(text.slice(end, end + 20));
   if (!before || !after) return { start, end };
   return { start: start - before[0].length, end: end + after[0].length };
+}
+
+/**
+ * Wraps a stream of text deltas so that only prose passes: the control block a reply ends with
+ * (and anything that may still become one) is held back, so no client, whatever it renders,
+ * sees the loop's JSON while the text streams. The full event carries the prose once more.
+ */
+export function proseDeltas(send: (delta: string) => void): (delta: string) => void {
+  let raw = '';
+  let sent = '';
+  return (delta) => {
+    raw += delta;
+    const prose = streamingProse(raw);
+    // The prose only grows, except where tidying moved whitespace: then nothing new is sent yet.
+    if (prose.length <= sent.length || !prose.startsWith(sent)) return;
+    send(prose.slice(sent.length));
+    sent = prose;
+  };
 }

@@ -2,7 +2,7 @@ import type { DeltaEvent, LoggedEventBody } from '@stepwise/shared-types';
 import type { z } from 'zod';
 import type { LlmMessage, LlmToolCall, LlmToolSchema } from '../messages.ts';
 import type { PromptSamples } from '../prompts/prompt-provider.ts';
-import { parseControlBlock } from './control-block.ts';
+import { parseControlBlock, proseDeltas } from './control-block.ts';
 import type { Run } from './strategy.ts';
 
 /** One text phase of a step, as strategies make them. */
@@ -55,11 +55,18 @@ export async function runPhase<P extends PromptSamples, K extends keyof P & stri
     variables: spec.variables,
     ...(spec.tools ? { tools: spec.tools } : {}),
     ...(spec.nodeId ? { nodeId: spec.nodeId } : {}),
-    ...(spec.preview ? { onDelta: (delta: string) => run.sink.preview(spec.preview!(delta)) } : {}),
+    ...(spec.preview ? { onDelta: previewOf(run, spec.preview, spec.control !== undefined) } : {}),
   });
   const { prose, control } = spec.control ? parseControlBlock(text, spec.control) : { prose: text.trim(), control: null };
   const content = prose || (control && spec.fallback?.(control)) || text.trim();
   if (spec.event) await run.sink.emit(spec.event(content));
   if (content && toolCalls.length === 0) run.progress.transcript.push({ role: 'assistant', content });
   return { text, content, control, toolCalls, cut: truncated === true };
+}
+
+/** Where a phase's streamed text goes: to the run's previews, prose only when the reply may end in a control block. */
+// biome-ignore lint/suspicious/noExplicitAny: a phase runs in a run of any strategy's options
+function previewOf(run: Run<any, any>, preview: (delta: string) => DeltaEvent, controlled: boolean): (delta: string) => void {
+  const send = (delta: string) => run.sink.preview(preview(delta));
+  return controlled ? proseDeltas(send) : send;
 }

@@ -42,6 +42,9 @@ function validAddressOrRange(value: string): boolean {
 }
 
 /** Environment variables: PROTOCOL.md's table first, then Stepwise's own tuning knobs. */
+/** The samplers OTEL_TRACES_SAMPLER may name. */
+export const SAMPLERS = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'] as const;
+
 const EnvSchema = z.object({
   PORT: integer(0, 65535).default(8787),
   HOST: nonEmpty.default('127.0.0.1'),
@@ -294,9 +297,41 @@ const EnvSchema = z.object({
     .pipe(z.enum(['http/protobuf', 'http/json'], { error: 'must be http/protobuf or http/json (grpc is not supported)' }))
     .default('http/protobuf'),
   OTEL_EXPORTER_OTLP_HEADERS: z.string().optional(),
-  OTEL_SERVICE_NAME: nonEmpty.default('stepwise'),
+  OTEL_SERVICE_NAME: nonEmpty.optional(),
+  OTEL_RESOURCE_ATTRIBUTES: z.string().optional(),
   OTEL_BSP_SCHEDULE_DELAY: integer(1).default(5_000),
+  OTEL_METRICS_EXPORTER: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .pipe(z.enum(['otlp', 'console', 'none'], { error: 'must be otlp, console or none' }))
+    .optional(),
+  OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: z
+    .string()
+    .trim()
+    .pipe(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }))
+    .optional(),
+  OTEL_METRIC_EXPORT_INTERVAL: integer(1).default(60_000),
   OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: boolean.default(false),
+  OTEL_TRACES_SAMPLER: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .pipe(z.enum(SAMPLERS, { error: `must be one of ${SAMPLERS.join(', ')}` }))
+    .default('parentbased_always_on'),
+  OTEL_TRACES_SAMPLER_ARG: z.coerce.number().min(0).max(1).default(1),
+  OTEL_PROPAGATORS: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .transform((list) =>
+      list
+        .split(',')
+        .map((name) => name.trim())
+        .filter(Boolean),
+    )
+    .pipe(z.array(z.enum(['tracecontext', 'baggage', 'none'], { error: 'lists tracecontext, baggage or none' })))
+    .default(['tracecontext', 'baggage']),
   TRACE_URL_TEMPLATE: z
     .string()
     .trim()
@@ -316,6 +351,17 @@ export interface TracingConfig {
   batchDelayMs: number;
   /** Prompts, replies and tool arguments on spans (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT). */
   captureContent: boolean;
+  /** OTEL_TRACES_SAMPLER and its ratio (OTEL_TRACES_SAMPLER_ARG, for the traceidratio samplers). */
+  sampler: (typeof SAMPLERS)[number];
+  samplerRatio: number;
+  /** OTEL_PROPAGATORS: the trace context formats read from callers and sent to the model. */
+  propagators: ('tracecontext' | 'baggage')[];
+  /** OTEL_RESOURCE_ATTRIBUTES: attributes every span's resource carries. */
+  resourceAttributes: Record<string, string>;
+  /** INSTANCE_ID, when set: the resource's service.instance.id (else one per process). */
+  instanceId: string | undefined;
+  /** The GenAI client metrics (OTEL_METRICS_EXPORTER, OTEL_EXPORTER_OTLP_METRICS_ENDPOINT, OTEL_METRIC_EXPORT_INTERVAL); off with `none`. */
+  metrics: { exporter: 'otlp' | 'console'; endpoint: string; intervalMs: number } | undefined;
 }
 
 /** The validated settings every module receives through injection. */
@@ -807,15 +853,30 @@ function tracingConfig(e: z.infer<typeof EnvSchema>): TracingConfig | undefined 
     exporter,
     endpoint: e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? `${base}/v1/traces`,
     protocol: e.OTEL_EXPORTER_OTLP_PROTOCOL,
-    headers: otlpHeaders(e.OTEL_EXPORTER_OTLP_HEADERS),
-    serviceName: e.OTEL_SERVICE_NAME,
+    headers: keyValueList(e.OTEL_EXPORTER_OTLP_HEADERS, 'OTEL_EXPORTER_OTLP_HEADERS'),
+    resourceAttributes: keyValueList(e.OTEL_RESOURCE_ATTRIBUTES, 'OTEL_RESOURCE_ATTRIBUTES'),
+    // OTEL_SERVICE_NAME comes first, then service.name among the resource attributes (as the SDK has it).
+    serviceName: e.OTEL_SERVICE_NAME ?? keyValueList(e.OTEL_RESOURCE_ATTRIBUTES, 'OTEL_RESOURCE_ATTRIBUTES')['service.name'] ?? 'stepwise',
     batchDelayMs: e.OTEL_BSP_SCHEDULE_DELAY,
     captureContent: e.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT,
+    sampler: e.OTEL_TRACES_SAMPLER,
+    samplerRatio: e.OTEL_TRACES_SAMPLER_ARG,
+    propagators: e.OTEL_PROPAGATORS.filter((name): name is 'tracecontext' | 'baggage' => name !== 'none'),
+    instanceId: e.INSTANCE_ID,
+    // The GenAI client metrics go where the traces go, unless OTEL_METRICS_EXPORTER says otherwise.
+    metrics:
+      (e.OTEL_METRICS_EXPORTER ?? exporter) === 'none'
+        ? undefined
+        : {
+            exporter: e.OTEL_METRICS_EXPORTER === 'console' || (!e.OTEL_METRICS_EXPORTER && exporter === 'console') ? 'console' : 'otlp',
+            endpoint: e.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT ?? `${base}/v1/metrics`,
+            intervalMs: e.OTEL_METRIC_EXPORT_INTERVAL,
+          },
   };
 }
 
-/** OTEL_EXPORTER_OTLP_HEADERS: `key=value` pairs, comma-separated, values URL-encoded. */
-function otlpHeaders(raw: string | undefined): Record<string, string> {
+/** OTEL_EXPORTER_OTLP_HEADERS and OTEL_RESOURCE_ATTRIBUTES: `key=value` pairs, comma-separated, values URL-encoded. */
+function keyValueList(raw: string | undefined, variable: string): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const pair of (raw ?? '').split(',')) {
     const at = pair.indexOf('=');
@@ -823,7 +884,7 @@ function otlpHeaders(raw: string | undefined): Record<string, string> {
     try {
       headers[decodeURIComponent(pair.slice(0, at).trim())] = decodeURIComponent(pair.slice(at + 1).trim());
     } catch {
-      throw new ConfigError('Invalid OTEL_EXPORTER_OTLP_HEADERS: a value is not URL-encoded');
+      throw new ConfigError(`Invalid ${variable}: a value is not URL-encoded`);
     }
   }
   return headers;

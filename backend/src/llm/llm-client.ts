@@ -35,6 +35,8 @@ export interface CompletionRequest<T = unknown> {
    * reads these instead of parsing prompt wording.
    */
   variables?: Readonly<Record<string, unknown>>;
+  /** The call's trace context as W3C headers (`traceparent`, `tracestate`), sent with the request; tracing fills it in. */
+  traceHeaders?: Record<string, string>;
 }
 
 export interface CompletionResult<T = unknown> {
@@ -56,6 +58,8 @@ export interface CompletionResult<T = unknown> {
   costUsd?: number | null;
   /** The endpoint's x-request-id, for matching a call with the provider's logs. */
   requestId?: string;
+  /** What the response itself said: its id, the model it names (a dated version, say), why it finished. */
+  response?: { id?: string; model?: string; finishReason?: string };
   /** The call went to a fallback: the model it was meant for, and each model that failed before `model` answered. */
   fallback?: { from: string; failures: Array<{ model: string; reason: string }> };
 }
@@ -73,8 +77,11 @@ export interface LlmClient {
   complete<T = unknown>(request: CompletionRequest<T>): Promise<CompletionResult<T>>;
 }
 
-/** What a decorator does about one call: `call` makes it; the result (or the failure) passes through. */
-export type AroundCall = <T>(request: CompletionRequest<T>, call: () => Promise<CompletionResult<T>>) => Promise<CompletionResult<T>>;
+/** What a decorator does about one call: `call` makes it (with the request changed, if given); the result (or the failure) passes through. */
+export type AroundCall = <T>(
+  request: CompletionRequest<T>,
+  call: (changed?: CompletionRequest<T>) => Promise<CompletionResult<T>>,
+) => Promise<CompletionResult<T>>;
 
 /** The client with `around` about each of its calls (health, metrics, tracing), the rest unchanged. */
 export function aroundCalls(llm: LlmClient, around: AroundCall): LlmClient {
@@ -86,7 +93,7 @@ export function aroundCalls(llm: LlmClient, around: AroundCall): LlmClient {
     get isDemo() {
       return llm.isDemo;
     },
-    complete: (request) => around(request, () => llm.complete(request)),
+    complete: (request) => around(request, (changed = request) => llm.complete(changed)),
   };
 }
 

@@ -347,6 +347,11 @@ export class OpenAiLlmClient implements LlmClient {
       model: how.model,
       costUsd: costOf(how.model, usage, this.config.llm.prices),
       ...(how.requestId ? { requestId: how.requestId } : {}),
+      response: {
+        ...(assembler.responseId ? { id: assembler.responseId } : {}),
+        ...(assembler.responseModel ? { model: assembler.responseModel } : {}),
+        ...(assembler.finishReason ? { finishReason: assembler.finishReason } : {}),
+      },
     };
     if (assembler.cutAtLimit && !assembler.truncated) {
       this.logger.warn({ purpose: request.purpose, model: how.model }, "model reply cut at the model's output limit (finish_reason length)");
@@ -445,9 +450,10 @@ function endpointNames(config: Config, endpoint: string): EndpointNames {
     : { endpoint, urlVariable: 'OPENAI_BASE_URL', keyVariable: 'OPENAI_API_KEY' };
 }
 
-/** What every request says of itself: X-Stepwise-Purpose, X-Stepwise-Run-Id, X-Stepwise-Node. */
+/** What every request says of itself: X-Stepwise-Purpose, X-Stepwise-Run-Id, X-Stepwise-Node, and its trace context (traceparent) when traced. */
 function stepwiseHeaders(request: CompletionRequest): Record<string, string> {
   return {
+    ...request.traceHeaders,
     'X-Stepwise-Purpose': request.purpose,
     ...(request.runId ? { 'X-Stepwise-Run-Id': request.runId } : {}),
     ...(request.nodeId ? { 'X-Stepwise-Node': request.nodeId } : {}),

@@ -26,6 +26,9 @@ export class ReplyAssembler {
   private used = 0;
   /** The usage object as the endpoint reported it, not checked yet. */
   reportedUsage: unknown;
+  /** The response's own id and model, as its chunks name them. */
+  responseId: string | undefined;
+  responseModel: string | undefined;
   /** True once a chunk carried a finish_reason. */
   finished = false;
   /** The finish_reason the endpoint gave: `length` when the reply was cut at the model's output limit. */
@@ -39,6 +42,8 @@ export class ReplyAssembler {
   add(chunk: unknown): string {
     if (!isFields(chunk)) return '';
     if (chunk.usage !== undefined && chunk.usage !== null) this.reportedUsage = chunk.usage;
+    if (typeof chunk.id === 'string' && chunk.id) this.responseId ??= chunk.id;
+    if (typeof chunk.model === 'string' && chunk.model) this.responseModel ??= chunk.model;
     const choice: unknown = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
     if (!isFields(choice)) return '';
     if (choice.finish_reason) {
@@ -128,6 +133,8 @@ export function completionAsChunk(completion: unknown): unknown {
     .filter((call): call is Fields => isFields(call) && call.type === 'function')
     .map((call, index) => ({ index, id: call.id, function: call.function }));
   return {
+    id: fields.id,
+    model: fields.model,
     usage: fields.usage,
     choices: [{ finish_reason: choice.finish_reason ?? 'stop', delta: { content: message.content, refusal: message.refusal, tool_calls: toolCalls } }],
   };

@@ -5,6 +5,7 @@ import type { McpServerStatus } from '@stepwise/shared-types';
 import type { McpServerConfig } from '../config/config-file.ts';
 import { ToolExecutionError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
+import { STEPWISE_VERSION } from '../version.ts';
 import { type FormSchema, formQuestion, readFormAnswer } from './elicitation.ts';
 
 /**
@@ -144,7 +145,7 @@ export class McpServerConnection {
     if (this.closed) return;
     const { Client, ElicitRequestSchema, ...transports } = sdk;
     const client = new Client(
-      { name: 'stepwise', version: '0.1.0' },
+      { name: 'stepwise', version: STEPWISE_VERSION },
       {
         capabilities: { elicitation: { form: { applyDefaults: true } } },
         listChanged: {

@@ -12,6 +12,8 @@ export interface LiveCounts {
   questionsWaiting: () => number;
   /** Open WebSocket connections. */
   connections: () => number;
+  /** The configured MCP servers and whether each is connected. */
+  mcpServers: () => { name: string; up: boolean }[];
 }
 
 let processRegistry: Registry | undefined;
@@ -37,14 +39,16 @@ const TOKEN_KINDS = ['prompt', 'completion', 'cached', 'reasoning'] as const;
 export class Metrics {
   readonly registry = new Registry();
   private readonly runs: Counter<'strategy' | 'ending'>;
-  private readonly modelCalls: Histogram<'purpose' | 'outcome'>;
-  private readonly tokens: Counter<'kind'>;
+  private readonly modelCalls: Histogram<'purpose' | 'outcome' | 'model'>;
+  private readonly tokens: Counter<'kind' | 'model'>;
+  private readonly cost: Counter<'model'>;
+  private readonly httpRequests: Histogram<'method' | 'route' | 'status'>;
   private readonly answers: Counter<'model'>;
   private readonly fallbacks: Counter<'from' | 'to'>;
   private readonly toolCalls: Histogram<'tool' | 'outcome'>;
   /** Each running run's strategy, from its agent_start, until its ending. */
   private readonly strategies = new Map<string, string>();
-  private live: LiveCounts = { runsActive: () => 0, questionsWaiting: () => 0, connections: () => 0 };
+  private live: LiveCounts = { runsActive: () => 0, questionsWaiting: () => 0, connections: () => 0, mcpServers: () => [] };
 
   /** `toolLabel` names a tool call's `tool` label: a known tool's name, else one catch-all (see ToolRegistry.label). */
   constructor(private readonly toolLabel: (name: string) => string) {
@@ -57,12 +61,30 @@ export class Metrics {
     });
     this.modelCalls = new Histogram({
       name: 'stepwise_model_call_duration_seconds',
-      help: 'Model calls, from request to the whole reply, by purpose and outcome (ok, error, aborted)',
-      labelNames: ['purpose', 'outcome'],
+      help: 'Model calls, from request to the whole reply, by purpose, outcome (ok, error, aborted) and model (the one that answered; the adapter’s for a failed call)',
+      labelNames: ['purpose', 'outcome', 'model'],
       buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300],
       registers,
     });
-    this.tokens = new Counter({ name: 'stepwise_model_tokens_total', help: 'Tokens the model endpoint reported, by kind', labelNames: ['kind'], registers });
+    this.tokens = new Counter({
+      name: 'stepwise_model_tokens_total',
+      help: 'Tokens the model endpoint reported, by kind and model',
+      labelNames: ['kind', 'model'],
+      registers,
+    });
+    this.cost = new Counter({
+      name: 'stepwise_model_cost_usd_total',
+      help: 'What model calls cost in USD by the price table, by model (calls of a model with no known price add nothing)',
+      labelNames: ['model'],
+      registers,
+    });
+    this.httpRequests = new Histogram({
+      name: 'stepwise_http_request_duration_seconds',
+      help: 'HTTP requests answered, by method, route (its pattern; unmatched for none) and status class (2xx, 4xx, …)',
+      labelNames: ['method', 'route', 'status'],
+      buckets: [0.005, 0.025, 0.1, 0.5, 1, 5, 30, 120],
+      registers,
+    });
     this.answers = new Counter({
       name: 'stepwise_model_answers_total',
       help: 'Model calls answered, by the model that answered (a fallback model counts for itself)',
@@ -95,7 +117,16 @@ export class Metrics {
     live('stepwise_runs_active', 'Agent runs and plain answers in progress on this instance', (counts) => counts.runsActive());
     live('stepwise_ws_connections', 'Open WebSocket connections', (counts) => counts.connections());
     live('stepwise_questions_waiting', 'Questions runs are waiting on a person to answer', (counts) => counts.questionsWaiting());
-    for (const kind of TOKEN_KINDS) this.tokens.inc({ kind }, 0);
+    new Gauge({
+      name: 'stepwise_mcp_server_up',
+      help: 'Each configured MCP server: 1 while connected, 0 otherwise',
+      labelNames: ['server'],
+      registers,
+      collect() {
+        this.reset();
+        for (const server of metrics.live.mcpServers()) this.set({ server: server.name }, server.up ? 1 : 0);
+      },
+    });
   }
 
   /** Where the live gauges read from (set once the server's parts exist). */
@@ -128,27 +159,35 @@ export class Metrics {
 
   /** The model client as runs use it, each call timed by purpose and its tokens counted. */
   trackModel(llm: LlmClient): LlmClient {
+    // The adapter's model starts at zero, so a rate over the first tokens has a point to start from.
+    for (const kind of TOKEN_KINDS) this.tokens.inc({ kind, model: llm.modelName }, 0);
     return aroundCalls(llm, async (request, call) => {
       const end = this.modelCalls.startTimer({ purpose: request.purpose });
       try {
         const result = await call();
-        end({ outcome: 'ok' });
         const { usage } = result;
         const model = result.model ?? llm.modelName;
+        end({ outcome: 'ok', model });
         this.answers.inc({ model });
         if (result.fallback) this.fallbacks.inc({ from: result.fallback.from, to: model });
         if (usage) {
-          this.tokens.inc({ kind: 'prompt' }, usage.promptTokens);
-          this.tokens.inc({ kind: 'completion' }, usage.completionTokens);
-          if (usage.cachedTokens) this.tokens.inc({ kind: 'cached' }, usage.cachedTokens);
-          if (usage.reasoningTokens) this.tokens.inc({ kind: 'reasoning' }, usage.reasoningTokens);
+          this.tokens.inc({ kind: 'prompt', model }, usage.promptTokens);
+          this.tokens.inc({ kind: 'completion', model }, usage.completionTokens);
+          if (usage.cachedTokens) this.tokens.inc({ kind: 'cached', model }, usage.cachedTokens);
+          if (usage.reasoningTokens) this.tokens.inc({ kind: 'reasoning', model }, usage.reasoningTokens);
         }
+        if (result.costUsd) this.cost.inc({ model }, result.costUsd);
         return result;
       } catch (error) {
-        end({ outcome: isAbortError(error, request.signal) ? 'aborted' : 'error' });
+        end({ outcome: isAbortError(error, request.signal) ? 'aborted' : 'error', model: llm.modelName });
         throw error;
       }
     });
+  }
+
+  /** Times one answered HTTP request; `route` is its route's pattern (never the URL, whose ids would make series without end). */
+  observeHttp(method: string, route: string | undefined, status: number, seconds: number): void {
+    this.httpRequests.observe({ method, route: route ?? 'unmatched', status: `${Math.floor(status / 100)}xx` }, seconds);
   }
 
   /** The text format Prometheus scrapes: these metrics and the process's. */

@@ -71,14 +71,17 @@ export type ApprovalAnswer = z.infer<typeof ApprovalAnswer>;
 export const APPROVAL_CHOICES = ['Approve', 'Deny'] as const;
 
 /**
- * Reads an answer to an approval: "Approve" / "Deny" (its buttons, any case), or the JSON of an
- * ApprovalAnswer (what `agent_user_input.approval` becomes on its way to the run). Undefined when
- * it is neither.
+ * Reads an answer to an approval: "Approve" / "Deny" (its buttons, any case; "yes" and "no" too),
+ * a denial in words with its reason ("deny: not now", as a text-only client sends it), or the JSON
+ * of an ApprovalAnswer (what `agent_user_input.approval` becomes on its way to the run). Undefined
+ * when it is none of these.
  */
 export function readApproval(answer: string): ApprovalAnswer | undefined {
   const word = answer.trim().toLowerCase();
   if (word === 'approve' || word === 'yes') return { decision: 'approve' };
   if (word === 'deny' || word === 'no') return { decision: 'deny' };
+  const denial = /^(?:deny|no)\b[\s:,.-]+(\S[\s\S]*)$/i.exec(answer.trim());
+  if (denial) return { decision: 'deny', reason: denial[1]!.trim().slice(0, 2_000) };
   try {
     const parsed = ApprovalAnswer.safeParse(JSON.parse(answer));
     return parsed.success ? parsed.data : undefined;

@@ -1,4 +1,4 @@
-import type { Attributes, Context, Span, Tracer } from '@opentelemetry/api';
+import type { Attributes, Context, Span, SpanContext, TextMapPropagator, Tracer } from '@opentelemetry/api';
 import type { LoggedEvent } from '@stepwise/shared-types';
 import type { TracingConfig } from '../config/config.ts';
 import { isAbortError, ModelError } from '../errors.ts';
@@ -6,16 +6,33 @@ import { aroundCalls, type CompletionRequest, type LlmClient } from '../llm/llm-
 import type { Logger } from '../logger.ts';
 import { traceIdOfRun } from '../util/ids.ts';
 import { DEFAULT_STRATEGY } from '../agent/strategy.ts';
+import { responseAttributes } from './model-call-attributes.ts';
+import { tracingPropagator, tracingResource, tracingSampler } from './otel-setup.ts';
+import { tracedLogger } from './traced-logger.ts';
+import { type GenAiMetrics, startGenAiMetrics } from './genai-metrics.ts';
 
 /** Runs as OpenTelemetry traces: what the event log and the model client tell it become spans. */
-export interface RunTracing {
+export interface RunTracing extends CallerTraces {
   /** Sees each event a session logs (the run's span, its branches, its tool calls). */
   observe(event: LoggedEvent, sessionId: string): void;
   /** The model client as runs use it, each call a `chat MODEL` span under its run (or branch). */
   trackModel(llm: LlmClient): LlmClient;
   /** Sends what is left and stops. */
   shutdown(): Promise<void>;
+  /** The logger with each line tied to its trace (trace_id, span_id). */
+  correlate(logger: Logger): Logger;
 }
+
+/**
+ * Where a client's own trace context (its `traceparent`, on an AG-UI, A2A or MCP request) goes:
+ * the next run of that chat links to it. Without tracing, nowhere.
+ */
+export interface CallerTraces {
+  acceptCaller(sessionId: string, headers: Record<string, string | string[] | undefined>): void;
+}
+
+/** CallerTraces while tracing is off. */
+export const NO_CALLER_TRACES: CallerTraces = { acceptCaller: () => undefined };
 
 /** What tracing is told about the server it traces. */
 export interface TracingOptions {
@@ -28,6 +45,8 @@ export interface TracingOptions {
    * ToolRegistry.label), so that names a model makes up cannot make span names without bound.
    */
   toolLabel: (name: string) => string;
+  /** The release (service.version on the resource). */
+  version: string;
 }
 
 /** The OpenTelemetry API, loaded with the SDK (nothing of it is loaded while tracing is off). */
@@ -52,8 +71,12 @@ interface RunSpans {
  */
 export async function startTracing(config: TracingConfig, options: TracingOptions): Promise<RunTracing> {
   const api = await import('@opentelemetry/api');
+  // The span a model call runs in is the active one there (the model client's log lines name it).
+  const { AsyncLocalStorageContextManager } = await import('@opentelemetry/context-async-hooks');
+  api.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   const { BatchSpanProcessor, ConsoleSpanExporter, RandomIdGenerator, SimpleSpanProcessor, TracerProvider } = await import('@opentelemetry/sdk-trace');
-  const { resourceFromAttributes } = await import('@opentelemetry/resources');
+  const [resource, sampler, propagator] = await Promise.all([tracingResource(config, options.version), tracingSampler(config), tracingPropagator(config)]);
+  const metrics = await startGenAiMetrics(config, resource);
   const exporter =
     config.exporter === 'console'
       ? new ConsoleSpanExporter()
@@ -74,7 +97,8 @@ export async function startTracing(config: TracingConfig, options: TracingOption
   const processor =
     config.exporter === 'console' ? new SimpleSpanProcessor({ exporter }) : new BatchSpanProcessor({ exporter, scheduledDelayMillis: config.batchDelayMs });
   const provider = new TracerProvider({
-    resource: resourceFromAttributes({ 'service.name': config.serviceName }),
+    resource,
+    sampler,
     idGenerator,
     spanProcessors: [processor],
   });
@@ -83,11 +107,13 @@ export async function startTracing(config: TracingConfig, options: TracingOption
     { exporter: config.exporter, endpoint: config.exporter === 'otlp' ? config.endpoint : undefined, protocol: config.protocol },
     'tracing runs with OpenTelemetry',
   );
-  return new OtelRunTracing(api, tracer, provider, config, options, (traceId) => (nextTraceId = traceId));
+  return new OtelRunTracing(api, tracer, provider, config, options, (traceId) => (nextTraceId = traceId), propagator, metrics);
 }
 
-class OtelRunTracing implements RunTracing {
+class OtelRunTracing implements RunTracing, CallerTraces {
   private readonly runs = new Map<string, RunSpans>();
+  /** Callers' span contexts by chat, waiting for the chat's next run to link to them. */
+  private readonly callers = new Map<string, SpanContext>();
   /** Runs lately ended: a straggling event of theirs begins no new trace. */
   private readonly ended = new Set<string>();
   private readonly providerName: string;
@@ -102,11 +128,22 @@ class OtelRunTracing implements RunTracing {
     private readonly config: TracingConfig,
     options: TracingOptions,
     private readonly useTraceId: (traceId: string) => void,
+    private readonly propagator: TextMapPropagator,
+    private readonly metrics: GenAiMetrics | undefined,
   ) {
     this.providerName = options.provider;
     this.logger = options.logger;
     this.modelFor = options.modelFor;
     this.toolLabel = options.toolLabel;
+  }
+
+  acceptCaller(sessionId: string, headers: Record<string, string | string[] | undefined>): void {
+    const context = this.propagator.extract(this.api.ROOT_CONTEXT, headers, this.api.defaultTextMapGetter);
+    const caller = this.api.trace.getSpanContext(context);
+    if (!caller || !this.api.trace.isSpanContextValid(caller)) return;
+    this.callers.delete(sessionId);
+    this.callers.set(sessionId, caller);
+    if (this.callers.size > 1_000) this.callers.delete(this.callers.keys().next().value!);
   }
 
   observe(event: LoggedEvent, sessionId: string): void {
@@ -152,6 +189,12 @@ class OtelRunTracing implements RunTracing {
       case 'agent_start': {
         const run = this.run(runId, at);
         run.span.updateName(`invoke_agent ${event.strategy ?? DEFAULT_STRATEGY}`);
+        // A run keeps its own trace (its id is the run's); the client's span is linked.
+        const caller = this.callers.get(sessionId);
+        if (caller) {
+          this.callers.delete(sessionId);
+          run.span.addLink({ context: caller, attributes: { 'stepwise.link': 'caller' } });
+        }
         run.span.setAttributes({
           'gen_ai.agent.name': event.strategy ?? DEFAULT_STRATEGY,
           'gen_ai.conversation.id': sessionId,
@@ -217,11 +260,19 @@ class OtelRunTracing implements RunTracing {
         },
         parent,
       );
+      // The model server sees the call's span as its caller (traceparent).
+      const started = performance.now();
+      const measured: Attributes = { 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': this.providerName, 'gen_ai.request.model': model };
+      const traceHeaders: Record<string, string> = {};
+      this.propagator.inject(this.api.trace.setSpan(parent, span), traceHeaders, this.api.defaultTextMapSetter);
       try {
-        const result = await call();
+        const result = await this.api.context.with(this.api.trace.setSpan(parent, span), () =>
+          call({ ...request, traceHeaders: { ...request.traceHeaders, ...traceHeaders } }),
+        );
+        const response = responseAttributes(result, model);
+        span.setAttributes(response);
+        this.metrics?.record({ ...measured, 'gen_ai.response.model': response['gen_ai.response.model']! }, (performance.now() - started) / 1000, result.usage);
         span.setAttributes({
-          'gen_ai.response.model': result.model ?? model,
-          ...(result.usage ? { 'gen_ai.usage.input_tokens': result.usage.promptTokens, 'gen_ai.usage.output_tokens': result.usage.completionTokens } : {}),
           ...(this.config.captureContent
             ? {
                 'gen_ai.output.messages': JSON.stringify([
@@ -237,7 +288,9 @@ class OtelRunTracing implements RunTracing {
         return result;
       } catch (error) {
         const aborted = isAbortError(error, request.signal);
-        span.setAttribute('error.type', aborted ? 'cancelled' : error instanceof ModelError ? `model_${error.category ?? 'endpoint'}` : 'internal');
+        const errorType = aborted ? 'cancelled' : error instanceof ModelError ? `model_${error.category ?? 'endpoint'}` : 'internal';
+        span.setAttribute('error.type', errorType);
+        this.metrics?.record({ ...measured, 'error.type': errorType }, (performance.now() - started) / 1000, undefined);
         if (!aborted) span.setStatus({ code: this.api.SpanStatusCode.ERROR, message: error instanceof Error ? error.message.slice(0, 500) : String(error) });
         throw error;
       } finally {
@@ -246,10 +299,16 @@ class OtelRunTracing implements RunTracing {
     });
   }
 
+  correlate(logger: Logger): Logger {
+    return tracedLogger(logger, this.api);
+  }
+
   async shutdown(): Promise<void> {
     for (const runId of [...this.runs.keys()]) this.close(runId, Date.now());
     // The collector being away costs the last spans, never the shutdown.
     await this.provider.shutdown().catch((error: unknown) => this.logger.warn({ err: error }, 'could not send the last spans'));
+    await this.metrics?.shutdown().catch((error: unknown) => this.logger.warn({ err: error }, 'could not send the last metrics'));
+    this.api.context.disable();
   }
 
   /** The run's spans, its root span begun now (at `at`) when nothing of it was seen yet. */

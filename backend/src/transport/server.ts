@@ -17,6 +17,7 @@ import type { Config } from '../config/config.ts';
 import type { Store } from '../store/store.ts';
 import { TOKENS } from '../tokens.ts';
 import { SessionFiles } from '../files/session-files.ts';
+import { McpManager } from '../mcp/mcp-manager.ts';
 import { Metrics } from '../metrics/metrics.ts';
 import { z } from 'zod';
 import { checkAccess, chooseSubprotocol, METRICS_ROUTE, PUBLIC_ROUTE, type RouteAccess } from './access.ts';
@@ -26,6 +27,11 @@ import { SECURITY_HEADERS, webAppFiles } from './http-policy.ts';
 import { Readiness } from '../hosting/readiness.ts';
 import type { Logger } from '../logger.ts';
 import { registerAgUiRoutes } from './ag-ui/route.ts';
+import { registerMcpRoutes } from './mcp/mcp-route.ts';
+import { registerA2aRoutes } from './a2a/a2a-route.ts';
+import { RunKernel } from '../agent/run-kernel.ts';
+import { STEPWISE_VERSION } from '../version.ts';
+import type { CallerTraces } from '../tracing/run-tracing.ts';
 import { registerOpenApi } from './openapi.ts';
 import { clientOf, ConnectionsPerAddress, InProgressPerClient, refusedConnection, SocketsPerClient } from './connection-limits.ts';
 import { TrustedProxies } from '../auth/identify.ts';
@@ -64,6 +70,11 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
   });
   const proxies = new TrustedProxies(config.limits.trustedProxies);
   new ConnectionsPerAddress(config.limits.connectionsPerAddress, (address) => proxies.trusts(address)).watch(app.server);
+  // Every answered request is timed by its route's pattern (bounded), whatever refused or served it.
+  const metrics = container.resolve(Metrics);
+  app.addHook('onResponse', async (request, reply) => {
+    metrics.observeHttp(request.method, request.routeOptions.url, reply.statusCode, reply.elapsedTime / 1000);
+  });
   // A request on a connection refused with 429 is dropped before any hook or route acts on it.
   app.addHook('onRequest', async (request, reply) => {
     // Its 429 is written and its end sent; the socket goes when the client closes it (or after a second).
@@ -136,11 +147,34 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
   registerSharingRoutes(app, container);
   registerPushRoutes(app, container.resolve(Notifier), container.resolve<Store>(TOKENS.Store).push, config.notify.pushServiceHosts);
   await registerSettingsRoutes(app, container.resolve(SettingsService), config);
-  registerAgUiRoutes(app, sessions, container.resolve<Store>(TOKENS.Store), config.limits);
+  const callers = container.resolve<CallerTraces>(TOKENS.CallerTraces);
+  registerAgUiRoutes(app, sessions, container.resolve<Store>(TOKENS.Store), config.limits, callers);
+  const kernel = container.resolve(RunKernel);
+  registerMcpRoutes(app, {
+    sessions,
+    history: container.resolve(HistoryService),
+    catalog: () => kernel.catalog(),
+    logger: container.resolve<Logger>(TOKENS.Logger),
+    version: STEPWISE_VERSION,
+    callers,
+  });
+  registerA2aRoutes(app, {
+    sessions,
+    catalog: () => kernel.catalog(),
+    logger: container.resolve<Logger>(TOKENS.Logger),
+    version: STEPWISE_VERSION,
+    bearer: config.auth.mode !== 'none',
+    callers,
+  });
   const sockets = new SocketsPerClient(config.limits.socketsPerAddress);
   registerWebSocketRoute(app, handler, sockets, config.limits);
-  const metrics = container.resolve(Metrics);
-  metrics.readLiveCounts({ runsActive: () => sessions.runsActive, questionsWaiting: () => sessions.questionsWaiting, connections: () => sockets.total });
+  const mcp = container.resolve(McpManager);
+  metrics.readLiveCounts({
+    runsActive: () => sessions.runsActive,
+    questionsWaiting: () => sessions.questionsWaiting,
+    connections: () => sockets.total,
+    mcpServers: () => mcp.status().map((server) => ({ name: server.name, up: server.status === 'connected' })),
+  });
   // Prometheus scrapes with the access token, or METRICS_TOKEN, which opens this route alone.
   const metricsSchema = {
     tags: ['meta'],

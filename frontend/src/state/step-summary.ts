@@ -1,4 +1,4 @@
-import { streamingProse } from '../lib/streaming-prose.ts';
+import { streamingProse } from '@stepwise/shared-types';
 import { toolInWords } from '../lib/tool-words.ts';
 import type { RunView, StepView, ToolCallView } from './view-state.ts';
 

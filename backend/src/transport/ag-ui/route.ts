@@ -1,18 +1,17 @@
-import type { ServerResponse } from 'node:http';
-import type { BaseEvent, Message } from '@ag-ui/core';
-import type { EventEncoder } from '@ag-ui/encoder';
-import { ChatMessage, type ClientMessage, ERROR_CODES, type ErrorCode, type ServerEvent } from '@stepwise/shared-types';
+import { ChatMessage, type ClientMessage, type ErrorCode, type ServerEvent } from '@stepwise/shared-types';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { ChatService } from '../../chat/chat-service.ts';
 import type { ClientConnection } from '../../chat/client-connection.ts';
 import { SESSION_ID, type SessionManager } from '../../chat/session-manager.ts';
 import type { Store } from '../../store/store.ts';
+import type { CallerTraces } from '../../tracing/run-tracing.ts';
 import { chatAccess, LOCAL_USER } from '../../auth/user.ts';
 import { errorResponses, SessionParams } from '../openapi.ts';
 import { sendError } from '../rest-routes.ts';
 import type { BackpressureLimits } from '../websocket-connection.ts';
+import { checkResumable, lastUserText, resumeMessages, statusOf, wantsProtobuf } from './input.ts';
+import { AgUiStream } from './stream.ts';
 import { AgUiTranslator } from './translate.ts';
 
 /**
@@ -54,9 +53,6 @@ const RunAgentInputBody = z
   })
   .loose();
 
-/** How long a stream may stay silent before a comment keeps proxies from closing it. */
-const KEEPALIVE_MS = 15_000;
-
 /**
  * `POST /api/ag-ui`: the AG-UI protocol over HTTP (server-sent events, or protobuf when asked for).
  * A RunAgentInput starts a run in its thread (a Stepwise session), or with `resume` answers the
@@ -64,7 +60,7 @@ const KEEPALIVE_MS = 15_000;
  * it ends or asks something. Closing the stream does not stop the run (`POST
  * /api/sessions/:id/stop` does). docs/PROTOCOL.md, "AG-UI", has the whole mapping.
  */
-export function registerAgUiRoutes(server: FastifyInstance, sessions: SessionManager, store: Store, limits: BackpressureLimits): void {
+export function registerAgUiRoutes(server: FastifyInstance, sessions: SessionManager, store: Store, limits: BackpressureLimits, callers: CallerTraces): void {
   const app = server.withTypeProvider<ZodTypeProvider>();
   app.post(
     '/api/ag-ui',
@@ -73,6 +69,12 @@ export function registerAgUiRoutes(server: FastifyInstance, sessions: SessionMan
         tags: ['ag-ui'],
         summary: 'Runs the agent for an AG-UI client (RunAgentInput in, AG-UI events out as text/event-stream)',
         body: RunAgentInputBody,
+        querystring: z.object({
+          interrupts: z
+            .enum(['text'])
+            .optional()
+            .describe('text: questions only as assistant text, the AG-UI run ending success (for clients that keep interrupts but cannot show them)'),
+        }),
         response: { 200: z.string().describe('AG-UI events (text/event-stream)'), ...errorResponses(400, 401, 409, 410, 429, 503) },
       },
     },
@@ -91,12 +93,24 @@ export function registerAgUiRoutes(server: FastifyInstance, sessions: SessionMan
         return sendError(reply, 400, 'bad_request', `forwardedProps.${issue.path.join('.')}: ${issue.message}`);
       }
       const resume = input.resume ?? [];
+      const content = resume.length > 0 ? undefined : lastUserText(input.messages);
+      if (resume.length === 0 && !content) return sendError(reply, 400, 'bad_request', 'RunAgentInput.messages has no user message with text to answer');
+
+      const opened = await sessions.open(input.threadId, { keepId: true, user: request.user });
+      // Another user's thread is not found; an admin watches chats, never drives them.
+      if (opened?.access !== 'own') {
+        if (opened) sessions.release(opened.chat);
+        return sendError(reply, 404, 'not_found', `No chat ${input.threadId}`);
+      }
+      const { chat } = opened;
+      // A user message while the run waits on a question answers the question asked first (for
+      // clients that render no interrupts); otherwise it is a chat message that starts a run.
+      const answering = content !== undefined ? chat.pendingQuestionIds[0] : undefined;
       let messages: ClientMessage[];
-      if (resume.length > 0) {
-        messages = resumeMessages(resume);
-      } else {
-        const content = lastUserText(input.messages);
-        if (!content) return sendError(reply, 400, 'bad_request', 'RunAgentInput.messages has no user message with text to answer');
+      // An approval reads "approve" or "deny …" (tools/approval.ts); any other text is the answer as it is.
+      if (resume.length > 0) messages = resumeMessages(resume);
+      else if (answering !== undefined) messages = [{ type: 'agent_user_input', question_id: answering, content: content! }];
+      else {
         const message = ChatMessage.safeParse({
           type: 'chat',
           content,
@@ -106,27 +120,22 @@ export function registerAgUiRoutes(server: FastifyInstance, sessions: SessionMan
           ...(props.data.max_steps ? { agent_max_steps: props.data.max_steps } : {}),
           ...(props.data.tools ? { tools: props.data.tools } : {}),
         });
-        if (!message.success) return sendError(reply, 400, 'bad_request', `The user message: ${message.error.issues[0]!.message}`);
+        if (!message.success) {
+          sessions.release(chat);
+          return sendError(reply, 400, 'bad_request', `The user message: ${message.error.issues[0]!.message}`);
+        }
         messages = [message.data];
       }
-
-      const opened = await sessions.open(input.threadId, { keepId: true, user: request.user });
-      // Another user's thread is not found; an admin watches chats, never drives them.
-      if (opened?.access !== 'own') {
-        if (opened) sessions.release(opened.chat);
-        return sendError(reply, 404, 'not_found', `No chat ${input.threadId}`);
-      }
-      const { chat } = opened;
       const stream = new AgUiStream(
         reply.raw,
         new EventEncoder({ accept: wantsProtobuf(request.headers.accept) ? request.headers.accept : 'text/event-stream' }),
         limits,
       );
-      const translator = new AgUiTranslator(input.threadId, input.runId, (event) => stream.write(event));
+      const translator = new AgUiTranslator(input.threadId, input.runId, (event) => stream.write(event), request.query.interrupts === 'text');
       let afterSeq = chat.log.lastSeq;
       const quietUntil = afterSeq;
-      if (resume.length > 0) {
-        const refused = await checkResumable(chat, store, resume);
+      if (resume.length > 0 || answering !== undefined) {
+        const refused = await checkResumable(chat, store, answering !== undefined ? [{ interruptId: answering }] : resume);
         if ('error' in refused) {
           sessions.release(chat);
           return sendError(reply, refused.status, refused.error, refused.message);
@@ -144,6 +153,8 @@ export function registerAgUiRoutes(server: FastifyInstance, sessions: SessionMan
       };
       connection.onDone = finish;
       await chat.log.attach(connection, afterSeq);
+      // The client's trace (traceparent), if it sent one, is linked from the run it starts.
+      if (messages[0]?.type === 'chat') callers.acceptCaller(chat.sessionId, request.headers);
       for (const message of messages) {
         const refusedMessage = await chat.handle(message, { client: request.client, user: request.user });
         if (refusedMessage) {
@@ -198,91 +209,6 @@ export function registerAgUiRoutes(server: FastifyInstance, sessions: SessionMan
   );
 }
 
-/** AG-UI's protobuf encoding only when asked for by name; server-sent events otherwise (no Accept, or any). */
-function wantsProtobuf(accept: string | undefined): accept is string {
-  return accept?.includes('application/vnd.ag-ui.event+proto') ?? false;
-}
-
-/** The HTTP status of a refused message. */
-function statusOf(code: ErrorCode): number {
-  const declared = (ERROR_CODES[code] as { status?: number } | undefined)?.status;
-  if (declared) return declared;
-  switch (code) {
-    case 'no_pending_input':
-      return 409;
-    case 'server_busy':
-    case 'engine_unavailable':
-      return 503;
-    case 'too_many_runs':
-    case 'rate_limited':
-      return 429;
-    case 'session_deleted':
-      return 410;
-    default:
-      return 400;
-  }
-}
-
-/** Answers to interrupts as the socket's messages: resolved ones answer their question; a cancelled one stops the run. */
-function resumeMessages(resume: { interruptId: string; status: 'resolved' | 'cancelled'; payload?: unknown }[]): ClientMessage[] {
-  if (resume.some((entry) => entry.status === 'cancelled')) return [{ type: 'agent_control', action: 'stop' }];
-  return resume.map((entry): ClientMessage => {
-    const payload = entry.payload as { decision?: unknown } | undefined;
-    // An approval's payload is its decision object; anything else is the answer's text.
-    if (payload && typeof payload === 'object' && (payload.decision === 'approve' || payload.decision === 'deny')) {
-      return {
-        type: 'agent_user_input',
-        question_id: entry.interruptId,
-        approval: payload as NonNullable<Extract<ClientMessage, { type: 'agent_user_input' }>['approval']>,
-      };
-    }
-    return { type: 'agent_user_input', question_id: entry.interruptId, content: answerText(entry.payload) };
-  });
-}
-
-/** An interrupt's payload as the answer's text: a string, `{answer}` or `{content}`, else its JSON. */
-function answerText(payload: unknown): string {
-  if (typeof payload === 'string') return payload;
-  if (payload && typeof payload === 'object') {
-    const { answer, content } = payload as { answer?: unknown; content?: unknown };
-    if (typeof answer === 'string') return answer;
-    if (typeof content === 'string') return content;
-  }
-  return payload === undefined ? '' : JSON.stringify(payload);
-}
-
-function lastUserText(messages: Message[]): string | undefined {
-  const last = messages.findLast((message) => message.role === 'user');
-  if (!last) return undefined;
-  const content = last.content as unknown;
-  if (typeof content === 'string') return content;
-  if (Array.isArray(content)) {
-    return content
-      .map((part: { type?: string; text?: string }) => (part.type === 'text' && typeof part.text === 'string' ? part.text : ''))
-      .join('')
-      .trim();
-  }
-  return undefined;
-}
-
-/** A resume must name questions the thread's run is waiting on; the run's events from its start rebuild the state. */
-async function checkResumable(
-  chat: ChatService,
-  store: Store,
-  resume: { interruptId: string }[],
-): Promise<{ runId: string; afterSeq: number } | { error: ErrorCode; status: number; message: string }> {
-  const runId = chat.activeRunId ?? (await store.listRuns(chat.sessionId)).findLast((run) => run.status === 'running')?.id;
-  if (!runId) return { error: 'no_pending_input', status: 409, message: 'Nothing in this thread waits for an answer' };
-  const waiting = chat.pendingQuestionIds;
-  // With several instances the run may wait elsewhere: the answer itself then says whether it was taken.
-  if (chat.activeRunId) {
-    const unknown = resume.find((entry) => !waiting.includes(entry.interruptId));
-    if (unknown) return { error: 'no_pending_input', status: 409, message: `No question with id "${unknown.interruptId.slice(0, 100)}" is waiting` };
-  }
-  const run = await store.getRun(runId);
-  return { runId, afterSeq: run?.afterSeq ?? chat.log.lastSeq };
-}
-
 /** The session's events for one AG-UI stream: earlier ones build up state, later ones are translated. */
 class AgUiConnection implements ClientConnection {
   finished = false;
@@ -331,76 +257,5 @@ class AgUiConnection implements ClientConnection {
   close(_code: number, reason: string): void {
     this.translator.abort(reason, 'closed');
     this.onDone();
-  }
-}
-
-/** The HTTP response as a stream of encoded AG-UI events; written to only once it is open. */
-class AgUiStream {
-  private readonly buffered: BaseEvent[] = [];
-  private opened = false;
-  private ending = false;
-  private keepalive: NodeJS.Timeout | undefined;
-
-  constructor(
-    private readonly raw: ServerResponse,
-    private readonly encoder: EventEncoder,
-    private readonly limits: BackpressureLimits,
-  ) {}
-
-  get closed(): boolean {
-    return this.raw.writableEnded || this.raw.destroyed;
-  }
-
-  get congested(): boolean {
-    return this.raw.writableLength > this.limits.socketMaxBufferedBytes;
-  }
-
-  open(): void {
-    this.opened = true;
-    this.raw.writeHead(200, {
-      'content-type': this.encoder.getContentType(),
-      'cache-control': 'no-cache',
-      'x-accel-buffering': 'no',
-    });
-    for (const event of this.buffered.splice(0)) this.write(event);
-    if (this.ending) return void this.raw.end();
-    if (this.encoder.getContentType().startsWith('text/event-stream')) {
-      this.keepalive = setInterval(() => this.raw.write(': keepalive\n\n'), KEEPALIVE_MS);
-      this.keepalive.unref();
-    }
-  }
-
-  write(event: BaseEvent): void {
-    if (!this.opened) {
-      this.buffered.push(event);
-      return;
-    }
-    if (this.closed) return;
-    this.raw.write(this.encoder.encodeBinary(event));
-    // A client that reads nothing at all is cut off rather than buffered without end.
-    if (this.raw.writableLength > 2 * this.limits.socketMaxBufferedBytes) this.raw.destroy();
-  }
-
-  /** Ends the response after what was written (at once, or as soon as it opens). */
-  end(): void {
-    this.ending = true;
-    clearInterval(this.keepalive);
-    if (this.opened && !this.closed) this.raw.end();
-  }
-
-  whenDrained(signal?: AbortSignal): Promise<void> {
-    if (signal?.aborted) return Promise.reject(signal.reason);
-    if (!this.congested || this.closed) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => {
-        this.raw.off('drain', done);
-        this.raw.off('close', done);
-        signal?.removeEventListener('abort', done);
-        resolve();
-      };
-      this.raw.on('drain', done);
-      this.raw.on('close', done);
-      signal?.addEventListener('abort', done, { once: true });
-    });
   }
 }

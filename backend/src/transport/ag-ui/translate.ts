@@ -1,6 +1,8 @@
 import { type BaseEvent, EventType, type Interrupt, type TokenUsage } from '@ag-ui/core';
-import type { AgentRequestInput, LoggedEvent, ServerEvent } from '@stepwise/shared-types';
+import type { LoggedEvent, ServerEvent } from '@stepwise/shared-types';
 import { DEFAULT_STRATEGY } from '../../agent/strategy.ts';
+import { questionText } from '../run-in-words.ts';
+import { interruptOf } from './interrupts.ts';
 
 /**
  * Stepwise's events for one run, as AG-UI events (docs/PROTOCOL.md, "AG-UI"). One translator
@@ -23,7 +25,8 @@ export class AgUiTranslator {
   private state: Record<string, unknown> = {};
   private stateSent = false;
   private readonly usage = new Map<string, TokenUsage>();
-  private readonly questions: Interrupt[] = [];
+  /** Questions asked in this stream, as interrupts and in words. */
+  private readonly questions: { interrupt: Interrupt; text: string }[] = [];
   private counter = 0;
 
   constructor(
@@ -31,6 +34,8 @@ export class AgUiTranslator {
     /** The AG-UI run id (RunAgentInput.runId). */
     private readonly aguiRunId: string,
     private readonly write: (event: BaseEvent) => void,
+    /** Questions only as text: the AG-UI run then ends as a success, with no interrupt a client would hold on to. */
+    private readonly questionsAsText = false,
   ) {}
 
   /** True once RUN_FINISHED or RUN_ERROR is written. */
@@ -95,10 +100,18 @@ export class AgUiTranslator {
     }
   }
 
-  /** Ends the stream with an interrupt for every question waiting, when there are some. */
+  /**
+   * Ends the stream with an interrupt for every question waiting, when there are some. Each
+   * question is also written as assistant text first, for clients that render no interrupts:
+   * their next user message on the thread answers it.
+   */
   interruptIfWaiting(): boolean {
     if (this.ended || this.questions.length === 0) return false;
-    this.finish({ type: 'interrupt', interrupts: this.questions.splice(0) });
+    const questions = this.questions.splice(0);
+    this.closeAll();
+    for (const [index, question] of questions.entries()) this.fullText('assistant', 'question', String(index), question.text);
+    if (this.questionsAsText) this.state.status = 'waiting';
+    this.finish(this.questionsAsText ? { type: 'success' } : { type: 'interrupt', interrupts: questions.map((question) => question.interrupt) });
     return true;
   }
 
@@ -139,7 +152,7 @@ export class AgUiTranslator {
         return this.fullText('assistant', 'message', `${node}:${event.step}`, event.content);
       case 'agent_request_input':
         this.custom('agent_request_input', event);
-        this.questions.push(interruptOf(event));
+        this.questions.push({ interrupt: interruptOf(event), text: questionText(event) });
         return;
       case 'agent_plan_step':
         this.updateState(event);
@@ -384,29 +397,3 @@ export class AgUiTranslator {
     return `${this.aguiRunId}:${kind}:${++this.counter}`;
   }
 }
-
-/** A question as an AG-UI interrupt: its id answers it; choices become the answer's schema. */
-export function interruptOf(event: AgentRequestInput): Interrupt {
-  const approval = event.kind === 'approval';
-  return {
-    id: event.question_id ?? `${event.run_id}:${event.step}`,
-    reason: approval ? 'tool_approval' : event.kind === 'confirm' ? 'confirmation' : 'input_required',
-    message: event.question,
-    ...(event.tool_call_id ? { toolCallId: event.tool_call_id } : {}),
-    responseSchema: approval ? APPROVAL_SCHEMA : event.choices?.length ? { type: 'string', enum: event.choices } : { type: 'string' },
-    ...(event.deadline ? { expiresAt: event.deadline } : {}),
-    ...(approval ? { metadata: { tool: event.tool, arguments: event.arguments } } : {}),
-  };
-}
-
-/** What a resume answers an approval with (docs/PROTOCOL.md, agent_user_input.approval). */
-const APPROVAL_SCHEMA = {
-  type: 'object',
-  properties: {
-    decision: { type: 'string', enum: ['approve', 'deny'] },
-    arguments: { type: 'object', description: 'The arguments to run with, edited' },
-    reason: { type: 'string', description: 'Why it is denied' },
-    remember: { type: 'string', enum: ['run'], description: 'Approve later calls of the tool in this run' },
-  },
-  required: ['decision'],
-};

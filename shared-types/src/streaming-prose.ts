@@ -1,8 +1,9 @@
 /**
  * Reason and observe replies end in a JSON control block (`{"plan": …, "finish": …}`, often in a
- * ```json fence) that the server strips from the finished text. The streamed previews carry the
- * raw reply, so while text streams (and after a stop cut it short) the block is cut off here:
- * from the first place where one may begin, only the prose before it is shown.
+ * ```json fence) that the server strips from the finished text. While text streams (and after a
+ * stop cut it short) the block is cut off here: from the first place where one may begin, only the
+ * prose before it is shown. The server streams its previews through this too, so no client sees
+ * the block; a client that shows raw model text may use it the same way.
  */
 export function streamingProse(text: string): string {
   let prose = '';
