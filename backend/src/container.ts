@@ -26,6 +26,8 @@ import type { Store } from './store/store.ts';
 import { SqlStore } from './store/sql-store.ts';
 import { InProcessRunHost, type RunHost } from './hosting/run-host.ts';
 import { Readiness } from './hosting/readiness.ts';
+import { RunAdmission } from './hosting/run-admission.ts';
+import { RunSlots } from './limits/run-slots.ts';
 import { TOKENS } from './tokens.ts';
 import { calculatorTool } from './tools/calculator-tool.ts';
 import { createCurrentTimeTool } from './tools/current-time-tool.ts';
@@ -129,6 +131,14 @@ export function buildContainer(
   });
   container.register<RunHost>(TOKENS.RunHost, {
     useFactory: instanceCachingFactory((dependencies) => (config.restate ? new RestateRunHost(sessionsHost, restateEngine(dependencies)) : sessionsHost)),
+  });
+  // The server's run slots, shared by every session; whether a run may start is decided in one place.
+  container.register(RunSlots, { useValue: new RunSlots(config.limits.concurrentRuns, config.limits.runsPerAddress, config.quotas.runsPerUser) });
+  container.register(RunAdmission, {
+    useFactory: instanceCachingFactory(
+      // Several instances write a session's log in turn: the one that takes its lease catches up first.
+      (dependencies) => new RunAdmission(dependencies.resolve<RunHost>(TOKENS.RunHost), dependencies.resolve(RunSlots), { catchUp: cluster !== undefined }),
+    ),
   });
   container.registerSingleton(ToolRegistry);
   container.registerSingleton(McpManager);

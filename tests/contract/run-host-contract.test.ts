@@ -36,6 +36,8 @@ interface HostUnderTest {
   dependencies: string[];
   /** Runs go on elsewhere or later after a shutdown here. */
   handsOver: boolean;
+  /** Other instances share the sessions: a user's quota is counted over them, and a hand-over keeps other runs out. */
+  shared: boolean;
   /** A run left going at startup arrives through the arrival handler (its durable execution sets it up). */
   arrivesAfterStartup: boolean;
   /** Answers to a run executing nowhere just now are kept. */
@@ -56,6 +58,7 @@ function inProcess(): HostUnderTest {
     teardown: () => host.close(),
     dependencies: [],
     handsOver: false,
+    shared: false,
     arrivesAfterStartup: false,
     keepsAnswers: false,
   };
@@ -88,6 +91,7 @@ function onCluster(pg: string, redisUrl: string): HostUnderTest {
     },
     dependencies: ['database', 'redis'],
     handsOver: true,
+    shared: true,
     arrivesAfterStartup: false,
     keepsAnswers: false,
   };
@@ -129,6 +133,7 @@ function onRestate(): HostUnderTest {
     },
     dependencies: ['restate'],
     handsOver: true,
+    shared: false,
     arrivesAfterStartup: true,
     keepsAnswers: true,
   };
@@ -176,7 +181,7 @@ describe.each(adapters)('the run host $name', (adapter) => {
     const next = await adapter.newRun(first.sessionId);
     expect(await host.claimRun(first.sessionId, next.runId, undefined)).toBe('held');
     // One process counts a user's runs in its run slots, not here.
-    expect(await host.claimRun(second.sessionId, second.runId, quota)).toBe(host.shared ? 'at_limit' : 'claimed');
+    expect(await host.claimRun(second.sessionId, second.runId, quota)).toBe(adapter.shared ? 'at_limit' : 'claimed');
     expect(await host.claimRun(second.sessionId, second.runId, { owner: `user-${randomUUID()}`, limit: 1 })).toBe('claimed');
     await host.release(second.sessionId, second.runId);
     // Once the first run lets go, the user may start another.
@@ -220,7 +225,7 @@ describe.each(adapters)('the run host $name', (adapter) => {
     const next = await adapter.newRun(first.sessionId);
     expect(await host.claim(first.sessionId, first.runId)).toBe(true);
     await host.letGo(first.sessionId);
-    if (host.shared) {
+    if (adapter.shared) {
       // The run is still going: a message or command arriving before an instance took it over must not take its session.
       expect(await host.claim(next.sessionId, next.runId)).toBe(false);
       expect(await host.claim(first.sessionId, null)).toBe(false);
@@ -235,10 +240,6 @@ describe.each(adapters)('the run host $name', (adapter) => {
     const health = await adapter.host().health();
     expect(Object.keys(health).sort()).toEqual(adapter.dependencies);
     expect(Object.values(health).every((up) => up === true)).toBe(true);
-  });
-
-  it('hands runs over at shutdown when they go on elsewhere or later', () => {
-    expect(adapter.host().handsOverAtShutdown).toBe(adapter.handsOver);
   });
 
   it('goes on at startup with a run left going; a durable run arrives through the arrival handler, and once its execution has ended it is closed', async () => {
@@ -261,6 +262,11 @@ describe.each(adapters)('the run host $name', (adapter) => {
     const run = await adapter.newRun();
     expect(await host.keepAnswer(run.runId, 'q_1', 'Oslo')).toBe(adapter.keepsAnswers);
     expect(await host.keepAnswer(run.runId, 'q_1', 'Bergen')).toBe(false);
+  });
+
+  // Last: once drained, no run starts executing here any more.
+  it('hands runs over at shutdown when they go on elsewhere or later, and stops them otherwise', () => {
+    expect(adapter.host().drain()).toBe(adapter.handsOver ? 'hand_over' : 'stop');
   });
 });
 

@@ -7,7 +7,7 @@ import type { Logger } from '../logger.ts';
 import type { Store } from '../store/store.ts';
 import type { ToolRegistry } from '../tools/tool-registry.ts';
 import type { RunHost } from '../hosting/run-host.ts';
-import type { RunSlots } from '../limits/run-slots.ts';
+import type { RunAdmission } from '../hosting/run-admission.ts';
 
 /** The services every session shares. */
 export interface ChatDependencies {
@@ -19,8 +19,8 @@ export interface ChatDependencies {
   tools: ToolRegistry;
   store: Store;
   logger: Logger;
-  /** Shared by every session: the server's limit of concurrent answers and runs. */
-  runSlots: RunSlots;
+  /** Whether a run may start (its slot, its user's quota, its session's lease), for every session. */
+  admission: RunAdmission;
   files: SessionFiles;
   /** Where a session's run lives and how to reach it: this process, or one of several instances. */
   host: RunHost;

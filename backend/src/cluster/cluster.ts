@@ -5,7 +5,7 @@ import type { createClient } from 'redis';
 import { type ControlBus, type ControlCommand, type ControlHandler, type ControlOutcome, InProcessControlBus, noOutcome } from '../agent/control-bus.ts';
 import type { Logger } from '../logger.ts';
 import type { Fence, FenceToken } from '../store/store.ts';
-import type { Arrival, ArrivingRun, ClaimOutcome, Interrupted, RunHost, RunQuota, SessionListener } from '../hosting/run-host.ts';
+import type { Arrival, ArrivingRun, AtShutdown, ClaimOutcome, Interrupted, RunHost, RunQuota, SessionListener, SessionNotice } from '../hosting/run-host.ts';
 import { UUID } from '../util/ids.ts';
 import { optionalPackage } from '../util/optional-package.ts';
 
@@ -36,6 +36,8 @@ const INBOX = (instanceId: string) => `stepwise:inbox:${instanceId}`;
 const SESSION_CHANNEL = (sessionId: string) => `stepwise:session:${sessionId}`;
 /** How long a claim waits for another instance's claim for the same user (MAX_RUNS_PER_USER) before it fails. */
 const QUOTA_LOCK_TIMEOUT_MS = 5_000;
+/** How often a followed session's log is looked at, besides the notices (one may be lost). */
+const FOLLOW_LOOK_MS = 1_000;
 /** How long a command sent to another instance may take, Redis reconnects included. */
 const SEND_TIMEOUT_MS = 10_000;
 
@@ -48,8 +50,6 @@ const SEND_TIMEOUT_MS = 10_000;
  * (pub/sub; followers also poll the database, so a lost notice delays nothing for long).
  */
 export class Cluster implements RunHost {
-  readonly shared = true;
-  readonly handsOverAtShutdown = true;
   readonly instanceId: string;
   private readonly pool: pg.Pool;
   private readonly redis: RedisClient;
@@ -62,6 +62,8 @@ export class Cluster implements RunHost {
   private readonly waiting = new Map<string, (outcome: ControlOutcome) => void>();
   private readonly sessionListeners = new Map<string, Set<SessionListener>>();
   private readonly timers: NodeJS.Timeout[] = [];
+  /** The looks of the sessions followed here (see follow). */
+  private readonly looks = new Set<NodeJS.Timeout>();
   /** Each user's claim under way here (see claimRun). */
   private readonly quotaClaims = new Map<string, Promise<ClaimOutcome>>();
   private lastInboxId = '0-0';
@@ -119,8 +121,9 @@ export class Cluster implements RunHost {
    * orphans (still running until close) could take back the very run it just let go, start it
    * here again, and then delete its lease on close, leaving the run to nobody.
    */
-  drain(): void {
+  drain(): AtShutdown {
     this.draining = true;
+    return 'hand_over';
   }
 
   /** Calls `handler` when another instance took a session this one held (it was too slow to renew): its run must stop here. */
@@ -302,23 +305,24 @@ export class Cluster implements RunHost {
   }
 
   /**
-   * Calls `listener` when another instance says the session's log grew (no argument) or sends a
-   * streaming preview (with it); returns the unsubscribe.
+   * Calls `listener` when another instance says the session's log grew or sends a streaming
+   * preview, and every FOLLOW_LOOK_MS to look anyway (a notice lost while Redis was away delays
+   * nothing for long); resolves with the unsubscribe. Without Redis the looks go on alone.
    */
   async follow(sessionId: string, listener: SessionListener): Promise<() => void> {
+    const look = setInterval(() => listener({ kind: 'look' }), FOLLOW_LOOK_MS);
+    look.unref();
+    this.looks.add(look);
     let listeners = this.sessionListeners.get(sessionId);
+    const first = !listeners;
     if (!listeners) {
       listeners = new Set();
       this.sessionListeners.set(sessionId, listeners);
-      await this.subscriber.subscribe(SESSION_CHANNEL(sessionId), (message) => {
-        // A notice is the sender's id; a preview is JSON.
-        const preview = message.startsWith('{') ? (JSON.parse(message) as PreviewMessage) : undefined;
-        if ((preview?.from ?? message) === this.instanceId) return;
-        for (const callback of this.sessionListeners.get(sessionId) ?? []) callback(preview && { delta: preview.delta, afterSeq: preview.afterSeq });
-      });
     }
     listeners.add(listener);
-    return () => {
+    const unfollow = () => {
+      clearInterval(look);
+      this.looks.delete(look);
       const current = this.sessionListeners.get(sessionId);
       current?.delete(listener);
       if (current && current.size === 0) {
@@ -326,6 +330,20 @@ export class Cluster implements RunHost {
         void this.subscriber.unsubscribe(SESSION_CHANNEL(sessionId)).catch(() => undefined);
       }
     };
+    if (first) {
+      await this.subscriber
+        .subscribe(SESSION_CHANNEL(sessionId), (message) => {
+          // A notice is the sender's id; a preview is JSON.
+          const preview = message.startsWith('{') ? (JSON.parse(message) as PreviewMessage) : undefined;
+          if ((preview?.from ?? message) === this.instanceId) return;
+          const notice: SessionNotice = preview ? { kind: 'preview', delta: preview.delta, afterSeq: preview.afterSeq } : { kind: 'appended' };
+          for (const callback of this.sessionListeners.get(sessionId) ?? []) callback(notice);
+        })
+        .catch((error: unknown) =>
+          this.logger.warn({ err: error, session_id: sessionId }, 'could not follow a session across instances; looking it up meanwhile'),
+        );
+    }
+    return unfollow;
   }
 
   /** Delivers a command to the run on the instance that executes it; retries while Redis is away. */
@@ -374,7 +392,7 @@ export class Cluster implements RunHost {
 
   async close(): Promise<void> {
     this.closed = true;
-    for (const timer of this.timers) clearInterval(timer);
+    for (const timer of [...this.timers, ...this.looks]) clearInterval(timer);
     for (const [sessionId, { runId }] of [...this.held]) await this.release(sessionId, runId);
     for (const client of [this.reader, this.subscriber, this.redis]) await client.close().catch(() => client.destroy());
     await this.pool.end().catch(() => undefined);

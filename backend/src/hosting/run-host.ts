@@ -1,8 +1,16 @@
 import type { DeltaEvent } from '@stepwise/shared-types';
 import { type ControlBus, type ControlCommand, type ControlOutcome, noOutcome } from '../agent/control-bus.ts';
 
-/** What another instance says of a session it writes: its log grew (no argument), or a streaming preview. */
-export type SessionListener = (preview?: { delta: DeltaEvent; afterSeq: number }) => void;
+/**
+ * What a follower of a session hears: another instance appended to its log, or streamed a preview;
+ * or it is time to look at the log anyway (a notice may have been lost on its way).
+ */
+export type SessionNotice = { kind: 'appended' } | { kind: 'preview'; delta: DeltaEvent; afterSeq: number } | { kind: 'look' };
+
+export type SessionListener = (notice: SessionNotice) => void;
+
+/** What becomes of the runs here when this process shuts down: they are handed over (they go on elsewhere, or later), or stopped. */
+export type AtShutdown = 'hand_over' | 'stop';
 
 /**
  * A run that arrives here without a socket having started it here: its instance went away (its
@@ -40,10 +48,6 @@ export type ClaimOutcome = 'claimed' | 'held' | 'at_limit';
  * through the same port: Restate runs it where this process (or another) serves its workflow.
  */
 export interface RunHost {
-  /** True when other instances share the sessions: their logs are followed across them. */
-  readonly shared: boolean;
-  /** True when a run goes on elsewhere or later once this process shuts down: sessions hand runs over rather than stop them. */
-  readonly handsOverAtShutdown: boolean;
   /** This instance's name among several. */
   readonly instanceId: string | undefined;
   /** Holds the session here for run `runId` (or, null, for a command); false: it is held elsewhere (or by another run here). */
@@ -72,7 +76,7 @@ export interface RunHost {
   keepAnswer(runId: string, questionId: string, answer: string): Promise<boolean>;
   /** `handler` is called when another instance took a session this one held: its run must stop here. */
   onLostLease(handler: (sessionId: string) => void): void;
-  /** Calls `listener` when another instance writes the session's log; resolves with the unsubscribe. */
+  /** Calls `listener` when another instance writes the session's log (and now and then to look anyway); resolves with the unsubscribe. Never called in one process. */
   follow(sessionId: string, listener: SessionListener): Promise<() => void>;
   /** Tells the other instances that the session's log grew. */
   notify(sessionId: string): void;
@@ -81,8 +85,8 @@ export interface RunHost {
   /** Which shared dependencies answer now (none in one process). */
   health(): Promise<Record<string, boolean>>;
   start(): Promise<void>;
-  /** Shutting down, runs handed over: no run starts executing here any more. */
-  drain(): void;
+  /** Shutting down: no run starts executing here any more. Says whether the runs here are handed over or stopped. */
+  drain(): AtShutdown;
   close(): Promise<void>;
 }
 
@@ -91,8 +95,6 @@ export interface RunHost {
  * the session; commands reach the session's run through the process's control bus.
  */
 export class InProcessRunHost implements RunHost {
-  readonly shared = false;
-  readonly handsOverAtShutdown = false;
   readonly instanceId = undefined;
   private readonly held = new Map<string, string | null>();
 
@@ -147,6 +149,10 @@ export class InProcessRunHost implements RunHost {
   }
 
   async start(): Promise<void> {}
-  drain(): void {}
+  /** One process: its runs stop with it. */
+  drain(): AtShutdown {
+    return 'stop';
+  }
+
   async close(): Promise<void> {}
 }

@@ -1,6 +1,6 @@
 import type { DeltaEvent } from '@stepwise/shared-types';
 import type { ControlCommand, ControlOutcome } from '../agent/control-bus.ts';
-import type { Arrival, ArrivingRun, ClaimOutcome, Interrupted, RunHost, RunQuota, SessionListener } from '../hosting/run-host.ts';
+import type { Arrival, ArrivingRun, AtShutdown, ClaimOutcome, Interrupted, RunHost, RunQuota, SessionListener } from '../hosting/run-host.ts';
 import type { RestateEngine } from './restate-engine.ts';
 
 /**
@@ -13,16 +13,10 @@ import type { RestateEngine } from './restate-engine.ts';
  * just now is kept by its workflow.
  */
 export class RestateRunHost implements RunHost {
-  readonly handsOverAtShutdown = true;
-
   constructor(
     private readonly base: RunHost,
     private readonly engine: RestateEngine,
   ) {}
-
-  get shared(): boolean {
-    return this.base.shared;
-  }
 
   get instanceId(): string | undefined {
     return this.base.instanceId;
@@ -91,9 +85,11 @@ export class RestateRunHost implements RunHost {
     await this.engine.start();
   }
 
-  drain(): void {
+  /** Runs live in their workflows: Restate goes on with them once this process (or another) serves them again. */
+  drain(): AtShutdown {
     this.engine.drain();
     this.base.drain();
+    return 'hand_over';
   }
 
   /** Stops serving the workflow before the host beneath lets its sessions go. */
