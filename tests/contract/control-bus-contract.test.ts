@@ -59,10 +59,10 @@ function acrossInstances(pg: string, redisUrl: string): BusUnderTest {
     async attach(sessionId, runId, handler) {
       await store!.createSession(sessionId);
       await store!.createRun({ id: runId, sessionId, strategy: 'roa', maxSteps: 1 });
-      expect(await a!.claim(sessionId, runId)).toBe(true);
+      expect(await a!.lease.claim(sessionId, runId)).toBe(true);
       return a!.controlBus.attach(runId, handler);
     },
-    send: (sessionId, _runId, command) => b!.controlBus.sendToSession(sessionId, command),
+    send: (sessionId, _runId, command) => b!.messages.sendToSession(sessionId, command),
     async teardown() {
       for (const cluster of [a, b]) await cluster?.close().catch(() => undefined);
       await database?.drop();

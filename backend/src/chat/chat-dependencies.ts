@@ -6,7 +6,7 @@ import type { SessionFiles } from '../files/session-files.ts';
 import type { Logger } from '../logger.ts';
 import type { Store } from '../store/store.ts';
 import type { ToolRegistry } from '../tools/tool-registry.ts';
-import type { RunHost } from '../hosting/run-host.ts';
+import type { RunRouter } from '../hosting/run-router.ts';
 import type { RunAdmission } from '../hosting/run-admission.ts';
 
 /** The services every session shares. */
@@ -22,6 +22,6 @@ export interface ChatDependencies {
   /** Whether a run may start (its slot, its user's quota, its session's lease), for every session. */
   admission: RunAdmission;
   files: SessionFiles;
-  /** Where a session's run lives and how to reach it: this process, or one of several instances. */
-  host: RunHost;
+  /** How a command reaches the session's run wherever it executes (this process, another instance, a workflow). */
+  router: RunRouter;
 }

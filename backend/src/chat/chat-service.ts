@@ -271,12 +271,12 @@ export class ChatService {
    * True when the answer was kept.
    */
   private async keepAnswer(questionId: string, answer: string): Promise<boolean> {
-    const { host, store } = this.deps;
+    const { router, store } = this.deps;
     const run = (await store.listRuns(this.sessionId)).at(-1);
     if (run?.status !== 'running') return false;
     const deadline = await askedIn(store, run, questionId);
     if (deadline === undefined || Date.parse(deadline) <= Date.now()) return false;
-    return host.keepAnswer(run.id, questionId, answer);
+    return router.keepAnswer(run.id, questionId, answer);
   }
 
   private async input(message: AgentUserInputMessage, sender: MessageSender): Promise<ErrorEvent | undefined> {
@@ -383,7 +383,7 @@ export class ChatService {
   /** Sends a command to the session's run: the one here, or wherever else it executes. */
   private send(command: ControlCommand): Promise<ControlOutcome> {
     const active = this.active;
-    return active ? this.deps.controlBus.send(active.runId, command) : this.deps.host.sendToSession(this.sessionId, command);
+    return active ? this.deps.controlBus.send(active.runId, command) : this.deps.router.sendToSession(this.sessionId, command);
   }
 
   /** Asks whether a new run of `sender` may start in this session (see RunAdmission). */

@@ -13,6 +13,8 @@ import { TOKENS } from '../tokens.ts';
 import { ToolRegistry } from '../tools/tool-registry.ts';
 import { type ChatDependencies, ChatService, PLAIN_CHAT } from './chat-service.ts';
 import { JOURNAL } from '../agent/run-journal.ts';
+import type { LogFanOut } from '../hosting/log-fan-out.ts';
+import type { RunRouter } from '../hosting/run-router.ts';
 import type { Arrival, RunHost } from '../hosting/run-host.ts';
 import { RunAdmission } from '../hosting/run-admission.ts';
 import { RunSlots } from '../limits/run-slots.ts';
@@ -48,6 +50,8 @@ export class SessionManager {
     @inject(TOKENS.EventObserver) private readonly observer: EventObserver | undefined,
     @inject(RunAdmission) admission: RunAdmission,
     @inject(RunSlots) private readonly runSlots: RunSlots,
+    @inject(TOKENS.RunRouter) router: RunRouter,
+    @inject(TOKENS.LogFanOut) private readonly fanOut: LogFanOut,
   ) {
     files.onChange(this.onFileChange);
     this.deps = {
@@ -60,7 +64,7 @@ export class SessionManager {
       logger,
       admission,
       files,
-      host,
+      router,
     };
     // A run arrives here that no socket started here (its instance went away, or Restate executes it here): set it up.
     host.onRunArrived((run) => this.arrive(run.sessionId, run.runId));
@@ -347,11 +351,11 @@ export class SessionManager {
    * look, in seq order and without gaps. (In one process nothing else writes it: nothing is heard.)
    */
   private followOtherInstances(chat: ChatService): void {
-    const { host } = this;
+    const { fanOut } = this;
     const { log, sessionId } = chat;
-    log.onAppended = () => host.notify(sessionId);
+    log.onAppended = () => fanOut.notify(sessionId);
     // Previews stream to sockets on every instance: they are not logged, so they travel on their own.
-    log.onPreview = (delta, afterSeq) => host.publishPreview(sessionId, delta, afterSeq);
+    log.onPreview = (delta, afterSeq) => fanOut.publishPreview(sessionId, delta, afterSeq);
     // A database that fails a catch-up is told to the log, not to the process: the next notice or look tries again.
     const catchUp = () =>
       void log
@@ -361,7 +365,7 @@ export class SessionManager {
     this.unfollows.set(sessionId, () => {
       dropped = true;
     });
-    void host
+    void fanOut
       .follow(sessionId, (notice) => {
         switch (notice.kind) {
           case 'preview':

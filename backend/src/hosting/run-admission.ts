@@ -1,6 +1,6 @@
 import type { ErrorCode, ErrorEvent } from '@stepwise/shared-types';
 import type { RunSlots } from '../limits/run-slots.ts';
-import type { RunHost } from './run-host.ts';
+import type { SessionLease } from './session-lease.ts';
 
 /** How an admitted run (or command) gives back what it took: it ended here, or it is handed to another instance. */
 export type Release = (how?: 'ended' | 'handed_over') => Promise<void>;
@@ -55,7 +55,7 @@ const ANOTHER_INSTANCE_RUNS = reject('run_active', 'A response is still in progr
  */
 export class RunAdmission {
   constructor(
-    private readonly host: RunHost,
+    private readonly lease: SessionLease,
     private readonly slots: RunSlots,
     /** Whether a claim catches the session's log up from the store (other instances write it too). */
     private readonly options: { catchUp: boolean },
@@ -63,25 +63,25 @@ export class RunAdmission {
 
   /** Holds the session for a command that starts no run of its own (a snapshot command, a look-up before a continuation). */
   async hold(sessionId: string, log: CatchUpLog): Promise<(Admission & { kind: 'admitted'; hold: Hold }) | (Admission & { kind: 'refused' })> {
-    if (!(await this.host.claim(sessionId, null))) return { kind: 'refused', error: ANOTHER_INSTANCE_RUNS };
+    if (!(await this.lease.claim(sessionId, null))) return { kind: 'refused', error: ANOTHER_INSTANCE_RUNS };
     const hold: Hold = { sessionId, takenOver: false };
     try {
       if (this.options.catchUp) await log.syncFromStore();
     } catch (error) {
-      await this.host.release(sessionId, null);
+      await this.lease.release(sessionId, null);
       throw error;
     }
-    return { kind: 'admitted', hold, release: async () => (hold.takenOver ? undefined : this.host.release(sessionId, null)) };
+    return { kind: 'admitted', hold, release: async () => (hold.takenOver ? undefined : this.lease.release(sessionId, null)) };
   }
 
   /** Admits run `request.runId`, or says why not (see RunRequest). */
   async admit(request: RunRequest): Promise<Admission> {
     const { sessionId, runId } = request;
-    const lease = await this.lease(request);
-    if (lease) return { kind: 'refused', error: lease };
+    const refused = await this.claim(request);
+    if (refused) return { kind: 'refused', error: refused };
     const slot = this.slots.tryAcquire(request.client, request.user);
     if (typeof slot !== 'function' && request.kind === 'new') {
-      await this.host.release(sessionId, runId);
+      await this.lease.release(sessionId, runId);
       return { kind: 'refused', error: this.slotRefusal(slot) };
     }
     const freeSlot = typeof slot === 'function' ? slot : () => undefined;
@@ -90,30 +90,30 @@ export class RunAdmission {
       if (this.options.catchUp && !request.within) await request.log.syncFromStore();
     } catch (error) {
       freeSlot();
-      await this.host.release(sessionId, runId);
+      await this.lease.release(sessionId, runId);
       throw error;
     }
     return {
       kind: 'admitted',
       release: async (how = 'ended') => {
         freeSlot();
-        await (how === 'handed_over' ? this.host.letGo(sessionId) : this.host.release(sessionId, runId));
+        await (how === 'handed_over' ? this.lease.letGo(sessionId) : this.lease.release(sessionId, runId));
       },
     };
   }
 
   /** A run closed without going on here (it had ended, or could not go on) holds its session no more (a later run's hold stays). */
   closed(sessionId: string, runId: string): Promise<void> {
-    return this.host.release(sessionId, runId);
+    return this.lease.release(sessionId, runId);
   }
 
   /** Names the run in the session's lease, within its user's quota for a new run; the refusal, if any. */
-  private async lease(request: RunRequest): Promise<ErrorEvent | undefined> {
+  private async claim(request: RunRequest): Promise<ErrorEvent | undefined> {
     const { sessionId, runId } = request;
-    if (request.kind === 'recovering') return (await this.host.claim(sessionId, runId)) ? undefined : ANOTHER_INSTANCE_RUNS;
+    if (request.kind === 'recovering') return (await this.lease.claim(sessionId, runId)) ? undefined : ANOTHER_INSTANCE_RUNS;
     const limit = this.slots.userLimit;
     const quota = request.user !== undefined && limit !== undefined ? { owner: request.user, limit } : undefined;
-    const claimed = await this.host.claimRun(sessionId, runId, quota);
+    const claimed = await this.lease.claimRun(sessionId, runId, quota);
     switch (claimed) {
       case 'claimed':
         return undefined;
