@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 export { configFromEnv, REPOSITORY_PATHS, type RunningServer, startServer } from './app.ts';
-export { AgentControl } from './agent/agent-control.ts';
+export { AgentControl, textAnswer } from './agent/agent-control.ts';
 export { RunKernel, type RunOutcome, type RunSession } from './agent/run-kernel.ts';
 export { JOURNAL, type JournalEntry, JournalReplay, type RunJournal, type RunPast } from './agent/run-journal.ts';
 export { type ControlBus, type ControlCommand, type ControlOutcome, InProcessControlBus } from './agent/control-bus.ts';

@@ -21,20 +21,26 @@ describe.each(hostingsUnderTest({ restate: true }))('the run router $name', (ada
     });
     try {
       expect(await lease.claim(run.sessionId, run.runId)).toBe(true);
-      expect(await from.sendToSession(run.sessionId, { type: 'answer', content: 'Oslo', questionId: 'q_1' })).toEqual({ type: 'answer', outcome: 'answered' });
+      expect(await from.sendToSession(run.sessionId, { type: 'answer', answer: { kind: 'text', text: 'Oslo' }, questionId: 'q_1' })).toEqual({
+        type: 'answer',
+        outcome: 'answered',
+      });
       expect(await router.sendToSession(run.sessionId, { type: 'stop', reason: 'user' })).toEqual({ type: 'stop', outcome: 'stopping' });
       expect(seen).toEqual(['answer', 'stop']);
     } finally {
       detach();
       await lease.release(run.sessionId, run.runId);
     }
-    expect(await from.sendToSession(run.sessionId, { type: 'answer', content: 'late' })).toEqual({ type: 'answer', outcome: 'no_pending_input' });
+    expect(await from.sendToSession(run.sessionId, { type: 'answer', answer: { kind: 'text', text: 'late' } })).toEqual({
+      type: 'answer',
+      outcome: 'no_pending_input',
+    });
   });
 
   it('keeps an answer for a run executing nowhere just now, the first answer standing, when it keeps answers at all', async () => {
     const { router } = adapter.ports();
     const run = await adapter.newRun();
-    expect(await router.keepAnswer(run.runId, 'q_1', 'Oslo')).toBe(adapter.keepsAnswers);
-    expect(await router.keepAnswer(run.runId, 'q_1', 'Bergen')).toBe(false);
+    expect(await router.keepAnswer(run.runId, 'q_1', { kind: 'text', text: 'Oslo' })).toBe(adapter.keepsAnswers);
+    expect(await router.keepAnswer(run.runId, 'q_1', { kind: 'text', text: 'Bergen' })).toBe(false);
   });
 });

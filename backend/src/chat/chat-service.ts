@@ -1,5 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import type { AgentControlMessage, AgentUserInputMessage, ChatMessage, ClientMessage, ErrorEvent, StopReason } from '@stepwise/shared-types';
+import {
+  type AgentControlMessage,
+  type AgentUserInputMessage,
+  answerOf,
+  type ChatMessage,
+  type ClientMessage,
+  type ErrorEvent,
+  type PersonAnswer,
+  type StopReason,
+} from '@stepwise/shared-types';
 import { AgentControl } from '../agent/agent-control.ts';
 import type { ControlCommand, ControlOutcome } from '../agent/control-bus.ts';
 import { DEFAULT_STRATEGY, type RunInput } from '../agent/strategy.ts';
@@ -270,7 +279,7 @@ export class ChatService {
    * question it asked, when its host keeps answers (Restate): it takes it when it asks again.
    * True when the answer was kept.
    */
-  private async keepAnswer(questionId: string, answer: string): Promise<boolean> {
+  private async keepAnswer(questionId: string, answer: PersonAnswer): Promise<boolean> {
     const { router, store } = this.deps;
     const run = (await store.listRuns(this.sessionId)).at(-1);
     if (run?.status !== 'running') return false;
@@ -280,14 +289,13 @@ export class ChatService {
   }
 
   private async input(message: AgentUserInputMessage, sender: MessageSender): Promise<ErrorEvent | undefined> {
-    // An approval travels to the run as its JSON (tools/approval.ts reads it back), like any answer.
-    const content = message.approval ? JSON.stringify(message.approval) : (message.content ?? '');
+    const answer = answerOf(message);
     const by = byOf(sender.user);
-    const reply = await this.send({ type: 'answer', content, questionId: message.question_id, ...(by ? { by } : {}) });
+    const reply = await this.send({ type: 'answer', answer, questionId: message.question_id, ...(by ? { by } : {}) });
     let outcome = reply.type === 'answer' ? reply.outcome : 'no_pending_input';
     // The run is not waiting for it just now (its process restarting, its journal replaying): its
     // host may keep the answer to a question the run asked and nobody answered yet.
-    if (mayKeep(outcome) && message.question_id && (await this.keepAnswer(message.question_id, content))) outcome = 'answered';
+    if (mayKeep(outcome) && message.question_id && (await this.keepAnswer(message.question_id, answer))) outcome = 'answered';
     return answerRefusal(outcome, reply, message.question_id);
   }
 

@@ -13,7 +13,7 @@ export function handleCommand(control: AgentControl, command: ControlCommand): C
       control.stop(command.reason, command.by);
       return { type: 'stop', outcome: 'stopping' };
     case 'answer': {
-      const outcome = control.provideInput(command.content, command.questionId, command.by);
+      const outcome = control.provideInput(command.answer, command.questionId, command.by);
       return outcome === 'answered' || !control.rejection ? { type: 'answer', outcome } : { type: 'answer', outcome, message: control.rejection };
     }
     default: {

@@ -1,3 +1,4 @@
+import type { PersonAnswer } from '@stepwise/shared-types';
 import { type ControlBus, type ControlCommand, type ControlOutcome, noOutcome } from '../agent/control-bus.ts';
 import type { InProcessLease } from './session-lease.ts';
 
@@ -10,7 +11,7 @@ export interface RunRouter {
    * restarting): the run takes it when it asks again. False when nothing keeps it, or the question
    * had its answer already (the first one stands).
    */
-  keepAnswer(runId: string, questionId: string, answer: string): Promise<boolean>;
+  keepAnswer(runId: string, questionId: string, answer: PersonAnswer): Promise<boolean>;
 }
 
 /** One process: commands reach the run that holds the session through the process's control bus. */

@@ -1,3 +1,4 @@
+import type { PersonAnswer } from '@stepwise/shared-types';
 import type { ControlCommand, ControlOutcome } from '../agent/control-bus.ts';
 import type { RunRouter } from '../hosting/run-router.ts';
 import type { Arrival, ArrivingRun, AtShutdown, Hosting, Interrupted, RunHost } from '../hosting/run-host.ts';
@@ -78,7 +79,7 @@ export class RestateRouter implements RunRouter {
     return this.base.sendToSession(sessionId, command);
   }
 
-  keepAnswer(runId: string, questionId: string, answer: string): Promise<boolean> {
+  keepAnswer(runId: string, questionId: string, answer: PersonAnswer): Promise<boolean> {
     return this.engine.recordAnswer(runId, questionId, answer);
   }
 }

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { ERROR_CODE, StepwiseError } from '../../errors.ts';
 import type { LlmMessage } from '../../messages.ts';
 import { REQUEST_INPUT_TOOL, requestInputSchema } from '../../tools/request-input-tool.ts';
-import { askPerson } from '../ask.ts';
+import { askQuestion } from '../ask.ts';
 import { oneSentence } from '../grounding.ts';
 import { defineStrategy, type Run, type RunSuccess } from '../strategy.ts';
 import { runToolCalls, toolCallMessages } from '../tool-calls.ts';
@@ -482,7 +482,7 @@ async function askHowToGoOn(
 ): Promise<string[]> {
   const issue = oneSentence(verdict.issues[0] ?? 'The results still do not settle what the stage is for.');
   const question = `Stage ${stage.id} (${stage.name}) was redone ${retried} times and its verifier still doubts it: ${issue} How should I go on?`;
-  const answer = (await askPerson(run, { key: `stage-verifier:${stage.id}:${retried}`, step: cycle, question, kind: 'question' })).trim();
+  const answer = (await askQuestion(run, { key: `stage-verifier:${stage.id}:${retried}`, step: cycle, question, kind: 'question' })).trim();
   state.history.push(`- ${new Date().toISOString().slice(0, 16)} guidance on stage ${stage.id}: ${answer.replace(/\s+/g, ' ')}`);
   const agent = verdict.follow_up_tasks[0]?.agent ?? 'verifier';
   return addFollowUps(stage, { ...verdict, follow_up_tasks: [{ title: `As the person said: ${shortTitle(answer)}`, agent, acceptance_criteria: [answer] }] });
