@@ -1,13 +1,13 @@
 import 'reflect-metadata';
 export { configFromEnv, REPOSITORY_PATHS, type RunningServer, startServer } from './app.ts';
-export { AgentControl, textAnswer } from './agent/agent-control.ts';
-export { RunKernel, type RunOutcome, type RunSession } from './agent/run-kernel.ts';
-export { JOURNAL, type JournalEntry, JournalReplay, type RunJournal, type RunPast } from './agent/run-journal.ts';
-export { type ControlBus, type ControlCommand, type ControlOutcome, InProcessControlBus } from './agent/control-bus.ts';
-export { runEvents, type RunEvents } from './agent/run-events.ts';
-export { runPhase } from './agent/phase.ts';
+export { AgentControl, textAnswer } from './agent/kernel/agent-control.ts';
+export { RunKernel, type RunOutcome, type RunSession } from './agent/kernel/run-kernel.ts';
+export { JOURNAL, type JournalEntry, JournalReplay, type RunJournal, type RunPast } from './agent/kernel/run-journal.ts';
+export { type ControlBus, type ControlCommand, type ControlOutcome, InProcessControlBus } from './agent/kernel/control-bus.ts';
+export { runEvents, type RunEvents } from './agent/kernel/run-events.ts';
+export { runPhase } from './agent/common/phase.ts';
 export { STRATEGIES } from './agent/strategies.ts';
-export { findChain, findExpression } from './agent/demo-language.ts';
+export { findChain, findExpression } from './agent/common/demo-language.ts';
 export { roa } from './agent/roa/roa.ts';
 export { planExecute } from './agent/plan_execute/plan-execute.ts';
 export { autonomous, decide, guidanceVariant, PLANNING_LOOP_LIMIT, readMarkers } from './agent/autonomous/autonomous.ts';
@@ -33,13 +33,13 @@ export {
   STATE_DOC_MAX_TASKS,
 } from './agent/research/state-doc.ts';
 export { GRAPH_MAX_DEPTH, GRAPH_MAX_LINES, GRAPH_MAX_NODES, renderedNodes } from './agent/research/graph-bounds.ts';
-export { type BudgetCheck, type BudgetHold, RunSpending } from './agent/run-spending.ts';
+export { type BudgetCheck, type BudgetHold, RunSpending } from './agent/kernel/run-spending.ts';
 export { artifactName } from './agent/research/research.ts';
 export { MISSING_PREREQUISITE_KEYWORDS } from './agent/plan_execute/plan.ts';
 export { chat as plainChat } from './agent/chat/chat.ts';
-export { findLastJsonObject, ObserveControl, parseControlBlock, ReasonControl } from './agent/control-block.ts';
-export type { EventSink } from './agent/event-sink.ts';
-export { type AnyStrategy, defineStrategy, type Run, type RunInput, type RunSuccess, type StrategyDefinition } from './agent/strategy.ts';
+export { findLastJsonObject, ObserveControl, parseControlBlock, ReasonControl } from './agent/common/control-block.ts';
+export type { EventSink } from './agent/kernel/event-sink.ts';
+export { type AnyStrategy, defineStrategy, type Run, type RunInput, type RunSuccess, type StrategyDefinition } from './agent/kernel/strategy.ts';
 export { parseClientMessage } from './chat/connection-handler.ts';
 export { type Config, ENVIRONMENT_VARIABLES, exposureProblem, loadConfig, needsStrictAlternation } from './config/config.ts';
 export { ConfigFileDocument, configFileJsonSchema } from './config/config-file-schema.ts';

@@ -1,6 +1,6 @@
-import type { ControlBus } from '../agent/control-bus.ts';
-import type { RunEngine } from '../agent/run-engine.ts';
-import type { RunKernel } from '../agent/run-kernel.ts';
+import type { ControlBus } from '../agent/kernel/control-bus.ts';
+import type { RunEngine } from '../agent/kernel/run-engine.ts';
+import type { RunKernel } from '../agent/kernel/run-kernel.ts';
 import type { Config } from '../config/config.ts';
 import type { SessionFiles } from '../files/session-files.ts';
 import type { Logger } from '../logger.ts';

@@ -9,9 +9,9 @@ import {
   type PersonAnswer,
   type StopReason,
 } from '@stepwise/shared-types';
-import { AgentControl } from '../agent/agent-control.ts';
-import type { ControlCommand, ControlOutcome } from '../agent/control-bus.ts';
-import { DEFAULT_STRATEGY, type RunInput } from '../agent/strategy.ts';
+import { AgentControl } from '../agent/kernel/agent-control.ts';
+import type { ControlCommand, ControlOutcome } from '../agent/kernel/control-bus.ts';
+import { DEFAULT_STRATEGY, type RunInput } from '../agent/kernel/strategy.ts';
 import { byOf, type User } from '../auth/user.ts';
 import { isImageName } from '../files/model-images.ts';
 import type { Admission, Hold } from '../hosting/run-admission.ts';

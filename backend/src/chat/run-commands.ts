@@ -1,6 +1,6 @@
 import type { ErrorCode, ErrorEvent } from '@stepwise/shared-types';
-import type { AgentControl, InputOutcome } from '../agent/agent-control.ts';
-import type { ControlCommand, ControlOutcome } from '../agent/control-bus.ts';
+import type { AgentControl, InputOutcome } from '../agent/kernel/agent-control.ts';
+import type { ControlCommand, ControlOutcome } from '../agent/kernel/control-bus.ts';
 import type { RunRecord, Store } from '../store/store.ts';
 import { sessionEvents } from './run-endings.ts';
 

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { LoggedEventBody, ModelHealthEvent, StopReason, ToolsChangedEvent } from '@stepwise/shared-types';
 import { inject, injectable } from 'tsyringe';
-import type { ControlBus } from '../agent/control-bus.ts';
-import type { RunEngine } from '../agent/run-engine.ts';
-import { RunKernel } from '../agent/run-kernel.ts';
+import type { ControlBus } from '../agent/kernel/control-bus.ts';
+import type { RunEngine } from '../agent/kernel/run-engine.ts';
+import { RunKernel } from '../agent/kernel/run-kernel.ts';
 import type { Config } from '../config/config.ts';
 import { type FileListener, SessionFiles } from '../files/session-files.ts';
 import type { Logger } from '../logger.ts';
@@ -12,7 +12,7 @@ import { type ChatAccess, chatAccess, LOCAL_USER, ownerOf, type User } from '../
 import { TOKENS } from '../tokens.ts';
 import { ToolRegistry } from '../tools/tool-registry.ts';
 import { type ChatDependencies, ChatService, PLAIN_CHAT } from './chat-service.ts';
-import { JOURNAL } from '../agent/run-journal.ts';
+import { JOURNAL } from '../agent/kernel/run-journal.ts';
 import type { LogFanOut } from '../hosting/log-fan-out.ts';
 import type { RunRouter } from '../hosting/run-router.ts';
 import type { Arrival, RunHost } from '../hosting/run-host.ts';

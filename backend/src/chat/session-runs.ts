@@ -1,9 +1,9 @@
 import { loadModelImages } from '../files/model-images.ts';
-import type { AgentControl } from '../agent/agent-control.ts';
-import { runEvents } from '../agent/run-events.ts';
-import { JOURNAL, type RunPast } from '../agent/run-journal.ts';
+import type { AgentControl } from '../agent/kernel/agent-control.ts';
+import { runEvents } from '../agent/kernel/run-events.ts';
+import { JOURNAL, type RunPast } from '../agent/kernel/run-journal.ts';
 import { readNotepad } from '../tools/notepad-tool.ts';
-import { DEFAULT_STRATEGY, type RunInput } from '../agent/strategy.ts';
+import { DEFAULT_STRATEGY, type RunInput } from '../agent/kernel/strategy.ts';
 import type { LlmMessage } from '../messages.ts';
 import type { RunRecord, Store } from '../store/store.ts';
 import type { ChatDependencies } from './chat-dependencies.ts';

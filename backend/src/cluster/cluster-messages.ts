@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { DeltaEvent } from '@stepwise/shared-types';
 import type { createClient } from 'redis';
-import { type ControlBus, type ControlCommand, type ControlOutcome, noOutcome } from '../agent/control-bus.ts';
+import { type ControlBus, type ControlCommand, type ControlOutcome, noOutcome } from '../agent/kernel/control-bus.ts';
 import type { LogFanOut, SessionListener, SessionNotice } from '../hosting/log-fan-out.ts';
 import type { RunRouter } from '../hosting/run-router.ts';
 import type { Logger } from '../logger.ts';

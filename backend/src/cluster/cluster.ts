@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type ControlBus, InProcessControlBus } from '../agent/control-bus.ts';
+import { type ControlBus, InProcessControlBus } from '../agent/kernel/control-bus.ts';
 import type { Arrival, ArrivingRun, AtShutdown, Hosting, Interrupted, RunHost } from '../hosting/run-host.ts';
 import type { Logger } from '../logger.ts';
 import { LeaseTable } from '../store/lease-table.ts';

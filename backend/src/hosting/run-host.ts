@@ -1,4 +1,4 @@
-import { type ControlBus, InProcessControlBus } from '../agent/control-bus.ts';
+import { type ControlBus, InProcessControlBus } from '../agent/kernel/control-bus.ts';
 import { InProcessFanOut, type LogFanOut } from './log-fan-out.ts';
 import { InProcessRouter, type RunRouter } from './run-router.ts';
 import { InProcessLease, type SessionLease } from './session-lease.ts';

@@ -1,5 +1,5 @@
 import type { PersonAnswer } from '@stepwise/shared-types';
-import { type ControlBus, type ControlCommand, type ControlOutcome, noOutcome } from '../agent/control-bus.ts';
+import { type ControlBus, type ControlCommand, type ControlOutcome, noOutcome } from '../agent/kernel/control-bus.ts';
 import type { InProcessLease } from './session-lease.ts';
 
 /** How a command reaches a session's run, wherever it executes (this process, another instance, a durable workflow). */

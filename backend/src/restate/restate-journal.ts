@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { WorkflowContext } from '@restatedev/restate-sdk';
 import type { PersonAnswer } from '@stepwise/shared-types';
-import type { AnswerLedger } from '../agent/agent-control.ts';
-import type { JournalEntry, RunJournal } from '../agent/run-journal.ts';
+import type { AnswerLedger } from '../agent/kernel/agent-control.ts';
+import type { JournalEntry, RunJournal } from '../agent/kernel/run-journal.ts';
 import { raceAbort } from '../util/abort.ts';
 import { restateSdk } from './restate-sdk.ts';
 

@@ -1,5 +1,5 @@
 import type { PersonAnswer } from '@stepwise/shared-types';
-import type { ControlCommand, ControlOutcome } from '../agent/control-bus.ts';
+import type { ControlCommand, ControlOutcome } from '../agent/kernel/control-bus.ts';
 import type { RunRouter } from '../hosting/run-router.ts';
 import type { Arrival, ArrivingRun, AtShutdown, Hosting, Interrupted, RunHost } from '../hosting/run-host.ts';
 import type { RestateEngine } from './restate-engine.ts';

@@ -2,9 +2,9 @@ import type { GuidanceVariant, Todo } from '@stepwise/shared-types';
 import { z } from 'zod';
 import type { LlmMessage, LlmToolCall } from '../../messages.ts';
 import { requestInputSchema } from '../../tools/request-input-tool.ts';
-import { shownAnswer } from '../grounding.ts';
-import { defineStrategy, questionTurn, type Run, type RunSuccess } from '../strategy.ts';
-import { runToolCalls, type ToolCallRecord, toolCallMessages, withUniqueIds } from '../tool-calls.ts';
+import { shownAnswer } from '../kernel/grounding.ts';
+import { defineStrategy, questionTurn, type Run, type RunSuccess } from '../kernel/strategy.ts';
+import { runToolCalls, type ToolCallRecord, toolCallMessages, withUniqueIds } from '../kernel/tool-calls.ts';
 import { autonomousDemo } from './autonomous-demo.ts';
 import { guidanceEvent, messageEvent, todosEvent } from './autonomous-events.ts';
 import {

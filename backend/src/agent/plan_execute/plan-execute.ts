@@ -3,10 +3,10 @@ import { z } from 'zod';
 import { ModelError } from '../../errors.ts';
 import type { LlmMessage } from '../../messages.ts';
 import { requestInputSchema } from '../../tools/request-input-tool.ts';
-import { ReasonControl } from '../control-block.ts';
-import { runPhase } from '../phase.ts';
-import { defineStrategy, questionTurn, type Run, type RunSuccess } from '../strategy.ts';
-import { runToolCalls, toolCallMessages } from '../tool-calls.ts';
+import { ReasonControl } from '../common/control-block.ts';
+import { runPhase } from '../common/phase.ts';
+import { defineStrategy, questionTurn, type Run, type RunSuccess } from '../kernel/strategy.ts';
+import { runToolCalls, toolCallMessages } from '../kernel/tool-calls.ts';
 import {
   MAX_REPLANS,
   namesMissingPrerequisite,

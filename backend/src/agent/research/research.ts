@@ -3,10 +3,10 @@ import { z } from 'zod';
 import { ERROR_CODE, StepwiseError } from '../../errors.ts';
 import type { LlmMessage } from '../../messages.ts';
 import { REQUEST_INPUT_TOOL, requestInputSchema } from '../../tools/request-input-tool.ts';
-import { askQuestion } from '../ask.ts';
-import { oneSentence } from '../grounding.ts';
-import { defineStrategy, type Run, type RunSuccess } from '../strategy.ts';
-import { runToolCalls, toolCallMessages } from '../tool-calls.ts';
+import { askQuestion } from '../kernel/ask.ts';
+import { oneSentence } from '../kernel/grounding.ts';
+import { defineStrategy, type Run, type RunSuccess } from '../kernel/strategy.ts';
+import { runToolCalls, toolCallMessages } from '../kernel/tool-calls.ts';
 import { researchDemo } from './research-demo.ts';
 import { taskCompleteEvent, taskGraphEvent, taskStartEvent, verdictEvent } from './research-events.ts';
 import {

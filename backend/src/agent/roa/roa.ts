@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import type { LlmMessage } from '../../messages.ts';
 import { requestInputSchema } from '../../tools/request-input-tool.ts';
-import { ObserveControl, ReasonControl } from '../control-block.ts';
-import { runPhase } from '../phase.ts';
-import { defineStrategy, questionTurn, type Run, type RunSuccess } from '../strategy.ts';
-import { runToolCalls, toolCallMessages } from '../tool-calls.ts';
+import { ObserveControl, ReasonControl } from '../common/control-block.ts';
+import { runPhase } from '../common/phase.ts';
+import { defineStrategy, questionTurn, type Run, type RunSuccess } from '../kernel/strategy.ts';
+import { runToolCalls, toolCallMessages } from '../kernel/tool-calls.ts';
 import { roaDemo } from './roa-demo.ts';
 
 /** The templates in prompts/roa/, each with an example of its variables. */

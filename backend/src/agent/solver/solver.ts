@@ -2,9 +2,9 @@ import type { SolverStage } from '@stepwise/shared-types';
 import { z } from 'zod';
 import { ERROR_CODE, isAbortError, ModelError, StepwiseError } from '../../errors.ts';
 import type { LlmMessage } from '../../messages.ts';
-import { askQuestion } from '../ask.ts';
-import { defineStrategy, type Run, type RunSuccess } from '../strategy.ts';
-import { runToolCalls, toolCallMessages } from '../tool-calls.ts';
+import { askQuestion } from '../kernel/ask.ts';
+import { defineStrategy, type Run, type RunSuccess } from '../kernel/strategy.ts';
+import { runToolCalls, toolCallMessages } from '../kernel/tool-calls.ts';
 import { solverDemo } from './solver-demo.ts';
 import { decisionEvent, isStageEvent, stageCompleteEvent, stageStartEvent } from './solver-events.ts';
 

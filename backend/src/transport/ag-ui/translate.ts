@@ -1,6 +1,6 @@
 import { type BaseEvent, EventType, type Interrupt, type TokenUsage } from '@ag-ui/core';
 import type { AgentRequestInput, LoggedEvent, ServerEvent } from '@stepwise/shared-types';
-import { DEFAULT_STRATEGY } from '../../agent/strategy.ts';
+import { DEFAULT_STRATEGY } from '../../agent/kernel/strategy.ts';
 
 /**
  * Stepwise's events for one run, as AG-UI events (docs/PROTOCOL.md, "AG-UI"). One translator

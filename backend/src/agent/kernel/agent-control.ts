@@ -1,6 +1,6 @@
 import type { By, PersonAnswer, StopReason } from '@stepwise/shared-types';
-import { InputTimeoutError } from '../errors.ts';
-import { abortReason } from '../util/abort.ts';
+import { InputTimeoutError } from '../../errors.ts';
+import { abortReason } from '../../util/abort.ts';
 
 /** What a question makes of an answer: the value the run takes, or why the answer is refused (the question stays open). */
 export type AnswerRead<T> = { ok: true; value: T } | { ok: false; outcome: 'invalid_answer' | 'invalid_arguments'; message?: string | undefined };

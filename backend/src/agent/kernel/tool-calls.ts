@@ -1,8 +1,8 @@
-import { isAbortError } from '../errors.ts';
-import type { LlmMessage, LlmToolCall } from '../messages.ts';
-import { REQUEST_INPUT_TOOL } from '../tools/request-input-tool.ts';
+import { isAbortError } from '../../errors.ts';
+import type { LlmMessage, LlmToolCall } from '../../messages.ts';
+import { REQUEST_INPUT_TOOL } from '../../tools/request-input-tool.ts';
 import { ApprovalDecision, type StoppedCall } from '@stepwise/shared-types';
-import { readApproval } from '../tools/approval.ts';
+import { readApproval } from '../../tools/approval.ts';
 import { type AgentControl, anyText } from './agent-control.ts';
 import { type AnswerRecord, askPerson } from './ask.ts';
 import { JOURNAL } from './run-journal.ts';

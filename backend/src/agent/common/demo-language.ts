@@ -1,6 +1,6 @@
-import type { CompletionRequest, LlmToolCall } from '../llm/llm-client.ts';
-import { evaluateExpression } from '../tools/expression.ts';
-import { spoken, unresolvedAnswer } from './grounding.ts';
+import type { CompletionRequest, LlmToolCall } from '../../llm/llm-client.ts';
+import { evaluateExpression } from '../../tools/expression.ts';
+import { spoken, unresolvedAnswer } from '../kernel/grounding.ts';
 
 /**
  * The demo model's understanding of a request, shared by every strategy's demo responder: the

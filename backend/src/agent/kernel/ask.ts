@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { LoggedEventBody } from '@stepwise/shared-types';
-import { InputTimeoutError } from '../errors.ts';
+import { InputTimeoutError } from '../../errors.ts';
 import { type AnswerReader, anyText, oneOf } from './agent-control.ts';
 import type { RunEvents } from './run-events.ts';
 import { JOURNAL } from './run-journal.ts';
