@@ -26,6 +26,7 @@ import {
   unfinished,
   Verdict,
 } from './state-doc.ts';
+import { atStepLimit } from '../kernel/budgets.ts';
 
 const agentSample = {
   goal: 'g',
@@ -183,7 +184,7 @@ export const research = defineStrategy({
         if (judged.verdict !== 'PASS' && !judged.asked)
           return blocked(run, doc, state, cycle, `The verifier of stage ${stage.id} said ${judged.verdict}; follow-up tasks were added.`);
       }
-      if (cycle >= input.maxSteps) {
+      if (atStepLimit(cycle, input)) {
         await doc.write(state);
         return {
           answer: `I stopped after ${cycle} cycles (the most this run may take). ${progressLine(state)} Send another message to go on.`,
