@@ -66,7 +66,7 @@ export { createCurrentTimeTool } from './tools/current-time-tool.ts';
 export { evaluateExpression, ExpressionError } from './tools/expression.ts';
 export type { Tool } from './tools/tool.ts';
 export { ToolRegistry } from './tools/tool-registry.ts';
-export { PLAIN_CHAT } from './chat/chat-service.ts';
+export { PLAIN_CHAT } from './chat/session-runs.ts';
 export { SessionManager } from './chat/session-manager.ts';
 export { latestHistory, trimToBudget } from './chat/session-runs.ts';
 export { migrateSchema, SCHEMA, type SchemaStep, type SqlDialectName } from './store/migrations.ts';

@@ -6,19 +6,18 @@ import {
   type ChatMessage,
   type ClientMessage,
   type ErrorEvent,
-  type PersonAnswer,
   type StopReason,
 } from '@stepwise/shared-types';
 import { AgentControl } from '../agent/kernel/agent-control.ts';
 import type { ControlCommand, ControlOutcome } from '../agent/kernel/control-bus.ts';
-import { DEFAULT_STRATEGY, type RunInput } from '../agent/kernel/strategy.ts';
 import { byOf, type User } from '../auth/user.ts';
-import { isImageName } from '../files/model-images.ts';
 import type { Admission, Hold } from '../hosting/run-admission.ts';
 import { LOCAL_OWNER, type RunRecord, type SessionOwner } from '../store/store.ts';
 import type { ChatDependencies } from './chat-dependencies.ts';
-import { answerRefusal, askedIn, handleCommand, mayKeep, reject } from './run-commands.ts';
+import { type ChatRequest, chatRequest } from './chat-request.ts';
+import { answerRefusal, handleCommand, keepAnswer, mayKeep, reject } from './run-commands.ts';
 import type { SessionEventLog } from './session-event-log.ts';
+import { type ActiveResponse, activeOf, RUN_ACTIVE, refusalOf, SESSION_DELETED, type SessionState, unexpectedState } from './session-state.ts';
 import { PLAIN_CHAT, type RunStart, SessionRuns } from './session-runs.ts';
 import { SessionSnapshots, SnapshotLimitError } from './session-snapshots.ts';
 
@@ -29,38 +28,6 @@ export interface MessageSender {
   /** The user (multi-user modes): counted against MAX_RUNS_PER_USER, and named as `by` on what they do to a run. */
   user?: User | undefined;
 }
-
-/** What is running in a session: a plain chat answer or an agent run. */
-interface ActiveResponse {
-  runId: string;
-  control: AgentControl;
-  done: Promise<void>;
-  /** The log's count of response_complete events when it began: once it grows, the response has ended for its clients. */
-  completionsBefore: number;
-  /** What it took to start (its run slot, its session's lease), given back when it ends. */
-  admission: Admission & { kind: 'admitted' };
-}
-
-const RUN_ACTIVE = reject('run_active', 'A response is still in progress: stop it or wait for response_complete');
-const SESSION_DELETED = reject('session_deleted', 'This chat was deleted; start a new one');
-
-/**
- * What a session is doing; every check and change of it goes through `state`, switched exhaustively.
- * - `idle`: nothing runs; a message may start something.
- * - `admitting`: asking whether a run may start (its slot, its user's quota, its session's lease).
- * - `holding`: a snapshot command or a continuation works; nothing else may start meanwhile.
- * - `running`: an answer or a run is in progress (it may have begun inside a holding command).
- * - `deleted`: everything is refused; a response still winding down is kept until it has ended.
- */
-type SessionState =
-  | { kind: 'idle' }
-  | { kind: 'admitting' }
-  | { kind: 'holding' }
-  | { kind: 'running'; response: ActiveResponse }
-  | { kind: 'deleted'; response: ActiveResponse | undefined };
-
-export { PLAIN_CHAT };
-export type { ChatDependencies };
 
 /** One chat session: plain answers, agent runs (one at a time), and the controls that steer them. */
 export class ChatService {
@@ -117,33 +84,12 @@ export class ChatService {
 
   /** The answer or run in progress here, if any (also while a deleted session's run winds down). */
   private get active(): ActiveResponse | undefined {
-    switch (this.state.kind) {
-      case 'running':
-      case 'deleted':
-        return this.state.response;
-      case 'idle':
-      case 'admitting':
-      case 'holding':
-        return undefined;
-      default:
-        return unexpectedState(this.state);
-    }
+    return activeOf(this.state);
   }
 
-  /** Why nothing new may start now, or undefined when something may: the one place that says so. */
+  /** Why nothing new may start now, or undefined when something may. */
   private refusal(): ErrorEvent | undefined {
-    switch (this.state.kind) {
-      case 'idle':
-        return undefined;
-      case 'admitting':
-      case 'holding':
-      case 'running':
-        return RUN_ACTIVE;
-      case 'deleted':
-        return SESSION_DELETED;
-      default:
-        return unexpectedState(this.state);
-    }
+    return refusalOf(this.state);
   }
 
   /** Goes back to `idle` from `from`, unless the session has moved on meanwhile (a run started, it was deleted). */
@@ -227,43 +173,8 @@ export class ChatService {
     await this.settleEnded();
     const refused = this.refusal();
     if (refused) return refused;
-    const { config, tools, kernel } = this.deps;
-    const images = (message.attachments ?? []).filter(isImageName);
-    if (images.length > config.images.maxPerMessage) {
-      return reject(
-        'too_many_images',
-        `A message may send at most ${config.images.maxPerMessage} images (IMAGE_MAX_PER_MESSAGE); this one has ${images.length}`,
-      );
-    }
-    const attached = images.length ? { images: [...new Set(images)] } : {};
-    if (!message.agent_mode) {
-      return this.start({ strategy: PLAIN_CHAT, question: message.content, toolNames: [], maxSteps: 0, options: {}, ...attached }, sender);
-    }
-    const toolNames = message.tools ?? tools.defaultNames();
-    const unknown = toolNames.filter((name) => !tools.has(name));
-    if (unknown.length > 0) return reject('unknown_tool', `Unknown tool(s): ${unknown.join(', ')}`);
-    const strategy = message.strategy ?? DEFAULT_STRATEGY;
-    if (!kernel.names.includes(strategy)) {
-      return reject('unknown_strategy', `Unknown strategy "${strategy.slice(0, 64)}"; known: ${kernel.names.join(', ')}`);
-    }
-    const checked = kernel.checkOptions(strategy, message.strategy_options);
-    if (!checked.ok) return reject('invalid_message', `Invalid "chat" message: ${checked.message}`);
-    const { maxStepsDefault, maxStepsLimit } = config.agent;
-    const maxSteps = Math.min(maxStepsLimit, Math.max(1, message.agent_max_steps ?? maxStepsDefault));
-    const maxCostUsd = message.max_cost_usd ?? config.agent.runCostBudgetUsd;
-    return this.start(
-      {
-        strategy,
-        question: message.content,
-        toolNames: [...new Set(toolNames)],
-        maxSteps,
-        options: checked.options,
-        ...(message.tool_approval ? { toolApproval: message.tool_approval } : {}),
-        ...(maxCostUsd !== undefined ? { maxCostUsd } : {}),
-        ...attached,
-      },
-      sender,
-    );
+    const checked = chatRequest(message, this.deps);
+    return 'error' in checked ? checked.error : this.start(checked.request, sender);
   }
 
   private async control(message: AgentControlMessage, sender: MessageSender): Promise<ErrorEvent | undefined> {
@@ -274,20 +185,6 @@ export class ChatService {
     return undefined;
   }
 
-  /**
-   * A run that is not executing just now (its process restarting) may still take the answer to a
-   * question it asked, when its host keeps answers (Restate): it takes it when it asks again.
-   * True when the answer was kept.
-   */
-  private async keepAnswer(questionId: string, answer: PersonAnswer): Promise<boolean> {
-    const { router, store } = this.deps;
-    const run = (await store.listRuns(this.sessionId)).at(-1);
-    if (run?.status !== 'running') return false;
-    const deadline = await askedIn(store, run, questionId);
-    if (deadline === undefined || Date.parse(deadline) <= Date.now()) return false;
-    return router.keepAnswer(run.id, questionId, answer);
-  }
-
   private async input(message: AgentUserInputMessage, sender: MessageSender): Promise<ErrorEvent | undefined> {
     const answer = answerOf(message);
     const by = byOf(sender.user);
@@ -295,7 +192,7 @@ export class ChatService {
     let outcome = reply.type === 'answer' ? reply.outcome : 'no_pending_input';
     // The run is not waiting for it just now (its process restarting, its journal replaying): its
     // host may keep the answer to a question the run asked and nobody answered yet.
-    if (mayKeep(outcome) && message.question_id && (await this.keepAnswer(message.question_id, answer))) outcome = 'answered';
+    if (mayKeep(outcome) && message.question_id && (await keepAnswer(this.deps, this.sessionId, message.question_id, answer))) outcome = 'answered';
     return answerRefusal(outcome, reply, message.question_id);
   }
 
@@ -367,14 +264,8 @@ export class ChatService {
       // A new budget for the continued run, when given (a run that ended with "budget" needs one).
       const input = message.max_cost_usd === undefined ? found.input : { ...found.input, maxCostUsd: message.max_cost_usd };
       const admission = await this.admit(runId, sender, hold);
-      switch (admission.kind) {
-        case 'refused':
-          return admission.error;
-        case 'admitted':
-          return this.begin(runId, admission, { kind: 'continuation', input: { ...input, runId }, past: found.past });
-        default:
-          return unexpectedState(admission);
-      }
+      if (admission.kind === 'refused') return admission.error;
+      return this.begin(runId, admission, { kind: 'continuation', input: { ...input, runId }, past: found.past });
     });
   }
 
@@ -400,10 +291,7 @@ export class ChatService {
   }
 
   /** Starts a new request's run, once admitted; the session counts as busy from the first moment, so a second message is refused. */
-  private async start(
-    request: Omit<RunInput, 'runId' | 'sessionId' | 'history'> & { strategy: string },
-    sender: MessageSender,
-  ): Promise<ErrorEvent | undefined> {
+  private async start(request: ChatRequest, sender: MessageSender): Promise<ErrorEvent | undefined> {
     const runId = randomUUID();
     this.state = { kind: 'admitting' };
     let admission: Admission;
@@ -505,8 +393,4 @@ export class ChatService {
     // Closed, it holds the session no more (a hold that names a later run stays).
     await this.deps.admission.closed(this.sessionId, run.id);
   }
-}
-
-function unexpectedState(state: never): never {
-  throw new Error(`Unknown session state ${JSON.stringify(state)}`);
 }

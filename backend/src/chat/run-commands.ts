@@ -1,7 +1,8 @@
-import type { ErrorCode, ErrorEvent } from '@stepwise/shared-types';
+import type { ErrorCode, ErrorEvent, PersonAnswer } from '@stepwise/shared-types';
 import type { AgentControl, InputOutcome } from '../agent/kernel/agent-control.ts';
 import type { ControlCommand, ControlOutcome } from '../agent/kernel/control-bus.ts';
 import type { RunRecord, Store } from '../store/store.ts';
+import type { ChatDependencies } from './chat-dependencies.ts';
 import { sessionEvents } from './run-endings.ts';
 
 export const reject = (code: ErrorCode, message: string): ErrorEvent => ({ type: 'error', code, message });
@@ -51,8 +52,27 @@ export function answerRefusal(outcome: InputOutcome, reply: ControlOutcome, ques
   }
 }
 
+/**
+ * A run that is not executing just now (its process restarting) may still take the answer to a
+ * question it asked, when its router keeps answers (Restate): it takes it when it asks again.
+ * True when the answer was kept.
+ */
+export async function keepAnswer(
+  deps: Pick<ChatDependencies, 'store' | 'router'>,
+  sessionId: string,
+  questionId: string,
+  answer: PersonAnswer,
+): Promise<boolean> {
+  const { router, store } = deps;
+  const run = (await store.listRuns(sessionId)).at(-1);
+  if (run?.status !== 'running') return false;
+  const deadline = await askedIn(store, run, questionId);
+  if (deadline === undefined || Date.parse(deadline) <= Date.now()) return false;
+  return router.keepAnswer(run.id, questionId, answer);
+}
+
 /** The deadline of question `questionId` when run `run` asked it (its log holds the question); undefined when it did not. */
-export async function askedIn(store: Store, run: RunRecord, questionId: string): Promise<string | undefined> {
+async function askedIn(store: Store, run: RunRecord, questionId: string): Promise<string | undefined> {
   for await (const event of sessionEvents(store, run.sessionId, run.afterSeq ?? 0)) {
     if (event.run_id === run.id && event.type === 'agent_update' && event.update_type === 'agent_request_input' && event.question_id === questionId)
       return event.deadline;
