@@ -1,14 +1,14 @@
 import 'reflect-metadata';
 import { type DependencyContainer, instanceCachingFactory, container as rootContainer } from 'tsyringe';
-import { type ControlBus, InProcessControlBus } from './agent/control-bus.ts';
+import type { ControlBus } from './agent/kernel/control-bus.ts';
 import { Cluster } from './cluster/cluster.ts';
-import { InProcessEngine, type RunEngine } from './agent/run-engine.ts';
+import { InProcessEngine, type RunEngine } from './agent/kernel/run-engine.ts';
 import { RestateEngine } from './restate/restate-engine.ts';
-import { RestateRunHost } from './restate/restate-run-host.ts';
-import { RunKernel } from './agent/run-kernel.ts';
-import type { RunJournal } from './agent/run-journal.ts';
+import { restateHosting } from './restate/restate-run-host.ts';
+import { RunKernel } from './agent/kernel/run-kernel.ts';
+import type { RunJournal } from './agent/kernel/run-journal.ts';
 import { STRATEGIES } from './agent/strategies.ts';
-import type { AnyStrategy } from './agent/strategy.ts';
+import type { AnyStrategy } from './agent/kernel/strategy.ts';
 import { ConnectionHandler } from './chat/connection-handler.ts';
 import { HistoryService } from './chat/history-service.ts';
 import type { EventObserver } from './chat/session-event-log.ts';
@@ -26,8 +26,13 @@ import type { Logger } from './logger.ts';
 import { HandlebarsPromptProvider } from './prompts/handlebars-prompt-provider.ts';
 import type { Store } from './store/store.ts';
 import { SqlStore } from './store/sql-store.ts';
-import { InProcessRunHost, type RunHost } from './hosting/run-host.ts';
+import { type Hosting, inProcessHosting, type RunHost } from './hosting/run-host.ts';
+import type { LogFanOut } from './hosting/log-fan-out.ts';
+import type { RunRouter } from './hosting/run-router.ts';
+import type { SessionLease } from './hosting/session-lease.ts';
 import { Readiness } from './hosting/readiness.ts';
+import { RunAdmission } from './hosting/run-admission.ts';
+import { RunSlots } from './limits/run-slots.ts';
 import { TOKENS } from './tokens.ts';
 import { calculatorTool } from './tools/calculator-tool.ts';
 import { createCurrentTimeTool } from './tools/current-time-tool.ts';
@@ -115,12 +120,11 @@ export function buildContainer(
   // Several instances: commands travel through the cluster to the instance that runs the run.
   const cluster = config.cluster ? new Cluster(config.cluster, logger) : undefined;
   // Where sessions' runs live: this process, or the cluster of instances.
-  const controlBus = cluster ? cluster.controlBus : new InProcessControlBus();
-  const sessionsHost: RunHost = cluster ?? new InProcessRunHost(controlBus);
+  const sessionsHosting = cluster ? cluster.hosting : inProcessHosting();
   // A run's writes carry the lease they are made under: an instance that lost it cannot overwrite another's run.
-  if (cluster && store instanceof SqlStore) store.fenceWith(cluster.fence);
-  container.register<ControlBus>(TOKENS.ControlBus, { useValue: controlBus });
-  container.register<SettingsNotices>(TOKENS.SettingsNotices, { useValue: cluster ? clusterNotices(cluster) : ONE_INSTANCE });
+  if (cluster && store instanceof SqlStore) store.fenceWith(cluster.lease.fence);
+  container.register<ControlBus>(TOKENS.ControlBus, { useValue: sessionsHosting.controlBus });
+  container.register<SettingsNotices>(TOKENS.SettingsNotices, { useValue: cluster ? clusterNotices(cluster.messages) : ONE_INSTANCE });
   container.registerSingleton(SettingsService);
   // Runs journal into the store: each effect committed before the run goes on.
   const storeJournal: RunJournal = {
@@ -140,8 +144,22 @@ export function buildContainer(
   container.register<RunEngine>(TOKENS.RunEngine, {
     useFactory: instanceCachingFactory((dependencies) => (config.restate ? restateEngine(dependencies) : new InProcessEngine(dependencies.resolve(RunKernel)))),
   });
-  container.register<RunHost>(TOKENS.RunHost, {
-    useFactory: instanceCachingFactory((dependencies) => (config.restate ? new RestateRunHost(sessionsHost, restateEngine(dependencies)) : sessionsHost)),
+  container.register<Hosting>(TOKENS.Hosting, {
+    useFactory: instanceCachingFactory((dependencies) => (config.restate ? restateHosting(sessionsHosting, restateEngine(dependencies)) : sessionsHosting)),
+  });
+  const port = <K extends keyof Hosting>(key: K) => instanceCachingFactory((dependencies) => dependencies.resolve<Hosting>(TOKENS.Hosting)[key]);
+  container.register<RunHost>(TOKENS.RunHost, { useFactory: port('host') });
+  container.register<SessionLease>(TOKENS.SessionLease, { useFactory: port('lease') });
+  container.register<RunRouter>(TOKENS.RunRouter, { useFactory: port('router') });
+  container.register<LogFanOut>(TOKENS.LogFanOut, { useFactory: port('fanOut') });
+  // The server's run slots, shared by every session; whether a run may start is decided in one place.
+  container.register(RunSlots, { useValue: new RunSlots(config.limits.concurrentRuns, config.limits.runsPerAddress, config.quotas.runsPerUser) });
+  container.register(RunAdmission, {
+    useFactory: instanceCachingFactory(
+      // Several instances write a session's log in turn: the one that takes its lease catches up first.
+      (dependencies) =>
+        new RunAdmission(dependencies.resolve<SessionLease>(TOKENS.SessionLease), dependencies.resolve(RunSlots), { catchUp: sessionsHosting.shared }),
+    ),
   });
   container.registerSingleton(ToolRegistry);
   container.registerSingleton(McpManager);

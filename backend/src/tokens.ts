@@ -14,8 +14,16 @@ export const TOKENS = {
   DemoResponders: Symbol('DemoResponders'),
   ControlBus: Symbol('ControlBus'),
   RunJournal: Symbol('RunJournal'),
-  /** Several instances: the Cluster, when REDIS_URL is set (absent otherwise). */
+  /** Where runs live over the process's life: one process, the Cluster (REDIS_URL), or Restate over either. */
   RunHost: Symbol('RunHost'),
+  /** Who holds a session (one process, or a lease among instances). */
+  SessionLease: Symbol('SessionLease'),
+  /** How a command reaches a session's run, and where an answer is kept. */
+  RunRouter: Symbol('RunRouter'),
+  /** How instances hear of each other's writes to a session's log. */
+  LogFanOut: Symbol('LogFanOut'),
+  /** The four above together, as their adapter built them. */
+  Hosting: Symbol('Hosting'),
   /** Where runs execute: in this process, or as Restate workflows (RUN_ENGINE). */
   RunEngine: Symbol('RunEngine'),
   /** Sees every event a session logs on this instance (metrics); absent, nothing does. */

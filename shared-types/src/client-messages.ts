@@ -40,6 +40,23 @@ export const AgentControlMessage = z.object({
 });
 export type AgentControlMessage = z.infer<typeof AgentControlMessage>;
 
+/** A person's decision on a tool call that waits for approval: approve (with edited arguments) or deny (with a reason); `remember: "run"` approves later calls of the tool in this run. */
+export const ApprovalDecision = z.strictObject({
+  decision: z.enum(['approve', 'deny']),
+  arguments: z.record(z.string(), z.unknown()).optional(),
+  reason: z.string().trim().max(2_000).optional(),
+  remember: z.literal('run').optional(),
+});
+export type ApprovalDecision = z.infer<typeof ApprovalDecision>;
+
+/** An answer to a question a run asked, as it travels to the run: words (a question, a confirmation), or an approval's decision. */
+export type PersonAnswer = { kind: 'text'; text: string } | { kind: 'approval'; approval: ApprovalDecision };
+
+/** The answer a message carries, typed: its approval, or its words. */
+export function answerOf(message: AgentUserInputMessage): PersonAnswer {
+  return message.approval ? { kind: 'approval', approval: message.approval } : { kind: 'text', text: message.content ?? '' };
+}
+
 /** The answer to a pending `agent_request_input`. */
 export const AgentUserInputMessage = z
   .object({
@@ -48,14 +65,7 @@ export const AgentUserInputMessage = z
     /** Which question this answers; may be left out while exactly one is pending. */
     question_id: z.string().min(1).max(200).optional(),
     /** The answer to an approval (`kind: "approval"`): approve (with edited arguments) or deny (with a reason); `remember: "run"` approves later calls of the tool in this run. */
-    approval: z
-      .strictObject({
-        decision: z.enum(['approve', 'deny']),
-        arguments: z.record(z.string(), z.unknown()).optional(),
-        reason: z.string().trim().max(2_000).optional(),
-        remember: z.literal('run').optional(),
-      })
-      .optional(),
+    approval: ApprovalDecision.optional(),
   })
   .refine((message) => message.content !== undefined || message.approval !== undefined, {
     message: 'needs "content" (or "approval" for an approval)',

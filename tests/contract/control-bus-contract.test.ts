@@ -59,10 +59,10 @@ function acrossInstances(pg: string, redisUrl: string): BusUnderTest {
     async attach(sessionId, runId, handler) {
       await store!.createSession(sessionId);
       await store!.createRun({ id: runId, sessionId, strategy: 'roa', maxSteps: 1 });
-      expect(await a!.claim(sessionId, runId)).toBe(true);
+      expect(await a!.lease.claim(sessionId, runId)).toBe(true);
       return a!.controlBus.attach(runId, handler);
     },
-    send: (sessionId, _runId, command) => b!.controlBus.sendToSession(sessionId, command),
+    send: (sessionId, _runId, command) => b!.messages.sendToSession(sessionId, command),
     async teardown() {
       for (const cluster of [a, b]) await cluster?.close().catch(() => undefined);
       await database?.drop();
@@ -98,18 +98,26 @@ describe.each(adapters)('the control bus $name', (bus) => {
     }
   });
 
-  it('delivers an answer whole (its question, its text, who gave it) and brings back a refusal with its reason', async () => {
+  it('delivers an answer whole (its question, its typed answer, who gave it) and brings back a refusal with its reason', async () => {
     const sessionId = randomUUID();
     const runId = randomUUID();
-    const detach = await bus.attach(sessionId, runId, (command) =>
-      command.type === 'answer' && command.content.includes('approve')
+    const seen: ControlCommand[] = [];
+    const detach = await bus.attach(sessionId, runId, (command) => {
+      seen.push(command);
+      return command.type === 'answer' && command.answer.kind === 'approval' && command.answer.approval.decision === 'approve'
         ? { type: 'answer', outcome: 'answered' }
-        : { type: 'answer', outcome: 'invalid_arguments', message: 'arguments.name: expected a string' },
-    );
+        : { type: 'answer', outcome: 'invalid_arguments', message: 'arguments.name: expected a string' };
+    });
     try {
-      const answer: ControlCommand = { type: 'answer', content: '{"decision":"approve"}', questionId: 'q_1', by: { id: 'alice', name: 'Alice' } };
+      const answer: ControlCommand = {
+        type: 'answer',
+        answer: { kind: 'approval', approval: { decision: 'approve', arguments: { name: 'é.txt', size: 3 }, remember: 'run' } },
+        questionId: 'q_1',
+        by: { id: 'alice', name: 'Alice' },
+      };
       expect(await bus.send(sessionId, runId, answer)).toEqual({ type: 'answer', outcome: 'answered' });
-      expect(await bus.send(sessionId, runId, { type: 'answer', content: '{"decision":"deny", "é": "ü"}', questionId: 'q_1' })).toEqual({
+      expect(seen).toEqual([answer]);
+      expect(await bus.send(sessionId, runId, { type: 'answer', answer: { kind: 'text', text: 'ü' }, questionId: 'q_1' })).toEqual({
         type: 'answer',
         outcome: 'invalid_arguments',
         message: 'arguments.name: expected a string',
@@ -123,7 +131,10 @@ describe.each(adapters)('the control bus $name', (bus) => {
     const sessionId = randomUUID();
     const runId = randomUUID();
     expect(await bus.send(randomUUID(), randomUUID(), { type: 'stop', reason: 'user' })).toEqual({ type: 'stop', outcome: 'no_active_run' });
-    expect(await bus.send(randomUUID(), randomUUID(), { type: 'answer', content: 'x' })).toEqual({ type: 'answer', outcome: 'no_pending_input' });
+    expect(await bus.send(randomUUID(), randomUUID(), { type: 'answer', answer: { kind: 'text', text: 'x' } })).toEqual({
+      type: 'answer',
+      outcome: 'no_pending_input',
+    });
     const detach = await bus.attach(sessionId, runId, () => ({ type: 'stop', outcome: 'stopping' }));
     detach();
     expect(await bus.send(sessionId, runId, { type: 'stop', reason: 'user' })).toEqual({ type: 'stop', outcome: 'no_active_run' });
@@ -134,14 +145,16 @@ describe.each(adapters)('the control bus $name', (bus) => {
     const detaches = await Promise.all(
       runs.map((run) =>
         bus.attach(run.sessionId, run.runId, (command) => {
-          if (command.type === 'answer') run.seen.push(command.content);
+          if (command.type === 'answer' && command.answer.kind === 'text') run.seen.push(command.answer.text);
           return { type: 'answer', outcome: 'answered' };
         }),
       ),
     );
     try {
       await Promise.all(
-        runs.flatMap((run, index) => [1, 2].map((n) => bus.send(run.sessionId, run.runId, { type: 'answer', content: `run ${index} answer ${n}` }))),
+        runs.flatMap((run, index) =>
+          [1, 2].map((n) => bus.send(run.sessionId, run.runId, { type: 'answer', answer: { kind: 'text', text: `run ${index} answer ${n}` } })),
+        ),
       );
       for (const [index, run] of runs.entries()) expect(run.seen.sort()).toEqual([`run ${index} answer 1`, `run ${index} answer 2`]);
     } finally {

@@ -30,8 +30,8 @@ describe.skipIf(!url)('lease fencing on PostgreSQL', () => {
     const cluster = (id: string) => new Cluster({ databaseUrl: database.url, redisUrl: 'redis://127.0.0.1:1', instanceId: id, leaseMs: 60_000 }, silent);
     a = cluster('a');
     b = cluster('b');
-    storeA.fenceWith(a.fence);
-    storeB.fenceWith(b.fence);
+    storeA.fenceWith(a.lease.fence);
+    storeB.fenceWith(b.lease.fence);
   });
   afterAll(async () => {
     for (const cluster of [a, b]) await cluster?.close().catch(() => undefined);
@@ -50,12 +50,12 @@ describe.skipIf(!url)('lease fencing on PostgreSQL', () => {
   /** A stalls past its lease; B takes the session over (as its orphan sweep does for a run whose lease ran out). */
   async function takeOver(sessionId: string, runId: string): Promise<void> {
     await database.db.query("update session_leases set expires_at = now() - interval '1 second' where session_id = $1", [sessionId]);
-    expect(await b.claim(sessionId, runId)).toBe(true);
+    expect(await b.lease.claim(sessionId, runId)).toBe(true);
   }
 
   it('refuses the stale instance’s events and journal entries once another instance holds the lease, and writes nothing of them', async () => {
     const { sessionId, runId } = await sessionWithRun();
-    expect(await a.claim(sessionId, runId)).toBe(true);
+    expect(await a.lease.claim(sessionId, runId)).toBe(true);
     await storeA.appendEvent(sessionId, event(1, runId));
     await storeA.appendJournal(runId, entry(0, 'from A'));
 
@@ -79,12 +79,12 @@ describe.skipIf(!url)('lease fencing on PostgreSQL', () => {
 
   it('refuses a lease given up and taken again by the same instance: a new claim is a new generation', async () => {
     const { sessionId, runId } = await sessionWithRun();
-    expect(await a.claim(sessionId, runId)).toBe(true);
-    const first = a.fenceFor(sessionId)!;
+    expect(await a.lease.claim(sessionId, runId)).toBe(true);
+    const first = a.lease.fenceFor(sessionId)!;
     await takeOver(sessionId, runId);
-    await b.release(sessionId, runId);
-    expect(await a.claim(sessionId, runId)).toBe(true);
-    const second = a.fenceFor(sessionId)!;
+    await b.lease.release(sessionId, runId);
+    expect(await a.lease.claim(sessionId, runId)).toBe(true);
+    const second = a.lease.fenceFor(sessionId)!;
     expect(second.generation).toBeGreaterThan(first.generation);
     // A write still made under the first lease (a stalled call from before) would be refused; one under the current lease goes.
     const stale = { forSession: () => first, forRun: () => first };
@@ -92,7 +92,7 @@ describe.skipIf(!url)('lease fencing on PostgreSQL', () => {
     try {
       await expect(storeB.appendEvent(sessionId, event(1, runId))).rejects.toBeInstanceOf(StaleLeaseError);
     } finally {
-      storeB.fenceWith(b.fence);
+      storeB.fenceWith(b.lease.fence);
     }
     await storeA.appendEvent(sessionId, event(1, runId));
     expect((await storeA.listEvents(sessionId, 0)).map((logged) => logged.seq)).toEqual([1]);
@@ -102,8 +102,8 @@ describe.skipIf(!url)('lease fencing on PostgreSQL', () => {
     const held = await sessionWithRun();
     const free = await sessionWithRun();
     const lost = await sessionWithRun();
-    expect(await a.claim(held.sessionId, held.runId)).toBe(true);
-    expect(await a.claim(lost.sessionId, lost.runId)).toBe(true);
+    expect(await a.lease.claim(held.sessionId, held.runId)).toBe(true);
+    expect(await a.lease.claim(lost.sessionId, lost.runId)).toBe(true);
     await takeOver(lost.sessionId, lost.runId);
     // One batch: the three arrive in the same turn and go in one statement.
     const results = await Promise.allSettled([
@@ -119,19 +119,19 @@ describe.skipIf(!url)('lease fencing on PostgreSQL', () => {
   });
   it('leaves a lease that ran out on a run still going to that run (the orphan sweep’s claim), not to a new message or command', async () => {
     const { sessionId, runId } = await sessionWithRun();
-    expect(await a.claim(sessionId, runId)).toBe(true);
+    expect(await a.lease.claim(sessionId, runId)).toBe(true);
     // A dies (or hands the run over at shutdown): its lease runs out, the run is still running in the store.
-    await a.letGo(sessionId);
+    await a.lease.letGo(sessionId);
     // Before the next sweep, a message (a new run) or a snapshot command (no run) arrives on B.
-    expect(await b.claim(sessionId, randomUUID())).toBe(false);
-    expect(await b.claim(sessionId, null)).toBe(false);
+    expect(await b.lease.claim(sessionId, randomUUID())).toBe(false);
+    expect(await b.lease.claim(sessionId, null)).toBe(false);
     // The run itself is taken over, and once it has ended the session is free again.
     expect(await b.interrupted({ sessionId, runId })).toBe('go_on');
     await storeB.finishRun(runId, { status: 'completed', endReason: 'answered' });
     // A lease that ran out naming a run that ended, or naming no run, is anyone's.
-    await b.letGo(sessionId);
-    expect(await a.claim(sessionId, null)).toBe(true);
-    await a.letGo(sessionId);
-    expect(await b.claim(sessionId, null)).toBe(true);
+    await b.lease.letGo(sessionId);
+    expect(await a.lease.claim(sessionId, null)).toBe(true);
+    await a.lease.letGo(sessionId);
+    expect(await b.lease.claim(sessionId, null)).toBe(true);
   });
 });

@@ -1,4 +1,4 @@
-import { AgentControl, InputTimeoutError } from '@stepwise/backend';
+import { AgentControl, InputTimeoutError, textAnswer } from '@stepwise/backend';
 import { describe, expect, it } from 'vitest';
 
 describe('AgentControl', () => {
@@ -15,13 +15,13 @@ describe('AgentControl', () => {
     const control = new AgentControl();
     const answer = control.waitForInput('q1', 1_000);
     expect(control.awaitingInput).toBe(true);
-    expect(control.provideInput('Oslo')).toBe('answered');
+    expect(control.provideInput(textAnswer('Oslo'))).toBe('answered');
     await expect(answer).resolves.toBe('Oslo');
     expect(control.awaitingInput).toBe(false);
   });
 
   it('refuses an answer when nothing waits', () => {
-    expect(new AgentControl().provideInput('stray')).toBe('no_pending_input');
+    expect(new AgentControl().provideInput(textAnswer('stray'))).toBe('no_pending_input');
   });
 
   it('times out with InputTimeoutError', async () => {
@@ -35,7 +35,7 @@ describe('AgentControl', () => {
     const wait = control.waitForInput('q1', 60_000);
     control.stop();
     await expect(wait).rejects.toMatchObject({ name: 'AbortError' });
-    expect(control.provideInput('late')).toBe('no_pending_input');
+    expect(control.provideInput(textAnswer('late'))).toBe('no_pending_input');
   });
 
   it('rejects at once when the given signal is already aborted', async () => {
@@ -48,8 +48,8 @@ describe('AgentControl', () => {
     const first = control.waitForInput('q-first', 60_000);
     const second = control.waitForInput('q-second', 60_000);
     expect(control.pendingQuestions).toEqual(['q-first', 'q-second']);
-    expect(control.provideInput('for the second', 'q-second')).toBe('answered');
-    expect(control.provideInput('for the first', 'q-first')).toBe('answered');
+    expect(control.provideInput(textAnswer('for the second'), 'q-second')).toBe('answered');
+    expect(control.provideInput(textAnswer('for the first'), 'q-first')).toBe('answered');
     await expect(first).resolves.toBe('for the first');
     await expect(second).resolves.toBe('for the second');
   });
@@ -58,8 +58,8 @@ describe('AgentControl', () => {
     const control = new AgentControl();
     const first = control.waitForInput('q-first', 60_000);
     const second = control.waitForInput('q-second', 60_000);
-    expect(control.provideInput('which?')).toBe('ambiguous_input');
-    expect(control.provideInput('nobody', 'q-nobody')).toBe('unknown_question');
+    expect(control.provideInput(textAnswer('which?'))).toBe('ambiguous_input');
+    expect(control.provideInput(textAnswer('nobody'), 'q-nobody')).toBe('unknown_question');
     expect(control.pendingQuestions).toEqual(['q-first', 'q-second']);
     control.stop();
     await Promise.allSettled([first, second]);

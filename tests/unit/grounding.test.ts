@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { groundedEnding, shownAnswer, unresolvedAnswer } from '../../backend/src/agent/grounding.ts';
+import { groundedEnding, shownAnswer, unresolvedAnswer } from '../../backend/src/agent/kernel/grounding.ts';
 
 describe('grounded endings', () => {
   it('keeps an answer that rests on no failed call', () => {

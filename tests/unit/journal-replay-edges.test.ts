@@ -12,6 +12,7 @@ import {
   type RunPast,
   type Tool,
   ToolRegistry,
+  textAnswer,
 } from '@stepwise/backend';
 import type { LoggedEventBody } from '@stepwise/shared-types';
 import { describe, expect, it } from 'vitest';
@@ -381,7 +382,7 @@ describe('journal replay', () => {
     const k3 = kernelWith(asking(), [calculatorTool as Tool], journal3);
     const resumed = k3.start('run-2', { toolNames: ['calculator'], past: { runId: 'run-2', entries: entries2, events: events2, storedMessages: 0 } });
     await tick();
-    const outcome = resumed.control.provideInput('Oslo', asked.question_id);
+    const outcome = resumed.control.provideInput(textAnswer('Oslo'), asked.question_id);
     const end = await Promise.race([resumed.outcome, new Promise((resolve) => setTimeout(() => resolve('still waiting'), 500))]);
     expect({ outcome, end }).toMatchObject({ outcome: 'answered', end: { status: 'completed' } });
   });

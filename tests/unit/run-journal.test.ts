@@ -1,4 +1,4 @@
-import { roa } from '@stepwise/backend';
+import { roa, textAnswer } from '@stepwise/backend';
 import type { LoggedEventBody } from '@stepwise/shared-types';
 import { describe, expect, it } from 'vitest';
 import { observeText, reasonText } from '../fixtures/scripted-llm-server.ts';
@@ -136,7 +136,7 @@ describe('the run journal', () => {
     const resumed = restarted.start('Weather?', { runId: 'run-q', past: { runId: 'run-q', entries, events, storedMessages: 0 } });
     await new Promise((resolve) => setImmediate(resolve));
     await new Promise((resolve) => setImmediate(resolve));
-    expect(resumed.control.provideInput('Oslo', (question as { question_id: string }).question_id)).toBe('answered');
+    expect(resumed.control.provideInput(textAnswer('Oslo'), (question as { question_id: string }).question_id)).toBe('answered');
     expect(await resumed.outcome).toMatchObject({ status: 'completed', answer: 'Weather for Oslo.' });
     expect(second.purposes()).toEqual(['roa.observe']);
     // The question was not shown again: the first thing logged is its answer.

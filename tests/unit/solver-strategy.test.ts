@@ -1,4 +1,4 @@
-import { checkProblem, type CompletionRequest, ModelError, solver } from '@stepwise/backend';
+import { checkProblem, type CompletionRequest, ModelError, solver, textAnswer } from '@stepwise/backend';
 import type { LoggedEventBody } from '@stepwise/shared-types';
 import { describe, expect, it } from 'vitest';
 import { inProcessKernel } from '../helpers/kernel.ts';
@@ -39,7 +39,7 @@ async function answerQuestions(run: ReturnType<typeof start>, answer: (question:
     if (!next) return;
     const question = updates(run.sink.events, 'agent_request_input')[answered]!;
     answered += 1;
-    run.control.provideInput(answer(question), String(question.question_id));
+    run.control.provideInput(textAnswer(answer(question)), String(question.question_id));
   }
 }
 

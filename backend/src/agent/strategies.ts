@@ -4,7 +4,7 @@ import { planExecute } from './plan_execute/plan-execute.ts';
 import { research } from './research/research.ts';
 import { roa } from './roa/roa.ts';
 import { solver } from './solver/solver.ts';
-import type { AnyStrategy } from './strategy.ts';
+import type { AnyStrategy } from './kernel/strategy.ts';
 
 /**
  * Every strategy Stepwise runs: adding one is a folder under agent/, one under prompts/, and a

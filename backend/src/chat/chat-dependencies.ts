@@ -1,13 +1,13 @@
-import type { ControlBus } from '../agent/control-bus.ts';
-import type { RunEngine } from '../agent/run-engine.ts';
-import type { RunKernel } from '../agent/run-kernel.ts';
+import type { ControlBus } from '../agent/kernel/control-bus.ts';
+import type { RunEngine } from '../agent/kernel/run-engine.ts';
+import type { RunKernel } from '../agent/kernel/run-kernel.ts';
 import type { Config } from '../config/config.ts';
 import type { SessionFiles } from '../files/session-files.ts';
 import type { Logger } from '../logger.ts';
 import type { Store } from '../store/store.ts';
 import type { ToolRegistry } from '../tools/tool-registry.ts';
-import type { RunHost } from '../hosting/run-host.ts';
-import type { RunSlots } from '../limits/run-slots.ts';
+import type { RunRouter } from '../hosting/run-router.ts';
+import type { RunAdmission } from '../hosting/run-admission.ts';
 
 /** The services every session shares. */
 export interface ChatDependencies {
@@ -19,9 +19,9 @@ export interface ChatDependencies {
   tools: ToolRegistry;
   store: Store;
   logger: Logger;
-  /** Shared by every session: the server's limit of concurrent answers and runs. */
-  runSlots: RunSlots;
+  /** Whether a run may start (its slot, its user's quota, its session's lease), for every session. */
+  admission: RunAdmission;
   files: SessionFiles;
-  /** Where a session's run lives and how to reach it: this process, or one of several instances. */
-  host: RunHost;
+  /** How a command reaches the session's run wherever it executes (this process, another instance, a workflow). */
+  router: RunRouter;
 }

@@ -1,6 +1,6 @@
 import { CLIENT_MESSAGE_TYPES, ClientMessage, type ErrorCode, type ErrorEvent, type SessionEvent, type SettingsChangedEvent } from '@stepwise/shared-types';
 import { inject, injectable } from 'tsyringe';
-import { RunKernel } from '../agent/run-kernel.ts';
+import { RunKernel } from '../agent/kernel/run-kernel.ts';
 import type { Config } from '../config/config.ts';
 import { settingsInForce } from '../config/settings-in-force.ts';
 import { ModelHealthMonitor } from '../llm/model-health.ts';

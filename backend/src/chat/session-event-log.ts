@@ -9,7 +9,7 @@ import type {
   ModelHealthEvent,
   SettingsChangedEvent,
 } from '@stepwise/shared-types';
-import type { EventSink } from '../agent/event-sink.ts';
+import type { EventSink } from '../agent/kernel/event-sink.ts';
 import type { Store } from '../store/store.ts';
 import type { ClientConnection } from './client-connection.ts';
 import { RUN_ENDINGS } from './run-endings.ts';

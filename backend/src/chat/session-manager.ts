@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { LoggedEventBody, ModelHealthEvent, SettingsChangedEvent, StopReason, ToolsChangedEvent } from '@stepwise/shared-types';
 import { inject, injectable } from 'tsyringe';
-import type { ControlBus } from '../agent/control-bus.ts';
-import type { RunEngine } from '../agent/run-engine.ts';
-import { RunKernel } from '../agent/run-kernel.ts';
+import type { ControlBus } from '../agent/kernel/control-bus.ts';
+import type { RunEngine } from '../agent/kernel/run-engine.ts';
+import { RunKernel } from '../agent/kernel/run-kernel.ts';
 import type { Config } from '../config/config.ts';
 import { type FileListener, SessionFiles } from '../files/session-files.ts';
 import type { Logger } from '../logger.ts';
@@ -11,17 +11,19 @@ import type { SessionOwner, SessionRecord, Store } from '../store/store.ts';
 import { type ChatAccess, chatAccess, LOCAL_USER, ownerOf, type User } from '../auth/user.ts';
 import { TOKENS } from '../tokens.ts';
 import { ToolRegistry } from '../tools/tool-registry.ts';
-import { type ChatDependencies, ChatService, PLAIN_CHAT } from './chat-service.ts';
-import { JOURNAL } from '../agent/run-journal.ts';
+import type { ChatDependencies } from './chat-dependencies.ts';
+import { ChatService } from './chat-service.ts';
+import { PLAIN_CHAT } from './session-runs.ts';
+import { JOURNAL } from '../agent/kernel/run-journal.ts';
+import type { LogFanOut } from '../hosting/log-fan-out.ts';
+import type { RunRouter } from '../hosting/run-router.ts';
 import type { Arrival, RunHost } from '../hosting/run-host.ts';
+import { RunAdmission } from '../hosting/run-admission.ts';
 import { RunSlots } from '../limits/run-slots.ts';
 import { type EventObserver, SessionEventLog } from './session-event-log.ts';
 
 /** The close code of sockets whose session was deleted (an application code, like HTTP's 404). */
 export const SESSION_DELETED_CLOSE_CODE = 4404;
-
-/** How often a session with sockets here reads what other instances logged, besides their notices. */
-const FOLLOW_POLL_MS = 1_000;
 
 export const SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
@@ -34,6 +36,8 @@ export class SessionManager {
   /** Sessions being deleted: they cannot be rejoined or reopened meanwhile. */
   private readonly deleting = new Set<string>();
   private readonly deps: ChatDependencies;
+  /** How each live session stops following what other instances write to its log. */
+  private readonly unfollows = new Map<string, () => void>();
 
   constructor(
     @inject(TOKENS.Config) private readonly config: Config,
@@ -46,6 +50,10 @@ export class SessionManager {
     @inject(TOKENS.RunHost) private readonly host: RunHost,
     @inject(TOKENS.RunEngine) engine: RunEngine,
     @inject(TOKENS.EventObserver) private readonly observer: EventObserver | undefined,
+    @inject(RunAdmission) admission: RunAdmission,
+    @inject(RunSlots) private readonly runSlots: RunSlots,
+    @inject(TOKENS.RunRouter) router: RunRouter,
+    @inject(TOKENS.LogFanOut) private readonly fanOut: LogFanOut,
   ) {
     files.onChange(this.onFileChange);
     this.deps = {
@@ -56,9 +64,9 @@ export class SessionManager {
       tools,
       store,
       logger,
-      runSlots: new RunSlots(config.limits.concurrentRuns, config.limits.runsPerAddress, config.quotas.runsPerUser),
+      admission,
       files,
-      host,
+      router,
     };
     // A run arrives here that no socket started here (its instance went away, or Restate executes it here): set it up.
     host.onRunArrived((run) => this.arrive(run.sessionId, run.runId));
@@ -110,7 +118,7 @@ export class SessionManager {
 
   /** Answers and runs in progress on this instance. */
   get runsActive(): number {
-    return this.deps.runSlots.inUse;
+    return this.runSlots.inUse;
   }
 
   /** Questions the runs on this instance wait on a person to answer. */
@@ -201,7 +209,7 @@ export class SessionManager {
       () => {
         this.idleTimers.delete(chat.sessionId);
         if (chat.busy || chat.log.connectionCount > 0 || (unused && chat.written)) return this.release(chat);
-        this.sessions.delete(chat.sessionId);
+        this.drop(chat.sessionId);
       },
       unused ? Math.min(this.config.sessionUnusedTtlMs, this.config.sessionIdleTtlMs) : this.config.sessionIdleTtlMs,
     );
@@ -253,8 +261,7 @@ export class SessionManager {
     if (chat.activeRunId !== undefined && chat.activeRunId !== runId) {
       throw new Error(`Session ${sessionId} is still busy with run ${chat.activeRunId}; tried again later`);
     }
-    if (!(await this.host.claim(sessionId, runId))) throw new Error(`Another instance holds session ${sessionId}`);
-    if (this.host.shared) await chat.log.syncFromStore();
+    // Its admission claims the session for it (and throws, to be tried again, while another instance holds it).
     const outcome = await chat.recover(run);
     this.release(chat);
     return outcome;
@@ -286,7 +293,7 @@ export class SessionManager {
         chat.refuseMessages();
         await chat.stop('user');
         this.cancelEviction(id);
-        this.sessions.delete(id);
+        this.drop(id);
       }
       await remove();
       chat?.log.closeAll({ type: 'session_deleted', session_id: id }, SESSION_DELETED_CLOSE_CODE, 'Session deleted');
@@ -301,8 +308,7 @@ export class SessionManager {
     this.idleTimers.clear();
     // Several instances, or Restate: a shutdown hands runs over (to the others, or to the next
     // attempt once this process is back) rather than stopping them; no run starts here any more.
-    const handOver = reason === 'shutdown' && this.host.handsOverAtShutdown;
-    if (handOver) this.host.drain();
+    const handOver = reason === 'shutdown' && this.host.drain() === 'hand_over';
     await Promise.all([...this.sessions.values()].map((chat) => (handOver ? chat.handOver() : chat.stop(reason))));
   }
 
@@ -330,44 +336,61 @@ export class SessionManager {
     const log = new SessionEventLog(id, this.store, lastSeq, this.observer);
     const chat = new ChatService(id, log, this.deps, options);
     this.sessions.set(id, chat);
-    if (this.host.shared) this.followOtherInstances(chat);
+    this.followOtherInstances(chat);
     return chat;
+  }
+
+  /** Drops a session from memory, and stops following it. */
+  private drop(id: string): void {
+    this.sessions.delete(id);
+    this.unfollows.get(id)?.();
+    this.unfollows.delete(id);
   }
 
   /**
    * Another instance may write this session's log (it runs the session's run): its events reach
    * this instance's sockets from the database, on its notice or, should one be lost, at the next
-   * poll, in seq order and without gaps.
+   * look, in seq order and without gaps. (In one process nothing else writes it: nothing is heard.)
    */
   private followOtherInstances(chat: ChatService): void {
-    const { host } = this;
-    const { log } = chat;
-    log.onAppended = () => host.notify(chat.sessionId);
+    const { fanOut } = this;
+    const { log, sessionId } = chat;
+    log.onAppended = () => fanOut.notify(sessionId);
     // Previews stream to sockets on every instance: they are not logged, so they travel on their own.
-    log.onPreview = (delta, afterSeq) => host.publishPreview(chat.sessionId, delta, afterSeq);
-    let unfollow: (() => void) | undefined;
-    // A database that fails a catch-up is told to the log, not to the process: the next notice or poll tries again.
+    log.onPreview = (delta, afterSeq) => fanOut.publishPreview(sessionId, delta, afterSeq);
+    // A database that fails a catch-up is told to the log, not to the process: the next notice or look tries again.
     const catchUp = () =>
       void log
         .syncFromStore()
-        .catch((error: unknown) => this.logger.warn({ err: error, session_id: chat.sessionId }, 'could not read the session log from the database'));
-    void host
-      .follow(chat.sessionId, (preview) => (preview ? log.relayPreview(preview.delta, preview.afterSeq) : catchUp()))
+        .catch((error: unknown) => this.logger.warn({ err: error, session_id: sessionId }, 'could not read the session log from the database'));
+    let dropped = false;
+    this.unfollows.set(sessionId, () => {
+      dropped = true;
+    });
+    void fanOut
+      .follow(sessionId, (notice) => {
+        switch (notice.kind) {
+          case 'preview':
+            return log.relayPreview(notice.delta, notice.afterSeq);
+          case 'appended':
+            return catchUp();
+          case 'look':
+            // A look finds what a lost notice would have said, for the sockets here, while no run here writes the log.
+            if (log.connectionCount > 0 && !chat.busy) catchUp();
+            return;
+          default: {
+            const unknown: never = notice;
+            throw new Error(`Unknown notice ${JSON.stringify(unknown)}`);
+          }
+        }
+      })
       .then(
         (stop) => {
-          unfollow = stop;
+          if (dropped) stop();
+          else this.unfollows.set(sessionId, stop);
         },
-        (error: unknown) => this.logger.warn({ err: error, session_id: chat.sessionId }, 'could not follow a session across instances; polling it'),
+        (error: unknown) => this.logger.warn({ err: error, session_id: sessionId }, 'could not follow a session across instances; looking it up meanwhile'),
       );
-    const poll = setInterval(() => {
-      if (!this.sessions.has(chat.sessionId)) {
-        clearInterval(poll);
-        unfollow?.();
-        return;
-      }
-      if (log.connectionCount > 0 && !chat.busy) catchUp();
-    }, FOLLOW_POLL_MS);
-    poll.unref();
   }
 
   private cancelEviction(id: string): void {

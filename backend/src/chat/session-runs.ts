@@ -1,9 +1,9 @@
 import { loadModelImages } from '../files/model-images.ts';
-import type { AgentControl } from '../agent/agent-control.ts';
-import { runEvents } from '../agent/run-events.ts';
-import { JOURNAL, type RunPast } from '../agent/run-journal.ts';
+import type { AgentControl } from '../agent/kernel/agent-control.ts';
+import { runEvents } from '../agent/kernel/run-events.ts';
+import { JOURNAL, type RunPast } from '../agent/kernel/run-journal.ts';
 import { readNotepad } from '../tools/notepad-tool.ts';
-import { DEFAULT_STRATEGY, type RunInput } from '../agent/strategy.ts';
+import { DEFAULT_STRATEGY, type RunInput } from '../agent/kernel/strategy.ts';
 import type { LlmMessage } from '../messages.ts';
 import type { RunRecord, Store } from '../store/store.ts';
 import type { ChatDependencies } from './chat-dependencies.ts';
@@ -15,6 +15,12 @@ const GOES_ON: ReadonlySet<string> = new Set(['max_steps', 'budget', 'unresolved
 
 /** A run's past, with how much of its transcript the session's history holds already. */
 export type RunPastWithHistory = RunPast & { storedMessages: number };
+
+/** What a run admitted in a session starts from: a new request, a continuation of an earlier run (or snapshot), or a run recovered after a restart. */
+export type RunStart =
+  | { kind: 'new'; request: Omit<RunInput, 'sessionId' | 'history'> & { strategy: string } }
+  | { kind: 'continuation'; input: RunInput; past: RunPastWithHistory }
+  | { kind: 'recovery'; input: RunInput; past: RunPastWithHistory };
 
 /** The run records (and the strategy) of plain chat answers carry this name. */
 export const PLAIN_CHAT = 'chat';
@@ -31,8 +37,24 @@ export class SessionRuns {
     private readonly deps: Pick<ChatDependencies, 'store' | 'kernel' | 'engine' | 'logger' | 'files' | 'config' | 'tools'>,
   ) {}
 
+  /** Records what `start` asks for (a new request's message, a new run) and runs it. */
+  start(start: RunStart, control: AgentControl): Promise<void> {
+    switch (start.kind) {
+      case 'new':
+        return this.launch(start.request, control);
+      case 'continuation':
+        return this.launchContinuation(start.input, start.past, control);
+      case 'recovery':
+        return this.execute(start.input, control, start.past);
+      default: {
+        const unknown: never = start;
+        throw new Error(`Unknown run start ${JSON.stringify(unknown)}`);
+      }
+    }
+  }
+
   /** Records the request (the user's message, the run) and runs it. */
-  async launch(request: Omit<RunInput, 'sessionId' | 'history'> & { strategy: string }, control: AgentControl): Promise<void> {
+  private async launch(request: Omit<RunInput, 'sessionId' | 'history'> & { strategy: string }, control: AgentControl): Promise<void> {
     const { store } = this.deps;
     const history = await this.history();
     const afterSeq = this.log.lastSeq;
@@ -97,7 +119,7 @@ export class SessionRuns {
   }
 
   /** Records a run that continues an earlier one (no new user message: the request is the same) and runs it. */
-  async launchContinuation(input: RunInput, past: RunPastWithHistory, control: AgentControl): Promise<void> {
+  private async launchContinuation(input: RunInput, past: RunPastWithHistory, control: AgentControl): Promise<void> {
     await this.deps.store.createRun({ id: input.runId, sessionId: this.sessionId, strategy: input.strategy ?? DEFAULT_STRATEGY, maxSteps: input.maxSteps });
     await this.execute(input, control, past);
   }
@@ -125,7 +147,7 @@ export class SessionRuns {
     };
   }
 
-  async execute(input: RunInput, control: AgentControl, past?: RunPastWithHistory): Promise<void> {
+  private async execute(input: RunInput, control: AgentControl, past?: RunPastWithHistory): Promise<void> {
     const { store, logger, engine } = this.deps;
     const runLogger = logger.child({ session_id: this.sessionId });
     await engine.execute(

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AgentStart, LoggedEvent, SnapshotInfo } from '@stepwise/shared-types';
-import { JOURNAL } from '../agent/run-journal.ts';
-import type { RunInput } from '../agent/strategy.ts';
+import { JOURNAL } from '../agent/kernel/run-journal.ts';
+import type { RunInput } from '../agent/kernel/strategy.ts';
 import type { MessageRecord, RunRecord, SnapshotRecord } from '../store/store.ts';
 import type { ChatDependencies } from './chat-dependencies.ts';
 import { strategyEventsOf } from './run-endings.ts';

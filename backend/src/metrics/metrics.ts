@@ -2,7 +2,7 @@ import type { LoggedEvent } from '@stepwise/shared-types';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { isAbortError } from '../errors.ts';
 import { aroundCalls, type LlmClient } from '../llm/llm-client.ts';
-import { DEFAULT_STRATEGY } from '../agent/strategy.ts';
+import { DEFAULT_STRATEGY } from '../agent/kernel/strategy.ts';
 
 /** What the server knows live, read at each scrape. */
 export interface LiveCounts {

@@ -1,13 +1,14 @@
 import { createServer, type Http2Server } from 'node:http2';
 import type * as restate from '@restatedev/restate-sdk';
+import type { PersonAnswer } from '@stepwise/shared-types';
 import type { Config } from '../config/config.ts';
 import { ERROR_CODE, StepwiseError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
-import type { RunEngine } from '../agent/run-engine.ts';
+import type { RunEngine } from '../agent/kernel/run-engine.ts';
 import type { Arrival } from '../hosting/run-host.ts';
-import { JOURNAL, type JournalEntry, type RunJournal } from '../agent/run-journal.ts';
-import type { RunHooks, RunKernel, RunOutcome, RunSession } from '../agent/run-kernel.ts';
-import type { RunInput } from '../agent/strategy.ts';
+import { JOURNAL, type JournalEntry, type RunJournal } from '../agent/kernel/run-journal.ts';
+import type { RunHooks, RunKernel, RunOutcome, RunSession } from '../agent/kernel/run-kernel.ts';
+import type { RunInput } from '../agent/kernel/strategy.ts';
 import { abortReason } from '../util/abort.ts';
 import { answerKey, RestateJournal, RunCancelledError } from './restate-journal.ts';
 import { loadRestateSdk, restateSdk } from './restate-sdk.ts';
@@ -69,9 +70,9 @@ export class RestateEngine implements RunEngine {
       handlers: {
         run: (ctx: restate.WorkflowContext, request: { sessionId: string }) => this.runWorkflow(ctx, request),
         /** An answer to one of the run's questions, from anywhere Restate's ingress is reachable. */
-        answer: async (ctx: restate.WorkflowSharedContext, request: { questionId: string; answer: string }) => {
+        answer: async (ctx: restate.WorkflowSharedContext, request: { questionId: string; answer: PersonAnswer }) => {
           try {
-            await ctx.promise<string>(answerKey(request.questionId)).resolve(request.answer);
+            await ctx.promise<PersonAnswer>(answerKey(request.questionId)).resolve(request.answer);
           } catch (error) {
             if (!(error instanceof sdk.TerminalError)) throw error;
             // Answered already: the first answer stands.
@@ -199,7 +200,7 @@ export class RestateEngine implements RunEngine {
     throw new Error(`Restate's ingress answered ${output.status} for the output of run ${runId}`);
   }
 
-  async recordAnswer(runId: string, questionId: string, answer: string): Promise<boolean> {
+  async recordAnswer(runId: string, questionId: string, answer: PersonAnswer): Promise<boolean> {
     const response = await fetch(`${this.config.ingressUrl}/${RUN_WORKFLOW}/${encodeURIComponent(runId)}/answer`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { WorkflowContext } from '@restatedev/restate-sdk';
-import type { AnswerLedger } from '../agent/agent-control.ts';
-import type { JournalEntry, RunJournal } from '../agent/run-journal.ts';
+import type { PersonAnswer } from '@stepwise/shared-types';
+import type { AnswerLedger } from '../agent/kernel/agent-control.ts';
+import type { JournalEntry, RunJournal } from '../agent/kernel/run-journal.ts';
 import { raceAbort } from '../util/abort.ts';
 import { restateSdk } from './restate-sdk.ts';
 
@@ -17,7 +18,7 @@ type JournalRecord =
   | { op: 'truncate'; from: number }
   | { op: 'attempt'; id: string }
   | { op: 'peek'; questionId: string }
-  | { op: 'settle'; questionId: string; answer: string };
+  | { op: 'settle'; questionId: string; answer: PersonAnswer };
 
 /** Every record is one `ctx.run` step of this name: Restate checks names on replay, so they never differ. */
 const STEP = 'journal';
@@ -199,19 +200,25 @@ export function answerKey(questionId: string): string {
   return `answer:${questionId}`;
 }
 
-async function peekAnswer(ctx: WorkflowContext, questionId: string): Promise<string | undefined> {
-  return (await ctx.promise<string>(answerKey(questionId)).peek()) ?? undefined;
+async function peekAnswer(ctx: WorkflowContext, questionId: string): Promise<PersonAnswer | undefined> {
+  const recorded = await ctx.promise<PersonAnswer | string>(answerKey(questionId)).peek();
+  return recorded === undefined || recorded === null ? undefined : recordedAnswer(recorded);
+}
+
+/** An answer as a durable promise holds it: typed, or (recorded before answers were typed) its words. */
+function recordedAnswer(recorded: PersonAnswer | string): PersonAnswer {
+  return typeof recorded === 'string' ? { kind: 'text', text: recorded } : recorded;
 }
 
 /** Records `answer` unless the question was answered already (the first answer stands); resolves with the one recorded. */
-async function settleAnswer(ctx: WorkflowContext, questionId: string, answer: string): Promise<string> {
-  const promise = ctx.promise<string>(answerKey(questionId));
+async function settleAnswer(ctx: WorkflowContext, questionId: string, answer: PersonAnswer): Promise<PersonAnswer> {
+  const promise = ctx.promise<PersonAnswer | string>(answerKey(questionId));
   try {
     await promise.resolve(answer);
   } catch (error) {
     if (!(error instanceof restateSdk().TerminalError) || error instanceof restateSdk().CancelledError) throw error;
   }
-  return await promise.get();
+  return recordedAnswer(await promise.get());
 }
 
 async function step(ctx: WorkflowContext, record: () => JournalRecord): Promise<JournalRecord> {

@@ -1,51 +1,30 @@
-import type { DeltaEvent } from '@stepwise/shared-types';
-import type { ControlCommand, ControlOutcome } from '../agent/control-bus.ts';
-import type { Arrival, ArrivingRun, ClaimOutcome, Interrupted, RunHost, RunQuota, SessionListener } from '../hosting/run-host.ts';
+import type { PersonAnswer } from '@stepwise/shared-types';
+import type { ControlCommand, ControlOutcome } from '../agent/kernel/control-bus.ts';
+import type { RunRouter } from '../hosting/run-router.ts';
+import type { Arrival, ArrivingRun, AtShutdown, Hosting, Interrupted, RunHost } from '../hosting/run-host.ts';
 import type { RestateEngine } from './restate-engine.ts';
 
 /**
  * RUN_ENGINE=restate: a run lives in its Restate workflow, which outlives this process. Sessions
- * are held and reached as by the host beneath (one process, or the cluster of instances); what
- * Restate changes is where a run goes on: after a restart, or on another instance behind the same
- * address, Restate invokes the workflow again and the run arrives wherever it is served. So a
- * shutdown hands runs over, a run found going at startup is submitted to Restate (and closed if its
- * workflow ended), an orphaned lease is left to Restate, and an answer to a run executing nowhere
- * just now is kept by its workflow.
+ * are held, reached and followed as by the ports beneath (one process, or the cluster of
+ * instances); what Restate changes is where a run goes on (after a restart, or on another
+ * instance behind the same address, Restate invokes the workflow again and the run arrives
+ * wherever it is served) and that an answer to a run executing nowhere just now is kept by its
+ * workflow. So only those members are Restate's own: RestateRunHost and RestateRouter.
  */
-export class RestateRunHost implements RunHost {
-  readonly handsOverAtShutdown = true;
+export function restateHosting(base: Hosting, engine: RestateEngine): Hosting {
+  return { ...base, host: new RestateRunHost(base.host, engine), router: new RestateRouter(base.router, engine) };
+}
 
+/** A shutdown hands runs over, a run found going at startup is submitted to Restate (and closed if its workflow ended), an orphaned lease is left to Restate. */
+export class RestateRunHost implements RunHost {
   constructor(
     private readonly base: RunHost,
     private readonly engine: RestateEngine,
   ) {}
 
-  get shared(): boolean {
-    return this.base.shared;
-  }
-
   get instanceId(): string | undefined {
     return this.base.instanceId;
-  }
-
-  claim(sessionId: string, runId: string | null): Promise<boolean> {
-    return this.base.claim(sessionId, runId);
-  }
-
-  claimRun(sessionId: string, runId: string, quota: RunQuota | undefined): Promise<ClaimOutcome> {
-    return this.base.claimRun(sessionId, runId, quota);
-  }
-
-  release(sessionId: string, runId: string | null): Promise<void> {
-    return this.base.release(sessionId, runId);
-  }
-
-  letGo(sessionId: string): Promise<void> {
-    return this.base.letGo(sessionId);
-  }
-
-  sendToSession(sessionId: string, command: ControlCommand): Promise<ControlOutcome> {
-    return this.base.sendToSession(sessionId, command);
   }
 
   /** Runs arrive when Restate executes their workflow here; an orphaned lease is let go, for Restate runs the workflow again itself. */
@@ -60,24 +39,8 @@ export class RestateRunHost implements RunHost {
     return submitted.finished ? 'close' : 'go_on';
   }
 
-  keepAnswer(runId: string, questionId: string, answer: string): Promise<boolean> {
-    return this.engine.recordAnswer(runId, questionId, answer);
-  }
-
   onLostLease(handler: (sessionId: string) => void): void {
     this.base.onLostLease(handler);
-  }
-
-  follow(sessionId: string, listener: SessionListener): Promise<() => void> {
-    return this.base.follow(sessionId, listener);
-  }
-
-  notify(sessionId: string): void {
-    this.base.notify(sessionId);
-  }
-
-  publishPreview(sessionId: string, delta: DeltaEvent, afterSeq: number): void {
-    this.base.publishPreview(sessionId, delta, afterSeq);
   }
 
   async health(): Promise<Record<string, boolean>> {
@@ -91,14 +54,32 @@ export class RestateRunHost implements RunHost {
     await this.engine.start();
   }
 
-  drain(): void {
+  /** Runs live in their workflows: Restate goes on with them once this process (or another) serves them again. */
+  drain(): AtShutdown {
     this.engine.drain();
     this.base.drain();
+    return 'hand_over';
   }
 
   /** Stops serving the workflow before the host beneath lets its sessions go. */
   async close(): Promise<void> {
     await this.engine.close();
     await this.base.close();
+  }
+}
+
+/** Commands travel as beneath; an answer to a run executing nowhere just now is kept by its workflow (the first one stands). */
+export class RestateRouter implements RunRouter {
+  constructor(
+    private readonly base: RunRouter,
+    private readonly engine: RestateEngine,
+  ) {}
+
+  sendToSession(sessionId: string, command: ControlCommand): Promise<ControlOutcome> {
+    return this.base.sendToSession(sessionId, command);
+  }
+
+  keepAnswer(runId: string, questionId: string, answer: PersonAnswer): Promise<boolean> {
+    return this.engine.recordAnswer(runId, questionId, answer);
   }
 }

@@ -1,3 +1,4 @@
+import type { ApprovalDecision, PersonAnswer } from '@stepwise/shared-types';
 import { z } from 'zod';
 
 /** What happens when a run calls a tool: it runs, a person approves it first, or it never runs. */
@@ -58,34 +59,20 @@ export function listedPolicy(tool: string, rules: readonly ApprovalRule[], hint:
   return policyOf(tool, {}, { rules, hint });
 }
 
-/** A person's answer to an approval, as `agent_user_input` carries it. */
-export const ApprovalAnswer = z.strictObject({
-  decision: z.enum(['approve', 'deny']),
-  arguments: z.record(z.string(), z.unknown()).optional(),
-  reason: z.string().trim().max(2_000).optional(),
-  remember: z.literal('run').optional(),
-});
-export type ApprovalAnswer = z.infer<typeof ApprovalAnswer>;
-
 /** The two answers an approval offers as buttons. */
 export const APPROVAL_CHOICES = ['Approve', 'Deny'] as const;
 
 /**
- * Reads an answer to an approval: "Approve" / "Deny" (its buttons, any case; "yes" and "no" too),
- * a denial in words with its reason ("deny: not now", as a text-only client sends it), or the JSON
- * of an ApprovalAnswer (what `agent_user_input.approval` becomes on its way to the run). Undefined
- * when it is none of these.
+ * Reads an answer to an approval: its decision (what `agent_user_input.approval` carries), the
+ * words of its buttons ("Approve" / "Deny", any case; "yes" / "no"), or a denial in words with its
+ * reason ("deny: not now", as a text-only client sends it). Undefined when it is none of these.
  */
-export function readApproval(answer: string): ApprovalAnswer | undefined {
-  const word = answer.trim().toLowerCase();
+export function readApproval(answer: PersonAnswer): ApprovalDecision | undefined {
+  if (answer.kind === 'approval') return answer.approval;
+  const word = answer.text.trim().toLowerCase();
   if (word === 'approve' || word === 'yes') return { decision: 'approve' };
   if (word === 'deny' || word === 'no') return { decision: 'deny' };
-  const denial = /^(?:deny|no)\b[\s:,.-]+(\S[\s\S]*)$/i.exec(answer.trim());
+  const denial = /^(?:deny|no)\b[\s:,.-]+(\S[\s\S]*)$/i.exec(answer.text.trim());
   if (denial) return { decision: 'deny', reason: denial[1]!.trim().slice(0, 2_000) };
-  try {
-    const parsed = ApprovalAnswer.safeParse(JSON.parse(answer));
-    return parsed.success ? parsed.data : undefined;
-  } catch {
-    return undefined;
-  }
+  return undefined;
 }

@@ -5,7 +5,7 @@ import { isAbortError, ModelError } from '../errors.ts';
 import { aroundCalls, type CompletionRequest, type LlmClient } from '../llm/llm-client.ts';
 import type { Logger } from '../logger.ts';
 import { traceIdOfRun } from '../util/ids.ts';
-import { DEFAULT_STRATEGY } from '../agent/strategy.ts';
+import { DEFAULT_STRATEGY } from '../agent/kernel/strategy.ts';
 import { responseAttributes } from './model-call-attributes.ts';
 import { tracingPropagator, tracingResource, tracingSampler } from './otel-setup.ts';
 import { tracedLogger } from './traced-logger.ts';

@@ -29,7 +29,7 @@ import type { Logger } from '../logger.ts';
 import { registerAgUiRoutes } from './ag-ui/route.ts';
 import { registerMcpRoutes } from './mcp/mcp-route.ts';
 import { registerA2aRoutes } from './a2a/a2a-route.ts';
-import { RunKernel } from '../agent/run-kernel.ts';
+import { RunKernel } from '../agent/kernel/run-kernel.ts';
 import { STEPWISE_VERSION } from '../version.ts';
 import type { CallerTraces } from '../tracing/run-tracing.ts';
 import { registerOpenApi } from './openapi.ts';

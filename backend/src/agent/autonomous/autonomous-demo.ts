@@ -1,6 +1,6 @@
 import type { Todo } from '@stepwise/shared-types';
 import type { CompletionRequest, CompletionResult, DemoKit, LlmToolCall } from '../../llm/llm-client.ts';
-import { answerOf, nextToolCall, notEnabledProblem, readSituation, requestParts } from '../demo-language.ts';
+import { answerOf, nextToolCall, notEnabledProblem, readSituation, requestParts } from '../common/demo-language.ts';
 import { TODO_TOOL } from './todos.ts';
 
 const COUNTS: Record<string, number> = { two: 2, three: 3, four: 4, five: 5, '2': 2, '3': 3, '4': 4, '5': 5 };

@@ -2,9 +2,9 @@ import type { GuidanceVariant, Todo } from '@stepwise/shared-types';
 import { z } from 'zod';
 import type { LlmMessage, LlmToolCall } from '../../messages.ts';
 import { requestInputSchema } from '../../tools/request-input-tool.ts';
-import { shownAnswer } from '../grounding.ts';
-import { defineStrategy, questionTurn, type Run, type RunSuccess } from '../strategy.ts';
-import { runToolCalls, type ToolCallRecord, toolCallMessages, withUniqueIds } from '../tool-calls.ts';
+import { shownAnswer } from '../kernel/grounding.ts';
+import { defineStrategy, questionTurn, type Run, type RunSuccess } from '../kernel/strategy.ts';
+import { runToolCalls, type ToolCallRecord, toolCallMessages, withUniqueIds } from '../kernel/tool-calls.ts';
 import { autonomousDemo } from './autonomous-demo.ts';
 import { guidanceEvent, messageEvent, todosEvent } from './autonomous-events.ts';
 import {
@@ -20,6 +20,7 @@ import {
   todosFromUser,
   todoToolSchema,
 } from './todos.ts';
+import { atStepLimit } from '../kernel/budgets.ts';
 
 const sampleTodos: Todo[] = [{ id: '1', title: 't', status: 'pending' }];
 
@@ -181,7 +182,7 @@ export const autonomous = defineStrategy({
       const decision = decide(reply, work !== undefined, open, run.options.workflow_mode);
       if (decision.kind === 'stop') return { answer: answerOf(loop, decision.reason, step), steps: step, reason: decision.reason };
       loop.reminderLevel = decision.reminder ? Math.min(loop.reminderLevel + 1, 3) : work ? 0 : loop.reminderLevel;
-      if (step >= input.maxSteps) return { answer: answerAtLimit(loop, open, input.maxSteps), steps: step, reason: 'max_steps' };
+      if (atStepLimit(step, input)) return { answer: answerAtLimit(loop, open, input.maxSteps), steps: step, reason: 'max_steps' };
     }
   },
 });

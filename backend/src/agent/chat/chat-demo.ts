@@ -1,5 +1,5 @@
 import type { CompletionRequest, CompletionResult, DemoKit } from '../../llm/llm-client.ts';
-import { fallbackAnswer, readSituation, type Situation } from '../demo-language.ts';
+import { fallbackAnswer, readSituation, type Situation } from '../common/demo-language.ts';
 
 /** The demo model's plain chat answer: it points arithmetic to agent mode and says what it can do. */
 export async function chatDemo(request: CompletionRequest, demo: DemoKit): Promise<CompletionResult> {

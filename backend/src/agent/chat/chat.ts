@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineStrategy, questionTurn } from '../strategy.ts';
+import { defineStrategy, questionTurn } from '../kernel/strategy.ts';
 import { chatDemo } from './chat-demo.ts';
 
 const prompts = { system: { today: '2026-01-01' } };

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { runPhase } from '../phase.ts';
-import { defineStrategy } from '../strategy.ts';
+import { runPhase } from '../common/phase.ts';
+import { defineStrategy } from '../kernel/strategy.ts';
 
 const Points = z.object({ points: z.array(z.string()).min(1).max(5) });
 

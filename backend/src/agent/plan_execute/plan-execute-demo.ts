@@ -1,6 +1,6 @@
 import type { CompletionRequest, CompletionResult, DemoKit, LlmToolCall } from '../../llm/llm-client.ts';
-import { block, fallbackAnswer, NO_ATTACHMENT, readSituation, requestParts, type Situation, shorten, summarize } from '../demo-language.ts';
-import { spoken, unresolvedAnswer } from '../grounding.ts';
+import { block, fallbackAnswer, NO_ATTACHMENT, readSituation, requestParts, type Situation, shorten, summarize } from '../common/demo-language.ts';
+import { spoken, unresolvedAnswer } from '../kernel/grounding.ts';
 import type { PlanReply } from './plan.ts';
 
 type DemoStep = PlanReply['steps'][number];

@@ -3,10 +3,10 @@ import { z } from 'zod';
 import { ModelError } from '../../errors.ts';
 import type { LlmMessage } from '../../messages.ts';
 import { requestInputSchema } from '../../tools/request-input-tool.ts';
-import { ReasonControl } from '../control-block.ts';
-import { runPhase } from '../phase.ts';
-import { defineStrategy, questionTurn, type Run, type RunSuccess } from '../strategy.ts';
-import { runToolCalls, toolCallMessages } from '../tool-calls.ts';
+import { ReasonControl } from '../common/control-block.ts';
+import { runPhase } from '../common/phase.ts';
+import { defineStrategy, questionTurn, type Run, type RunSuccess } from '../kernel/strategy.ts';
+import { runToolCalls, toolCallMessages } from '../kernel/tool-calls.ts';
 import {
   MAX_REPLANS,
   namesMissingPrerequisite,
@@ -22,6 +22,7 @@ import {
 } from './plan.ts';
 import { planExecuteDemo } from './plan-execute-demo.ts';
 import { planEvent, planStepEvent, runMetadataEvent } from './plan-events.ts';
+import { atStepLimit } from '../kernel/budgets.ts';
 
 const tools = ['calculator'];
 /** The templates in prompts/plan_execute/, each with an example of its variables. */
@@ -98,7 +99,7 @@ export const planExecute = defineStrategy({
     let outOfBudget = false;
     for (let at = 0; at < state.steps.length; at++) {
       const step = state.steps[at]!;
-      if (state.iterations >= input.maxSteps) {
+      if (atStepLimit(state.iterations, input)) {
         outOfBudget = true;
         break;
       }
@@ -166,7 +167,7 @@ async function executeStep(run: PlanRun, state: State, step: StepState, options:
   const used = new Set<string>();
   let complete = false;
 
-  while (step.attempts < options.max_step_attempts && state.iterations < input.maxSteps) {
+  while (step.attempts < options.max_step_attempts && !atStepLimit(state.iterations, input)) {
     const iteration = ++state.iterations;
     step.attempts++;
     run.progress.step = iteration;

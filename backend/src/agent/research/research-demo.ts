@@ -1,7 +1,17 @@
 import type { CompletionRequest, CompletionResult, DemoKit } from '../../llm/llm-client.ts';
 import type { LlmMessage } from '../../messages.ts';
 import { evaluateExpression } from '../../tools/expression.ts';
-import { chainExpression, chainResult, findChain, findingsOf, nextToolCall, readSituation, requestParts, type Situation, shorten } from '../demo-language.ts';
+import {
+  chainExpression,
+  chainResult,
+  findChain,
+  findingsOf,
+  nextToolCall,
+  readSituation,
+  requestParts,
+  type Situation,
+  shorten,
+} from '../common/demo-language.ts';
 
 /**
  * The demo model's answers to research's calls, from the shared demo brain: a graph planned from

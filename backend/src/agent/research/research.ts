@@ -3,10 +3,10 @@ import { z } from 'zod';
 import { ERROR_CODE, StepwiseError } from '../../errors.ts';
 import type { LlmMessage } from '../../messages.ts';
 import { REQUEST_INPUT_TOOL, requestInputSchema } from '../../tools/request-input-tool.ts';
-import { askPerson } from '../ask.ts';
-import { oneSentence } from '../grounding.ts';
-import { defineStrategy, type Run, type RunSuccess } from '../strategy.ts';
-import { runToolCalls, toolCallMessages } from '../tool-calls.ts';
+import { askQuestion } from '../kernel/ask.ts';
+import { oneSentence } from '../kernel/grounding.ts';
+import { defineStrategy, type Run, type RunSuccess } from '../kernel/strategy.ts';
+import { runToolCalls, toolCallMessages } from '../kernel/tool-calls.ts';
 import { researchDemo } from './research-demo.ts';
 import { taskCompleteEvent, taskGraphEvent, taskStartEvent, verdictEvent } from './research-events.ts';
 import {
@@ -26,6 +26,7 @@ import {
   unfinished,
   Verdict,
 } from './state-doc.ts';
+import { atStepLimit } from '../kernel/budgets.ts';
 
 const agentSample = {
   goal: 'g',
@@ -183,7 +184,7 @@ export const research = defineStrategy({
         if (judged.verdict !== 'PASS' && !judged.asked)
           return blocked(run, doc, state, cycle, `The verifier of stage ${stage.id} said ${judged.verdict}; follow-up tasks were added.`);
       }
-      if (cycle >= input.maxSteps) {
+      if (atStepLimit(cycle, input)) {
         await doc.write(state);
         return {
           answer: `I stopped after ${cycle} cycles (the most this run may take). ${progressLine(state)} Send another message to go on.`,
@@ -482,7 +483,7 @@ async function askHowToGoOn(
 ): Promise<string[]> {
   const issue = oneSentence(verdict.issues[0] ?? 'The results still do not settle what the stage is for.');
   const question = `Stage ${stage.id} (${stage.name}) was redone ${retried} times and its verifier still doubts it: ${issue} How should I go on?`;
-  const answer = (await askPerson(run, { key: `stage-verifier:${stage.id}:${retried}`, step: cycle, question, kind: 'question' })).trim();
+  const answer = (await askQuestion(run, { key: `stage-verifier:${stage.id}:${retried}`, step: cycle, question, kind: 'question' })).trim();
   state.history.push(`- ${new Date().toISOString().slice(0, 16)} guidance on stage ${stage.id}: ${answer.replace(/\s+/g, ' ')}`);
   const agent = verdict.follow_up_tasks[0]?.agent ?? 'verifier';
   return addFollowUps(stage, { ...verdict, follow_up_tasks: [{ title: `As the person said: ${shortTitle(answer)}`, agent, acceptance_criteria: [answer] }] });

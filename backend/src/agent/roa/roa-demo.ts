@@ -12,8 +12,8 @@ import {
   shorten,
   type Situation,
   unavailable,
-} from '../demo-language.ts';
-import { spoken } from '../grounding.ts';
+} from '../common/demo-language.ts';
+import { spoken } from '../kernel/grounding.ts';
 
 /** The demo model's answers to roa's calls, by purpose: it plans, calls one tool a step, observes. */
 export async function roaDemo(request: CompletionRequest, demo: DemoKit): Promise<CompletionResult> {

@@ -1,11 +1,12 @@
 import { z } from 'zod';
 import type { LlmMessage } from '../../messages.ts';
 import { requestInputSchema } from '../../tools/request-input-tool.ts';
-import { ObserveControl, ReasonControl } from '../control-block.ts';
-import { runPhase } from '../phase.ts';
-import { defineStrategy, questionTurn, type Run, type RunSuccess } from '../strategy.ts';
-import { runToolCalls, toolCallMessages } from '../tool-calls.ts';
+import { ObserveControl, ReasonControl } from '../common/control-block.ts';
+import { runPhase } from '../common/phase.ts';
+import { defineStrategy, questionTurn, type Run, type RunSuccess } from '../kernel/strategy.ts';
+import { runToolCalls, toolCallMessages } from '../kernel/tool-calls.ts';
 import { roaDemo } from './roa-demo.ts';
+import { atStepLimit } from '../kernel/budgets.ts';
 
 /** The templates in prompts/roa/, each with an example of its variables. */
 const prompts = {
@@ -123,7 +124,7 @@ async function actPhase(run: RoaRun, step: number, plan: string): Promise<string
 /** Observe: judge the step's results and decide whether to go on. */
 async function observePhase(run: RoaRun, step: number, toolSummaries: string[]): Promise<Next> {
   const { input } = run;
-  const isLastStep = step >= input.maxSteps;
+  const isLastStep = atStepLimit(step, input);
   const { text, content, control, cut } = await runPhase(run, {
     purpose: 'roa.observe',
     template: 'observe',

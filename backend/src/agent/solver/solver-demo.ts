@@ -10,8 +10,8 @@ import {
   notEnabledProblem,
   readSituation,
   shorten,
-} from '../demo-language.ts';
-import { unresolvedAnswer } from '../grounding.ts';
+} from '../common/demo-language.ts';
+import { unresolvedAnswer } from '../kernel/grounding.ts';
 
 /**
  * The demo model's answers to the solver's stages. It proposes two approaches and picks the

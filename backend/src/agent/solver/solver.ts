@@ -2,9 +2,9 @@ import type { SolverStage } from '@stepwise/shared-types';
 import { z } from 'zod';
 import { ERROR_CODE, isAbortError, ModelError, StepwiseError } from '../../errors.ts';
 import type { LlmMessage } from '../../messages.ts';
-import { askPerson } from '../ask.ts';
-import { defineStrategy, type Run, type RunSuccess } from '../strategy.ts';
-import { runToolCalls, toolCallMessages } from '../tool-calls.ts';
+import { askQuestion } from '../kernel/ask.ts';
+import { defineStrategy, type Run, type RunSuccess } from '../kernel/strategy.ts';
+import { runToolCalls, toolCallMessages } from '../kernel/tool-calls.ts';
 import { solverDemo } from './solver-demo.ts';
 import { decisionEvent, isStageEvent, stageCompleteEvent, stageStartEvent } from './solver-events.ts';
 
@@ -118,7 +118,7 @@ export const solver = defineStrategy({
         return { answer: `${limit}\n\n${flow.solution}`, steps: flow.stages, reason: maxLoops === run.options.max_loops ? 'max_loops' : 'max_steps' };
       }
       if (decision.action === 'ASK_USER') {
-        const answer = await askPerson(run, {
+        const answer = await askQuestion(run, {
           key: `solver.ask:${flow.loop}`,
           step: flow.stages,
           question: decision.question_for_user || 'What should I know to go on?',
@@ -249,7 +249,7 @@ async function orchestrate(run: SolverRun, flow: Workflow, input: string): Promi
 /** Unless auto-advance, asks the person whether to run the next stage; "No" pauses the run (resume asks again). */
 async function confirm(run: SolverRun, flow: Workflow, next: SolverStage, question: string): Promise<void> {
   if (run.options.auto_advance) return;
-  const answer = await askPerson(run, { key: `solver.confirm:${flow.stages}:${next}`, step: flow.stages, question, kind: 'confirm', choices: [YES, NO] }, NO);
+  const answer = await askQuestion(run, { key: `solver.confirm:${flow.stages}:${next}`, step: flow.stages, question, kind: 'confirm', choices: [YES, NO] }, NO);
   if (answer.trim().toLowerCase() === NO.toLowerCase()) {
     run.control.stop('paused');
     run.control.throwIfStopped();

@@ -1,18 +1,39 @@
-import type { By, StopReason } from '@stepwise/shared-types';
-import { InputTimeoutError } from '../errors.ts';
-import { abortReason } from '../util/abort.ts';
+import type { By, PersonAnswer, StopReason } from '@stepwise/shared-types';
+import { InputTimeoutError } from '../../errors.ts';
+import { abortReason } from '../../util/abort.ts';
+
+/** What a question makes of an answer: the value the run takes, or why the answer is refused (the question stays open). */
+export type AnswerRead<T> = { ok: true; value: T } | { ok: false; outcome: 'invalid_answer' | 'invalid_arguments'; message?: string | undefined };
+
+/** Reads an answer to one question (see AnswerRead). */
+export type AnswerReader<T> = (answer: PersonAnswer) => AnswerRead<T>;
+
+/** A question that takes words, any words. */
+export const anyText: AnswerReader<string> = (answer) =>
+  answer.kind === 'text'
+    ? { ok: true, value: answer.text }
+    : { ok: false, outcome: 'invalid_answer', message: 'This question takes words, not an approval; it is still waiting' };
+
+/** A question that takes one of its choices and nothing else (case and whitespace aside): the choice, as the question spells it. */
+export function oneOf(choices: readonly string[]): AnswerReader<string> {
+  return (answer) => {
+    const choice = answer.kind === 'text' ? choices.find((candidate) => candidate.toLowerCase() === answer.text.trim().toLowerCase()) : undefined;
+    return choice === undefined ? { ok: false, outcome: 'invalid_answer' } : { ok: true, value: choice };
+  };
+}
+
+/** Words as an answer. */
+export function textAnswer(text: string): PersonAnswer {
+  return { kind: 'text', text };
+}
 
 interface Waiter {
   questionId: string;
-  /** The only answers the question takes (a confirmation's Yes / No), case and whitespace aside. */
-  choices?: readonly string[] | undefined;
-  /** Checks an answer (an approval's edited arguments): the answer to give the run, or why it is refused (the question stays open). */
-  accept?: AnswerCheck | undefined;
-  resolve: (answer: string) => void;
+  /** What the question makes of an answer. */
+  read: AnswerReader<unknown>;
+  /** Gives the run the answer, as read. */
+  resolve: (answer: PersonAnswer, value: unknown) => void;
 }
-
-/** Checks an answer before the run takes it. */
-export type AnswerCheck = (answer: string) => { ok: true; answer: string } | { ok: false; outcome: 'invalid_answer' | 'invalid_arguments'; message: string };
 
 /**
  * Where a durable engine keeps answers (Restate: one durable promise per question). An answer
@@ -21,9 +42,9 @@ export type AnswerCheck = (answer: string) => { ok: true; answer: string } | { o
  */
 export interface AnswerLedger {
   /** The answer recorded for the question, if any. */
-  peek(questionId: string): Promise<string | undefined>;
+  peek(questionId: string): Promise<PersonAnswer | undefined>;
   /** Records `answer` unless one is recorded already; resolves with the recorded one. */
-  settle(questionId: string, answer: string): Promise<string>;
+  settle(questionId: string, answer: PersonAnswer): Promise<PersonAnswer>;
 }
 
 /** What became of an answer: given to its question, or why not. */
@@ -44,7 +65,7 @@ export class AgentControl {
   onAnswered: ((questionId: string, by: By) => void) | undefined;
   /** Set by a durable engine while it executes the run. */
   answers: AnswerLedger | undefined;
-  /** Why the last answer was refused, when a check refused it (read right after provideInput). */
+  /** Why the last answer was refused, when its question said why (read right after provideInput). */
   rejection: string | undefined;
 
   /** Aborts when the run is stopped. */
@@ -100,14 +121,17 @@ export class AgentControl {
   }
 
   /**
-   * Resolves with the answer to question `questionId`. Rejects with InputTimeoutError after
-   * `timeoutMs`, or with the abort error as soon as `signal` aborts.
+   * Resolves with what `read` makes of the answer to question `questionId` (by default: its words).
+   * Rejects with InputTimeoutError after `timeoutMs`, or with the abort error as soon as `signal` aborts.
    */
-  waitForInput(questionId: string, timeoutMs: number, signal: AbortSignal = this.signal, choices?: readonly string[] | AnswerCheck): Promise<string> {
+  waitForInput(questionId: string, timeoutMs: number, signal?: AbortSignal): Promise<string>;
+  waitForInput<T>(questionId: string, timeoutMs: number, signal: AbortSignal, read: AnswerReader<T>): Promise<T>;
+  async waitForInput<T>(questionId: string, timeoutMs: number, signal: AbortSignal = this.signal, read?: AnswerReader<T>): Promise<T> {
+    const reader = (read ?? anyText) as AnswerReader<T>;
     const answers = this.answers;
     // The waiter is registered at once, so an answer sent the moment the question shows is taken.
-    const local = this.waitHere(questionId, timeoutMs, signal, choices);
-    if (!answers) return local;
+    const local = this.waitHere(questionId, timeoutMs, signal, reader);
+    if (!answers) return (await local).value;
     // An answer recorded while this run's process was away answers it now.
     void answers.peek(questionId).then(
       (recorded) => {
@@ -115,18 +139,21 @@ export class AgentControl {
       },
       () => undefined,
     );
-    return local.then((answer) => answers.settle(questionId, answer));
+    const taken = await local;
+    // The first answer recorded stands (given on another instance, say): the run takes that one.
+    const recorded = reader(await answers.settle(questionId, taken.answer));
+    return recorded.ok ? recorded.value : taken.value;
   }
 
-  private waitHere(questionId: string, timeoutMs: number, signal: AbortSignal, check: readonly string[] | AnswerCheck | undefined): Promise<string> {
+  private waitHere<T>(questionId: string, timeoutMs: number, signal: AbortSignal, read: AnswerReader<T>): Promise<{ answer: PersonAnswer; value: T }> {
     return new Promise((resolve, reject) => {
       if (signal.aborted) return reject(abortReason(signal));
       const waiter: Waiter = {
         questionId,
-        ...(typeof check === 'function' ? { accept: check } : { choices: check }),
-        resolve: (answer) => {
+        read,
+        resolve: (answer, value) => {
           settle();
-          resolve(answer);
+          resolve({ answer, value: value as T });
         },
       };
       const onAbort = () => {
@@ -152,29 +179,20 @@ export class AgentControl {
    * Hands the user's answer to the question it names; without a `questionId`, to the only question
    * waiting (with several waiting, that is ambiguous and nothing is answered).
    */
-  provideInput(answer: string, questionId?: string, by?: By): InputOutcome {
+  provideInput(answer: PersonAnswer, questionId?: string, by?: By): InputOutcome {
     if (this.waiters.length === 0) return 'no_pending_input';
     if (questionId === undefined && this.waiters.length > 1) return 'ambiguous_input';
     const waiter = questionId === undefined ? this.waiters[0] : this.waiters.find((candidate) => candidate.questionId === questionId);
     if (!waiter) return 'unknown_question';
     this.rejection = undefined;
-    let taken = answer;
-    if (waiter.accept) {
-      const checked = waiter.accept(answer);
-      if (!checked.ok) {
-        this.rejection = checked.message;
-        return checked.outcome;
-      }
-      taken = checked.answer;
-    } else if (waiter.choices) {
-      // A question with choices takes one of them and nothing else: anything else leaves it open.
-      const choice = waiter.choices.find((candidate) => candidate.toLowerCase() === answer.trim().toLowerCase());
-      if (choice === undefined) return 'invalid_answer';
-      taken = choice;
+    const read = waiter.read(answer);
+    if (!read.ok) {
+      this.rejection = read.message;
+      return read.outcome;
     }
     // Who answered is logged before the run goes on with the answer.
     if (by) this.onAnswered?.(waiter.questionId, by);
-    waiter.resolve(taken);
+    waiter.resolve(answer, read.value);
     return 'answered';
   }
 }

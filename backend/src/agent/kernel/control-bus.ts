@@ -1,10 +1,10 @@
-import type { By, StopReason } from '@stepwise/shared-types';
+import type { By, PersonAnswer, StopReason } from '@stepwise/shared-types';
 import type { InputOutcome } from './agent-control.ts';
 
 /** A command to a run, wherever it executes. Resume and snapshot commands join this union. */
 export type ControlCommand =
   | { type: 'stop'; reason: StopReason; by?: By | undefined }
-  | { type: 'answer'; content: string; questionId?: string | undefined; by?: By | undefined };
+  | { type: 'answer'; answer: PersonAnswer; questionId?: string | undefined; by?: By | undefined };
 
 /** What became of a command. */
 export type ControlOutcome = { type: 'stop'; outcome: 'stopping' | 'no_active_run' } | { type: 'answer'; outcome: InputOutcome; message?: string };

@@ -1,10 +1,10 @@
-import { randomUUID } from 'node:crypto';
-import { InputTimeoutError, isAbortError } from '../errors.ts';
-import type { LlmMessage, LlmToolCall } from '../messages.ts';
-import { REQUEST_INPUT_TOOL } from '../tools/request-input-tool.ts';
-import type { StoppedCall } from '@stepwise/shared-types';
-import { type ApprovalAnswer, readApproval } from '../tools/approval.ts';
-import type { AgentControl, AnswerCheck } from './agent-control.ts';
+import { isAbortError } from '../../errors.ts';
+import type { LlmMessage, LlmToolCall } from '../../messages.ts';
+import { REQUEST_INPUT_TOOL } from '../../tools/request-input-tool.ts';
+import { ApprovalDecision, type StoppedCall } from '@stepwise/shared-types';
+import { readApproval } from '../../tools/approval.ts';
+import { type AgentControl, anyText } from './agent-control.ts';
+import { type AnswerRecord, askPerson } from './ask.ts';
 import { JOURNAL } from './run-journal.ts';
 import type { RunEvents } from './run-events.ts';
 import type { Run, RunProgress } from './strategy.ts';
@@ -35,11 +35,6 @@ export interface ToolCallRecord {
 }
 
 const SUMMARY_MAX_CHARS = 2_000;
-
-/** A question's id: unique, so answers find their question wherever it came from. */
-function newQuestionId(): string {
-  return `q_${randomUUID()}`;
-}
 
 /**
  * Runs the tool calls of one act phase. Ordinary tools run in parallel (they are independent by
@@ -185,39 +180,49 @@ async function approval(
   step: number,
   args: Record<string, unknown>,
   context: CallContext,
-): Promise<ApprovalAnswer & { replayedFromPast?: boolean }> {
-  const { events, sink, control, inputTimeoutMs, effects, tools } = context;
-  const key = `approval:${call.id}`;
-  const fresh = () => ({ id: newQuestionId(), deadline: new Date(Date.now() + inputTimeoutMs).toISOString() });
-  let asked = (await effects.once(JOURNAL.question, key, async () => fresh())).value;
-  const again = `${key}#again`;
-  if (effects.has(JOURNAL.question, again) || (effects.continues && !effects.has(JOURNAL.answer, key))) {
-    asked = (await effects.once(JOURNAL.question, again, async () => fresh())).value;
-  }
+): Promise<ApprovalDecision & { replayedFromPast?: boolean }> {
+  const { events, effects, tools } = context;
   const question = `Allow ${call.name} to run with ${describeArguments(args)}?`;
-  await sink.emit(events.approval(step, question, call.id, asked.id, new Date(asked.deadline), call.name, args));
-  const check: AnswerCheck = (answer) => {
-    const read = readApproval(answer);
-    if (!read) return { ok: false, outcome: 'invalid_answer', message: 'An approval takes Approve or Deny (or an "approval" object); it is still waiting' };
-    if (read.decision === 'approve' && read.arguments) {
-      const problem = tools.checkArguments(call.name, read.arguments);
-      if (problem) return { ok: false, outcome: 'invalid_arguments', message: problem };
-    }
-    return { ok: true, answer: JSON.stringify(read) };
-  };
-  const answered = await effects.once(JOURNAL.answer, key, async () => {
-    try {
-      const remaining = Math.max(0, Date.parse(asked.deadline) - Date.now());
-      return { answer: await control.waitForInput(asked.id, remaining, control.signal, check) };
-    } catch (error) {
-      if (!(error instanceof InputTimeoutError)) throw error;
-      await sink.emit(events.requestInputTimeout(step));
-      if (context.approvalTimeoutAction === 'stop') throw error;
-      return { answer: JSON.stringify({ decision: 'deny', reason: 'it was not approved in time' }) };
-    }
+  const answered = await askPerson<ApprovalDecision>(context, {
+    key: `approval:${call.id}`,
+    rounds: { kind: 'again' },
+    step,
+    show: (asked) => events.approval(step, question, call.id, asked.id, new Date(asked.deadline), call.name, args),
+    read: (answer) => {
+      const read = readApproval(answer);
+      if (!read) return { ok: false, outcome: 'invalid_answer', message: 'An approval takes Approve or Deny (or an "approval" object); it is still waiting' };
+      if (read.decision === 'approve' && read.arguments) {
+        const problem = tools.checkArguments(call.name, read.arguments);
+        if (problem) return { ok: false, outcome: 'invalid_arguments', message: problem };
+      }
+      return { ok: true, value: read };
+    },
+    onTimeout:
+      context.approvalTimeoutAction === 'stop' ? { kind: 'fail' } : { kind: 'answer', value: { decision: 'deny', reason: 'it was not approved in time' } },
+    record: APPROVAL_RECORD,
   });
-  const decision = readApproval(answered.value.answer) ?? { decision: 'deny', reason: 'the answer could not be read' };
-  return { ...decision, replayedFromPast: effects.continues && answered.replayed };
+  return { ...answered.value, replayedFromPast: effects.continues && answered.replayed };
+}
+
+/**
+ * A decision as the journal holds it, `{answer}`. Runs journaled before decisions were kept typed
+ * hold the decision's JSON text there: it is read back once, here, so that they go on unchanged.
+ */
+const APPROVAL_RECORD: AnswerRecord<ApprovalDecision> = {
+  write: (value) => ({ answer: value }),
+  read: (recorded) => {
+    const answer = (recorded as { answer?: unknown } | undefined)?.answer;
+    const decision = ApprovalDecision.safeParse(typeof answer === 'string' ? parseJournaledText(answer) : answer);
+    return { value: decision.success ? decision.data : { decision: 'deny', reason: 'the answer could not be read' } };
+  },
+};
+
+function parseJournaledText(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return readApproval({ kind: 'text', text });
+  }
 }
 
 /** A call's arguments in a line: `name: "out.txt", content: "…"`. */
@@ -228,6 +233,15 @@ function describeArguments(args: Record<string, unknown>): string {
   return text.length > 300 ? `${text.slice(0, 300)}…` : text;
 }
 
+/** request_input's answer as the journal holds it: the words, and how long the person took. */
+const REQUEST_INPUT_RECORD: AnswerRecord<string> = {
+  write: (answer, durationMs) => ({ answer, durationMs }),
+  read: (recorded) => {
+    const { answer, durationMs } = recorded as { answer: string; durationMs?: number };
+    return { value: answer, durationMs };
+  },
+};
+
 /**
  * The virtual request_input tool: show the question, wait for the answer, return it as the result.
  * The question (its id, its deadline) and the answer are journaled: a run going on from its past
@@ -235,7 +249,7 @@ function describeArguments(args: Record<string, unknown>): string {
  * that timed out is asked afresh. After a restart, a question still waiting keeps its deadline.
  */
 async function askUser(call: LlmToolCall, step: number, context: CallContext): Promise<ToolCallRecord> {
-  const { events, sink, control, inputTimeoutMs, effects } = context;
+  const { events, sink } = context;
   const question = readQuestion(call, context);
   if (!question) {
     const error = 'request_input needs a non-empty "question" string';
@@ -244,29 +258,16 @@ async function askUser(call: LlmToolCall, step: number, context: CallContext): P
     return { call, content: `Error: ${error}`, summary: summarize(REQUEST_INPUT_TOOL, `Error: ${error}`) };
   }
   await sink.emit(events.toolStart(step, call.id, call.name, { question }));
-  const fresh = () => ({ id: newQuestionId(), deadline: new Date(Date.now() + inputTimeoutMs).toISOString() });
-  let asked = (await effects.once(JOURNAL.question, call.id, async () => fresh())).value;
-  // A continued run asks again, under a new id (journaled, so a restart keeps it), a question its
-  // past left unanswered (it timed out, or the run was stopped while it waited); after a restart
-  // the same run's question keeps its id and deadline.
-  const again = `${call.id}#again`;
-  if (effects.has(JOURNAL.question, again) || (effects.continues && !effects.has(JOURNAL.answer, call.id))) {
-    asked = (await effects.once(JOURNAL.question, again, async () => fresh())).value;
-  }
-  await sink.emit(events.requestInput(step, question, call.id, asked.id, new Date(asked.deadline)));
-  const { answer, durationMs } = (
-    await effects.once(JOURNAL.answer, call.id, async () => {
-      const started = performance.now();
-      try {
-        const remaining = Math.max(0, Date.parse(asked.deadline) - Date.now());
-        return { answer: await control.waitForInput(asked.id, remaining, control.signal), durationMs: Math.round(performance.now() - started) };
-      } catch (error) {
-        if (!isAbortError(error, control.signal)) await sink.emit(events.requestInputTimeout(step));
-        throw error;
-      }
-    })
-  ).value;
-  await sink.emit(events.toolComplete(step, call.id, call.name, answer, durationMs));
+  const { value: answer, durationMs } = await askPerson(context, {
+    key: call.id,
+    rounds: { kind: 'again' },
+    step,
+    show: (asked) => events.requestInput(step, question, call.id, asked.id, new Date(asked.deadline)),
+    read: anyText,
+    onTimeout: { kind: 'fail' },
+    record: REQUEST_INPUT_RECORD,
+  });
+  await sink.emit(events.toolComplete(step, call.id, call.name, answer, durationMs ?? 0));
   return {
     call,
     content: answer,
@@ -276,21 +277,20 @@ async function askUser(call: LlmToolCall, step: number, context: CallContext): P
 
 /**
  * A question from inside a running tool (an MCP server's elicitation): shown and answered like the
- * agent's own, under the same call id. No answer in time stops the run, as for request_input.
+ * agent's own, under the same call id; not journaled (the call's result is). No answer in time
+ * stops the run, as for request_input.
  */
 async function askDuringCall(call: LlmToolCall, step: number, question: string, context: CallContext, signal?: AbortSignal): Promise<string> {
-  const { events, sink, control, inputTimeoutMs } = context;
-  const questionId = newQuestionId();
-  await sink.emit(events.requestInput(step, question, call.id, questionId, new Date(Date.now() + inputTimeoutMs)));
-  try {
-    return await control.waitForInput(questionId, inputTimeoutMs, signal ? AbortSignal.any([control.signal, signal]) : control.signal);
-  } catch (error) {
-    if (error instanceof InputTimeoutError) {
-      await sink.emit(events.requestInputTimeout(step));
-      control.stop('input_timeout');
-    }
-    throw error;
-  }
+  const { events } = context;
+  const answered = await askPerson(context, {
+    key: undefined,
+    step,
+    show: (asked) => events.requestInput(step, question, call.id, asked.id, new Date(asked.deadline)),
+    read: anyText,
+    onTimeout: { kind: 'stop' },
+    signal,
+  });
+  return answered.value;
 }
 
 function readQuestion(call: LlmToolCall, context: CallContext): string {

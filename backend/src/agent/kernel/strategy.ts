@@ -1,11 +1,11 @@
 import type { ClientMessage, ErrorEvent, LoggedEventBody, StoppedCall } from '@stepwise/shared-types';
 import type { CompletionReason } from '@stepwise/shared-types';
 import type { z } from 'zod';
-import type { DemoResponder, LlmClient } from '../llm/llm-client.ts';
-import type { Logger } from '../logger.ts';
-import type { LlmImage, LlmMessage } from '../messages.ts';
-import type { PromptSamples, PromptSet } from '../prompts/prompt-provider.ts';
-import type { ToolRegistry } from '../tools/tool-registry.ts';
+import type { DemoResponder, LlmClient } from '../../llm/llm-client.ts';
+import type { Logger } from '../../logger.ts';
+import type { LlmImage, LlmMessage } from '../../messages.ts';
+import type { PromptSamples, PromptSet } from '../../prompts/prompt-provider.ts';
+import type { ToolRegistry } from '../../tools/tool-registry.ts';
 import type { AgentControl } from './agent-control.ts';
 import type { EventSink } from './event-sink.ts';
 import type { RunEvents } from './run-events.ts';

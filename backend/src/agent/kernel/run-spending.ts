@@ -1,8 +1,8 @@
 import type { AgentUsage } from '@stepwise/shared-types';
-import type { CompletionResult } from '../llm/llm-client.ts';
-import { roundUsd } from '../llm/model-prices.ts';
-import type { TokenUsage } from '../messages.ts';
-import { abortReason } from '../util/abort.ts';
+import type { CompletionResult } from '../../llm/llm-client.ts';
+import { roundUsd } from '../../llm/model-prices.ts';
+import type { TokenUsage } from '../../messages.ts';
+import { abortReason } from '../../util/abort.ts';
 import type { RunTotals } from './run-events.ts';
 
 /** One call's figures as agent_usage carries them. */

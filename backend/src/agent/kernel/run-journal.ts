@@ -1,7 +1,7 @@
 import type { DeltaEvent, LoggedEventBody, ToolProgressEvent } from '@stepwise/shared-types';
-import type { Logger } from '../logger.ts';
-import type { JournalEntry } from '../store/store.ts';
-import type { ToolRegistry } from '../tools/tool-registry.ts';
+import type { Logger } from '../../logger.ts';
+import type { JournalEntry } from '../../store/store.ts';
+import type { ToolRegistry } from '../../tools/tool-registry.ts';
 import type { EventSink } from './event-sink.ts';
 
 export type { JournalEntry };

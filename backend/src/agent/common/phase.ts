@@ -1,9 +1,9 @@
 import type { DeltaEvent, LoggedEventBody } from '@stepwise/shared-types';
 import type { z } from 'zod';
-import type { LlmMessage, LlmToolCall, LlmToolSchema } from '../messages.ts';
-import type { PromptSamples } from '../prompts/prompt-provider.ts';
+import type { LlmMessage, LlmToolCall, LlmToolSchema } from '../../messages.ts';
+import type { PromptSamples } from '../../prompts/prompt-provider.ts';
 import { parseControlBlock, proseDeltas } from './control-block.ts';
-import type { Run } from './strategy.ts';
+import type { Run } from '../kernel/strategy.ts';
 
 /** One text phase of a step, as strategies make them. */
 export interface PhaseSpec<P extends PromptSamples, K extends keyof P & string, C> {

@@ -1,6 +1,22 @@
-import type { CompletionRequest, LlmToolCall } from '../llm/llm-client.ts';
-import { evaluateExpression } from '../tools/expression.ts';
-import { spoken, unresolvedAnswer } from './grounding.ts';
+import type { CompletionRequest, LlmToolCall } from '../../llm/llm-client.ts';
+import { spoken, unresolvedAnswer } from '../kernel/grounding.ts';
+import {
+  AGENT_FILES,
+  ATTACHED_FILE,
+  availableTools,
+  BUILT_IN_PLANS,
+  NO_ATTACHMENT,
+  manifestFiles,
+  namedTool,
+  readFileName,
+  requestedFile,
+  writeRequest,
+} from './demo-request.ts';
+import { sizeOf, summarize } from './demo-summaries.ts';
+import { arithmeticOf, type ChainLink, chainExpression, chainResult, findChain, findExpression, linkExpression } from './demo-arithmetic.ts';
+
+export { BUILT_IN_PLANS, NO_ATTACHMENT, summarize };
+export { arithmeticOf, chainExpression, chainResult, findChain, findExpression, linkExpression };
 
 /**
  * The demo model's understanding of a request, shared by every strategy's demo responder: the
@@ -41,16 +57,7 @@ export interface Situation {
   named: { name: string; arguments: Record<string, unknown> } | undefined;
 }
 
-/** One link of a chained calculation: the first is an expression, the others an operation on the running value. */
-interface ChainLink {
-  operator?: '+' | '-' | '*' | '/';
-  operand?: string;
-  expression?: string;
-  words: string;
-}
-
 export type Next = 'calculator' | 'current_time' | 'read_file' | 'list_files' | 'write_file' | 'named' | 'request_input';
-export const BUILT_IN_PLANS = new Set(['calculator', 'current_time', 'read_file', 'list_files', 'write_file', 'request_input']);
 
 /** Reads what the demo model needs from one call: the request, the results so far, the tools. */
 export function readSituation(request: CompletionRequest): Situation {
@@ -124,116 +131,6 @@ export function readSituation(request: CompletionRequest): Situation {
   };
 }
 
-/** "Write 'hello' to out.txt", "save “notes” in a.md", "create a file out.txt with 'hello'": the file and its text. */
-function writeRequest(question: string): Situation['write'] {
-  const quoted = `["'“‘]([^"'”’]+)["'”’]`;
-  const file = '([\\w.-]+\\.[A-Za-z0-9]+)';
-  const into = new RegExp(
-    `\\b(?:write|save|put|store)\\s+${quoted}\\s+(?:to|into|in)\\s+(?:(?:a\\s+|the\\s+)?file\\s+(?:called\\s+|named\\s+)?)?${file}`,
-    'i',
-  ).exec(question);
-  if (into) return { name: into[2]!.replace(/[.]$/, ''), content: into[1]! };
-  const create = new RegExp(
-    `\\b(?:create|make|write)\\s+(?:a\\s+)?file\\s+(?:called\\s+|named\\s+)?${file}\\s+(?:with|containing|that says|saying)\\s+${quoted}`,
-    'i',
-  ).exec(question);
-  if (create) return { name: create[1]!, content: create[2]! };
-  return undefined;
-}
-
-/**
- * A session file the question names, from the files the prompt was given (its `files_manifest`
- * variable: one "- NAME (SIZE)" line a file).
- */
-function requestedFile(request: CompletionRequest, question: string): string | undefined {
-  const listed = manifestFiles(request);
-  const named = [...listed]
-    .map(({ name }) => name)
-    .sort((a, b) => b.length - a.length)
-    .find((name) => question.includes(name));
-  if (named || !ATTACHED_FILE.test(question)) return named;
-  // "This file", "the attached file": the person's newest file (files the strategies keep are not theirs).
-  const theirs = listed.filter(({ name }) => !AGENT_FILES.test(name));
-  return (theirs.find((file) => file.newest) ?? theirs.at(-1))?.name;
-}
-
-/** How the demo says that the chat has no file for "this file". */
-export const NO_ATTACHMENT = 'No file is attached to this chat';
-
-/** "this file", "the attached file", "my document", "the attachment": the file attached to the chat. */
-const ATTACHED_FILE =
-  /\b(?:(?:this|that|the|my|our|attached|uploaded)\s+(?:attached\s+|uploaded\s+|text\s+)?(?:file|document|doc|attachment|upload)|attachment|what I (?:attached|uploaded))\b/i;
-
-/** Files the strategies keep in a chat (research's state and report, its tasks' outputs). */
-const AGENT_FILES = /^(?:RESEARCH_STATE\.md|final_report\.md|final_output\.md|task-[\w.]+\.json|figures\.md)$/;
-
-/** The files the prompt was given (its `files_manifest` variable: one "- NAME (SIZE)" line a file, the newest marked). */
-function manifestFiles(request: CompletionRequest): Array<{ name: string; newest: boolean }> {
-  const manifest = typeof request.variables?.files_manifest === 'string' ? request.variables.files_manifest : '';
-  return [...manifest.matchAll(/^- (.+) \([\d.]+ [KM]?B(, newest)?\)$/gm)].map((match) => ({ name: match[1]!, newest: match[2] !== undefined }));
-}
-
-/** The file a read_file call of this conversation named. */
-function readFileName(request: CompletionRequest): string | undefined {
-  for (const message of request.messages) {
-    if (message.role !== 'assistant') continue;
-    for (const call of message.toolCalls ?? []) {
-      if (call.name !== 'read_file') continue;
-      try {
-        const name = (JSON.parse(call.arguments) as { name?: unknown }).name;
-        if (typeof name === 'string') return name;
-      } catch {
-        // Not the demo's call: no name to read.
-      }
-    }
-  }
-  return undefined;
-}
-
-/** The tools this call may use: those it offers, else the run's (the prompt's `tool_names` variable). */
-function availableTools(request: CompletionRequest): Array<{ name: string; parameters: Record<string, unknown> }> {
-  if (request.tools) return request.tools;
-  const names = request.variables?.tool_names;
-  return Array.isArray(names) ? names.filter((name): name is string => typeof name === 'string').map((name) => ({ name, parameters: {} })) : [];
-}
-
-/** An enabled tool that is not built in and that the question names ("echo", "everything__echo"). */
-function namedTool(question: string, tools: Array<{ name: string; parameters: Record<string, unknown> }>): Situation['named'] {
-  const text = question.toLowerCase();
-  for (const tool of tools) {
-    if (BUILT_IN_PLANS.has(tool.name)) continue;
-    const short = tool.name.includes('__') ? tool.name.slice(tool.name.indexOf('__') + 2) : tool.name;
-    const spoken = [tool.name, short, short.replace(/[-_]+/g, ' ')].map((name) => name.toLowerCase());
-    const mention = spoken.find((name) => text.includes(name));
-    if (mention === undefined) continue;
-    const rest = question
-      .slice(text.indexOf(mention) + mention.length)
-      .replace(/^[\s:,]+/, '')
-      .trim();
-    return { name: tool.name, arguments: demoArguments(tool.parameters, rest || question) };
-  }
-  return undefined;
-}
-
-/** Arguments from a JSON schema: quoted text or the rest of the message for strings, numbers in order. */
-function demoArguments(schema: Record<string, unknown>, text: string): Record<string, unknown> {
-  const properties = (schema.properties ?? {}) as Record<string, { type?: string; enum?: unknown[]; default?: unknown }>;
-  const required = new Set((schema.required ?? []) as string[]);
-  const quoted = /"([^"]+)"|“([^”]+)”/.exec(text);
-  const numbers = (text.match(/-?\d+(?:\.\d+)?/g) ?? []).map(Number);
-  const args: Record<string, unknown> = {};
-  for (const [key, property] of Object.entries(properties)) {
-    if (!required.has(key) && property.default !== undefined) continue;
-    if (property.enum?.length) args[key] = property.enum[0];
-    else if (property.type === 'number' || property.type === 'integer') {
-      if (numbers.length) args[key] = numbers.shift();
-      else if (required.has(key)) args[key] = 1;
-    } else if (property.type === 'boolean') args[key] = true;
-    else if (property.type === 'string' || property.type === undefined) args[key] = quoted?.[1] ?? quoted?.[2] ?? text;
-  }
-  return args;
-}
-
 /** What is still to be done, in the order the demo does it. */
 export function pending(situation: Situation): Next | undefined {
   const { expression, wantsTime, ambiguous, results, clarification, file, wantsFileList, named } = situation;
@@ -284,95 +181,6 @@ export function block(prose: string, control: object): string {
   return `${prose}\n\n\`\`\`json\n${JSON.stringify(control)}\n\`\`\``;
 }
 
-const EXPRESSION_PART = /(?:\b(?:sqrt|abs|sin|cos|tan|ln|log|exp|floor|ceil|round|min|max|pow|pi)\b|\d+(?:\.\d+)?|[-+*/%^×÷(),]|\s)+/gi;
-
-const NUMBER_WORDS: Record<string, string> = {
-  zero: '0',
-  one: '1',
-  two: '2',
-  three: '3',
-  four: '4',
-  five: '5',
-  six: '6',
-  seven: '7',
-  eight: '8',
-  nine: '9',
-  ten: '10',
-  eleven: '11',
-  twelve: '12',
-  thirteen: '13',
-  fourteen: '14',
-  fifteen: '15',
-  sixteen: '16',
-  seventeen: '17',
-  eighteen: '18',
-  nineteen: '19',
-  twenty: '20',
-  thirty: '30',
-  forty: '40',
-  fifty: '50',
-  sixty: '60',
-  seventy: '70',
-  eighty: '80',
-  ninety: '90',
-  hundred: '100',
-  thousand: '1000',
-};
-const N = '(-?\\d+(?:\\.\\d+)?)';
-/** Between two operands: after a number or a closing parenthesis, before a number or an opening one. */
-const between = (words: string) => new RegExp(`(?<=[\\d)])\\s*\\b(?:${words})\\b\\s*(?=[-\\d(])`, 'gi');
-
-/**
- * Arithmetic as people write it, in symbols: percentages ("15% of 240"), operations in words
- * ("12 times 7", "divide 10 by 4", "the sum of 3 and 4", "square root of 16"), numbers in words
- * next to them ("seven times eight").
- */
-export function arithmeticOf(text: string): string {
-  let out = text.replace(/[×]/g, '*').replace(/[÷]/g, '/');
-  const words = Object.keys(NUMBER_WORDS).join('|');
-  const operation =
-    'times|plus|minus|divided|multiplied|over|percent|squared|cubed|power|root|sum|product|difference|add|subtract|multiply|divide|by|and|of|from|to';
-  // Numbers in words only where they are operands: next to an operation word or a symbol.
-  out = out.replace(
-    new RegExp(`\\b(${words})\\b(?=\\s*(?:[-+*/^%]|\\b(?:${operation})\\b))|(?<=(?:[-+*/^%(]|\\b(?:${operation})\\b)\\s*)\\b(${words})\\b`, 'gi'),
-    (match) => NUMBER_WORDS[match.toLowerCase()] ?? match,
-  );
-  const rules: Array<[RegExp, string]> = [
-    [new RegExp(`${N}\\s*(?:%|\\s+percent|\\s+per\\s*cent)\\s+of\\s+${N}`, 'gi'), '($1*$2/100)'],
-    [new RegExp(`\\bsquare\\s+root\\s+of\\s+${N}`, 'gi'), 'sqrt($1)'],
-    [new RegExp(`\\b(?:the\\s+)?sum\\s+of\\s+${N}\\s+and\\s+${N}`, 'gi'), '($1+$2)'],
-    [new RegExp(`\\b(?:the\\s+)?product\\s+of\\s+${N}\\s+and\\s+${N}`, 'gi'), '($1*$2)'],
-    [new RegExp(`\\b(?:the\\s+)?difference\\s+between\\s+${N}\\s+and\\s+${N}`, 'gi'), '($1-$2)'],
-    [new RegExp(`\\bmultiply\\s+${N}\\s+(?:by|and|with)\\s+${N}`, 'gi'), '($1*$2)'],
-    [new RegExp(`\\bdivide\\s+${N}\\s+by\\s+${N}`, 'gi'), '($1/$2)'],
-    [new RegExp(`\\badd\\s+${N}\\s+(?:and|to)\\s+${N}`, 'gi'), '($1+$2)'],
-    [new RegExp(`\\bsubtract\\s+${N}\\s+from\\s+${N}`, 'gi'), '($2-$1)'],
-    [new RegExp(`${N}\\s+squared\\b`, 'gi'), '$1^2'],
-    [new RegExp(`${N}\\s+cubed\\b`, 'gi'), '$1^3'],
-    [between('times|multiplied\\s+by|x'), ' * '],
-    [between('divided\\s+by|over'), ' / '],
-    [between('plus'), ' + '],
-    [between('minus'), ' - '],
-    [between('to\\s+the\\s+power\\s+of|raised\\s+to(?:\\s+the\\s+power\\s+of)?'), ' ^ '],
-  ];
-  for (const [pattern, replacement] of rules) out = out.replace(pattern, replacement);
-  return out;
-}
-
-/** The longest run of the text that looks like arithmetic: digits with at least one operator or function. */
-export function findExpression(raw: string): string | undefined {
-  const text = arithmeticOf(raw);
-  const candidates = (text.match(EXPRESSION_PART) ?? [])
-    .map((candidate) =>
-      candidate
-        .trim()
-        .replace(/^[,)]+|[,(]+$/g, '')
-        .trim(),
-    )
-    .filter((candidate) => /\d/.test(candidate) && /[-+*/%^×÷]|[a-z]\(/i.test(candidate) && !/^[-+]?\d+(\.\d+)?$/.test(candidate));
-  return candidates.sort((a, b) => b.length - a.length)[0];
-}
-
 export function shorten(text: string, max = 80): string {
   const line = text.replace(/\s+/g, ' ').trim();
   return line.length > max ? `${line.slice(0, max)}…` : line;
@@ -387,66 +195,6 @@ function findLastIndex<T>(items: T[], predicate: (item: T) => boolean): number {
 export function unavailable(situation: Situation, next: Next | undefined): string | undefined {
   if (!next || next === 'request_input' || next === 'named') return undefined;
   return situation.tools.has(next) ? undefined : next;
-}
-
-const OPERATIONS: { pattern: RegExp; operator: ChainLink['operator'] }[] = [
-  { pattern: /\b(?:add|plus)\s+(-?\d+(?:\.\d+)?)/i, operator: '+' },
-  { pattern: /\b(?:subtract|minus|take away)\s+(-?\d+(?:\.\d+)?)/i, operator: '-' },
-  { pattern: /\b(?:multiply|times)(?:\s+(?:it|that|the result))?(?:\s+by)?\s+(-?\d+(?:\.\d+)?)/i, operator: '*' },
-  { pattern: /\b(?:divide|divided)(?:\s+(?:it|that|the result))?(?:\s+by)?\s+(-?\d+(?:\.\d+)?)/i, operator: '/' },
-];
-
-/**
- * A chained calculation: "First compute 12*7, then add 15, divide by 3, subtract 4" is an
- * expression followed by operations on the running value, each one calculator call of its own.
- */
-export function findChain(raw: string): ChainLink[] {
-  const text = arithmeticOf(raw);
-  const parts = text
-    .split(/,|;|\bthen\b|\band\b/i)
-    .map((part) => part.trim())
-    .filter(Boolean);
-  const chain: ChainLink[] = [];
-  for (const part of parts) {
-    if (chain.length === 0) {
-      const expression = findExpression(part);
-      if (expression) chain.push({ expression, words: part });
-      continue;
-    }
-    const operation = OPERATIONS.map(({ pattern, operator }) => ({ match: pattern.exec(part), operator })).find(({ match }) => match);
-    if (operation?.match) chain.push({ operator: operation.operator!, operand: operation.match[1]!, words: part.replace(/^(?:then|and)\s+/i, '') });
-  }
-  if (chain.length > 1) return chain;
-  const whole = findExpression(text);
-  return whole ? [{ expression: whole, words: whole }] : [];
-}
-
-/** A whole chain as one expression: "First compute 12*7, then add 15, divide by 3" is `((12*7) + 15) / 3`. */
-export function chainExpression(chain: ChainLink[]): string | undefined {
-  const [first, ...rest] = chain;
-  if (!first?.expression) return undefined;
-  let expression = first.expression;
-  for (const link of rest) expression = `(${expression}) ${link.operator} ${link.operand}`;
-  return expression;
-}
-
-/** The chain's result, computed here (as the calculator computes it): the demo model checks an answer against it, never guesses. */
-export function chainResult(chain: ChainLink[]): string | undefined {
-  const expression = chainExpression(chain);
-  if (!expression) return undefined;
-  try {
-    return String(evaluateExpression(expression));
-  } catch {
-    return undefined;
-  }
-}
-
-/** The expression of link `index`, applied to the running value the calculator gave for the one before. */
-export function linkExpression(chain: ChainLink[], calculations: string[], index: number): string | undefined {
-  const link = chain[index];
-  if (!link) return undefined;
-  if (link.expression) return link.expression;
-  return `${calculations[index - 1]} ${link.operator} ${link.operand}`;
 }
 
 /** The next expression to evaluate: the chain's next link, or the last one when it is done. */
@@ -464,26 +212,6 @@ export function chainAnswer(situation: Situation): string {
   return `${lines.join('\n')}\n\nThe result is **${situation.calculations.at(-1)}**.`;
 }
 
-/**
- * read_file's result of a text file: its header line ("notes.txt: bytes 0-120 of 120, 3 lines in
- * all") read for the file's line count, and a note on what is left ("[N more bytes: …]") for
- * whether the text is the whole file.
- */
-function readResult(result: string): { total: number | undefined; partial: boolean; text: string } {
-  const header = /^[^\n]*: bytes \d+-\d+ of (\d+)(?:, (\d+) lines? in all)?\n/.exec(result);
-  const rest = /\n\[\d+ more bytes: read_file with offset \d+\]$/;
-  const body = result.slice(header?.[0].length ?? 0);
-  return { total: header?.[2] === undefined ? undefined : Number(header[2]), partial: rest.test(body), text: body.replace(rest, '') };
-}
-
-/** A file's size as one phrase, from read_file's result: "3000 lines in all, 2100 words read" or "3 lines, 12 words". */
-function sizeOf(result: string): string {
-  const { total, partial, text } = readResult(result);
-  const words = text.split(/\s+/).filter(Boolean).length;
-  const lines = total ?? text.split('\n').filter((line) => line.trim()).length;
-  return partial ? `${lines} lines in all, of which I read ${words} words` : `${lines} line${lines === 1 ? '' : 's'}, ${words} word${words === 1 ? '' : 's'}`;
-}
-
 /** "page 4", "pages 3-5", "pages 3 to 5". */
 const PAGE_REFERENCE = /\bpages?\s+\d+(?:\s*(?:-|–|to)\s*\d+)?/gi;
 
@@ -492,58 +220,6 @@ function pagesAsked(situation: Situation): { pages?: string } {
   if (!situation.file?.toLowerCase().endsWith('.pdf')) return {};
   const match = /\bpages?\s+(\d+)(?:\s*(?:-|–|to)\s*(\d+))?/i.exec(situation.question);
   return match ? { pages: match[2] ? `${match[1]}-${match[2]}` : match[1]! } : {};
-}
-
-/** A real summary of a PDF's pages as read_file gave them: its pages and words, the pages read, their first lines. */
-function summarizePdf(name: string, header: RegExpExecArray, result: string): string {
-  const [first, last, total, words] = header.slice(1, 5).map(Number) as [number, number, number, number];
-  const body = result.slice(header[0].length).replace(/(\n\[[^\n]*\])+$/, '');
-  const text = body.replace(/^--- page \d+ ---$/gm, '');
-  const lines = text
-    .split('\n')
-    .map((line) => line.trim())
-    .filter((line) => line && line !== '(no text on this page)');
-  const readWords = text.split(/\s+/).filter(Boolean).length;
-  const whole = first === 1 && last === total;
-  const pages = (count: number) => `${count} page${count === 1 ? '' : 's'}`;
-  const parts = [
-    whole
-      ? `**${name}**: a PDF of ${pages(total)}, ${words} word${words === 1 ? '' : 's'}.`
-      : `**${name}**: a PDF of ${pages(total)} (${words} words in all); I read ${first === last ? `page ${first}` : `pages ${first}-${last}`} (${readWords} words), and summarize those.`,
-  ];
-  if (lines.length)
-    parts.push(
-      `${first === 1 ? 'It begins' : `Page ${first} begins`}:\n\n${lines
-        .slice(0, 3)
-        .map((line) => `> ${line}`)
-        .join('\n')}`,
-    );
-  else parts.push('Those pages hold no text (a scanned PDF holds pictures of pages, which I cannot read).');
-  return parts.join('\n\n');
-}
-
-/** A real summary of a text file: its size in lines and words, its headings, its first sentences. */
-export function summarize(name: string, result: string): string {
-  const pdf = /^[^\n]*: pages (\d+)-(\d+) of (\d+), (\d+) words in all\n/.exec(result);
-  if (pdf) return summarizePdf(name, pdf, result);
-  const { total, partial, text } = readResult(result);
-  const lines = text.split('\n').filter((line) => line.trim());
-  const words = text.split(/\s+/).filter(Boolean).length;
-  const headings = lines.filter((line) => /^#{1,6}\s/.test(line)).map((line) => line.replace(/^#+\s*/, ''));
-  const prose = lines.filter((line) => !/^#{1,6}\s/.test(line)).join(' ');
-  const sentences = (prose.match(/[^.!?]+[.!?]+/g) ?? [prose])
-    .map((sentence) => sentence.trim())
-    .filter(Boolean)
-    .slice(0, 2);
-  const count = total ?? lines.length;
-  const parts = [
-    partial
-      ? `**${name}**: ${count} line${count === 1 ? '' : 's'} in all; I read the first ${text.split('\n').length - 1} of them (${words} words), and summarize those.`
-      : `**${name}**: ${count} line${count === 1 ? '' : 's'}, ${words} word${words === 1 ? '' : 's'}.`,
-  ];
-  if (headings.length) parts.push(`Sections: ${headings.slice(0, 8).join('; ')}.`);
-  if (sentences.length) parts.push(`It begins: ${sentences.join(' ')}`);
-  return parts.join('\n\n');
 }
 
 /** One part of a request, in the order the demo does them: its title (a to-do, a plan step) and whether it is done. */

@@ -1,0 +1,81 @@
+import type { ErrorCode, ErrorEvent, PersonAnswer } from '@stepwise/shared-types';
+import type { AgentControl, InputOutcome } from '../agent/kernel/agent-control.ts';
+import type { ControlCommand, ControlOutcome } from '../agent/kernel/control-bus.ts';
+import type { RunRecord, Store } from '../store/store.ts';
+import type { ChatDependencies } from './chat-dependencies.ts';
+import { sessionEvents } from './run-endings.ts';
+
+export const reject = (code: ErrorCode, message: string): ErrorEvent => ({ type: 'error', code, message });
+
+/** A run's side of the control bus: stop and answers reach its AgentControl. */
+export function handleCommand(control: AgentControl, command: ControlCommand): ControlOutcome {
+  switch (command.type) {
+    case 'stop':
+      control.stop(command.reason, command.by);
+      return { type: 'stop', outcome: 'stopping' };
+    case 'answer': {
+      const outcome = control.provideInput(command.answer, command.questionId, command.by);
+      return outcome === 'answered' || !control.rejection ? { type: 'answer', outcome } : { type: 'answer', outcome, message: control.rejection };
+    }
+    default: {
+      const unexpected: never = command;
+      throw new Error(`Unknown control command ${JSON.stringify(unexpected)}`);
+    }
+  }
+}
+
+/** Whether an answer's outcome leaves it for a run's host to keep (the run is not waiting for it just now). */
+export function mayKeep(outcome: InputOutcome): boolean {
+  return outcome === 'no_pending_input' || outcome === 'unknown_question';
+}
+
+/** What the sender of an answer hears of its outcome: nothing when it was taken, else why not. */
+export function answerRefusal(outcome: InputOutcome, reply: ControlOutcome, questionId: string | undefined): ErrorEvent | undefined {
+  const message = reply.type === 'answer' ? reply.message : undefined;
+  switch (outcome) {
+    case 'answered':
+      return undefined;
+    case 'no_pending_input':
+      return reject('no_pending_input', 'The agent is not waiting for an answer');
+    case 'unknown_question':
+      return reject('no_pending_input', `No question with id "${(questionId ?? '').slice(0, 100)}" is waiting`);
+    case 'ambiguous_input':
+      return reject('ambiguous_input', 'Several questions are waiting: say which one this answers with question_id');
+    case 'invalid_answer':
+      return reject('invalid_answer', message || 'This question takes only one of its choices (such as Yes or No); it is still waiting');
+    case 'invalid_arguments':
+      return reject('invalid_arguments', `${message || 'The edited arguments do not fit the tool'}; the approval is still waiting`);
+    default: {
+      const unexpected: never = outcome;
+      return reject('internal_error', `Unexpected outcome ${String(unexpected)}`);
+    }
+  }
+}
+
+/**
+ * A run that is not executing just now (its process restarting) may still take the answer to a
+ * question it asked, when its router keeps answers (Restate): it takes it when it asks again.
+ * True when the answer was kept.
+ */
+export async function keepAnswer(
+  deps: Pick<ChatDependencies, 'store' | 'router'>,
+  sessionId: string,
+  questionId: string,
+  answer: PersonAnswer,
+): Promise<boolean> {
+  const { router, store } = deps;
+  const run = (await store.listRuns(sessionId)).at(-1);
+  if (run?.status !== 'running') return false;
+  const deadline = await askedIn(store, run, questionId);
+  if (deadline === undefined || Date.parse(deadline) <= Date.now()) return false;
+  return router.keepAnswer(run.id, questionId, answer);
+}
+
+/** The deadline of question `questionId` when run `run` asked it (its log holds the question); undefined when it did not. */
+async function askedIn(store: Store, run: RunRecord, questionId: string): Promise<string | undefined> {
+  for await (const event of sessionEvents(store, run.sessionId, run.afterSeq ?? 0)) {
+    if (event.run_id === run.id && event.type === 'agent_update' && event.update_type === 'agent_request_input' && event.question_id === questionId)
+      return event.deadline;
+  }
+  return undefined;
+}
