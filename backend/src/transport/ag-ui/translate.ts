@@ -1,5 +1,5 @@
 import { type BaseEvent, EventType, type Interrupt, type TokenUsage } from '@ag-ui/core';
-import type { AgentRequestInput, LoggedEvent, ServerEvent } from '@stepwise/shared-types';
+import type { LoggedEvent, ServerEvent } from '@stepwise/shared-types';
 import { DEFAULT_STRATEGY } from '../../agent/kernel/strategy.ts';
 import { questionText } from '../run-in-words.ts';
 import { interruptOf } from './interrupts.ts';
