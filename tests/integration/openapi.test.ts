@@ -1,3 +1,4 @@
+import { createConfig, lintFromString } from '@redocly/openapi-core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startStepwise, type TestServer } from '../helpers/stepwise.ts';
 
@@ -63,6 +64,21 @@ describe('the REST API described as OpenAPI 3.1', () => {
     expect(list).toMatchObject({ properties: { sessions: { type: 'array' } } });
     expect(document.paths['/api/sessions/{id}']!.delete!.summary).toMatch(/Deletes a chat/);
     expect(document.paths['/api/sessions/{id}/files']!.post!.responses['413']).toBeDefined();
+  });
+
+  it('fits client generators: Redocly’s recommended rules find no error, every operation has a unique operationId', async () => {
+    server = await startStepwise();
+    const source = await (await fetch(`${server.url}/api/openapi.json`)).text();
+    const problems = await lintFromString({ source, absoluteRef: 'openapi.json', config: await createConfig({ extends: ['recommended'] }) });
+    const found = problems.map((problem) => `${problem.severity} ${problem.ruleId}: ${problem.location[0]?.pointer ?? ''}`);
+    // A license is the project's to choose; the description names none.
+    expect(found.filter((line) => !line.includes('info-license'))).toEqual([]);
+    const ids = Object.values((JSON.parse(source) as OpenApiDocument).paths).flatMap((operations) =>
+      Object.values(operations).map((operation) => (operation as { operationId?: string }).operationId),
+    );
+    expect(ids.every(Boolean)).toBe(true);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids).toContain('getSessionsByIdFiles');
   });
 
   it('validates queries against the same schemas: a bad one is refused with 400 invalid_query naming it', async () => {

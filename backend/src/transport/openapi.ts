@@ -32,14 +32,50 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         description:
           'The REST API of a Stepwise server. Chats run over the WebSocket at /ws (see docs/PROTOCOL.md); these routes read the history, manage files, and report health and metrics. When the server has an access token, every route but /api/health needs it as `Authorization: Bearer TOKEN`.',
       },
+      // Paths are relative to wherever the server is reached (behind a proxy, under its public origin).
+      servers: [{ url: '/', description: 'This Stepwise server' }],
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
       security: [{ bearer: [] }],
     },
-    transform: jsonSchemaTransform,
+    transform: withOperationId,
     // The web app's files and the socket's upgrade are not REST routes.
     hideUntagged: true,
   });
-  app.get('/api/openapi.json', { schema: { tags: ['meta'], summary: 'This description of the API (OpenAPI 3.1)' } }, () => app.swagger());
+  app.get(
+    '/api/openapi.json',
+    {
+      schema: {
+        tags: ['meta'],
+        summary: 'This description of the API (OpenAPI 3.1)',
+        response: { 200: z.record(z.string(), z.unknown()), ...errorResponses(401) },
+      },
+    },
+    () => app.swagger(),
+  );
+}
+
+/**
+ * Each route's description with an `operationId` (what client generators name their methods
+ * after), made from its method and path when the route names none: `GET /api/sessions/:id/files`
+ * is `getSessionsByIdFiles`.
+ */
+const withOperationId: typeof jsonSchemaTransform = (input) => {
+  const transformed = jsonSchemaTransform(input);
+  const schema = transformed.schema as Record<string, unknown>;
+  if (schema.operationId) return transformed;
+  const method = String(Array.isArray(input.route.method) ? input.route.method[0] : input.route.method).toLowerCase();
+  return { ...transformed, schema: { ...schema, operationId: operationIdOf(method, input.url) } } as typeof transformed;
+};
+
+/** `get` + `/api/sessions/:id/files` → `getSessionsByIdFiles`. */
+export function operationIdOf(method: string, url: string): string {
+  const words = url
+    .replace(/^\/api(?=\/|$)/, '')
+    .split('/')
+    .filter(Boolean)
+    .flatMap((segment) => (segment.startsWith(':') ? ['by', segment.slice(1)] : segment.split(/[^a-zA-Z0-9]+/)))
+    .filter(Boolean);
+  return method + words.map((word) => word[0]!.toUpperCase() + word.slice(1)).join('');
 }
 
 /** A request that did not fit its route's schema: what was wrong, as the API's error codes say it. */
