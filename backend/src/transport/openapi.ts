@@ -1,6 +1,13 @@
 import fastifySwagger from '@fastify/swagger';
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { hasZodFastifySchemaValidationErrors, jsonSchemaTransform, validatorCompiler } from 'fastify-type-provider-zod';
+import {
+  createJsonSchemaTransform,
+  createJsonSchemaTransformObject,
+  hasZodFastifySchemaValidationErrors,
+  type jsonSchemaTransform,
+  validatorCompiler,
+} from 'fastify-type-provider-zod';
+import * as wire from '@stepwise/shared-types';
 import { ApiError } from '@stepwise/shared-types';
 import { z } from 'zod';
 import type { ErrorCode } from '@stepwise/shared-types';
@@ -8,6 +15,32 @@ import type { ErrorCode } from '@stepwise/shared-types';
 /** The error responses a route may give, each the one error shape. */
 export function errorResponses(...statuses: number[]): Record<number, typeof ApiError> {
   return Object.fromEntries(statuses.map((status) => [status, ApiError]));
+}
+
+/**
+ * The wire contract's schemas by their names (`ApiError`, `SessionSummary`, …): the description
+ * names them as components and refers to them, so a generator makes one type of each.
+ */
+const NAMED = z.registry<{ id: string }>();
+for (const [name, value] of Object.entries(wire)) if (/^[A-Z]/.test(name) && value instanceof z.ZodType && !NAMED.has(value)) NAMED.add(value, { id: name });
+const namedTransform = createJsonSchemaTransform({ schemaRegistry: NAMED });
+const namedComponents = createJsonSchemaTransformObject({ schemaRegistry: NAMED });
+
+/** The description with only the named schemas something refers to (every name is offered, as input and as output). */
+function usedComponentsOnly<T extends { paths?: unknown; components?: unknown }>(document: T): T {
+  const components = document.components as { schemas?: Record<string, unknown> } | undefined;
+  const schemas = components?.schemas;
+  if (!schemas) return document;
+  const used = new Set<string>();
+  const visit = (value: unknown) => {
+    for (const [, name] of JSON.stringify(value).matchAll(/"#\/components\/schemas\/([^"]+)"/g)) {
+      if (used.has(name!) || !(name! in schemas)) continue;
+      used.add(name!);
+      visit(schemas[name!]);
+    }
+  };
+  visit(document.paths);
+  return { ...document, components: { ...components, schemas: Object.fromEntries(Object.entries(schemas).filter(([name]) => used.has(name))) } };
 }
 
 /** A session id in a path. */
@@ -38,6 +71,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       security: [{ bearer: [] }],
     },
     transform: withOperationId,
+    transformObject: (input) => usedComponentsOnly(namedComponents(input)),
     // The web app's files and the socket's upgrade are not REST routes.
     hideUntagged: true,
   });
@@ -60,7 +94,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
  * is `getSessionsByIdFiles`.
  */
 const withOperationId: typeof jsonSchemaTransform = (input) => {
-  const transformed = jsonSchemaTransform(input);
+  const transformed = namedTransform(input);
   const schema = transformed.schema as Record<string, unknown>;
   if (schema.operationId) return transformed;
   const method = String(Array.isArray(input.route.method) ? input.route.method[0] : input.route.method).toLowerCase();
