@@ -81,6 +81,20 @@ describe('the REST API described as OpenAPI 3.1', () => {
     expect(ids.every(Boolean)).toBe(true);
     expect(new Set(ids).size).toBe(ids.length);
     expect(ids).toContain('getSessionsByIdFiles');
+    // True media types: streams, text and bytes as what they are; the upload's body as bytes.
+    const document = JSON.parse(source) as {
+      paths: Record<
+        string,
+        Record<string, { responses: Record<string, { content?: Record<string, unknown> }>; requestBody?: { content: Record<string, unknown> } }>
+      >;
+    };
+    const types = (path: string, method: string) => Object.keys(document.paths[path]![method]!.responses['200']!.content ?? {}).sort();
+    expect(types('/api/ag-ui', 'post')).toEqual(['application/vnd.ag-ui.event+proto', 'text/event-stream']);
+    expect(types('/metrics', 'get')).toEqual(['text/plain']);
+    expect(types('/api/sessions/{id}/files/{name}', 'get')).toEqual(['application/octet-stream']);
+    expect(types('/api/sessions/{id}/export', 'get')).toEqual(['application/json', 'text/markdown']);
+    expect(types('/a2a', 'post')).toEqual(['application/json', 'text/event-stream']);
+    expect(Object.keys(document.paths['/api/sessions/{id}/files']!.post!.requestBody!.content)).toEqual(['application/octet-stream']);
   });
 
   it('validates queries against the same schemas: a bad one is refused with 400 invalid_query naming it', async () => {

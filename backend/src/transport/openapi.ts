@@ -43,6 +43,23 @@ function usedComponentsOnly<T extends { paths?: unknown; components?: unknown }>
   return { ...document, components: { ...components, schemas: Object.fromEntries(Object.entries(schemas).filter(([name]) => used.has(name))) } };
 }
 
+/** A response of other media types than JSON, each with its schema (as the description shows it; sent as it is). */
+export function mediaResponse(description: string, types: Record<string, z.ZodType>) {
+  return { description, content: Object.fromEntries(Object.entries(types).map(([type, schema]) => [type, { schema }])) };
+}
+
+/** Bytes as the description shows them (a file's, a protobuf stream's). */
+export const Binary = z.string().meta({ format: 'binary' });
+
+/** Request bodies no parser reads (the handler streams them), as the description shows them, by `METHOD url`. */
+const RAW_BODIES: Record<string, { description: string; content: Record<string, { schema: object }>; required: true }> = {
+  'POST /api/sessions/:id/files': {
+    description: 'The file’s bytes, of any content type',
+    content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
+    required: true,
+  },
+};
+
 /** A session id in a path. */
 export const SessionParams = z.object({ id: z.string().describe('The session id (a UUID)') });
 
@@ -98,7 +115,8 @@ const withOperationId: typeof jsonSchemaTransform = (input) => {
   const schema = transformed.schema as Record<string, unknown>;
   if (schema.operationId) return transformed;
   const method = String(Array.isArray(input.route.method) ? input.route.method[0] : input.route.method).toLowerCase();
-  return { ...transformed, schema: { ...schema, operationId: operationIdOf(method, input.url) } } as typeof transformed;
+  const raw = RAW_BODIES[`${method.toUpperCase()} ${input.url}`];
+  return { ...transformed, schema: { ...schema, operationId: operationIdOf(method, input.url), ...(raw ? { body: raw } : {}) } } as typeof transformed;
 };
 
 /** `get` + `/api/sessions/:id/files` → `getSessionsByIdFiles`. */
