@@ -28,7 +28,7 @@ import { registerAgUiRoutes } from './ag-ui/route.ts';
 import { registerMcpRoutes } from './mcp/mcp-route.ts';
 import { registerA2aRoutes } from './a2a/a2a-route.ts';
 import { RunKernel } from '../agent/run-kernel.ts';
-import { STEPWISE_VERSION } from '../version.ts';
+import { version } from '../version.ts';
 import type { CallerTraces } from '../tracing/run-tracing.ts';
 import { errorResponses, mediaResponse, registerOpenApi } from './openapi.ts';
 import { clientOf, ConnectionsPerAddress, InProgressPerClient, refusedConnection, SocketsPerClient } from './connection-limits.ts';
@@ -147,14 +147,14 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
     history: container.resolve(HistoryService),
     catalog: () => kernel.catalog(),
     logger: container.resolve<Logger>(TOKENS.Logger),
-    version: STEPWISE_VERSION,
+    version: version(),
     callers,
   });
   registerA2aRoutes(app, {
     sessions,
     catalog: () => kernel.catalog(),
     logger: container.resolve<Logger>(TOKENS.Logger),
-    version: STEPWISE_VERSION,
+    version: version(),
     bearer: config.auth.mode !== 'none',
     callers,
   });
