@@ -22,7 +22,7 @@ import { startTracing } from './tracing/run-tracing.ts';
 import { OTHER_TOOL, ToolRegistry } from './tools/tool-registry.ts';
 import { buildServer } from './transport/server.ts';
 import { Notifier } from './notify/notifier.ts';
-import { STEPWISE_VERSION } from './version.ts';
+import { version } from './version.ts';
 
 /** Where the repository's own folders are, for defaults that work from a fresh checkout. */
 export const REPOSITORY_PATHS = {
@@ -84,7 +84,7 @@ export async function startServer(options: {
         logger,
         modelFor: (purpose) => modelFor(purpose, config.llm).model,
         toolLabel: (name) => tools?.label(name) ?? OTHER_TOOL,
-        version: STEPWISE_VERSION,
+        version: version(),
       })
     : undefined;
   // With tracing on, each log line of the app names its trace (and span).

@@ -1,20 +1,12 @@
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { configFileJsonSchema } from './config/config-file-schema.ts';
 import { ENVIRONMENT_VARIABLES } from './config/config.ts';
+import { version } from './version.ts';
+
+export { version };
 
 /** What the command line asks for: serve (no arguments), or print something and exit. */
 export type Command = { kind: 'serve' } | { kind: 'print'; text: string } | { kind: 'usage_error'; message: string };
-
-/** Stepwise's version, from the workspace's package.json (which sits at the same place beside the sources and the build). */
-export function version(): string {
-  try {
-    const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: unknown };
-    return typeof manifest.version === 'string' ? manifest.version : 'unknown';
-  } catch {
-    return 'unknown';
-  }
-}
 
 /** The `--help` text. */
 export function usage(): string {

@@ -73,7 +73,8 @@ describe('a new user’s first minutes', { timeout: BROWSER_TEST_TIMEOUT_MS }, (
     // Streamed in small pieces, then silent inside the control block until the user stops.
     const stallAfter = Math.ceil((text.indexOf('"plan"') + '"plan": "Eval'.length) / 4);
     llm.enqueue({ text, chunkChars: 4, chunkDelayMs: 15, stallAfterChunks: stallAfter });
-    // What the page received of the reason text, to know when the stream is inside the block.
+    // What the page received of the reason text: the server holds the block back, so the prose
+    // arriving whole means the model's stream is inside the block.
     let streamed = '';
     let blockArrived!: () => void;
     const inBlock = new Promise<void>((resolve) => (blockArrived = resolve));
@@ -82,7 +83,7 @@ describe('a new user’s first minutes', { timeout: BROWSER_TEST_TIMEOUT_MS }, (
         socket.on('framereceived', ({ payload }) => {
           const event = JSON.parse(String(payload)) as { update_type?: string; delta?: string };
           if (event.update_type === 'agent_reason_delta') streamed += event.delta;
-          if (streamed.includes('"plan":')) blockArrived();
+          if (streamed.includes(prose)) blockArrived();
         }),
       ),
     );
@@ -106,6 +107,8 @@ describe('a new user’s first minutes', { timeout: BROWSER_TEST_TIMEOUT_MS }, (
     expect(shown.length).toBeGreaterThan(0);
     expect(shown.filter((seen) => /[`{}]|"plan"|json/.test(seen))).toEqual([]);
     expect(await page.locator('main pre, main code').count()).toBe(0);
+    // Nothing of the block reached the socket either.
+    expect(streamed).not.toMatch(/[`{}]|"plan"/);
   });
 
   it('shows reason text with asterisks as written, and the answer as Markdown', async () => {

@@ -308,7 +308,7 @@ describe('the model client on its own', () => {
     const deltas: string[] = [];
     const result = await model.complete(chat(undefined, (delta) => deltas.push(delta)));
 
-    expect(result).toEqual({ text: 'd'.repeat(CAP) + NOTE, toolCalls: [], truncated: true, model: 'gpt-4o-mini', costUsd: null });
+    expect(result).toEqual({ text: 'd'.repeat(CAP) + NOTE, toolCalls: [], truncated: true, model: 'gpt-4o-mini', costUsd: null, response: expect.any(Object) });
     expect(deltas.join('')).toBe('d'.repeat(CAP) + NOTE);
     expect(lines.filter((line) => line.level === 'warn').map((line) => line.message)).toEqual(['model reply cut at LLM_MAX_OUTPUT_CHARS']);
     await llm.waitForAbort(llm.requests[0]!);
@@ -372,7 +372,13 @@ describe('the model client on its own', () => {
         `data: ${chunk({}, 'stop')}\n\ndata: [DONE]`,
     });
 
-    expect(await model.complete(chat())).toEqual({ text: 'Hello, world', toolCalls: [], model: 'gpt-4o-mini', costUsd: null });
+    expect(await model.complete(chat())).toEqual({
+      text: 'Hello, world',
+      toolCalls: [],
+      model: 'gpt-4o-mini',
+      costUsd: null,
+      response: { finishReason: 'stop' },
+    });
   });
 
   it('refuses one stream event larger than the output cap allows, without reading the rest', async () => {

@@ -333,7 +333,10 @@ describe('the OpenAPI document', () => {
       'query:q',
       'query:scope',
     ]);
-    expect(search.responses['200'].content['application/json'].schema.properties.hits.type).toBe('array');
+    // The response is the named SearchResults schema.
+    const results = search.responses['200'].content['application/json'].schema;
+    expect(results).toEqual({ $ref: '#/components/schemas/SearchResults' });
+    expect(document.components.schemas.SearchResults.properties.hits.type).toBe('array');
     expect(document.paths['/api/sessions/{id}/export'].get.parameters.find((parameter: { name: string }) => parameter.name === 'format').schema.enum).toEqual([
       'markdown',
       'json',

@@ -5,7 +5,7 @@ import type { McpServerStatus } from '@stepwise/shared-types';
 import type { McpServerConfig } from '../config/config-file.ts';
 import { ToolExecutionError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
-import { STEPWISE_VERSION } from '../version.ts';
+import { version } from '../version.ts';
 import { type FormSchema, formQuestion, readFormAnswer } from './elicitation.ts';
 
 /**
@@ -145,7 +145,7 @@ export class McpServerConnection {
     if (this.closed) return;
     const { Client, ElicitRequestSchema, ...transports } = sdk;
     const client = new Client(
-      { name: 'stepwise', version: STEPWISE_VERSION },
+      { name: 'stepwise', version: version() },
       {
         capabilities: { elicitation: { form: { applyDefaults: true } } },
         listChanged: {

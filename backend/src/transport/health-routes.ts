@@ -3,9 +3,12 @@ import { z } from 'zod';
 import type { Readiness } from '../hosting/readiness.ts';
 import type { RunHost } from '../hosting/run-host.ts';
 import { PUBLIC_ROUTE } from './access.ts';
+import { errorResponses } from './openapi.ts';
 
 /** Open to anyone, and answered whatever the Host header says (a probe names the pod's address). */
 const HEALTH_ROUTE = { config: { ...PUBLIC_ROUTE.config, health: true } };
+/** Open as they are, these routes still refuse a connection past its address's cap (connection-limits.ts). */
+const REFUSED_CONNECTION = errorResponses(429);
 
 const Dependencies = z.record(z.string(), z.boolean()).describe('Each shared dependency (PostgreSQL, Redis, Restate) and whether it answers');
 
@@ -25,7 +28,7 @@ export function registerHealthRoutes(app: FastifyInstance, host: RunHost, readin
         tags: ['meta'],
         summary: 'Liveness: the process serves HTTP (also while it shuts down); open to anyone',
         security: [],
-        response: { 200: z.object({ status: z.literal('ok') }) },
+        response: { 200: z.object({ status: z.literal('ok') }), ...REFUSED_CONNECTION },
       },
     },
     async () => ({ status: 'ok' as const }),
@@ -42,6 +45,7 @@ export function registerHealthRoutes(app: FastifyInstance, host: RunHost, readin
         response: {
           200: z.object({ status: z.literal('ready'), instance: z.string().optional(), dependencies: Dependencies }),
           503: z.object({ status: z.enum(['draining', 'degraded']), instance: z.string().optional(), dependencies: Dependencies }),
+          ...REFUSED_CONNECTION,
         },
       },
     },
@@ -65,6 +69,7 @@ export function registerHealthRoutes(app: FastifyInstance, host: RunHost, readin
         response: {
           200: z.object({ status: z.enum(['ok', 'degraded']), instance: z.string().optional(), dependencies: Dependencies.optional() }),
           503: z.object({ status: z.literal('degraded'), instance: z.string().optional(), dependencies: Dependencies }),
+          ...REFUSED_CONNECTION,
         },
       },
     },

@@ -8,7 +8,7 @@ import { FileError } from '../errors.ts';
 import { SessionFiles } from '../files/session-files.ts';
 import type { WorkBudgets } from '../limits/work-budgets.ts';
 import type { InProgressPerClient } from './connection-limits.ts';
-import { errorResponses, SessionParams, validationRefusal } from './openapi.ts';
+import { Binary, errorResponses, mediaResponse, SessionParams, validationRefusal } from './openapi.ts';
 
 /** A query parameter that is a whole number from `min` to `max` (it arrives as text). */
 const wholeNumber = (min: number, max: number, what: string) =>
@@ -206,7 +206,7 @@ function registerFileRoutes(server: FastifyInstance, history: HistoryService, fi
         tags,
         summary: 'Downloads a file (always as an attachment, never rendered)',
         params: FileParams,
-        response: { 200: z.unknown().describe('The file’s bytes (application/octet-stream)'), ...errorResponses(400, 401, 404) },
+        response: { 200: mediaResponse('The file’s bytes', { 'application/octet-stream': Binary }), ...errorResponses(400, 401, 404) },
       },
     },
     async (request, reply) => {

@@ -30,9 +30,9 @@ import { registerAgUiRoutes } from './ag-ui/route.ts';
 import { registerMcpRoutes } from './mcp/mcp-route.ts';
 import { registerA2aRoutes } from './a2a/a2a-route.ts';
 import { RunKernel } from '../agent/kernel/run-kernel.ts';
-import { STEPWISE_VERSION } from '../version.ts';
+import { version } from '../version.ts';
 import type { CallerTraces } from '../tracing/run-tracing.ts';
-import { registerOpenApi } from './openapi.ts';
+import { errorResponses, mediaResponse, registerOpenApi } from './openapi.ts';
 import { clientOf, ConnectionsPerAddress, InProgressPerClient, refusedConnection, SocketsPerClient } from './connection-limits.ts';
 import { TrustedProxies } from '../auth/identify.ts';
 import { EVENT_PAGES_IN_FLIGHT, registerRestRoutes } from './rest-routes.ts';
@@ -155,14 +155,14 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
     history: container.resolve(HistoryService),
     catalog: () => kernel.catalog(),
     logger: container.resolve<Logger>(TOKENS.Logger),
-    version: STEPWISE_VERSION,
+    version: version(),
     callers,
   });
   registerA2aRoutes(app, {
     sessions,
     catalog: () => kernel.catalog(),
     logger: container.resolve<Logger>(TOKENS.Logger),
-    version: STEPWISE_VERSION,
+    version: version(),
     bearer: config.auth.mode !== 'none',
     callers,
   });
@@ -179,7 +179,7 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
   const metricsSchema = {
     tags: ['meta'],
     summary: 'Prometheus metrics (text format); AUTH_TOKEN or METRICS_TOKEN',
-    response: { 200: z.string().describe('Prometheus text format 0.0.4') },
+    response: { 200: mediaResponse('Prometheus text format 0.0.4', { 'text/plain': z.string() }), ...errorResponses(401) },
   };
   app.get('/metrics', { ...METRICS_ROUTE, schema: metricsSchema }, async (_request, reply) => {
     const { contentType, body } = await metrics.render();

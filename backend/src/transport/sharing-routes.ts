@@ -8,7 +8,7 @@ import { ChatSearch } from '../chat/chat-search.ts';
 import { ChatShares } from '../chat/chat-shares.ts';
 import { SessionFiles } from '../files/session-files.ts';
 import type { RouteAccess } from './access.ts';
-import { errorResponses, SessionParams } from './openapi.ts';
+import { Binary, errorResponses, mediaResponse, SessionParams } from './openapi.ts';
 import { contentDisposition, sendDownload, viewer } from './rest-routes.ts';
 
 /**
@@ -71,9 +71,10 @@ export function registerSharingRoutes(server: FastifyInstance, container: Depend
           format: z.enum(['markdown', 'json'], { error: 'format must be markdown or json' }).default('markdown'),
         }),
         response: {
-          200: z
-            .union([ChatExport, z.string()])
-            .describe('format=json: a ChatExport (application/json); format=markdown: the chat as text/markdown. Sent as an attachment.'),
+          200: mediaResponse('format=json: a ChatExport; format=markdown: the chat as Markdown. Sent as an attachment.', {
+            'application/json': ChatExport,
+            'text/markdown': z.string(),
+          }),
           ...errorResponses(400, 401, 404),
         },
       },
@@ -166,7 +167,7 @@ function registerShareRoutes(server: FastifyInstance, shares: ChatShares, files:
         summary: 'Downloads a file of a shared chat, when its link shows files (always as an attachment)',
         security: [],
         params: TokenParams.extend({ name: z.string().describe('The file name') }),
-        response: { 200: z.unknown().describe('The file’s bytes (application/octet-stream)'), ...errorResponses(404) },
+        response: { 200: mediaResponse('The file’s bytes', { 'application/octet-stream': Binary }), ...errorResponses(404) },
       },
     },
     async (request, reply) => {

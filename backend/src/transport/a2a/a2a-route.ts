@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { SessionManager } from '../../chat/session-manager.ts';
 import type { Logger } from '../../logger.ts';
+import { errorResponses, mediaResponse } from '../openapi.ts';
 import type { CallerTraces } from '../../tracing/run-tracing.ts';
 import { A2aCaller, agentCard, StepwiseA2aExecutor } from './a2a-executor.ts';
 
@@ -57,7 +58,7 @@ export function registerA2aRoutes(app: FastifyInstance, deps: A2aDependencies): 
       schema: {
         tags: ['a2a'],
         summary: 'The A2A agent card: Stepwise, a skill per strategy, JSON-RPC at /a2a',
-        response: { 200: z.record(z.string(), z.unknown()) },
+        response: { 200: z.record(z.string(), z.unknown()), ...errorResponses(401) },
       },
     },
     async (request) => cardOf(request),
@@ -70,7 +71,13 @@ export function registerA2aRoutes(app: FastifyInstance, deps: A2aDependencies): 
         tags: ['a2a'],
         summary: 'A2A JSON-RPC (1.0 with A2A-Version: 1.0, else 0.3): send or stream a message, get or cancel a task',
         body: z.record(z.string(), z.unknown()).describe('A JSON-RPC 2.0 request'),
-        response: { 200: z.string().describe('A JSON-RPC response (application/json), or its stream (text/event-stream)') },
+        response: {
+          200: mediaResponse('A JSON-RPC response, or its stream (one response per data: line)', {
+            'application/json': z.record(z.string(), z.unknown()),
+            'text/event-stream': z.string(),
+          }),
+          ...errorResponses(400, 401),
+        },
       },
     },
     async (request, reply) => {

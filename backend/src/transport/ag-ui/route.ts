@@ -7,7 +7,7 @@ import { SESSION_ID, type SessionManager } from '../../chat/session-manager.ts';
 import type { Store } from '../../store/store.ts';
 import type { CallerTraces } from '../../tracing/run-tracing.ts';
 import { chatAccess, LOCAL_USER } from '../../auth/user.ts';
-import { errorResponses, SessionParams } from '../openapi.ts';
+import { Binary, errorResponses, mediaResponse, SessionParams } from '../openapi.ts';
 import { sendError } from '../rest-routes.ts';
 import type { BackpressureLimits } from '../websocket-connection.ts';
 import { checkResumable, lastUserText, resumeMessages, statusOf, wantsProtobuf } from './input.ts';
@@ -75,7 +75,13 @@ export function registerAgUiRoutes(server: FastifyInstance, sessions: SessionMan
             .optional()
             .describe('text: questions only as assistant text, the AG-UI run ending success (for clients that keep interrupts but cannot show them)'),
         }),
-        response: { 200: z.string().describe('AG-UI events (text/event-stream)'), ...errorResponses(400, 401, 409, 410, 429, 503) },
+        response: {
+          200: mediaResponse('AG-UI events: server-sent events, or AG-UI protobuf when the Accept header asks for it', {
+            'text/event-stream': z.string(),
+            'application/vnd.ag-ui.event+proto': Binary,
+          }),
+          ...errorResponses(400, 401, 409, 410, 429, 503),
+        },
       },
     },
     async (request, reply) => {

@@ -3,6 +3,7 @@ import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/se
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { LOCAL_USER } from '../../auth/user.ts';
+import { errorResponses, mediaResponse } from '../openapi.ts';
 import { sendError } from '../rest-routes.ts';
 import { type AgentMcpDependencies, agentMcpServer } from './agent-mcp-server.ts';
 
@@ -76,7 +77,10 @@ export function registerMcpRoutes(app: FastifyInstance, deps: AgentMcpDependenci
     schema: {
       tags: ['mcp'],
       summary,
-      response: { 200: z.string().describe('JSON-RPC over Streamable HTTP: application/json or text/event-stream') },
+      response: {
+        200: mediaResponse('JSON-RPC over Streamable HTTP', { 'application/json': z.record(z.string(), z.unknown()), 'text/event-stream': z.string() }),
+        ...errorResponses(400, 401, 404),
+      },
     },
   });
   app.post('/mcp', schema('MCP (Streamable HTTP): a JSON-RPC message from the client; the first is initialize'), handle);
