@@ -112,8 +112,9 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
  */
 const withOperationId: typeof jsonSchemaTransform = (input) => {
   const transformed = namedTransform(input);
-  const schema = transformed.schema as Record<string, unknown>;
-  if (schema.operationId) return transformed;
+  const schema = transformed.schema as Record<string, unknown> | undefined;
+  // A route with no description (the web app's pages) is no operation of the API.
+  if (!schema || schema.operationId) return transformed;
   const method = String(Array.isArray(input.route.method) ? input.route.method[0] : input.route.method).toLowerCase();
   const raw = RAW_BODIES[`${method.toUpperCase()} ${input.url}`];
   return { ...transformed, schema: { ...schema, operationId: operationIdOf(method, input.url), ...(raw ? { body: raw } : {}) } } as typeof transformed;

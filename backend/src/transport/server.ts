@@ -133,7 +133,7 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
     if (staticDir && existsSync(staticDir)) {
       await webApp.register(fastifyStatic, webAppFiles(staticDir));
       // A notification's link to one question: the web app answers it (and checks access over the socket).
-      webApp.get('/answer/:question_id', (_request, reply) => reply.header('cache-control', 'no-cache').sendFile('index.html'));
+      webApp.get('/answer/:question_id', { schema: { hide: true } }, (_request, reply) => reply.header('cache-control', 'no-cache').sendFile('index.html'));
     } else {
       webApp.get('/', (_request, reply) => reply.type('text/html').send(PLACEHOLDER_PAGE));
     }
