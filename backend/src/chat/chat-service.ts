@@ -18,7 +18,7 @@ import { type ChatRequest, chatRequest } from './chat-request.ts';
 import { answerRefusal, handleCommand, keepAnswer, mayKeep, reject } from './run-commands.ts';
 import type { SessionEventLog } from './session-event-log.ts';
 import { type ActiveResponse, activeOf, RUN_ACTIVE, refusalOf, SESSION_DELETED, type SessionState, unexpectedState } from './session-state.ts';
-import { PLAIN_CHAT, type RunStart, SessionRuns } from './session-runs.ts';
+import { type RunStart, SessionRuns } from './session-runs.ts';
 import { SessionSnapshots, SnapshotLimitError } from './session-snapshots.ts';
 
 /** Who sent a message: the client (user or address) and user, whose shares of the run slots a new run takes. */
