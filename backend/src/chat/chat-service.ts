@@ -15,9 +15,9 @@ import type { Admission, Hold } from '../hosting/run-admission.ts';
 import { LOCAL_OWNER, type RunRecord, type SessionOwner } from '../store/store.ts';
 import type { ChatDependencies } from './chat-dependencies.ts';
 import { type ChatRequest, chatRequest } from './chat-request.ts';
-import { answerRefusal, handleCommand, keepAnswer, mayKeep, reject } from './run-commands.ts';
+import { answerRefusal, handleCommand, keepAnswer, mayKeep, reject, strategyMessage } from './run-commands.ts';
 import type { SessionEventLog } from './session-event-log.ts';
-import { type ActiveResponse, activeOf, RUN_ACTIVE, refusalOf, SESSION_DELETED, type SessionState, unexpectedState } from './session-state.ts';
+import { type ActiveResponse, activeOf, SessionRow, RUN_ACTIVE, refusalOf, SESSION_DELETED, type SessionState, unexpectedState } from './session-state.ts';
 import { type RunStart, SessionRuns } from './session-runs.ts';
 import { SessionSnapshots, SnapshotLimitError } from './session-snapshots.ts';
 
@@ -29,13 +29,16 @@ export interface MessageSender {
   user?: User | undefined;
 }
 
+/** The session held for a command (see RunAdmission.hold). */
+type Held = Admission & { kind: 'admitted'; hold: Hold };
+
 /** One chat session: plain answers, agent runs (one at a time), and the controls that steer them. */
 export class ChatService {
   private state: SessionState = { kind: 'idle' };
   private readonly recovering = new Map<string, Promise<'resumed' | 'closed'>>();
 
-  /** Resolves once the session has its row in the store (made at its first write, not at connect). */
-  private stored: Promise<void> | undefined;
+  /** The session's row in the store, made at its first write (not at connect). */
+  private readonly row: SessionRow;
   private readonly runs: SessionRuns;
   private readonly snapshots: SessionSnapshots;
 
@@ -52,7 +55,7 @@ export class ChatService {
     options: { stored: boolean; owner?: SessionOwner } = { stored: true },
   ) {
     this.currentOwner = options.owner ?? { id: LOCAL_OWNER };
-    if (options.stored) this.stored = Promise.resolve();
+    this.row = new SessionRow(() => deps.store.createSession(sessionId, this.owner), options.stored);
     this.runs = new SessionRuns(sessionId, log, deps);
     this.snapshots = new SessionSnapshots(sessionId, log, deps);
   }
@@ -67,19 +70,12 @@ export class ChatService {
    * leaves (or a client cycling connections) leaves no row behind.
    */
   ensureStored(): Promise<void> {
-    this.stored ??= this.deps.store.createSession(this.sessionId, this.owner).then(
-      () => undefined,
-      (error: unknown) => {
-        this.stored = undefined;
-        throw error;
-      },
-    );
-    return this.stored;
+    return this.row.ensure();
   }
 
   /** Whether anything was ever written in the session (it has, or is getting, its row in the store). */
   get written(): boolean {
-    return this.stored !== undefined;
+    return this.row.written;
   }
 
   /** The answer or run in progress here, if any (also while a deleted session's run winds down). */
@@ -143,7 +139,7 @@ export class ChatService {
       case 'snapshot_resume':
         return this.resumeSnapshot(message.snapshot_id, message.extra_steps, sender);
       case 'todos_set':
-        return this.whenIdle(() => this.strategyMessage(message));
+        return this.whenIdle(() => strategyMessage(this.deps, this.sessionId, this.log, message));
       default: {
         const unexpected: never = message;
         return reject('unknown_type', `Unknown message type ${JSON.stringify((unexpected as { type: unknown }).type)}`);
@@ -196,77 +192,89 @@ export class ChatService {
     return answerRefusal(outcome, reply, message.question_id);
   }
 
-  /** A message a strategy takes itself (autonomous's `todos_set`), handed to that strategy, while nothing runs. */
-  private async strategyMessage(message: ClientMessage): Promise<ErrorEvent | undefined> {
-    const handler = this.deps.kernel.clientMessageHandler(message.type);
-    if (!handler) return reject('unknown_type', `No strategy takes "${message.type}" messages`);
-    return handler(message, {
-      sessionId: this.sessionId,
-      writeFile: async (name, content) => void (await this.deps.files.write(this.sessionId, name, content, { source: 'user' })),
-      emit: (event) => this.log.record(event),
-    });
-  }
-
   /**
-   * Runs a command while nothing runs (refused with run_active otherwise), holding the session
-   * meanwhile so that no message starts a run in the middle of it; a run the command starts takes
-   * the hold over.
+   * Holds the session for a command while nothing runs (refused with run_active otherwise), so that
+   * no message starts a run in the middle of it; a run the command starts takes the hold over.
    */
-  private async whenIdle(work: (hold: Hold) => Promise<ErrorEvent | undefined>): Promise<ErrorEvent | undefined> {
+  private async holdWhileIdle(): Promise<Held | { kind: 'refused'; error: ErrorEvent }> {
     await this.settleEnded();
     const refused = this.refusal();
-    if (refused) return refused;
+    if (refused) return { kind: 'refused', error: refused };
     this.state = { kind: 'holding' };
+    let taken: Held | undefined;
     try {
       const held = await this.deps.admission.hold(this.sessionId, this.log);
-      if (held.kind === 'refused') return held.error;
-      try {
-        await this.ensureStored();
-        return await work(held.hold);
-      } finally {
+      if (held.kind === 'refused') {
         this.leave('holding');
-        await held.release();
+        return held;
       }
+      taken = held;
+      await this.ensureStored();
+      return held;
+    } catch (error) {
+      if (taken) await this.unhold(taken);
+      else this.leave('holding');
+      throw error;
+    }
+  }
+
+  /** The command is done: the session goes back to idle (unless a run began in it) and its hold is given back. */
+  private async unhold(held: Held): Promise<void> {
+    this.leave('holding');
+    await held.release();
+  }
+
+  /** Runs a command that starts no run (a snapshot command, a strategy's message) while the session is held. */
+  private async whenIdle(work: () => Promise<ErrorEvent | undefined>): Promise<ErrorEvent | undefined> {
+    const held = await this.holdWhileIdle();
+    if (held.kind === 'refused') return held.error;
+    try {
+      return await work();
     } catch (error) {
       if (error instanceof SnapshotLimitError) return reject('too_many_snapshots', error.message);
       throw error;
     } finally {
-      this.leave('holding');
+      await this.unhold(held);
     }
   }
 
-  /** Rolls back to a snapshot or a step's end and resumes its run from there. */
-  private resumeSnapshot(id: string, extraSteps: number | undefined, sender: MessageSender): Promise<ErrorEvent | undefined> {
-    return this.whenIdle(async (hold) => {
+  /** Rolls back to a snapshot or a step's end and resumes its run from there, the session held from the look-up to the start. */
+  private async resumeSnapshot(id: string, extraSteps: number | undefined, sender: MessageSender): Promise<ErrorEvent | undefined> {
+    const held = await this.holdWhileIdle();
+    if (held.kind === 'refused') return held.error;
+    try {
       const found = await this.snapshots.resumable(id, extraSteps);
       if (!found.ok) return reject(found.code, found.message);
       // Admitted before anything is rolled back: a refused run leaves the chat as it was.
       const runId = randomUUID();
-      const admission = await this.admit(runId, sender, hold);
+      const admission = await this.admit(runId, sender, held.hold);
       if (admission.kind === 'refused') return admission.error;
-      try {
-        await this.snapshots.rollback(id);
-      } catch (error) {
+      await this.snapshots.rollback(id).catch(async (error: unknown) => {
         await admission.release();
         throw error;
-      }
+      });
       return this.begin(runId, admission, { kind: 'continuation', input: { ...found.input, runId }, past: found.past });
-    });
+    } finally {
+      await this.unhold(held);
+    }
   }
 
-  /** Continues a run that ended short of an answer, as a new run of the same request. */
-  private continueRun(message: AgentControlMessage, sender: MessageSender): Promise<ErrorEvent | undefined> {
-    // Holds the session from the first look-up to the start, so nothing else starts in between.
-    return this.whenIdle(async (hold) => {
+  /** Continues a run that ended short of an answer, as a new run of the same request, the session held from the look-up to the start. */
+  private async continueRun(message: AgentControlMessage, sender: MessageSender): Promise<ErrorEvent | undefined> {
+    const held = await this.holdWhileIdle();
+    if (held.kind === 'refused') return held.error;
+    try {
       const found = await this.runs.continuation(message.run_id, message.extra_steps);
       if (!found.ok) return reject('not_resumable', found.message);
       const runId = randomUUID();
       // A new budget for the continued run, when given (a run that ended with "budget" needs one).
       const input = message.max_cost_usd === undefined ? found.input : { ...found.input, maxCostUsd: message.max_cost_usd };
-      const admission = await this.admit(runId, sender, hold);
+      const admission = await this.admit(runId, sender, held.hold);
       if (admission.kind === 'refused') return admission.error;
       return this.begin(runId, admission, { kind: 'continuation', input: { ...input, runId }, past: found.past });
-    });
+    } finally {
+      await this.unhold(held);
+    }
   }
 
   /**
@@ -354,11 +362,8 @@ export class ChatService {
    */
   async recover(run: RunRecord): Promise<'resumed' | 'closed'> {
     // Two recoveries of one run (at startup, and Restate executing it meanwhile) share one outcome.
-    let recovering = this.recovering.get(run.id);
-    if (!recovering) {
-      recovering = this.recoverOnce(run).finally(() => this.recovering.delete(run.id));
-      this.recovering.set(run.id, recovering);
-    }
+    const recovering = this.recovering.get(run.id) ?? this.recoverOnce(run).finally(() => this.recovering.delete(run.id));
+    this.recovering.set(run.id, recovering);
     return recovering;
   }
 
@@ -387,10 +392,9 @@ export class ChatService {
     }
   }
 
-  /** Closes a run the server was in the middle of when it stopped (see SessionRuns). */
+  /** Closes a run the server was in the middle of when it stopped (see SessionRuns): it holds the session no more. */
   async closeInterrupted(run: RunRecord): Promise<void> {
     await this.runs.closeInterrupted(run);
-    // Closed, it holds the session no more (a hold that names a later run stays).
     await this.deps.admission.closed(this.sessionId, run.id);
   }
 }

@@ -1,9 +1,10 @@
-import type { ErrorCode, ErrorEvent, PersonAnswer } from '@stepwise/shared-types';
+import type { ClientMessage, ErrorCode, ErrorEvent, PersonAnswer } from '@stepwise/shared-types';
 import type { AgentControl, InputOutcome } from '../agent/kernel/agent-control.ts';
 import type { ControlCommand, ControlOutcome } from '../agent/kernel/control-bus.ts';
 import type { RunRecord, Store } from '../store/store.ts';
 import type { ChatDependencies } from './chat-dependencies.ts';
 import { sessionEvents } from './run-endings.ts';
+import type { SessionEventLog } from './session-event-log.ts';
 
 export const reject = (code: ErrorCode, message: string): ErrorEvent => ({ type: 'error', code, message });
 
@@ -78,4 +79,20 @@ async function askedIn(store: Store, run: RunRecord, questionId: string): Promis
       return event.deadline;
   }
   return undefined;
+}
+
+/** A message a strategy takes itself (autonomous's `todos_set`), handed to that strategy. */
+export async function strategyMessage(
+  deps: Pick<ChatDependencies, 'kernel' | 'files'>,
+  sessionId: string,
+  log: SessionEventLog,
+  message: ClientMessage,
+): Promise<ErrorEvent | undefined> {
+  const handler = deps.kernel.clientMessageHandler(message.type);
+  if (!handler) return reject('unknown_type', `No strategy takes "${message.type}" messages`);
+  return handler(message, {
+    sessionId,
+    writeFile: async (name, content) => void (await deps.files.write(sessionId, name, content, { source: 'user' })),
+    emit: (event) => log.record(event),
+  });
 }

@@ -369,20 +369,9 @@ export class SessionManager {
     });
     void fanOut
       .follow(sessionId, (notice) => {
-        switch (notice.kind) {
-          case 'preview':
-            return log.relayPreview(notice.delta, notice.afterSeq);
-          case 'appended':
-            return catchUp();
-          case 'look':
-            // A look finds what a lost notice would have said, for the sockets here, while no run here writes the log.
-            if (log.connectionCount > 0 && !chat.busy) catchUp();
-            return;
-          default: {
-            const unknown: never = notice;
-            throw new Error(`Unknown notice ${JSON.stringify(unknown)}`);
-          }
-        }
+        if (notice.kind === 'preview') log.relayPreview(notice.delta, notice.afterSeq);
+        // A look finds what a lost notice would have said, for the sockets here, while no run here writes the log.
+        else if (notice.kind === 'appended' || (log.connectionCount > 0 && !chat.busy)) catchUp();
       })
       .then(
         (stop) => {

@@ -66,3 +66,35 @@ export function refusalOf(state: SessionState): ErrorEvent | undefined {
 export function unexpectedState(state: never): never {
   throw new Error(`Unknown session state ${JSON.stringify(state)}`);
 }
+
+/**
+ * A session's row in the store, made the first time something is written in it: a page that
+ * connects and leaves (or a client cycling connections) leaves no row behind.
+ */
+export class SessionRow {
+  private stored: Promise<void> | undefined;
+
+  constructor(
+    private readonly create: () => Promise<unknown>,
+    stored: boolean,
+  ) {
+    if (stored) this.stored = Promise.resolve();
+  }
+
+  /** Resolves once the row is stored (a failed attempt is tried again next time). */
+  ensure(): Promise<void> {
+    this.stored ??= this.create().then(
+      () => undefined,
+      (error: unknown) => {
+        this.stored = undefined;
+        throw error;
+      },
+    );
+    return this.stored;
+  }
+
+  /** Whether anything was ever written in the session (it has, or is getting, its row). */
+  get written(): boolean {
+    return this.stored !== undefined;
+  }
+}

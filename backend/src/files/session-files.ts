@@ -1,61 +1,24 @@
 import type { Dirent } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { constants, createReadStream, type ReadStream, statSync } from 'node:fs';
-import { type FileHandle, lstat, mkdir, open, readdir, readFile, rename, rm, unlink } from 'node:fs/promises';
+import { lstat, mkdir, open, readdir, readFile, rename, rm, unlink } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { formatSize } from '@stepwise/shared-types';
 import { inject, injectable } from 'tsyringe';
 import type { Config } from '../config/config.ts';
 import { ERROR_CODE, FileError } from '../errors.ts';
 import { TOKENS } from '../tokens.ts';
-import { abortReason } from '../util/abort.ts';
 import { UUID } from '../util/ids.ts';
 import { KeyedQueue } from '../util/keyed-queue.ts';
 import { checkImage, type ImageKind, isImageKind, mediaKind } from './media.ts';
 import { type PdfPages, readPdfPages } from './pdf-text.ts';
+import { checkName, uploadName } from './file-names.ts';
+import type { FileListener, SessionFileInfo, TextSlice, WriteOptions } from './file-types.ts';
 
-/** One file of a session, as listed. */
-export interface SessionFileInfo {
-  name: string;
-  size: number;
-  /** ISO-8601. */
-  modified: string;
-}
+export type { FileListener, FileSource, SessionFileInfo, TextSlice, WriteOptions } from './file-types.ts';
+import { countLines, invalid, isContinuationByte, linesIn, notFound, throwIfAborted } from './file-helpers.ts';
 
-/** Who put a file there: the user (upload), the agent (a tool), or an MCP server (a result it returned). */
-export type FileSource = 'user' | 'agent' | (string & {});
-
-/** Told whenever a file is saved or removed, so the session's log (and its clients) hear of it. */
-export type FileListener = (change: {
-  sessionId: string;
-  runId?: string | undefined;
-  kind: 'saved' | 'deleted';
-  file: SessionFileInfo;
-  source: FileSource;
-}) => void | Promise<void>;
-
-/** Who writes a file, and the signal that cancels the write (a stopped run's). */
-export interface WriteOptions {
-  source: FileSource;
-  runId?: string | undefined;
-  signal?: AbortSignal | undefined;
-}
-
-/** What one read_file call returns. */
-export interface TextSlice {
-  text: string;
-  /** Byte offsets of the slice, and the file's size in bytes. */
-  start: number;
-  end: number;
-  size: number;
-  /** The whole file's lines (a last line without a newline counts). */
-  lines: number;
-}
-
-const MAX_NAME_BYTES = 255;
 const TEMP_PREFIX = '.partial-';
-// Characters that some file systems or shells treat specially; uploads get "_" instead.
-const RESERVED = /[<>:"|?*]/g;
 
 /**
  * The files of each session, in one flat folder per session under `DATA_DIR/files`. Every name
@@ -64,8 +27,10 @@ const RESERVED = /[<>:"|?*]/g;
  */
 /** Manifests kept at most (the one listed longest ago is dropped first): a few hundred bytes each. */
 const MANIFESTS_KEPT = 1_000;
+
 /** PDFs whose text is kept (the one read longest ago is dropped first). */
 const PDF_TEXTS_KEPT = 32;
+
 /** How soon a file put into a session's folder by hand shows in its manifest. */
 const MANIFEST_RECHECK_MS = 1_000;
 
@@ -114,29 +79,10 @@ export class SessionFiles {
     this.listeners.push(listener);
   }
 
-  /** Returns `name` (NFC-normalized) when it is a safe plain file name; throws FileError otherwise. */
-  static checkName(name: unknown): string {
-    if (typeof name !== 'string' || name.length === 0) throw invalid('A file name is required');
-    const normalized = name.normalize('NFC');
-    if (normalized.includes('\0')) throw invalid('File names cannot contain NUL bytes');
-    if (/[/\\]/.test(normalized)) throw invalid(`"${printable(normalized)}" is a path; session files have plain names without / or \\`);
-    if (normalized === '.' || normalized === '..') throw invalid(`"${normalized}" is not a file name`);
-    if (normalized.startsWith('.')) throw invalid(`"${printable(normalized)}": names starting with "." are not allowed`);
-    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused here
-    if (/[\u0000-\u001f\u007f]/.test(normalized)) throw invalid('File names cannot contain control characters');
-    if (normalized.trim() !== normalized) throw invalid('File names cannot start or end with spaces');
-    if (Buffer.byteLength(normalized) > MAX_NAME_BYTES) throw invalid(`File names are limited to ${MAX_NAME_BYTES} bytes`);
-    return normalized;
-  }
-
-  /**
-   * The name an uploaded file is stored under: trimmed, reserved characters replaced. Anything
-   * that would reach outside the folder (separators, `..`, NUL) is refused, never rewritten.
-   */
-  static uploadName(raw: unknown): string {
-    if (typeof raw !== 'string') throw invalid('A file name is required (?name=…)');
-    return SessionFiles.checkName(raw.normalize('NFC').trim().replace(RESERVED, '_'));
-  }
+  /** A session file's name checked (see file-names.ts): the name, normalized, or an invalid_file_name error. */
+  static checkName = checkName;
+  /** The name an uploaded file is stored under (see file-names.ts). */
+  static uploadName = uploadName;
 
   async list(sessionId: string): Promise<SessionFileInfo[]> {
     const dir = this.folder(sessionId);
@@ -438,48 +384,4 @@ export class SessionFiles {
     this.manifests.delete(change.sessionId.toLowerCase());
     for (const listener of this.listeners) await listener(change);
   }
-}
-
-function throwIfAborted(signal: AbortSignal | undefined): void {
-  if (signal?.aborted) throw abortReason(signal);
-}
-
-function isContinuationByte(byte: number): boolean {
-  return (byte & 0xc0) === 0x80;
-}
-
-function invalid(message: string): FileError {
-  return new FileError(ERROR_CODE.invalidFileName, message);
-}
-
-function notFound(name: string): FileError {
-  return new FileError(ERROR_CODE.fileNotFound, `No file "${name}" in this session`);
-}
-
-function printable(name: string): string {
-  const shown = name.length > 80 ? `${name.slice(0, 80)}…` : name;
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: shown in an error message
-  return shown.replace(/[\u0000-\u001f\u007f]/g, '?');
-}
-
-/** Lines in `bytes`: its newlines, and one more when it ends without one. */
-function linesIn(bytes: Uint8Array): number {
-  let lines = 0;
-  for (const byte of bytes) if (byte === 0x0a) lines++;
-  return bytes.length > 0 && bytes[bytes.length - 1] !== 0x0a ? lines + 1 : lines;
-}
-
-/** The lines of a whole file, read 64 KiB at a time (files are at most FILE_MAX_BYTES). */
-async function countLines(handle: FileHandle, size: number): Promise<number> {
-  const buffer = Buffer.alloc(Math.min(64 * 1024, size));
-  let lines = 0;
-  let last = 0x0a;
-  for (let position = 0; position < size; ) {
-    const { bytesRead } = await handle.read(buffer, 0, buffer.length, position);
-    if (bytesRead === 0) break;
-    for (let index = 0; index < bytesRead; index++) if (buffer[index] === 0x0a) lines++;
-    last = buffer[bytesRead - 1]!;
-    position += bytesRead;
-  }
-  return size > 0 && last !== 0x0a ? lines + 1 : lines;
 }
