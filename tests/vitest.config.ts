@@ -9,9 +9,9 @@ export default defineConfig({
     setupFiles: ['./node-compat.ts'],
     // Kills what the tests started and left running (see helpers/process.ts).
     globalSetup: ['./global-setup.ts'],
-    // Most files wait on servers, sockets and a browser rather than compute, so they run side by side
+    // Most files wait on servers, sockets and a browser rather than compute, so four run side by side
     // (vitest's default on two cores is one file at a time).
-    maxWorkers: Number(process.env.TEST_WORKERS) || 3,
+    maxWorkers: Number(process.env.TEST_WORKERS) || 4,
     testTimeout: 20_000,
     hookTimeout: 30_000,
   },
