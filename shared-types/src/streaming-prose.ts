@@ -72,7 +72,7 @@ function braceEnd(text: string, start: number): End {
 }
 
 /** Index just past the brace that closes the one at `start`, or -1; braces inside strings do not count. */
-function matchBrace(text: string, start: number): number {
+export function matchBrace(text: string, start: number): number {
   let depth = 0;
   let inString = false;
   for (let index = start; index < text.length; index++) {

@@ -1,4 +1,4 @@
-import { streamingProse } from '@stepwise/shared-types';
+import { matchBrace, streamingProse } from '@stepwise/shared-types';
 import { z } from 'zod';
 
 /** The reason phase's control block. */
@@ -46,7 +46,7 @@ export function findLastJsonObject(text: string): { value: Record<string, unknow
   let last: { value: Record<string, unknown>; start: number; end: number } | null = null;
   let index = text.indexOf('{', offset);
   while (index !== -1) {
-    const end = matchObject(text, index);
+    const end = matchBrace(text, index);
     if (end !== -1) {
       const value = tryParseObject(text.slice(index, end));
       if (value) {
@@ -59,22 +59,6 @@ export function findLastJsonObject(text: string): { value: Record<string, unknow
   }
   if (!last) return null;
   return { ...last, ...widenToFence(text, last.start, last.end) };
-}
-
-/** Index just past the brace that closes the object opening at `start`, or -1. String-aware. */
-function matchObject(text: string, start: number): number {
-  let depth = 0;
-  let inString = false;
-  for (let index = start; index < text.length; index++) {
-    const char = text[index];
-    if (inString) {
-      if (char === '\\') index++;
-      else if (char === '"') inString = false;
-    } else if (char === '"') inString = true;
-    else if (char === '{') depth++;
-    else if (char === '}' && --depth === 0) return index + 1;
-  }
-  return -1;
 }
 
 function tryParseObject(candidate: string): Record<string, unknown> | null {
