@@ -140,6 +140,8 @@ export class ChatService {
         return this.resumeSnapshot(message.snapshot_id, message.extra_steps, sender);
       case 'todos_set':
         return this.whenIdle(() => strategyMessage(this.deps, this.sessionId, this.log, message));
+      case 'cancel_message':
+        return reject('unknown_message', `No waiting message "${message.message_id.slice(0, 100)}" in this chat`);
       default: {
         const unexpected: never = message;
         return reject('unknown_type', `Unknown message type ${JSON.stringify((unexpected as { type: unknown }).type)}`);
