@@ -362,7 +362,7 @@ export class ChatService {
     );
     const done = this.ensureStored()
       // What people sent for the session's run and it has not read: it reads it at its first model call.
-      .then(() => this.messages.steers())
+      .then(() => (plain ? [] : this.messages.steers()))
       .then((steers) => {
         for (const steer of steers) control.steering.add(steer);
         return this.runs.start(start, control);
