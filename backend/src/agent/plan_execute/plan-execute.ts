@@ -1,12 +1,11 @@
 import type { PlanTrigger } from '@stepwise/shared-types';
 import { z } from 'zod';
 import { ModelError } from '../../errors.ts';
-import type { CompletionResult } from '../../llm/llm-client.ts';
 import type { LlmMessage } from '../../messages.ts';
 import { requestInputSchema } from '../../tools/request-input-tool.ts';
 import { ReasonControl } from '../common/control-block.ts';
+import { type PersonMessage, personTurns } from '../common/person-messages.ts';
 import { runPhase } from '../common/phase.ts';
-import { steerTurn } from '../kernel/steering.ts';
 import { defineStrategy, questionTurn, type Run, type RunSuccess } from '../kernel/strategy.ts';
 import { runToolCalls, toolCallMessages } from '../kernel/tool-calls.ts';
 import {
@@ -79,9 +78,6 @@ interface State {
   /** The messages the person sent the run as a whole, as the run read them: every later call reads them too. */
   heard: PersonMessage[];
 }
-
-/** A message a person sent the run while it worked, as a call read it. */
-type PersonMessage = NonNullable<CompletionResult['steers']>[number];
 
 /** How many earlier observations each executor call is told. */
 const RECENT_OBSERVATIONS = 5;
@@ -386,5 +382,5 @@ function recentObservations(state: State): string {
  * sent the run as a whole (as read so far), then the step's own messages.
  */
 function conversation(system: string, run: PlanRun, heard: readonly PersonMessage[], extra: LlmMessage[]): LlmMessage[] {
-  return [{ role: 'system', content: system }, ...run.input.history, questionTurn(run), ...heard.map(steerTurn), ...extra];
+  return [{ role: 'system', content: system }, ...run.input.history, questionTurn(run), ...personTurns(heard), ...extra];
 }
