@@ -142,6 +142,51 @@ describe('autonomous on the wire', () => {
     expect(llm.requests.filter((request) => request.runId === last.runId)).toHaveLength(2);
   });
 
+  it('a message sent during an iteration is read by the next one, which may change its todos', async () => {
+    llm = await ScriptedLlmServer.start();
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const said = 'Drop b; do c instead.';
+    const userTurns = (request: RecordedRequest) =>
+      request.body.messages.filter((message) => message.role === 'user' && (message.content ?? '').includes(said)).length;
+    llm.respond((request) => {
+      const calls = request.body.messages.filter((message) => message.tool_calls).length;
+      // The first iteration's reply waits until the message is acknowledged.
+      if (calls === 0) return { toolCalls: [todoCall({ operation: 'write', todos: [{ title: 'a' }, { title: 'b' }] })], after: held };
+      if (calls === 1 && userTurns(request) > 0)
+        return {
+          text: 'a is done; c instead of b.',
+          toolCalls: [
+            todoCall({
+              operation: 'write',
+              todos: [
+                { title: 'a', status: 'completed' },
+                { title: 'c', status: 'completed' },
+              ],
+            }),
+          ],
+        };
+      return { text: 'All done. [WORKFLOW_COMPLETE]' };
+    });
+    server = await startStepwiseWithModel(llm.url);
+    client = await TestClient.connect(server.wsUrl);
+    client.chat('Do a and b', { agent_mode: true, strategy: 'autonomous' });
+    await llm.waitFor((request) => request.purpose === 'autonomous.iteration');
+    client.chat(said);
+    const ack = (await client.waitFor('message_queued')) as Record<string, unknown>;
+    release();
+    const events = (await client.untilComplete()) as Record<string, unknown>[];
+    expect(summarize(events).slice(-2)).toEqual(['agent_completion:workflow_complete', 'response_complete']);
+    // The iteration under way did not have it; the next had it once, as did the one after.
+    expect(llm.requests.map(userTurns)).toEqual([0, 1, 1]);
+    const steer = updatesOf(events, 'agent_steer');
+    expect(steer).toEqual([expect.objectContaining({ message_id: ack.message_id, step: 2, content: said })]);
+    expect(steer[0]).not.toHaveProperty('node_id');
+    expect((await todosFile(client.session.session_id)).map((todo) => `${todo.title}:${todo.status}`)).toEqual(['a:completed', 'c:completed']);
+  });
+
   it('refuses a todo list with two todos in progress, changing nothing', async () => {
     server = await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0' });
     client = await TestClient.connect(server.wsUrl);
