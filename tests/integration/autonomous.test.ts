@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type RecordedRequest, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
+import { gate, userTurns } from '../helpers/steer.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
 let llm: ScriptedLlmServer | undefined;
@@ -144,18 +145,13 @@ describe('autonomous on the wire', () => {
 
   it('a message sent during an iteration is read by the next one, which may change its todos', async () => {
     llm = await ScriptedLlmServer.start();
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
+    const held = gate();
     const said = 'Drop b; do c instead.';
-    const userTurns = (request: RecordedRequest) =>
-      request.body.messages.filter((message) => message.role === 'user' && (message.content ?? '').includes(said)).length;
     llm.respond((request) => {
       const calls = request.body.messages.filter((message) => message.tool_calls).length;
       // The first iteration's reply waits until the message is acknowledged.
-      if (calls === 0) return { toolCalls: [todoCall({ operation: 'write', todos: [{ title: 'a' }, { title: 'b' }] })], after: held };
-      if (calls === 1 && userTurns(request) > 0)
+      if (calls === 0) return { toolCalls: [todoCall({ operation: 'write', todos: [{ title: 'a' }, { title: 'b' }] })], after: held.promise };
+      if (calls === 1 && userTurns(request, said) > 0)
         return {
           text: 'a is done; c instead of b.',
           toolCalls: [
@@ -176,11 +172,11 @@ describe('autonomous on the wire', () => {
     await llm.waitFor((request) => request.purpose === 'autonomous.iteration');
     client.chat(said);
     const ack = (await client.waitFor('message_queued')) as Record<string, unknown>;
-    release();
+    held.open();
     const events = (await client.untilComplete()) as Record<string, unknown>[];
     expect(summarize(events).slice(-2)).toEqual(['agent_completion:workflow_complete', 'response_complete']);
     // The iteration under way did not have it; the next had it once, as did the one after.
-    expect(llm.requests.map(userTurns)).toEqual([0, 1, 1]);
+    expect(llm.requests.map((request) => userTurns(request, said))).toEqual([0, 1, 1]);
     const steer = updatesOf(events, 'agent_steer');
     expect(steer).toEqual([expect.objectContaining({ message_id: ack.message_id, step: 2, content: said })]);
     expect(steer[0]).not.toHaveProperty('node_id');

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type RecordedRequest, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
+import { gate, userTurns } from '../helpers/steer.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
 let llm: ScriptedLlmServer | undefined;
@@ -17,9 +18,6 @@ afterEach(async () => {
 const observe = (observation: string, complete: boolean) => `${observation}\n\n\`\`\`json\n${JSON.stringify({ observation, step_complete: complete })}\n\`\`\``;
 const planOf = (...goals: string[]) =>
   JSON.stringify({ steps: goals.map((goal) => ({ goal, primary_tools: ['calculator'], success_criteria: 'a number', context: '' })) });
-/** How many of a request's user turns hold `text` (a person's message goes to the model as one). */
-const userTurns = (request: RecordedRequest, text: string) =>
-  request.body.messages.filter((message) => message.role === 'user' && (message.content ?? '').includes(text)).length;
 const schemaName = (request: RecordedRequest) => (request.body as { response_format?: { json_schema?: { name?: string } } }).response_format?.json_schema?.name;
 
 describe('plan_execute on the wire', () => {
@@ -167,10 +165,7 @@ describe('plan_execute on the wire', () => {
 
   it('a message for the run is read by the viability check, which re-plans for it (the revision names it); one for a step reaches that step', async () => {
     llm = await ScriptedLlmServer.start();
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
+    const held = gate();
     const forRun = 'Use 5+5 instead of 3+3.';
     const forStep = 'Say the sum in words.';
     llm.respond((request) => {
@@ -185,7 +180,7 @@ describe('plan_execute on the wire', () => {
           return { text: planOf('Compute 5+5') };
         case 'plan_execute.reason':
           // Step 1's first call waits until both messages are acknowledged.
-          return { text: reasonText('Nothing to call.', { finish: true }), ...(request.node === '1' ? { after: held } : {}) };
+          return { text: reasonText('Nothing to call.', { finish: true }), ...(request.node === '1' ? { after: held.promise } : {}) };
         case 'plan_execute.observe':
           return { text: observe('Done.', true) };
         default:
@@ -200,7 +195,7 @@ describe('plan_execute on the wire', () => {
     const runAck = await client.waitFor('message_queued');
     client.chat(forStep, { node_id: '1' });
     const stepAck = await client.next((event) => event.type === 'message_queued' && event.message_id !== runAck.message_id);
-    release();
+    held.open();
     const events = await client.untilComplete();
 
     // The step's message reached the step's next call; the run's, the viability check, and every later call once.

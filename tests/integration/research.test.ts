@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type RecordedRequest, ScriptedLlmServer, type ScriptedReply } from '../fixtures/scripted-llm-server.ts';
 import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
+import { gate, userTurns } from '../helpers/steer.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
 let llm: ScriptedLlmServer | undefined;
@@ -111,14 +112,9 @@ describe('research on the wire', () => {
 
   it('a message for a running task reaches that task’s next call only; one for the run, the stage verifier, whose follow-up work for it goes on in this run', async () => {
     llm = await ScriptedLlmServer.start();
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
+    const held = gate();
     const forTask = 'Look only at the north tower.';
     const forRun = 'Give every height in metres.';
-    const userTurns = (request: RecordedRequest, text: string) =>
-      request.body.messages.filter((message) => message.role === 'user' && (message.content ?? '').includes(text)).length;
     const task = (id: string) => ({ id, title: `Task ${id}`, agent: 'literature_scout', depends_on: [], acceptance_criteria: [], inputs: [] });
     const plan = { stages: [{ id: '1', name: 'Only', verifier_criteria: [], tasks: [task('1.1'), task('1.2')] }] };
     const pass = JSON.stringify({ verdict: 'PASS', issues: [], follow_up_tasks: [] });
@@ -128,7 +124,7 @@ describe('research on the wire', () => {
           return { text: JSON.stringify(plan) };
         case 'research.task':
           // The wave's calls wait until both messages are acknowledged.
-          return { text: `finding of ${request.node}`, after: held };
+          return { text: `finding of ${request.node}`, after: held.promise };
         case 'research.task_result':
           return { text: JSON.stringify({ summary: `done ${request.node}`, result: `result ${request.node}`, evidence: [], artifacts: [] }) };
         case 'research.stage_verifier':
@@ -155,7 +151,7 @@ describe('research on the wire', () => {
     const taskAck = (await client.waitFor('message_queued')) as Event;
     client.chat(forRun);
     const runAck = (await client.next((event) => event.type === 'message_queued' && event.message_id !== taskAck.message_id)) as Event;
-    release();
+    held.open();
     const events = (await client.untilComplete()) as Event[];
     expect(summarize(events).slice(-2)).toEqual(['agent_completion:answered', 'response_complete']);
 

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type RecordedRequest, ScriptedLlmServer, type ScriptedReply } from '../fixtures/scripted-llm-server.ts';
 import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
+import { gate, userTurns } from '../helpers/steer.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
 let llm: ScriptedLlmServer | undefined;
@@ -109,25 +110,20 @@ describe('solver on the wire', () => {
 
   it('a message sent during a stage is the next stage’s to read, and the orchestrator’s decision reads it too', async () => {
     llm = await ScriptedLlmServer.start();
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
+    const held = gate();
     const said = 'Give the answer in French.';
     const decide = solverModel(() => decision('FINAL', { final_answer: 'Quarante-deux.' }));
     // The first stage's reply waits until the message is acknowledged.
-    llm.respond((request) => ({ ...decide(request), ...(request.purpose === 'solver.problem_solver' ? { after: held } : {}) }));
+    llm.respond((request) => ({ ...decide(request), ...(request.purpose === 'solver.problem_solver' ? { after: held.promise } : {}) }));
     server = await startStepwiseWithModel(llm.url);
     client = await TestClient.connect(server.wsUrl);
     client.chat('Problem: what is 6*7?', { agent_mode: true, strategy: 'solver', strategy_options: { approaches: false } });
     await llm.waitFor((request) => request.purpose === 'solver.problem_solver');
     client.chat(said);
     const ack = (await client.waitFor('message_queued')) as Event;
-    release();
+    held.open();
     const events = (await client.untilComplete()) as Event[];
-    const userTurns = (request: RecordedRequest) =>
-      request.body.messages.filter((message) => message.role === 'user' && (message.content ?? '').includes(said)).length;
-    expect(llm.requests.map((request) => [request.purpose, userTurns(request)])).toEqual([
+    expect(llm.requests.map((request) => [request.purpose, userTurns(request, said)])).toEqual([
       ['solver.problem_solver', 0],
       ['solver.expert_evaluator', 1],
       ['solver.orchestrator', 1],
