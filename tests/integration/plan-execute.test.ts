@@ -230,6 +230,40 @@ describe('plan_execute on the wire', () => {
     expect(summarize(events).slice(-2)).toEqual(['agent_completion:answered', 'response_complete']);
   });
 
+  it('stop with a step’s node id cuts that step alone: it ends failed with its own receipt and the plan goes on', async () => {
+    llm = await ScriptedLlmServer.start();
+    llm.respond((request) => {
+      switch (request.purpose) {
+        case 'plan_execute.plan':
+          return { text: planOf('Wait for something slow', 'Compute 3+3') };
+        case 'plan_execute.viability':
+          return { text: JSON.stringify({ viable: true, confidence: 0.9, reason: 'fine' }) };
+        case 'plan_execute.replan':
+          return { text: planOf('Compute 3+3') };
+        case 'plan_execute.reason':
+          return request.node === '1' ? { hang: true } : { text: reasonText('Nothing to call.', { finish: true }) };
+        case 'plan_execute.observe':
+          return { text: observe('Six.', true) };
+        default:
+          return { text: 'Step 1 was stopped; 3+3 is 6.' };
+      }
+    });
+    server = await startStepwiseWithModel(llm.url);
+    client = await TestClient.connect(server.wsUrl);
+    client.chat('Do two things', { agent_mode: true, strategy: 'plan_execute' });
+    const hanging = await llm.waitFor((request) => request.purpose === 'plan_execute.reason' && request.node === '1');
+    client.send({ type: 'agent_control', action: 'stop', node_id: '1' });
+    await llm.waitForAbort(hanging);
+    const events = await client.untilComplete();
+    expect(events.find((event) => event.update_type === 'agent_node_stopped')).toMatchObject({ node_id: '1', calls: [] });
+    expect(events.filter((event) => event.update_type === 'agent_plan_step' && event.index === 1).at(-1)).toMatchObject({ status: 'failed' });
+    expect(summarize(events).slice(-2)).toEqual(['agent_completion:answered', 'response_complete']);
+    expect(llm.requests.filter((request) => request.aborted)).toEqual([hanging]);
+    // A stop for a step that is not running is refused, and the run is not touched.
+    client.send({ type: 'agent_control', action: 'stop', node_id: '9' });
+    expect(await client.next((event) => event.type === 'error')).toMatchObject({ code: 'no_active_run' });
+  });
+
   it('ends with agent_error when the model gives no valid plan, asking once more first', async () => {
     llm = await ScriptedLlmServer.start();
     llm.respond(() => ({ text: 'I would rather not make a plan today.' }));

@@ -117,7 +117,7 @@ export const planExecute = defineStrategy({
         break;
       }
       control.throwIfStopped();
-      const outcome = await executeStep(run, state, step, options);
+      const outcome = await stepAlone(run, state, step, options);
       switch (outcome.kind) {
         case 'done':
         case 'failed':
@@ -173,6 +173,30 @@ async function askPlan<K extends 'plan' | 'replan'>(
 
 /** How a plan step ended: its goal met, its attempts spent, or the run's iteration budget spent first. */
 type StepOutcome = { kind: 'done' } | { kind: 'failed' } | { kind: 'out_of_budget' };
+
+/**
+ * A step a person may stop alone (agent_control stop with its node id): its model and tool calls
+ * are cut, it ends failed with a stop receipt of its own, and the plan goes on after it.
+ */
+async function stepAlone(run: PlanRun, state: State, step: StepState, options: Options): Promise<StepOutcome> {
+  const node = String(step.index);
+  const branch = run.control.branch(node);
+  const before = run.progress.stoppedCalls;
+  try {
+    return await executeStep({ ...run, control: branch }, state, step, options);
+  } catch (error) {
+    if (!branch.stopped || run.control.signal.aborted) throw error;
+    const calls = (run.progress.stoppedCalls ?? []).slice(before?.length ?? 0);
+    run.progress.stoppedCalls = before;
+    step.status = 'failed';
+    step.observation = 'Stopped by a person before it was done.';
+    await run.sink.emit(run.events.node(node).nodeStopped(run.progress.step, calls, branch.stoppedBy));
+    await run.sink.emit(planStepEvent({ run_id: run.input.runId }, step));
+    return { kind: 'failed' };
+  } finally {
+    branch.end();
+  }
+}
 
 /** One plan step: guided iterations until its observe says complete, or its attempts run out. */
 async function executeStep(run: PlanRun, state: State, step: StepState, options: Options): Promise<StepOutcome> {
