@@ -3,11 +3,12 @@
 // method names (message/send, tasks/get) answer too.
 import { randomUUID } from 'node:crypto';
 import { type Message, Role, type Task, TaskState } from '@a2a-js/sdk';
-import { type Client, ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
+import { type Client, ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
+import { openSqliteStore } from '@stepwise/backend';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { closeAll } from '../helpers/cleanup.ts';
-import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
+import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 
 const TOKEN = 'a2a-test-token-0123456789abcdef';
 const auth = { authorization: `Bearer ${TOKEN}` };
@@ -15,17 +16,22 @@ let llm: ScriptedLlmServer;
 let server: TestServer;
 let client: Client;
 
-beforeAll(async () => {
-  llm = await ScriptedLlmServer.start();
-  server = await startStepwiseWithModel(llm.url, { AUTH_TOKEN: TOKEN });
+/** The A2A SDK's client of the server at `url`, with the token. */
+async function clientOf(url: string): Promise<Client> {
   const fetchImpl: typeof fetch = (input, init) => fetch(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers)), ...auth } });
   const factory = new ClientFactory(
     ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
       transports: [new JsonRpcTransportFactory({ fetchImpl })],
-      cardResolver: new (await import('@a2a-js/sdk/client')).DefaultAgentCardResolver({ fetchImpl }),
+      cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
     }),
   );
-  client = await factory.createFromUrl(server.url);
+  return factory.createFromUrl(url);
+}
+
+beforeAll(async () => {
+  llm = await ScriptedLlmServer.start();
+  server = await startStepwiseWithModel(llm.url, { AUTH_TOKEN: TOKEN });
+  client = await clientOf(server.url);
 });
 afterAll(async () => {
   await closeAll(
@@ -47,8 +53,8 @@ function userMessage(text: string, task?: Task): Message {
   };
 }
 
-const send = async (text: string, task?: Task, metadata: Record<string, unknown> = {}) =>
-  (await client.sendMessage({ tenant: '', message: userMessage(text, task), configuration: undefined, metadata })) as Task;
+const send = async (text: string, task?: Task, metadata: Record<string, unknown> = {}, via = client) =>
+  (await via.sendMessage({ tenant: '', message: userMessage(text, task), configuration: undefined, metadata })) as Task;
 const textOf = (message: Message | undefined) => (message?.parts ?? []).map((part) => (part.content?.$case === 'text' ? part.content.value : '')).join('');
 const runsOf = async (chatId: string) =>
   ((await (await fetch(`${server.url}/api/sessions/${chatId}`, { headers: auth })).json()) as { runs: { status: string }[] }).runs;
@@ -110,6 +116,30 @@ describe('A2A (/.well-known/agent-card.json, /a2a)', () => {
     const canceled = await client.cancelTask({ tenant: '', id: waiting.id, metadata: undefined });
     expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
     await vi.waitFor(async () => expect((await runsOf(chatId)).at(-1)?.status).toBe('stopped'), { timeout: 30_000, interval: 50 });
+  });
+
+  it('keeps tasks in the store: after a restart, a waiting task is read and answered', async () => {
+    const store = await openSqliteStore(':memory:');
+    const model = { LLM_PROVIDER: 'openai', OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'k', AUTH_TOKEN: TOKEN };
+    const servers: TestServer[] = [];
+    try {
+      servers.push(await startStepwise(model, undefined, store));
+      askCity();
+      const waiting = await send('Plan my trip', undefined, {}, await clientOf(servers[0]!.url));
+      expect(waiting.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+
+      // A new server on the same database, as after a crash (the first one is never told): nothing
+      // of the first one's memory, the task in the store, the run recovered from its journal.
+      servers.push(await startStepwise(model, undefined, store));
+      const again = await clientOf(servers[1]!.url);
+      const read = await again.getTask({ tenant: '', id: waiting.id, historyLength: undefined });
+      expect(read).toMatchObject({ id: waiting.id, status: { state: TaskState.TASK_STATE_INPUT_REQUIRED }, metadata: waiting.metadata });
+      const done = await send('Paris', waiting, {}, again);
+      expect(done.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+      expect(textOf({ parts: done.artifacts[0]!.parts } as Message)).toBe('Paris it is.');
+    } finally {
+      await closeAll(...servers.reverse().map((started) => () => started.close()), () => store.close());
+    }
   });
 
   it('answers A2A 0.3 method names: message/send, then tasks/get', async () => {

@@ -1,5 +1,6 @@
 import { MemoryDeliveryOutbox } from './delivery-outbox.ts';
 import { MemoryPushStore } from './push-store.ts';
+import { MemoryAgentTaskStore } from './agent-task-store.ts';
 import type { LoggedEvent } from '@stepwise/shared-types';
 import type { LlmMessage } from '../messages.ts';
 import {
@@ -42,6 +43,7 @@ function highlighted(text: string, terms: string[]): string | undefined {
 export class MemoryStore implements Store {
   readonly outbox = new MemoryDeliveryOutbox();
   readonly push = new MemoryPushStore();
+  readonly agentTasks = new MemoryAgentTaskStore();
   private readonly sessions = new Map<string, SessionData>();
   private readonly runs = new Map<string, RunRecord>();
   private readonly journals = new Map<string, JournalEntry[]>();

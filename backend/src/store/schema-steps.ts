@@ -1,5 +1,6 @@
 /** The two SQL databases the store runs on. */
 import { SETTINGS_AND_NOTIFICATION_STEPS } from './schema-steps-notify.ts';
+import { AGENT_TASK_STEPS } from './schema-steps-tasks.ts';
 
 export type SqlDialectName = 'sqlite' | 'postgres';
 
@@ -373,4 +374,5 @@ export const SCHEMA: SchemaStep[] = [
     ],
   },
   ...SETTINGS_AND_NOTIFICATION_STEPS,
+  ...AGENT_TASK_STEPS,
 ];

@@ -9,6 +9,7 @@ import { DIALECTS, insertMessages, type JsonReader, json, type Tables, tokenCoun
 import type { GroupSync } from './sqlite-database.ts';
 import { type DeliveryOutbox, SqlDeliveryOutbox } from './delivery-outbox.ts';
 import { type PushStore, SqlPushStore } from './push-store.ts';
+import { type AgentTaskStore, SqlAgentTaskStore } from './agent-task-store.ts';
 import { listSettingsChanges, readAppSettings, saveAppSettings } from './sql-settings.ts';
 import {
   type AppSettingsRecord,
@@ -69,6 +70,7 @@ export class SqlStore implements Store {
     this.migrated = options.migrated ?? [];
     this.outbox = new SqlDeliveryOutbox(db);
     this.push = new SqlPushStore(db);
+    this.agentTasks = new SqlAgentTaskStore(db);
     this.onClose = options.onClose ?? (() => undefined);
   }
 
@@ -76,6 +78,7 @@ export class SqlStore implements Store {
   readonly migrated: string[];
   readonly outbox: DeliveryOutbox;
   readonly push: PushStore;
+  readonly agentTasks: AgentTaskStore;
   private readonly onClose: () => Promise<void> | void;
 
   /**
