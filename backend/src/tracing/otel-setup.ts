@@ -3,7 +3,11 @@ import type { IdGenerator } from '@opentelemetry/sdk-trace';
 import type { TracingConfig } from '../config/config.ts';
 import type { Logger } from '../logger.ts';
 
-/** The OpenTelemetry SDK as started: its components are the API's global ones until it shuts down. */
+/**
+ * The OpenTelemetry SDK as started: its components are the API's global ones until it shuts down
+ * (one per process: a second server started in the same process while the first traces, as a test
+ * may, traces through the first one's).
+ */
 export interface OtelSdk {
   /** Sends what is left, stops, and unregisters the global components (so a later start registers its own). */
   shutdown(): Promise<void>;

@@ -174,9 +174,8 @@ export class StepwiseA2aExecutor implements AgentExecutor {
    * ends the task when the run ends; a task waiting for input, which nothing follows, ends here.
    */
   async cancelTask(taskId: string, bus: ExecutionEventBus): Promise<void> {
-    const contextId = this.canceling.get(taskId) ?? '';
-    this.canceling.delete(taskId);
     if (this.following.has(taskId)) return;
+    const contextId = this.canceling.get(taskId) ?? '';
     bus.publish({
       kind: 'statusUpdate',
       data: {
@@ -187,6 +186,11 @@ export class StepwiseA2aExecutor implements AgentExecutor {
       },
     });
     bus.finished();
+  }
+
+  /** A cancellation is over (whether the SDK asked for cancelTask here or, the task's request elsewhere, marked it itself). */
+  canceled(taskId: string): void {
+    this.canceling.delete(taskId);
   }
 
   private ended(taskId: string, contextId: string, outcome: RunOutcome, bus: ExecutionEventBus): void {

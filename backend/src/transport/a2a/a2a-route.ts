@@ -147,7 +147,11 @@ function requestHandler(sdk: Sdk, card: ReturnType<typeof agentCard>, executor: 
   handler.cancelTask = async (params, context) => {
     const task = await handler.getTask({ id: params.id, tenant: params.tenant, historyLength: 0 }, context);
     await executor.stop(task, context.user as A2aCaller | undefined);
-    return cancel(params, context);
+    try {
+      return await cancel(params, context);
+    } finally {
+      executor.canceled(task.id);
+    }
   };
   return handler;
 }
