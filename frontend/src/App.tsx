@@ -154,6 +154,7 @@ export function App() {
                   question={question.text}
                   deadline={question.deadline}
                   now={now}
+                  parked={state.runs[question.runId]?.parked !== undefined}
                   {...(question.choices
                     ? { choices: question.choices, onChoose: (choice: string) => void actions.answer(question.runId, choice, question.questionId) }
                     : {})}

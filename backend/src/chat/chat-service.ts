@@ -14,6 +14,7 @@ import { byOf, type User } from '../auth/user.ts';
 import type { Admission, Hold } from '../hosting/run-admission.ts';
 import { LOCAL_OWNER, type RunRecord, type SessionOwner } from '../store/store.ts';
 import type { ChatDependencies } from './chat-dependencies.ts';
+import { ParkedRuns } from './parked-runs.ts';
 import { type ChatRequest, chatRequest } from './chat-request.ts';
 import { answerRefusal, handleCommand, keepAnswer, mayKeep, reject, strategyMessage } from './run-commands.ts';
 import type { SessionEventLog } from './session-event-log.ts';
@@ -41,6 +42,7 @@ export class ChatService {
   private readonly row: SessionRow;
   private readonly runs: SessionRuns;
   private readonly snapshots: SessionSnapshots;
+  private readonly parked: ParkedRuns;
 
   /** Whose chat this is. */
   get owner(): SessionOwner {
@@ -58,6 +60,16 @@ export class ChatService {
     this.row = new SessionRow(() => deps.store.createSession(sessionId, this.owner), options.stored);
     this.runs = new SessionRuns(sessionId, log, deps);
     this.snapshots = new SessionSnapshots(sessionId, log, deps);
+    this.parked = new ParkedRuns(sessionId, log, deps, this.runs, {
+      enter: async () => {
+        await this.settleEnded();
+        if (this.refusal()) return false;
+        this.state = { kind: 'admitting' };
+        return true;
+      },
+      leave: () => this.leave('admitting'),
+      begin: (runId, admission, start) => this.begin(runId, admission, start),
+    });
   }
 
   /** Follows an admin's adoption of this chat from before sign-in (the store has the new owner already). */
@@ -167,7 +179,7 @@ export class ChatService {
   /** Checks a chat message and starts its run: a plain answer, or an agent run with its strategy. */
   private async chat(message: ChatMessage, sender: MessageSender): Promise<ErrorEvent | undefined> {
     await this.settleEnded();
-    const refused = this.refusal();
+    const refused = this.refusal() ?? (await this.parked.refusal());
     if (refused) return refused;
     const checked = chatRequest(message, this.deps);
     return 'error' in checked ? checked.error : this.start(checked.request, sender);
@@ -177,7 +189,10 @@ export class ChatService {
     if (message.action === 'resume') return this.continueRun(message, sender);
     const by = byOf(sender.user);
     const reply = await this.send({ type: 'stop', reason: 'user', ...(by ? { by } : {}) });
-    if (reply.type !== 'stop' || reply.outcome === 'no_active_run') return reject('no_active_run', 'There is no active run to stop');
+    if (reply.type !== 'stop' || reply.outcome === 'no_active_run') {
+      // A parked run is stopped where it stands: it ends, without going on.
+      return (await this.parked.stop(by)) ? undefined : reject('no_active_run', 'There is no active run to stop');
+    }
     return undefined;
   }
 
@@ -189,6 +204,10 @@ export class ChatService {
     // The run is not waiting for it just now (its process restarting, its journal replaying): its
     // host may keep the answer to a question the run asked and nobody answered yet.
     if (mayKeep(outcome) && message.question_id && (await keepAnswer(this.deps, this.sessionId, message.question_id, answer))) outcome = 'answered';
+    if (mayKeep(outcome)) {
+      const parked = await this.parked.answer(message.question_id, answer, by);
+      if (parked !== 'not_parked') return parked;
+    }
     return answerRefusal(outcome, reply, message.question_id);
   }
 
@@ -198,7 +217,7 @@ export class ChatService {
    */
   private async holdWhileIdle(): Promise<Held | { kind: 'refused'; error: ErrorEvent }> {
     await this.settleEnded();
-    const refused = this.refusal();
+    const refused = this.refusal() ?? (await this.parked.refusal());
     if (refused) return { kind: 'refused', error: refused };
     this.state = { kind: 'holding' };
     let taken: Held | undefined;

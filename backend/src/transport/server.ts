@@ -39,6 +39,7 @@ import { EVENT_PAGES_IN_FLIGHT, registerRestRoutes } from './rest-routes.ts';
 import { WorkBudgets } from '../limits/work-budgets.ts';
 import { registerWebSocketRoute } from './websocket-route.ts';
 import { registerSharingRoutes } from './sharing-routes.ts';
+import { answerPageStatus, registerQuestionRoutes } from './question-routes.ts';
 import { registerSettingsRoutes } from './settings-routes.ts';
 import { SettingsService } from '../settings/settings-service.ts';
 
@@ -121,6 +122,7 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
     errorResponseBuilder: (_request, context) =>
       Object.assign(new Error(`Too many requests: at most ${context.max} a minute; try again in ${context.after}`), { statusCode: 429 }),
   });
+  const questions = { history: container.resolve(HistoryService), sessions, store };
   // Routes declared from here on are validated against their zod schemas and described at /api/openapi.json.
   await registerOpenApi(app);
   // The web app's files are the only routes open to anyone (besides the health check); every
@@ -133,7 +135,16 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
     if (staticDir && existsSync(staticDir)) {
       await webApp.register(fastifyStatic, webAppFiles(staticDir));
       // A notification's link to one question: the web app answers it (and checks access over the socket).
-      webApp.get('/answer/:question_id', { schema: { hide: true } }, (_request, reply) => reply.header('cache-control', 'no-cache').sendFile('index.html'));
+      // 404 for a signed-in person whose question is not open (the page says so too).
+      webApp.get<{ Params: { question_id: string }; Querystring: { session?: string } }>(
+        '/answer/:question_id',
+        { schema: { hide: true } },
+        async (request, reply) =>
+          reply
+            .code(await answerPageStatus(questions, request))
+            .header('cache-control', 'no-cache')
+            .sendFile('index.html'),
+      );
     } else {
       webApp.get('/', (_request, reply) => reply.type('text/html').send(PLACEHOLDER_PAGE));
     }
@@ -145,6 +156,7 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
   const uploads = new InProgressPerClient(config.limits.uploadsPerClient);
   registerRestRoutes(app, container.resolve(HistoryService), container.resolve(SessionFiles), { eventPages, uploads });
   registerSharingRoutes(app, container);
+  registerQuestionRoutes(app, questions);
   registerPushRoutes(app, container.resolve(Notifier), container.resolve<Store>(TOKENS.Store).push, config.notify.pushServiceHosts);
   await registerSettingsRoutes(app, container.resolve(SettingsService), config);
   const callers = container.resolve<CallerTraces>(TOKENS.CallerTraces);

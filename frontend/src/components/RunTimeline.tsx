@@ -179,6 +179,11 @@ export function RunTimeline({
           )}
         </>
       )}
+      {run.parked && !run.end && (
+        <div className="run-end run-end-needs-you run-parked" role="status" data-testid="run-parked">
+          Waiting for you: nobody answered in time, so this run is parked. It holds nothing while it waits; answer to go on from here, or stop it.
+        </div>
+      )}
       {run.end && (
         <div className={`run-end run-end-${rolledBackTo ? 'needs-you' : endClass(run.end)}`} role="status" data-testid="run-end">
           {rolledBackTo ?? describeEnd(run.end)}
