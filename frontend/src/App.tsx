@@ -186,6 +186,7 @@ export function App() {
               ) : (
                 <Composer
                   busy={state.busy}
+                  parked={state.activeRunId !== undefined && state.runs[state.activeRunId]?.parked !== undefined}
                   stopping={state.stopping}
                   connected={state.connection === 'live'}
                   limits={state.session?.limits}
