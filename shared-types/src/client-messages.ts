@@ -22,8 +22,31 @@ export const ChatMessage = z.object({
    * shown to the model with it, at most IMAGE_MAX_PER_MESSAGE; other files are read with read_file.
    */
   attachments: z.array(z.string().min(1).max(255)).max(50).optional(),
+  /**
+   * What a message sent while the session's run is active does (ignored while nothing runs):
+   * `steer` (the default) reaches the run at its next safe boundary as a message the model reads;
+   * `queue` starts the next run when this one ends; `interrupt` cuts the model call in flight and
+   * the run goes on at once with the message. Acknowledged with `message_queued`.
+   */
+  delivery: z.enum(['steer', 'queue', 'interrupt']).optional(),
+  /** With `steer` or `interrupt`: the branch the message is for (a research task "1.2", a plan step); without, the run as a whole. */
+  node_id: z.string().min(1).max(200).optional(),
 });
 export type ChatMessage = z.infer<typeof ChatMessage>;
+
+/** How a message sent during a run is delivered (see ChatMessage.delivery). */
+export const Delivery = z.enum(['steer', 'queue', 'interrupt']);
+export type Delivery = z.infer<typeof Delivery>;
+
+/** Longest message a person may send to a running run, in characters, unless STEER_MAX_CHARS says otherwise. */
+export const STEER_MAX_CHARS_DEFAULT = 16_000;
+
+/** Withdraws a message sent during a run that the run has not taken yet (`message_cancelled`). */
+export const CancelMessageMessage = z.object({
+  type: z.literal('cancel_message'),
+  message_id: z.string().min(1).max(200),
+});
+export type CancelMessageMessage = z.infer<typeof CancelMessageMessage>;
 
 /**
  * Stop this session's active run, or continue one that ended (stopped, failed, input timed out,
@@ -37,6 +60,11 @@ export const AgentControlMessage = z.object({
   extra_steps: z.number().int().min(1).optional(),
   /** A continued run's cost budget in USD (a run that ended with `budget` goes on with this one). */
   max_cost_usd: z.number().positive().max(1_000_000).optional(),
+  /**
+   * One branch only (a research task, the running plan step): `stop` cuts its model and tool calls
+   * and the rest of the run goes on; `resume` runs a stopped branch again, its completed calls kept.
+   */
+  node_id: z.string().min(1).max(200).optional(),
 });
 export type AgentControlMessage = z.infer<typeof AgentControlMessage>;
 
@@ -119,6 +147,7 @@ export const ClientMessage = z.discriminatedUnion('type', [
   SnapshotRollbackMessage,
   SnapshotResumeMessage,
   TodosSetMessage,
+  CancelMessageMessage,
 ]);
 export type ClientMessage = z.infer<typeof ClientMessage>;
 
@@ -131,4 +160,5 @@ export const CLIENT_MESSAGE_TYPES = [
   'snapshot_rollback',
   'snapshot_resume',
   'todos_set',
+  'cancel_message',
 ] as const;

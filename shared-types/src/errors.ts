@@ -25,6 +25,10 @@ export const ERROR_CODES = {
   server_busy: { refusesChat: true, summary: 'The server runs as many runs as it may' },
   too_many_runs: { refusesChat: true, summary: 'This client runs as many runs as one client may' },
   session_deleted: { refusesChat: true, summary: 'The chat was deleted' },
+  queue_full: { refusesChat: true, summary: 'As many messages wait for the run as may (STEER_QUEUE_MAX); the run goes on' },
+  message_too_long: { refusesChat: true, summary: 'A message sent during a run is over STEER_MAX_CHARS; the run goes on' },
+  unknown_message: { summary: 'No waiting message has this id (it was applied, cancelled, or never sent)' },
+  unknown_node: { summary: 'The run has no branch with this id that can be stopped or resumed now' },
   read_only: { refusesChat: true, summary: 'An admin watching another person’s chat may only stop its run' },
   // A response failed or was cut short.
   timeout: { summary: 'The answer took too long and was stopped' },

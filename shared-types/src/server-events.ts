@@ -46,6 +46,9 @@ export const AgentStart = agentUpdate('agent_start', {
   resumed_from: z.string().optional(),
   /** The run's OpenTelemetry trace id (32 hex digits), when the server traces runs. */
   trace_id: z.string().optional(),
+  /** The queued message (`delivery: "queue"`) this run was started for, with its words. */
+  message_id: z.string().optional(),
+  question: z.string().optional(),
 });
 export type AgentStart = z.infer<typeof AgentStart>;
 export const AgentTurnStart = agentUpdate('agent_turn_start', { step: z.number().int() });
@@ -266,7 +269,7 @@ export const AgentDecision = agentUpdate('agent_decision', {
 export type AgentDecision = z.infer<typeof AgentDecision>;
 
 // --- research -------------------------------------------------------------------------------
-export const ResearchTaskStatus = z.enum(['todo', 'running', 'done', 'blocked', 'skipped', 'superseded']);
+export const ResearchTaskStatus = z.enum(['todo', 'running', 'done', 'blocked', 'skipped', 'superseded', 'stopped']);
 export const ResearchStageStatus = z.enum(['todo', 'running', 'passed', 'blocked']);
 export const ResearchVerdict = z.enum(['PASS', 'CONDITIONAL', 'FAIL']);
 /** The task graph after every change. */
@@ -297,6 +300,29 @@ export const AgentVerdict = agentUpdate('agent_verdict', {
 });
 export type AgentVerdict = z.infer<typeof AgentVerdict>;
 
+// --- steering -------------------------------------------------------------------------------
+/**
+ * A person's message sent during the run reached it: at step `step` (and branch `node_id`), before
+ * the model call that reads it. `interrupted`: it cut a model call (delivery `interrupt`), whose
+ * words so far are `partial`.
+ */
+export const AgentSteer = agentUpdate('agent_steer', {
+  message_id: z.string(),
+  step: z.number().int(),
+  content: z.string(),
+  delivery: z.enum(['steer', 'interrupt']),
+  interrupted: z.boolean().optional(),
+  partial: z.string().optional(),
+});
+export type AgentSteer = z.infer<typeof AgentSteer>;
+/** One branch of the run (`node_id`: a research task, a plan step) was stopped; the rest goes on. Its own stop receipt. */
+export const AgentNodeStopped = agentUpdate('agent_node_stopped', {
+  step: z.number().int(),
+  by: By.optional(),
+  calls: z.array(StoppedCall),
+});
+export type AgentNodeStopped = z.infer<typeof AgentNodeStopped>;
+
 /** Every logged `agent_update`. */
 export const AgentUpdate = z.discriminatedUnion('update_type', [
   AgentStart,
@@ -325,6 +351,8 @@ export const AgentUpdate = z.discriminatedUnion('update_type', [
   AgentTaskStart,
   AgentTaskComplete,
   AgentVerdict,
+  AgentSteer,
+  AgentNodeStopped,
 ]);
 export type AgentUpdate = z.infer<typeof AgentUpdate>;
 
@@ -534,6 +562,24 @@ export const SettingInfo = z.object({
 });
 export type SettingInfo = z.infer<typeof SettingInfo>;
 
+/** A message sent during a run, as it waits: stored, then acknowledged to the session's clients (not logged). */
+export const PendingMessage = z.object({
+  message_id: z.string(),
+  delivery: z.enum(['steer', 'queue', 'interrupt']),
+  /** Its place among the session's waiting messages, from 1. */
+  position: z.number().int(),
+  content: z.string(),
+  node_id: z.string().optional(),
+  run_id: z.string().optional(),
+});
+export type PendingMessage = z.infer<typeof PendingMessage>;
+/** A message sent during a run was stored: it waits for its boundary (`steer`, `interrupt`) or for the run to end (`queue`). */
+export const MessageQueued = PendingMessage.extend({ type: z.literal('message_queued') });
+export type MessageQueued = z.infer<typeof MessageQueued>;
+/** A waiting message was withdrawn (`cancel_message`): it never reaches the model. */
+export const MessageCancelled = z.object({ type: z.literal('message_cancelled'), message_id: z.string() });
+export type MessageCancelled = z.infer<typeof MessageCancelled>;
+
 /** Sent right after the upgrade. */
 export const SessionEvent = z.object({
   type: z.literal('session'),
@@ -565,6 +611,8 @@ export const SessionEvent = z.object({
   last_run: z.object({ strategy: z.string(), options: z.record(z.string(), z.unknown()).optional() }).optional(),
   /** A link to a run's trace with `{trace_id}` in it (TRACE_URL_TEMPLATE), when runs are traced. */
   trace_url_template: z.string().optional(),
+  /** Messages sent during a run that wait for it (steers, queued messages), oldest first. */
+  pending_messages: z.array(PendingMessage).optional(),
 });
 export type SessionEvent = z.infer<typeof SessionEvent>;
 
@@ -586,6 +634,8 @@ export const ServerEvent = z.union([
   SettingsChangedEvent,
   SessionDeletedEvent,
   ModelHealthEvent,
+  MessageQueued,
+  MessageCancelled,
   LoggedError,
   ErrorEvent,
   DeltaEvent,
