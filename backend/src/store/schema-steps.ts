@@ -1,5 +1,5 @@
 /** The two SQL databases the store runs on. */
-import { SETTINGS_AND_NOTIFICATION_STEPS } from './schema-steps-notify.ts';
+import { SETTINGS_AND_NOTIFICATION_STEPS, USER_WEBHOOKS_STEP } from './schema-steps-notify.ts';
 import { WAITING_MESSAGES_STEP } from './waiting-messages.ts';
 
 export type SqlDialectName = 'sqlite' | 'postgres';
@@ -375,4 +375,5 @@ export const SCHEMA: SchemaStep[] = [
   },
   ...SETTINGS_AND_NOTIFICATION_STEPS,
   WAITING_MESSAGES_STEP,
+  USER_WEBHOOKS_STEP,
 ];
