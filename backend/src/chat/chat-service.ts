@@ -67,6 +67,10 @@ export class ChatService {
     this.runs = new SessionRuns(sessionId, log, deps, this.messages);
     this.snapshots = new SessionSnapshots(sessionId, log, deps);
     this.parked = new ParkedRuns(sessionId, log, deps, this.runs, {
+      // Parked a moment ago: what is left of it here (its store record, its engine returning, its slot) settles first.
+      parking: async () => {
+        if (this.active?.control.parkedOn) await this.active.done;
+      },
       enter: async () => {
         await this.settleEnded();
         if (this.refusal()) return false;
@@ -402,9 +406,10 @@ export class ChatService {
     const control = new AgentControl();
     const plain = start.kind === 'new' && start.request.strategy === PLAIN_CHAT;
     // Once its ending is logged (or queued) the run is over for its clients, who may have seen it
-    // end: a stop then finds no run to stop, though the run is still saving its outcome here.
+    // end: a stop then finds no run to stop, though the run is still saving its outcome here. A run
+    // parking finds none either: the stop ends it once it is parked (see ParkedRuns).
     const detach = this.deps.controlBus.attach(runId, (command) =>
-      command.type === 'stop' && (this.log.hasEnding(runId) || this.log.completions > response.completionsBefore)
+      command.type === 'stop' && (control.parkedOn || this.log.hasEnding(runId) || this.log.completions > response.completionsBefore)
         ? { type: 'stop', outcome: 'no_active_run' }
         : handleCommand(control, command),
     );

@@ -103,6 +103,8 @@ export async function endParked(
 
 /** What ParkedRuns needs of its chat: to hold it while a parked run is taken back, and to begin the run again. */
 export interface ParkedRunsChat {
+  /** Resolves once a run of the chat that is parking here has let go of everything. */
+  parking(): Promise<void>;
   /** Holds the chat (nothing else may start) once what ended in it has settled; false while something goes on in it. */
   enter(): Promise<boolean>;
   leave(): void;
@@ -111,6 +113,9 @@ export interface ParkedRunsChat {
 }
 
 type Admitted = Admission & { kind: 'admitted' };
+
+/** How many times a parked run's lease is asked for (see ParkedRuns.admit). */
+const LEASE_TRIES = 8;
 
 /** One chat's parked run: what refuses a new run meanwhile, and what an answer or a stop does to it. */
 export class ParkedRuns {
@@ -134,6 +139,7 @@ export class ParkedRuns {
    */
   async answer(questionId: string | undefined, answer: PersonAnswer, by: By | undefined): Promise<ErrorEvent | undefined | 'not_parked'> {
     const { store } = this.deps;
+    await this.chat.parking();
     const found = await parkedRunOf(store, this.sessionId);
     const id = questionId ?? (found?.parked.questions.length === 1 ? found.parked.questions[0] : undefined);
     if (!found || id === undefined || !found.parked.questions.includes(id)) return 'not_parked';
@@ -151,10 +157,23 @@ export class ParkedRuns {
   }
 
   /** Stops the chat's parked run where it stands (see endParked); false when none is parked. */
-  stop(by: By | undefined): Promise<boolean> {
+  async stop(by: By | undefined): Promise<boolean> {
+    await this.chat.parking();
     return this.take(undefined, async (run, parked, admission) => {
       await endParked(this.deps, this.log, run, parked, by).finally(() => admission.release());
     });
+  }
+
+  /**
+   * Admits the parked run here. Parked a moment ago on another instance, it may still hold its lease
+   * there while it winds down: tried again a few times, for a few seconds in all.
+   */
+  private async admit(runId: string): Promise<Admission> {
+    for (let attempt = 1; ; attempt++) {
+      const admission = await this.deps.admission.admit({ sessionId: this.sessionId, runId, log: this.log, kind: 'recovering' });
+      if (admission.kind === 'admitted' || attempt >= LEASE_TRIES) return admission;
+      await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+    }
   }
 
   /**
@@ -167,7 +186,7 @@ export class ParkedRuns {
     if (!found || (runId !== undefined && found.run.id !== runId) || !(await this.chat.enter())) return false;
     const { run } = found;
     try {
-      const admission = await this.deps.admission.admit({ sessionId: this.sessionId, runId: run.id, log: this.log, kind: 'recovering' });
+      const admission = await this.admit(run.id);
       if (admission.kind === 'refused') return false;
       const unparked = await this.deps.store.unparkRun(run.id);
       if (!unparked) {
