@@ -2,6 +2,8 @@ import { Notifier } from '../notify/notifier.ts';
 import { registerPushRoutes } from './push-routes.ts';
 import type { RunHost } from '../hosting/run-host.ts';
 import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import fastifyCookie from '@fastify/cookie';
 import fastifyHelmet from '@fastify/helmet';
 import fastifyRateLimit from '@fastify/rate-limit';
@@ -140,10 +142,14 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
         '/answer/:question_id',
         { schema: { hide: true } },
         async (request, reply) =>
-          reply
-            .code(await answerPageStatus(questions, request))
-            .header('cache-control', 'no-cache')
-            .sendFile('index.html'),
+          (await answerPageStatus(questions, request)) === 404
+            ? // The page itself, not a file response a browser could revalidate into a 304.
+              reply
+                .code(404)
+                .header('cache-control', 'no-store')
+                .type('text/html')
+                .send(await readFile(join(staticDir, 'index.html')))
+            : reply.header('cache-control', 'no-cache').sendFile('index.html'),
       );
     } else {
       webApp.get('/', (_request, reply) => reply.type('text/html').send(PLACEHOLDER_PAGE));
