@@ -154,6 +154,7 @@ export function App() {
                   question={question.text}
                   deadline={question.deadline}
                   now={now}
+                  parked={state.runs[question.runId]?.parked !== undefined}
                   {...(question.choices
                     ? { choices: question.choices, onChoose: (choice: string) => void actions.answer(question.runId, choice, question.questionId) }
                     : {})}
@@ -185,6 +186,7 @@ export function App() {
               ) : (
                 <Composer
                   busy={state.busy}
+                  parked={state.activeRunId !== undefined && state.runs[state.activeRunId]?.parked !== undefined}
                   stopping={state.stopping}
                   connected={state.connection === 'live'}
                   limits={state.session?.limits}

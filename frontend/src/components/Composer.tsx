@@ -10,6 +10,8 @@ import { ToolPicker } from './ToolPicker.tsx';
 
 export interface ComposerProps {
   busy: boolean;
+  /** The run is parked: it waits for the answer to its question (or a stop). */
+  parked?: boolean;
   stopping: boolean;
   connected: boolean;
   limits: { max_steps_default: number; max_steps_limit: number } | undefined;
@@ -46,7 +48,8 @@ export function correctMaxSteps(value: string, fallback: number, limit: number):
  * toggle on narrow screens), Send or Stop. While the agent asks something, the box takes the answer.
  */
 export function Composer(props: ComposerProps) {
-  const { busy, stopping, connected, limits, tools, mcpServers, strategies, question, started, onAttach, onSend, onAnswer, onBlockedSend, onStop } = props;
+  const { busy, parked, stopping, connected, limits, tools, mcpServers, strategies, question, started, onAttach, onSend, onAnswer, onBlockedSend, onStop } =
+    props;
   const attached = props.attached ?? [];
   const onDetach = props.onDetach ?? (() => {});
   const fileInput = useRef<HTMLInputElement>(null);
@@ -136,7 +139,8 @@ export function Composer(props: ComposerProps) {
   const strategyPart = offered && strategy ? ` · ${strategy.label}` : '';
   const optionsSummary = agentMode ? `Agent${strategyPart} · up to ${maxSteps} steps · ${enabledCount} tool${enabledCount === 1 ? '' : 's'}` : 'Plain chat';
   // Short, so that the box stays one line on a phone; Enter sends, Shift+Enter breaks the line.
-  const placeholder = question !== undefined ? 'Your answer…' : busy ? 'The agent is working…' : agentMode ? 'Ask the agent…' : 'Message…';
+  const placeholder =
+    question !== undefined ? 'Your answer…' : parked ? 'The run waits for you…' : busy ? 'The agent is working…' : agentMode ? 'Ask the agent…' : 'Message…';
 
   return (
     <form className={`composer${question !== undefined ? ' composer-answering' : ''}${started ? ' composer-started' : ''}`} onSubmit={submit}>
