@@ -1,5 +1,6 @@
 import { type HistoryMessage, refusesChat, type ServerEvent, type SessionEvent, type TokenUsage } from '@stepwise/shared-types';
 import { allSteps, emptyRun, mapRunSteps, settleRun, updateRunStep, withBranch } from './run-tree.ts';
+import { branchStopped, messageQueued, messageSent, pendingView, refusedMessage, type SteeringAction, steerApplied, withoutPending } from './steering.ts';
 import { strategyEvent } from './strategy-events.ts';
 import type { TimelineEvent, ChatItem, ConnectionState, RunSpendingView, RunView, StepView, StrategyUpdate, ToolCallView, ViewState } from './view-state.ts';
 
@@ -20,7 +21,8 @@ export type Action =
   | { kind: 'upload_started'; name: string }
   | { kind: 'upload_finished'; name: string; error?: string }
   /** A file attached for the next message is taken off it (it stays in the chat's files). */
-  | { kind: 'detach'; name: string };
+  | { kind: 'detach'; name: string }
+  | SteeringAction;
 
 type Logged = Extract<ServerEvent, { seq: number }>;
 
@@ -51,7 +53,8 @@ export function reduce(state: ViewState, action: Action): ViewState {
       for (const message of action.messages) {
         if (message.role !== 'user') continue;
         const order = message.after_seq + 0.5;
-        if (items.some((item) => item.kind === 'user' && item.order === order && item.content === message.content)) continue;
+        // A queued message's turn comes from its run's start (agent_start names it).
+        if (items.some((item) => item.kind === 'user' && (item.order === order || item.queued) && item.content === message.content)) continue;
         items = insertItem(items, { kind: 'user', id: `h${order}`, content: message.content, order });
       }
       return { ...state, items };
@@ -89,6 +92,9 @@ export function reduce(state: ViewState, action: Action): ViewState {
     }
     case 'detach':
       return { ...state, attached: state.attached.filter((name) => name !== action.name) };
+    case 'message_sent':
+    case 'cancel_requested':
+      return messageSent(state, action);
     case 'server_event':
       return applyEvent(state, action.event);
     default: {
@@ -115,7 +121,11 @@ function applyEvent(state: ViewState, event: ServerEvent | { type: string }): Vi
   if (event.type === 'model_health') {
     return state.session ? { ...state, session: { ...state.session, model_health: event.health } } : state;
   }
+  if (event.type === 'message_queued') return messageQueued(state, event);
+  if (event.type === 'message_cancelled') return withoutPending(state, event.message_id);
   if (event.type === 'error' && !('seq' in event)) {
+    const refusedSteer = refusedMessage(state, event);
+    if (refusedSteer) return refusedSteer;
     // An error that refuses a chat message means nothing will answer it.
     const refused = refusesChat(event.code) && !state.activeRunId && state.streamingAnswer === undefined;
     const noticed = { ...state, notice: { code: event.code, message: event.message }, ...(refused ? { busy: false, stopping: false } : {}) };
@@ -153,9 +163,22 @@ function applyEvent(state: ViewState, event: ServerEvent | { type: string }): Vi
 function applySession(state: ViewState, session: SessionEvent): ViewState {
   // A different session (the server did not know ours) starts a fresh view.
   if (state.session && state.session.session_id !== session.session_id) {
-    return { ...state, session, lastSeq: 0, items: [], runs: {}, files: [], activeRunId: undefined, busy: false, stopping: false, streamingAnswer: undefined };
+    return {
+      ...state,
+      session,
+      lastSeq: 0,
+      items: [],
+      runs: {},
+      files: [],
+      activeRunId: undefined,
+      busy: false,
+      stopping: false,
+      streamingAnswer: undefined,
+      pending: (session.pending_messages ?? []).map(pendingView),
+    };
   }
-  return { ...state, session };
+  // On every (re)attach the server says what still waits.
+  return { ...state, session, pending: (session.pending_messages ?? []).map(pendingView) };
 }
 
 function applyLogged(state: ViewState, event: Logged): ViewState {
@@ -281,7 +304,7 @@ function rollbackLabel(snapshotId: string, labels: Record<string, string> | unde
 function applyAgentUpdate(state: ViewState, runId: string, event: Extract<Logged, { type: 'agent_update' }>): ViewState {
   switch (event.update_type) {
     case 'agent_start': {
-      const withRun = ensureRun(state, runId);
+      const withRun = ensureRun(queuedTurn(state, event), runId);
       return {
         ...updateRun(withRun, runId, (run) => ({
           ...run,
@@ -367,6 +390,12 @@ function applyAgentUpdate(state: ViewState, runId: string, event: Extract<Logged
               ? { kind: 'unresolved', steps: event.steps, summary: event.summary ?? 'the run found no answer it could stand behind.' }
               : { kind: 'answered', steps: event.steps, ...(event.reason && event.reason !== 'answered' ? { reason: event.reason } : {}) },
       }));
+    case 'agent_steer': {
+      const applied = steerApplied(state, ensureRun(state, runId).runs[runId]!, event);
+      return { ...applied.state, runs: { ...applied.state.runs, [runId]: applied.run } };
+    }
+    case 'agent_node_stopped':
+      return updateRun(state, runId, (run) => branchStopped(run, event));
     default: {
       // A strategy's own events (a plan, to-dos, a verdict…) are kept typed for the run's strategy
       // panel; update types this app does not know yet (a newer server's) arrive here too, kept as they came.
@@ -378,6 +407,16 @@ function applyAgentUpdate(state: ViewState, runId: string, event: Extract<Logged
       });
     }
   }
+}
+
+/** A run a queued message started: that message waits no more and shows as the run's user turn, just before it. */
+function queuedTurn(state: ViewState, event: Extract<Logged, { update_type: 'agent_start' }>): ViewState {
+  if (event.message_id === undefined) return state;
+  const waiting = state.pending.find((message) => message.id === event.message_id);
+  const content = event.question ?? waiting?.content;
+  const next = withoutPending(state, event.message_id);
+  if (content === undefined || next.items.some((item) => item.id === `q${event.message_id}`)) return next;
+  return { ...next, items: insertItem(next.items, { kind: 'user', id: `q${event.message_id}`, content, order: event.seq - 0.5, queued: true }) };
 }
 
 /** A run's totals as the wire sends them, as the run view keeps them. */

@@ -1,0 +1,110 @@
+import { type AgentNodeStopped, type AgentSteer, type Delivery, type ErrorEvent, type PendingMessage, refusesChat } from '@stepwise/shared-types';
+import type { PendingMessageView, RunView, SteerView, ViewState } from './view-state.ts';
+
+/** What a person did to a run while it runs: a message sent to it, a waiting message withdrawn. */
+export type SteeringAction =
+  | { kind: 'message_sent'; id: string; content: string; delivery: Delivery; nodeId?: string; runId?: string }
+  | { kind: 'cancel_requested'; messageId: string };
+
+/** The view of a person's message sent during a run, as it waits. */
+export function pendingView(message: PendingMessage): PendingMessageView {
+  return {
+    id: message.message_id,
+    status: 'waiting',
+    delivery: message.delivery,
+    content: message.content,
+    position: message.position,
+    ...(message.node_id === undefined ? {} : { nodeId: message.node_id }),
+    ...(message.run_id === undefined ? {} : { runId: message.run_id }),
+  };
+}
+
+/** A message went out during a run: it shows as sent until the server stores it. */
+export function messageSent(state: ViewState, action: SteeringAction): ViewState {
+  if (action.kind === 'cancel_requested') {
+    return { ...state, pending: state.pending.map((message) => (message.id === action.messageId ? { ...message, status: 'cancelling' } : message)) };
+  }
+  const sent: PendingMessageView = {
+    id: action.id,
+    status: 'sending',
+    delivery: action.delivery,
+    content: action.content,
+    ...(action.nodeId === undefined ? {} : { nodeId: action.nodeId }),
+    ...(action.runId === undefined ? {} : { runId: action.runId }),
+  };
+  return { ...state, notice: undefined, pending: [...state.pending, sent] };
+}
+
+/**
+ * The server stored a message sent during a run (message_queued, to every client of the chat):
+ * this tab's own message when one it sent is still unconfirmed with these words, another tab's otherwise.
+ */
+export function messageQueued(state: ViewState, message: PendingMessage): ViewState {
+  const stored = pendingView(message);
+  if (state.pending.some((waiting) => waiting.id === stored.id)) return state;
+  const own = state.pending.findIndex(
+    (waiting) => waiting.status === 'sending' && waiting.content === stored.content && waiting.delivery === stored.delivery && waiting.nodeId === stored.nodeId,
+  );
+  // A steer belongs to the run going on when it was sent.
+  const runId = stored.runId ?? state.pending[own]?.runId ?? (stored.delivery === 'queue' ? undefined : state.activeRunId);
+  const view = runId === undefined ? stored : { ...stored, runId };
+  return { ...state, pending: own < 0 ? [...state.pending, view] : state.pending.with(own, view) };
+}
+
+/** A waiting message was withdrawn (message_cancelled), or reached its run: it waits no more. */
+export function withoutPending(state: ViewState, messageId: string): ViewState {
+  return state.pending.some((message) => message.id === messageId) ? { ...state, pending: state.pending.filter((message) => message.id !== messageId) } : state;
+}
+
+/**
+ * An error that answers a message sent during a run (queue_full, message_too_long, or any refusal
+ * of a chat message) takes back the oldest one still unconfirmed; unknown_message answers a
+ * withdrawal that came too late, which then waits as before (its run says where it landed). The
+ * run's view is left as it was. Undefined when the error is about something else.
+ */
+export function refusedMessage(state: ViewState, error: ErrorEvent): ViewState | undefined {
+  const notice = { code: error.code, message: error.message };
+  if (error.code === 'unknown_message') {
+    return { ...state, notice, pending: state.pending.map((message) => (message.status === 'cancelling' ? { ...message, status: 'waiting' } : message)) };
+  }
+  const sending = state.pending.findIndex((message) => message.status === 'sending');
+  if (sending < 0 || !refusesChat(error.code)) return undefined;
+  return { ...state, notice, pending: state.pending.toSpliced(sending, 1) };
+}
+
+/** A steer reached the run (agent_steer): it is kept where it landed, and waits no more. */
+export function steerApplied(state: ViewState, run: RunView, event: AgentSteer): { state: ViewState; run: RunView } {
+  const steer: SteerView = {
+    messageId: event.message_id,
+    seq: event.seq,
+    step: event.step,
+    content: event.content,
+    delivery: event.delivery,
+    ...(event.node_id === undefined ? {} : { nodeId: event.node_id }),
+    ...(event.interrupted ? { interrupted: true } : {}),
+    ...(event.partial ? { partial: event.partial } : {}),
+  };
+  return { state: withoutPending(state, event.message_id), run: { ...run, steers: [...(run.steers ?? []), steer] } };
+}
+
+/** One branch was stopped (agent_node_stopped): its receipt is kept by its node id. */
+export function branchStopped(run: RunView, event: AgentNodeStopped): RunView {
+  if (event.node_id === undefined) return run;
+  const stop = { seq: event.seq, step: event.step, calls: event.calls, ...(event.by ? { by: event.by.name } : {}) };
+  return { ...run, stoppedBranches: { ...run.stoppedBranches, [event.node_id]: stop } };
+}
+
+/** The messages that wait for a run to take them (steers and interrupts, to the run or to one of its branches). */
+export function waitingSteers(pending: PendingMessageView[], runId: string): PendingMessageView[] {
+  return pending.filter((message) => message.delivery !== 'queue' && message.runId === runId);
+}
+
+/** The waiting messages no run shows: queued ones (they wait for the run to end) and any whose run this view does not hold. */
+export function messagesAfterRuns(state: ViewState): PendingMessageView[] {
+  return state.pending.filter((message) => message.delivery === 'queue' || message.runId === undefined || !state.runs[message.runId]);
+}
+
+/** Where a steer landed, in words: "applied at step 3", "interrupted step 2". */
+export function steerPlace(steer: SteerView, unit = 'step'): string {
+  return steer.interrupted || steer.delivery === 'interrupt' ? `interrupted ${unit} ${steer.step}` : `applied at ${unit} ${steer.step}`;
+}
