@@ -171,6 +171,11 @@ describe('one branch stopped', () => {
     let state = receive(initialViewState, session, update('agent_start', { max_steps: 5, strategy: 'research' }));
     state = receive(
       state,
+      logged({ type: 'tool_start', node_id: '1.2', step: 1, tool_call_id: 'c1', tool_name: 'web_search', arguments: {} }),
+      logged({ type: 'tool_start', node_id: '1.1', step: 1, tool_call_id: 'c2', tool_name: 'web_search', arguments: {} }),
+    );
+    state = receive(
+      state,
       update('agent_node_stopped', {
         node_id: '1.2',
         step: 1,
@@ -179,8 +184,12 @@ describe('one branch stopped', () => {
       }),
     );
     expect(state.runs[run]!.stoppedBranches).toEqual({
-      '1.2': { seq: 2, step: 1, by: 'Ada', calls: [{ tool_call_id: 'c1', tool: 'web_search', status: 'cancelled' }] },
+      '1.2': { seq: 4, step: 1, by: 'Ada', calls: [{ tool_call_id: 'c1', tool: 'web_search', status: 'cancelled' }] },
     });
+    // Its call in flight was cut off with it; its sibling's goes on.
+    const tools = (nodeId: string) => state.runs[run]!.branches.find((branch) => branch.nodeId === nodeId)!.steps[0]!.tools.map((tool) => tool.status);
+    expect(tools('1.2')).toEqual(['stopped']);
+    expect(tools('1.1')).toEqual(['running']);
     expect(state.runs[run]!.end).toBeUndefined();
     expect(state.activeRunId).toBe(run);
   });

@@ -15,7 +15,7 @@ export function BranchCard({ run, branch, running }: { run: RunView; branch: Bra
   const [chosen, setChosen] = useState<boolean | undefined>(undefined);
   const open = chosen ?? !(run.complete && run.replayed);
   const lastStep = branch.steps.at(-1)?.step;
-  const working = running && status !== 'done' && status !== 'failed';
+  const working = running && status !== 'done' && status !== 'failed' && status !== 'stopped';
   return (
     <details className="branch" open={open} data-testid="branch" data-node-id={branch.nodeId}>
       <summary

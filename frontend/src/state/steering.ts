@@ -1,4 +1,5 @@
 import { type AgentNodeStopped, type AgentSteer, type Delivery, type ErrorEvent, type PendingMessage, refusesChat } from '@stepwise/shared-types';
+import { settleStep } from './run-tree.ts';
 import type { PendingMessageView, RunView, SteerView, ViewState } from './view-state.ts';
 
 /** What a person did to a run while it runs: a message sent to it, a waiting message withdrawn. */
@@ -32,7 +33,8 @@ export function messageSent(state: ViewState, action: SteeringAction): ViewState
     ...(action.nodeId === undefined ? {} : { nodeId: action.nodeId }),
     ...(action.runId === undefined ? {} : { runId: action.runId }),
   };
-  return { ...state, notice: undefined, pending: [...state.pending, sent] };
+  // Files attached to the composer went with it.
+  return { ...state, notice: undefined, attached: [], pending: [...state.pending, sent] };
 }
 
 /**
@@ -90,8 +92,11 @@ export function steerApplied(state: ViewState, run: RunView, event: AgentSteer):
 /** One branch was stopped (agent_node_stopped): its receipt is kept by its node id. */
 export function branchStopped(run: RunView, event: AgentNodeStopped): RunView {
   if (event.node_id === undefined) return run;
+  const nodeId = event.node_id;
   const stop = { seq: event.seq, step: event.step, calls: event.calls, ...(event.by ? { by: event.by.name } : {}) };
-  return { ...run, stoppedBranches: { ...run.stoppedBranches, [event.node_id]: stop } };
+  // What the branch still ran was cut off with it; the rest of the run goes on.
+  const branches = run.branches.map((branch) => (branch.nodeId === nodeId ? { ...branch, steps: branch.steps.map(settleStep) } : branch));
+  return { ...run, branches, stoppedBranches: { ...run.stoppedBranches, [nodeId]: stop } };
 }
 
 /** The messages that wait for a run to take them (steers and interrupts, to the run or to one of its branches). */

@@ -253,8 +253,7 @@ export type ChatItem = {
   order: number;
   /** Dropped from the model's history by a later rollback: shown folded under its divider. */
   rolledBack?: boolean;
-} & /** `queued`: sent during an earlier run, it started this one when that ended. */
-(
+} /** `queued`: sent during an earlier run, it started this one when that ended. */ & (
   | { kind: 'user'; id: string; content: string; attachments?: string[]; queued?: boolean }
   | { kind: 'assistant'; id: string; content: string; runId?: string }
   | { kind: 'run'; id: string; runId: string }
