@@ -1,6 +1,16 @@
 import { type HistoryMessage, refusesChat, type ServerEvent, type SessionEvent, type TokenUsage } from '@stepwise/shared-types';
 import { allSteps, emptyRun, mapRunSteps, settleRun, updateRunStep, withBranch } from './run-tree.ts';
-import { branchStopped, messageQueued, messageSent, pendingView, refusedMessage, type SteeringAction, steerApplied, withoutPending } from './steering.ts';
+import {
+  branchStopped,
+  messageQueued,
+  messageSent,
+  pendingView,
+  queuedTurn,
+  refusedMessage,
+  type SteeringAction,
+  steerApplied,
+  withoutPending,
+} from './steering.ts';
 import { strategyEvent } from './strategy-events.ts';
 import type { TimelineEvent, ChatItem, ConnectionState, RunSpendingView, RunView, StepView, StrategyUpdate, ToolCallView, ViewState } from './view-state.ts';
 
@@ -161,24 +171,14 @@ function applyEvent(state: ViewState, event: ServerEvent | { type: string }): Vi
 }
 
 function applySession(state: ViewState, session: SessionEvent): ViewState {
+  // On every (re)attach the server says which messages still wait.
+  const pending = (session.pending_messages ?? []).map(pendingView);
   // A different session (the server did not know ours) starts a fresh view.
   if (state.session && state.session.session_id !== session.session_id) {
-    return {
-      ...state,
-      session,
-      lastSeq: 0,
-      items: [],
-      runs: {},
-      files: [],
-      activeRunId: undefined,
-      busy: false,
-      stopping: false,
-      streamingAnswer: undefined,
-      pending: (session.pending_messages ?? []).map(pendingView),
-    };
+    const fresh = { lastSeq: 0, items: [], runs: {}, files: [], activeRunId: undefined, busy: false, stopping: false, streamingAnswer: undefined };
+    return { ...state, ...fresh, session, pending };
   }
-  // On every (re)attach the server says what still waits.
-  return { ...state, session, pending: (session.pending_messages ?? []).map(pendingView) };
+  return { ...state, session, pending };
 }
 
 function applyLogged(state: ViewState, event: Logged): ViewState {
@@ -304,7 +304,8 @@ function rollbackLabel(snapshotId: string, labels: Record<string, string> | unde
 function applyAgentUpdate(state: ViewState, runId: string, event: Extract<Logged, { type: 'agent_update' }>): ViewState {
   switch (event.update_type) {
     case 'agent_start': {
-      const withRun = ensureRun(queuedTurn(state, event), runId);
+      const queued = queuedTurn(state, event);
+      const withRun = ensureRun(queued.turn ? { ...queued.state, items: insertItem(queued.state.items, queued.turn) } : queued.state, runId);
       return {
         ...updateRun(withRun, runId, (run) => ({
           ...run,
@@ -407,16 +408,6 @@ function applyAgentUpdate(state: ViewState, runId: string, event: Extract<Logged
       });
     }
   }
-}
-
-/** A run a queued message started: that message waits no more and shows as the run's user turn, just before it. */
-function queuedTurn(state: ViewState, event: Extract<Logged, { update_type: 'agent_start' }>): ViewState {
-  if (event.message_id === undefined) return state;
-  const waiting = state.pending.find((message) => message.id === event.message_id);
-  const content = event.question ?? waiting?.content;
-  const next = withoutPending(state, event.message_id);
-  if (content === undefined || next.items.some((item) => item.id === `q${event.message_id}`)) return next;
-  return { ...next, items: insertItem(next.items, { kind: 'user', id: `q${event.message_id}`, content, order: event.seq - 0.5, queued: true }) };
 }
 
 /** A run's totals as the wire sends them, as the run view keeps them. */

@@ -1,6 +1,14 @@
-import { type AgentNodeStopped, type AgentSteer, type Delivery, type ErrorEvent, type PendingMessage, refusesChat } from '@stepwise/shared-types';
+import {
+  type AgentNodeStopped,
+  type AgentStart,
+  type AgentSteer,
+  type Delivery,
+  type ErrorEvent,
+  type PendingMessage,
+  refusesChat,
+} from '@stepwise/shared-types';
 import { settleStep } from './run-tree.ts';
-import type { PendingMessageView, RunView, SteerView, ViewState } from './view-state.ts';
+import type { ChatItem, PendingMessageView, RunView, SteerView, ViewState } from './view-state.ts';
 
 /** What a person did to a run while it runs: a message sent to it, a waiting message withdrawn. */
 export type SteeringAction =
@@ -72,6 +80,16 @@ export function refusedMessage(state: ViewState, error: ErrorEvent): ViewState |
   const sending = state.pending.findIndex((message) => message.status === 'sending');
   if (sending < 0 || !refusesChat(error.code)) return undefined;
   return { ...state, notice, pending: state.pending.toSpliced(sending, 1) };
+}
+
+/** A run a queued message started (agent_start names it): that message waits no more, and its words are the run's user turn, just before it. */
+export function queuedTurn(state: ViewState, event: AgentStart): { state: ViewState; turn?: ChatItem } {
+  if (event.message_id === undefined) return { state };
+  const content = event.question ?? state.pending.find((message) => message.id === event.message_id)?.content;
+  const next = withoutPending(state, event.message_id);
+  const id = `q${event.message_id}`;
+  if (content === undefined || next.items.some((item) => item.id === id)) return { state: next };
+  return { state: next, turn: { kind: 'user', id, content, order: event.seq - 0.5, queued: true } };
 }
 
 /** A steer reached the run (agent_steer): it is kept where it landed, and waits no more. */
