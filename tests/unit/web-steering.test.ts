@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { parseServerEvent } from '../../frontend/src/lib/socket-client.ts';
 import { type Action, reduce } from '../../frontend/src/state/reducer.ts';
 import { messagesAfterRuns, steerPlace, waitingSteers } from '../../frontend/src/state/steering.ts';
 import { initialViewState, type ViewState } from '../../frontend/src/state/view-state.ts';
+import { receive, testSession } from '../helpers/web-view.ts';
 
 const run = 'run-1';
 let seq = 0;
@@ -10,22 +10,8 @@ const ts = '2026-01-01T00:00:00.000Z';
 const logged = (event: Record<string, unknown>, runId = run) => ({ ...event, seq: ++seq, ts, run_id: runId });
 const update = (updateType: string, fields: Record<string, unknown> = {}, runId = run) =>
   logged({ type: 'agent_update', update_type: updateType, ...fields }, runId);
-/** What arrives from the socket: every frame goes through the client's parser, as in the app. */
-const receive = (state: ViewState, ...values: Record<string, unknown>[]) =>
-  values.reduce((next, value) => {
-    const event = parseServerEvent(JSON.stringify(value));
-    return event ? reduce(next, { kind: 'server_event', event }) : next;
-  }, state);
 const act = (state: ViewState, ...actions: Action[]) => actions.reduce(reduce, state);
-
-const session = {
-  type: 'session',
-  session_id: 's-1',
-  protocol: 1,
-  model: 'scripted',
-  limits: { max_steps_default: 4, max_steps_limit: 8 },
-  tools: [],
-};
+const session = testSession;
 const queued = (messageId: string, content: string, delivery: string, fields: Record<string, unknown> = {}) => ({
   type: 'message_queued',
   message_id: messageId,
