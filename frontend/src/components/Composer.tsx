@@ -46,7 +46,8 @@ export function correctMaxSteps(value: string, fallback: number, limit: number):
 
 /**
  * The message box with the agent controls (Agent mode, Max iterations, tools; folded behind a
- * toggle on narrow screens), Send or Stop. While the agent asks something, the box takes the answer.
+ * toggle on narrow screens), Send; while a run works, Steer (its menu: queue, interrupt) and Stop.
+ * While the agent asks something, the box takes the answer.
  */
 export function Composer(props: ComposerProps) {
   const { busy, stopping, connected, limits, tools, mcpServers, strategies, question, started, runActive, onAttach, onSend, onAnswer, onSteer, onStop } = props;
