@@ -131,15 +131,17 @@ describe('stop', () => {
     expect(await client.waitFor('error')).toMatchObject({ code: 'no_active_run' });
   });
 
-  it('refuses a second chat while a run is active, without disturbing the run', async () => {
+  it('takes a second chat while a run is active as a message the run reads, without starting another run', async () => {
     llm.enqueue({ text: reasonText('Plan.'), delayMs: 200 }, { text: 'No tool.' }, { text: observeText('ok', { final_answer: 'Done.' }) });
     client.chat('First', { agent_mode: true });
     await client.waitFor('agent_turn_start');
     client.chat('Second');
-    expect(await client.waitFor('error')).toMatchObject({ code: 'run_active' });
+    expect(await client.waitFor('message_queued')).toMatchObject({ delivery: 'steer', content: 'Second' });
     const events = await client.untilComplete();
     expect(events.find((event) => event.type === 'assistant_message')!.content).toBe('Done.');
     expect(llm.requests).toHaveLength(3);
+    expect(llm.requests.map((request) => request.body.messages.some((message) => message.content?.includes('Second')))).toEqual([false, true, true]);
+    expect(client.events.some((event) => event.type === 'error')).toBe(false);
   });
 });
 

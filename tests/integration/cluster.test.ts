@@ -76,7 +76,7 @@ async function withLogs<T>(waiting: Promise<T>, instances: Record<string, Stepwi
 const seen = (client: TestClient, seq: number) => client.next((event) => (event as Event).seq === seq, { timeoutMs: 30_000 });
 
 describe.skipIf(!pg || !sharedRedis)('several instances on PostgreSQL and Redis', { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
-  it('a socket on B follows a run on A with the same gapless events, gets run_active for a chat, and stops the run from B', async () => {
+  it('a socket on B follows a run on A with the same gapless events, its chat waits for the run on A, and stops the run from B', async () => {
     const { a, b } = await twoInstances();
     llm!.respond((request) => (request.phase === 'act' ? { hang: true } : { text: reasonText('Working.') }));
     const onA = await connect(a);
@@ -92,13 +92,15 @@ describe.skipIf(!pg || !sharedRedis)('several instances on PostgreSQL and Redis'
     // B has what A has; whatever may still be on its way to A is compared once the run is over, below.
     expect(seqs(onB).filter((seq) => seq <= upTo)).toEqual(seqs(onA).filter((seq) => seq <= upTo));
 
+    // A message sent during the run, at B: stored for the run on A (a person's stop withdraws it, below).
     onB.chat('Something else', { agent_mode: true });
-    expect(await onB.waitFor('error')).toMatchObject({ code: 'run_active' });
+    const queued = await onB.waitFor('message_queued');
 
     onB.send({ type: 'agent_control', action: 'stop' });
     await llm!.waitForAbort(act, 10_000);
     const onAEvents = (await onA.untilComplete({ timeoutMs: 30_000 })) as Event[];
     expect(summarize(onAEvents).slice(-2)).toEqual(['agent_stopped:user', 'response_complete']);
+    expect(await onA.waitFor('message_cancelled', { timeoutMs: 30_000 })).toMatchObject({ message_id: queued.message_id });
     await seen(onB, Math.max(...seqs(onA)));
     expect(seqs(onB)).toEqual(seqs(onA));
     expect(gapless(seqs(onA))).toBe(true);
@@ -178,7 +180,7 @@ describe.skipIf(!pg || !sharedRedis)('several instances on PostgreSQL and Redis'
     expect(onB.events.some((event) => (event as Event).type === 'error')).toBe(false);
   });
 
-  it('when A is killed mid-run, B takes the run over from its journal and finishes it, repeating no completed model call', async () => {
+  it('when A is killed mid-run, B takes the run over from its journal and finishes it, repeating no completed model call; a message sent at B for the run on A is read once', async () => {
     const { a, b } = await twoInstances();
     let acts = 0;
     llm!.respond((request) => {
@@ -192,6 +194,9 @@ describe.skipIf(!pg || !sharedRedis)('several instances on PostgreSQL and Redis'
     onA.chat('What is 6*7?', { agent_mode: true });
     await llm!.waitFor((request) => request.phase === 'act', 30_000);
     const onB = await connect(b, { session_id: sessionId, after_seq: 0 });
+    // Acknowledged at B and handed to the run on A, which dies before its next model call: B's take-over reads it.
+    onB.chat('Use 6*7 exactly.');
+    await onB.waitFor('message_queued', { timeoutMs: 30_000 });
     await a.kill();
 
     const events = (await withLogs(onB.untilComplete({ timeoutMs: 60_000 }), { a, b })) as Event[];
@@ -199,6 +204,9 @@ describe.skipIf(!pg || !sharedRedis)('several instances on PostgreSQL and Redis'
     expect(events.find((event) => event.type === 'assistant_message')?.content).toBe('It is 42.');
     // The reason call A completed was not made again; only the act A never finished was.
     expect(llm!.requests.map((request) => request.phase)).toEqual(['reason', 'act', 'act', 'observe']);
+    const steered = (request: RecordedRequest) => request.body.messages.filter((message) => message.content?.includes('Use 6*7 exactly.')).length;
+    expect(llm!.requests.map(steered)).toEqual([0, 0, 1, 1]);
+    expect(events.filter((event) => event.update_type === 'agent_steer')).toHaveLength(1);
     expect(gapless(seqs(onB))).toBe(true);
   });
 

@@ -18,8 +18,9 @@ import { type ChatRequest, chatRequest } from './chat-request.ts';
 import { answerRefusal, handleCommand, keepAnswer, mayKeep, reject, strategyMessage } from './run-commands.ts';
 import type { SessionEventLog } from './session-event-log.ts';
 import { type ActiveResponse, activeOf, SessionRow, RUN_ACTIVE, refusalOf, SESSION_DELETED, type SessionState, unexpectedState } from './session-state.ts';
-import { type RunStart, SessionRuns } from './session-runs.ts';
+import { PLAIN_CHAT, type RunStart, SessionRuns } from './session-runs.ts';
 import { SessionSnapshots, SnapshotLimitError } from './session-snapshots.ts';
+import { SessionMessages } from './session-messages.ts';
 
 /** Who sent a message: the client (user or address) and user, whose shares of the run slots a new run takes. */
 export interface MessageSender {
@@ -40,6 +41,10 @@ export class ChatService {
   /** The session's row in the store, made at its first write (not at connect). */
   private readonly row: SessionRow;
   private readonly runs: SessionRuns;
+  /** The messages people send while a run goes (steers, queued messages). */
+  readonly messages: SessionMessages;
+  /** Who sent the queued messages sent here (their run counts against them when it starts). */
+  private readonly queuedBy = new Map<string, MessageSender>();
   private readonly snapshots: SessionSnapshots;
 
   /** Whose chat this is. */
@@ -56,7 +61,8 @@ export class ChatService {
   ) {
     this.currentOwner = options.owner ?? { id: LOCAL_OWNER };
     this.row = new SessionRow(() => deps.store.createSession(sessionId, this.owner), options.stored);
-    this.runs = new SessionRuns(sessionId, log, deps);
+    this.messages = new SessionMessages(sessionId, log, deps);
+    this.runs = new SessionRuns(sessionId, log, deps, this.messages);
     this.snapshots = new SessionSnapshots(sessionId, log, deps);
   }
 
@@ -141,7 +147,7 @@ export class ChatService {
       case 'todos_set':
         return this.whenIdle(() => strategyMessage(this.deps, this.sessionId, this.log, message));
       case 'cancel_message':
-        return reject('unknown_message', `No waiting message "${message.message_id.slice(0, 100)}" in this chat`);
+        return this.messages.cancel(message, (command) => this.send(command));
       default: {
         const unexpected: never = message;
         return reject('unknown_type', `Unknown message type ${JSON.stringify((unexpected as { type: unknown }).type)}`);
@@ -166,13 +172,55 @@ export class ChatService {
     await active.done;
   }
 
-  /** Checks a chat message and starts its run: a plain answer, or an agent run with its strategy. */
-  private async chat(message: ChatMessage, sender: MessageSender): Promise<ErrorEvent | undefined> {
+  /**
+   * Checks a chat message and starts its run: a plain answer, or an agent run with its strategy.
+   * While a run goes (here or on another instance), the message is for that run (see SessionMessages).
+   */
+  private async chat(message: ChatMessage, sender: MessageSender, fromMessage?: string): Promise<ErrorEvent | undefined> {
     await this.settleEnded();
+    const active = this.active;
+    if (this.state.kind === 'running' && active) return this.duringRun(message, active.plain, sender);
     const refused = this.refusal();
     if (refused) return refused;
     const checked = chatRequest(message, this.deps);
-    return 'error' in checked ? checked.error : this.start(checked.request, sender);
+    if ('error' in checked) return checked.error;
+    const refusal = await this.start({ ...checked.request, ...(fromMessage ? { messageId: fromMessage } : {}) }, sender);
+    // The session's run goes on another instance (or began here meanwhile): the message is for it.
+    if (refusal?.code === 'run_active' && !fromMessage) {
+      const running = this.active ?? (await this.runningElsewhere());
+      if (running) return this.duringRun(message, running.plain, sender);
+    }
+    return refusal;
+  }
+
+  /** A message sent while a run goes: stored for it, and acknowledged. */
+  private async duringRun(message: ChatMessage, plain: boolean, sender: MessageSender): Promise<ErrorEvent | undefined> {
+    return this.messages.send(
+      message,
+      plain,
+      (command) => this.send(command),
+      (id) => this.queuedBy.set(id, sender),
+    );
+  }
+
+  /** The session's run when it goes on another instance, as far as the store knows. */
+  private async runningElsewhere(): Promise<{ plain: boolean } | undefined> {
+    const run = (await this.deps.store.listRuns(this.sessionId)).at(-1);
+    return run?.status === 'running' ? { plain: run.strategy === PLAIN_CHAT } : undefined;
+  }
+
+  /**
+   * A run ended here: the oldest message waiting starts the next one (not when it was handed over
+   * or parked: it goes on elsewhere). What a person stopped does not read its steers later.
+   */
+  private async startNext(control: AgentControl): Promise<void> {
+    if (control.handedOver || this.state.kind !== 'idle') return;
+    const next = await this.messages.next(control.stopReason === 'user');
+    if (!next) return;
+    const sender = this.queuedBy.get(next.id) ?? {};
+    this.queuedBy.delete(next.id);
+    const refused = await this.chat(next.message, sender, next.id);
+    if (refused) this.log.broadcastError({ ...refused, message: `A queued message could not start its run: ${refused.message}` });
   }
 
   private async control(message: AgentControlMessage, sender: MessageSender): Promise<ErrorEvent | undefined> {
@@ -333,6 +381,7 @@ export class ChatService {
       return refused;
     }
     const control = new AgentControl();
+    const plain = start.kind === 'new' && start.request.strategy === PLAIN_CHAT;
     // Once its ending is logged (or queued) the run is over for its clients, who may have seen it
     // end: a stop then finds no run to stop, though the run is still saving its outcome here.
     const detach = this.deps.controlBus.attach(runId, (command) =>
@@ -341,7 +390,12 @@ export class ChatService {
         : handleCommand(control, command),
     );
     const done = this.ensureStored()
-      .then(() => this.runs.start(start, control))
+      // What people sent for the session's run and it has not read: it reads it at its first model call.
+      .then(() => this.messages.steers())
+      .then((steers) => {
+        for (const steer of steers) control.steering.add(steer);
+        return this.runs.start(start, control);
+      })
       .catch(async (error: unknown) => {
         // Whatever failed (the store, say), the client hears of it and is not left waiting.
         this.deps.logger.error({ err: error, session_id: this.sessionId }, 'response failed');
@@ -351,9 +405,12 @@ export class ChatService {
       .finally(() => {
         detach();
         if (this.active === response) this.state = this.state.kind === 'deleted' ? { kind: 'deleted', response: undefined } : { kind: 'idle' };
-        void admission.release(control.handedOver ? 'handed_over' : 'ended');
+        void admission
+          .release(control.handedOver ? 'handed_over' : 'ended')
+          .then(() => this.startNext(control))
+          .catch((error: unknown) => this.deps.logger.error({ err: error, session_id: this.sessionId }, 'could not start the next queued message'));
       });
-    const response: ActiveResponse = { runId, control, done, completionsBefore: this.log.completions, admission };
+    const response: ActiveResponse = { runId, control, done, completionsBefore: this.log.completions, admission, plain };
     this.state = { kind: 'running', response };
     return undefined;
   }

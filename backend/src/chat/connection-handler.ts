@@ -86,6 +86,7 @@ export class ConnectionHandler {
     const { chat, resumed, access } = (await this.sessions.open(request.sessionId, { user }))!;
     const afterSeq = resumed ? parseAfterSeq(request.afterSeq) : 0;
     const lastRun = resumed ? await this.sessions.lastAgentRun(chat.sessionId) : undefined;
+    const pendingMessages = resumed && chat.written ? await chat.messages.pending() : [];
     const session: SessionEvent = {
       type: 'session',
       session_id: chat.sessionId,
@@ -102,6 +103,7 @@ export class ConnectionHandler {
       config_file: this.config.configFile,
       ...(lastRun ? { last_run: lastRun } : {}),
       ...(this.config.traceUrlTemplate ? { trace_url_template: this.config.traceUrlTemplate } : {}),
+      ...(pendingMessages.length ? { pending_messages: pendingMessages } : {}),
     };
     connection.send(session);
     await chat.log.attach(connection, afterSeq);

@@ -18,6 +18,10 @@ export function handleCommand(control: AgentControl, command: ControlCommand): C
       const outcome = control.provideInput(command.answer, command.questionId, command.by);
       return outcome === 'answered' || !control.rejection ? { type: 'answer', outcome } : { type: 'answer', outcome, message: control.rejection };
     }
+    case 'steer':
+      return { type: 'steer', outcome: control.steering.add(command.steer) ? 'waiting' : 'read' };
+    case 'cancel':
+      return { type: 'cancel', outcome: control.steering.cancel(command.messageId) };
     default: {
       const unexpected: never = command;
       throw new Error(`Unknown control command ${JSON.stringify(unexpected)}`);

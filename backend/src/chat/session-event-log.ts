@@ -3,6 +3,8 @@ import type {
   ErrorEvent,
   LoggedEvent,
   LoggedEventBody,
+  MessageCancelled,
+  MessageQueued,
   SessionDeletedEvent,
   ToolProgressEvent,
   ToolsChangedEvent,
@@ -296,7 +298,7 @@ export class SessionEventLog implements EventSink {
   }
 
   /** Sends a message that is not part of the log (a change in the tool list) to every connected client. */
-  broadcast(message: ToolsChangedEvent | ModelHealthEvent | SettingsChangedEvent): void {
+  broadcast(message: ToolsChangedEvent | ModelHealthEvent | SettingsChangedEvent | MessageQueued | MessageCancelled): void {
     this.sendToAll(message);
   }
 
@@ -359,7 +361,7 @@ export class SessionEventLog implements EventSink {
     return true;
   }
 
-  private sendToAll(message: ErrorEvent | ToolsChangedEvent | ModelHealthEvent | SettingsChangedEvent): void {
+  private sendToAll(message: ErrorEvent | ToolsChangedEvent | ModelHealthEvent | SettingsChangedEvent | MessageQueued | MessageCancelled): void {
     for (const connection of this.connections) connection.send(message);
   }
 

@@ -8,6 +8,7 @@ import type { LlmMessage } from '../messages.ts';
 import type { RunRecord, Store } from '../store/store.ts';
 import type { ChatDependencies } from './chat-dependencies.ts';
 import { hasEnded, readLoggedRun, saveRunEnd, strategyEventsOf } from './run-endings.ts';
+import type { SessionMessages } from './session-messages.ts';
 import type { SessionEventLog } from './session-event-log.ts';
 
 /** The completions a run may go on from: it stopped at a limit, or could not answer. */
@@ -35,6 +36,8 @@ export class SessionRuns {
     private readonly sessionId: string,
     private readonly log: SessionEventLog,
     private readonly deps: Pick<ChatDependencies, 'store' | 'kernel' | 'engine' | 'logger' | 'files' | 'config' | 'tools'>,
+    /** The messages people send while runs go: a run reads them. */
+    private readonly messages: SessionMessages,
   ) {}
 
   /** Records what `start` asks for (a new request's message, a new run) and runs it. */
@@ -158,6 +161,7 @@ export class SessionRuns {
         filesManifest: () => this.deps.files.manifest(this.sessionId),
         notepad: () => readNotepad(this.deps.files, this.sessionId),
         images: (names) => loadModelImages(this.deps.files, this.sessionId, names, this.deps.config.images),
+        steersRead: (ids) => this.messages.read(ids),
         files: {
           read: (name) => this.deps.files.readWhole(this.sessionId, name),
           write: async (name, content) =>

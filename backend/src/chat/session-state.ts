@@ -12,6 +12,8 @@ export interface ActiveResponse {
   completionsBefore: number;
   /** What it took to start (its run slot, its session's lease), given back when it ends. */
   admission: Admission & { kind: 'admitted' };
+  /** A plain chat answer (it reads no steers: messages sent meanwhile are queued). */
+  plain: boolean;
 }
 
 export const RUN_ACTIVE = reject('run_active', 'A response is still in progress: stop it or wait for response_complete');

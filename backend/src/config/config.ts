@@ -1,3 +1,4 @@
+import { STEER_MAX_CHARS_DEFAULT } from '@stepwise/shared-types';
 import type { ApprovalRule } from '../tools/approval.ts';
 import { isIP } from 'node:net';
 import { z } from 'zod';
@@ -247,6 +248,8 @@ const EnvSchema = z.object({
     .pipe(z.number({ error: 'must be a number of USD' }).positive('must be more than 0'))
     .optional(),
   APPROVAL_TIMEOUT_ACTION: z.enum(['deny', 'stop']).default('deny'),
+  STEER_QUEUE_MAX: integer(1).default(10),
+  STEER_MAX_CHARS: integer(1).default(STEER_MAX_CHARS_DEFAULT),
   NOTIFY_WEBHOOK_URL: url.optional(),
   NOTIFY_WEBHOOK_SECRET: z
     .string()
@@ -435,6 +438,10 @@ export interface Config {
     approval: ApprovalRule[];
     /** How much earlier conversation (in characters) goes to the model; oldest turns go first. */
     contextBudgetChars: number;
+    /** How many messages sent during runs may wait in one chat (steers and queued messages). */
+    steerQueueMax: number;
+    /** The longest message a person may send to a running run, in characters. */
+    steerMaxChars: number;
   };
   limits: {
     messagesPerSecond: number;
@@ -672,6 +679,8 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
       approvalTimeoutAction: e.APPROVAL_TIMEOUT_ACTION,
       approval: [],
       contextBudgetChars: e.CONTEXT_BUDGET_CHARS,
+      steerQueueMax: e.STEER_QUEUE_MAX,
+      steerMaxChars: e.STEER_MAX_CHARS,
     },
     limits: {
       messagesPerSecond: e.MAX_MESSAGES_PER_SECOND,

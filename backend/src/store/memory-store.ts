@@ -1,4 +1,5 @@
 import { MemoryDeliveryOutbox } from './delivery-outbox.ts';
+import { MemoryWaitingMessages } from './waiting-messages.ts';
 import { MemoryPushStore } from './push-store.ts';
 import type { LoggedEvent } from '@stepwise/shared-types';
 import type { LlmMessage } from '../messages.ts';
@@ -42,6 +43,7 @@ function highlighted(text: string, terms: string[]): string | undefined {
 export class MemoryStore implements Store {
   readonly outbox = new MemoryDeliveryOutbox();
   readonly push = new MemoryPushStore();
+  readonly waiting = new MemoryWaitingMessages();
   private readonly sessions = new Map<string, SessionData>();
   private readonly runs = new Map<string, RunRecord>();
   private readonly journals = new Map<string, JournalEntry[]>();

@@ -1,5 +1,6 @@
 /** The two SQL databases the store runs on. */
 import { SETTINGS_AND_NOTIFICATION_STEPS } from './schema-steps-notify.ts';
+import { WAITING_MESSAGES_STEP } from './waiting-messages.ts';
 
 export type SqlDialectName = 'sqlite' | 'postgres';
 
@@ -373,4 +374,5 @@ export const SCHEMA: SchemaStep[] = [
     ],
   },
   ...SETTINGS_AND_NOTIFICATION_STEPS,
+  WAITING_MESSAGES_STEP,
 ];

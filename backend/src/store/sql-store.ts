@@ -1,4 +1,5 @@
 import type { LoggedEvent } from '@stepwise/shared-types';
+import { SqlWaitingMessages, type WaitingMessages } from './waiting-messages.ts';
 import { type Kysely, sql } from 'kysely';
 import type { LlmMessage } from '../messages.ts';
 import type { SqlDialectName } from './migrations.ts';
@@ -69,6 +70,7 @@ export class SqlStore implements Store {
     this.migrated = options.migrated ?? [];
     this.outbox = new SqlDeliveryOutbox(db);
     this.push = new SqlPushStore(db);
+    this.waiting = new SqlWaitingMessages(db);
     this.onClose = options.onClose ?? (() => undefined);
   }
 
@@ -76,6 +78,7 @@ export class SqlStore implements Store {
   readonly migrated: string[];
   readonly outbox: DeliveryOutbox;
   readonly push: PushStore;
+  readonly waiting: WaitingMessages;
   private readonly onClose: () => Promise<void> | void;
 
   /**

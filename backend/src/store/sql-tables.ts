@@ -2,6 +2,7 @@ import type { Generated, Kysely, Selectable, Transaction } from 'kysely';
 import type { DeliveryTables } from './delivery-outbox.ts';
 import type { SqlDialectName } from './migrations.ts';
 import type { PushTables } from './push-store.ts';
+import type { WaitingTables } from './waiting-messages.ts';
 import type { SettingsTables } from './sql-settings.ts';
 import type { RunRecord, SessionRecord, ShareRecord, SnapshotRecord } from './store.ts';
 
@@ -13,7 +14,7 @@ import type { RunRecord, SessionRecord, ShareRecord, SnapshotRecord } from './st
 export type Time = Date | string;
 export type Json = unknown;
 
-export interface Tables extends SettingsTables, DeliveryTables, PushTables {
+export interface Tables extends SettingsTables, DeliveryTables, PushTables, WaitingTables {
   sessions: { id: string; title: string | null; created_at: Time; updated_at: Time; owner: string; owner_name: string | null };
   revoked_sign_ins: { id: string; expires_at: Time };
   chat_shares: {

@@ -1,5 +1,6 @@
 import type { PushStore } from './push-store.ts';
 import type { DeliveryOutbox } from './delivery-outbox.ts';
+import type { WaitingMessages } from './waiting-messages.ts';
 import type { LoggedEvent } from '@stepwise/shared-types';
 import type { LlmMessage } from '../messages.ts';
 
@@ -137,6 +138,8 @@ export interface Store {
   readonly outbox: DeliveryOutbox;
   /** Browsers' push subscriptions, and the server's push keys. */
   readonly push: PushStore;
+  /** Messages people sent to running runs, until the runs take them. */
+  readonly waiting: WaitingMessages;
   /** Stores a new session, owned by `owner` (the local user when not given). */
   createSession(id: string, owner?: SessionOwner): Promise<SessionRecord>;
   getSession(id: string): Promise<SessionRecord | undefined>;

@@ -1,6 +1,7 @@
 import type { By, PersonAnswer, StopReason } from '@stepwise/shared-types';
 import { InputTimeoutError } from '../../errors.ts';
 import { abortReason } from '../../util/abort.ts';
+import { SteeringInbox } from './steering.ts';
 
 /** What a question makes of an answer: the value the run takes, or why the answer is refused (the question stays open). */
 export type AnswerRead<T> = { ok: true; value: T } | { ok: false; outcome: 'invalid_answer' | 'invalid_arguments'; message?: string | undefined };
@@ -67,6 +68,8 @@ export class AgentControl {
   answers: AnswerLedger | undefined;
   /** Why the last answer was refused, when its question said why (read right after provideInput). */
   rejection: string | undefined;
+  /** The messages people sent to the run that it has not read yet. */
+  readonly steering = new SteeringInbox();
 
   /** Aborts when the run is stopped. */
   get signal(): AbortSignal {

@@ -1,13 +1,24 @@
 import type { By, PersonAnswer, StopReason } from '@stepwise/shared-types';
 import type { InputOutcome } from './agent-control.ts';
+import type { Steer } from './steering.ts';
 
 /** A command to a run, wherever it executes. Resume and snapshot commands join this union. */
 export type ControlCommand =
   | { type: 'stop'; reason: StopReason; by?: By | undefined }
-  | { type: 'answer'; answer: PersonAnswer; questionId?: string | undefined; by?: By | undefined };
+  | { type: 'answer'; answer: PersonAnswer; questionId?: string | undefined; by?: By | undefined }
+  /** A person's message for the run to read at its next boundary (stored already). */
+  | { type: 'steer'; steer: Steer }
+  /** Withdraws a message the run has not read yet. */
+  | { type: 'cancel'; messageId: string };
 
 /** What became of a command. */
-export type ControlOutcome = { type: 'stop'; outcome: 'stopping' | 'no_active_run' } | { type: 'answer'; outcome: InputOutcome; message?: string };
+export type ControlOutcome =
+  | { type: 'stop'; outcome: 'stopping' | 'no_active_run' }
+  | { type: 'answer'; outcome: InputOutcome; message?: string }
+  /** `waiting`: the run will read it; `read`: it read it already; `no_active_run`: no run took it (it reads it when it goes on). */
+  | { type: 'steer'; outcome: 'waiting' | 'read' | 'no_active_run' }
+  /** `cancelled`: withdrawn before the run read it; `read`: too late; `unknown` / `no_active_run`: the run does not hold it (it may be withdrawn in the store). */
+  | { type: 'cancel'; outcome: 'cancelled' | 'read' | 'unknown' | 'no_active_run' };
 
 /** A run's side of the channel: it handles the commands sent to it. */
 export type ControlHandler = (command: ControlCommand) => ControlOutcome;
@@ -43,5 +54,16 @@ export class InProcessControlBus implements ControlBus {
 
 /** What a command answers when no run takes it: nothing to stop, nobody waiting for an answer. */
 export function noOutcome(command: ControlCommand): ControlOutcome {
-  return command.type === 'stop' ? { type: 'stop', outcome: 'no_active_run' } : { type: 'answer', outcome: 'no_pending_input' };
+  switch (command.type) {
+    case 'stop':
+    case 'steer':
+    case 'cancel':
+      return { type: command.type, outcome: 'no_active_run' };
+    case 'answer':
+      return { type: 'answer', outcome: 'no_pending_input' };
+    default: {
+      const unexpected: never = command;
+      throw new Error(`Unknown control command ${JSON.stringify(unexpected)}`);
+    }
+  }
 }

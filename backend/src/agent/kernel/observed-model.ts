@@ -3,6 +3,20 @@ import type { CompletionRequest, CompletionResult, LlmClient } from '../../llm/l
 import type { Logger } from '../../logger.ts';
 import { JOURNAL, type JournalReplay } from './run-journal.ts';
 import type { BudgetHold, CallSpending, RunSpending } from './run-spending.ts';
+import { type Steer, type SteeringInbox, steerTurn } from './steering.ts';
+
+/** The people's messages a call read, as its journal entry keeps them beside its result. */
+type WithSteers<T> = CompletionResult<T> & { steers?: Steer[] };
+
+/** How a run reads the messages people send it: at each model call, those for the call's branch. */
+export interface CallSteering {
+  inbox: SteeringInbox;
+  /**
+   * The call read these (live, or its past did): they join the run's conversation. `cut` holds
+   * the words of the call an interrupt cut, when one did.
+   */
+  read(steers: Steer[], nodeId: string | undefined, replayed: boolean, cut?: string): Promise<void>;
+}
 
 /**
  * The model as a run sees it: every request carries the run's id; each call is journaled (keyed
@@ -26,6 +40,7 @@ export function observedModel(
      * and returns its hold on it; throws CostBudgetReached when it would pass the budget.
      */
     beforeCall?: (signal: AbortSignal) => Promise<BudgetHold | undefined>;
+    steering?: CallSteering;
   },
 ): LlmClient {
   const { runId, replay, spending, logger, checkBudget } = run;
@@ -36,13 +51,13 @@ export function observedModel(
       const started = performance.now();
       const key = request.nodeId ? `${request.purpose}@${request.nodeId}` : request.purpose;
       let hold: BudgetHold | undefined;
-      let outcome: { value: CompletionResult<T>; replayed: boolean };
+      let outcome: { value: WithSteers<T>; replayed: boolean };
       try {
-        outcome = await replay.once(JOURNAL.model, key, async () => {
+        outcome = await replay.once(JOURNAL.model, key, async (): Promise<WithSteers<T>> => {
           // A call the run's past made is read back; a new one is made only within the cost budget.
           hold = await run.beforeCall?.(request.signal);
           try {
-            return await llm.complete({ ...request, runId });
+            return await completeReading(llm, { ...request, runId }, run.steering);
           } catch (error) {
             // Replies the call received and could not use (data off its schema, cut at the output limit) were spent all the same.
             if (error instanceof ModelError && error.spent) {
@@ -64,7 +79,13 @@ export function observedModel(
       } finally {
         hold?.release();
       }
-      const { value: result, replayed } = outcome;
+      const { value: journaled, replayed } = outcome;
+      const { steers, ...result } = journaled;
+      // What the past's call read joins the conversation again; the run never reads it twice.
+      if (replayed && steers?.length) {
+        run.steering?.inbox.taken(steers.map((steer) => steer.id));
+        await run.steering?.read(steers, request.nodeId, true);
+      }
       if (!replayed) await run.onFallback(request.purpose, result, request.nodeId);
       if (logger.isLevelEnabled?.('debug') ?? true) {
         logger.debug(
@@ -85,4 +106,44 @@ export function observedModel(
       return result;
     },
   };
+}
+
+/**
+ * Makes a call, reading first the messages waiting for its branch (they go with it, as user turns
+ * after its messages). An interrupt for the branch cuts the call: its words so far stay as the
+ * model's, and the call is made again at once with the message that cut it.
+ */
+async function completeReading<T>(llm: LlmClient, request: CompletionRequest<T>, steering: CallSteering | undefined): Promise<WithSteers<T>> {
+  if (!steering) return llm.complete(request);
+  let messages = request.messages;
+  const read: Steer[] = [];
+  let cut: string | undefined;
+  for (;;) {
+    const steers = steering.inbox.take(request.nodeId);
+    if (steers.length > 0 || cut !== undefined) {
+      await steering.read(steers, request.nodeId, false, cut);
+      messages = [...messages, ...steers.map(steerTurn)];
+      read.push(...steers);
+    }
+    const call = steering.inbox.call(request.nodeId, request.signal);
+    let partial = '';
+    try {
+      const result = await llm.complete({
+        ...request,
+        messages,
+        signal: call.signal,
+        onDelta: (delta) => {
+          partial += delta;
+          request.onDelta?.(delta);
+        },
+      });
+      return read.length > 0 ? { ...result, steers: read } : result;
+    } catch (error) {
+      if (!call.interrupted) throw error;
+      cut = partial;
+      if (partial.trim()) messages = [...messages, { role: 'assistant', content: partial }];
+    } finally {
+      call.end();
+    }
+  }
 }

@@ -22,7 +22,14 @@ export function runEvents(runId: string | undefined, nodeId?: string) {
     start: (
       maxSteps: number,
       strategy: string,
-      extra: { options?: Record<string, unknown>; tools?: string[]; resumedFrom?: string | undefined; traceId?: string | undefined } = {},
+      extra: {
+        options?: Record<string, unknown>;
+        tools?: string[];
+        resumedFrom?: string | undefined;
+        traceId?: string | undefined;
+        /** The queued message the run was started for, and its words. */
+        fromMessage?: { id: string; question: string } | undefined;
+      } = {},
     ) =>
       update('agent_start', {
         max_steps: maxSteps,
@@ -31,6 +38,7 @@ export function runEvents(runId: string | undefined, nodeId?: string) {
         ...(extra.tools ? { tools: extra.tools } : {}),
         ...(extra.resumedFrom ? { resumed_from: extra.resumedFrom } : {}),
         ...(extra.traceId ? { trace_id: extra.traceId } : {}),
+        ...(extra.fromMessage ? { message_id: extra.fromMessage.id, question: extra.fromMessage.question } : {}),
       }),
     turnStart: (step: number) => update('agent_turn_start', { step }),
     reason: (step: number, content: string) => update('agent_reason', { content, step }),
@@ -61,6 +69,16 @@ export function runEvents(runId: string | undefined, nodeId?: string) {
       update('agent_stopped', { reason, ...(by ? { by } : {}), step, ...(calls?.length ? { calls } : {}), ...totals }),
     /** A person answered a question or an approval (multi-user modes: who did). */
     inputReceived: (questionId: string, by: By) => update('agent_input_received', { question_id: questionId, by }),
+    /** A person's message reached the run (`cut`: the words of the model call it interrupted). */
+    steer: (step: number, steer: { id: string; content: string; delivery: 'steer' | 'interrupt' }, cut?: string) =>
+      update('agent_steer', {
+        message_id: steer.id,
+        step,
+        content: steer.content,
+        delivery: steer.delivery,
+        ...(cut === undefined ? {} : { interrupted: true, ...(cut ? { partial: cut } : {}) }),
+      }),
+    nodeStopped: (step: number, calls: StoppedCall[], by?: By) => update('agent_node_stopped', { step, calls, ...(by ? { by } : {}) }),
     error: (step: number, message: string, totals?: RunTotals) => update('agent_error', { message, step, ...totals }),
     completion: (steps: number, reason: CompletionReason, totals?: RunTotals, summary?: string) =>
       update('agent_completion', { steps, reason, ...(summary ? { summary } : {}), ...totals }),

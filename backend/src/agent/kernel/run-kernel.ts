@@ -156,7 +156,14 @@ export class RunKernel {
       if (!scope.chatWire) {
         // With tracing on, the run's trace id (its own id's digits) says where to find its trace.
         const traceId = this.config.tracing ? traceIdOfRun(input.runId) : undefined;
-        const start = events.start(input.maxSteps, input.strategy ?? DEFAULT_STRATEGY, { options: run.options, tools: input.toolNames, resumedFrom, traceId });
+        const fromMessage = input.messageId ? { id: input.messageId, question: input.question } : undefined;
+        const start = events.start(input.maxSteps, input.strategy ?? DEFAULT_STRATEGY, {
+          options: run.options,
+          tools: input.toolNames,
+          resumedFrom,
+          traceId,
+          fromMessage,
+        });
         await session.sink.emit(start);
       }
       const { history: _history, ...journaled } = input;

@@ -12,6 +12,7 @@ import { AfterJournalSink, memoryFiles } from './journaled-sink.ts';
 import { observedModel } from './observed-model.ts';
 import type { EndingScope } from './run-ending.ts';
 import { runEvents } from './run-events.ts';
+import { steerTurn } from './steering.ts';
 import { JournalReplay, journaledTools, ReplaySink, type RunJournal, type RunPast } from './run-journal.ts';
 import { type CallSpending, RunSpending } from './run-spending.ts';
 import type { AnyStrategy, Run, RunFiles, RunInput, RunProgress } from './strategy.ts';
@@ -28,6 +29,8 @@ export interface RunSession {
   files?: RunFiles;
   /** Reads the session images a message was sent with, scaled for the model. */
   images?: (names: readonly string[]) => Promise<LlmImage[]>;
+  /** The run read these people's messages (once its journal holds that): they wait no more. */
+  steersRead?: (ids: string[]) => Promise<void>;
 }
 
 /** A run's past, as the kernel goes on from it: this run's own (after a restart) or the run it continues. */
@@ -111,6 +114,24 @@ export function openRun(
       logger,
       checkBudget: () => void budgets.check(),
       beforeCall: costBudget(input.maxCostUsd, spending, logger),
+      steering: {
+        inbox: control.steering,
+        read: async (steers, nodeId, replayed, cut) => {
+          if (steers.length === 0) return;
+          // A message for the run as a whole joins its conversation; one for a branch goes with that call only.
+          if (nodeId === undefined) progress.transcript.push(...steers.map(steerTurn));
+          if (!replayed && !chatWire)
+            for (const [index, steer] of steers.entries()) await sink.emit(nodeEvents(nodeId).steer(progress.step, steer, index === 0 ? cut : undefined));
+          const read = session.steersRead;
+          if (read) {
+            const ids = steers.map((steer) => steer.id);
+            void replay
+              .settled()
+              .then(() => read(ids))
+              .catch((error: unknown) => logger.warn({ err: error, message_ids: ids }, 'could not mark messages as read'));
+          }
+        },
+      },
     }),
     tools: journaledTools(services.tools, replay, logger),
     prompts: strategy.prompts,

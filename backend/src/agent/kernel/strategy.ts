@@ -30,6 +30,8 @@ export interface RunInput {
   toolApproval?: Record<string, 'auto' | 'ask' | 'deny'>;
   /** The most the run may cost in USD; it ends with `budget` before a model call would pass it. */
   maxCostUsd?: number;
+  /** The queued message (sent during the run before) this run was started for. */
+  messageId?: string;
 }
 
 /**
