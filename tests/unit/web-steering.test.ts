@@ -127,6 +127,27 @@ describe('a message queued after the run', () => {
   });
 });
 
+describe('a message sent while a plain answer streams', () => {
+  it('is queued, and becomes the user turn of the next plain answer when that one starts', () => {
+    seq = 0;
+    let state = act(receive(initialViewState, session), { kind: 'user_message', id: 'u1', content: 'Hi' });
+    state = receive(state, { type: 'assistant_delta', delta: 'Hel' });
+    state = act(state, { kind: 'message_sent', id: 'local-1', content: 'And in French?', delivery: 'queue' });
+    state = receive(state, queued('m-9', 'And in French?', 'queue'), { type: 'assistant_message', content: 'Hello.', seq: ++seq, ts });
+    state = receive(state, { type: 'response_complete', seq: ++seq, ts });
+    expect(state.busy).toBe(false);
+    // The next answer's start names no message: the oldest queued one started it.
+    state = receive(state, { type: 'assistant_delta', delta: 'Bonjour' });
+    expect(state.pending).toEqual([]);
+    expect(state.items.map((item) => (item.kind === 'user' || item.kind === 'assistant' ? `${item.kind}:${item.content}` : item.kind))).toEqual([
+      'user:Hi',
+      'assistant:Hello.',
+      'user:And in French?',
+    ]);
+    expect(state.streamingAnswer).toBe('Bonjour');
+  });
+});
+
 describe('a reload during a run', () => {
   it('shows the waiting messages the session lists and the steers the log holds', () => {
     seq = 0;

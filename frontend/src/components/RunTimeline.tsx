@@ -4,7 +4,7 @@ import { waitingSteers } from '../state/steering.ts';
 import { formatClock, formatDuration, formatFull } from '../lib/time.ts';
 import { toolInWords } from '../lib/tool-words.ts';
 import { isStepFolded } from '../state/step-summary.ts';
-import type { RunEnd, RunView, TodoView } from '../state/view-state.ts';
+import type { RunEnd, RunView, SteerView, TodoView } from '../state/view-state.ts';
 import { RunSpending } from './RunSpending.tsx';
 import { RunTree } from './RunTree.tsx';
 import { StepCard } from './StepCard.tsx';
@@ -111,9 +111,12 @@ export function RunTimeline({
   const steers = run.steers ?? [];
   const waiting = waitingSteers(useSteering()?.pending ?? [], run.id);
   const shownSteps = run.steps.filter((step) => run.rewoundTo === undefined || step.step <= run.rewoundTo);
-  // A message that reached the run shows just before the step whose model call read it.
-  const steersBefore = (index: number) =>
-    steers.filter((steer) => !steer.nodeId && steer.step <= shownSteps[index]!.step && (index === 0 || steer.step > shownSteps[index - 1]!.step));
+  // A message that reached the run shows where it landed: before the step whose reasoning read it,
+  // or after the step in which a later call (act, observe) read it.
+  const readAfterReason = (steer: SteerView) =>
+    run.timeline?.some((event) => event.kind === 'agent_reason' && event.step === steer.step && !event.nodeId && event.seq < steer.seq) ?? false;
+  const placeOf = (steer: SteerView) => steer.step + (readAfterReason(steer) ? 0.5 : -0.5);
+  const steersBetween = (after: number, before: number) => steers.filter((steer) => !steer.nodeId && placeOf(steer) > after && placeOf(steer) < before);
   const took = run.startedAt && run.endedAt ? Date.parse(run.endedAt) - Date.parse(run.startedAt) : undefined;
   return (
     <div className="run" aria-label="Agent run" data-testid="run">
@@ -164,7 +167,7 @@ export function RunTimeline({
         <>
           {shownSteps.map((step, index) => (
             <Fragment key={step.step}>
-              {steersBefore(index).map((steer) => (
+              {steersBetween(shownSteps[index - 1]?.step ?? Number.NEGATIVE_INFINITY, step.step).map((steer) => (
                 <SteerNote key={steer.messageId} steer={steer} />
               ))}
               <StepCard
@@ -176,11 +179,9 @@ export function RunTimeline({
               />
             </Fragment>
           ))}
-          {steers
-            .filter((steer) => !steer.nodeId && steer.step > (shownSteps.at(-1)?.step ?? 0))
-            .map((steer) => (
-              <SteerNote key={steer.messageId} steer={steer} />
-            ))}
+          {steersBetween(shownSteps.at(-1)?.step ?? Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY).map((steer) => (
+            <SteerNote key={steer.messageId} steer={steer} />
+          ))}
           {run.rewoundTo !== undefined && run.steps.some((step) => step.step > run.rewoundTo!) && (
             <details className="rolled-back rewound-steps" data-testid="rewound-steps">
               <summary>

@@ -5,6 +5,7 @@ import {
   messageQueued,
   messageSent,
   pendingView,
+  queuedPlainTurn,
   queuedTurn,
   refusedMessage,
   type SteeringAction,
@@ -143,7 +144,9 @@ function applyEvent(state: ViewState, event: ServerEvent | { type: string }): Vi
     return event.code === 'invalid_arguments' || event.code === 'invalid_answer' ? reopenSentApprovals(noticed) : noticed;
   }
   if (event.type === 'assistant_delta') {
-    return event.run_id ? state : { ...state, busy: true, streamingAnswer: (state.streamingAnswer ?? '') + event.delta };
+    if (event.run_id) return state;
+    const next = withTurn(queuedPlainTurn(state));
+    return { ...next, busy: true, streamingAnswer: (next.streamingAnswer ?? '') + event.delta };
   }
   if (event.type === 'agent_update' && (event.update_type === 'agent_reason_delta' || event.update_type === 'agent_observe_delta')) {
     if (!event.run_id || state.runs[event.run_id]?.complete) return state;
@@ -304,8 +307,7 @@ function rollbackLabel(snapshotId: string, labels: Record<string, string> | unde
 function applyAgentUpdate(state: ViewState, runId: string, event: Extract<Logged, { type: 'agent_update' }>): ViewState {
   switch (event.update_type) {
     case 'agent_start': {
-      const queued = queuedTurn(state, event);
-      const withRun = ensureRun(queued.turn ? { ...queued.state, items: insertItem(queued.state.items, queued.turn) } : queued.state, runId);
+      const withRun = ensureRun(withTurn(queuedTurn(state, event)), runId);
       return {
         ...updateRun(withRun, runId, (run) => ({
           ...run,
@@ -484,6 +486,11 @@ function ensureRun(state: ViewState, runId: string): ViewState {
     // lastSeq is already the seq of the event that brought the run.
     items: insertItem(state.items, { kind: 'run', id: `r${runId}`, runId, order: state.lastSeq }),
   };
+}
+
+/** The state with a queued message's user turn in the conversation, when it has one. */
+function withTurn({ state, turn }: { state: ViewState; turn?: ChatItem }): ViewState {
+  return turn ? { ...state, items: insertItem(state.items, turn) } : state;
 }
 
 /** Inserts an item in order; items of equal order keep their arrival order. */

@@ -92,6 +92,17 @@ export function queuedTurn(state: ViewState, event: AgentStart): { state: ViewSt
   return { state: next, turn: { kind: 'user', id, content, order: event.seq - 0.5, queued: true } };
 }
 
+/**
+ * A plain answer began that nobody here waited for (its start names no message): the oldest queued
+ * message started it, and its words are the answer's user turn.
+ */
+export function queuedPlainTurn(state: ViewState): { state: ViewState; turn?: ChatItem } {
+  if (state.busy || state.streamingAnswer !== undefined) return { state };
+  const next = state.pending.find((message) => message.delivery === 'queue' && message.status === 'waiting');
+  if (!next) return { state };
+  return { state: withoutPending(state, next.id), turn: { kind: 'user', id: `q${next.id}`, content: next.content, order: state.lastSeq + 0.5, queued: true } };
+}
+
 /** A steer reached the run (agent_steer): it is kept where it landed, and waits no more. */
 export function steerApplied(state: ViewState, run: RunView, event: AgentSteer): { state: ViewState; run: RunView } {
   const steer: SteerView = {
