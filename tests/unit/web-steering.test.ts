@@ -121,8 +121,8 @@ describe('a message queued after the run', () => {
       'run',
     ]);
     expect(state.activeRunId).toBe('run-2');
-    // The history API's copy of that message (a reload) is not shown twice.
-    state = reduce(state, { kind: 'history_loaded', sessionId: 's-1', messages: [{ role: 'user', content: 'Now below 100', after_seq: 3 }] });
+    // The history API's copy of that message (a reload; kept after the log's last event before the run) is not shown twice.
+    state = reduce(state, { kind: 'history_loaded', sessionId: 's-1', messages: [{ role: 'user', content: 'Now below 100', after_seq: seq - 1 }] });
     expect(state.items.filter((item) => item.kind === 'user' && item.content === 'Now below 100')).toHaveLength(1);
   });
 });
@@ -169,6 +169,26 @@ describe('a reload during a run', () => {
     expect(waitingSteers(state.pending, run).map((message) => message.id)).toEqual(['m-7']);
     expect(messagesAfterRuns(state).map((message) => message.id)).toEqual(['m-8']);
     expect(state.runs[run]!.steers!.map((steer) => steer.content)).toEqual(['Be brief']);
+  });
+
+  it('shows a steer once: where it landed, not again as the user turn the history API keeps after its run', () => {
+    const preamble = 'A message from the person while you work (take it into account from now on):\nBe brief';
+    const history = (state: ViewState) =>
+      reduce(state, { kind: 'history_loaded', sessionId: 's-1', messages: [{ role: 'user', content: preamble, after_seq: 9 }] });
+    const log = (state: ViewState) => {
+      seq = 0;
+      return receive(
+        state,
+        update('agent_start', { max_steps: 5 }),
+        update('agent_steer', { message_id: 'm-0', step: 1, content: 'Be brief', delivery: 'steer' }),
+        update('agent_completion', { steps: 1 }),
+      );
+    };
+    const userTurns = (state: ViewState) => state.items.filter((item) => item.kind === 'user');
+    const attached = receive(initialViewState, session);
+    // The history may load before the log replays, or after.
+    expect(userTurns(log(history(attached)))).toEqual([]);
+    expect(userTurns(history(log(attached)))).toEqual([]);
   });
 });
 

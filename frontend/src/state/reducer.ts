@@ -2,6 +2,7 @@ import { type HistoryMessage, refusesChat, type ServerEvent, type SessionEvent, 
 import { allSteps, emptyRun, mapRunSteps, settleRun, updateRunStep, withBranch } from './run-tree.ts';
 import {
   branchStopped,
+  isSteerCopy,
   messageQueued,
   messageSent,
   pendingView,
@@ -64,8 +65,9 @@ export function reduce(state: ViewState, action: Action): ViewState {
       for (const message of action.messages) {
         if (message.role !== 'user') continue;
         const order = message.after_seq + 0.5;
-        // A queued message's turn comes from its run's start (agent_start names it).
-        if (items.some((item) => item.kind === 'user' && (item.order === order || item.queued) && item.content === message.content)) continue;
+        // A queued message's turn comes from its run's start (agent_start names it), a steer's from where it landed.
+        if (items.some((item) => item.kind === 'user' && item.order === order && item.content === message.content)) continue;
+        if (isSteerCopy(state, message.content, message.after_seq)) continue;
         items = insertItem(items, { kind: 'user', id: `h${order}`, content: message.content, order });
       }
       return { ...state, items };

@@ -88,8 +88,11 @@ export function queuedTurn(state: ViewState, event: AgentStart): { state: ViewSt
   const content = event.question ?? state.pending.find((message) => message.id === event.message_id)?.content;
   const next = withoutPending(state, event.message_id);
   const id = `q${event.message_id}`;
+  const order = event.seq - 0.5;
   if (content === undefined || next.items.some((item) => item.id === id)) return { state: next };
-  return { state: next, turn: { kind: 'user', id, content, order: event.seq - 0.5, queued: true } };
+  // The history API's copy of it (loaded first) gives way.
+  const items = next.items.filter((item) => !(item.kind === 'user' && item.order === order && item.content === content));
+  return { state: { ...next, items }, turn: { kind: 'user', id, content, order, queued: true } };
 }
 
 /**
@@ -115,7 +118,18 @@ export function steerApplied(state: ViewState, run: RunView, event: AgentSteer):
     ...(event.interrupted ? { interrupted: true } : {}),
     ...(event.partial ? { partial: event.partial } : {}),
   };
-  return { state: withoutPending(state, event.message_id), run: { ...run, steers: [...(run.steers ?? []), steer] } };
+  // The history API keeps it as a user turn after the run (loaded first, it gives way): the log shows where it landed.
+  const items = state.items.filter((item) => !(item.kind === 'user' && item.id.startsWith('h') && item.order > steer.seq && isCopyOf(item.content, steer)));
+  return { state: withoutPending({ ...state, items }, event.message_id), run: { ...run, steers: [...(run.steers ?? []), steer] } };
+}
+
+/** Whether a user message of the history API (after `afterSeq`) is a steer the log shows already: the model read it after a preamble. */
+export function isSteerCopy(state: ViewState, content: string, afterSeq: number): boolean {
+  return Object.values(state.runs).some((run) => run.steers?.some((steer) => steer.seq <= afterSeq && isCopyOf(content, steer)));
+}
+
+function isCopyOf(content: string, steer: SteerView): boolean {
+  return content === steer.content || content.endsWith(`\n${steer.content}`);
 }
 
 /** One branch was stopped (agent_node_stopped): its receipt is kept by its node id. */
