@@ -42,6 +42,7 @@ export function App() {
   }, [approvals.length]);
   const steering: SteeringApi = {
     pending: state.pending,
+    activeRunId: state.activeRunId,
     readOnly: state.session?.read_only === true,
     cancel: actions.cancelMessage,
     messageBranch: (nodeId, content) => actions.messageBranch(nodeId, content, state.activeRunId),

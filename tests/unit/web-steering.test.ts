@@ -38,7 +38,7 @@ describe('a message sent during a run', () => {
     expect(state.items.map((item) => item.kind)).toEqual(['user', 'run']);
     state = receive(state, queued('m-1', 'Only odd numbers', 'steer'));
     expect(state.pending).toEqual([{ id: 'm-1', status: 'waiting', delivery: 'steer', content: 'Only odd numbers', position: 1, runId: run }]);
-    expect(waitingSteers(state.pending, run).map((message) => message.id)).toEqual(['m-1']);
+    expect(waitingSteers(state.pending, run, state.activeRunId).map((message) => message.id)).toEqual(['m-1']);
 
     state = receive(state, update('agent_steer', { message_id: 'm-1', step: 3, content: 'Only odd numbers', delivery: 'steer' }));
     expect(state.pending).toEqual([]);
@@ -109,7 +109,7 @@ describe('a message queued after the run', () => {
     let state = act(running(), { kind: 'message_sent', id: 'local-1', content: 'Now below 100', delivery: 'queue' });
     state = receive(state, queued('m-6', 'Now below 100', 'queue', { position: 1 }));
     expect(messagesAfterRuns(state).map((message) => message.id)).toEqual(['m-6']);
-    expect(waitingSteers(state.pending, run)).toEqual([]);
+    expect(waitingSteers(state.pending, run, state.activeRunId)).toEqual([]);
     state = receive(state, update('agent_completion', { steps: 2 }), logged({ type: 'response_complete' }));
     expect(state.pending).toHaveLength(1);
     state = receive(state, update('agent_start', { max_steps: 5, message_id: 'm-6', question: 'Now below 100' }, 'run-2'));
@@ -155,7 +155,7 @@ describe('a reload during a run', () => {
       ...session,
       last_seq: 4,
       pending_messages: [
-        { message_id: 'm-7', delivery: 'steer', position: 1, content: 'Use the sieve', run_id: run },
+        { message_id: 'm-7', delivery: 'steer', position: 1, content: 'Use the sieve' },
         { message_id: 'm-8', delivery: 'queue', position: 2, content: 'Then explain it' },
       ],
     });
@@ -166,7 +166,7 @@ describe('a reload during a run', () => {
       update('agent_steer', { message_id: 'm-0', step: 2, content: 'Be brief', delivery: 'steer' }),
     );
     expect(state.pending.map((message) => `${message.id}:${message.status}`)).toEqual(['m-7:waiting', 'm-8:waiting']);
-    expect(waitingSteers(state.pending, run).map((message) => message.id)).toEqual(['m-7']);
+    expect(waitingSteers(state.pending, run, state.activeRunId).map((message) => message.id)).toEqual(['m-7']);
     expect(messagesAfterRuns(state).map((message) => message.id)).toEqual(['m-8']);
     expect(state.runs[run]!.steers!.map((steer) => steer.content)).toEqual(['Be brief']);
   });

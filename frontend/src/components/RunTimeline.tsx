@@ -109,7 +109,8 @@ export function RunTimeline({
   const tree = run.branches.length > 0 || run.strategyEvents.length > 0;
   const lastStep = run.steps.at(-1)?.step;
   const steers = run.steers ?? [];
-  const waiting = waitingSteers(useSteering()?.pending ?? [], run.id);
+  const steering = useSteering();
+  const waiting = waitingSteers(steering?.pending ?? [], run.id, steering?.activeRunId);
   const shownSteps = run.steps.filter((step) => run.rewoundTo === undefined || step.step <= run.rewoundTo);
   // A message that reached the run shows where it landed: before the step whose reasoning read it,
   // or after the step in which a later call (act, observe) read it.

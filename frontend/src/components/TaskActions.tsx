@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import { useSteering } from '../lib/steering-context.ts';
-import { steerPlace } from '../state/steering.ts';
+import { steerPlace, waitingSteers } from '../state/steering.ts';
 import { eventsOf } from '../state/strategy-events.ts';
 import type { RunView } from '../state/view-state.ts';
 import { receiptLine } from './RunTimeline.tsx';
@@ -19,7 +19,9 @@ export function TaskActions({ run, taskId, status, running }: { run: RunView; ta
   const stopped = status === 'stopped' || (stop !== undefined && !restarted && status !== 'done');
   const mayAct = steering !== undefined && !steering.readOnly && running;
   const working = status === 'running' && !stopped;
-  const waiting = steering?.pending.filter((message) => message.nodeId === taskId && message.runId === run.id).at(-1);
+  const waiting = waitingSteers(steering?.pending ?? [], run.id, steering?.activeRunId)
+    .filter((message) => message.nodeId === taskId)
+    .at(-1);
   const landed = run.steers?.filter((steer) => steer.nodeId === taskId).at(-1);
   const last = waiting ?? landed;
   if (!stopped && !(mayAct && working) && !last) return null;

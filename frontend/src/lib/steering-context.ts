@@ -7,6 +7,8 @@ import type { PendingMessageView } from '../state/view-state.ts';
  */
 export interface SteeringApi {
   pending: PendingMessageView[];
+  /** The run going on, whose are the waiting messages that name none. */
+  activeRunId: string | undefined;
   /** True for an admin watching another person's chat: the messages show, the actions do not. */
   readOnly: boolean;
   /** Withdraws a waiting message (cancel_message); false when it could not be sent. */

@@ -142,14 +142,20 @@ export function branchStopped(run: RunView, event: AgentNodeStopped): RunView {
   return { ...run, branches, stoppedBranches: { ...run.stoppedBranches, [nodeId]: stop } };
 }
 
-/** The messages that wait for a run to take them (steers and interrupts, to the run or to one of its branches). */
-export function waitingSteers(pending: PendingMessageView[], runId: string): PendingMessageView[] {
-  return pending.filter((message) => message.delivery !== 'queue' && message.runId === runId);
+/**
+ * The messages that wait for a run to take them (steers and interrupts, to the run or to one of its
+ * branches); one that names no run (as the session lists them on attach) is the active run's.
+ */
+export function waitingSteers(pending: PendingMessageView[], runId: string, activeRunId: string | undefined): PendingMessageView[] {
+  return pending.filter((message) => message.delivery !== 'queue' && (message.runId ?? activeRunId) === runId);
 }
 
 /** The waiting messages no run shows: queued ones (they wait for the run to end) and any whose run this view does not hold. */
 export function messagesAfterRuns(state: ViewState): PendingMessageView[] {
-  return state.pending.filter((message) => message.delivery === 'queue' || message.runId === undefined || !state.runs[message.runId]);
+  return state.pending.filter((message) => {
+    const runId = message.runId ?? state.activeRunId;
+    return message.delivery === 'queue' || runId === undefined || !state.runs[runId];
+  });
 }
 
 /** Where a steer landed, in words: "applied at step 3", "interrupted step 2". */

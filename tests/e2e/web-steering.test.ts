@@ -1,0 +1,123 @@
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
+import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, seriousViolations, useBrowser } from './browser.ts';
+
+// Talking to a run while it works, in Chromium against the real server and a scripted model.
+let browser: Browser;
+let context: BrowserContext | undefined;
+/** A second tab, at a phone's width. */
+let phone: BrowserContext | undefined;
+let page: Page;
+let llm: ScriptedLlmServer | undefined;
+let server: TestServer | undefined;
+
+useBrowser(
+  (launched) => (browser = launched),
+  () => [phone, context, server, llm],
+);
+
+/** A promise and the function that settles it: a model reply that waits for the test's condition. */
+function gate(): { opened: Promise<void>; open: () => void } {
+  let open = () => {};
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return { opened, open };
+}
+
+async function openApp(width = 1000, height = 900): Promise<void> {
+  context = await browser.newContext({ viewport: { width, height }, colorScheme: 'light' });
+  page = await context.newPage();
+  await page.goto(server!.url);
+  await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+}
+
+/** Types into the message box and presses Enter. */
+async function type(text: string): Promise<void> {
+  await page.getByRole('textbox', { name: 'Message' }).fill(text);
+  await page.getByRole('textbox', { name: 'Message' }).press('Enter');
+}
+
+/** Every message the model was sent, as one text. */
+const sentToModel = () => llm!.requests.flatMap((request) => request.body.messages.map((message) => message.content ?? '')).join('\n');
+
+describe('talking to a running run', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS }, () => {
+  it('steers it (queued, then applied at its step), withdraws a waiting message, and queues one that starts the next run', async () => {
+    llm = await ScriptedLlmServer.start();
+    const firstReason = gate();
+    llm.enqueue(
+      { text: reasonText('Count the primes below 20 one by one.'), after: firstReason.opened },
+      { toolCalls: [{ name: 'calculator', arguments: { expression: '2+3' } }] },
+      { text: observeText('Counted some.', { should_continue: true }) },
+      { text: reasonText('Only the odd ones now, as asked.', { finish: true }) },
+      { text: observeText('Done.', { final_answer: 'There are 8 primes below 20.' }) },
+      // The queued message's run.
+      { text: reasonText('Explain the sieve.', { finish: true }) },
+      { text: observeText('Explained.', { final_answer: 'The sieve crosses out multiples.' }) },
+    );
+    server = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'scripted-model' });
+    await openApp();
+    await ask(page, 'How many primes are below 20?');
+    const composer = page.locator('form.composer');
+    await composer.getByRole('button', { name: 'Steer' }).waitFor();
+
+    // Enter steers: the message waits in the run, with Cancel.
+    await type('Only odd numbers, please');
+    const run = page.getByTestId('run').first();
+    const steer = run.getByTestId('steer-waiting').filter({ hasText: 'Only odd numbers, please' });
+    await steer.getByRole('button', { name: 'Cancel' }).waitFor();
+    await expect(steer.textContent()).resolves.toContain('queued');
+
+    // A second one is withdrawn before the run takes it.
+    await type('Never mind this one');
+    const withdrawn = run.getByTestId('steer-waiting').filter({ hasText: 'Never mind this one' });
+    await withdrawn.getByRole('button', { name: 'Cancel' }).click();
+    await withdrawn.waitFor({ state: 'detached' });
+
+    // The menu queues one after this run.
+    await page.getByRole('textbox', { name: 'Message' }).fill('Then explain the sieve');
+    await composer.getByRole('button', { name: 'More ways to send' }).click();
+    await screenshot(page, 'steer-menu.png');
+    await page.getByRole('menuitem', { name: /Queue after this run/ }).click();
+    const queued = page.locator('[data-testid="steer-waiting"][data-delivery="queue"]');
+    await queued.getByRole('button', { name: 'Cancel' }).waitFor();
+    await screenshot(page, 'steer-waiting.png');
+    expect(await seriousViolations(page)).toEqual([]);
+
+    // Another tab (a phone) that joins now shows what waits, from the session.
+    phone = await browser.newContext({ viewport: { width: 390, height: 800 }, colorScheme: 'light' });
+    const phonePage = await phone.newPage();
+    await phonePage.goto(page.url());
+    await phonePage.getByTestId('steer-waiting').nth(1).waitFor();
+    expect(await phonePage.getByTestId('steer-waiting').allTextContents()).toEqual([
+      expect.stringContaining('Only odd numbers, please'),
+      expect.stringContaining('Then explain the sieve'),
+    ]);
+    await phonePage.getByRole('textbox', { name: 'Message' }).fill('Something more');
+    await screenshot(phonePage, 'steer-waiting-phone.png');
+
+    // The run goes on and takes the steer at its next step; the cancelled one never reaches the model.
+    firstReason.open();
+    const applied = run.getByTestId('steer-applied').filter({ hasText: 'Only odd numbers, please' });
+    await applied.waitFor();
+    await expect(applied.textContent()).resolves.toMatch(/applied at step \d/);
+    await run.getByTestId('run-end').waitFor();
+    await applied.scrollIntoViewIfNeeded();
+    await screenshot(page, 'steer-applied.png');
+
+    // The queued message starts the next run as its question.
+    const secondRun = page.getByTestId('run').nth(1);
+    await secondRun.getByTestId('run-end').waitFor();
+    await page.locator('[data-testid="user-turn"][data-queued]').getByText('Then explain the sieve').waitFor();
+    expect(await page.getByTestId('steer-waiting').count()).toBe(0);
+    expect(sentToModel()).toContain('Only odd numbers, please');
+    expect(sentToModel()).toContain('Then explain the sieve');
+    expect(sentToModel()).not.toContain('Never mind this one');
+
+    // A reload shows where the steer landed, from the log.
+    await page.reload();
+    await page.getByTestId('steer-applied').filter({ hasText: 'Only odd numbers, please' }).waitFor();
+    expect(await page.getByText('Only odd numbers, please').count()).toBe(1);
+    await screenshot(page, 'steer-reloaded.png');
+  });
+});
