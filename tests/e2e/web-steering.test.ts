@@ -120,4 +120,25 @@ describe('talking to a running run', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS }, (
     expect(await page.getByText('Only odd numbers, please').count()).toBe(1);
     await screenshot(page, 'steer-reloaded.png');
   });
+  it('interrupts the model call in flight with Interrupt now, and says the run went on with the message at once', async () => {
+    llm = await ScriptedLlmServer.start();
+    llm.respond((request) => {
+      const steered = request.body.messages.some((message) => message.content?.includes('Use a sieve'));
+      if (request.phase === 'reason')
+        return steered ? { text: reasonText('A sieve, then.', { finish: true }) } : { text: 'I will check 2, 3, 5, 7', chunkChars: 4, stallAfterChunks: 3 };
+      return { text: observeText('Sieved.', { final_answer: 'There are 8 primes below 20.' }) };
+    });
+    server = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'scripted-model' });
+    await openApp();
+    await ask(page, 'How many primes are below 20?');
+    const cutCall = await llm.waitFor((request) => request.phase === 'reason');
+    await page.getByRole('textbox', { name: 'Message' }).fill('Use a sieve');
+    await page.locator('form.composer').getByRole('button', { name: 'More ways to send' }).click();
+    await page.getByRole('menuitem', { name: /Interrupt now/ }).click();
+    await llm.waitForAbort(cutCall);
+    const applied = page.getByTestId('steer-applied').filter({ hasText: 'Use a sieve' });
+    await expect(applied.getByText(/Your message: interrupted step 1/).textContent()).resolves.toBeTruthy();
+    await page.getByTestId('run-end').getByText('Answered in 1 step').waitFor();
+    await screenshot(page, 'steer-interrupted.png');
+  });
 });

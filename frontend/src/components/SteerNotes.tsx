@@ -23,9 +23,7 @@ export function SteerNote({ steer, unit = 'step' }: { steer: SteerView; unit?: s
   return (
     <div className="steer-note" data-testid="steer-applied" data-message-id={steer.messageId}>
       <div className="bubble">{steer.content}</div>
-      <p className="steer-place">
-        {steer.delivery === 'interrupt' ? 'Your interruption' : 'Your message'}: {place}
-      </p>
+      <p className="steer-place">Your message: {place}</p>
       {steer.partial && (
         <details className="steer-partial">
           <summary>What the model had said when it was cut</summary>
