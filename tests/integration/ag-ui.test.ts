@@ -332,6 +332,31 @@ describe('AG-UI: a dropped stream and an explicit stop', () => {
     await vi.waitFor(async () => expect((await runs(threadId)).at(-1)?.status).toBe('completed'), { timeout: 120_000, interval: 50 });
   });
 
+  it('a POST to a thread whose run goes is 409 without forwardedProps.delivery; with delivery queue it waits and runs next', async () => {
+    const threadId = randomUUID();
+    const postTo = (content: string, forwardedProps: Record<string, unknown> = {}) =>
+      fetch(`${slow.url}/api/ag-ui`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+        body: JSON.stringify({ threadId, runId: randomUUID(), messages: [{ id: randomUUID(), role: 'user', content }], forwardedProps }),
+      });
+    const first = await postTo(CHAIN);
+    const reader = first.body!.getReader();
+    expect(new TextDecoder().decode((await reader.read()).value)).toContain('RUN_STARTED');
+    const refused = await postTo('What is 2+2?');
+    expect(refused.status).toBe(409);
+    expect((await refused.json()).error.code).toBe('run_active');
+    const queued = await postTo('What is 2+2?', { delivery: 'queue' });
+    expect(queued.status).toBe(200);
+    await queued.body?.cancel();
+    await reader.cancel();
+    // The queued message runs once the first run has ended.
+    await vi.waitFor(async () => expect((await runs(threadId)).map((run) => run.status)).toEqual(['completed', 'completed']), {
+      timeout: 120_000,
+      interval: 50,
+    });
+  });
+
   it('POST /api/sessions/:id/stop stops the run, and its stream ends cancelled', async () => {
     const client = new HttpAgent({ url: `${slow.url}/api/ag-ui`, threadId: randomUUID() });
     client.addMessage({ id: randomUUID(), role: 'user', content: CHAIN });

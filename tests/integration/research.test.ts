@@ -109,6 +109,76 @@ describe('research on the wire', () => {
     expect(resumed.body.messages.map((message) => message.content ?? '').join('\n')).not.toContain('TASK_GRAPH_V2');
   });
 
+  it('stops one of three parallel tasks alone: only its request is closed, its siblings finish, it ends with its own receipt; run again, it repeats no completed call', async () => {
+    llm = await ScriptedLlmServer.start();
+    const plan = {
+      stages: [
+        {
+          id: '1',
+          name: 'Only',
+          verifier_criteria: [],
+          tasks: ['1.1', '1.2', '1.3'].map((id) => ({
+            id,
+            title: `Task ${id}`,
+            agent: 'literature_scout',
+            depends_on: [],
+            acceptance_criteria: [],
+            inputs: [],
+          })),
+        },
+      ],
+    };
+    let releaseSiblings!: () => void;
+    const siblings = new Promise<void>((resolve) => {
+      releaseSiblings = resolve;
+    });
+    let cut = false;
+    llm.respond((request): ScriptedReply => {
+      switch (request.purpose) {
+        case 'research.plan':
+          return { text: JSON.stringify(plan) };
+        case 'research.task': {
+          if (request.node !== '1.2') return { text: `finding of ${request.node}`, after: siblings };
+          if (!request.body.messages.some((message) => message.role === 'tool'))
+            return { toolCalls: [{ id: 'add', name: 'calculator', arguments: { expression: '2+2' } }] };
+          // The task's second round hangs until it is stopped; run again, it answers.
+          if (!cut) return { hang: true };
+          return { text: 'finding of 1.2: 4' };
+        }
+        case 'research.task_result':
+          return { text: JSON.stringify({ summary: `done ${request.node}`, result: `result ${request.node}`, evidence: [], artifacts: [] }) };
+        case 'research.report':
+          return { text: 'Report.' };
+        default:
+          return { text: JSON.stringify({ verdict: 'PASS', issues: [], follow_up_tasks: [] }) };
+      }
+    });
+    server = await startStepwiseWithModel(llm.url);
+    client = await TestClient.connect(server.wsUrl);
+    client.chat('Three things at once', { agent_mode: true, strategy: 'research', tools: ['calculator'] });
+    const hanging = await llm.waitFor((request) => request.node === '1.2' && request.body.messages.some((message) => message.role === 'tool'));
+    client.send({ type: 'agent_control', action: 'stop', node_id: '1.2' });
+    await llm.waitForAbort(hanging);
+    const stopped = (await client.waitFor('agent_node_stopped')) as Event;
+    expect(stopped).toMatchObject({ node_id: '1.2', calls: [] });
+    expect(await client.next((event) => event.update_type === 'agent_task_complete' && event.task_id === '1.2')).toMatchObject({ status: 'stopped' });
+    cut = true;
+    client.send({ type: 'agent_control', action: 'resume', node_id: '1.2' });
+    releaseSiblings();
+    const events = (await client.untilComplete()) as Event[];
+    expect(summarize(events).slice(-2)).toEqual(['agent_completion:answered', 'response_complete']);
+    expect(client.events.some((event) => event.type === 'error')).toBe(false);
+    // Only the stopped task's request was closed; its siblings finished as they were.
+    expect(llm.requests.filter((request) => request.aborted)).toEqual([hanging]);
+    expect(of(events, 'agent_task_complete').map((event) => `${event.task_id}:${event.status}`)).toEqual(
+      expect.arrayContaining(['1.1:done', '1.3:done', '1.2:stopped', '1.2:done']),
+    );
+    // Run again, it went on from its completed round: the first round's call and its calculator call were made once.
+    const rounds = llm.requests.filter((request) => request.node === '1.2' && request.purpose === 'research.task');
+    expect(rounds.map((request) => request.body.messages.filter((message) => message.role === 'tool').length)).toEqual([0, 1, 1]);
+    expect(events.filter((event) => event.type === 'tool_start' && event.node_id === '1.2')).toHaveLength(1);
+  });
+
   it('an upload of the document that breaks the graph is refused naming the line, and the document stays as it was', async () => {
     server = await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0' });
     client = await TestClient.connect(server.wsUrl);

@@ -224,10 +224,17 @@ export class ChatService {
   }
 
   private async control(message: AgentControlMessage, sender: MessageSender): Promise<ErrorEvent | undefined> {
-    if (message.action === 'resume') return this.continueRun(message, sender);
     const by = byOf(sender.user);
-    const reply = await this.send({ type: 'stop', reason: 'user', ...(by ? { by } : {}) });
-    if (reply.type !== 'stop' || reply.outcome === 'no_active_run') return reject('no_active_run', 'There is no active run to stop');
+    const nodeId = message.node_id;
+    if (message.action === 'resume' && nodeId === undefined) return this.continueRun(message, sender);
+    const reply =
+      message.action === 'resume'
+        ? await this.send({ type: 'resume_branch', nodeId: nodeId!, ...(by ? { by } : {}) })
+        : await this.send({ type: 'stop', reason: 'user', ...(by ? { by } : {}), ...(nodeId === undefined ? {} : { nodeId }) });
+    const outcome = reply.type === 'stop' || reply.type === 'resume_branch' ? reply.outcome : 'no_active_run';
+    if (outcome === 'no_active_run') return reject('no_active_run', `There is no active run to ${message.action}`);
+    if (outcome === 'unknown_node')
+      return reject('unknown_node', `The run has no branch "${nodeId!.slice(0, 100)}" that can be ${message.action === 'stop' ? 'stopped' : 'run again'} now`);
     return undefined;
   }
 

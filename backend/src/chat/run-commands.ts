@@ -12,8 +12,11 @@ export const reject = (code: ErrorCode, message: string): ErrorEvent => ({ type:
 export function handleCommand(control: AgentControl, command: ControlCommand): ControlOutcome {
   switch (command.type) {
     case 'stop':
+      if (command.nodeId !== undefined) return { type: 'stop', outcome: control.stopBranch(command.nodeId, command.by) ? 'stopping' : 'unknown_node' };
       control.stop(command.reason, command.by);
       return { type: 'stop', outcome: 'stopping' };
+    case 'resume_branch':
+      return { type: 'resume_branch', outcome: control.resumeBranch(command.nodeId) ? 'resuming' : 'unknown_node' };
     case 'answer': {
       const outcome = control.provideInput(command.answer, command.questionId, command.by);
       return outcome === 'answered' || !control.rejection ? { type: 'answer', outcome } : { type: 'answer', outcome, message: control.rejection };

@@ -48,6 +48,20 @@ export interface AnswerLedger {
   settle(questionId: string, answer: PersonAnswer): Promise<PersonAnswer>;
 }
 
+interface Branch {
+  controller: AbortController;
+  stopped: boolean;
+  stoppedBy: By | undefined;
+}
+
+/** A branch's controls (see AgentControl.branch). */
+export type BranchControl = AgentControl & {
+  /** True when a person stopped this branch alone. */
+  readonly stopped: boolean;
+  readonly stoppedBy: By | undefined;
+  end(): void;
+};
+
 /** What became of an answer: given to its question, or why not. */
 export type InputOutcome = 'answered' | 'no_pending_input' | 'unknown_question' | 'ambiguous_input' | 'invalid_answer' | 'invalid_arguments';
 
@@ -115,7 +129,86 @@ export class AgentControl {
 
   /** Throws the abort error if the run was stopped; loops call it between phases. */
   throwIfStopped(): void {
-    if (this.controller.signal.aborted) throw abortReason(this.controller.signal);
+    if (this.signal.aborted) throw abortReason(this.signal);
+  }
+
+  /** The run's own controls (a branch's controls answer with their run's). */
+  get run(): AgentControl {
+    return this;
+  }
+
+  private readonly branches = new Map<string, Branch>();
+
+  /**
+   * The controls of one branch of the run (a research task, a plan step): the run's, but with a
+   * signal that also aborts when a person stops this branch alone (`stopBranch`). `end` once the
+   * branch is over; `stopped` says whether a person stopped it.
+   */
+  branch(nodeId: string): BranchControl {
+    const root = this.run;
+    const controller = new AbortController();
+    const onAbort = () => controller.abort(root.signal.reason);
+    if (root.signal.aborted) onAbort();
+    else root.signal.addEventListener('abort', onAbort, { once: true });
+    const branch: Branch = { controller, stoppedBy: undefined, stopped: false };
+    root.branches.set(nodeId, branch);
+    const control = Object.create(root) as BranchControl;
+    Object.defineProperties(control, {
+      run: { get: () => root },
+      signal: { get: () => controller.signal },
+      stopped: { get: () => branch.stopped },
+      stoppedBy: { get: () => branch.stoppedBy },
+      end: {
+        value: () => {
+          root.signal.removeEventListener('abort', onAbort);
+          if (root.branches.get(nodeId) === branch) root.branches.delete(nodeId);
+        },
+      },
+    });
+    return control;
+  }
+
+  /** Stops one branch while the rest of the run goes on; false when no such branch is going. */
+  stopBranch(nodeId: string, by?: By): boolean {
+    const branch = this.run.branches.get(nodeId);
+    if (!branch || branch.controller.signal.aborted) return false;
+    branch.stopped = true;
+    branch.stoppedBy = by;
+    const error = new Error(`Branch ${nodeId} stopped`);
+    error.name = 'AbortError';
+    branch.controller.abort(error);
+    return true;
+  }
+
+  /** Branches a person stopped and asked to run again, not yet taken up by the run. */
+  private readonly resumeAsked = new Set<string>();
+  /** Branches stopped alone that may run again while the run goes on. */
+  private readonly resumable = new Set<string>();
+
+  /** A stopped branch that may run again (`resumeBranch`) until `settleBranch`. */
+  stoppedBranch(nodeId: string): void {
+    this.run.resumable.add(nodeId);
+  }
+
+  /** A person asks to run a stopped branch again; false when it is not one that may. */
+  resumeBranch(nodeId: string): boolean {
+    if (!this.run.resumable.has(nodeId)) return false;
+    this.run.resumeAsked.add(nodeId);
+    return true;
+  }
+
+  /** The stopped branches asked to run again since the last call (they may no longer be resumed after). */
+  takeResumed(): string[] {
+    const asked = [...this.run.resumeAsked];
+    this.run.resumeAsked.clear();
+    for (const nodeId of asked) this.run.resumable.delete(nodeId);
+    return asked;
+  }
+
+  /** A stopped branch may no longer run again (its part of the run is over). */
+  settleBranch(nodeId: string): void {
+    this.run.resumable.delete(nodeId);
+    this.run.resumeAsked.delete(nodeId);
   }
 
   /** The ids of the questions waiting now, oldest first. */

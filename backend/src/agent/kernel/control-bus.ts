@@ -4,7 +4,10 @@ import type { Steer } from './steering.ts';
 
 /** A command to a run, wherever it executes. Resume and snapshot commands join this union. */
 export type ControlCommand =
-  | { type: 'stop'; reason: StopReason; by?: By | undefined }
+  /** With `nodeId`: that branch alone (a research task, a plan step); the rest of the run goes on. */
+  | { type: 'stop'; reason: StopReason; by?: By | undefined; nodeId?: string | undefined }
+  /** Runs a branch a person stopped alone again, while the run goes on. */
+  | { type: 'resume_branch'; nodeId: string; by?: By | undefined }
   | { type: 'answer'; answer: PersonAnswer; questionId?: string | undefined; by?: By | undefined }
   /** A person's message for the run to read at its next boundary (stored already). */
   | { type: 'steer'; steer: Steer }
@@ -13,7 +16,8 @@ export type ControlCommand =
 
 /** What became of a command. */
 export type ControlOutcome =
-  | { type: 'stop'; outcome: 'stopping' | 'no_active_run' }
+  | { type: 'stop'; outcome: 'stopping' | 'no_active_run' | 'unknown_node' }
+  | { type: 'resume_branch'; outcome: 'resuming' | 'no_active_run' | 'unknown_node' }
   | { type: 'answer'; outcome: InputOutcome; message?: string }
   /** `waiting`: the run will read it; `read`: it read it already; `no_active_run`: no run took it (it reads it when it goes on). */
   | { type: 'steer'; outcome: 'waiting' | 'read' | 'no_active_run' }
@@ -56,6 +60,7 @@ export class InProcessControlBus implements ControlBus {
 export function noOutcome(command: ControlCommand): ControlOutcome {
   switch (command.type) {
     case 'stop':
+    case 'resume_branch':
     case 'steer':
     case 'cancel':
       return { type: command.type, outcome: 'no_active_run' };

@@ -112,8 +112,8 @@ async function runOrdinary(
   await sink.emit(events.toolStart(step, call.id, call.name, args));
   // The approval policy: the call runs, a person approves it first, or it never runs.
   const policy = enabled.has(call.name) ? tools.policy(call.name, args, input.toolApproval) : 'auto';
-  const remembered = rememberedByRun.get(control) ?? new Map<string, boolean>();
-  rememberedByRun.set(control, remembered);
+  const remembered = rememberedByRun.get(control.run) ?? new Map<string, boolean>();
+  rememberedByRun.set(control.run, remembered);
   const fromPast = remembered.get(call.name);
   const covered = fromPast !== undefined && (!fromPast || context.effects.has(JOURNAL.tool, `${call.name}:${call.id}`));
   let note = '';

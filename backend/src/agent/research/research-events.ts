@@ -11,8 +11,8 @@ export function taskStartEvent(stamp: Stamp, task: GraphTask): Omit<AgentTaskSta
 }
 
 /** A task done, on its branch, with its result's summary. */
-export function taskCompleteEvent(stamp: Stamp, task: GraphTask, summary: string): Omit<AgentTaskComplete, 'seq' | 'ts'> {
-  return { type: 'agent_update', update_type: 'agent_task_complete', ...stamp, node_id: task.id, task_id: task.id, status: 'done', summary };
+export function taskCompleteEvent(stamp: Stamp, task: GraphTask, summary: string, status: 'done' | 'stopped' = 'done'): Omit<AgentTaskComplete, 'seq' | 'ts'> {
+  return { type: 'agent_update', update_type: 'agent_task_complete', ...stamp, node_id: task.id, task_id: task.id, status, summary };
 }
 
 /** A verifier's judgement of a task, a stage or the whole run, with the follow-up tasks it added. */

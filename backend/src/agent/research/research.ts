@@ -1,6 +1,6 @@
 import type { LlmMessage } from '../../messages.ts';
 import { REQUEST_INPUT_TOOL, requestInputSchema } from '../../tools/request-input-tool.ts';
-import { defineStrategy, type RunSuccess } from '../kernel/strategy.ts';
+import { defineStrategy, type RunProgress, type RunSuccess } from '../kernel/strategy.ts';
 import { runToolCalls, toolCallMessages } from '../kernel/tool-calls.ts';
 import { researchDemo } from './research-demo.ts';
 import { taskCompleteEvent, taskStartEvent } from './research-events.ts';
@@ -42,6 +42,7 @@ export const research = defineStrategy({
       await doc.write(state);
     }
     await emitGraph(run, state);
+    const kept = new Map<string, KeptTask>();
 
     for (let cycle = 1; ; cycle++) {
       run.progress.step = cycle;
@@ -52,8 +53,13 @@ export const research = defineStrategy({
       const wave = runnableWave(stage, run.options.max_parallel);
       if (wave.length > 0) {
         state.history.push(`- cycle ${cycle}: wave ${wave.map((task) => task.id).join(', ')} of stage ${stage.id}`);
-        const followUps = await runWave(run, doc, state, stage, wave);
+        const followUps = await runWave(run, doc, state, stage, wave, kept);
         if (followUps.length > 0) return blocked(run, doc, state, cycle, `Task verification asked for follow-up work (${followUps.join(', ')}).`);
+        // Tasks a person stopped alone and asked to run again meanwhile go into the next wave.
+        if (again(run, state, stage)) {
+          await doc.write(state);
+          continue;
+        }
         if (run.options.mode === 'step') {
           await doc.write(state);
           return { answer: waveSummary(state, wave), steps: cycle, reason: 'wave_complete' };
@@ -70,6 +76,8 @@ export const research = defineStrategy({
         );
       }
       if (unfinished(stage).length === 0) {
+        // From the stage's verdict on, its stopped tasks are as they are.
+        for (const task of stage.tasks) if (task.status === 'stopped') run.control.settleBranch(task.id);
         const judged = await verifyStage(run, doc, state, stage, cycle);
         // Doubts with no work that could settle them: the request cannot be done here, and the run says why.
         if (judged.verdict !== 'PASS' && judged.added.length === 0) return unresolved(run, doc, state, cycle, judged.issues[0]);
@@ -89,29 +97,96 @@ export const research = defineStrategy({
   },
 });
 
+/** Marks the stopped tasks a person asked to run again as to do; true when there are any. */
+function again(run: ResearchRun, state: ResearchState, stage: GraphStage): boolean {
+  let any = false;
+  for (const id of run.control.takeResumed()) {
+    const task = stage.tasks.find((candidate) => candidate.id === id && candidate.status === 'stopped');
+    if (!task) continue;
+    task.status = 'todo';
+    state.history.push(`- ${new Date().toISOString().slice(0, 16)} task ${task.id} run again`);
+    any = true;
+  }
+  return any;
+}
+
 /** Runs a wave's tasks side by side; returns the ids of follow-up tasks task verification added. */
-async function runWave(run: ResearchRun, doc: StateDocument, state: ResearchState, stage: GraphStage, wave: GraphTask[]): Promise<string[]> {
+async function runWave(
+  run: ResearchRun,
+  doc: StateDocument,
+  state: ResearchState,
+  stage: GraphStage,
+  wave: GraphTask[],
+  kept: Map<string, KeptTask>,
+): Promise<string[]> {
   for (const task of wave) task.status = 'running';
   await doc.write(state);
   await emitGraph(run, state);
-  const outcomes = await Promise.allSettled(wave.map((task) => runTask(run, doc, state, stage, task)));
+  const outcomes = await Promise.allSettled(wave.map((task) => runTask(run, doc, state, stage, task, kept)));
   const failure = outcomes.find((outcome) => outcome.status === 'rejected');
   if (failure) throw (failure as PromiseRejectedResult).reason;
   return outcomes.flatMap((outcome) => (outcome.status === 'fulfilled' ? outcome.value : []));
 }
 
-/** One task: its agent's tool loop, then its structured result, saved and written into the document. */
-async function runTask(run: ResearchRun, doc: StateDocument, state: ResearchState, stage: GraphStage, task: GraphTask): Promise<string[]> {
+/** Where a task a person stopped alone got to: its messages and its next round, so that running it again repeats no completed call. */
+interface KeptTask {
+  messages: LlmMessage[];
+  round: number;
+}
+
+/**
+ * One task: its agent's tool loop, then its structured result, saved and written into the
+ * document. A person may stop the task alone: its model and tool calls are cut, it ends
+ * `stopped` with a stop receipt of its own, and its siblings go on; run again, it goes on from
+ * its last completed round.
+ */
+async function runTask(
+  run: ResearchRun,
+  doc: StateDocument,
+  state: ResearchState,
+  stage: GraphStage,
+  task: GraphTask,
+  kept: Map<string, KeptTask>,
+): Promise<string[]> {
+  const branch = run.control.branch(task.id);
+  const receipt: RunProgress = { step: run.progress.step, transcript: [] };
+  try {
+    return await taskWork({ ...run, control: branch }, doc, state, stage, task, kept, receipt);
+  } catch (error) {
+    if (!branch.stopped || run.control.signal.aborted) throw error;
+    task.status = 'stopped';
+    state.history.push(`- ${new Date().toISOString().slice(0, 16)} task ${task.id} stopped by ${branch.stoppedBy?.name ?? 'the person'}`);
+    run.control.stoppedBranch(task.id);
+    await run.sink.emit(run.events.node(task.id).nodeStopped(run.progress.step, receipt.stoppedCalls ?? [], branch.stoppedBy));
+    await run.sink.emit(taskCompleteEvent({ run_id: run.input.runId }, task, 'Stopped by a person; it may be run again.', 'stopped'));
+    await doc.write(state);
+    await emitGraph(run, state);
+    return [];
+  } finally {
+    branch.end();
+  }
+}
+
+async function taskWork(
+  run: ResearchRun,
+  doc: StateDocument,
+  state: ResearchState,
+  stage: GraphStage,
+  task: GraphTask,
+  kept: Map<string, KeptTask>,
+  receipt: RunProgress,
+): Promise<string[]> {
   const { sink, input } = run;
   const events = run.events.node(task.id);
   await sink.emit(taskStartEvent({ run_id: input.runId }, task));
   const variables = { ...contextPack(run, state, stage, task), files_manifest: await run.filesManifest() };
-  const messages: LlmMessage[] = [
+  const resumed = kept.get(task.id);
+  const messages: LlmMessage[] = resumed?.messages ?? [
     { role: 'system', content: run.prompts.render(task.agent, variables) },
     { role: 'user', content: `Task ${task.id}: ${task.title}` },
   ];
   const tools = [...run.tools.schemas(input.toolNames), requestInputSchema];
-  for (let round = 1; round <= TASK_TOOL_ROUNDS; round++) {
+  for (let round = resumed?.round ?? 1; round <= TASK_TOOL_ROUNDS; round++) {
     const { text, toolCalls } = await run.llm.complete({
       purpose: 'research.task',
       nodeId: task.id,
@@ -126,9 +201,10 @@ async function runTask(run: ResearchRun, doc: StateDocument, state: ResearchStat
     }
     const question = toolCalls.find((call) => call.name === REQUEST_INPUT_TOOL);
     if (question) await markBlocked(run, doc, state, task, question.arguments);
-    const records = await runToolCalls(toolCalls, round, { ...run, events, nodeId: task.id });
+    const records = await runToolCalls(toolCalls, round, { ...run, events, nodeId: task.id, progress: receipt });
     if (question) await markRunning(run, doc, state, task);
     messages.push(...toolCallMessages(text, records));
+    kept.set(task.id, { messages: [...messages], round: round + 1 });
   }
   const { parsed } = await run.llm.complete({
     purpose: 'research.task_result',
@@ -138,6 +214,7 @@ async function runTask(run: ResearchRun, doc: StateDocument, state: ResearchStat
     signal: run.control.signal,
     variables: { ...variables, task_id: task.id, agent: task.agent },
   });
+  kept.delete(task.id);
   const result = parsed!;
   await saveResult(run, task, result);
   task.status = 'done';

@@ -7,7 +7,7 @@ export const STATE_DOC = 'RESEARCH_STATE.md';
 export const STATE_DOC_MAX_TASKS = 500;
 
 /** A task graph: its statuses, tasks and stages, the checks a graph passes, and which tasks run next. */
-export const TaskStatus = z.enum(['todo', 'running', 'done', 'blocked', 'skipped', 'superseded']);
+export const TaskStatus = z.enum(['todo', 'running', 'done', 'blocked', 'skipped', 'superseded', 'stopped']);
 export type TaskStatus = z.infer<typeof TaskStatus>;
 
 export const StageStatus = z.enum(['todo', 'running', 'passed', 'blocked']);

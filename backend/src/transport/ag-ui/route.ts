@@ -36,6 +36,10 @@ const ForwardedProps = z
     strategy_options: z.record(z.string(), z.unknown()).optional(),
     max_steps: z.number().int().min(1).optional(),
     tools: z.array(z.string().min(1).max(200)).max(200).optional(),
+    /** While the thread's run goes: `steer` (read at its next boundary), `queue` (runs after it) or `interrupt`; without, such a POST is 409. */
+    delivery: z.enum(['steer', 'queue', 'interrupt']).optional(),
+    /** With `steer` or `interrupt`: the branch it is for (a research task). */
+    node_id: z.string().min(1).max(200).optional(),
   })
   .loose();
 
@@ -45,7 +49,7 @@ const RunAgentInputBody = z
     threadId: z.string().describe('The Stepwise session (a UUID); created when new'),
     runId: z.string().describe('This AG-UI run'),
     messages: z.array(z.object({ id: z.string(), role: z.string() }).loose()).describe('The conversation; its last user message is the chat message'),
-    forwardedProps: ForwardedProps.optional().describe('strategy, strategy_options, max_steps, tools'),
+    forwardedProps: ForwardedProps.optional().describe('strategy, strategy_options, max_steps, tools; delivery and node_id for a message to a run that goes'),
     resume: z
       .array(z.object({ interruptId: z.string(), status: z.enum(['resolved', 'cancelled']), payload: z.unknown().optional() }))
       .optional()
@@ -111,7 +115,18 @@ export function registerAgUiRoutes(server: FastifyInstance, sessions: SessionMan
       const { chat } = opened;
       // A user message while the run waits on a question answers the question asked first (for
       // clients that render no interrupts); otherwise it is a chat message that starts a run.
-      const answering = content !== undefined ? chat.pendingQuestionIds[0] : undefined;
+      const answering = content !== undefined && props.data.delivery === undefined ? chat.pendingQuestionIds[0] : undefined;
+      // A message for the run that goes (forwardedProps.delivery): the stream follows that run from here.
+      const steering = resume.length === 0 && answering === undefined && props.data.delivery !== undefined ? chat.activeRunId : undefined;
+      if (resume.length === 0 && answering === undefined && props.data.delivery === undefined && chat.busy) {
+        sessions.release(chat);
+        return sendError(
+          reply,
+          409,
+          'run_active',
+          'A run goes in this thread: send forwardedProps.delivery (steer, queue or interrupt) to message it, or wait for it to end',
+        );
+      }
       let messages: ClientMessage[];
       // An approval reads "approve" or "deny …" (tools/approval.ts); any other text is the answer as it is.
       if (resume.length > 0) messages = resumeMessages(resume);
@@ -125,6 +140,8 @@ export function registerAgUiRoutes(server: FastifyInstance, sessions: SessionMan
           ...(props.data.strategy_options ? { strategy_options: props.data.strategy_options } : {}),
           ...(props.data.max_steps ? { agent_max_steps: props.data.max_steps } : {}),
           ...(props.data.tools ? { tools: props.data.tools } : {}),
+          ...(props.data.delivery ? { delivery: props.data.delivery } : {}),
+          ...(props.data.node_id ? { node_id: props.data.node_id } : {}),
         });
         if (!message.success) {
           sessions.release(chat);
@@ -148,7 +165,7 @@ export function registerAgUiRoutes(server: FastifyInstance, sessions: SessionMan
         }
         translator.runId = refused.runId;
         afterSeq = refused.afterSeq;
-      }
+      } else if (steering !== undefined) translator.runId = steering;
       const connection = new AgUiConnection(stream, translator, quietUntil);
       const finish = () => {
         if (connection.finished) return;
