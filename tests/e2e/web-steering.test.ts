@@ -1,6 +1,6 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { observeText, reasonText, ScriptedLlmServer, type ScriptedReply } from '../fixtures/scripted-llm-server.ts';
 import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, seriousViolations, useBrowser } from './browser.ts';
 
@@ -140,5 +140,93 @@ describe('talking to a running run', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS }, (
     await expect(applied.getByText(/Your message: interrupted step 1/).textContent()).resolves.toBeTruthy();
     await page.getByTestId('run-end').getByText('Answered in 1 step').waitFor();
     await screenshot(page, 'steer-interrupted.png');
+  });
+  it('stops one research task while the others go on, shows its receipt, runs it again, and takes a message for one task', async () => {
+    llm = await ScriptedLlmServer.start();
+    const plan = {
+      stages: [
+        {
+          id: '1',
+          name: 'Gather',
+          verifier_criteria: [],
+          tasks: ['1.1', '1.2', '1.3'].map((id) => ({
+            id,
+            title: `Source ${id}`,
+            agent: 'literature_scout',
+            depends_on: [],
+            acceptance_criteria: [],
+            inputs: [],
+          })),
+        },
+      ],
+    };
+    const siblings = gate();
+    let stopped = false;
+    llm.respond((request): ScriptedReply => {
+      switch (request.purpose) {
+        case 'research.plan':
+          return { text: JSON.stringify(plan) };
+        case 'research.task':
+          if (request.node !== '1.2') return { text: `finding of ${request.node}`, after: siblings.opened };
+          if (!request.body.messages.some((message) => message.role === 'tool'))
+            return { toolCalls: [{ name: 'calculator', arguments: { expression: '2+2' } }] };
+          // Task 1.2's second round works until it is stopped; run again, it answers.
+          return stopped ? { text: 'finding of 1.2: 4' } : { hang: true };
+        case 'research.task_result':
+          return { text: JSON.stringify({ summary: `done ${request.node}`, result: `result ${request.node}`, evidence: [], artifacts: [] }) };
+        case 'research.report':
+          return { text: 'Report.' };
+        default:
+          return { text: JSON.stringify({ verdict: 'PASS', issues: [], follow_up_tasks: [] }) };
+      }
+    });
+    server = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'scripted-model' });
+    await openApp(1000, 1100);
+    await page.getByRole('combobox', { name: 'Strategy' }).selectOption({ label: 'Research (task graph)' });
+    await ask(page, 'Gather three sources');
+    const hanging = await llm.waitFor((request) => request.node === '1.2' && request.body.messages.some((message) => message.role === 'tool'));
+
+    // A message for task 1.1 alone waits for that task's next model call.
+    const first = page.getByRole('group', { name: 'Task 1.1' });
+    await first.getByRole('button', { name: 'Message this task' }).click();
+    await first.getByRole('textbox', { name: 'Message to task 1.1' }).fill('Look at the 2019 survey first');
+    await first.getByRole('button', { name: 'Send to task' }).click();
+    await first
+      .getByTestId('task-message')
+      .getByText(/waiting for its next model call/)
+      .waitFor();
+
+    // Task 1.2 stops alone: only its request is closed, and it says so with its receipt.
+    const second = page.getByRole('group', { name: 'Task 1.2' });
+    await second.getByRole('button', { name: 'Stop this task' }).click();
+    await llm.waitForAbort(hanging);
+    stopped = true;
+    await expect(second.getByTestId('task-receipt').textContent()).resolves.toBe('Stopped: no tool call was running');
+    await page.locator('[data-testid="graph-task"][data-status="stopped"]').getByText('Source 1.2').waitFor();
+    await page.getByRole('button', { name: 'List only' }).click();
+    await screenshot(page, 'task-stopped.png');
+    expect(await seriousViolations(page)).toEqual([]);
+    expect(llm.requests.filter((request) => request.aborted)).toEqual([hanging]);
+
+    // Run again waits for the tasks running now, then the run finishes with all three done.
+    await second.getByRole('button', { name: 'Run again' }).click();
+    await second.getByText(/runs again when the tasks running now finish/).waitFor();
+    siblings.open();
+    await page.getByTestId('run-end').waitFor();
+    await expect(page.locator('[data-testid="graph-task"][data-status="done"]').count()).resolves.toBe(3);
+    await first
+      .getByTestId('task-message')
+      .getByText(/reached task 1\.1/)
+      .waitFor();
+    const toFirst = llm.requests.filter(
+      (request) => request.node === '1.1' && request.body.messages.some((message) => message.content?.includes('2019 survey')),
+    );
+    expect(toFirst.length).toBeGreaterThan(0);
+    expect(
+      llm.requests
+        .filter((request) => request.node !== '1.1')
+        .some((request) => request.body.messages.some((message) => message.content?.includes('2019 survey'))),
+    ).toBe(false);
+    await screenshot(page, 'task-run-again.png');
   });
 });

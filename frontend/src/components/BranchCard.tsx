@@ -33,7 +33,7 @@ export function BranchCard({ run, branch, running }: { run: RunView; branch: Bra
           key={step.step}
           step={step}
           label={`Iteration ${step.step}`}
-          running={running}
+          running={running && status !== 'stopped'}
           current={working && step.step === lastStep}
           folded={isStepFolded(run, step, branch.steps)}
         />

@@ -1,5 +1,5 @@
 import { useSteering } from '../lib/steering-context.ts';
-import { steerPlace } from '../state/steering.ts';
+import { branchPlace, steerPlace } from '../state/steering.ts';
 import type { PendingMessageView, SteerView } from '../state/view-state.ts';
 
 /** What a waiting message waits for, in words. */
@@ -19,7 +19,7 @@ function waitingWords(message: PendingMessageView): string {
 
 /** A message a person sent during a run, where it landed: "applied at step 3" (or the step it interrupted). */
 export function SteerNote({ steer, unit = 'step' }: { steer: SteerView; unit?: string }) {
-  const place = steer.nodeId ? `${steerPlace(steer, 'iteration')} of task ${steer.nodeId}` : steerPlace(steer, unit);
+  const place = steer.nodeId ? branchPlace(steer) : steerPlace(steer, unit);
   return (
     <div className="steer-note" data-testid="steer-applied" data-message-id={steer.messageId}>
       <div className="bubble">{steer.content}</div>

@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import { useSteering } from '../lib/steering-context.ts';
-import { steerPlace, waitingSteers } from '../state/steering.ts';
+import { branchPlace, waitingSteers } from '../state/steering.ts';
 import { eventsOf } from '../state/strategy-events.ts';
 import type { RunView } from '../state/view-state.ts';
 import { receiptLine } from './RunTimeline.tsx';
@@ -13,7 +13,10 @@ export function TaskActions({ run, taskId, status, running }: { run: RunView; ta
   const steering = useSteering();
   const [writing, setWriting] = useState(false);
   const [text, setText] = useState('');
+  // Run again waits for the tasks running now: it is said until the task starts again (per stop).
+  const [againAfter, setAgainAfter] = useState<number | undefined>(undefined);
   const stop = run.stoppedBranches?.[taskId];
+  const again = stop !== undefined && againAfter === stop.seq;
   // A stopped task that was run again is no longer stopped, whatever an older graph says.
   const restarted = stop !== undefined && eventsOf(run, 'agent_task_start').some((start) => start.event.task_id === taskId && start.seq > stop.seq);
   const stopped = status === 'stopped' || (stop !== undefined && !restarted && status !== 'done');
@@ -30,14 +33,13 @@ export function TaskActions({ run, taskId, status, running }: { run: RunView; ta
       {stopped && (
         <p className="task-receipt" data-testid="task-receipt">
           Stopped{stop?.by ? ` by ${stop.by}` : ''}
-          {stop ? ` at iteration ${stop.step}` : ''}
-          {stop && stop.calls.length > 0 ? `: ${receiptLine(run, stop.calls)}` : stop ? ': no call was in flight' : ''}
+          {stop ? `: ${stop.calls.length > 0 ? receiptLine(run, stop.calls) : 'no tool call was running'}` : ''}
+          {again && mayAct && ' · it runs again when the tasks running now finish'}
         </p>
       )}
       {last && (
         <p className="task-message" data-testid="task-message">
-          Your message: “{last.content}” ·{' '}
-          {waiting ? (waiting.status === 'sending' ? 'sending…' : 'waiting for its next model call') : steerPlace(landed!, 'iteration')}
+          Your message: “{last.content}” · {waiting ? (waiting.status === 'sending' ? 'sending…' : 'waiting for its next model call') : branchPlace(landed!)}
         </p>
       )}
       {mayAct && (working || stopped) && (
@@ -52,8 +54,15 @@ export function TaskActions({ run, taskId, status, running }: { run: RunView; ta
               </button>
             </>
           )}
-          {stopped && (
-            <button type="button" className="ghost" onClick={() => steering.resumeBranch(taskId)} title="Run this task again; its completed calls are kept">
+          {stopped && !again && (
+            <button
+              type="button"
+              className="ghost"
+              onClick={() => {
+                if (steering.resumeBranch(taskId)) setAgainAfter(stop?.seq);
+              }}
+              title="Run this task again; its completed calls are kept"
+            >
               Run again
             </button>
           )}

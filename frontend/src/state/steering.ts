@@ -158,6 +158,11 @@ export function messagesAfterRuns(state: ViewState): PendingMessageView[] {
   });
 }
 
+/** Where a message for one branch landed, in words: "reached task 1.2" (its step is the run's, not the branch's). */
+export function branchPlace(steer: SteerView): string {
+  return `reached task ${steer.nodeId}${steer.interrupted || steer.delivery === 'interrupt' ? ', cutting its model call' : ''}`;
+}
+
 /** Where a steer landed, in words: "applied at step 3", "interrupted step 2". */
 export function steerPlace(steer: SteerView, unit = 'step'): string {
   return steer.interrupted || steer.delivery === 'interrupt' ? `interrupted ${unit} ${steer.step}` : `applied at ${unit} ${steer.step}`;
