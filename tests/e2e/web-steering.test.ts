@@ -18,6 +18,9 @@ useBrowser(
   () => [phone, context, server, llm],
 );
 
+/** How long to wait for the model server to see a request (or its close): the page, the server and the run start first, on a busy machine. */
+const MODEL_WAIT_MS = 30_000;
+
 /** A promise and the function that settles it: a model reply that waits for the test's condition. */
 function gate(): { opened: Promise<void>; open: () => void } {
   let open = () => {};
@@ -41,7 +44,7 @@ async function type(text: string): Promise<void> {
 /** Every message the model was sent, as one text. */
 const sentToModel = () => llm!.requests.flatMap((request) => request.body.messages.map((message) => message.content ?? '')).join('\n');
 
-describe('talking to a running run', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS }, () => {
+describe('talking to a running run', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, () => {
   it('steers it (queued, then applied at its step), withdraws a waiting message, and queues one that starts the next run', async () => {
     llm = await ScriptedLlmServer.start();
     const firstReason = gate();
@@ -131,11 +134,11 @@ describe('talking to a running run', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS }, (
     server = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'scripted-model' });
     await openApp();
     await ask(page, 'How many primes are below 20?');
-    const cutCall = await llm.waitFor((request) => request.phase === 'reason');
+    const cutCall = await llm.waitFor((request) => request.phase === 'reason', MODEL_WAIT_MS);
     await page.getByRole('textbox', { name: 'Message' }).fill('Use a sieve');
     await page.locator('form.composer').getByRole('button', { name: 'More ways to send' }).click();
     await page.getByRole('menuitem', { name: /Interrupt now/ }).click();
-    await llm.waitForAbort(cutCall);
+    await llm.waitForAbort(cutCall, MODEL_WAIT_MS);
     const applied = page.getByTestId('steer-applied').filter({ hasText: 'Use a sieve' });
     await expect(applied.getByText(/Your message: interrupted step 1/).textContent()).resolves.toBeTruthy();
     await page.getByTestId('run-end').getByText('Answered in 1 step').waitFor();
@@ -184,7 +187,7 @@ describe('talking to a running run', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS }, (
     await openApp(1000, 1100);
     await page.getByRole('combobox', { name: 'Strategy' }).selectOption({ label: 'Research (task graph)' });
     await ask(page, 'Gather three sources');
-    const hanging = await llm.waitFor((request) => request.node === '1.2' && request.body.messages.some((message) => message.role === 'tool'));
+    const hanging = await llm.waitFor((request) => request.node === '1.2' && request.body.messages.some((message) => message.role === 'tool'), MODEL_WAIT_MS);
 
     // A message for task 1.1 alone waits for that task's next model call.
     const first = page.getByRole('group', { name: 'Task 1.1' });
@@ -199,7 +202,7 @@ describe('talking to a running run', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS }, (
     // Task 1.2 stops alone: only its request is closed, and it says so with its receipt.
     const second = page.getByRole('group', { name: 'Task 1.2' });
     await second.getByRole('button', { name: 'Stop this task' }).click();
-    await llm.waitForAbort(hanging);
+    await llm.waitForAbort(hanging, MODEL_WAIT_MS);
     stopped = true;
     await expect(second.getByTestId('task-receipt').textContent()).resolves.toBe('Stopped: no tool call was running');
     await page.locator('[data-testid="graph-task"][data-status="stopped"]').getByText('Source 1.2').waitFor();
