@@ -168,13 +168,15 @@ export const PlanStep = z.object({
   status: PlanStepStatus,
 });
 export type PlanStep = z.infer<typeof PlanStep>;
-/** Why a plan was revised. */
-export const PlanTrigger = z.enum(['failed_attempts', 'missing_prerequisite', 'not_viable']);
+/** Why a plan was revised; `message`: a message the person sent made it unfit (the viability check said so after reading it). */
+export const PlanTrigger = z.enum(['failed_attempts', 'missing_prerequisite', 'not_viable', 'message']);
 export type PlanTrigger = z.infer<typeof PlanTrigger>;
 /** The plan of a plan_execute run: revision 1 is the first; later ones say what triggered them. */
 export const AgentPlan = agentUpdate('agent_plan', {
   revision: z.number().int().positive(),
   trigger: PlanTrigger.optional(),
+  /** The ids of the person's messages (message_queued) the revision follows. */
+  message_ids: z.array(z.string()).optional(),
   steps: z.array(PlanStep),
 });
 export type AgentPlan = z.infer<typeof AgentPlan>;

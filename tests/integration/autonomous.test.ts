@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type RecordedRequest, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
+import { gate, userTurns } from '../helpers/steer.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
 let llm: ScriptedLlmServer | undefined;
@@ -140,6 +141,46 @@ describe('autonomous on the wire', () => {
     expect((await todosFile(sessionId)).map((todo) => `${todo.title}:${todo.status}`)).toEqual(['a:completed', 'b, as edited:completed', 'c:pending']);
     // The write and the first update of the stopped run were not made again.
     expect(llm.requests.filter((request) => request.runId === last.runId)).toHaveLength(2);
+  });
+
+  it('a message sent during an iteration is read by the next one, which may change its todos', async () => {
+    llm = await ScriptedLlmServer.start();
+    const held = gate();
+    const said = 'Drop b; do c instead.';
+    llm.respond((request) => {
+      const calls = request.body.messages.filter((message) => message.tool_calls).length;
+      // The first iteration's reply waits until the message is acknowledged.
+      if (calls === 0) return { toolCalls: [todoCall({ operation: 'write', todos: [{ title: 'a' }, { title: 'b' }] })], after: held.promise };
+      if (calls === 1 && userTurns(request, said) > 0)
+        return {
+          text: 'a is done; c instead of b.',
+          toolCalls: [
+            todoCall({
+              operation: 'write',
+              todos: [
+                { title: 'a', status: 'completed' },
+                { title: 'c', status: 'completed' },
+              ],
+            }),
+          ],
+        };
+      return { text: 'All done. [WORKFLOW_COMPLETE]' };
+    });
+    server = await startStepwiseWithModel(llm.url);
+    client = await TestClient.connect(server.wsUrl);
+    client.chat('Do a and b', { agent_mode: true, strategy: 'autonomous' });
+    await llm.waitFor((request) => request.purpose === 'autonomous.iteration');
+    client.chat(said);
+    const ack = (await client.waitFor('message_queued')) as Record<string, unknown>;
+    held.open();
+    const events = (await client.untilComplete()) as Record<string, unknown>[];
+    expect(summarize(events).slice(-2)).toEqual(['agent_completion:workflow_complete', 'response_complete']);
+    // The iteration under way did not have it; the next had it once, as did the one after.
+    expect(llm.requests.map((request) => userTurns(request, said))).toEqual([0, 1, 1]);
+    const steer = updatesOf(events, 'agent_steer');
+    expect(steer).toEqual([expect.objectContaining({ message_id: ack.message_id, step: 2, content: said })]);
+    expect(steer[0]).not.toHaveProperty('node_id');
+    expect((await todosFile(client.session.session_id)).map((todo) => `${todo.title}:${todo.status}`)).toEqual(['a:completed', 'c:completed']);
   });
 
   it('refuses a todo list with two todos in progress, changing nothing', async () => {

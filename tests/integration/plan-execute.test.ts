@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type RecordedRequest, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
+import { gate, userTurns } from '../helpers/steer.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
 let llm: ScriptedLlmServer | undefined;
@@ -160,6 +161,107 @@ describe('plan_execute on the wire', () => {
       'plan_execute.observe',
       'plan_execute.synthesis',
     ]);
+  });
+
+  it('a message for the run is read by the viability check, which re-plans for it (the revision names it); one for a step reaches that step', async () => {
+    llm = await ScriptedLlmServer.start();
+    const held = gate();
+    const forRun = 'Use 5+5 instead of 3+3.';
+    const forStep = 'Say the sum in words.';
+    llm.respond((request) => {
+      switch (request.purpose) {
+        case 'plan_execute.plan':
+          return { text: planOf('Compute 2+2', 'Compute 3+3') };
+        case 'plan_execute.viability':
+          return userTurns(request, forRun)
+            ? { text: JSON.stringify({ viable: false, confidence: 0.9, reason: 'The person wants 5+5.' }) }
+            : { text: JSON.stringify({ viable: true, confidence: 0.9, reason: 'fine' }) };
+        case 'plan_execute.replan':
+          return { text: planOf('Compute 5+5') };
+        case 'plan_execute.reason':
+          // Step 1's first call waits until both messages are acknowledged.
+          return { text: reasonText('Nothing to call.', { finish: true }), ...(request.node === '1' ? { after: held.promise } : {}) };
+        case 'plan_execute.observe':
+          return { text: observe('Done.', true) };
+        default:
+          return { text: 'Four, then ten.' };
+      }
+    });
+    server = await startStepwiseWithModel(llm.url);
+    client = await TestClient.connect(server.wsUrl);
+    client.chat('Add some numbers', { agent_mode: true, strategy: 'plan_execute' });
+    await llm.waitFor((request) => request.purpose === 'plan_execute.reason');
+    client.chat(forRun);
+    const runAck = await client.waitFor('message_queued');
+    client.chat(forStep, { node_id: '1' });
+    const stepAck = await client.next((event) => event.type === 'message_queued' && event.message_id !== runAck.message_id);
+    held.open();
+    const events = await client.untilComplete();
+
+    // The step's message reached the step's next call; the run's, the viability check, and every later call once.
+    expect(llm.requests.map((request) => [request.purpose, request.node ?? null, userTurns(request, forStep), userTurns(request, forRun)])).toEqual([
+      ['plan_execute.plan', null, 0, 0],
+      ['plan_execute.reason', '1', 0, 0],
+      ['plan_execute.observe', '1', 1, 0],
+      ['plan_execute.viability', null, 0, 1],
+      ['plan_execute.replan', null, 0, 1],
+      ['plan_execute.reason', '2', 0, 1],
+      ['plan_execute.observe', '2', 0, 1],
+      ['plan_execute.synthesis', null, 0, 1],
+    ]);
+    // The re-plan's instructions name the message it follows.
+    const replan = llm.requests.find((request) => request.purpose === 'plan_execute.replan')!;
+    expect(replan.body.messages[0]!.content).toContain(forRun);
+    const steers = events.filter((event) => event.update_type === 'agent_steer');
+    expect(steers).toEqual([
+      expect.objectContaining({ message_id: stepAck.message_id, step: 1, node_id: '1' }),
+      expect.objectContaining({ message_id: runAck.message_id, step: 1 }),
+    ]);
+    expect(steers[1]).not.toHaveProperty('node_id');
+    expect(events.filter((event) => event.update_type === 'agent_plan')[1]).toMatchObject({
+      revision: 2,
+      trigger: 'message',
+      message_ids: [runAck.message_id],
+      steps: [
+        { index: 1, goal: 'Compute 2+2', status: 'done' },
+        { index: 2, goal: 'Compute 5+5', status: 'pending' },
+      ],
+    });
+    expect(summarize(events).slice(-2)).toEqual(['agent_completion:answered', 'response_complete']);
+  });
+
+  it('stop with a step’s node id cuts that step alone: it ends failed with its own receipt and the plan goes on', async () => {
+    llm = await ScriptedLlmServer.start();
+    llm.respond((request) => {
+      switch (request.purpose) {
+        case 'plan_execute.plan':
+          return { text: planOf('Wait for something slow', 'Compute 3+3') };
+        case 'plan_execute.viability':
+          return { text: JSON.stringify({ viable: true, confidence: 0.9, reason: 'fine' }) };
+        case 'plan_execute.replan':
+          return { text: planOf('Compute 3+3') };
+        case 'plan_execute.reason':
+          return request.node === '1' ? { hang: true } : { text: reasonText('Nothing to call.', { finish: true }) };
+        case 'plan_execute.observe':
+          return { text: observe('Six.', true) };
+        default:
+          return { text: 'Step 1 was stopped; 3+3 is 6.' };
+      }
+    });
+    server = await startStepwiseWithModel(llm.url);
+    client = await TestClient.connect(server.wsUrl);
+    client.chat('Do two things', { agent_mode: true, strategy: 'plan_execute' });
+    const hanging = await llm.waitFor((request) => request.purpose === 'plan_execute.reason' && request.node === '1');
+    client.send({ type: 'agent_control', action: 'stop', node_id: '1' });
+    await llm.waitForAbort(hanging);
+    const events = await client.untilComplete();
+    expect(events.find((event) => event.update_type === 'agent_node_stopped')).toMatchObject({ node_id: '1', calls: [] });
+    expect(events.filter((event) => event.update_type === 'agent_plan_step' && event.index === 1).at(-1)).toMatchObject({ status: 'failed' });
+    expect(summarize(events).slice(-2)).toEqual(['agent_completion:answered', 'response_complete']);
+    expect(llm.requests.filter((request) => request.aborted)).toEqual([hanging]);
+    // A stop for a step that is not running is refused, and the run is not touched.
+    client.send({ type: 'agent_control', action: 'stop', node_id: '9' });
+    expect(await client.next((event) => event.type === 'error')).toMatchObject({ code: 'no_active_run' });
   });
 
   it('ends with agent_error when the model gives no valid plan, asking once more first', async () => {

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type RecordedRequest, ScriptedLlmServer, type ScriptedReply } from '../fixtures/scripted-llm-server.ts';
 import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
+import { gate, userTurns } from '../helpers/steer.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
 let llm: ScriptedLlmServer | undefined;
@@ -177,6 +178,69 @@ describe('research on the wire', () => {
     const rounds = llm.requests.filter((request) => request.node === '1.2' && request.purpose === 'research.task');
     expect(rounds.map((request) => request.body.messages.filter((message) => message.role === 'tool').length)).toEqual([0, 1, 1]);
     expect(events.filter((event) => event.type === 'tool_start' && event.node_id === '1.2')).toHaveLength(1);
+  });
+
+  it('a message for a running task reaches that task’s next call only; one for the run, the stage verifier, whose follow-up work for it goes on in this run', async () => {
+    llm = await ScriptedLlmServer.start();
+    const held = gate();
+    const forTask = 'Look only at the north tower.';
+    const forRun = 'Give every height in metres.';
+    const task = (id: string) => ({ id, title: `Task ${id}`, agent: 'literature_scout', depends_on: [], acceptance_criteria: [], inputs: [] });
+    const plan = { stages: [{ id: '1', name: 'Only', verifier_criteria: [], tasks: [task('1.1'), task('1.2')] }] };
+    const pass = JSON.stringify({ verdict: 'PASS', issues: [], follow_up_tasks: [] });
+    llm.respond((request): ScriptedReply => {
+      switch (request.purpose) {
+        case 'research.plan':
+          return { text: JSON.stringify(plan) };
+        case 'research.task':
+          // The wave's calls wait until both messages are acknowledged.
+          return { text: `finding of ${request.node}`, after: held.promise };
+        case 'research.task_result':
+          return { text: JSON.stringify({ summary: `done ${request.node}`, result: `result ${request.node}`, evidence: [], artifacts: [] }) };
+        case 'research.stage_verifier':
+          return userTurns(request, forRun)
+            ? {
+                text: JSON.stringify({
+                  verdict: 'CONDITIONAL',
+                  issues: ['The heights are not in metres.'],
+                  follow_up_tasks: [{ title: 'Convert the heights to metres', agent: 'literature_scout', acceptance_criteria: [] }],
+                }),
+              }
+            : { text: pass };
+        case 'research.report':
+          return { text: 'Report.' };
+        default:
+          return { text: pass };
+      }
+    });
+    server = await startStepwiseWithModel(llm.url);
+    client = await TestClient.connect(server.wsUrl);
+    client.chat('How tall are the towers?', { agent_mode: true, strategy: 'research' });
+    await llm.waitFor((request) => request.purpose === 'research.task' && request.node === '1.1');
+    client.chat(forTask, { node_id: '1.1' });
+    const taskAck = (await client.waitFor('message_queued')) as Event;
+    client.chat(forRun);
+    const runAck = (await client.next((event) => event.type === 'message_queued' && event.message_id !== taskAck.message_id)) as Event;
+    held.open();
+    const events = (await client.untilComplete()) as Event[];
+    expect(summarize(events).slice(-2)).toEqual(['agent_completion:answered', 'response_complete']);
+
+    const seen = (text: string) =>
+      llm!.requests.filter((request) => userTurns(request, text) > 0).map((request) => [request.purpose, request.node ?? null, userTurns(request, text)]);
+    // The task's next call had it (not its sibling's); the run's went to the stage verifier; each once, and no other request as a turn.
+    expect(seen(forTask)).toEqual([['research.task_result', '1.1', 1]]);
+    expect(seen(forRun)).toEqual([['research.stage_verifier', null, 1]]);
+    // The follow-up the verifier added for it ran in this run, the message a constraint of the project.
+    expect(of(events, 'agent_task_start').map((event) => event.node_id)).toEqual(['1.1', '1.2', '1.3']);
+    const followUp = llm.requests.find((request) => request.purpose === 'research.task' && request.node === '1.3')!;
+    expect(followUp.body.messages[0]!.content).toContain(forRun);
+    expect(await fileText('RESEARCH_STATE.md')).toContain(`As the person said during the run: ${forRun}`);
+    const steers = of(events, 'agent_steer');
+    expect(steers).toEqual([
+      expect.objectContaining({ message_id: taskAck.message_id, step: 1, node_id: '1.1' }),
+      expect.objectContaining({ message_id: runAck.message_id, step: 1 }),
+    ]);
+    expect(steers[1]).not.toHaveProperty('node_id');
   });
 
   it('an upload of the document that breaks the graph is refused naming the line, and the document stays as it was', async () => {

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type RecordedRequest, ScriptedLlmServer, type ScriptedReply } from '../fixtures/scripted-llm-server.ts';
 import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
+import { gate, userTurns } from '../helpers/steer.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
 let llm: ScriptedLlmServer | undefined;
@@ -105,6 +106,34 @@ describe('solver on the wire', () => {
     expect(summarize(events).slice(-2)).toEqual(['agent_completion:max_loops', 'response_complete']);
     const secondSolver = llm.requests.filter((request) => request.purpose === 'solver.problem_solver')[1]!;
     expect(secondSolver.body.messages.at(-1)!.content).toContain('The user answered: metres');
+  });
+
+  it('a message sent during a stage is the next stage’s to read, and the orchestrator’s decision reads it too', async () => {
+    llm = await ScriptedLlmServer.start();
+    const held = gate();
+    const said = 'Give the answer in French.';
+    const decide = solverModel(() => decision('FINAL', { final_answer: 'Quarante-deux.' }));
+    // The first stage's reply waits until the message is acknowledged.
+    llm.respond((request) => ({ ...decide(request), ...(request.purpose === 'solver.problem_solver' ? { after: held.promise } : {}) }));
+    server = await startStepwiseWithModel(llm.url);
+    client = await TestClient.connect(server.wsUrl);
+    client.chat('Problem: what is 6*7?', { agent_mode: true, strategy: 'solver', strategy_options: { approaches: false } });
+    await llm.waitFor((request) => request.purpose === 'solver.problem_solver');
+    client.chat(said);
+    const ack = (await client.waitFor('message_queued')) as Event;
+    held.open();
+    const events = (await client.untilComplete()) as Event[];
+    expect(llm.requests.map((request) => [request.purpose, userTurns(request, said)])).toEqual([
+      ['solver.problem_solver', 0],
+      ['solver.expert_evaluator', 1],
+      ['solver.orchestrator', 1],
+    ]);
+    // It comes after the stage's own input, as the person's words.
+    expect(llm.requests[2]!.body.messages.at(-1)!.content).toContain(said);
+    const steer = events.find((event) => event.update_type === 'agent_steer');
+    expect(steer).toMatchObject({ message_id: ack.message_id, step: 2, content: said });
+    expect(steer).not.toHaveProperty('node_id');
+    expect(events.find((event) => event.type === 'assistant_message')?.content).toBe('Quarante-deux.');
   });
 
   it('a failed stage ends the run; resume re-runs that stage and goes on', async () => {

@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { observeText, reasonText, type RecordedRequest, type ScriptedReply, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { gate } from '../helpers/steer.ts';
 import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
@@ -24,15 +25,6 @@ async function connect(): Promise<TestClient> {
   const client = await TestClient.connect(server.wsUrl);
   clients.push(client);
   return client;
-}
-
-/** A promise a test settles when it wants the model to answer. */
-function gate(): { promise: Promise<void>; open: () => void } {
-  let open!: () => void;
-  const promise = new Promise<void>((resolve) => {
-    open = resolve;
-  });
-  return { promise, open };
 }
 
 /** How many of a request's messages hold `text`. */

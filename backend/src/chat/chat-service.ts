@@ -1,34 +1,21 @@
 import { randomUUID } from 'node:crypto';
-import {
-  type AgentControlMessage,
-  type AgentUserInputMessage,
-  answerOf,
-  type ChatMessage,
-  type ClientMessage,
-  type ErrorEvent,
-  type StopReason,
-} from '@stepwise/shared-types';
+import type { AgentControlMessage, AgentUserInputMessage, ChatMessage, ClientMessage, ErrorEvent, StopReason } from '@stepwise/shared-types';
 import { AgentControl } from '../agent/kernel/agent-control.ts';
 import type { ControlCommand, ControlOutcome } from '../agent/kernel/control-bus.ts';
-import { byOf, type User } from '../auth/user.ts';
+import { byOf } from '../auth/user.ts';
 import type { Admission, Hold } from '../hosting/run-admission.ts';
 import { LOCAL_OWNER, type RunRecord, type SessionOwner } from '../store/store.ts';
 import type { ChatDependencies } from './chat-dependencies.ts';
 import { type ChatRequest, chatRequest } from './chat-request.ts';
-import { answerRefusal, handleCommand, keepAnswer, mayKeep, reject, strategyMessage } from './run-commands.ts';
+import { answerRun, controlRun, handleCommand, reject, strategyMessage } from './run-commands.ts';
 import type { SessionEventLog } from './session-event-log.ts';
 import { type ActiveResponse, activeOf, SessionRow, RUN_ACTIVE, refusalOf, SESSION_DELETED, type SessionState, unexpectedState } from './session-state.ts';
 import { PLAIN_CHAT, type RunStart, SessionRuns } from './session-runs.ts';
 import { SessionSnapshots, SnapshotLimitError } from './session-snapshots.ts';
-import { SessionMessages } from './session-messages.ts';
+import { type MessageSender, SessionMessages } from './session-messages.ts';
+import { RunRecoveries } from './session-recovery.ts';
 
-/** Who sent a message: the client (user or address) and user, whose shares of the run slots a new run takes. */
-export interface MessageSender {
-  /** The client's share of the run slots: its user's when users sign in, else its address's. */
-  client?: string | undefined;
-  /** The user (multi-user modes): counted against MAX_RUNS_PER_USER, and named as `by` on what they do to a run. */
-  user?: User | undefined;
-}
+export type { MessageSender };
 
 /** The session held for a command (see RunAdmission.hold). */
 type Held = Admission & { kind: 'admitted'; hold: Hold };
@@ -36,15 +23,13 @@ type Held = Admission & { kind: 'admitted'; hold: Hold };
 /** One chat session: plain answers, agent runs (one at a time), and the controls that steer them. */
 export class ChatService {
   private state: SessionState = { kind: 'idle' };
-  private readonly recovering = new Map<string, Promise<'resumed' | 'closed'>>();
+  private readonly recoveries: RunRecoveries;
 
   /** The session's row in the store, made at its first write (not at connect). */
   private readonly row: SessionRow;
   private readonly runs: SessionRuns;
   /** The messages people send while a run goes (steers, queued messages). */
-  readonly messages: SessionMessages;
-  /** Who sent the queued messages sent here (their run counts against them when it starts). */
-  private readonly queuedBy = new Map<string, MessageSender>();
+  readonly messages: SessionMessages<MessageSender>;
   private readonly snapshots: SessionSnapshots;
 
   /** Whose chat this is. */
@@ -64,6 +49,18 @@ export class ChatService {
     this.messages = new SessionMessages(sessionId, log, deps);
     this.runs = new SessionRuns(sessionId, log, deps, this.messages);
     this.snapshots = new SessionSnapshots(sessionId, log, deps);
+    this.recoveries = new RunRecoveries({
+      sessionId: this.sessionId,
+      activeRunId: () => this.active?.runId,
+      recoverInput: async (run) => {
+        const found = await this.runs.recoverInput(run);
+        return found && { kind: 'recovery', input: found.input, past: found.past };
+      },
+      closeInterrupted: (run) => this.closeInterrupted(run),
+      closeRecord: (run) => this.runs.closeInterrupted(run),
+      admit: (run) => this.deps.admission.admit({ sessionId: this.sessionId, runId: run.id, log: this.log, kind: 'recovering' }),
+      begin: (run, admission, start) => this.begin(run.id, admission, start) === undefined,
+    });
   }
 
   /** Follows an admin's adoption of this chat from before sign-in (the store has the new owner already). */
@@ -71,10 +68,7 @@ export class ChatService {
     if (this.currentOwner.id === LOCAL_OWNER) this.currentOwner = owner;
   }
 
-  /**
-   * Stores the session the first time something is written in it: a page that connects and
-   * leaves (or a client cycling connections) leaves no row behind.
-   */
+  /** Stores the session the first time something is written in it (a page that connects and leaves leaves no row). */
   ensureStored(): Promise<void> {
     return this.row.ensure();
   }
@@ -187,26 +181,15 @@ export class ChatService {
     const refusal = await this.start({ ...checked.request, ...(fromMessage ? { messageId: fromMessage } : {}) }, sender);
     // The session's run goes on another instance (or began here meanwhile): the message is for it.
     if (refusal?.code === 'run_active' && !fromMessage) {
-      const running = this.active ?? (await this.runningElsewhere());
+      const running = this.active ?? (await this.messages.runningElsewhere());
       if (running) return this.duringRun(message, running.plain, sender);
     }
     return refusal;
   }
 
   /** A message sent while a run goes: stored for it, and acknowledged. */
-  private async duringRun(message: ChatMessage, plain: boolean, sender: MessageSender): Promise<ErrorEvent | undefined> {
-    return this.messages.send(
-      message,
-      plain,
-      (command) => this.send(command),
-      (id) => this.queuedBy.set(id, sender),
-    );
-  }
-
-  /** The session's run when it goes on another instance, as far as the store knows. */
-  private async runningElsewhere(): Promise<{ plain: boolean } | undefined> {
-    const run = (await this.deps.store.listRuns(this.sessionId)).at(-1);
-    return run?.status === 'running' ? { plain: run.strategy === PLAIN_CHAT } : undefined;
+  private duringRun(message: ChatMessage, plain: boolean, sender: MessageSender): Promise<ErrorEvent | undefined> {
+    return this.messages.send(message, plain, (command) => this.send(command), sender);
   }
 
   /**
@@ -217,36 +200,17 @@ export class ChatService {
     if (control.handedOver || this.state.kind !== 'idle') return;
     const next = await this.messages.next(control.stopReason === 'user');
     if (!next) return;
-    const sender = this.queuedBy.get(next.id) ?? {};
-    this.queuedBy.delete(next.id);
-    const refused = await this.chat(next.message, sender, next.id);
+    const refused = await this.chat(next.message, next.sender ?? {}, next.id);
     if (refused) this.log.broadcastError({ ...refused, message: `A queued message could not start its run: ${refused.message}` });
   }
 
   private async control(message: AgentControlMessage, sender: MessageSender): Promise<ErrorEvent | undefined> {
-    const by = byOf(sender.user);
-    const nodeId = message.node_id;
-    if (message.action === 'resume' && nodeId === undefined) return this.continueRun(message, sender);
-    const reply =
-      message.action === 'resume'
-        ? await this.send({ type: 'resume_branch', nodeId: nodeId!, ...(by ? { by } : {}) })
-        : await this.send({ type: 'stop', reason: 'user', ...(by ? { by } : {}), ...(nodeId === undefined ? {} : { nodeId }) });
-    const outcome = reply.type === 'stop' || reply.type === 'resume_branch' ? reply.outcome : 'no_active_run';
-    if (outcome === 'no_active_run') return reject('no_active_run', `There is no active run to ${message.action}`);
-    if (outcome === 'unknown_node')
-      return reject('unknown_node', `The run has no branch "${nodeId!.slice(0, 100)}" that can be ${message.action === 'stop' ? 'stopped' : 'run again'} now`);
-    return undefined;
+    if (message.action === 'resume' && message.node_id === undefined) return this.continueRun(message, sender);
+    return controlRun(message, byOf(sender.user), (command) => this.send(command));
   }
 
-  private async input(message: AgentUserInputMessage, sender: MessageSender): Promise<ErrorEvent | undefined> {
-    const answer = answerOf(message);
-    const by = byOf(sender.user);
-    const reply = await this.send({ type: 'answer', answer, questionId: message.question_id, ...(by ? { by } : {}) });
-    let outcome = reply.type === 'answer' ? reply.outcome : 'no_pending_input';
-    // The run is not waiting for it just now (its process restarting, its journal replaying): its
-    // host may keep the answer to a question the run asked and nobody answered yet.
-    if (mayKeep(outcome) && message.question_id && (await keepAnswer(this.deps, this.sessionId, message.question_id, answer))) outcome = 'answered';
-    return answerRefusal(outcome, reply, message.question_id);
+  private input(message: AgentUserInputMessage, sender: MessageSender): Promise<ErrorEvent | undefined> {
+    return answerRun(this.deps, this.sessionId, message, byOf(sender.user), (command) => this.send(command));
   }
 
   /**
@@ -398,7 +362,7 @@ export class ChatService {
     );
     const done = this.ensureStored()
       // What people sent for the session's run and it has not read: it reads it at its first model call.
-      .then(() => this.messages.steers())
+      .then(() => (plain ? [] : this.messages.steers()))
       .then((steers) => {
         for (const steer of steers) control.steering.add(steer);
         return this.runs.start(start, control);
@@ -422,40 +386,9 @@ export class ChatService {
     return undefined;
   }
 
-  /**
-   * After a restart: a run the server was in the middle of goes on from its journal, or is closed
-   * (no journal, RESUME_INTERRUPTED_RUNS off, its ending already logged). Resolves with which.
-   */
-  async recover(run: RunRecord): Promise<'resumed' | 'closed'> {
-    // Two recoveries of one run (at startup, and Restate executing it meanwhile) share one outcome.
-    const recovering = this.recovering.get(run.id) ?? this.recoverOnce(run).finally(() => this.recovering.delete(run.id));
-    this.recovering.set(run.id, recovering);
-    return recovering;
-  }
-
-  private async recoverOnce(run: RunRecord): Promise<'resumed' | 'closed'> {
-    if (this.active?.runId === run.id) return 'resumed';
-    const found = this.active ? undefined : await this.runs.recoverInput(run);
-    if (this.active?.runId === run.id) return 'resumed';
-    if (!found || this.active) {
-      await this.closeInterrupted(run);
-      return 'closed';
-    }
-    // A run that was going before the restart is not refused for lack of a slot.
-    const admission = await this.deps.admission.admit({ sessionId: this.sessionId, runId: run.id, log: this.log, kind: 'recovering' });
-    switch (admission.kind) {
-      case 'refused':
-        // Held by another instance (or another run here): not this one's to go on with now; tried again later.
-        throw new Error(`Session ${this.sessionId} is held elsewhere: ${admission.error.message}`);
-      case 'admitted':
-        if (this.begin(run.id, admission, { kind: 'recovery', input: found.input, past: found.past })) {
-          await this.runs.closeInterrupted(run);
-          return 'closed';
-        }
-        return 'resumed';
-      default:
-        return unexpectedState(admission);
-    }
+  /** After a restart: a run the server was in the middle of goes on from its journal, or is closed (see RunRecoveries). */
+  recover(run: RunRecord): Promise<'resumed' | 'closed'> {
+    return this.recoveries.recover(run);
   }
 
   /** Closes a run the server was in the middle of when it stopped (see SessionRuns): it holds the session no more. */

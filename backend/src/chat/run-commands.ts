@@ -1,4 +1,13 @@
-import type { ClientMessage, ErrorCode, ErrorEvent, PersonAnswer } from '@stepwise/shared-types';
+import {
+  type AgentControlMessage,
+  type AgentUserInputMessage,
+  answerOf,
+  type By,
+  type ClientMessage,
+  type ErrorCode,
+  type ErrorEvent,
+  type PersonAnswer,
+} from '@stepwise/shared-types';
 import type { AgentControl, InputOutcome } from '../agent/kernel/agent-control.ts';
 import type { ControlCommand, ControlOutcome } from '../agent/kernel/control-bus.ts';
 import type { RunRecord, Store } from '../store/store.ts';
@@ -102,4 +111,41 @@ export async function strategyMessage(
     writeFile: async (name, content) => void (await deps.files.write(sessionId, name, content, { source: 'user' })),
     emit: (event) => log.record(event),
   });
+}
+
+/** Sends a command to the session's run, wherever it executes. */
+type SendCommand = (command: ControlCommand) => Promise<ControlOutcome>;
+
+/** Stops the session's run (or one branch of it), or runs a stopped branch again; the error for its sender, if any. */
+export async function controlRun(message: AgentControlMessage, by: By | undefined, send: SendCommand): Promise<ErrorEvent | undefined> {
+  const nodeId = message.node_id;
+  const reply =
+    message.action === 'resume' && nodeId !== undefined
+      ? await send({ type: 'resume_branch', nodeId, ...(by ? { by } : {}) })
+      : await send({ type: 'stop', reason: 'user', ...(by ? { by } : {}), ...(nodeId === undefined ? {} : { nodeId }) });
+  const outcome = reply.type === 'stop' || reply.type === 'resume_branch' ? reply.outcome : 'no_active_run';
+  if (outcome === 'no_active_run') return reject('no_active_run', `There is no active run to ${message.action}`);
+  if (outcome === 'unknown_node')
+    return reject(
+      'unknown_node',
+      `The run has no branch "${(nodeId ?? '').slice(0, 100)}" that can be ${message.action === 'stop' ? 'stopped' : 'run again'} now`,
+    );
+  return undefined;
+}
+
+/** Hands a person's answer to the question it names, wherever the run executes (or keeps it for the run); the error for its sender, if any. */
+export async function answerRun(
+  deps: Pick<ChatDependencies, 'store' | 'router'>,
+  sessionId: string,
+  message: AgentUserInputMessage,
+  by: By | undefined,
+  send: SendCommand,
+): Promise<ErrorEvent | undefined> {
+  const answer = answerOf(message);
+  const reply = await send({ type: 'answer', answer, questionId: message.question_id, ...(by ? { by } : {}) });
+  let outcome = reply.type === 'answer' ? reply.outcome : 'no_pending_input';
+  // The run is not waiting for it just now (its process restarting, its journal replaying): its
+  // host may keep the answer to a question the run asked and nobody answered yet.
+  if (mayKeep(outcome) && message.question_id && (await keepAnswer(deps, sessionId, message.question_id, answer))) outcome = 'answered';
+  return answerRefusal(outcome, reply, message.question_id);
 }

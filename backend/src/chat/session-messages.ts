@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type CancelMessageMessage, type ChatMessage, ChatMessage as ChatMessageSchema, type ErrorEvent, type PendingMessage } from '@stepwise/shared-types';
+import type { User } from '../auth/user.ts';
 import type { ControlCommand, ControlOutcome } from '../agent/kernel/control-bus.ts';
 import type { Steer } from '../agent/kernel/steering.ts';
 import type { WaitingMessage } from '../store/waiting-messages.ts';
@@ -7,6 +8,15 @@ import type { ChatDependencies } from './chat-dependencies.ts';
 import { chatRequest } from './chat-request.ts';
 import { reject } from './run-commands.ts';
 import type { SessionEventLog } from './session-event-log.ts';
+import { PLAIN_CHAT } from './session-runs.ts';
+
+/** Who sent a message: the client (user or address) and user, whose shares of the run slots a new run takes. */
+export interface MessageSender {
+  /** The client's share of the run slots: its user's when users sign in, else its address's. */
+  client?: string | undefined;
+  /** The user (multi-user modes): counted against MAX_RUNS_PER_USER, and named as `by` on what they do to a run. */
+  user?: User | undefined;
+}
 
 /** Sends a command to the session's run, wherever it executes. */
 type SendCommand = (command: ControlCommand) => Promise<ControlOutcome>;
@@ -18,7 +28,10 @@ type SendCommand = (command: ControlCommand) => Promise<ControlOutcome>;
  * next. The store is where they wait: a run that goes on elsewhere or after a restart finds there
  * what it has not read, and a message is read, started or withdrawn once.
  */
-export class SessionMessages {
+export class SessionMessages<Sender = unknown> {
+  /** Who sent the queued messages sent here (their run counts against them when it starts). */
+  private readonly senders = new Map<string, Sender>();
+
   constructor(
     private readonly sessionId: string,
     private readonly log: SessionEventLog,
@@ -26,7 +39,7 @@ export class SessionMessages {
   ) {}
 
   /** Takes a chat message sent while a run goes (`plain`: a plain chat answer, which takes no steers: the message is queued). */
-  async send(message: ChatMessage, plain: boolean, sendCommand: SendCommand, onQueued?: (id: string) => void): Promise<ErrorEvent | undefined> {
+  async send(message: ChatMessage, plain: boolean, sendCommand: SendCommand, sender: Sender): Promise<ErrorEvent | undefined> {
     const { steerMaxChars, steerQueueMax } = this.deps.config.agent;
     if (message.content.length > steerMaxChars) {
       return reject(
@@ -50,7 +63,7 @@ export class SessionMessages {
         `${steerQueueMax} messages wait for this run already (STEER_QUEUE_MAX); wait until it reads them, or cancel one. The run goes on.`,
       );
     }
-    if (delivery === 'queue') onQueued?.(id);
+    if (delivery === 'queue') this.senders.set(id, sender);
     else {
       const steer: Steer = { id, content: message.content, delivery, ...(nodeId ? { nodeId } : {}) };
       // Stored first: a run that does not take it now (restarting, handed over) reads it from the store when it goes on.
@@ -76,6 +89,12 @@ export class SessionMessages {
       return reject('unknown_message', `No waiting message "${id.slice(0, 100)}" in this chat (it was read, cancelled, or never sent)`);
     this.log.broadcast({ type: 'message_cancelled', message_id: id });
     return undefined;
+  }
+
+  /** The session's run when it goes on another instance, as far as the store knows (`plain`: a plain chat answer). */
+  async runningElsewhere(): Promise<{ plain: boolean } | undefined> {
+    const run = (await this.deps.store.listRuns(this.sessionId)).at(-1);
+    return run?.status === 'running' ? { plain: run.strategy === PLAIN_CHAT } : undefined;
   }
 
   /** What waits in the session now, for a client that joins. */
@@ -106,7 +125,7 @@ export class SessionMessages {
    * run ended without reading), taken once whichever instance asks. `withdrawSteers`: a person
    * stopped the run, so what it did not read is withdrawn, not run.
    */
-  async next(withdrawSteers: boolean): Promise<{ id: string; message: ChatMessage } | undefined> {
+  async next(withdrawSteers: boolean): Promise<{ id: string; message: ChatMessage; sender: Sender | undefined } | undefined> {
     for (const waiting of await this.deps.store.waiting.waiting(this.sessionId)) {
       if (withdrawSteers && waiting.delivery !== 'queue') {
         if (await this.deps.store.waiting.settle(waiting.id, 'cancelled')) this.log.broadcast({ type: 'message_cancelled', message_id: waiting.id });
@@ -119,7 +138,9 @@ export class SessionMessages {
         this.log.broadcast({ type: 'message_cancelled', message_id: waiting.id });
         continue;
       }
-      if (await this.deps.store.waiting.settle(waiting.id, 'started')) return { id: waiting.id, message: parsed.data };
+      const sender = this.senders.get(waiting.id);
+      this.senders.delete(waiting.id);
+      if (await this.deps.store.waiting.settle(waiting.id, 'started')) return { id: waiting.id, message: parsed.data, sender };
     }
     return undefined;
   }

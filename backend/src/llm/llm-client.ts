@@ -62,6 +62,11 @@ export interface CompletionResult<T = unknown> {
   response?: { id?: string; model?: string; finishReason?: string };
   /** The call went to a fallback: the model it was meant for, and each model that failed before `model` answered. */
   fallback?: { from: string; failures: Array<{ model: string; reason: string }> };
+  /**
+   * The messages people sent a run that this call read (they went with it as user turns, after its
+   * messages), live or as the run's past read them; set by the run's model, never by an adapter.
+   */
+  steers?: Array<{ id: string; content: string; nodeId?: string | undefined; delivery: 'steer' | 'interrupt' }>;
 }
 
 /** The port every model adapter implements. */

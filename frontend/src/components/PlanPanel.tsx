@@ -7,6 +7,7 @@ const TRIGGER_WORDS: Record<PlanTrigger, string> = {
   failed_attempts: 'a step failed after its attempts',
   missing_prerequisite: 'a step found something missing',
   not_viable: 'the plan no longer looked viable',
+  message: 'your message changed what the plan had to do',
 };
 
 /** What a revision changed: the goals it dropped and the ones it added. */

@@ -3,6 +3,7 @@ import type { z } from 'zod';
 import type { LlmMessage, LlmToolCall, LlmToolSchema } from '../../messages.ts';
 import type { PromptSamples } from '../../prompts/prompt-provider.ts';
 import { parseControlBlock, proseDeltas } from './control-block.ts';
+import { steerTurn } from '../kernel/steering.ts';
 import type { Run } from '../kernel/strategy.ts';
 
 /** One text phase of a step, as strategies make them. */
@@ -48,7 +49,7 @@ export async function runPhase<P extends PromptSamples, K extends keyof P & stri
   spec: PhaseSpec<P, K, C>,
 ): Promise<PhaseResult<C>> {
   const system = run.prompts.render(spec.template, spec.variables);
-  const { text, toolCalls, truncated } = await run.llm.complete({
+  const { text, toolCalls, truncated, steers } = await run.llm.complete({
     purpose: spec.purpose,
     messages: spec.messages(system),
     signal: run.control.signal,
@@ -57,6 +58,8 @@ export async function runPhase<P extends PromptSamples, K extends keyof P & stri
     ...(spec.nodeId ? { nodeId: spec.nodeId } : {}),
     ...(spec.preview ? { onDelta: previewOf(run, spec.preview, spec.control !== undefined) } : {}),
   });
+  // A branch's messages (read by this call) join the transcript before its reply, so the branch's later calls read them too.
+  if (spec.nodeId && steers?.length) run.progress.transcript.push(...steers.map(steerTurn));
   const { prose, control } = spec.control ? parseControlBlock(text, spec.control) : { prose: text.trim(), control: null };
   const content = prose || (control && spec.fallback?.(control)) || text.trim();
   if (spec.event) await run.sink.emit(spec.event(content));

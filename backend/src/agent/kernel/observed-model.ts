@@ -5,9 +5,6 @@ import { JOURNAL, type JournalReplay } from './run-journal.ts';
 import type { BudgetHold, CallSpending, RunSpending } from './run-spending.ts';
 import { type Steer, type SteeringInbox, steerTurn } from './steering.ts';
 
-/** The people's messages a call read, as its journal entry keeps them beside its result. */
-type WithSteers<T> = CompletionResult<T> & { steers?: Steer[] };
-
 /** How a run reads the messages people send it: at each model call, those for the call's branch. */
 export interface CallSteering {
   inbox: SteeringInbox;
@@ -51,9 +48,9 @@ export function observedModel(
       const started = performance.now();
       const key = request.nodeId ? `${request.purpose}@${request.nodeId}` : request.purpose;
       let hold: BudgetHold | undefined;
-      let outcome: { value: WithSteers<T>; replayed: boolean };
+      let outcome: { value: CompletionResult<T>; replayed: boolean };
       try {
-        outcome = await replay.once(JOURNAL.model, key, async (): Promise<WithSteers<T>> => {
+        outcome = await replay.once(JOURNAL.model, key, async (): Promise<CompletionResult<T>> => {
           // A call the run's past made is read back; a new one is made only within the cost budget.
           hold = await run.beforeCall?.(request.signal);
           try {
@@ -79,8 +76,9 @@ export function observedModel(
       } finally {
         hold?.release();
       }
-      const { value: journaled, replayed } = outcome;
-      const { steers, ...result } = journaled;
+      // The messages the call read stay on its result (its journal entry keeps them): a strategy may keep them too.
+      const { value: result, replayed } = outcome;
+      const { steers } = result;
       // What the past's call read joins the conversation again; the run never reads it twice.
       if (replayed && steers?.length) {
         run.steering?.inbox.taken(steers.map((steer) => steer.id));
@@ -113,7 +111,7 @@ export function observedModel(
  * after its messages). An interrupt for the branch cuts the call: its words so far stay as the
  * model's, and the call is made again at once with the message that cut it.
  */
-async function completeReading<T>(llm: LlmClient, request: CompletionRequest<T>, steering: CallSteering | undefined): Promise<WithSteers<T>> {
+async function completeReading<T>(llm: LlmClient, request: CompletionRequest<T>, steering: CallSteering | undefined): Promise<CompletionResult<T>> {
   if (!steering) return llm.complete(request);
   let messages = request.messages;
   const read: Steer[] = [];

@@ -9,9 +9,23 @@ function wireStep(step: StepState): PlanStep {
   return { index: step.index, goal: step.goal, tools: step.tools, success_criteria: step.successCriteria, context: step.context, status: step.status };
 }
 
-/** The plan, whole: revision 1 first, then each re-plan with its trigger. */
-export function planEvent(stamp: Stamp, revision: number, steps: readonly StepState[], trigger?: PlanTrigger): Omit<AgentPlan, 'seq' | 'ts'> {
-  return { type: 'agent_update', update_type: 'agent_plan', ...stamp, revision, ...(trigger ? { trigger } : {}), steps: steps.map(wireStep) };
+/** The plan, whole: revision 1 first, then each re-plan with its trigger (and the ids of the person's messages it follows). */
+export function planEvent(
+  stamp: Stamp,
+  revision: number,
+  steps: readonly StepState[],
+  trigger?: PlanTrigger,
+  messageIds: readonly string[] = [],
+): Omit<AgentPlan, 'seq' | 'ts'> {
+  return {
+    type: 'agent_update',
+    update_type: 'agent_plan',
+    ...stamp,
+    revision,
+    ...(trigger ? { trigger } : {}),
+    ...(messageIds.length > 0 ? { message_ids: [...messageIds] } : {}),
+    steps: steps.map(wireStep),
+  };
 }
 
 /** A step started (`running`), or ended `done`/`failed` with its attempts and observation. */

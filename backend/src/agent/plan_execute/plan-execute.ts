@@ -4,6 +4,7 @@ import { ModelError } from '../../errors.ts';
 import type { LlmMessage } from '../../messages.ts';
 import { requestInputSchema } from '../../tools/request-input-tool.ts';
 import { ReasonControl } from '../common/control-block.ts';
+import { type PersonMessage, personTurns } from '../common/person-messages.ts';
 import { runPhase } from '../common/phase.ts';
 import { defineStrategy, questionTurn, type Run, type RunSuccess } from '../kernel/strategy.ts';
 import { runToolCalls, toolCallMessages } from '../kernel/tool-calls.ts';
@@ -28,7 +29,17 @@ const tools = ['calculator'];
 /** The templates in prompts/plan_execute/, each with an example of its variables. */
 const prompts = {
   plan: { question: 'q', tool_names: tools, files_manifest: '', notepad: '' },
-  replan: { question: 'q', tool_names: tools, files_manifest: '', notepad: '', plan_status: '', observations: '', trigger: 'failed_attempts', reason: '' },
+  replan: {
+    question: 'q',
+    tool_names: tools,
+    files_manifest: '',
+    notepad: '',
+    plan_status: '',
+    observations: '',
+    trigger: 'failed_attempts',
+    reason: '',
+    messages: '',
+  },
   viability: { question: 'q', plan_status: '', observation: '' },
   reason: {
     question: 'q',
@@ -64,6 +75,8 @@ interface State {
   /** Executor iterations so far, run-wide: the run's iteration budget counts these. */
   iterations: number;
   notes: string[];
+  /** The messages the person sent the run as a whole, as the run read them: every later call reads them too. */
+  heard: PersonMessage[];
 }
 
 /** How many earlier observations each executor call is told. */
@@ -85,14 +98,14 @@ export const planExecute = defineStrategy({
     const { input, control, options } = run;
     const stamp = { run_id: input.runId };
     // Pre-flight: the session's files and its notepad go into the plan (an unreadable notepad is left out).
-    const first = await askPlan(run, 'plan_execute.plan', 'plan', {
+    const { plan: first, read } = await askPlan(run, [], 'plan_execute.plan', 'plan', {
       question: input.question,
       tool_names: input.toolNames,
       files_manifest: await run.filesManifest(),
       notepad: await run.notepad(),
     });
     const planned = planSteps(first, input.toolNames, 1);
-    const state: State = { steps: planned.steps, revision: 1, replans: 0, iterations: 0, notes: [...planned.notes] };
+    const state: State = { steps: planned.steps, revision: 1, replans: 0, iterations: 0, notes: [...planned.notes], heard: [...read] };
     for (const note of planned.notes) run.logger.warn({ note }, 'plan adjusted');
     await run.sink.emit(planEvent(stamp, state.revision, state.steps));
 
@@ -104,7 +117,7 @@ export const planExecute = defineStrategy({
         break;
       }
       control.throwIfStopped();
-      const outcome = await executeStep(run, state, step, options);
+      const outcome = await stepAlone(run, state, step, options);
       switch (outcome.kind) {
         case 'done':
         case 'failed':
@@ -129,18 +142,27 @@ export const planExecute = defineStrategy({
   },
 });
 
-/** The plan or re-plan call; a reply that is no plan fails the run quoting what the model said. */
-async function askPlan<K extends 'plan' | 'replan'>(run: PlanRun, purpose: string, template: K, variables: (typeof prompts)[K]) {
+/**
+ * The plan or re-plan call, after the messages the person sent so far (`heard`); a reply that is no
+ * plan fails the run quoting what the model said. `read`: the messages the call read besides.
+ */
+async function askPlan<K extends 'plan' | 'replan'>(
+  run: PlanRun,
+  heard: readonly PersonMessage[],
+  purpose: string,
+  template: K,
+  variables: (typeof prompts)[K],
+) {
   const system = run.prompts.render(template, variables);
   try {
-    const { parsed } = await run.llm.complete({
+    const result = await run.llm.complete({
       purpose,
       schema: { name: 'plan', zod: template === 'replan' ? ReplanSchema : PlanSchema },
-      messages: conversation(system, run, []),
+      messages: conversation(system, run, heard, []),
       signal: run.control.signal,
       variables,
     });
-    return parsed!;
+    return { plan: result.parsed!, read: result.steers ?? [] };
   } catch (error) {
     if (!(error instanceof ModelError) || run.control.signal.aborted) throw error;
     // A reply cut at the output limit says so; otherwise the model's own words show what was wrong.
@@ -151,6 +173,30 @@ async function askPlan<K extends 'plan' | 'replan'>(run: PlanRun, purpose: strin
 
 /** How a plan step ended: its goal met, its attempts spent, or the run's iteration budget spent first. */
 type StepOutcome = { kind: 'done' } | { kind: 'failed' } | { kind: 'out_of_budget' };
+
+/**
+ * A step a person may stop alone (agent_control stop with its node id): its model and tool calls
+ * are cut, it ends failed with a stop receipt of its own, and the plan goes on after it.
+ */
+async function stepAlone(run: PlanRun, state: State, step: StepState, options: Options): Promise<StepOutcome> {
+  const node = String(step.index);
+  const branch = run.control.branch(node);
+  const before = run.progress.stoppedCalls;
+  try {
+    return await executeStep({ ...run, control: branch }, state, step, options);
+  } catch (error) {
+    if (!branch.stopped || run.control.signal.aborted) throw error;
+    const calls = (run.progress.stoppedCalls ?? []).slice(before?.length ?? 0);
+    run.progress.stoppedCalls = before;
+    step.status = 'failed';
+    step.observation = 'Stopped by a person before it was done.';
+    await run.sink.emit(run.events.node(node).nodeStopped(run.progress.step, calls, branch.stoppedBy));
+    await run.sink.emit(planStepEvent({ run_id: run.input.runId }, step));
+    return { kind: 'failed' };
+  } finally {
+    branch.end();
+  }
+}
 
 /** One plan step: guided iterations until its observe says complete, or its attempts run out. */
 async function executeStep(run: PlanRun, state: State, step: StepState, options: Options): Promise<StepOutcome> {
@@ -189,7 +235,7 @@ async function executeStep(run: PlanRun, state: State, step: StepState, options:
         attempt: step.attempts,
         max_attempts: options.max_step_attempts,
       },
-      messages: (system) => conversation(system, run, stepMessages()),
+      messages: (system) => conversation(system, run, state.heard, stepMessages()),
       control: ReasonControl,
       fallback: (block) => block.plan,
       preview: (delta) => events.reasonDelta(iteration, delta),
@@ -210,7 +256,7 @@ async function executeStep(run: PlanRun, state: State, step: StepState, options:
           tool_names: toolOrder,
           files_manifest: files,
         },
-        messages: (system) => conversation(system, run, stepMessages()),
+        messages: (system) => conversation(system, run, state.heard, stepMessages()),
         tools: [...run.tools.schemas(toolOrder), requestInputSchema],
       });
       if (act.toolCalls.length) {
@@ -235,7 +281,7 @@ async function executeStep(run: PlanRun, state: State, step: StepState, options:
         attempt: step.attempts,
         max_attempts: options.max_step_attempts,
       },
-      messages: (system) => conversation(system, run, stepMessages()),
+      messages: (system) => conversation(system, run, state.heard, stepMessages()),
       control: StepObserveControl,
       fallback: (block) => block.observation,
       preview: (delta) => events.observeDelta(iteration, delta),
@@ -259,21 +305,26 @@ async function maybeReplan(run: PlanRun, state: State, step: StepState): Promise
   const { input } = run;
   let trigger: PlanTrigger | undefined;
   let reason = step.observation;
+  // The messages that led to the re-plan: those the viability check read, then those the re-plan read.
+  const messages: PersonMessage[] = [];
   if (step.status === 'failed') trigger = 'failed_attempts';
   else if (namesMissingPrerequisite(step.observation)) trigger = 'missing_prerequisite';
   else if (state.replans < MAX_REPLANS) {
     run.control.throwIfStopped();
     const variables = { question: input.question, plan_status: planStatus(state.steps), observation: step.observation };
-    const { parsed } = await run.llm.complete({
+    const { parsed, steers = [] } = await run.llm.complete({
       purpose: 'plan_execute.viability',
       schema: { name: 'plan_viability', zod: ViabilitySchema },
-      messages: conversation(run.prompts.render('viability', variables), run, []),
+      messages: conversation(run.prompts.render('viability', variables), run, state.heard, []),
       signal: run.control.signal,
       variables,
     });
+    state.heard.push(...steers);
     if (parsed && !parsed.viable && parsed.confidence >= VIABILITY_THRESHOLD) {
-      trigger = 'not_viable';
+      // A plan the person's message made unfit is re-planned for that message.
+      trigger = steers.length > 0 ? 'message' : 'not_viable';
       reason = parsed.reason;
+      messages.push(...steers);
     }
   }
   if (!trigger) return;
@@ -285,7 +336,7 @@ async function maybeReplan(run: PlanRun, state: State, step: StepState): Promise
   }
   run.control.throwIfStopped();
   const kept = state.steps.filter((each) => each.status === 'done' || each.status === 'failed');
-  const reply = await askPlan(run, 'plan_execute.replan', 'replan', {
+  const { plan: reply, read } = await askPlan(run, state.heard, 'plan_execute.replan', 'replan', {
     question: input.question,
     tool_names: input.toolNames,
     files_manifest: await run.filesManifest(),
@@ -294,7 +345,10 @@ async function maybeReplan(run: PlanRun, state: State, step: StepState): Promise
     observations: recentObservations(state),
     trigger,
     reason,
+    messages: messages.map((message) => message.content).join('\n\n'),
   });
+  state.heard.push(...read);
+  messages.push(...read);
   const fresh = planSteps(reply, input.toolNames, kept.length + 1, { replan: true });
   // Completed steps stay; everything after them is the new plan's, numbered on from them.
   for (const [at, each] of kept.entries()) each.index = at + 1;
@@ -302,7 +356,15 @@ async function maybeReplan(run: PlanRun, state: State, step: StepState): Promise
   state.notes.push(...fresh.notes);
   state.replans++;
   state.revision++;
-  await run.sink.emit(planEvent({ run_id: input.runId }, state.revision, state.steps, trigger));
+  await run.sink.emit(
+    planEvent(
+      { run_id: input.runId },
+      state.revision,
+      state.steps,
+      trigger,
+      messages.map((message) => message.id),
+    ),
+  );
 }
 
 /** The answer, from every step's goal, status, tools and observation. */
@@ -324,7 +386,7 @@ async function synthesize(run: PlanRun, state: State, outOfBudget: boolean): Pro
   };
   const { text } = await run.llm.complete({
     purpose: 'plan_execute.synthesis',
-    messages: conversation(run.prompts.render('synthesis', variables), run, []),
+    messages: conversation(run.prompts.render('synthesis', variables), run, state.heard, []),
     signal: run.control.signal,
     variables,
   });
@@ -339,7 +401,10 @@ function recentObservations(state: State): string {
     .join('\n');
 }
 
-/** A call's messages: its instructions, the session so far, the question, then the step's own messages. */
-function conversation(system: string, run: PlanRun, extra: LlmMessage[]): LlmMessage[] {
-  return [{ role: 'system', content: system }, ...run.input.history, questionTurn(run), ...extra];
+/**
+ * A call's messages: its instructions, the session so far, the question, the messages the person
+ * sent the run as a whole (as read so far), then the step's own messages.
+ */
+function conversation(system: string, run: PlanRun, heard: readonly PersonMessage[], extra: LlmMessage[]): LlmMessage[] {
+  return [{ role: 'system', content: system }, ...run.input.history, questionTurn(run), ...personTurns(heard), ...extra];
 }

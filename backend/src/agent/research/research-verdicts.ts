@@ -1,4 +1,5 @@
 import type { AgentVerdict } from '@stepwise/shared-types';
+import type { PersonMessage } from '../common/person-messages.ts';
 import { askQuestion } from '../kernel/ask.ts';
 import { oneSentence } from '../kernel/grounding.ts';
 import type { RunSuccess } from '../kernel/strategy.ts';
@@ -10,8 +11,9 @@ import { contextPack, emitGraph, oneLine, progressLine, type StateDocument } fro
 /** The optional check of one task against its acceptance criteria; follow-ups join the stage. */
 export async function verifyTask(run: ResearchRun, state: ResearchState, stage: GraphStage, task: GraphTask, result: TaskResult): Promise<string[]> {
   const variables = { ...contextPack(run, state, stage, task), files_manifest: '' };
-  const verdict = await judge(
+  const { verdict } = await judge(
     run,
+    state,
     'research.task_verifier',
     { scope: 'task', taskId: task.id },
     run.prompts.render('task_verifier', variables),
@@ -30,11 +32,18 @@ export async function verifyStage(
   state: ResearchState,
   stage: GraphStage,
   cycle: number,
-): Promise<{ verdict: Verdict; added: string[]; issues: string[]; asked: boolean }> {
+): Promise<{
+  verdict: Verdict;
+  added: string[];
+  issues: string[];
+  /** The follow-up work is the person's: their answer, or a message of theirs the verifier read (it goes on in this run). */
+  asked: boolean;
+}> {
   const stageResults = state.results.filter((line) => stage.tasks.some((task) => line.startsWith(`- ${task.id} `))).join('\n');
   const variables = { goal: state.goal, stage: `${stage.id}. ${stage.name}`, criteria: stage.verifier_criteria, results: stageResults };
-  const verdict = await judge(
+  const { verdict, heard } = await judge(
     run,
+    state,
     'research.stage_verifier',
     { scope: 'stage', stageId: stage.id },
     run.prompts.render('stage_verifier', variables),
@@ -49,7 +58,7 @@ export async function verifyStage(
   await emitVerdict(run, state, 'stage', stage.id, verdict, added);
   await doc.write(state);
   await emitGraph(run, state);
-  return { verdict: verdict.verdict, added, issues: verdict.issues, asked };
+  return { verdict: verdict.verdict, added, issues: verdict.issues, asked: asked || heard };
 }
 
 /** Follow-up rounds a stage verifier may add by itself; after them it asks the person. */
@@ -85,17 +94,21 @@ export function shortTitle(text: string): string {
 /** What a verifier judges: one task (its call is on the task's branch), a stage, or the whole run (both on the run's trunk). */
 export type Judged = { scope: 'task'; taskId: string } | { scope: 'stage'; stageId: string } | { scope: 'final' };
 
-/** The verifier's call: the verdict schema, the judged thing named in its variables as `target`. */
+/**
+ * The verifier's call: the verdict schema, the judged thing named in its variables as `target`.
+ * `heard`: the call (on the run's trunk) read a message the person sent the run as a whole.
+ */
 export async function judge(
   run: ResearchRun,
+  state: ResearchState,
   purpose: string,
   judged: Judged,
   system: string,
   content: string,
   variables: Record<string, unknown>,
-): Promise<VerdictResult> {
+): Promise<{ verdict: VerdictResult; heard: boolean }> {
   const target = judged.scope === 'task' ? judged.taskId : judged.scope === 'stage' ? `stage:${judged.stageId}` : 'final';
-  const { parsed } = await run.llm.complete({
+  const { parsed, steers = [] } = await run.llm.complete({
     purpose,
     ...(judged.scope === 'task' ? { nodeId: judged.taskId } : {}),
     messages: [
@@ -106,7 +119,17 @@ export async function judge(
     signal: run.control.signal,
     variables: { ...variables, target },
   });
-  return parsed!;
+  // A task's messages are its own; one for the run as a whole holds for the rest of the project.
+  if (judged.scope !== 'task') heed(state, steers);
+  return { verdict: parsed!, heard: judged.scope !== 'task' && steers.length > 0 };
+}
+
+/** The person's messages to the run become constraints of the project (every later task's context has them) and lines of its history. */
+function heed(state: ResearchState, messages: readonly PersonMessage[]): void {
+  for (const message of messages) {
+    state.constraints.push(`As the person said during the run: ${oneLine(message.content)}`);
+    state.history.push(`- ${new Date().toISOString().slice(0, 16)} message during the run: ${oneLine(message.content)}`);
+  }
 }
 
 /** Follow-up tasks into the stage (todo, after its last id); their ids. */
@@ -148,8 +171,9 @@ export async function emitVerdict(
 /** After the last stage: the final verifier, then the report (final_report.md, final_output.md). */
 export async function finish(run: ResearchRun, doc: StateDocument, state: ResearchState, cycle: number): Promise<RunSuccess> {
   const results = state.results.join('\n');
-  const verdict = await judge(
+  const { verdict } = await judge(
     run,
+    state,
     'research.final_verifier',
     { scope: 'final' },
     run.prompts.render('final_verifier', { goal: state.goal, results, best_answer: state.bestAnswer }),

@@ -2,6 +2,7 @@ import type { SolverStage } from '@stepwise/shared-types';
 import { z } from 'zod';
 import { ERROR_CODE, isAbortError, ModelError, StepwiseError } from '../../errors.ts';
 import type { LlmMessage } from '../../messages.ts';
+import { type PersonMessage, personTurns } from '../common/person-messages.ts';
 import { askQuestion } from '../kernel/ask.ts';
 import { defineStrategy, type Run, type RunSuccess } from '../kernel/strategy.ts';
 import { runToolCalls, toolCallMessages } from '../kernel/tool-calls.ts';
@@ -72,6 +73,8 @@ interface Workflow {
   nextFocus: string;
   /** The person's answers to ASK_USER, joined to the next solver input. */
   answers: string[];
+  /** The messages the person sent the run while it worked, as read so far: every later stage reads them after its input. */
+  heard: PersonMessage[];
 }
 
 /**
@@ -99,7 +102,7 @@ export const solver = defineStrategy({
   async run(run: SolverRun): Promise<RunSuccess> {
     const problem = checkProblem(run.input.question, run.options.require_keyword);
     const maxLoops = Math.min(run.options.max_loops, run.input.maxSteps);
-    const flow: Workflow = { loop: 1, stages: 0, input: problem, solution: '', nextFocus: '', answers: [] };
+    const flow: Workflow = { loop: 1, stages: 0, input: problem, solution: '', nextFocus: '', answers: [], heard: [] };
 
     if (run.options.approaches) {
       await stage(run, flow, 'approach_proposer', 'approach_evaluator', problem);
@@ -198,11 +201,16 @@ async function call(run: SolverRun, flow: Workflow, name: SolverStage, input: st
   const messages: LlmMessage[] = [
     { role: 'system', content: run.prompts.render(name, variables) },
     { role: 'user', content: input },
+    ...personTurns(flow.heard),
   ];
   const tools = name === 'problem_solver' ? run.tools.schemas(run.input.toolNames) : [];
   for (let round = 1; ; round++) {
     const offer = tools.length > 0 && round <= SOLVER_TOOL_ROUNDS;
-    const { text, toolCalls } = await run.llm.complete({
+    const {
+      text,
+      toolCalls,
+      steers = [],
+    } = await run.llm.complete({
       purpose: `solver.${name}`,
       messages,
       signal: run.control.signal,
@@ -210,6 +218,9 @@ async function call(run: SolverRun, flow: Workflow, name: SolverStage, input: st
       ...(offer ? { tools } : {}),
       onDelta: (delta) => run.sink.preview(run.events.reasonDelta(flow.stages, delta)),
     });
+    // A message this call read stays with the stage's later rounds and every later stage.
+    flow.heard.push(...steers);
+    messages.push(...personTurns(steers));
     if (toolCalls.length === 0 || !offer) return text.trim();
     const records = await runToolCalls(toolCalls, flow.stages, run);
     messages.push(...toolCallMessages(text, records));
@@ -229,17 +240,15 @@ async function orchestrate(run: SolverRun, flow: Workflow, input: string): Promi
     tool_names: run.input.toolNames,
     files_manifest: '',
   };
-  const { parsed } = await run.llm.complete({
+  const { parsed, steers = [] } = await run.llm.complete({
     purpose: 'solver.orchestrator',
-    messages: [
-      { role: 'system', content: run.prompts.render('orchestrator', variables) },
-      { role: 'user', content: input },
-    ],
+    messages: [{ role: 'system', content: run.prompts.render('orchestrator', variables) }, { role: 'user', content: input }, ...personTurns(flow.heard)],
     schema: { name: 'orchestrator_decision', zod: OrchestratorDecision },
     signal: run.control.signal,
     variables: { ...variables, stage: 'orchestrator', input },
   });
   const decision = parsed!;
+  flow.heard.push(...steers);
   await run.sink.emit(stageCompleteEvent({ run_id: run.input.runId }, 'orchestrator', flow.loop, JSON.stringify(decision, null, 2)));
   await run.sink.emit(decisionEvent({ run_id: run.input.runId }, flow.loop, decision));
   run.progress.transcript.push({ role: 'assistant', content: `[orchestrator] ${decision.action}: ${decision.rationale}` });
