@@ -1,6 +1,7 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { observeText, reasonText, ScriptedLlmServer, type ScriptedReply } from '../fixtures/scripted-llm-server.ts';
+import { gate } from '../helpers/steer.ts';
 import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, seriousViolations, useBrowser } from './browser.ts';
 
@@ -20,13 +21,6 @@ useBrowser(
 
 /** How long to wait for the model server to see a request (or its close): the page, the server and the run start first, on a busy machine. */
 const MODEL_WAIT_MS = 30_000;
-
-/** A promise and the function that settles it: a model reply that waits for the test's condition. */
-function gate(): { opened: Promise<void>; open: () => void } {
-  let open = () => {};
-  const opened = new Promise<void>((resolve) => (open = resolve));
-  return { opened, open };
-}
 
 async function openApp(width = 1000, height = 900): Promise<void> {
   context = await browser.newContext({ viewport: { width, height }, colorScheme: 'light' });
@@ -49,7 +43,7 @@ describe('talking to a running run', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, (
     llm = await ScriptedLlmServer.start();
     const firstReason = gate();
     llm.enqueue(
-      { text: reasonText('Count the primes below 20 one by one.'), after: firstReason.opened },
+      { text: reasonText('Count the primes below 20 one by one.'), after: firstReason.promise },
       { toolCalls: [{ name: 'calculator', arguments: { expression: '2+3' } }] },
       { text: observeText('Counted some.', { should_continue: true }) },
       { text: reasonText('Only the odd ones now, as asked.', { finish: true }) },
@@ -170,7 +164,7 @@ describe('talking to a running run', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, (
         case 'research.plan':
           return { text: JSON.stringify(plan) };
         case 'research.task':
-          if (request.node !== '1.2') return { text: `finding of ${request.node}`, after: siblings.opened };
+          if (request.node !== '1.2') return { text: `finding of ${request.node}`, after: siblings.promise };
           if (!request.body.messages.some((message) => message.role === 'tool'))
             return { toolCalls: [{ name: 'calculator', arguments: { expression: '2+2' } }] };
           // Task 1.2's second round works until it is stopped; run again, it answers.
