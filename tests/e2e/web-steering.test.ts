@@ -1,6 +1,7 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { observeText, reasonText, ScriptedLlmServer, type ScriptedReply } from '../fixtures/scripted-llm-server.ts';
+import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { oneStageResearch } from '../helpers/research-script.ts';
 import { gate } from '../helpers/steer.ts';
 import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, seriousViolations, useBrowser } from './browser.ts';
@@ -140,43 +141,16 @@ describe('talking to a running run', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, (
   });
   it('stops one research task while the others go on, shows its receipt, runs it again, and takes a message for one task', async () => {
     llm = await ScriptedLlmServer.start();
-    const plan = {
-      stages: [
-        {
-          id: '1',
-          name: 'Gather',
-          verifier_criteria: [],
-          tasks: ['1.1', '1.2', '1.3'].map((id) => ({
-            id,
-            title: `Source ${id}`,
-            agent: 'literature_scout',
-            depends_on: [],
-            acceptance_criteria: [],
-            inputs: [],
-          })),
-        },
-      ],
-    };
     const siblings = gate();
     let stopped = false;
-    llm.respond((request): ScriptedReply => {
-      switch (request.purpose) {
-        case 'research.plan':
-          return { text: JSON.stringify(plan) };
-        case 'research.task':
-          if (request.node !== '1.2') return { text: `finding of ${request.node}`, after: siblings.promise };
-          if (!request.body.messages.some((message) => message.role === 'tool'))
-            return { toolCalls: [{ name: 'calculator', arguments: { expression: '2+2' } }] };
-          // Task 1.2's second round works until it is stopped; run again, it answers.
-          return stopped ? { text: 'finding of 1.2: 4' } : { hang: true };
-        case 'research.task_result':
-          return { text: JSON.stringify({ summary: `done ${request.node}`, result: `result ${request.node}`, evidence: [], artifacts: [] }) };
-        case 'research.report':
-          return { text: 'Report.' };
-        default:
-          return { text: JSON.stringify({ verdict: 'PASS', issues: [], follow_up_tasks: [] }) };
-      }
-    });
+    llm.respond(
+      oneStageResearch(['1.1', '1.2', '1.3'], (request) => {
+        if (request.node !== '1.2') return { text: `finding of ${request.node}`, after: siblings.promise };
+        if (!request.body.messages.some((message) => message.role === 'tool')) return { toolCalls: [{ name: 'calculator', arguments: { expression: '2+2' } }] };
+        // Task 1.2's second round works until it is stopped; run again, it answers.
+        return stopped ? { text: 'finding of 1.2: 4' } : { hang: true };
+      }),
+    );
     server = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'scripted-model' });
     await openApp(1000, 1100);
     await page.getByRole('combobox', { name: 'Strategy' }).selectOption({ label: 'Research (task graph)' });
