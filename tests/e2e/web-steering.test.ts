@@ -200,4 +200,21 @@ describe('talking to a running run', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, (
     ).toBe(false);
     await screenshot(page, 'task-run-again.png');
   });
+  it('queues a message sent while a plain answer streams, and shows it as the next answer’s question', async () => {
+    llm = await ScriptedLlmServer.start();
+    const firstAnswer = gate();
+    llm.enqueue({ text: 'Hello there.', after: firstAnswer.promise }, { text: 'Bonjour.' });
+    server = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'scripted-model' });
+    await openApp();
+    await page.getByRole('switch', { name: 'Agent mode' }).uncheck();
+    await ask(page, 'Hi');
+    await llm.waitFor((request) => request.phase === 'chat', MODEL_WAIT_MS);
+    await page.getByRole('textbox', { name: 'Message' }).fill('And in French?');
+    await page.locator('form.composer').getByRole('button', { name: 'Queue' }).click();
+    await page.locator('[data-testid="steer-waiting"][data-delivery="queue"]').getByText('And in French?').waitFor();
+    firstAnswer.open();
+    await page.getByTestId('assistant-turn').getByText('Bonjour.').waitFor();
+    expect(await page.getByTestId('user-turn').allTextContents()).toEqual(['Hi', expect.stringContaining('And in French?')]);
+    expect(await page.getByTestId('steer-waiting').count()).toBe(0);
+  });
 });
