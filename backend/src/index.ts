@@ -60,6 +60,7 @@ export type { PromptProvider, PromptSamples, PromptSet } from './prompts/prompt-
 export type { Logger } from './logger.ts';
 export { HandlebarsPromptProvider } from './prompts/handlebars-prompt-provider.ts';
 export { MemoryStore } from './store/memory-store.ts';
+export type { AgentTaskRecord } from './store/agent-task-store.ts';
 export { TOKENS } from './tokens.ts';
 export { calculatorTool } from './tools/calculator-tool.ts';
 export { createCurrentTimeTool } from './tools/current-time-tool.ts';

@@ -6,3 +6,4 @@ export * from './errors.ts';
 export * from './sharing.ts';
 export * from './settings.ts';
 export * from './streaming-prose.ts';
+export * from './prose-stream.ts';

@@ -24,17 +24,20 @@ export function streamingProse(text: string): string {
   return tidy(prose);
 }
 
-type Candidate = { kind: 'fence' | 'brace'; start: number };
-type End = { kind: 'open' } | { kind: 'json'; index: number } | { kind: 'text'; index: number };
+/** Where a control block may begin: a fence or a brace. */
+export type Candidate = { kind: 'fence' | 'brace'; start: number };
+/** How a candidate ends: not yet, as JSON (machinery, not shown), or as text (shown). */
+export type End = { kind: 'open' } | { kind: 'json'; index: number } | { kind: 'text'; index: number };
 
 /**
- * The next place where a control block may begin: a code fence (or the first backticks of one) at
- * a line start or a ```json anywhere; a `{` at a line start; a `{` elsewhere that opens a JSON
- * object (a quote follows) or that ends the text so far.
+ * The next place from `from` on where a control block may begin: a code fence (or the first
+ * backticks of one) at a line start or a ```json anywhere; a `{` at a line start; a `{` elsewhere
+ * that opens a JSON object (a quote follows) or that ends the text so far. The search starts at
+ * `searchStart` (at most `from`: the line break before `from`, where a line start is to be seen).
  */
-function nextCandidate(text: string, from: number): Candidate | undefined {
+export function nextCandidate(text: string, from: number, searchStart = from): Candidate | undefined {
   const pattern = /(^|\n)[ \t]*(`{1,3})|```json|(^|\n)[ \t]*(\{)|\{(?=\s*(?:"|$))/g;
-  pattern.lastIndex = from;
+  pattern.lastIndex = searchStart;
   for (let match = pattern.exec(text); match; match = pattern.exec(text)) {
     const found = match[0];
     if (match[2] !== undefined) {
@@ -87,7 +90,8 @@ export function matchBrace(text: string, start: number): number {
   return -1;
 }
 
-function isJsonObject(candidate: string): boolean {
+/** Whether the text is one JSON object. */
+export function isJsonObject(candidate: string): boolean {
   try {
     const value: unknown = JSON.parse(candidate);
     return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -96,7 +100,8 @@ function isJsonObject(candidate: string): boolean {
   }
 }
 
-function tidy(prose: string): string {
+/** Whitespace before line ends dropped, blank lines at most one, no whitespace at either end. */
+export function tidy(prose: string): string {
   return prose
     .replace(/[ \t]+\n/g, '\n')
     .replace(/\n{3,}/g, '\n\n')

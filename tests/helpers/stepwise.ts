@@ -33,12 +33,28 @@ export async function startStepwise(
     DATA_DIR: env.DATA_DIR ?? mkdtempSync(join(tmpdir(), 'stepwise-files-')),
     ...env,
   });
+  const restore = processEnv(Object.fromEntries(Object.entries(env).filter(([name]) => name.startsWith('OTEL_'))));
   const server = await startServer({
     config,
     store: store ?? (env.DATA_DIR || env.DATABASE_URL ? undefined : await sharedTestStore()),
     ...(configure ? { configure } : {}),
-  } as Parameters<typeof startServer>[0]);
+  } as Parameters<typeof startServer>[0]).finally(restore);
   return { ...server, wsUrl: `${server.url.replace(/^http/, 'ws')}/ws` };
+}
+
+/**
+ * Sets these process environment variables, and returns how to put back what was there: the
+ * OpenTelemetry SDK reads its OTEL_* variables from the process environment itself, as it starts.
+ */
+function processEnv(values: Record<string, string>): () => void {
+  const before = Object.fromEntries(Object.keys(values).map((name) => [name, process.env[name]]));
+  Object.assign(process.env, values);
+  return () => {
+    for (const [name, value] of Object.entries(before)) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
+  };
 }
 
 /** Starts Stepwise against an OpenAI-compatible endpoint. */

@@ -3,11 +3,14 @@
 // method names (message/send, tasks/get) answer too.
 import { randomUUID } from 'node:crypto';
 import { type Message, Role, type Task, TaskState } from '@a2a-js/sdk';
-import { type Client, ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { type Client, ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
+import { openSqliteStore } from '@stepwise/backend';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { closeAll } from '../helpers/cleanup.ts';
-import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
+import { freshPostgresDatabase, postgresUrl } from '../helpers/databases.ts';
+import { PROCESS_TEST_TIMEOUT_MS, startStepwiseProcess, stopAllProcesses } from '../helpers/process.ts';
+import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 
 const TOKEN = 'a2a-test-token-0123456789abcdef';
 const auth = { authorization: `Bearer ${TOKEN}` };
@@ -15,17 +18,22 @@ let llm: ScriptedLlmServer;
 let server: TestServer;
 let client: Client;
 
-beforeAll(async () => {
-  llm = await ScriptedLlmServer.start();
-  server = await startStepwiseWithModel(llm.url, { AUTH_TOKEN: TOKEN });
+/** The A2A SDK's client of the server at `url`, with the token. */
+async function clientOf(url: string): Promise<Client> {
   const fetchImpl: typeof fetch = (input, init) => fetch(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers)), ...auth } });
   const factory = new ClientFactory(
     ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
       transports: [new JsonRpcTransportFactory({ fetchImpl })],
-      cardResolver: new (await import('@a2a-js/sdk/client')).DefaultAgentCardResolver({ fetchImpl }),
+      cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
     }),
   );
-  client = await factory.createFromUrl(server.url);
+  return factory.createFromUrl(url);
+}
+
+beforeAll(async () => {
+  llm = await ScriptedLlmServer.start();
+  server = await startStepwiseWithModel(llm.url, { AUTH_TOKEN: TOKEN });
+  client = await clientOf(server.url);
 });
 afterAll(async () => {
   await closeAll(
@@ -47,11 +55,11 @@ function userMessage(text: string, task?: Task): Message {
   };
 }
 
-const send = async (text: string, task?: Task, metadata: Record<string, unknown> = {}) =>
-  (await client.sendMessage({ tenant: '', message: userMessage(text, task), configuration: undefined, metadata })) as Task;
+const send = async (text: string, task?: Task, metadata: Record<string, unknown> = {}, via = client) =>
+  (await via.sendMessage({ tenant: '', message: userMessage(text, task), configuration: undefined, metadata })) as Task;
 const textOf = (message: Message | undefined) => (message?.parts ?? []).map((part) => (part.content?.$case === 'text' ? part.content.value : '')).join('');
-const runsOf = async (chatId: string) =>
-  ((await (await fetch(`${server.url}/api/sessions/${chatId}`, { headers: auth })).json()) as { runs: { status: string }[] }).runs;
+const runsOf = async (chatId: string, url = server.url) =>
+  ((await (await fetch(`${url}/api/sessions/${chatId}`, { headers: auth })).json()) as { runs: { status: string }[] }).runs;
 
 /** Scripts a run that asks which city, and (when it goes on) answers with it. */
 const askCity = (goesOn = true) => {
@@ -112,6 +120,30 @@ describe('A2A (/.well-known/agent-card.json, /a2a)', () => {
     await vi.waitFor(async () => expect((await runsOf(chatId)).at(-1)?.status).toBe('stopped'), { timeout: 30_000, interval: 50 });
   });
 
+  it('keeps tasks in the store: after a restart, a waiting task is read and answered', async () => {
+    const store = await openSqliteStore(':memory:');
+    const model = { LLM_PROVIDER: 'openai', OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'k', AUTH_TOKEN: TOKEN };
+    const servers: TestServer[] = [];
+    try {
+      servers.push(await startStepwise(model, undefined, store));
+      askCity();
+      const waiting = await send('Plan my trip', undefined, {}, await clientOf(servers[0]!.url));
+      expect(waiting.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+
+      // A new server on the same database, as after a crash (the first one is never told): nothing
+      // of the first one's memory, the task in the store, the run recovered from its journal.
+      servers.push(await startStepwise(model, undefined, store));
+      const again = await clientOf(servers[1]!.url);
+      const read = await again.getTask({ tenant: '', id: waiting.id, historyLength: undefined });
+      expect(read).toMatchObject({ id: waiting.id, status: { state: TaskState.TASK_STATE_INPUT_REQUIRED }, metadata: waiting.metadata });
+      const done = await send('Paris', waiting, {}, again);
+      expect(done.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+      expect(textOf({ parts: done.artifacts[0]!.parts } as Message)).toBe('Paris it is.');
+    } finally {
+      await closeAll(...servers.reverse().map((started) => () => started.close()), () => store.close());
+    }
+  });
+
   it('answers A2A 0.3 method names: message/send, then tasks/get', async () => {
     llm.enqueue({ text: reasonText('Nothing to do.', { finish: true }) }, { text: observeText('Done.', { final_answer: 'Hello there.' }) });
     const rpc = async (method: string, params: unknown) =>
@@ -125,5 +157,55 @@ describe('A2A (/.well-known/agent-card.json, /a2a)', () => {
     const sent = await rpc('message/send', { message: { kind: 'message', role: 'user', messageId: randomUUID(), parts: [{ kind: 'text', text: 'Hello' }] } });
     expect(sent.result).toMatchObject({ kind: 'task', status: { state: 'completed' } });
     expect((await rpc('tasks/get', { id: sent.result.id })).result.status.state).toBe('completed');
+  });
+});
+
+const pg = postgresUrl();
+const redisUrl = process.env.TEST_REDIS_URL;
+
+describe.skipIf(!pg || !redisUrl)('A2A tasks on several instances (PostgreSQL and Redis)', { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
+  const cleanups: (() => unknown)[] = [];
+  afterEach(() => closeAll(() => stopAllProcesses({ signal: 'SIGKILL' }), ...cleanups.splice(0).reverse()), 60_000);
+
+  it('a task started on A is read and answered from B, and another one canceled from B stops its run', async () => {
+    const database = await freshPostgresDatabase(pg!);
+    await database.db.close();
+    cleanups.push(database.drop);
+    const model = await ScriptedLlmServer.start();
+    cleanups.push(() => model.close());
+    // Each run asks which city, and answers with the one it is told.
+    model.respond((request) => {
+      const told = request.body.messages.some((message) => message.role === 'tool');
+      if (request.phase === 'act')
+        return told ? { text: 'No tool needed.' } : { toolCalls: [{ name: 'request_input', arguments: { question: 'Which city?' } }] };
+      if (request.phase === 'observe') return { text: observeText('Noted.', { should_continue: !told, final_answer: told ? 'Paris it is.' : '' }) };
+      return { text: reasonText('Ask which city.') };
+    });
+    const env = (id: string) => ({
+      DATABASE_URL: database.url,
+      REDIS_URL: redisUrl!,
+      INSTANCE_ID: id,
+      LLM_PROVIDER: 'openai',
+      OPENAI_BASE_URL: model.url,
+      OPENAI_API_KEY: 'k',
+      AUTH_TOKEN: TOKEN,
+    });
+    const [a, b] = await Promise.all([startStepwiseProcess(env('a')), startStepwiseProcess(env('b'))]);
+    const [onA, onB] = await Promise.all([clientOf(a.url), clientOf(b.url)]);
+
+    const first = await send('Plan my trip', undefined, {}, onA);
+    expect(first.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    expect((await onB.getTask({ tenant: '', id: first.id, historyLength: undefined })).status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    const done = await send('Paris', first, {}, onB);
+    expect(done.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(textOf({ parts: done.artifacts[0]!.parts } as Message)).toBe('Paris it is.');
+
+    const second = await send('Plan another trip', undefined, {}, onA);
+    expect(second.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    const canceled = await onB.cancelTask({ tenant: '', id: second.id, metadata: undefined });
+    expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    const chatId = (second.metadata as { chat_id: string }).chat_id;
+    await vi.waitFor(async () => expect((await runsOf(chatId, a.url)).at(-1)?.status).toBe('stopped'), { timeout: 30_000, interval: 50 });
+    expect((await onA.getTask({ tenant: '', id: second.id, historyLength: undefined })).status?.state).toBe(TaskState.TASK_STATE_CANCELED);
   });
 });

@@ -340,9 +340,19 @@ describe('OpenTelemetry traces (OTLP over HTTP)', () => {
     expect(step.parentSpanId).toBe(run.spanId);
   });
 
-  it('refuses grpc, which it does not speak, naming the variable', async () => {
-    await expect(startStepwise({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).rejects.toThrow(
-      /OTEL_EXPORTER_OTLP_PROTOCOL/,
-    );
+  it('takes its sampler and propagators from OTEL_TRACES_SAMPLER and OTEL_PROPAGATORS, as the SDK reads them', async () => {
+    receiver = await TraceReceiver.start();
+    llm = await calculatingModel();
+    server = await startStepwiseWithModel(llm.url, tracingEnv('http/json', { OTEL_PROPAGATORS: 'b3', OTEL_TRACES_SAMPLER: 'always_off' }));
+    const client = await connect();
+    client.chat('What is 6*7?', { agent_mode: true, tools: ['calculator'] });
+    const start = await client.waitFor('agent_start');
+    await client.untilComplete({ timeoutMs: 30_000 });
+    expect(llm.requests.length).toBeGreaterThan(0);
+    for (const request of llm.requests) {
+      // A B3 single header instead of traceparent, in the run's trace, saying "not sampled" (always_off).
+      expect(request.headers.traceparent).toBeUndefined();
+      expect(request.headers.b3).toMatch(new RegExp(`^${start.trace_id as string}-[0-9a-f]{16}-0$`));
+    }
   });
 });

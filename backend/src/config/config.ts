@@ -43,9 +43,6 @@ function validAddressOrRange(value: string): boolean {
 }
 
 /** Environment variables: PROTOCOL.md's table first, then Stepwise's own tuning knobs. */
-/** The samplers OTEL_TRACES_SAMPLER may name. */
-export const SAMPLERS = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'] as const;
-
 const EnvSchema = z.object({
   PORT: integer(0, 65535).default(8787),
   HOST: nonEmpty.default('127.0.0.1'),
@@ -277,64 +274,12 @@ const EnvSchema = z.object({
   MCP_RETRY_MAX_MS: integer(1).default(60_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   STATIC_DIR: nonEmpty.optional(),
-  // OpenTelemetry traces (the standard variable names; tracing is on when an exporter is named or an endpoint set).
-  OTEL_TRACES_EXPORTER: z
-    .string()
-    .trim()
-    .toLowerCase()
-    .pipe(z.enum(['otlp', 'console', 'none'], { error: 'must be otlp, console or none' }))
-    .optional(),
-  OTEL_EXPORTER_OTLP_ENDPOINT: z
-    .string()
-    .trim()
-    .pipe(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }))
-    .optional(),
-  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z
-    .string()
-    .trim()
-    .pipe(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }))
-    .optional(),
-  OTEL_EXPORTER_OTLP_PROTOCOL: z
-    .string()
-    .trim()
-    .pipe(z.enum(['http/protobuf', 'http/json'], { error: 'must be http/protobuf or http/json (grpc is not supported)' }))
-    .default('http/protobuf'),
-  OTEL_EXPORTER_OTLP_HEADERS: z.string().optional(),
-  OTEL_SERVICE_NAME: nonEmpty.optional(),
-  OTEL_RESOURCE_ATTRIBUTES: z.string().optional(),
-  OTEL_BSP_SCHEDULE_DELAY: integer(1).default(5_000),
-  OTEL_METRICS_EXPORTER: z
-    .string()
-    .trim()
-    .toLowerCase()
-    .pipe(z.enum(['otlp', 'console', 'none'], { error: 'must be otlp, console or none' }))
-    .optional(),
-  OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: z
-    .string()
-    .trim()
-    .pipe(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }))
-    .optional(),
-  OTEL_METRIC_EXPORT_INTERVAL: integer(1).default(60_000),
+  // OpenTelemetry: the SDK reads every OTEL_* variable itself; these only say whether it starts (as the SDK would export).
+  OTEL_SDK_DISABLED: boolean.default(false),
+  OTEL_TRACES_EXPORTER: z.string().trim().toLowerCase().optional(),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().trim().optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.string().trim().optional(),
   OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: boolean.default(false),
-  OTEL_TRACES_SAMPLER: z
-    .string()
-    .trim()
-    .toLowerCase()
-    .pipe(z.enum(SAMPLERS, { error: `must be one of ${SAMPLERS.join(', ')}` }))
-    .default('parentbased_always_on'),
-  OTEL_TRACES_SAMPLER_ARG: z.coerce.number().min(0).max(1).default(1),
-  OTEL_PROPAGATORS: z
-    .string()
-    .trim()
-    .toLowerCase()
-    .transform((list) =>
-      list
-        .split(',')
-        .map((name) => name.trim())
-        .filter(Boolean),
-    )
-    .pipe(z.array(z.enum(['tracecontext', 'baggage', 'none'], { error: 'lists tracecontext, baggage or none' })))
-    .default(['tracecontext', 'baggage']),
   TRACE_URL_TEMPLATE: z
     .string()
     .trim()
@@ -343,28 +288,12 @@ const EnvSchema = z.object({
     .optional(),
 });
 
-/** OpenTelemetry tracing, when on: where spans go and what they may hold. */
+/** OpenTelemetry tracing, when on: what spans may hold beyond what the SDK reads from OTEL_* itself. */
 export interface TracingConfig {
-  exporter: 'otlp' | 'console';
-  /** The OTLP traces URL (…/v1/traces). */
-  endpoint: string;
-  protocol: 'http/protobuf' | 'http/json';
-  headers: Record<string, string>;
-  serviceName: string;
-  batchDelayMs: number;
   /** Prompts, replies and tool arguments on spans (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT). */
   captureContent: boolean;
-  /** OTEL_TRACES_SAMPLER and its ratio (OTEL_TRACES_SAMPLER_ARG, for the traceidratio samplers). */
-  sampler: (typeof SAMPLERS)[number];
-  samplerRatio: number;
-  /** OTEL_PROPAGATORS: the trace context formats read from callers and sent to the model. */
-  propagators: ('tracecontext' | 'baggage')[];
-  /** OTEL_RESOURCE_ATTRIBUTES: attributes every span's resource carries. */
-  resourceAttributes: Record<string, string>;
   /** INSTANCE_ID, when set: the resource's service.instance.id (else one per process). */
   instanceId: string | undefined;
-  /** The GenAI client metrics (OTEL_METRICS_EXPORTER, OTEL_EXPORTER_OTLP_METRICS_ENDPOINT, OTEL_METRIC_EXPORT_INTERVAL); off with `none`. */
-  metrics: { exporter: 'otlp' | 'console'; endpoint: string; intervalMs: number } | undefined;
 }
 
 /** The validated settings every module receives through injection. */
@@ -593,8 +522,23 @@ export type AuthConfig =
       adminEmails: string[];
     };
 
-/** Every environment variable the server reads, by name. */
-export const ENVIRONMENT_VARIABLES: readonly string[] = Object.keys(EnvSchema.shape);
+/** The OTEL_* variables the OpenTelemetry SDK reads itself (beyond those above), as documented. */
+const OTEL_SDK_VARIABLES = [
+  'OTEL_EXPORTER_OTLP_PROTOCOL',
+  'OTEL_EXPORTER_OTLP_HEADERS',
+  'OTEL_SERVICE_NAME',
+  'OTEL_RESOURCE_ATTRIBUTES',
+  'OTEL_TRACES_SAMPLER',
+  'OTEL_TRACES_SAMPLER_ARG',
+  'OTEL_PROPAGATORS',
+  'OTEL_BSP_SCHEDULE_DELAY',
+  'OTEL_METRICS_EXPORTER',
+  'OTEL_EXPORTER_OTLP_METRICS_ENDPOINT',
+  'OTEL_METRIC_EXPORT_INTERVAL',
+];
+
+/** Every environment variable the server reads, by name (the OpenTelemetry SDK's among them). */
+export const ENVIRONMENT_VARIABLES: readonly string[] = [...Object.keys(EnvSchema.shape), ...OTEL_SDK_VARIABLES];
 
 /** Reads and validates the settings; throws one ConfigError naming the first bad variable. */
 export function loadConfig(env: Record<string, string | undefined>, defaults: { promptsDir: string }): Config {
@@ -853,50 +797,16 @@ function isLoopbackHostName(hostname: string): boolean {
   return name === 'localhost' || name.endsWith('.localhost') || /^127\.\d+\.\d+\.\d+$/.test(name) || name === '[::1]';
 }
 
-/** Tracing is on when OTEL_TRACES_EXPORTER names an exporter, or (unset) an OTLP endpoint is given. */
+/**
+ * Tracing is on when OTEL_TRACES_EXPORTER names an exporter, or (unset) an OTLP endpoint is given,
+ * and OTEL_SDK_DISABLED is not true. Everything else (exporter, protocol, endpoint, headers,
+ * resource, sampler, propagators, batching, metrics) the OpenTelemetry SDK reads itself.
+ */
 function tracingConfig(e: z.infer<typeof EnvSchema>): TracingConfig | undefined {
-  const exporter = e.OTEL_TRACES_EXPORTER ?? (e.OTEL_EXPORTER_OTLP_ENDPOINT || e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ? 'otlp' : 'none');
-  if (exporter === 'none') return undefined;
-  const base = (e.OTEL_EXPORTER_OTLP_ENDPOINT ?? 'http://localhost:4318').replace(/\/+$/, '');
-  return {
-    exporter,
-    endpoint: e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? `${base}/v1/traces`,
-    protocol: e.OTEL_EXPORTER_OTLP_PROTOCOL,
-    headers: keyValueList(e.OTEL_EXPORTER_OTLP_HEADERS, 'OTEL_EXPORTER_OTLP_HEADERS'),
-    resourceAttributes: keyValueList(e.OTEL_RESOURCE_ATTRIBUTES, 'OTEL_RESOURCE_ATTRIBUTES'),
-    // OTEL_SERVICE_NAME comes first, then service.name among the resource attributes (as the SDK has it).
-    serviceName: e.OTEL_SERVICE_NAME ?? keyValueList(e.OTEL_RESOURCE_ATTRIBUTES, 'OTEL_RESOURCE_ATTRIBUTES')['service.name'] ?? 'stepwise',
-    batchDelayMs: e.OTEL_BSP_SCHEDULE_DELAY,
-    captureContent: e.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT,
-    sampler: e.OTEL_TRACES_SAMPLER,
-    samplerRatio: e.OTEL_TRACES_SAMPLER_ARG,
-    propagators: e.OTEL_PROPAGATORS.filter((name): name is 'tracecontext' | 'baggage' => name !== 'none'),
-    instanceId: e.INSTANCE_ID,
-    // The GenAI client metrics go where the traces go, unless OTEL_METRICS_EXPORTER says otherwise.
-    metrics:
-      (e.OTEL_METRICS_EXPORTER ?? exporter) === 'none'
-        ? undefined
-        : {
-            exporter: e.OTEL_METRICS_EXPORTER === 'console' || (!e.OTEL_METRICS_EXPORTER && exporter === 'console') ? 'console' : 'otlp',
-            endpoint: e.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT ?? `${base}/v1/metrics`,
-            intervalMs: e.OTEL_METRIC_EXPORT_INTERVAL,
-          },
-  };
-}
-
-/** OTEL_EXPORTER_OTLP_HEADERS and OTEL_RESOURCE_ATTRIBUTES: `key=value` pairs, comma-separated, values URL-encoded. */
-function keyValueList(raw: string | undefined, variable: string): Record<string, string> {
-  const headers: Record<string, string> = {};
-  for (const pair of (raw ?? '').split(',')) {
-    const at = pair.indexOf('=');
-    if (at <= 0) continue;
-    try {
-      headers[decodeURIComponent(pair.slice(0, at).trim())] = decodeURIComponent(pair.slice(at + 1).trim());
-    } catch {
-      throw new ConfigError(`Invalid ${variable}: a value is not URL-encoded`);
-    }
-  }
-  return headers;
+  const exporters = e.OTEL_TRACES_EXPORTER?.split(',').map((name) => name.trim()) ?? [];
+  const on = e.OTEL_TRACES_EXPORTER ? exporters[0] !== 'none' : Boolean(e.OTEL_EXPORTER_OTLP_ENDPOINT || e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
+  if (!on || e.OTEL_SDK_DISABLED) return undefined;
+  return { captureContent: e.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT, instanceId: e.INSTANCE_ID };
 }
 
 /**

@@ -1,6 +1,7 @@
 import { MemoryDeliveryOutbox } from './delivery-outbox.ts';
 import { MemoryWaitingMessages } from './waiting-messages.ts';
 import { MemoryPushStore } from './push-store.ts';
+import { MemoryAgentTaskStore } from './agent-task-store.ts';
 import type { LoggedEvent } from '@stepwise/shared-types';
 import type { LlmMessage } from '../messages.ts';
 import {
@@ -44,6 +45,7 @@ export class MemoryStore implements Store {
   readonly outbox = new MemoryDeliveryOutbox();
   readonly push = new MemoryPushStore();
   readonly waiting = new MemoryWaitingMessages();
+  readonly agentTasks = new MemoryAgentTaskStore();
   private readonly sessions = new Map<string, SessionData>();
   private readonly runs = new Map<string, RunRecord>();
   private readonly journals = new Map<string, JournalEntry[]>();

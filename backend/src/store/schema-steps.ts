@@ -1,6 +1,7 @@
 /** The two SQL databases the store runs on. */
 import { SETTINGS_AND_NOTIFICATION_STEPS } from './schema-steps-notify.ts';
 import { WAITING_MESSAGES_STEP } from './waiting-messages.ts';
+import { AGENT_TASK_STEPS } from './schema-steps-tasks.ts';
 
 export type SqlDialectName = 'sqlite' | 'postgres';
 
@@ -375,4 +376,5 @@ export const SCHEMA: SchemaStep[] = [
   },
   ...SETTINGS_AND_NOTIFICATION_STEPS,
   WAITING_MESSAGES_STEP,
+  ...AGENT_TASK_STEPS,
 ];

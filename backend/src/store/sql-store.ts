@@ -10,6 +10,7 @@ import { DIALECTS, insertMessages, type JsonReader, json, type Tables, tokenCoun
 import type { GroupSync } from './sqlite-database.ts';
 import { type DeliveryOutbox, SqlDeliveryOutbox } from './delivery-outbox.ts';
 import { type PushStore, SqlPushStore } from './push-store.ts';
+import { type AgentTaskStore, SqlAgentTaskStore } from './agent-task-store.ts';
 import { listSettingsChanges, readAppSettings, saveAppSettings } from './sql-settings.ts';
 import {
   type AppSettingsRecord,
@@ -71,6 +72,7 @@ export class SqlStore implements Store {
     this.outbox = new SqlDeliveryOutbox(db);
     this.push = new SqlPushStore(db);
     this.waiting = new SqlWaitingMessages(db);
+    this.agentTasks = new SqlAgentTaskStore(db);
     this.onClose = options.onClose ?? (() => undefined);
   }
 
@@ -79,6 +81,7 @@ export class SqlStore implements Store {
   readonly outbox: DeliveryOutbox;
   readonly push: PushStore;
   readonly waiting: WaitingMessages;
+  readonly agentTasks: AgentTaskStore;
   private readonly onClose: () => Promise<void> | void;
 
   /**

@@ -1,4 +1,5 @@
 import type { Generated, Kysely, Selectable, Transaction } from 'kysely';
+import type { AgentTaskTables } from './agent-task-store.ts';
 import type { DeliveryTables } from './delivery-outbox.ts';
 import type { SqlDialectName } from './migrations.ts';
 import type { PushTables } from './push-store.ts';
@@ -14,7 +15,7 @@ import type { RunRecord, SessionRecord, ShareRecord, SnapshotRecord } from './st
 export type Time = Date | string;
 export type Json = unknown;
 
-export interface Tables extends SettingsTables, DeliveryTables, PushTables, WaitingTables {
+export interface Tables extends SettingsTables, DeliveryTables, PushTables, WaitingTables, AgentTaskTables {
   sessions: { id: string; title: string | null; created_at: Time; updated_at: Time; owner: string; owner_name: string | null };
   revoked_sign_ins: { id: string; expires_at: Time };
   chat_shares: {

@@ -1,6 +1,7 @@
 import type { PushStore } from './push-store.ts';
 import type { DeliveryOutbox } from './delivery-outbox.ts';
 import type { WaitingMessages } from './waiting-messages.ts';
+import type { AgentTaskStore } from './agent-task-store.ts';
 import type { LoggedEvent } from '@stepwise/shared-types';
 import type { LlmMessage } from '../messages.ts';
 
@@ -140,6 +141,8 @@ export interface Store {
   readonly push: PushStore;
   /** Messages people sent to running runs, until the runs take them. */
   readonly waiting: WaitingMessages;
+  /** Agent protocol (A2A) tasks. */
+  readonly agentTasks: AgentTaskStore;
   /** Stores a new session, owned by `owner` (the local user when not given). */
   createSession(id: string, owner?: SessionOwner): Promise<SessionRecord>;
   getSession(id: string): Promise<SessionRecord | undefined>;

@@ -1,56 +1,76 @@
-import { randomUUID } from 'node:crypto';
-import type { TextMapPropagator } from '@opentelemetry/api';
-import type { Resource } from '@opentelemetry/resources';
-import type { Sampler } from '@opentelemetry/sdk-trace';
+import type { DiagLogger } from '@opentelemetry/api';
+import type { IdGenerator } from '@opentelemetry/sdk-trace';
 import type { TracingConfig } from '../config/config.ts';
+import type { Logger } from '../logger.ts';
 
 /**
- * The resource every span carries: OTEL_RESOURCE_ATTRIBUTES (`deployment.environment.name=prod`
- * and the rest, as set), `service.name` (OTEL_SERVICE_NAME), `service.version`, and
- * `service.instance.id` (INSTANCE_ID, else one per process).
+ * The OpenTelemetry SDK as started: its components are the API's global ones until it shuts down
+ * (one per process: a second server started in the same process while the first traces, as a test
+ * may, traces through the first one's).
  */
-export async function tracingResource(config: TracingConfig, version: string): Promise<Resource> {
-  const { resourceFromAttributes } = await import('@opentelemetry/resources');
-  return resourceFromAttributes({
-    ...config.resourceAttributes,
-    'service.name': config.serviceName,
-    'service.version': version,
-    'service.instance.id': config.instanceId ?? randomUUID(),
-  });
+export interface OtelSdk {
+  /** Sends what is left, stops, and unregisters the global components (so a later start registers its own). */
+  shutdown(): Promise<void>;
 }
 
-/** The sampler OTEL_TRACES_SAMPLER names (with OTEL_TRACES_SAMPLER_ARG for a ratio), built from the SDK's own. */
-export async function tracingSampler(config: TracingConfig): Promise<Sampler> {
-  const { AlwaysOffSampler, AlwaysOnSampler, ParentBasedSampler, TraceIdRatioBasedSampler } = await import('@opentelemetry/sdk-trace');
-  switch (config.sampler) {
-    case 'always_on':
-      return new AlwaysOnSampler();
-    case 'always_off':
-      return new AlwaysOffSampler();
-    case 'traceidratio':
-      return new TraceIdRatioBasedSampler(config.samplerRatio);
-    case 'parentbased_always_on':
-      return new ParentBasedSampler({ root: new AlwaysOnSampler() });
-    case 'parentbased_always_off':
-      return new ParentBasedSampler({ root: new AlwaysOffSampler() });
-    case 'parentbased_traceidratio':
-      return new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(config.samplerRatio) });
-    default: {
-      const unknown: never = config.sampler;
-      throw new Error(`Unknown sampler ${String(unknown)}`);
-    }
-  }
-}
-
-/** The propagator OTEL_PROPAGATORS names (W3C trace context and baggage by default), made the global one. */
-export async function tracingPropagator(config: TracingConfig): Promise<TextMapPropagator> {
-  const [{ CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator }, api] = await Promise.all([
-    import('@opentelemetry/core'),
+/**
+ * Starts the OpenTelemetry Node SDK, which reads the standard OTEL_* variables itself: the span
+ * exporter (OTEL_TRACES_EXPORTER, OTEL_EXPORTER_OTLP_* endpoint, protocol, headers), batching
+ * (OTEL_BSP_*), the sampler (OTEL_TRACES_SAMPLER, _ARG), the propagators (OTEL_PROPAGATORS), the
+ * metric readers (OTEL_METRICS_EXPORTER, OTEL_METRIC_EXPORT_INTERVAL), and the resource
+ * (OTEL_RESOURCE_ATTRIBUTES, OTEL_SERVICE_NAME). Stepwise adds to the resource only what the
+ * environment does not say: `service.name` stepwise (unless set), `service.version`, and
+ * `service.instance.id` (INSTANCE_ID, else one per process). Spans take their ids from
+ * `idGenerator`; the SDK's complaints go to the log.
+ */
+export async function startOtelSdk(config: TracingConfig, options: { version: string; logger: Logger; idGenerator: IdGenerator }): Promise<OtelSdk> {
+  const [api, { NodeSDK }, resources] = await Promise.all([
     import('@opentelemetry/api'),
+    import('@opentelemetry/sdk-node'),
+    import('@opentelemetry/resources'),
   ]);
-  const propagator = new CompositePropagator({
-    propagators: config.propagators.map((name) => (name === 'baggage' ? new W3CBaggagePropagator() : new W3CTraceContextPropagator())),
+  api.diag.setLogger(diagnostics(options.logger), { logLevel: api.DiagLogLevel.WARN, suppressOverrideMessage: true });
+  const instance: import('@opentelemetry/resources').ResourceDetector = config.instanceId
+    ? { detect: () => ({ attributes: { 'service.instance.id': config.instanceId } }) }
+    : resources.serviceInstanceIdDetector;
+  const sdk = new NodeSDK({
+    resource: resources.defaultResource().merge(resources.resourceFromAttributes({ 'service.name': 'stepwise', 'service.version': options.version })),
+    // Later detectors win: what the environment says comes last.
+    resourceDetectors: [
+      resources.hostDetector,
+      resources.osDetector,
+      resources.processDetector,
+      instance,
+      resources.resourceAttributesEnvDetector,
+      resources.serviceNameEnvDetector,
+    ],
+    idGenerator: options.idGenerator,
+    instrumentations: [],
+    // Log lines go to the log (with their trace ids), not over OTLP.
+    logRecordProcessors: [],
   });
-  api.propagation.setGlobalPropagator(propagator);
-  return propagator;
+  sdk.start();
+  return {
+    async shutdown() {
+      try {
+        await sdk.shutdown();
+      } finally {
+        api.trace.disable();
+        api.metrics.disable();
+        api.logs.disable();
+        api.propagation.disable();
+        api.context.disable();
+        api.diag.disable();
+      }
+    },
+  };
+}
+
+/** The SDK's diagnostics (an unknown sampler name, a failed export) as log lines. */
+function diagnostics(logger: Logger): DiagLogger {
+  const line =
+    (level: 'warn' | 'error' | 'info' | 'debug') =>
+    (message: string, ...args: unknown[]) =>
+      logger[level]({ component: 'opentelemetry', ...(args.length > 0 ? { details: args.map(String) } : {}) }, message);
+  return { error: line('error'), warn: line('warn'), info: line('info'), debug: line('debug'), verbose: line('debug') };
 }

@@ -1,4 +1,4 @@
-import type { Attributes, Context, Span, SpanContext, TextMapPropagator, Tracer } from '@opentelemetry/api';
+import type { Attributes, Context, Span, SpanContext, Tracer } from '@opentelemetry/api';
 import type { LoggedEvent } from '@stepwise/shared-types';
 import type { TracingConfig } from '../config/config.ts';
 import { isAbortError, ModelError } from '../errors.ts';
@@ -7,9 +7,9 @@ import type { Logger } from '../logger.ts';
 import { traceIdOfRun } from '../util/ids.ts';
 import { DEFAULT_STRATEGY } from '../agent/kernel/strategy.ts';
 import { responseAttributes } from './model-call-attributes.ts';
-import { tracingPropagator, tracingResource, tracingSampler } from './otel-setup.ts';
+import { startOtelSdk } from './otel-setup.ts';
 import { tracedLogger } from './traced-logger.ts';
-import { type GenAiMetrics, startGenAiMetrics } from './genai-metrics.ts';
+import { type GenAiMetrics, genAiMetrics } from './genai-metrics.ts';
 
 /** Runs as OpenTelemetry traces: what the event log and the model client tell it become spans. */
 export interface RunTracing extends CallerTraces {
@@ -64,25 +64,15 @@ interface RunSpans {
 }
 
 /**
- * Starts tracing: an SDK tracer provider exporting OTLP over HTTP (protobuf or JSON) in batches,
- * loaded only now. Each run is a trace whose id is the run's id (so `agent_start.trace_id` is
- * known before its first span ends), with spans named and attributed as the OpenTelemetry GenAI
- * semantic conventions say: `invoke_agent STRATEGY`, `chat MODEL`, `execute_tool TOOL`.
+ * Starts tracing: the OpenTelemetry SDK, configured by the standard OTEL_* variables (see
+ * otel-setup.ts) and loaded only now. Each run is a trace whose id is the run's id (so
+ * `agent_start.trace_id` is known before its first span ends), with spans named and attributed as
+ * the OpenTelemetry GenAI semantic conventions say: `invoke_agent STRATEGY`, `chat MODEL`,
+ * `execute_tool TOOL`.
  */
 export async function startTracing(config: TracingConfig, options: TracingOptions): Promise<RunTracing> {
   const api = await import('@opentelemetry/api');
-  // The span a model call runs in is the active one there (the model client's log lines name it).
-  const { AsyncLocalStorageContextManager } = await import('@opentelemetry/context-async-hooks');
-  api.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-  const { BatchSpanProcessor, ConsoleSpanExporter, RandomIdGenerator, SimpleSpanProcessor, TracerProvider } = await import('@opentelemetry/sdk-trace');
-  const [resource, sampler, propagator] = await Promise.all([tracingResource(config, options.version), tracingSampler(config), tracingPropagator(config)]);
-  const metrics = await startGenAiMetrics(config, resource);
-  const exporter =
-    config.exporter === 'console'
-      ? new ConsoleSpanExporter()
-      : config.protocol === 'http/json'
-        ? new (await import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter({ url: config.endpoint, headers: config.headers })
-        : new (await import('@opentelemetry/exporter-trace-otlp-proto')).OTLPTraceExporter({ url: config.endpoint, headers: config.headers });
+  const { RandomIdGenerator } = await import('@opentelemetry/sdk-trace');
   // A run's root span takes the run's own trace id; every other id is random.
   const random = new RandomIdGenerator();
   let nextTraceId: string | undefined;
@@ -94,20 +84,17 @@ export async function startTracing(config: TracingConfig, options: TracingOption
     },
     generateSpanId: () => random.generateSpanId(),
   };
-  const processor =
-    config.exporter === 'console' ? new SimpleSpanProcessor({ exporter }) : new BatchSpanProcessor({ exporter, scheduledDelayMillis: config.batchDelayMs });
-  const provider = new TracerProvider({
-    resource,
-    sampler,
-    idGenerator,
-    spanProcessors: [processor],
-  });
-  const tracer = provider.getTracer('stepwise');
-  options.logger.info(
-    { exporter: config.exporter, endpoint: config.exporter === 'otlp' ? config.endpoint : undefined, protocol: config.protocol },
-    'tracing runs with OpenTelemetry',
+  const sdk = await startOtelSdk(config, { version: options.version, logger: options.logger, idGenerator });
+  options.logger.info({}, 'tracing runs with OpenTelemetry (set up by the OTEL_* variables)');
+  return new OtelRunTracing(
+    api,
+    api.trace.getTracer('stepwise'),
+    sdk,
+    config,
+    options,
+    (traceId) => (nextTraceId = traceId),
+    genAiMetrics(api.metrics.getMeter('stepwise')),
   );
-  return new OtelRunTracing(api, tracer, provider, config, options, (traceId) => (nextTraceId = traceId), propagator, metrics);
 }
 
 class OtelRunTracing implements RunTracing, CallerTraces {
@@ -128,8 +115,7 @@ class OtelRunTracing implements RunTracing, CallerTraces {
     private readonly config: TracingConfig,
     options: TracingOptions,
     private readonly useTraceId: (traceId: string) => void,
-    private readonly propagator: TextMapPropagator,
-    private readonly metrics: GenAiMetrics | undefined,
+    private readonly metrics: GenAiMetrics,
   ) {
     this.providerName = options.provider;
     this.logger = options.logger;
@@ -138,7 +124,7 @@ class OtelRunTracing implements RunTracing, CallerTraces {
   }
 
   acceptCaller(sessionId: string, headers: Record<string, string | string[] | undefined>): void {
-    const context = this.propagator.extract(this.api.ROOT_CONTEXT, headers, this.api.defaultTextMapGetter);
+    const context = this.api.propagation.extract(this.api.ROOT_CONTEXT, headers, this.api.defaultTextMapGetter);
     const caller = this.api.trace.getSpanContext(context);
     if (!caller || !this.api.trace.isSpanContextValid(caller)) return;
     this.callers.delete(sessionId);
@@ -264,14 +250,14 @@ class OtelRunTracing implements RunTracing, CallerTraces {
       const started = performance.now();
       const measured: Attributes = { 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': this.providerName, 'gen_ai.request.model': model };
       const traceHeaders: Record<string, string> = {};
-      this.propagator.inject(this.api.trace.setSpan(parent, span), traceHeaders, this.api.defaultTextMapSetter);
+      this.api.propagation.inject(this.api.trace.setSpan(parent, span), traceHeaders, this.api.defaultTextMapSetter);
       try {
         const result = await this.api.context.with(this.api.trace.setSpan(parent, span), () =>
           call({ ...request, traceHeaders: { ...request.traceHeaders, ...traceHeaders } }),
         );
         const response = responseAttributes(result, model);
         span.setAttributes(response);
-        this.metrics?.record({ ...measured, 'gen_ai.response.model': response['gen_ai.response.model']! }, (performance.now() - started) / 1000, result.usage);
+        this.metrics.record({ ...measured, 'gen_ai.response.model': response['gen_ai.response.model']! }, (performance.now() - started) / 1000, result.usage);
         span.setAttributes({
           ...(this.config.captureContent
             ? {
@@ -290,7 +276,7 @@ class OtelRunTracing implements RunTracing, CallerTraces {
         const aborted = isAbortError(error, request.signal);
         const errorType = aborted ? 'cancelled' : error instanceof ModelError ? `model_${error.category ?? 'endpoint'}` : 'internal';
         span.setAttribute('error.type', errorType);
-        this.metrics?.record({ ...measured, 'error.type': errorType }, (performance.now() - started) / 1000, undefined);
+        this.metrics.record({ ...measured, 'error.type': errorType }, (performance.now() - started) / 1000, undefined);
         if (!aborted) span.setStatus({ code: this.api.SpanStatusCode.ERROR, message: error instanceof Error ? error.message.slice(0, 500) : String(error) });
         throw error;
       } finally {
@@ -306,8 +292,7 @@ class OtelRunTracing implements RunTracing, CallerTraces {
   async shutdown(): Promise<void> {
     for (const runId of [...this.runs.keys()]) this.close(runId, Date.now());
     // The collector being away costs the last spans, never the shutdown.
-    await this.provider.shutdown().catch((error: unknown) => this.logger.warn({ err: error }, 'could not send the last spans'));
-    await this.metrics?.shutdown().catch((error: unknown) => this.logger.warn({ err: error }, 'could not send the last metrics'));
+    await this.provider.shutdown().catch((error: unknown) => this.logger.warn({ err: error }, 'could not send the last spans and metrics'));
     this.api.context.disable();
   }
 

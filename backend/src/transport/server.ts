@@ -165,6 +165,7 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
     version: version(),
     bearer: config.auth.mode !== 'none',
     callers,
+    tasks: store.agentTasks,
   });
   const sockets = new SocketsPerClient(config.limits.socketsPerAddress);
   registerWebSocketRoute(app, handler, sockets, config.limits);

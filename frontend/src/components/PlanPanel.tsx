@@ -7,7 +7,7 @@ const TRIGGER_WORDS: Record<PlanTrigger, string> = {
   failed_attempts: 'a step failed after its attempts',
   missing_prerequisite: 'a step found something missing',
   not_viable: 'the plan no longer looked viable',
-  message: 'your message changed what the plan had to do',
+  message: 'a message sent during the run changed what was asked',
 };
 
 /** What a revision changed: the goals it dropped and the ones it added. */

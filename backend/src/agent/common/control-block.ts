@@ -1,4 +1,4 @@
-import { matchBrace, streamingProse } from '@stepwise/shared-types';
+import { matchBrace, ProseStream } from '@stepwise/shared-types';
 import { z } from 'zod';
 
 /** The reason phase's control block. */
@@ -80,17 +80,13 @@ function widenToFence(text: string, start: number, end: number): { start: number
 /**
  * Wraps a stream of text deltas so that only prose passes: the control block a reply ends with
  * (and anything that may still become one) is held back, so no client, whatever it renders,
- * sees the loop's JSON while the text streams. The full event carries the prose once more.
+ * sees the loop's JSON while the text streams. The full event carries the prose once more. Each
+ * delta is read once (ProseStream), so a long reply costs time in proportion to its length.
  */
 export function proseDeltas(send: (delta: string) => void): (delta: string) => void {
-  let raw = '';
-  let sent = '';
+  const prose = new ProseStream();
   return (delta) => {
-    raw += delta;
-    const prose = streamingProse(raw);
-    // The prose only grows, except where tidying moved whitespace: then nothing new is sent yet.
-    if (prose.length <= sent.length || !prose.startsWith(sent)) return;
-    send(prose.slice(sent.length));
-    sent = prose;
+    const next = prose.push(delta);
+    if (next) send(next);
   };
 }

@@ -1,3 +1,4 @@
+import type { PersonMessage } from '../common/person-messages.ts';
 import { taskGraphEvent } from './research-events.ts';
 import { fitState, GraphError, type GraphStage, type GraphTask, parseState, renderState, type ResearchState, STATE_DOC } from './state-doc.ts';
 import { BEST_ANSWER_LINES, type ResearchRun, StateDocError, TaskGraphPlan } from './research-definition.ts';
@@ -46,11 +47,22 @@ export function reopenInterrupted(state: ResearchState): void {
   }
 }
 
+/**
+ * The person's messages to the run as a whole (read by the planner or a verifier) hold for the rest
+ * of the project: constraints (every later task's context has them) and lines of its history.
+ */
+export function heed(state: ResearchState, messages: readonly PersonMessage[]): void {
+  for (const message of messages) {
+    state.constraints.push(`As the person said during the run: ${oneLine(message.content)}`);
+    state.history.push(`- ${new Date().toISOString().slice(0, 16)} message during the run: ${oneLine(message.content)}`);
+  }
+}
+
 /** A new project: the graph planned by the model, statuses todo, version 1. */
 export async function plan(run: ResearchRun): Promise<ResearchState> {
   const goal = run.input.question.trim();
   const manifest = await run.filesManifest();
-  const { parsed } = await run.llm.complete({
+  const { parsed, steers = [] } = await run.llm.complete({
     purpose: 'research.plan',
     messages: [
       { role: 'system', content: run.prompts.render('plan', { goal, files_manifest: manifest }) },
@@ -79,6 +91,7 @@ export async function plan(run: ResearchRun): Promise<ResearchState> {
     verifier: [],
     history: [`- ${new Date().toISOString().slice(0, 16)} planned: ${graph.stages.length} stages`],
   };
+  heed(state, steers);
   try {
     parseState(renderState(state));
   } catch (error) {

@@ -1,12 +1,11 @@
 import type { AgentVerdict } from '@stepwise/shared-types';
-import type { PersonMessage } from '../common/person-messages.ts';
 import { askQuestion } from '../kernel/ask.ts';
 import { oneSentence } from '../kernel/grounding.ts';
 import type { RunSuccess } from '../kernel/strategy.ts';
 import { verdictEvent } from './research-events.ts';
 import { AGENTS, type GraphStage, type GraphTask, nextTaskId, type ResearchState, type Verdict } from './state-doc.ts';
 import { type ResearchRun, type TaskResult, VerdictResult } from './research-definition.ts';
-import { contextPack, emitGraph, oneLine, progressLine, type StateDocument } from './research-document.ts';
+import { contextPack, emitGraph, heed, oneLine, progressLine, type StateDocument } from './research-document.ts';
 
 /** The optional check of one task against its acceptance criteria; follow-ups join the stage. */
 export async function verifyTask(run: ResearchRun, state: ResearchState, stage: GraphStage, task: GraphTask, result: TaskResult): Promise<string[]> {
@@ -122,14 +121,6 @@ export async function judge(
   // A task's messages are its own; one for the run as a whole holds for the rest of the project.
   if (judged.scope !== 'task') heed(state, steers);
   return { verdict: parsed!, heard: judged.scope !== 'task' && steers.length > 0 };
-}
-
-/** The person's messages to the run become constraints of the project (every later task's context has them) and lines of its history. */
-function heed(state: ResearchState, messages: readonly PersonMessage[]): void {
-  for (const message of messages) {
-    state.constraints.push(`As the person said during the run: ${oneLine(message.content)}`);
-    state.history.push(`- ${new Date().toISOString().slice(0, 16)} message during the run: ${oneLine(message.content)}`);
-  }
 }
 
 /** Follow-up tasks into the stage (todo, after its last id); their ids. */

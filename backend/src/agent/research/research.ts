@@ -1,4 +1,5 @@
 import type { LlmMessage } from '../../messages.ts';
+import { personTurns } from '../common/person-messages.ts';
 import { REQUEST_INPUT_TOOL, requestInputSchema } from '../../tools/request-input-tool.ts';
 import { defineStrategy, type RunProgress, type RunSuccess } from '../kernel/strategy.ts';
 import { runToolCalls, toolCallMessages } from '../kernel/tool-calls.ts';
@@ -187,7 +188,11 @@ async function taskWork(
   ];
   const tools = [...run.tools.schemas(input.toolNames), requestInputSchema];
   for (let round = resumed?.round ?? 1; round <= TASK_TOOL_ROUNDS; round++) {
-    const { text, toolCalls } = await run.llm.complete({
+    const {
+      text,
+      toolCalls,
+      steers = [],
+    } = await run.llm.complete({
       purpose: 'research.task',
       nodeId: task.id,
       messages,
@@ -195,6 +200,8 @@ async function taskWork(
       signal: run.control.signal,
       variables: { ...variables, task_id: task.id, agent: task.agent },
     });
+    // A person's message for this task stays in its conversation for its later calls.
+    messages.push(...personTurns(steers));
     if (toolCalls.length === 0) {
       if (text.trim()) messages.push({ role: 'assistant', content: text });
       break;

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { AgentCard, Message, Part, TaskState } from '@a2a-js/sdk';
+import type { AgentCard, Message, Part, Task, TaskState } from '@a2a-js/sdk';
 import type { AgentExecutor, ExecutionEventBus, RequestContext, User } from '@a2a-js/sdk/server';
 import { type ClientMessage, ChatMessage, type StrategyInfo } from '@stepwise/shared-types';
 import type { MessageSender } from '../../chat/chat-service.ts';
@@ -29,12 +29,6 @@ export class A2aCaller implements User {
   get userName(): string {
     return this.sender.user?.id ?? 'local';
   }
-}
-
-/** What a task is in Stepwise: a run in a chat, of a caller. */
-interface TaskRun {
-  chatId: string;
-  sender: MessageSender;
 }
 
 /** The agent card: one skill per strategy; JSON-RPC at `url` (A2A 1.0, and 0.3 method names). */
@@ -81,9 +75,10 @@ export function agentCard(url: string, strategies: StrategyInfo[], version: stri
  * next message on the task answers it; the answer is the task's artifact. docs/PROTOCOL.md, "A2A".
  */
 export class StepwiseA2aExecutor implements AgentExecutor {
-  private readonly tasks = new Map<string, TaskRun>();
   /** Tasks a request is following the run of just now. */
   private readonly following = new Set<string>();
+  /** The contexts of tasks being canceled here (stop, then cancelTask), by task id. */
+  private readonly canceling = new Map<string, string>();
 
   constructor(
     private readonly sessions: SessionManager,
@@ -95,8 +90,8 @@ export class StepwiseA2aExecutor implements AgentExecutor {
     const { taskId, contextId } = request;
     const caller = request.context.user as A2aCaller | undefined;
     const sender = caller?.sender ?? {};
-    const known = this.tasks.get(taskId);
-    const chatId = known?.chatId ?? (SESSION_ID.test(contextId) ? contextId : randomUUID());
+    // A task's chat is in the task as stored (after a restart, on any instance), else made now.
+    const chatId = chatIdOf(request.task) ?? (SESSION_ID.test(contextId) ? contextId : randomUUID());
     const status = (state: TaskState, text?: string, metadata?: Record<string, unknown>) =>
       bus.publish({
         kind: 'statusUpdate',
@@ -126,11 +121,14 @@ export class StepwiseA2aExecutor implements AgentExecutor {
             metadata: { chat_id: chatId },
           },
         });
-      this.tasks.set(taskId, { chatId, sender });
       if (caller && !request.task) this.callers.acceptCaller(chatId, caller.headers);
+      // The run a task waits on may run on another instance: the task says which it is.
+      followed.runId ??= waitingOf(request.task)?.runId;
       const refused = await followed.handle(messageOf(request, followed));
       if (refused) {
-        status(request.task ? STATE.inputRequired : STATE.failed, `${refused.code}: ${refused.message}`, { error: refused.code });
+        // A task that still waits keeps saying on what (the question, its run), for the next message.
+        const asked = waitingOf(request.task) ? request.task?.status?.message?.metadata : {};
+        status(request.task ? STATE.inputRequired : STATE.failed, `${refused.code}: ${refused.message}`, { ...asked, error: refused.code });
         return bus.finished();
       }
       status(STATE.working);
@@ -143,6 +141,7 @@ export class StepwiseA2aExecutor implements AgentExecutor {
         const { question } = pause;
         status(STATE.inputRequired, questionText(question), {
           question_id: question.question_id,
+          run_id: question.run_id,
           kind: question.kind ?? 'question',
           ...(question.choices ? { choices: question.choices } : {}),
         });
@@ -155,15 +154,16 @@ export class StepwiseA2aExecutor implements AgentExecutor {
     }
   }
 
-  /** Stops the run of a task (a canceled task's run, whether it runs or waits on a question). */
-  async stop(taskId: string): Promise<void> {
-    const task = this.tasks.get(taskId);
-    if (!task) return;
-    const followed = await FollowedChat.open(this.sessions, task.chatId, task.sender);
+  /** Stops the run of a task (a canceled task's run, whether it runs or waits on a question, here or elsewhere). */
+  async stop(task: Task, caller: A2aCaller | undefined): Promise<void> {
+    const chatId = chatIdOf(task);
+    this.canceling.set(task.id, task.contextId);
+    if (!chatId) return;
+    const followed = await FollowedChat.open(this.sessions, chatId, caller?.sender ?? {});
     if (!followed) return;
     try {
       const refused = await followed.handle({ type: 'agent_control', action: 'stop' });
-      if (!refused) this.logger.info({ chat_id: task.chatId, task_id: taskId }, 'A2A task canceled: its run stops');
+      if (!refused) this.logger.info({ chat_id: chatId, task_id: task.id }, 'A2A task canceled: its run stops');
     } finally {
       followed.release();
     }
@@ -175,8 +175,7 @@ export class StepwiseA2aExecutor implements AgentExecutor {
    */
   async cancelTask(taskId: string, bus: ExecutionEventBus): Promise<void> {
     if (this.following.has(taskId)) return;
-    const contextId = this.tasks.get(taskId)?.chatId ?? '';
-    this.tasks.delete(taskId);
+    const contextId = this.canceling.get(taskId) ?? '';
     bus.publish({
       kind: 'statusUpdate',
       data: {
@@ -189,8 +188,12 @@ export class StepwiseA2aExecutor implements AgentExecutor {
     bus.finished();
   }
 
+  /** A cancellation is over (whether the SDK asked for cancelTask here or, the task's request elsewhere, marked it itself). */
+  canceled(taskId: string): void {
+    this.canceling.delete(taskId);
+  }
+
   private ended(taskId: string, contextId: string, outcome: RunOutcome, bus: ExecutionEventBus): void {
-    this.tasks.delete(taskId);
     if (outcome.answer)
       bus.publish({
         kind: 'artifactUpdate',
@@ -231,7 +234,8 @@ function messageOf(request: RequestContext, followed: FollowedChat): ClientMessa
     .map((part) => (part.content?.$case === 'text' ? part.content.value : ''))
     .join('\n')
     .trim();
-  const waiting = followed.pendingQuestionIds[0];
+  // The question the run waits on here, or (its run elsewhere, or not yet back after a restart) the one the task asked.
+  const waiting = followed.pendingQuestionIds[0] ?? waitingOf(request.task)?.questionId;
   if (request.task && waiting) return { type: 'agent_user_input', question_id: waiting, content: text };
   const settings = { ...request.request.metadata, ...request.userMessage.metadata } as Record<string, unknown>;
   const parsed = ChatMessage.safeParse({
@@ -245,6 +249,20 @@ function messageOf(request: RequestContext, followed: FollowedChat): ClientMessa
   });
   // An invalid message is sent as it is, so the chat refuses it with its typed error.
   return parsed.success ? parsed.data : ({ type: 'chat', content: text, agent_mode: true, ...settings } as ClientMessage);
+}
+
+/** The chat a task's run is in, as the task keeps it. */
+function chatIdOf(task: Task | undefined): string | undefined {
+  const chatId = task?.metadata?.chat_id;
+  return typeof chatId === 'string' && SESSION_ID.test(chatId) ? chatId : undefined;
+}
+
+/** The question an input-required task waits on, and its run, as its status says. */
+function waitingOf(task: Task | undefined): { questionId: string; runId: string | undefined } | undefined {
+  if (task?.status?.state !== STATE.inputRequired) return undefined;
+  const metadata = task.status.message?.metadata ?? {};
+  if (typeof metadata.question_id !== 'string') return undefined;
+  return { questionId: metadata.question_id, runId: typeof metadata.run_id === 'string' ? metadata.run_id : undefined };
 }
 
 function agentMessage(taskId: string, contextId: string, text: string, metadata: Record<string, unknown> = {}): Message {

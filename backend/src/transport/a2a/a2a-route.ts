@@ -4,9 +4,11 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { SessionManager } from '../../chat/session-manager.ts';
 import type { Logger } from '../../logger.ts';
+import type { AgentTaskStore } from '../../store/agent-task-store.ts';
 import { errorResponses, mediaResponse } from '../openapi.ts';
 import type { CallerTraces } from '../../tracing/run-tracing.ts';
 import { A2aCaller, agentCard, StepwiseA2aExecutor } from './a2a-executor.ts';
+import { StoredA2aTasks } from './a2a-task-store.ts';
 
 /** What the A2A server needs of the app. */
 export interface A2aDependencies {
@@ -18,6 +20,8 @@ export interface A2aDependencies {
   bearer: boolean;
   /** Where a caller's traceparent goes: the run its message starts links to it. */
   callers: CallerTraces;
+  /** Where tasks are kept (the store: they outlive a restart, and every instance reads them). */
+  tasks: AgentTaskStore;
 }
 
 /** Where A2A's JSON-RPC is served. */
@@ -27,8 +31,13 @@ const LEGACY_VERSION = '0.3';
 
 /** The A2A SDK's server side, loaded at the first A2A request (never at start). */
 async function loadSdk() {
-  const [server, legacy] = await Promise.all([import('@a2a-js/sdk/server'), import('@a2a-js/sdk/compat/v0_3/server')]);
-  return { server, legacy };
+  const [types, errors, server, legacy] = await Promise.all([
+    import('@a2a-js/sdk'),
+    import('@a2a-js/sdk/errors'),
+    import('@a2a-js/sdk/server'),
+    import('@a2a-js/sdk/compat/v0_3/server'),
+  ]);
+  return { types, errors, server, legacy };
 }
 type Sdk = Awaited<ReturnType<typeof loadSdk>>;
 
@@ -45,7 +54,7 @@ export function registerA2aRoutes(app: FastifyInstance, deps: A2aDependencies): 
   let loading: Promise<{ sdk: Sdk; handler: A2ARequestHandler }> | undefined;
   const load = (request: FastifyRequest) =>
     (loading ??= loadSdk().then(
-      (sdk) => ({ sdk, handler: requestHandler(sdk, cardOf(request), executor) }),
+      (sdk) => ({ sdk, handler: requestHandler(sdk, cardOf(request), executor, deps.tasks) }),
       (error: unknown) => {
         loading = undefined;
         throw error;
@@ -122,17 +131,27 @@ export function registerA2aRoutes(app: FastifyInstance, deps: A2aDependencies): 
 }
 
 /**
- * The SDK's request handler over an in-memory task store scoped by caller, with one change: a
- * task's cancellation first stops its run (the SDK asks the executor only while a request of the
- * task is in progress, not while it waits for input).
+ * The SDK's request handler over the store's tasks, scoped by caller, with one change: a task's
+ * cancellation first stops its run, wherever it runs (the SDK asks the executor only while a
+ * request of the task is in progress here, not while it waits for input, nor after a restart).
  */
-function requestHandler(sdk: Sdk, card: ReturnType<typeof agentCard>, executor: StepwiseA2aExecutor): A2ARequestHandler {
-  const handler = new sdk.server.DefaultRequestHandler(card, new sdk.server.InMemoryTaskStore(), executor);
+function requestHandler(sdk: Sdk, card: ReturnType<typeof agentCard>, executor: StepwiseA2aExecutor, tasks: AgentTaskStore): A2ARequestHandler {
+  const store = new StoredA2aTasks(tasks, {
+    Task: sdk.types.Task,
+    taskStateToJSON: sdk.types.taskStateToJSON,
+    ownerOf: sdk.server.resolveUserScope,
+    malformed: (message) => new sdk.errors.RequestMalformedError(message),
+  });
+  const handler = new sdk.server.DefaultRequestHandler(card, store, executor);
   const cancel = handler.cancelTask.bind(handler);
   handler.cancelTask = async (params, context) => {
-    await handler.getTask({ id: params.id, tenant: params.tenant, historyLength: 0 }, context);
-    await executor.stop(params.id);
-    return cancel(params, context);
+    const task = await handler.getTask({ id: params.id, tenant: params.tenant, historyLength: 0 }, context);
+    await executor.stop(task, context.user as A2aCaller | undefined);
+    try {
+      return await cancel(params, context);
+    } finally {
+      executor.canceled(task.id);
+    }
   };
   return handler;
 }
