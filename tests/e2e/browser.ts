@@ -1,3 +1,4 @@
+import AxeBuilder from '@axe-core/playwright';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
@@ -65,6 +66,14 @@ export async function ask(page: Page, text: string): Promise<void> {
 export async function openOptions(page: Page): Promise<void> {
   const toggle = page.getByRole('button', { name: /^(Agent ·|Plain chat)/ });
   if ((await toggle.isVisible()) && (await toggle.getAttribute('aria-expanded')) === 'false') await toggle.click();
+}
+
+/** What axe-core finds serious or critical on the page as it is now, as `rule: selectors` lines. */
+export async function seriousViolations(target: Page): Promise<string[]> {
+  const { violations } = await new AxeBuilder({ page: target }).analyze();
+  return violations
+    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
+    .map((violation) => `${violation.id}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`);
 }
 
 /** Saves a screenshot under tests/artifacts. */

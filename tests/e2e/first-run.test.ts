@@ -92,16 +92,16 @@ describe('a new user’s first minutes', { timeout: BROWSER_TEST_TIMEOUT_MS }, (
     await inBlock;
     await page.locator('.phase-reason .agent-text').getByText(prose, { exact: true }).waitFor();
 
-    // Enter while the agent works sends nothing, and says why.
+    // Enter while the agent works steers it: the message waits for the run's next model call.
     await page.getByRole('textbox', { name: 'Message' }).fill('And then?');
     await page.getByRole('textbox', { name: 'Message' }).press('Enter');
-    await page
-      .getByRole('alert')
-      .getByText(/still working/)
-      .waitFor();
+    const waiting = page.getByTestId('steer-waiting').filter({ hasText: 'And then?' });
+    await waiting.getByRole('button', { name: 'Cancel' }).waitFor();
 
+    // Stopped, the run never reads it: it is withdrawn.
     await page.getByRole('button', { name: 'Stop' }).click();
     await page.getByTestId('run-end').getByText('Stopped').waitFor();
+    await waiting.waitFor({ state: 'detached' });
     expect(await page.locator('.phase-reason .agent-text').textContent()).toBe(prose);
     const shown = await page.evaluate(() => (window as unknown as { reasonTexts: string[] }).reasonTexts);
     expect(shown.length).toBeGreaterThan(0);

@@ -1,8 +1,7 @@
-import AxeBuilder from '@axe-core/playwright';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { startStepwise, type TestServer } from '../helpers/stepwise.ts';
-import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, useBrowser } from './browser.ts';
+import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, seriousViolations, useBrowser } from './browser.ts';
 
 // The app as a browser gets it over HTTP: its headers, its cached and compressed files, and what
 // axe-core finds on its screens.
@@ -15,14 +14,6 @@ useBrowser(
   (launched) => (browser = launched),
   () => [context, server],
 );
-
-/** What axe-core finds serious or critical on the page as it is now, as `rule: selectors` lines. */
-async function seriousViolations(target: Page): Promise<string[]> {
-  const { violations } = await new AxeBuilder({ page: target }).analyze();
-  return violations
-    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
-    .map((violation) => `${violation.id}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`);
-}
 
 describe('the web app over HTTP', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS }, () => {
   it('sends a CSP the app runs under, immutable compressed assets, and passes axe-core on its screens', async () => {

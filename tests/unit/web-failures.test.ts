@@ -1,25 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { parseServerEvent } from '../../frontend/src/lib/socket-client.ts';
 import { awaitingAnswer, reduce } from '../../frontend/src/state/reducer.ts';
 import { initialViewState, type ViewState } from '../../frontend/src/state/view-state.ts';
+import { receive, testSession } from '../helpers/web-view.ts';
 
 const ts = '2026-01-01T00:00:00.000Z';
-const session = {
-  type: 'session',
-  session_id: 's-1',
-  protocol: 1,
-  model: 'scripted',
-  limits: { max_steps_default: 4, max_steps_limit: 8 },
-  tools: [],
-};
+const session = testSession;
 const failure = { type: 'error', code: 'model_error', message: 'The model endpoint failed: connection refused', seq: 1, ts };
-
-/** Every frame goes through the socket client's parser first, as in the app. */
-const receive = (state: ViewState, ...frames: Record<string, unknown>[]) =>
-  frames.reduce((next, frame) => {
-    const event = parseServerEvent(JSON.stringify(frame));
-    return event ? reduce(next, { kind: 'server_event', event }) : next;
-  }, state);
 
 const kinds = (state: ViewState) => state.items.map((item) => (item.kind === 'failure' ? `failure:${item.code}:${item.message}` : item.kind));
 

@@ -15,7 +15,7 @@ export function BranchCard({ run, branch, running }: { run: RunView; branch: Bra
   const [chosen, setChosen] = useState<boolean | undefined>(undefined);
   const open = chosen ?? !(run.complete && run.replayed);
   const lastStep = branch.steps.at(-1)?.step;
-  const working = running && status !== 'done' && status !== 'failed';
+  const working = running && status !== 'done' && status !== 'failed' && status !== 'stopped';
   return (
     <details className="branch" open={open} data-testid="branch" data-node-id={branch.nodeId}>
       <summary
@@ -33,7 +33,7 @@ export function BranchCard({ run, branch, running }: { run: RunView; branch: Bra
           key={step.step}
           step={step}
           label={`Iteration ${step.step}`}
-          running={running}
+          running={running && status !== 'stopped'}
           current={working && step.step === lastStep}
           folded={isStepFolded(run, step, branch.steps)}
         />

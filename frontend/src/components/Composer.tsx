@@ -1,10 +1,11 @@
-import type { McpServerStatus, StrategyInfo, ToolInfo } from '@stepwise/shared-types';
+import type { Delivery, McpServerStatus, StrategyInfo, ToolInfo } from '@stepwise/shared-types';
 import { type FormEvent, useEffect, useId, useMemo, useRef, useState } from 'react';
 import { loadStrategyChoice, saveStrategyChoice, type StrategyChoice } from '../lib/strategy-choice.ts';
 import { initialValues, type OptionValues, optionFields, optionsToSend } from '../lib/strategy-options.ts';
 import type { SendOptions } from '../lib/use-stepwise.ts';
 import { AttachedFiles } from './AttachedFiles.tsx';
 import { PaperclipIcon, SlidersIcon } from './Icons.tsx';
+import { SendMenu } from './SendMenu.tsx';
 import { StrategyPicker } from './StrategyPicker.tsx';
 import { ToolPicker } from './ToolPicker.tsx';
 
@@ -27,8 +28,10 @@ export interface ComposerProps {
   onDetach?: (name: string) => void;
   onSend: (content: string, options: SendOptions) => boolean;
   onAnswer: (answer: string) => boolean;
-  /** The user tried to send while a run works: say why nothing was sent. */
-  onBlockedSend: () => void;
+  /** True while an agent run works (a message then steers it); busy without one, a plain answer streams. */
+  runActive?: boolean;
+  /** A message while busy: it steers the run (or waits for it, or interrupts it); a plain answer's is queued. */
+  onSteer?: (content: string, delivery: Delivery, options: SendOptions) => boolean;
   onStop: () => void;
   /** The chat has started (it has turns): the options fold to their one-line summary on every screen. */
   started?: boolean;
@@ -45,11 +48,28 @@ export function correctMaxSteps(value: string, fallback: number, limit: number):
 
 /**
  * The message box with the agent controls (Agent mode, Max iterations, tools; folded behind a
- * toggle on narrow screens), Send or Stop. While the agent asks something, the box takes the answer.
+ * toggle on narrow screens), Send; while a run works, Steer (its menu: queue, interrupt) and Stop.
+ * While the agent asks something, the box takes the answer.
  */
 export function Composer(props: ComposerProps) {
-  const { busy, parked, stopping, connected, limits, tools, mcpServers, strategies, question, started, onAttach, onSend, onAnswer, onBlockedSend, onStop } =
-    props;
+  const {
+    busy,
+    parked,
+    stopping,
+    connected,
+    limits,
+    tools,
+    mcpServers,
+    strategies,
+    question,
+    started,
+    runActive,
+    onAttach,
+    onSend,
+    onAnswer,
+    onSteer,
+    onStop,
+  } = props;
   const attached = props.attached ?? [];
   const onDetach = props.onDetach ?? (() => {});
   const fileInput = useRef<HTMLInputElement>(null);
@@ -104,7 +124,8 @@ export function Composer(props: ComposerProps) {
     return corrected;
   };
 
-  const submit = (event?: FormEvent) => {
+  /** Sends the message: a new one, or while busy with `delivery` (Steer by default; a plain answer's is queued). */
+  const submit = (event?: FormEvent, delivery?: Delivery) => {
     event?.preventDefault();
     if (question !== undefined) {
       const text = answer.trim();
@@ -113,10 +134,7 @@ export function Composer(props: ComposerProps) {
     }
     const text = content.trim();
     if (!text) return;
-    if (busy) {
-      onBlockedSend();
-      return;
-    }
+    if (busy && !onSteer) return;
     const options: SendOptions = { agentMode, maxSteps: correct(), tools: tools.map((tool) => tool.name).filter((name) => enabledTools.has(name)) };
     if (attached.length) options.attachments = attached;
     if (offered && strategy) {
@@ -124,7 +142,7 @@ export function Composer(props: ComposerProps) {
       options.strategy = strategy.name;
       if (Object.keys(strategyOptions).length > 0) options.strategyOptions = strategyOptions;
     }
-    const sent = onSend(text, options);
+    const sent = busy ? onSteer!(text, delivery ?? (runActive ? 'steer' : 'queue'), options) : onSend(text, options);
     if (sent) setContent('');
   };
 
@@ -140,7 +158,18 @@ export function Composer(props: ComposerProps) {
   const optionsSummary = agentMode ? `Agent${strategyPart} · up to ${maxSteps} steps · ${enabledCount} tool${enabledCount === 1 ? '' : 's'}` : 'Plain chat';
   // Short, so that the box stays one line on a phone; Enter sends, Shift+Enter breaks the line.
   const placeholder =
-    question !== undefined ? 'Your answer…' : parked ? 'The run waits for you…' : busy ? 'The agent is working…' : agentMode ? 'Ask the agent…' : 'Message…';
+    question !== undefined
+      ? 'Your answer…'
+      : parked
+        ? 'The run waits for you…'
+        : busy
+          ? runActive
+            ? 'Steer the agent…'
+            : 'Queue a message…'
+          : agentMode
+            ? 'Ask the agent…'
+            : 'Message…';
+  const steering = busy && !parked && question === undefined && onSteer !== undefined;
 
   return (
     <form className={`composer${question !== undefined ? ' composer-answering' : ''}${started ? ' composer-started' : ''}`} onSubmit={submit}>
@@ -236,6 +265,19 @@ export function Composer(props: ComposerProps) {
           <button type="submit" className="primary" disabled={!connected || !answer.trim()}>
             Answer
           </button>
+        )}
+        {steering && (
+          <div className="steer-buttons">
+            <button
+              type="submit"
+              className="primary"
+              disabled={!connected || !content.trim()}
+              title={runActive ? 'Reaches the run at its next step, before its next model call' : 'Sent when this answer is complete'}
+            >
+              {runActive ? 'Steer' : 'Queue'}
+            </button>
+            {runActive && <SendMenu disabled={!connected || !content.trim()} onPick={(delivery) => submit(undefined, delivery)} />}
+          </div>
         )}
         {busy ? (
           <button type="button" className="danger" onClick={onStop} disabled={stopping} aria-label="Stop">

@@ -1,11 +1,13 @@
 import { type ReactNode, useEffect, useRef } from 'react';
 import { awaitingAnswer } from '../state/reducer.ts';
+import { messagesAfterRuns } from '../state/steering.ts';
 import type { ChatItem, RunView, TodoView, ViewState } from '../state/view-state.ts';
 import { CopyButton } from './CopyButton.tsx';
 import { Markdown } from './Markdown.tsx';
 import { ChatSpending } from './RunSpending.tsx';
 import { RunTimeline } from './RunTimeline.tsx';
 import { PaperclipIcon } from './Icons.tsx';
+import { WaitingMessages } from './SteerNotes.tsx';
 
 /** The conversation: user turns, agent runs, assistant answers. */
 export function Conversation({
@@ -69,7 +71,8 @@ export function Conversation({
     switch (item.kind) {
       case 'user':
         return (
-          <div key={item.id} className="turn turn-user" data-testid="user-turn">
+          <div key={item.id} className="turn turn-user" data-testid="user-turn" {...(item.queued ? { 'data-queued': 'true' } : {})}>
+            {item.queued && <span className="turn-note">Queued during the run before</span>}
             <div className="bubble">
               {item.content}
               {item.attachments?.length ? (
@@ -182,6 +185,7 @@ export function Conversation({
           <Markdown text={state.streamingAnswer} className="bubble" />
         </div>
       )}
+      <WaitingMessages messages={messagesAfterRuns(state)} label="Messages waiting to be sent" />
       <ChatSpending runs={state.runs} />
       {footer}
       <div ref={endRef} />

@@ -58,12 +58,12 @@ function FileChip({ file, onDownload }: { file: FileView; onDownload: (name: str
         type="button"
         className="file-chip"
         onClick={() => onDownload(file.name)}
-        aria-label={`Download ${file.name}`}
         title={`${SOURCE_LABEL[file.source] ?? `from ${file.source}`} · ${formatSize(file.size)}`}
       >
         {file.source === 'user' ? <PaperclipIcon /> : <DownloadIcon />}
-        <span className="file-name">{file.name}</span>
-        <span className="file-size">{formatSize(file.size)}</span>
+        {/* Its name starts with what it shows (a name that did not would fail label-content-name-mismatch). */}
+        <span className="visually-hidden">Download </span>
+        <span className="file-name">{file.name}</span> <span className="file-size">{formatSize(file.size)}</span>
       </button>
     </li>
   );

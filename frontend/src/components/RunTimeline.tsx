@@ -1,11 +1,14 @@
-import { lazy, Suspense, useState } from 'react';
+import { Fragment, lazy, Suspense, useState } from 'react';
+import { useSteering } from '../lib/steering-context.ts';
+import { waitingSteers } from '../state/steering.ts';
 import { formatClock, formatDuration, formatFull } from '../lib/time.ts';
 import { toolInWords } from '../lib/tool-words.ts';
 import { isStepFolded } from '../state/step-summary.ts';
-import type { RunEnd, RunView, TodoView } from '../state/view-state.ts';
+import type { RunEnd, RunView, SteerView, TodoView } from '../state/view-state.ts';
 import { RunSpending } from './RunSpending.tsx';
 import { RunTree } from './RunTree.tsx';
 import { StepCard } from './StepCard.tsx';
+import { SteerNote, WaitingMessages } from './SteerNotes.tsx';
 import { strategyPanels } from './strategy-panels.ts';
 
 // The timeline, the cost chart and the comparison load when first unfolded.
@@ -106,6 +109,16 @@ export function RunTimeline({
   const Panel = run.strategy ? strategyPanels[run.strategy] : undefined;
   const tree = run.branches.length > 0 || run.strategyEvents.length > 0;
   const lastStep = run.steps.at(-1)?.step;
+  const steers = run.steers ?? [];
+  const steering = useSteering();
+  const waiting = waitingSteers(steering?.pending ?? [], run.id, steering?.activeRunId);
+  const shownSteps = run.steps.filter((step) => run.rewoundTo === undefined || step.step <= run.rewoundTo);
+  // A message that reached the run shows where it landed: before the step whose reasoning read it,
+  // or after the step in which a later call (act, observe) read it.
+  const readAfterReason = (steer: SteerView) =>
+    run.timeline?.some((event) => event.kind === 'agent_reason' && event.step === steer.step && !event.nodeId && event.seq < steer.seq) ?? false;
+  const placeOf = (steer: SteerView) => steer.step + (readAfterReason(steer) ? 0.5 : -0.5);
+  const steersBetween = (after: number, before: number) => steers.filter((steer) => !steer.nodeId && placeOf(steer) > after && placeOf(steer) < before);
   const took = run.startedAt && run.endedAt ? Date.parse(run.endedAt) - Date.parse(run.startedAt) : undefined;
   return (
     <div className="run" aria-label="Agent run" data-testid="run">
@@ -154,18 +167,23 @@ export function RunTimeline({
         <RunTree run={run} running={running} />
       ) : (
         <>
-          {run.steps
-            .filter((step) => run.rewoundTo === undefined || step.step <= run.rewoundTo)
-            .map((step) => (
+          {shownSteps.map((step, index) => (
+            <Fragment key={step.step}>
+              {steersBetween(shownSteps[index - 1]?.step ?? Number.NEGATIVE_INFINITY, step.step).map((steer) => (
+                <SteerNote key={steer.messageId} steer={steer} />
+              ))}
               <StepCard
-                key={step.step}
                 step={step}
                 running={running}
                 current={running && step.step === lastStep}
                 folded={isStepFolded(run, step)}
                 {...(onRewind && !running ? { onRewind: () => onRewind(step.step) } : {})}
               />
-            ))}
+            </Fragment>
+          ))}
+          {steersBetween(shownSteps.at(-1)?.step ?? Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY).map((steer) => (
+            <SteerNote key={steer.messageId} steer={steer} />
+          ))}
           {run.rewoundTo !== undefined && run.steps.some((step) => step.step > run.rewoundTo!) && (
             <details className="rolled-back rewound-steps" data-testid="rewound-steps">
               <summary>
@@ -185,6 +203,8 @@ export function RunTimeline({
           Waiting for you: nobody answered in time, so this run is parked. It holds nothing while it waits; answer to go on from here, or stop it.
         </div>
       )}
+      {(Panel || tree) && steers.map((steer) => <SteerNote key={steer.messageId} steer={steer} />)}
+      {running && <WaitingMessages messages={waiting} label="Messages waiting for this run" />}
       {run.end && (
         <div className={`run-end run-end-${rolledBackTo ? 'needs-you' : endClass(run.end)}`} role="status" data-testid="run-end">
           {rolledBackTo ?? describeEnd(run.end)}
@@ -193,9 +213,7 @@ export function RunTimeline({
       )}
       {run.end?.kind === 'stopped' && run.end.calls && (
         <p className="stop-receipt" data-testid="stop-receipt">
-          {run.end.calls
-            .map((call) => `${toolInWords(call.tool)}${describeCall(run, call.tool_call_id)}: ${RECEIPT_WORDS[call.status] ?? call.status}`)
-            .join(' · ')}
+          {receiptLine(run, run.end.calls)}
         </p>
       )}
       {(run.timeline?.length ?? 0) > 1 && (
@@ -223,6 +241,11 @@ export function RunTimeline({
       {onContinue && <ContinueRun steps={continueSteps} onContinue={onContinue} budget={run.end?.kind === 'answered' && run.end.reason === 'budget'} />}
     </div>
   );
+}
+
+/** A stop receipt in words: each call of the step it cut and what became of it ("Calculator: cancelled · Write file out.txt: completed"). */
+export function receiptLine(run: RunView, calls: Array<{ tool_call_id: string; tool: string; status: string }>): string {
+  return calls.map((call) => `${toolInWords(call.tool)}${describeCall(run, call.tool_call_id)}: ${RECEIPT_WORDS[call.status] ?? call.status}`).join(' · ');
 }
 
 /** The argument that names a call best in a receipt: ` out.txt` for a file, nothing otherwise. */

@@ -5,6 +5,7 @@ import { eventsOf } from '../state/strategy-events.ts';
 import { BranchCard } from './BranchCard.tsx';
 import { Markdown } from './Markdown.tsx';
 import type { StrategyPanelProps } from './strategy-panels.ts';
+import { TaskActions } from './TaskActions.tsx';
 
 /** The drawing (and @xyflow/react with it) loads only when a graph is shown: the first bundle stays small. */
 const TaskGraphDrawing = lazy(() => import('./TaskGraphDrawing.tsx'));
@@ -110,6 +111,7 @@ export function TaskGraphPanel({ run, running, onGoOn, onSaveText }: StrategyPan
                         follow-up
                       </span>
                     )}
+                    <TaskActions run={run} taskId={task.id} status={task.status} running={running} />
                   </li>
                 ))}
               </ul>

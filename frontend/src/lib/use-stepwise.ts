@@ -1,4 +1,4 @@
-import type { ClientMessage } from '@stepwise/shared-types';
+import type { ClientMessage, Delivery } from '@stepwise/shared-types';
 import { useCallback, useEffect, useMemo, useReducer, useRef, useState } from 'react';
 import { reduce } from '../state/reducer.ts';
 import { initialViewState } from '../state/view-state.ts';
@@ -21,6 +21,23 @@ export interface SendOptions {
   strategyOptions?: Record<string, unknown>;
   /** Session files attached to this message (its images are shown to the model). */
   attachments?: string[];
+}
+
+/** A chat message with what it sends besides its text (plain chat sends its text and attachments only). */
+function chatMessage(content: string, options: SendOptions): Extract<ClientMessage, { type: 'chat' }> {
+  const attachments = options.attachments?.length ? { attachments: options.attachments } : {};
+  return options.agentMode
+    ? {
+        type: 'chat',
+        content,
+        agent_mode: true,
+        agent_max_steps: options.maxSteps,
+        ...(options.tools ? { tools: options.tools } : {}),
+        ...(options.strategy ? { strategy: options.strategy } : {}),
+        ...(options.strategyOptions ? { strategy_options: options.strategyOptions } : {}),
+        ...attachments,
+      }
+    : { type: 'chat', content, ...attachments };
 }
 
 /** The socket URL of the server that served this page. */
@@ -95,22 +112,40 @@ export function useStepwise(url: string = defaultSocketUrl()) {
   const actions = useMemo(
     () => ({
       chat(content: string, options: SendOptions): boolean {
-        const attachments = options.attachments?.length ? { attachments: options.attachments } : {};
-        const message: ClientMessage = options.agentMode
-          ? {
-              type: 'chat',
-              content,
-              agent_mode: true,
-              agent_max_steps: options.maxSteps,
-              ...(options.tools ? { tools: options.tools } : {}),
-              ...(options.strategy ? { strategy: options.strategy } : {}),
-              ...(options.strategyOptions ? { strategy_options: options.strategyOptions } : {}),
-              ...attachments,
-            }
-          : { type: 'chat', content, ...attachments };
+        const message = chatMessage(content, options);
         if (!send(message)) return false;
-        dispatch({ kind: 'user_message', id: crypto.randomUUID(), content, ...attachments });
+        dispatch({ kind: 'user_message', id: crypto.randomUUID(), content, ...(message.attachments ? { attachments: message.attachments } : {}) });
         return true;
+      },
+      /**
+       * A message while the chat's run works (or its answer streams): it steers that run, waits to
+       * start the next one (`queue`), or cuts the model call in flight (`interrupt`). It carries the
+       * run's options too, which a queued message's run starts with.
+       */
+      steer(content: string, delivery: Delivery, options: SendOptions, runId?: string): boolean {
+        if (!send({ ...chatMessage(content, options), delivery })) return false;
+        dispatch({ kind: 'message_sent', id: crypto.randomUUID(), content, delivery, ...(runId && delivery !== 'queue' ? { runId } : {}) });
+        return true;
+      },
+      /** A message for one branch of the running run (a research task): it reaches that branch's next model call. */
+      messageBranch(nodeId: string, content: string, runId?: string): boolean {
+        if (!send({ type: 'chat', content, delivery: 'steer', node_id: nodeId })) return false;
+        dispatch({ kind: 'message_sent', id: crypto.randomUUID(), content, delivery: 'steer', nodeId, ...(runId ? { runId } : {}) });
+        return true;
+      },
+      /** Withdraws a message that waits for its run (message_cancelled follows). */
+      cancelMessage(messageId: string): boolean {
+        if (!send({ type: 'cancel_message', message_id: messageId })) return false;
+        dispatch({ kind: 'cancel_requested', messageId });
+        return true;
+      },
+      /** Stops one branch of the running run (a research task); the rest goes on. */
+      stopBranch(nodeId: string): boolean {
+        return send({ type: 'agent_control', action: 'stop', node_id: nodeId });
+      },
+      /** Runs a stopped branch again while its run goes on. */
+      resumeBranch(nodeId: string): boolean {
+        return send({ type: 'agent_control', action: 'resume', node_id: nodeId });
       },
       stop(): void {
         if (send({ type: 'agent_control', action: 'stop' })) dispatch({ kind: 'stop_requested' });
@@ -162,14 +197,6 @@ export function useStepwise(url: string = defaultSocketUrl()) {
         if (!send({ type: 'agent_user_input', question_id: questionId, approval })) return false;
         dispatch({ kind: 'approval_sent', runId, questionId });
         return true;
-      },
-      /** Enter was pressed while a run works: nothing was sent, and the user should know why. */
-      explainBusy(): void {
-        dispatch({
-          kind: 'notice',
-          code: 'run_active',
-          message: 'The agent is still working on your last message. Wait for its answer, or press Stop to send something new.',
-        });
       },
       dismissNotice(): void {
         dispatch({ kind: 'dismiss_notice' });

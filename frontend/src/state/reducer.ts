@@ -1,5 +1,18 @@
 import { type HistoryMessage, refusesChat, type ServerEvent, type SessionEvent, type TokenUsage } from '@stepwise/shared-types';
 import { allSteps, emptyRun, mapRunSteps, settleRun, updateRunStep, withBranch } from './run-tree.ts';
+import {
+  branchStopped,
+  isSteerCopy,
+  messageQueued,
+  messageSent,
+  pendingView,
+  queuedPlainTurn,
+  queuedTurn,
+  refusedMessage,
+  type SteeringAction,
+  steerApplied,
+  withoutPending,
+} from './steering.ts';
 import { strategyEvent } from './strategy-events.ts';
 import type { TimelineEvent, ChatItem, ConnectionState, RunSpendingView, RunView, StepView, StrategyUpdate, ToolCallView, ViewState } from './view-state.ts';
 
@@ -20,7 +33,8 @@ export type Action =
   | { kind: 'upload_started'; name: string }
   | { kind: 'upload_finished'; name: string; error?: string }
   /** A file attached for the next message is taken off it (it stays in the chat's files). */
-  | { kind: 'detach'; name: string };
+  | { kind: 'detach'; name: string }
+  | SteeringAction;
 
 type Logged = Extract<ServerEvent, { seq: number }>;
 
@@ -51,7 +65,9 @@ export function reduce(state: ViewState, action: Action): ViewState {
       for (const message of action.messages) {
         if (message.role !== 'user') continue;
         const order = message.after_seq + 0.5;
+        // A queued message's turn comes from its run's start (agent_start names it), a steer's from where it landed.
         if (items.some((item) => item.kind === 'user' && item.order === order && item.content === message.content)) continue;
+        if (isSteerCopy(state, message.content, message.after_seq)) continue;
         items = insertItem(items, { kind: 'user', id: `h${order}`, content: message.content, order });
       }
       return { ...state, items };
@@ -89,6 +105,9 @@ export function reduce(state: ViewState, action: Action): ViewState {
     }
     case 'detach':
       return { ...state, attached: state.attached.filter((name) => name !== action.name) };
+    case 'message_sent':
+    case 'cancel_requested':
+      return messageSent(state, action);
     case 'server_event':
       return applyEvent(state, action.event);
     default: {
@@ -115,7 +134,11 @@ function applyEvent(state: ViewState, event: ServerEvent | { type: string }): Vi
   if (event.type === 'model_health') {
     return state.session ? { ...state, session: { ...state.session, model_health: event.health } } : state;
   }
+  if (event.type === 'message_queued') return messageQueued(state, event);
+  if (event.type === 'message_cancelled') return withoutPending(state, event.message_id);
   if (event.type === 'error' && !('seq' in event)) {
+    const refusedSteer = refusedMessage(state, event);
+    if (refusedSteer) return refusedSteer;
     // An error that refuses a chat message means nothing will answer it.
     const refused = refusesChat(event.code) && !state.activeRunId && state.streamingAnswer === undefined;
     const noticed = { ...state, notice: { code: event.code, message: event.message }, ...(refused ? { busy: false, stopping: false } : {}) };
@@ -123,7 +146,9 @@ function applyEvent(state: ViewState, event: ServerEvent | { type: string }): Vi
     return event.code === 'invalid_arguments' || event.code === 'invalid_answer' ? reopenSentApprovals(noticed) : noticed;
   }
   if (event.type === 'assistant_delta') {
-    return event.run_id ? state : { ...state, busy: true, streamingAnswer: (state.streamingAnswer ?? '') + event.delta };
+    if (event.run_id) return state;
+    const next = withTurn(queuedPlainTurn(state));
+    return { ...next, busy: true, streamingAnswer: (next.streamingAnswer ?? '') + event.delta };
   }
   if (event.type === 'agent_update' && (event.update_type === 'agent_reason_delta' || event.update_type === 'agent_observe_delta')) {
     if (!event.run_id || state.runs[event.run_id]?.complete) return state;
@@ -151,11 +176,14 @@ function applyEvent(state: ViewState, event: ServerEvent | { type: string }): Vi
 }
 
 function applySession(state: ViewState, session: SessionEvent): ViewState {
+  // On every (re)attach the server says which messages still wait.
+  const pending = (session.pending_messages ?? []).map(pendingView);
   // A different session (the server did not know ours) starts a fresh view.
   if (state.session && state.session.session_id !== session.session_id) {
-    return { ...state, session, lastSeq: 0, items: [], runs: {}, files: [], activeRunId: undefined, busy: false, stopping: false, streamingAnswer: undefined };
+    const fresh = { lastSeq: 0, items: [], runs: {}, files: [], activeRunId: undefined, busy: false, stopping: false, streamingAnswer: undefined };
+    return { ...state, ...fresh, session, pending };
   }
-  return { ...state, session };
+  return { ...state, session, pending };
 }
 
 function applyLogged(state: ViewState, event: Logged): ViewState {
@@ -284,7 +312,7 @@ function rollbackLabel(snapshotId: string, labels: Record<string, string> | unde
 function applyAgentUpdate(state: ViewState, runId: string, event: Extract<Logged, { type: 'agent_update' }>): ViewState {
   switch (event.update_type) {
     case 'agent_start': {
-      const withRun = ensureRun(state, runId);
+      const withRun = ensureRun(withTurn(queuedTurn(state, event)), runId);
       return {
         ...updateRun(withRun, runId, (run) => ({
           ...run,
@@ -372,6 +400,12 @@ function applyAgentUpdate(state: ViewState, runId: string, event: Extract<Logged
               ? { kind: 'unresolved', steps: event.steps, summary: event.summary ?? 'the run found no answer it could stand behind.' }
               : { kind: 'answered', steps: event.steps, ...(event.reason && event.reason !== 'answered' ? { reason: event.reason } : {}) },
       }));
+    case 'agent_steer': {
+      const applied = steerApplied(state, ensureRun(state, runId).runs[runId]!, event);
+      return { ...applied.state, runs: { ...applied.state.runs, [runId]: applied.run } };
+    }
+    case 'agent_node_stopped':
+      return updateRun(state, runId, (run) => branchStopped(run, event));
     default: {
       // A strategy's own events (a plan, to-dos, a verdict…) are kept typed for the run's strategy
       // panel; update types this app does not know yet (a newer server's) arrive here too, kept as they came.
@@ -459,6 +493,11 @@ function ensureRun(state: ViewState, runId: string): ViewState {
     // lastSeq is already the seq of the event that brought the run.
     items: insertItem(state.items, { kind: 'run', id: `r${runId}`, runId, order: state.lastSeq }),
   };
+}
+
+/** The state with a queued message's user turn in the conversation, when it has one. */
+function withTurn({ state, turn }: { state: ViewState; turn?: ChatItem }): ViewState {
+  return turn ? { ...state, items: insertItem(state.items, turn) } : state;
 }
 
 /** Inserts an item in order; items of equal order keep their arrival order. */

@@ -45,11 +45,16 @@ export function allSteps(run: RunView): Array<{ step: StepView; nodeId?: string 
 
 /** A run that ended early: whatever still ran, or waited for an answer, was cut off. */
 export function settleRun(run: RunView): RunView {
-  return mapRunSteps(run, (step) => ({
+  return mapRunSteps(run, settleStep);
+}
+
+/** A step that was cut off: its running calls stopped, its pending question no longer waits. */
+export function settleStep(step: StepView): StepView {
+  return {
     ...step,
     tools: step.tools.map((tool) => (tool.status === 'running' ? { ...tool, status: 'stopped' } : tool)),
     ...(step.question?.status === 'pending' ? { question: { ...step.question, status: 'stopped' } } : {}),
-  }));
+  };
 }
 
 /** Orders node ids the way people count: "2" before "10", "1.2" before "1.10" and before "2". */

@@ -3,13 +3,11 @@ import {
   AgentGuidance,
   AgentInputReceived,
   AgentMessage,
-  AgentNodeStopped,
   AgentPlan,
   AgentPlanStep,
   AgentRunMetadata,
   AgentStageComplete,
   AgentStageStart,
-  AgentSteer,
   AgentTaskComplete,
   AgentTaskGraph,
   AgentTaskStart,
@@ -51,8 +49,6 @@ const STRATEGY_SCHEMAS = {
   agent_task_start: AgentTaskStart.transform(kept),
   agent_task_complete: AgentTaskComplete.transform(kept),
   agent_verdict: AgentVerdict.transform(kept),
-  agent_steer: AgentSteer.transform(kept),
-  agent_node_stopped: AgentNodeStopped.transform(kept),
 } satisfies { [K in StrategyUpdateType]: { safeParse(value: unknown): { success: true; data: KnownStrategyEvent<K> } | { success: false } } };
 
 function isStrategyUpdateType(updateType: string): updateType is StrategyUpdateType {

@@ -81,7 +81,9 @@ export type RunUpdateType =
   | 'agent_model_fallback'
   | 'agent_stopped'
   | 'agent_error'
-  | 'agent_completion';
+  | 'agent_completion'
+  | 'agent_steer'
+  | 'agent_node_stopped';
 
 /** Every other agent_update of the contract is a strategy's own event (a plan, to-dos, a stage, a verdict…). */
 export type StrategyUpdate = Exclude<AgentUpdate, { update_type: RunUpdateType }>;
@@ -176,6 +178,49 @@ export interface RunView {
   rewoundTo?: number;
   /** The run's logged events in brief, in log order: what its timeline and cost chart are drawn from. */
   timeline?: TimelineEvent[];
+  /** Messages a person sent during the run that reached it (agent_steer), in log order. */
+  steers?: SteerView[];
+  /** Branches stopped on their own (agent_node_stopped), by node id: the latest stop of each. */
+  stoppedBranches?: Record<string, BranchStopView>;
+}
+
+/** A message sent during a run that reached it: where it landed (a step, a branch) and what it cut. */
+export interface SteerView {
+  messageId: string;
+  seq: number;
+  step: number;
+  content: string;
+  delivery: 'steer' | 'interrupt';
+  nodeId?: string;
+  /** It cut a model call (an interrupt), whose words so far were `partial`. */
+  interrupted?: boolean;
+  partial?: string;
+}
+
+/** One branch of a run stopped on its own: at which step, by whom, and its stop receipt. */
+export interface BranchStopView {
+  seq: number;
+  step: number;
+  by?: string;
+  calls: Array<{ tool_call_id: string; tool: string; status: string }>;
+}
+
+/**
+ * A message sent during a run that has not reached it yet: `sending` until the server stored it
+ * (message_queued), `waiting` for its boundary or its run, `cancelling` once withdrawn until the
+ * server says so. `id` is the server's message id once known, a local one before.
+ */
+export interface PendingMessageView {
+  id: string;
+  status: 'sending' | 'waiting' | 'cancelling';
+  delivery: 'steer' | 'queue' | 'interrupt';
+  content: string;
+  /** Its place among the session's waiting messages, from 1 (once stored). */
+  position?: number;
+  /** The branch it is for (a research task), when it names one. */
+  nodeId?: string;
+  /** The run it was sent to. */
+  runId?: string;
 }
 
 /** One logged event of a run, as much as its timeline needs. */
@@ -214,8 +259,8 @@ export type ChatItem = {
   order: number;
   /** Dropped from the model's history by a later rollback: shown folded under its divider. */
   rolledBack?: boolean;
-} & (
-  | { kind: 'user'; id: string; content: string; attachments?: string[] }
+} /** `queued`: sent during an earlier run, it started this one when that ended. */ & (
+  | { kind: 'user'; id: string; content: string; attachments?: string[]; queued?: boolean }
   | { kind: 'assistant'; id: string; content: string; runId?: string }
   | { kind: 'run'; id: string; runId: string }
   /** A plain chat answer that failed: kept in the conversation, also after a reload. */
@@ -271,6 +316,8 @@ export interface ViewState {
   uploading: string[];
   /** Files this tab attached since its last message: they go with the next one (images are shown to the model). */
   attached: string[];
+  /** Messages sent during a run that wait (steers, queued messages), oldest first. */
+  pending: PendingMessageView[];
 }
 
 export const initialViewState: ViewState = {
@@ -283,4 +330,5 @@ export const initialViewState: ViewState = {
   files: [],
   uploading: [],
   attached: [],
+  pending: [],
 };
