@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type RecordedRequest, ScriptedLlmServer, type ScriptedReply } from '../fixtures/scripted-llm-server.ts';
 import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
+import { oneStageResearch } from '../helpers/research-script.ts';
 import { gate, userTurns } from '../helpers/steer.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
@@ -112,48 +113,17 @@ describe('research on the wire', () => {
 
   it('stops one of three parallel tasks alone: only its request is closed, its siblings finish, it ends with its own receipt; run again, it repeats no completed call', async () => {
     llm = await ScriptedLlmServer.start();
-    const plan = {
-      stages: [
-        {
-          id: '1',
-          name: 'Only',
-          verifier_criteria: [],
-          tasks: ['1.1', '1.2', '1.3'].map((id) => ({
-            id,
-            title: `Task ${id}`,
-            agent: 'literature_scout',
-            depends_on: [],
-            acceptance_criteria: [],
-            inputs: [],
-          })),
-        },
-      ],
-    };
-    let releaseSiblings!: () => void;
-    const siblings = new Promise<void>((resolve) => {
-      releaseSiblings = resolve;
-    });
+    const siblings = gate();
     let cut = false;
-    llm.respond((request): ScriptedReply => {
-      switch (request.purpose) {
-        case 'research.plan':
-          return { text: JSON.stringify(plan) };
-        case 'research.task': {
-          if (request.node !== '1.2') return { text: `finding of ${request.node}`, after: siblings };
-          if (!request.body.messages.some((message) => message.role === 'tool'))
-            return { toolCalls: [{ id: 'add', name: 'calculator', arguments: { expression: '2+2' } }] };
-          // The task's second round hangs until it is stopped; run again, it answers.
-          if (!cut) return { hang: true };
-          return { text: 'finding of 1.2: 4' };
-        }
-        case 'research.task_result':
-          return { text: JSON.stringify({ summary: `done ${request.node}`, result: `result ${request.node}`, evidence: [], artifacts: [] }) };
-        case 'research.report':
-          return { text: 'Report.' };
-        default:
-          return { text: JSON.stringify({ verdict: 'PASS', issues: [], follow_up_tasks: [] }) };
-      }
-    });
+    llm.respond(
+      oneStageResearch(['1.1', '1.2', '1.3'], (request) => {
+        if (request.node !== '1.2') return { text: `finding of ${request.node}`, after: siblings.promise };
+        if (!request.body.messages.some((message) => message.role === 'tool'))
+          return { toolCalls: [{ id: 'add', name: 'calculator', arguments: { expression: '2+2' } }] };
+        // The task's second round hangs until it is stopped; run again, it answers.
+        return cut ? { text: 'finding of 1.2: 4' } : { hang: true };
+      }),
+    );
     server = await startStepwiseWithModel(llm.url);
     client = await TestClient.connect(server.wsUrl);
     client.chat('Three things at once', { agent_mode: true, strategy: 'research', tools: ['calculator'] });
@@ -165,7 +135,7 @@ describe('research on the wire', () => {
     expect(await client.next((event) => event.update_type === 'agent_task_complete' && event.task_id === '1.2')).toMatchObject({ status: 'stopped' });
     cut = true;
     client.send({ type: 'agent_control', action: 'resume', node_id: '1.2' });
-    releaseSiblings();
+    siblings.open();
     const events = (await client.untilComplete()) as Event[];
     expect(summarize(events).slice(-2)).toEqual(['agent_completion:answered', 'response_complete']);
     expect(client.events.some((event) => event.type === 'error')).toBe(false);
