@@ -28,7 +28,8 @@ export const RunSummary = z.object({
   id: z.string(),
   strategy: z.string(),
   max_steps: z.number().int(),
-  status: z.enum(['running', 'completed', 'stopped', 'failed']),
+  /** `parked`: waiting for a person's answer past its question's deadline (it holds nothing meanwhile). */
+  status: z.enum(['running', 'parked', 'completed', 'stopped', 'failed']),
   end_reason: z.string().nullable(),
   steps: z.number().int().nullable(),
   prompt_tokens: z.number().int(),

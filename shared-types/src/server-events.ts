@@ -75,6 +75,18 @@ export const AgentRequestInputTimeout = agentUpdate('agent_request_input_timeout
   step: z.number().int(),
 });
 export type AgentRequestInputTimeout = z.infer<typeof AgentRequestInputTimeout>;
+/**
+ * Nobody answered a question (or an approval) in time, and the run is parked rather than decided
+ * for (INPUT_TIMEOUT_ACTION / APPROVAL_TIMEOUT_ACTION `park`): it holds nothing while it waits, its
+ * questions stay open under the same ids, and an answer given later, anywhere, resumes it where it
+ * stood. Its first event after this one (or its ending, when it is stopped) says it left the wait.
+ */
+export const AgentParked = agentUpdate('agent_parked', {
+  step: z.number().int(),
+  /** The question whose deadline passed. */
+  question_id: z.string(),
+});
+export type AgentParked = z.infer<typeof AgentParked>;
 /** A question (or an approval) was answered, and by whom (multi-user modes only). */
 export const AgentInputReceived = agentUpdate('agent_input_received', { question_id: z.string(), by: By });
 export type AgentInputReceived = z.infer<typeof AgentInputReceived>;
@@ -320,6 +332,7 @@ export const AgentUpdate = z.discriminatedUnion('update_type', [
   AgentReason,
   AgentRequestInput,
   AgentRequestInputTimeout,
+  AgentParked,
   AgentInputReceived,
   AgentObserve,
   AgentStopped,

@@ -305,6 +305,20 @@ describe.each(adapters)('the store on $name', (adapter) => {
     expect((await store.getRun(runId))?.checkpoint).toBeUndefined();
   });
 
+  it('parks a running run with what it waits on, and sets it running again once', async () => {
+    const sessionId = randomUUID();
+    const runId = randomUUID();
+    await store.createSession(sessionId);
+    await store.createRun({ id: runId, sessionId, strategy: 'roa', maxSteps: 5 });
+    const parked = { questions: ['q_1'], step: 1, transcript: [] };
+    await store.parkRun(runId, parked);
+    expect(await store.getRun(runId)).toMatchObject({ status: 'parked', checkpoint: parked });
+    expect((await store.listRunningRuns()).map((run) => run.id)).not.toContain(runId);
+    expect(await store.unparkRun(runId)).toEqual({ checkpoint: parked });
+    expect(await store.unparkRun(runId)).toBeUndefined();
+    expect((await store.getRun(runId))?.status).toBe('running');
+  });
+
   it('keeps a run’s journal by position: replaces at a position, truncates from one, and goes with its session', async () => {
     const sessionId = randomUUID();
     const runId = randomUUID();

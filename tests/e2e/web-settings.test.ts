@@ -83,6 +83,11 @@ describe('the settings panel', { timeout: SETTINGS_TEST_TIMEOUT_MS }, () => {
     const notifications = dialog.getByRole('region', { name: 'Notifications' });
     await expect(notifications.getByTestId('settings-notifications').textContent()).resolves.toMatch(/^Blocked in this browser: allow notifications/);
     expect(await notifications.getByRole('button', { name: 'Turn on notifications' }).count()).toBe(0);
+    // The person's own webhook: saved, its signing secret shown to copy.
+    const ownWebhook = notifications.getByTestId('own-webhook');
+    await ownWebhook.getByRole('textbox', { name: /Your webhook/ }).fill('https://hooks.example.com/stepwise');
+    await ownWebhook.getByRole('button', { name: 'Save' }).click();
+    await ownWebhook.getByText(/^whsec_/).waitFor();
     await notifications.scrollIntoViewIfNeeded();
     await screenshot(page, 'settings-notifications.png');
 

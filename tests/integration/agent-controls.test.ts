@@ -61,7 +61,7 @@ describe('request_input', () => {
 });
 
 describe('input timeout', () => {
-  beforeEach(() => start({ AGENT_INPUT_TIMEOUT_MS: '150' }));
+  beforeEach(() => start({ AGENT_INPUT_TIMEOUT_MS: '150', INPUT_TIMEOUT_ACTION: 'stop' }));
 
   it('stops the run when nobody answers in time, and the session goes on', async () => {
     llm.enqueue({ text: reasonText('Ask.') }, askQuestion);

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { REDIS_SERVER, waitForRedis } from '../../scripts/redis.mjs';
 import type { SettingsView } from '@stepwise/shared-types';
 import { EVERYTHING_STDIO } from '../fixtures/mcp-servers.ts';
-import { reasonText, type RecordedRequest, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { observeText, reasonText, type RecordedRequest, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { freshPostgresDatabase, postgresUrl } from '../helpers/databases.ts';
 import { PROCESS_TEST_TIMEOUT_MS, spawnTracked, startStepwiseProcess, type StepwiseProcess, stopAllProcesses, stopProcess } from '../helpers/process.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
@@ -104,6 +104,34 @@ describe.skipIf(!pg || !sharedRedis)('several instances on PostgreSQL and Redis'
     await seen(onB, Math.max(...seqs(onA)));
     expect(seqs(onB)).toEqual(seqs(onA));
     expect(gapless(seqs(onA))).toBe(true);
+  });
+
+  it('a run parked on A holds nothing there; answered on B, it goes on from where it stood, no completed call made again', async () => {
+    const { a, b } = await twoInstances(sharedRedis, { AGENT_INPUT_TIMEOUT_MS: '300' });
+    llm!.enqueue(
+      { text: reasonText('Compute, then ask.') },
+      {
+        toolCalls: [
+          { id: 'c1', name: 'calculator', arguments: { expression: '6*7' } },
+          { id: 'ask', name: 'request_input', arguments: { question: 'Which colour?' } },
+        ],
+      },
+    );
+    const onA = await connect(a);
+    const sessionId = onA.session.session_id;
+    onA.chat('Compute and ask me', { agent_mode: true });
+    const question = await onA.waitFor('agent_request_input', { timeoutMs: 30_000 });
+    await withLogs(onA.waitFor('agent_parked', { timeoutMs: 30_000 }), { a, b });
+
+    const onB = await connect(b, { session_id: sessionId, after_seq: 0 });
+    await seen(onB, Math.max(...seqs(onA)));
+    llm!.enqueue({ text: observeText('Blue it is.', { final_answer: '42, in blue.' }) });
+    onB.send({ type: 'agent_user_input', question_id: question.question_id, content: 'blue' });
+    const events = (await withLogs(onB.untilComplete({ timeoutMs: 30_000 }), { a, b })) as Event[];
+    expect(summarize(events).slice(-3)).toEqual(['assistant_message', 'agent_completion:answered', 'response_complete']);
+    expect(llm!.requests.map((request) => request.phase)).toEqual(['reason', 'act', 'observe']);
+    expect(events.filter((event) => event.type === 'tool_complete' && event.tool_name === 'calculator')).toHaveLength(1);
+    expect(gapless(seqs(onB))).toBe(true);
   });
 
   it('counts a user’s runs on every instance against MAX_RUNS_PER_USER, also when their starts race', async () => {

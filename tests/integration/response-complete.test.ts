@@ -146,7 +146,7 @@ describe('response_complete means the session is free', { timeout: PROCESS_TEST_
     };
 
     it('chats sent in turn at A and B the instant a run answered, was stopped from the other, failed or timed out waiting for input are accepted, 48 in a row', async () => {
-      const [a, b] = await twoInstances({ AGENT_INPUT_TIMEOUT_MS: '200' });
+      const [a, b] = await twoInstances({ AGENT_INPUT_TIMEOUT_MS: '200', INPUT_TIMEOUT_ACTION: 'stop' });
       llm!.respond((request) => {
         const ending = endingOf(request);
         if (ending === 'failed') return { status: 400 };

@@ -222,7 +222,7 @@ describe.each(stores)('a server killed with SIGKILL, on $name', { timeout: PROCE
 
   it('counts the question’s timeout from before the restart', async () => {
     await prepare();
-    const first = await start({ AGENT_INPUT_TIMEOUT_MS: '1500' });
+    const first = await start({ AGENT_INPUT_TIMEOUT_MS: '1500', INPUT_TIMEOUT_ACTION: 'stop' });
     llm.respond((request) =>
       request.phase === 'reason'
         ? { text: reasonText('Ask.') }
@@ -237,7 +237,7 @@ describe.each(stores)('a server killed with SIGKILL, on $name', { timeout: PROCE
     const untilDeadline = Date.parse(String(question.deadline)) - Date.now();
     if (untilDeadline > 0) await new Promise((resolve) => setTimeout(resolve, untilDeadline + 10));
 
-    const second = await start({ AGENT_INPUT_TIMEOUT_MS: '60000' });
+    const second = await start({ AGENT_INPUT_TIMEOUT_MS: '60000', INPUT_TIMEOUT_ACTION: 'stop' });
     const rejoined = await connect(second.wsUrl, { session_id: sessionId, after_seq: 0 });
     const events = await rejoined.untilComplete({ timeoutMs: 30_000 });
     expect(summarize(events).slice(-3)).toEqual(['agent_request_input_timeout:1', 'agent_stopped:input_timeout', 'response_complete']);

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../fixtures/mcp-servers.ts';
 import { startTestRestate } from '../../scripts/restate.mjs';
-import { reasonText, type RecordedRequest, ScriptedLlmServer, type ScriptedReply } from '../fixtures/scripted-llm-server.ts';
+import { observeText, reasonText, type RecordedRequest, ScriptedLlmServer, type ScriptedReply } from '../fixtures/scripted-llm-server.ts';
 import { PROCESS_TEST_TIMEOUT_MS, startStepwiseProcess, stopAllProcesses } from '../helpers/process.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
@@ -125,6 +125,30 @@ describe('runs as Restate workflows (RUN_ENGINE=restate)', { timeout: PROCESS_TE
     const from = after.events.length;
     after.send({ type: 'agent_user_input', content: 'Another tower', question_id: question.question_id });
     expect(await after.waitFor('error', { from })).toMatchObject({ code: 'no_pending_input' });
+  });
+
+  it('a question nobody answered in time parks the run; the answer resumes it, no completed call made again', async () => {
+    const env = await restateEnv();
+    llm!.enqueue(
+      { text: reasonText('Compute, then ask.') },
+      {
+        toolCalls: [
+          { id: 'c1', name: 'calculator', arguments: { expression: '6*7' } },
+          { id: 'ask', name: 'request_input', arguments: { question: 'Which colour?' } },
+        ],
+      },
+      { text: observeText('Blue it is.', { final_answer: '42, in blue.' }) },
+    );
+    const server = await startStepwiseProcess({ ...env, AGENT_INPUT_TIMEOUT_MS: '1000' });
+    const client = await connect(server.wsUrl);
+    client.chat('Compute and ask me', { agent_mode: true });
+    const question = await client.waitFor('agent_request_input', { timeoutMs: 60_000 });
+    await client.waitFor('agent_parked', { timeoutMs: 60_000 });
+    client.send({ type: 'agent_user_input', question_id: question.question_id, content: 'blue' });
+    const events = (await client.untilComplete({ timeoutMs: 60_000 })) as Event[];
+    expect(summarize(events).slice(-3)).toEqual(['assistant_message', 'agent_completion:answered', 'response_complete']);
+    expect(llm!.requests.map((request) => request.phase)).toEqual(['reason', 'act', 'observe']);
+    expect(events.filter((event) => event.type === 'tool_complete' && event.tool_name === 'calculator')).toHaveLength(1);
   });
 
   it('SIGTERM hands the run over: nothing ends it, and the restarted process finishes it without repeating a completed call', async () => {

@@ -169,8 +169,8 @@ describe('tool approval', () => {
     expect(toolResults(llm.requests.find((request) => request.phase === 'observe')!)[1]).toMatch(/denies calculator/);
   });
 
-  it('no answer by the deadline denies the call and the run goes on', async () => {
-    const { llm, client } = await start({ AGENT_INPUT_TIMEOUT_MS: '300' });
+  it('with APPROVAL_TIMEOUT_ACTION=deny, no answer by the deadline leaves the call unmade, the model told nobody answered, and the run goes on', async () => {
+    const { llm, client } = await start({ AGENT_INPUT_TIMEOUT_MS: '300', APPROVAL_TIMEOUT_ACTION: 'deny' });
     llm.enqueue(
       { text: reasonText('Write it.') },
       { toolCalls: [{ id: 'w1', name: 'write_file', arguments: { name: 'late.txt', content: 'x' } }] },
@@ -178,7 +178,11 @@ describe('tool approval', () => {
     );
     client.chat('Write late.txt', { agent_mode: true });
     const events = (await client.untilComplete({ timeoutMs: 30_000 })) as Event[];
-    expect(events.find((event) => event.type === 'tool_error')).toMatchObject({ error: expect.stringMatching(/not approved in time/) });
+    const told = 'Nobody answered the approval request in time; the call was not made.';
+    expect(events.find((event) => event.type === 'tool_error')).toMatchObject({ error: told });
+    expect(toolResults(llm.requests.find((request) => request.phase === 'observe')!)).toEqual([told]);
+    expect(JSON.stringify(llm.requests.map((request) => request.body.messages))).not.toMatch(/person denied/);
+    expect(await fileOf('late.txt')).toBeUndefined();
     expect(summarize(events).slice(-2)).toEqual(['agent_completion:answered', 'response_complete']);
   });
 });

@@ -83,6 +83,45 @@ describe('webhook notifications', () => {
     expect(new Set(receiver.received.map((request) => request.id)).size).toBe(2);
   });
 
+  it('a person’s own webhook (multi-user mode) gets their chats’ notifications, signed with their own secret, and nobody else’s', async () => {
+    receiver = await WebhookReceiver.start();
+    llm = await ScriptedLlmServer.start();
+    server = await startStepwiseWithModel(llm.url, {
+      LLM_MODEL: 'gpt-4o-mini',
+      AUTH_MODE: 'header',
+      AUTH_HEADER: 'X-Forwarded-User',
+      TRUSTED_PROXIES: '127.0.0.1,::1',
+    });
+    const as = (user: string) => ({ 'X-Forwarded-User': user, 'content-type': 'application/json' });
+    const own = `${server.url}/api/notify/webhook`;
+    expect((await fetch(own, { method: 'PUT', headers: as('alice'), body: JSON.stringify({ url: 'http://example.com/hooks' }) })).status).toBe(400);
+    const set = await fetch(own, { method: 'PUT', headers: as('alice'), body: JSON.stringify({ url: receiver.url }) });
+    const { secret } = (await set.json()) as { secret: string };
+    expect(secret).toMatch(/^whsec_/);
+    expect(await (await fetch(own, { headers: as('alice') })).json()).toEqual({ url: receiver.url, secret });
+    expect(await (await fetch(own, { headers: as('bob') })).json()).toEqual({ url: null, secret: null });
+    receiver.secret = secret;
+
+    const script = () =>
+      llm!.enqueue({ text: reasonText('Write it.') }, { toolCalls: [{ id: 'w1', name: 'write_file', arguments: { name: 'out.txt', content: 'hello' } }] });
+    const bob = await TestClient.connect(server.wsUrl, {}, { headers: as('bob') });
+    script();
+    bob.chat('Write hello', { agent_mode: true });
+    await bob.waitFor('agent_request_input');
+    await bob.close();
+    client = await TestClient.connect(server.wsUrl, {}, { headers: as('alice') });
+    script();
+    client.chat('Write hello', { agent_mode: true });
+    const approval = await client.waitFor('agent_request_input');
+    const posted = await receiver.waitFor((request) => request.body?.type === 'approval_required');
+    expect(posted).toMatchObject({ verified: true, body: { data: { chat: { id: client.session.session_id }, question: { id: approval.question_id } } } });
+    // Bob's chat went to nobody's webhook: every request the receiver got is Alice's.
+    const chats = receiver.received.map((request) => request.verified && (request.body?.data.chat as { id: string } | undefined)?.id);
+    expect(new Set(chats)).toEqual(new Set([client.session.session_id]));
+    expect((await fetch(own, { method: 'DELETE', headers: { 'X-Forwarded-User': 'alice' } })).status).toBe(204);
+    expect(await (await fetch(own, { headers: as('alice') })).json()).toEqual({ url: null, secret: null });
+  });
+
   it(
     'a delivery under way when the server is killed (kill -9) is made after the restart, once, with the same webhook-id',
     async () => {

@@ -357,7 +357,7 @@ describe('journal replay', () => {
     const { calculatorTool } = await import('@stepwise/backend');
     const journal = new MemoryJournal();
     // Run 1: nobody answers within 100 ms.
-    const k1 = kernelWith(asking(), [calculatorTool as Tool], journal, { AGENT_INPUT_TIMEOUT_MS: '100' });
+    const k1 = kernelWith(asking(), [calculatorTool as Tool], journal, { AGENT_INPUT_TIMEOUT_MS: '100', INPUT_TIMEOUT_ACTION: 'stop' });
     const run1 = k1.start('run-1', { toolNames: ['calculator'] });
     const end1 = await run1.outcome;
     expect(end1).toMatchObject({ status: 'stopped', reason: 'input_timeout' });

@@ -112,6 +112,16 @@ describe('the web app reducer', () => {
     expect(pendingQuestion(state)).toBeUndefined();
   });
 
+  it('shows a parked run waiting for you, its question still open, until its next event', () => {
+    let state = apply(started(), update('agent_request_input', { step: 1, question: 'Which unit?', question_id: 'q_1' }));
+    state = apply(state, update('agent_parked', { step: 1, question_id: 'q_1' }));
+    expect(state.runs[run]!.parked).toEqual({ questionId: 'q_1', since: ts });
+    expect(state.runs[run]!.end).toBeUndefined();
+    expect(pendingQuestion(state)).toMatchObject({ questionId: 'q_1', text: 'Which unit?' });
+    state = apply(state, logged({ type: 'tool_complete', step: 1, tool_call_id: 'ask', tool_name: 'request_input', result: 'metres', duration_ms: 5 }));
+    expect(state.runs[run]!.parked).toBeUndefined();
+  });
+
   it('ends a completed run with the answer as the assistant turn', () => {
     let state = apply(started(), logged({ type: 'assistant_message', content: '**42**' }), update('agent_completion', { steps: 1, reason: 'answered' }));
     expect(state.busy).toBe(true);

@@ -103,6 +103,8 @@ function agentUpdateMarkdown(event: AgentUpdateEvent, where: string, nextRun: ()
       return ['', `**The agent asked${where}:** ${oneLine(text('question'))}`];
     case 'agent_request_input_timeout':
       return ['', '_Nobody answered in time._'];
+    case 'agent_parked':
+      return ['', '_Nobody answered in time: the run waits for an answer._'];
     case 'agent_stopped':
       return ['', `_The run was stopped${event.reason ? ` (${String(event.reason)})` : ''}._`];
     case 'agent_error':

@@ -6,6 +6,7 @@ import { byOf } from '../auth/user.ts';
 import type { Admission, Hold } from '../hosting/run-admission.ts';
 import { LOCAL_OWNER, type RunRecord, type SessionOwner } from '../store/store.ts';
 import type { ChatDependencies } from './chat-dependencies.ts';
+import { ParkedRuns } from './parked-runs.ts';
 import { type ChatRequest, chatRequest } from './chat-request.ts';
 import { answerRun, controlRun, handleCommand, reject, strategyMessage } from './run-commands.ts';
 import type { SessionEventLog } from './session-event-log.ts';
@@ -31,6 +32,7 @@ export class ChatService {
   /** The messages people send while a run goes (steers, queued messages). */
   readonly messages: SessionMessages<MessageSender>;
   private readonly snapshots: SessionSnapshots;
+  private readonly parked: ParkedRuns;
 
   /** Whose chat this is. */
   get owner(): SessionOwner {
@@ -60,6 +62,20 @@ export class ChatService {
       closeRecord: (run) => this.runs.closeInterrupted(run),
       admit: (run) => this.deps.admission.admit({ sessionId: this.sessionId, runId: run.id, log: this.log, kind: 'recovering' }),
       begin: (run, admission, start) => this.begin(run.id, admission, start) === undefined,
+    });
+    this.parked = new ParkedRuns(sessionId, log, deps, this.runs, {
+      // Parked a moment ago: what is left of it here (its store record, its engine returning, its slot) settles first.
+      parking: async () => {
+        if (this.active?.control.parkedOn) await this.active.done;
+      },
+      enter: async () => {
+        await this.settleEnded();
+        if (this.refusal()) return false;
+        this.state = { kind: 'admitting' };
+        return true;
+      },
+      leave: () => this.leave('admitting'),
+      begin: (runId, admission, start) => this.begin(runId, admission, start),
     });
   }
 
@@ -174,7 +190,7 @@ export class ChatService {
     await this.settleEnded();
     const active = this.active;
     if (this.state.kind === 'running' && active) return this.duringRun(message, active.plain, sender);
-    const refused = this.refusal();
+    const refused = this.refusal() ?? (await this.parked.refusal());
     if (refused) return refused;
     const checked = chatRequest(message, this.deps);
     if ('error' in checked) return checked.error;
@@ -197,7 +213,7 @@ export class ChatService {
    * or parked: it goes on elsewhere). What a person stopped does not read its steers later.
    */
   private async startNext(control: AgentControl): Promise<void> {
-    if (control.handedOver || this.state.kind !== 'idle') return;
+    if (control.handedOver || control.parkedOn || this.state.kind !== 'idle') return;
     const next = await this.messages.next(control.stopReason === 'user');
     if (!next) return;
     const refused = await this.chat(next.message, next.sender ?? {}, next.id);
@@ -206,11 +222,24 @@ export class ChatService {
 
   private async control(message: AgentControlMessage, sender: MessageSender): Promise<ErrorEvent | undefined> {
     if (message.action === 'resume' && message.node_id === undefined) return this.continueRun(message, sender);
-    return controlRun(message, byOf(sender.user), (command) => this.send(command));
+    const by = byOf(sender.user);
+    const refused = await controlRun(message, by, (command) => this.send(command));
+    // A parked run is stopped where it stands: it ends, without going on.
+    if (refused?.code === 'no_active_run' && message.action === 'stop' && message.node_id === undefined && (await this.parked.stop(by))) return undefined;
+    return refused;
   }
 
   private input(message: AgentUserInputMessage, sender: MessageSender): Promise<ErrorEvent | undefined> {
-    return answerRun(this.deps, this.sessionId, message, byOf(sender.user), (command) => this.send(command));
+    const by = byOf(sender.user);
+    // An answer no run takes now may be a parked run's: it goes on with it.
+    return answerRun(
+      this.deps,
+      this.sessionId,
+      message,
+      by,
+      (command) => this.send(command),
+      (questionId, answer) => this.parked.answer(questionId, answer, by),
+    );
   }
 
   /**
@@ -219,7 +248,7 @@ export class ChatService {
    */
   private async holdWhileIdle(): Promise<Held | { kind: 'refused'; error: ErrorEvent }> {
     await this.settleEnded();
-    const refused = this.refusal();
+    const refused = this.refusal() ?? (await this.parked.refusal());
     if (refused) return { kind: 'refused', error: refused };
     this.state = { kind: 'holding' };
     let taken: Held | undefined;
@@ -354,9 +383,10 @@ export class ChatService {
     const control = new AgentControl();
     const plain = start.kind === 'new' && start.request.strategy === PLAIN_CHAT;
     // Once its ending is logged (or queued) the run is over for its clients, who may have seen it
-    // end: a stop then finds no run to stop, though the run is still saving its outcome here.
+    // end: a stop then finds no run to stop, though the run is still saving its outcome here. A run
+    // parking finds none either: the stop ends it once it is parked (see ParkedRuns).
     const detach = this.deps.controlBus.attach(runId, (command) =>
-      command.type === 'stop' && (this.log.hasEnding(runId) || this.log.completions > response.completionsBefore)
+      command.type === 'stop' && (control.parkedOn || this.log.hasEnding(runId) || this.log.completions > response.completionsBefore)
         ? { type: 'stop', outcome: 'no_active_run' }
         : handleCommand(control, command),
     );

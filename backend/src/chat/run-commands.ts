@@ -10,9 +10,8 @@ import {
 } from '@stepwise/shared-types';
 import type { AgentControl, InputOutcome } from '../agent/kernel/agent-control.ts';
 import type { ControlCommand, ControlOutcome } from '../agent/kernel/control-bus.ts';
-import type { RunRecord, Store } from '../store/store.ts';
 import type { ChatDependencies } from './chat-dependencies.ts';
-import { sessionEvents } from './run-endings.ts';
+import { askedIn } from './parked-runs.ts';
 import type { SessionEventLog } from './session-event-log.ts';
 
 export const reject = (code: ErrorCode, message: string): ErrorEvent => ({ type: 'error', code, message });
@@ -83,18 +82,9 @@ export async function keepAnswer(
   const { router, store } = deps;
   const run = (await store.listRuns(sessionId)).at(-1);
   if (run?.status !== 'running') return false;
-  const deadline = await askedIn(store, run, questionId);
+  const deadline = (await askedIn(store, run, questionId))?.deadline;
   if (deadline === undefined || Date.parse(deadline) <= Date.now()) return false;
   return router.keepAnswer(run.id, questionId, answer);
-}
-
-/** The deadline of question `questionId` when run `run` asked it (its log holds the question); undefined when it did not. */
-async function askedIn(store: Store, run: RunRecord, questionId: string): Promise<string | undefined> {
-  for await (const event of sessionEvents(store, run.sessionId, run.afterSeq ?? 0)) {
-    if (event.run_id === run.id && event.type === 'agent_update' && event.update_type === 'agent_request_input' && event.question_id === questionId)
-      return event.deadline;
-  }
-  return undefined;
 }
 
 /** A message a strategy takes itself (autonomous's `todos_set`), handed to that strategy. */
@@ -140,6 +130,8 @@ export async function answerRun(
   message: AgentUserInputMessage,
   by: By | undefined,
   send: SendCommand,
+  /** Offers an answer no run took to a run parked on the question: its refusal, undefined when taken, or `not_parked`. */
+  parked?: (questionId: string | undefined, answer: PersonAnswer) => Promise<ErrorEvent | undefined | 'not_parked'>,
 ): Promise<ErrorEvent | undefined> {
   const answer = answerOf(message);
   const reply = await send({ type: 'answer', answer, questionId: message.question_id, ...(by ? { by } : {}) });
@@ -147,5 +139,9 @@ export async function answerRun(
   // The run is not waiting for it just now (its process restarting, its journal replaying): its
   // host may keep the answer to a question the run asked and nobody answered yet.
   if (mayKeep(outcome) && message.question_id && (await keepAnswer(deps, sessionId, message.question_id, answer))) outcome = 'answered';
+  if (mayKeep(outcome) && parked) {
+    const taken = await parked(message.question_id, answer);
+    if (taken !== 'not_parked') return taken;
+  }
   return answerRefusal(outcome, reply, message.question_id);
 }

@@ -13,6 +13,7 @@ import { TOKENS } from '../tokens.ts';
 import { ToolRegistry } from '../tools/tool-registry.ts';
 import type { ChatDependencies } from './chat-dependencies.ts';
 import { ChatService } from './chat-service.ts';
+import type { LiveRun } from './open-questions.ts';
 import { PLAIN_CHAT } from './session-runs.ts';
 import { JOURNAL } from '../agent/kernel/run-journal.ts';
 import type { LogFanOut } from '../hosting/log-fan-out.ts';
@@ -126,6 +127,12 @@ export class SessionManager {
     let waiting = 0;
     for (const chat of this.sessions.values()) waiting += chat.questionsWaiting;
     return waiting;
+  }
+
+  /** The run executing in session `id` on this instance, and the questions it waits on (none when nothing executes here). */
+  liveRun(id: string): LiveRun {
+    const chat = this.sessions.get(id);
+    return { runId: chat?.activeRunId, pendingQuestionIds: chat?.pendingQuestionIds ?? [] };
   }
 
   /** Names of the strategies a run may use. */

@@ -92,7 +92,7 @@ export class SessionRuns {
     if (!target) return { ok: false, message: runId === undefined ? 'This chat has no run to continue' : `This chat has no run "${runId.slice(0, 100)}"` };
     if (target.strategy === PLAIN_CHAT) return { ok: false, message: 'A plain answer cannot be continued: send a new message' };
     if (target.id !== last?.id) return { ok: false, message: 'Only the chat’s last run can be continued' };
-    if (target.status === 'running') return { ok: false, message: 'That run is still going' };
+    if (target.status === 'running' || target.status === 'parked') return { ok: false, message: 'That run is still going' };
     const logged = await readLoggedRun(store, target, { plainChat: false });
     if (target.status === 'completed' && !GOES_ON.has(logged.completionReason ?? 'answered')) {
       return { ok: false, message: 'That run answered; send a new message to go further' };
@@ -133,8 +133,9 @@ export class SessionRuns {
    * again, a question it was waiting on waits on. Without a journal (or with the setting off) it
    * is closed. Resolves with what became of it.
    */
-  async recoverInput(run: RunRecord): Promise<{ input: RunInput; past: RunPastWithHistory } | undefined> {
-    if (!this.deps.config.resumeInterruptedRuns || !this.deps.kernel.has(run.strategy)) return undefined;
+  async recoverInput(run: RunRecord, options: { answered?: boolean } = {}): Promise<{ input: RunInput; past: RunPastWithHistory } | undefined> {
+    // A parked run that was answered goes on whatever RESUME_INTERRUPTED_RUNS says: it was not interrupted.
+    if (!(this.deps.config.resumeInterruptedRuns || options.answered) || !this.deps.kernel.has(run.strategy)) return undefined;
     const logged = await readLoggedRun(this.deps.store, run, { plainChat: run.strategy === PLAIN_CHAT });
     if (hasEnded(logged)) return undefined;
     const past = await this.readPast(run);
@@ -170,7 +171,10 @@ export class SessionRuns {
       },
       {
         ...(past ? { past } : {}),
+        // Parked: the store says so, with what it waits on; nothing of it ends.
+        onPark: (parked) => store.parkRun(input.runId, parked),
         onEnd: async (outcome) => {
+          if (outcome.status === 'parked') return;
           try {
             await store.appendMessages(this.sessionId, outcome.transcript, this.log.lastSeq);
           } catch (error) {

@@ -244,7 +244,8 @@ const EnvSchema = z.object({
     .transform(Number)
     .pipe(z.number({ error: 'must be a number of USD' }).positive('must be more than 0'))
     .optional(),
-  APPROVAL_TIMEOUT_ACTION: z.enum(['deny', 'stop']).default('deny'),
+  INPUT_TIMEOUT_ACTION: z.enum(['park', 'stop']).default('park'),
+  APPROVAL_TIMEOUT_ACTION: z.enum(['park', 'stop', 'deny']).default('park'),
   STEER_QUEUE_MAX: integer(1).default(10),
   STEER_MAX_CHARS: integer(1).default(STEER_MAX_CHARS_DEFAULT),
   NOTIFY_WEBHOOK_URL: url.optional(),
@@ -361,8 +362,10 @@ export interface Config {
     runTokenBudget: number;
     /** A run's default cost budget in USD (a chat's `max_cost_usd` overrides it); undefined: none. */
     runCostBudgetUsd: number | undefined;
-    /** What an approval nobody answered in time does: deny the call (the run goes on), or stop the run. */
-    approvalTimeoutAction: 'deny' | 'stop';
+    /** What a question nobody answered in time does: park the run until someone does, or stop it. */
+    inputTimeoutAction: 'park' | 'stop';
+    /** What an approval nobody answered in time does: park the run, stop it, or deny the call (the run goes on). */
+    approvalTimeoutAction: 'park' | 'stop' | 'deny';
     /** The config file's "approval" rules: tool name or glob → auto / ask / deny, first match wins. */
     approval: ApprovalRule[];
     /** How much earlier conversation (in characters) goes to the model; oldest turns go first. */
@@ -620,6 +623,7 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
       runTimeoutMs: e.AGENT_RUN_TIMEOUT_MS,
       runTokenBudget: e.AGENT_RUN_TOKEN_BUDGET,
       runCostBudgetUsd: e.AGENT_RUN_COST_BUDGET_USD,
+      inputTimeoutAction: e.INPUT_TIMEOUT_ACTION,
       approvalTimeoutAction: e.APPROVAL_TIMEOUT_ACTION,
       approval: [],
       contextBudgetChars: e.CONTEXT_BUDGET_CHARS,

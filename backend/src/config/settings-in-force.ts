@@ -27,6 +27,8 @@ export function settingsInForce(config: Config): SettingInfo[] {
     ['AGENT_MAX_STEPS', String(config.agent.maxStepsDefault), 'Iterations a run may take by default'],
     ['AGENT_MAX_STEPS_LIMIT', String(config.agent.maxStepsLimit), 'The most iterations a run may ask for'],
     ['AGENT_INPUT_TIMEOUT_MS', seconds(config.agent.inputTimeoutMs), 'How long a question waits for an answer'],
+    ['INPUT_TIMEOUT_ACTION', config.agent.inputTimeoutAction, 'What a question nobody answered in time does (park: the run waits, holding nothing)'],
+    ['APPROVAL_TIMEOUT_ACTION', config.agent.approvalTimeoutAction, 'What an approval nobody answered in time does'],
     ['STEER_QUEUE_MAX', String(config.agent.steerQueueMax), 'Messages that may wait for a running run in one chat'],
     ['STEER_MAX_CHARS', String(config.agent.steerMaxChars), 'Longest message sent to a running run (characters)'],
     ['AGENT_RUN_TIMEOUT_MS', seconds(config.agent.runTimeoutMs), 'A run’s wall-clock budget'],

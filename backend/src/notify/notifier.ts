@@ -7,7 +7,7 @@ import type { Store } from '../store/store.ts';
 import { Deliveries, type DeliverySender } from './deliveries.ts';
 import { type Notification, notificationFor } from './notifications.ts';
 import { PUSH_TARGET, type PushPayload, PushSender, pushMessage } from './push-sender.ts';
-import { WebhookSender } from './webhook-sender.ts';
+import { USER_WEBHOOK_TARGET, UserWebhookSender, WebhookSender } from './webhook-sender.ts';
 
 /** The server's VAPID key pair, as the store keeps it when it made one. */
 const VAPID_KEY = 'vapid';
@@ -15,7 +15,8 @@ const VAPID_KEY = 'vapid';
 /**
  * Tells people what needs them and how runs ended: sees every event this instance logs, and for a
  * question, an approval, a finished or a failed run writes a delivery to each channel (the
- * webhook, and each browser the chat's owner subscribed to push), sent from the store's outbox.
+ * webhook, the chat owner's own webhook, and each browser they subscribed to push), sent from the
+ * store's outbox.
  */
 export class Notifier {
   private readonly deliveries: Deliveries;
@@ -33,7 +34,8 @@ export class Notifier {
       sends: (target) => target.startsWith(PUSH_TARGET),
       send: async (delivery) => new PushSender(await this.vapidKeys(), store.push).send(delivery),
     };
-    this.deliveries = new Deliveries(store.outbox, [...(this.webhook ? [this.webhook] : []), push], { retryBaseMs, logger, exclusive: !config.cluster });
+    const senders = [...(this.webhook ? [this.webhook] : []), new UserWebhookSender(store.push), push];
+    this.deliveries = new Deliveries(store.outbox, senders, { retryBaseMs, logger, exclusive: !config.cluster });
   }
 
   start(): void {
@@ -80,6 +82,9 @@ export class Notifier {
     const id = `msg_${sessionId}_${event.seq}`;
     const writes: Promise<void>[] = [];
     if (this.webhook) writes.push(this.deliveries.send(id, this.config.notify.webhook!.url, JSON.stringify(notification)));
+    // The chat owner's own webhook, signed with their own secret.
+    if (await this.store.push.webhookOf(session.owner))
+      writes.push(this.deliveries.send(`${id}_own`, `${USER_WEBHOOK_TARGET}${session.owner}`, JSON.stringify(notification)));
     for (const subscription of await this.store.push.forUser(session.owner)) {
       const payload: PushPayload = { keys: { p256dh: subscription.p256dh, auth: subscription.auth }, message: pushMessage(notification as Notification) };
       const device = createHash('sha256').update(subscription.endpoint).digest('hex').slice(0, 16);

@@ -1,5 +1,6 @@
 import { Webhook } from 'standardwebhooks';
 import type { Delivery } from '../store/delivery-outbox.ts';
+import type { PushStore } from '../store/push-store.ts';
 import type { DeliverySender } from './deliveries.ts';
 
 /** How long an attempt waits for the receiver. */
@@ -42,5 +43,26 @@ export class WebhookSender implements DeliverySender {
     } catch (error) {
       return { error: (error as Error).message };
     }
+  }
+}
+
+/** A person's own webhook as a delivery's target: the person, whose URL and secret are read when it is sent. */
+export const USER_WEBHOOK_TARGET = 'user-webhook:';
+
+/**
+ * Posts deliveries to a person's own webhook, signed like NOTIFY_WEBHOOK_URL's but with their own
+ * secret; one whose person has removed their webhook meanwhile is dropped.
+ */
+export class UserWebhookSender implements DeliverySender {
+  constructor(private readonly webhooks: Pick<PushStore, 'webhookOf'>) {}
+
+  sends(target: string): boolean {
+    return target.startsWith(USER_WEBHOOK_TARGET);
+  }
+
+  async send(delivery: Delivery): Promise<{ error: string; gone?: boolean } | undefined> {
+    const webhook = await this.webhooks.webhookOf(delivery.target.slice(USER_WEBHOOK_TARGET.length));
+    if (!webhook) return { error: 'the person removed their webhook', gone: true };
+    return new WebhookSender(webhook.url, webhook.secret).send(delivery);
   }
 }

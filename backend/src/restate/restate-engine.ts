@@ -261,9 +261,11 @@ export class RestateEngine implements RunEngine {
       control.handOver();
       return abortReason(control.signal);
     };
-    // A stop (from any instance) is a Restate cancellation too: no retry ever runs the run on.
+    // A stop (from any instance) is a Restate cancellation too: no retry ever runs the run on. A
+    // parked run's workflow ends as parked instead: the answer resumes the run from the store's copy
+    // of its journal (in this process, as the in-process engine would).
     const onStop = () => {
-      if (!control.handedOver) void this.cancel(invocationId);
+      if (!control.handedOver && !control.parkedOn) void this.cancel(invocationId);
     };
     control.signal.addEventListener('abort', onStop, { once: true });
     let finished = false;

@@ -208,6 +208,18 @@ export class MemoryStore implements Store {
     if (run) run.checkpoint = checkpoint === null ? undefined : structuredClone(checkpoint);
   }
 
+  async parkRun(runId: string, checkpoint: unknown): Promise<void> {
+    const run = this.runs.get(runId);
+    if (run?.status === 'running') Object.assign(run, { status: 'parked', checkpoint: structuredClone(checkpoint) });
+  }
+
+  async unparkRun(runId: string): Promise<{ checkpoint: unknown } | undefined> {
+    const run = this.runs.get(runId);
+    if (run?.status !== 'parked') return undefined;
+    run.status = 'running';
+    return { checkpoint: structuredClone(run.checkpoint) };
+  }
+
   async getRun(runId: string): Promise<RunRecord | undefined> {
     const run = this.runs.get(runId);
     return run && structuredClone(run);

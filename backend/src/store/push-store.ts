@@ -19,11 +19,22 @@ export interface PushStore {
   drop(endpoint: string): Promise<void>;
   /** The value kept under `name`, made by `make` and kept the first time (the first instance's wins). */
   serverKey(name: string, make: () => string): Promise<string>;
+  /** A person's own webhook (multi-user modes), or undefined. */
+  webhookOf(userId: string): Promise<UserWebhook | undefined>;
+  /** Keeps a person's webhook (replacing theirs), or with null forgets it. */
+  setWebhook(userId: string, webhook: UserWebhook | null): Promise<void>;
+}
+
+/** Where a person's notifications go besides NOTIFY_WEBHOOK_URL, and the secret they are signed with (theirs alone). */
+export interface UserWebhook {
+  url: string;
+  secret: string;
 }
 
 export type PushTables = {
   push_subscriptions: { endpoint: string; user_id: string; p256dh: string; auth: string; created_at: string | Date };
   server_keys: { name: string; value: string };
+  user_webhooks: { user_id: string; url: string; secret: string; updated_at: string | Date };
 };
 
 /** Push subscriptions on the store's SQL database. */
@@ -62,6 +73,23 @@ export class SqlPushStore implements PushStore {
     const row = await this.db.selectFrom('server_keys').select('value').where('name', '=', name).executeTakeFirstOrThrow();
     return row.value;
   }
+
+  async webhookOf(userId: string): Promise<UserWebhook | undefined> {
+    return this.db.selectFrom('user_webhooks').select(['url', 'secret']).where('user_id', '=', userId).executeTakeFirst();
+  }
+
+  async setWebhook(userId: string, webhook: UserWebhook | null): Promise<void> {
+    if (!webhook) {
+      await this.db.deleteFrom('user_webhooks').where('user_id', '=', userId).execute();
+      return;
+    }
+    const row = { url: webhook.url, secret: webhook.secret, updated_at: new Date().toISOString() };
+    await this.db
+      .insertInto('user_webhooks')
+      .values({ user_id: userId, ...row })
+      .onConflict((conflict) => conflict.column('user_id').doUpdateSet(row))
+      .execute();
+  }
 }
 
 /** Push subscriptions in memory (a store in memory: tests of one module). */
@@ -89,5 +117,17 @@ export class MemoryPushStore implements PushStore {
   async serverKey(name: string, make: () => string): Promise<string> {
     if (!this.keys.has(name)) this.keys.set(name, make());
     return this.keys.get(name)!;
+  }
+
+  private readonly webhooks = new Map<string, UserWebhook>();
+
+  async webhookOf(userId: string): Promise<UserWebhook | undefined> {
+    const webhook = this.webhooks.get(userId);
+    return webhook && { ...webhook };
+  }
+
+  async setWebhook(userId: string, webhook: UserWebhook | null): Promise<void> {
+    if (webhook) this.webhooks.set(userId, { ...webhook });
+    else this.webhooks.delete(userId);
   }
 }

@@ -116,3 +116,10 @@ export const SETTINGS_AND_NOTIFICATION_STEPS: SchemaStep[] = [
     ],
   },
 ];
+
+/** Step 0017: each person's own webhook (multi-user modes), with the secret its deliveries are signed with. */
+export const USER_WEBHOOKS_STEP: SchemaStep = {
+  name: '0018 a webhook of each person’s own',
+  postgres: [`create table user_webhooks (user_id text primary key, url text not null, secret text not null, updated_at timestamptz not null default now())`],
+  sqlite: [`create table user_webhooks (user_id text primary key, url text not null, secret text not null, updated_at text not null) strict`],
+};

@@ -1,5 +1,5 @@
 /** The two SQL databases the store runs on. */
-import { SETTINGS_AND_NOTIFICATION_STEPS } from './schema-steps-notify.ts';
+import { SETTINGS_AND_NOTIFICATION_STEPS, USER_WEBHOOKS_STEP } from './schema-steps-notify.ts';
 import { WAITING_MESSAGES_STEP } from './waiting-messages.ts';
 import { AGENT_TASK_STEPS } from './schema-steps-tasks.ts';
 
@@ -377,4 +377,5 @@ export const SCHEMA: SchemaStep[] = [
   ...SETTINGS_AND_NOTIFICATION_STEPS,
   WAITING_MESSAGES_STEP,
   ...AGENT_TASK_STEPS,
+  USER_WEBHOOKS_STEP,
 ];

@@ -290,6 +290,26 @@ export class SqlStore implements Store {
       .execute();
   }
 
+  async parkRun(runId: string, checkpoint: unknown): Promise<void> {
+    await this.db
+      .updateTable('runs')
+      .set({ status: 'parked', checkpoint: json(checkpoint) })
+      .where('id', '=', runId)
+      .where('status', '=', 'running')
+      .execute();
+  }
+
+  async unparkRun(runId: string): Promise<{ checkpoint: unknown } | undefined> {
+    const row = await this.db
+      .updateTable('runs')
+      .set({ status: 'running' })
+      .where('id', '=', runId)
+      .where('status', '=', 'parked')
+      .returning('checkpoint')
+      .executeTakeFirst();
+    return row && { checkpoint: row.checkpoint === null || row.checkpoint === undefined ? undefined : this.parsed(row.checkpoint) };
+  }
+
   async getRun(runId: string): Promise<RunRecord | undefined> {
     const row = await this.db.selectFrom('runs').selectAll().where('id', '=', runId).executeTakeFirst();
     return row && toRun(row, this.parsed);

@@ -93,7 +93,8 @@ export interface MessagePage {
   olderThan: number | undefined;
 }
 
-export type RunStatus = 'running' | 'completed' | 'stopped' | 'failed';
+/** `parked`: waiting past its question's deadline for an answer, holding nothing (its checkpoint says on what). */
+export type RunStatus = 'running' | 'parked' | 'completed' | 'stopped' | 'failed';
 
 export interface RunRecord {
   id: string;
@@ -126,7 +127,7 @@ export interface RunSpendingRecord {
 export type NewRun = Pick<RunRecord, 'id' | 'sessionId' | 'strategy' | 'maxSteps' | 'afterSeq'>;
 
 export interface RunEnd {
-  status: Exclude<RunStatus, 'running'>;
+  status: Exclude<RunStatus, 'running' | 'parked'>;
   endReason?: string | undefined;
   steps?: number | undefined;
   usage?: { promptTokens: number; completionTokens: number } | undefined;
@@ -187,6 +188,10 @@ export interface Store {
   finishRun(runId: string, end: RunEnd): Promise<void>;
   /** Saves (or with null, clears) what the run needs to resume. */
   saveCheckpoint(runId: string, checkpoint: unknown): Promise<void>;
+  /** Parks a running run: its status becomes `parked`, `checkpoint` what it waits on (startup recovery leaves it be). */
+  parkRun(runId: string, checkpoint: unknown): Promise<void>;
+  /** Sets a parked run running again, once: its checkpoint; undefined when it was not parked (another answer or a stop came first). */
+  unparkRun(runId: string): Promise<{ checkpoint: unknown } | undefined>;
   getRun(runId: string): Promise<RunRecord | undefined>;
   /** A session's runs, oldest first. */
   listRuns(sessionId: string): Promise<RunRecord[]>;

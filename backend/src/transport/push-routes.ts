@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -69,6 +70,68 @@ export function registerPushRoutes(server: FastifyInstance, notifier: Notifier, 
     },
     async (request, reply) => {
       if (!(await subscriptions.unsubscribe(viewer(request).id, request.body.endpoint))) return sendError(reply, 404, 'not_found', 'No such subscription');
+      return reply.code(204).send(null);
+    },
+  );
+  registerOwnWebhookRoutes(server, subscriptions);
+}
+
+const OwnWebhook = z.object({
+  url: z.string().nullable().describe('Where the person’s notifications are posted; null when they set none'),
+  secret: z.string().nullable().describe('The secret their deliveries are signed with (Standard Webhooks, `whsec_…`); theirs alone'),
+});
+
+/** A person's own webhook URL: https, or http on this machine (a receiver beside the server). */
+export function allowedWebhookUrl(value: string): boolean {
+  const url = new URL(value);
+  const loopback = url.hostname === '127.0.0.1' || url.hostname === 'localhost' || url.hostname === '[::1]';
+  return url.protocol === 'https:' || (url.protocol === 'http:' && loopback);
+}
+
+/**
+ * A person's own webhook (multi-user modes, and the one person of a single-user server): their
+ * notifications are posted there too, signed like NOTIFY_WEBHOOK_URL's with a secret of their own.
+ */
+function registerOwnWebhookRoutes(server: FastifyInstance, webhooks: PushStore): void {
+  const app = server.withTypeProvider<ZodTypeProvider>();
+  const tags = ['notifications'];
+  app.get(
+    '/api/notify/webhook',
+    {
+      schema: {
+        tags,
+        summary: 'The person’s own webhook, and the secret its deliveries are signed with',
+        response: { 200: OwnWebhook, ...errorResponses(401) },
+      },
+    },
+    async (request) => {
+      const webhook = await webhooks.webhookOf(viewer(request).id);
+      return { url: webhook?.url ?? null, secret: webhook?.secret ?? null };
+    },
+  );
+  app.put(
+    '/api/notify/webhook',
+    {
+      schema: {
+        tags,
+        summary: 'Sets the person’s own webhook: their notifications are posted there too, signed with their own secret (made once, kept)',
+        body: z.object({ url: z.url({ protocol: /^https?$/, error: 'url must be an http(s) URL' }).max(2048) }),
+        response: { 200: OwnWebhook, ...errorResponses(400, 401) },
+      },
+    },
+    async (request, reply) => {
+      if (!allowedWebhookUrl(request.body.url)) return sendError(reply, 400, 'bad_request', 'A webhook must be https (http only on this machine)');
+      const user = viewer(request).id;
+      const secret = (await webhooks.webhookOf(user))?.secret ?? `whsec_${randomBytes(24).toString('base64')}`;
+      await webhooks.setWebhook(user, { url: request.body.url, secret });
+      return { url: request.body.url, secret };
+    },
+  );
+  app.delete(
+    '/api/notify/webhook',
+    { schema: { tags, summary: 'Removes the person’s own webhook', response: { 204: z.null().describe('Removed'), ...errorResponses(401) } } },
+    async (request, reply) => {
+      await webhooks.setWebhook(viewer(request).id, null);
       return reply.code(204).send(null);
     },
   );

@@ -2,6 +2,8 @@ import { Notifier } from '../notify/notifier.ts';
 import { registerPushRoutes } from './push-routes.ts';
 import type { RunHost } from '../hosting/run-host.ts';
 import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import fastifyCookie from '@fastify/cookie';
 import fastifyHelmet from '@fastify/helmet';
 import fastifyRateLimit from '@fastify/rate-limit';
@@ -39,6 +41,7 @@ import { EVENT_PAGES_IN_FLIGHT, registerRestRoutes } from './rest-routes.ts';
 import { WorkBudgets } from '../limits/work-budgets.ts';
 import { registerWebSocketRoute } from './websocket-route.ts';
 import { registerSharingRoutes } from './sharing-routes.ts';
+import { answerPageStatus, registerQuestionRoutes } from './question-routes.ts';
 import { registerSettingsRoutes } from './settings-routes.ts';
 import { SettingsService } from '../settings/settings-service.ts';
 
@@ -121,6 +124,7 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
     errorResponseBuilder: (_request, context) =>
       Object.assign(new Error(`Too many requests: at most ${context.max} a minute; try again in ${context.after}`), { statusCode: 429 }),
   });
+  const questions = { history: container.resolve(HistoryService), sessions, store };
   // Routes declared from here on are validated against their zod schemas and described at /api/openapi.json.
   await registerOpenApi(app);
   // The web app's files are the only routes open to anyone (besides the health check); every
@@ -133,7 +137,20 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
     if (staticDir && existsSync(staticDir)) {
       await webApp.register(fastifyStatic, webAppFiles(staticDir));
       // A notification's link to one question: the web app answers it (and checks access over the socket).
-      webApp.get('/answer/:question_id', { schema: { hide: true } }, (_request, reply) => reply.header('cache-control', 'no-cache').sendFile('index.html'));
+      // 404 for a signed-in person whose question is not open (the page says so too).
+      webApp.get<{ Params: { question_id: string }; Querystring: { session?: string } }>(
+        '/answer/:question_id',
+        { schema: { hide: true } },
+        async (request, reply) =>
+          (await answerPageStatus(questions, request)) === 404
+            ? // The page itself, not a file response a browser could revalidate into a 304.
+              reply
+                .code(404)
+                .header('cache-control', 'no-store')
+                .type('text/html')
+                .send(await readFile(join(staticDir, 'index.html')))
+            : reply.header('cache-control', 'no-cache').sendFile('index.html'),
+      );
     } else {
       webApp.get('/', (_request, reply) => reply.type('text/html').send(PLACEHOLDER_PAGE));
     }
@@ -145,6 +162,7 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
   const uploads = new InProgressPerClient(config.limits.uploadsPerClient);
   registerRestRoutes(app, container.resolve(HistoryService), container.resolve(SessionFiles), { eventPages, uploads });
   registerSharingRoutes(app, container);
+  registerQuestionRoutes(app, questions);
   registerPushRoutes(app, container.resolve(Notifier), container.resolve<Store>(TOKENS.Store).push, config.notify.pushServiceHosts);
   await registerSettingsRoutes(app, container.resolve(SettingsService), config);
   const callers = container.resolve<CallerTraces>(TOKENS.CallerTraces);

@@ -18,6 +18,7 @@ const PROGRESS_TYPES = new Set(['assistant_delta', 'tool_progress', 'tool_start'
 const PROMPT_UPDATES = new Set([
   'agent_request_input',
   'agent_request_input_timeout',
+  'agent_parked',
   'agent_input_received',
   'agent_stopped',
   'agent_error',

@@ -91,7 +91,7 @@ export function AnswerPage({ questionId }: { questionId: string }) {
         >
           <h1 id={headingId}>The agent asks you</h1>
           <p className="answer-question">{found.text}</p>
-          {found.deadline && <p className="answer-deadline">Waiting until {new Date(found.deadline).toLocaleString()}</p>}
+          {found.deadline && <Deadline deadline={found.deadline} />}
           {found.choices && (
             <div className="answer-actions">
               {found.choices.map((choice) => (
@@ -118,7 +118,7 @@ export function AnswerPage({ questionId }: { questionId: string }) {
           <pre className="answer-arguments" aria-label="Arguments">
             {JSON.stringify(found.arguments, null, 2)}
           </pre>
-          {found.deadline && <p className="answer-deadline">Denied if nobody answers by {new Date(found.deadline).toLocaleString()}</p>}
+          {found.deadline && <Deadline deadline={found.deadline} />}
           <label className="answer-field">
             Reason for denying (optional)
             <input value={reason} onChange={(event) => setReason(event.target.value)} />
@@ -140,5 +140,16 @@ export function AnswerPage({ questionId }: { questionId: string }) {
         </form>
       )}
     </main>
+  );
+}
+
+/** A question's deadline, or (past it: the run is parked) that the run waits for this answer. */
+function Deadline({ deadline }: { deadline: string }) {
+  return (
+    <p className="answer-deadline">
+      {Date.parse(deadline) > Date.now()
+        ? `Answer by ${new Date(deadline).toLocaleString()}`
+        : 'Nobody answered in time: the run is parked and goes on when you answer'}
+    </p>
   );
 }

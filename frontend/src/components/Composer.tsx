@@ -11,6 +11,8 @@ import { ToolPicker } from './ToolPicker.tsx';
 
 export interface ComposerProps {
   busy: boolean;
+  /** The run is parked: it waits for the answer to its question (or a stop). */
+  parked?: boolean;
   stopping: boolean;
   connected: boolean;
   limits: { max_steps_default: number; max_steps_limit: number } | undefined;
@@ -50,7 +52,24 @@ export function correctMaxSteps(value: string, fallback: number, limit: number):
  * While the agent asks something, the box takes the answer.
  */
 export function Composer(props: ComposerProps) {
-  const { busy, stopping, connected, limits, tools, mcpServers, strategies, question, started, runActive, onAttach, onSend, onAnswer, onSteer, onStop } = props;
+  const {
+    busy,
+    parked,
+    stopping,
+    connected,
+    limits,
+    tools,
+    mcpServers,
+    strategies,
+    question,
+    started,
+    runActive,
+    onAttach,
+    onSend,
+    onAnswer,
+    onSteer,
+    onStop,
+  } = props;
   const attached = props.attached ?? [];
   const onDetach = props.onDetach ?? (() => {});
   const fileInput = useRef<HTMLInputElement>(null);
@@ -139,8 +158,19 @@ export function Composer(props: ComposerProps) {
   const optionsSummary = agentMode ? `Agent${strategyPart} · up to ${maxSteps} steps · ${enabledCount} tool${enabledCount === 1 ? '' : 's'}` : 'Plain chat';
   // Short, so that the box stays one line on a phone; Enter sends, Shift+Enter breaks the line.
   const placeholder =
-    question !== undefined ? 'Your answer…' : busy ? (runActive ? 'Steer the agent…' : 'Queue a message…') : agentMode ? 'Ask the agent…' : 'Message…';
-  const steering = busy && question === undefined && onSteer !== undefined;
+    question !== undefined
+      ? 'Your answer…'
+      : parked
+        ? 'The run waits for you…'
+        : busy
+          ? runActive
+            ? 'Steer the agent…'
+            : 'Queue a message…'
+          : agentMode
+            ? 'Ask the agent…'
+            : 'Message…';
+  // A parked run takes no messages: it waits for its answer (or a stop).
+  const steering = busy && !parked && question === undefined && onSteer !== undefined;
 
   return (
     <form className={`composer${question !== undefined ? ' composer-answering' : ''}${started ? ' composer-started' : ''}`} onSubmit={submit}>

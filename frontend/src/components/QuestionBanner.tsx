@@ -13,7 +13,10 @@ export function QuestionBanner({
   now,
   choices,
   onChoose,
+  parked,
 }: {
+  /** The run is parked on this question: past its deadline, it waits (holding nothing) for the answer. */
+  parked?: boolean;
   question: string;
   deadline: string | undefined;
   now: Date;
@@ -30,10 +33,11 @@ export function QuestionBanner({
   return (
     <div className="question-banner" role="alertdialog" aria-labelledby={questionId} aria-describedby={hintId} aria-modal="false">
       <p className="question-label">
-        The agent asks you{' '}
+        {parked ? 'Waiting for you' : 'The agent asks you'}{' '}
         <span id={hintId} className="question-hint">
           · answer below
-          {deadline && (
+          {parked && ' to go on: nobody answered in time, so the run is parked until you do'}
+          {deadline && !parked && (
             <>
               {' '}
               by{' '}

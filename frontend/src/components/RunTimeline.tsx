@@ -101,7 +101,8 @@ export function RunTimeline({
   onGoOn?: (strategyOptions: Record<string, unknown>) => void;
   onSaveText?: (name: string, text: string) => Promise<void>;
 }) {
-  const running = !run.end && !run.complete;
+  // A parked run is not at work: it waits for an answer.
+  const running = !run.end && !run.complete && !run.parked;
   // A run the conversation went back from no longer ends as it did: it says where it was rolled back to.
   const rolledBackTo =
     run.rewoundTo !== undefined ? `Rolled back to step ${run.rewoundTo}` : rolledBack ? 'Rolled back: no longer part of the conversation' : undefined;
@@ -199,6 +200,11 @@ export function RunTimeline({
       )}
       {(Panel || tree) && steers.map((steer) => <SteerNote key={steer.messageId} steer={steer} />)}
       {running && <WaitingMessages messages={waiting} label="Messages waiting for this run" />}
+      {run.parked && !run.end && (
+        <div className="run-end run-end-needs-you run-parked" role="status" data-testid="run-parked">
+          Waiting for you: nobody answered in time, so this run is parked. It holds nothing while it waits; answer to go on from here, or stop it.
+        </div>
+      )}
       {run.end && (
         <div className={`run-end run-end-${rolledBackTo ? 'needs-you' : endClass(run.end)}`} role="status" data-testid="run-end">
           {rolledBackTo ?? describeEnd(run.end)}

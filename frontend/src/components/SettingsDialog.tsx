@@ -7,6 +7,7 @@ import { changeSnippets, configFilePath, MCP_CONFIG_SNIPPET, settingsOrLimits } 
 import { formatClock, formatFull, formatWhen } from '../lib/time.ts';
 import { CopyableSnippet } from './CopyableSnippet.tsx';
 import { SettingsEditor } from './SettingsEditor.tsx';
+import { OwnWebhook } from './OwnWebhook.tsx';
 
 /**
  * What the server runs with, in one dialog: the model (and whether it works), the MCP servers,
@@ -100,7 +101,8 @@ function NotificationsSection() {
         </button>
       )}
       {problem && <p role="alert">Push could not be set up: {problem}</p>}
-      <p className="muted">A webhook can be told too (NOTIFY_WEBHOOK_URL, see the README).</p>
+      <OwnWebhook />
+      <p className="muted">The server’s own webhook is told of every chat (NOTIFY_WEBHOOK_URL, see the README).</p>
     </Section>
   );
 }

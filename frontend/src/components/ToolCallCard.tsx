@@ -92,7 +92,12 @@ function ApprovalForm({ tool }: { tool: ToolCallView }) {
     >
       <p className="approval-head">
         <strong>Approve this call?</strong>{' '}
-        {tool.approval!.deadline && <small>· denied if nobody answers by {new Date(tool.approval!.deadline).toLocaleTimeString()}</small>}
+        {tool.approval!.deadline &&
+          (Date.parse(tool.approval!.deadline) > Date.now() ? (
+            <small>· answer by {new Date(tool.approval!.deadline).toLocaleTimeString()}</small>
+          ) : (
+            <small>· waiting for you</small>
+          ))}
       </p>
       <label className="approval-args">
         Arguments (JSON, editable)

@@ -216,7 +216,26 @@ export const sessionInUrl = {
 };
 
 /** Web Push: the server's key, and this browser's subscription for the person signed in. */
+/** A person's own webhook: where it is, and the secret its deliveries are signed with. */
+export interface OwnWebhook {
+  url: string | null;
+  secret: string | null;
+}
+
 export const pushApi = {
+  async ownWebhook(): Promise<OwnWebhook> {
+    const response = await call('/api/notify/webhook');
+    if (!response.ok) throw new Error(`Could not read your webhook: ${await errorMessage(response)}`);
+    return (await response.json()) as OwnWebhook;
+  },
+  async setOwnWebhook(url: string | null): Promise<OwnWebhook> {
+    const response = await call('/api/notify/webhook', {
+      method: url === null ? 'DELETE' : 'PUT',
+      ...(url === null ? {} : { body: JSON.stringify({ url }), headers: { 'content-type': 'application/json' } }),
+    });
+    if (!response.ok) throw new Error(await errorMessage(response));
+    return url === null ? { url: null, secret: null } : ((await response.json()) as OwnWebhook);
+  },
   async key(): Promise<string> {
     const response = await call('/api/push/key');
     if (!response.ok) throw new Error(`Could not read the push key: ${await errorMessage(response)}`);

@@ -189,8 +189,11 @@ function applySession(state: ViewState, session: SessionEvent): ViewState {
 function applyLogged(state: ViewState, event: Logged): ViewState {
   const applied = applyLoggedEvent(state, event);
   const runId = event.run_id;
-  const run = runId ? applied.runs[runId] : undefined;
-  if (!run) return applied;
+  const found = runId ? applied.runs[runId] : undefined;
+  if (!found) return applied;
+  // A parked run's next event (its answer taken, its ending) says it left the wait.
+  const { parked: _parked, ...unparked } = found;
+  const run = found.parked && !(event.type === 'agent_update' && event.update_type === 'agent_parked') ? unparked : found;
   return { ...applied, runs: { ...applied.runs, [run.id]: { ...run, timeline: [...(run.timeline ?? []), timelineEvent(event)] } } };
 }
 
@@ -356,6 +359,8 @@ function applyAgentUpdate(state: ViewState, runId: string, event: Extract<Logged
         const waiting = step.tools.find((tool) => tool.approval && (tool.approval.status === 'pending' || tool.approval.status === 'sent'));
         return waiting ? upsertTool(step, waiting.id, { name: waiting.name, approval: { ...waiting.approval!, status: 'timed_out' } }) : step;
       });
+    case 'agent_parked':
+      return updateRun(state, runId, (run) => ({ ...run, parked: { questionId: event.question_id, since: event.ts } }));
     case 'agent_model_fallback': {
       const fallback = { purpose: event.purpose, model: event.model, fromModel: event.from_model, reason: event.failures[0]?.reason ?? '' };
       return updateStep(state, runId, event.step, event.node_id, (step) => ({ ...step, fallbacks: [...(step.fallbacks ?? []), fallback] }));

@@ -76,6 +76,7 @@ export type RunUpdateType =
   | 'agent_observe'
   | 'agent_request_input'
   | 'agent_request_input_timeout'
+  | 'agent_parked'
   | 'agent_usage'
   | 'agent_model_fallback'
   | 'agent_stopped'
@@ -162,6 +163,11 @@ export interface RunView {
   /** The strategy's own events, in log order. */
   strategyEvents: StrategyEventView[];
   end?: RunEnd;
+  /**
+   * Set while the run is parked: nobody answered its question in time, and it waits for an answer
+   * (holding nothing on the server); an answer resumes it, a stop ends it.
+   */
+  parked?: { questionId: string; since: string };
   /** True once response_complete arrived. */
   complete: boolean;
   /** True when the run ended before this page joined: it was rebuilt from the log. */

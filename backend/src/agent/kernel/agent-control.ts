@@ -76,6 +76,7 @@ export class AgentControl {
   private reason: StopReason | undefined;
   private stopper: By | undefined;
   private handingOver = false;
+  private parking: string[] | undefined;
   /** Told when a person's answer is taken (the kernel logs who answered, in multi-user modes). */
   onAnswered: ((questionId: string, by: By) => void) | undefined;
   /** Set by a durable engine while it executes the run. */
@@ -108,6 +109,24 @@ export class AgentControl {
   /** True when the run was stopped to be handed to another instance: it logs no ending, another goes on with it. */
   get handedOver(): boolean {
     return this.handingOver;
+  }
+
+  /**
+   * The questions the run was parked on (the one whose deadline passed first), once it was: the run
+   * stopped here unended, and an answer to one of them resumes it from its journal.
+   */
+  get parkedOn(): string[] | undefined {
+    return this.parking;
+  }
+
+  /**
+   * Parks the run: nobody answered question `questionId` in time, so it stops here without ending,
+   * and waits, holding nothing, for an answer to it (or to another question still open).
+   */
+  park(questionId: string): void {
+    if (this.controller.signal.aborted) return;
+    this.parking = [questionId, ...this.pendingQuestions.filter((id) => id !== questionId)];
+    this.stop('input_timeout');
   }
 
   /** Stops the run here without ending it (several instances: another instance goes on from its journal). */

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { LoggedEventBody } from '@stepwise/shared-types';
+import type { By, LoggedEventBody, PersonAnswer } from '@stepwise/shared-types';
 import { InputTimeoutError } from '../../errors.ts';
+import { abortReason } from '../../util/abort.ts';
 import { type AnswerReader, anyText, oneOf } from './agent-control.ts';
 import type { RunEvents } from './run-events.ts';
 import { JOURNAL } from './run-journal.ts';
@@ -27,8 +28,26 @@ export interface AnswerRecord<T> {
   read(recorded: unknown): { value: T; durationMs?: number | undefined };
 }
 
-/** What a timeout does: the run fails with it (input_timeout), the run is stopped, or the question takes an answer of its own. */
-export type OnTimeout<T> = { kind: 'fail' } | { kind: 'stop' } | { kind: 'answer'; value: T };
+/**
+ * What a timeout does: the run fails with it (input_timeout), the run is stopped, the question takes
+ * an answer of its own, or the run is parked (it stops here unended; an answer given later is kept
+ * in its journal and resumes it, and the question takes that answer).
+ */
+export type OnTimeout<T> = { kind: 'fail' } | { kind: 'stop' } | { kind: 'answer'; value: T } | { kind: 'park' };
+
+/** An answer to a question of a parked run, as its journal keeps it (JOURNAL.keptAnswer, keyed by the question's id). */
+export interface KeptAnswer {
+  answer: PersonAnswer;
+  /** Who answered (multi-user modes). */
+  by?: By | undefined;
+  /** When (ISO-8601). */
+  at: string;
+}
+
+/** What a journaled question nobody answered in time does, by INPUT_TIMEOUT_ACTION: the run is parked, or it fails (input_timeout). */
+export function inputTimeout(run: Pick<Run, 'inputTimeoutAction'>): OnTimeout<never> {
+  return run.inputTimeoutAction === 'park' ? { kind: 'park' } : { kind: 'fail' };
+}
 
 /** One question to a person, typed by its answer. */
 export interface Question<T> {
@@ -70,15 +89,31 @@ export async function askPerson<T>(run: AskingRun, question: Question<T>): Promi
   const asked = place ? (place.asked ?? (await effects.once(JOURNAL.question, place.questionKey, async () => fresh())).value) : fresh();
   await sink.emit(question.show(asked));
   if (place?.answer !== undefined) return { ...record.read(place.answer), replayed: true };
+  // An answer given while the run was parked: the question takes it now, when it reads it.
+  const kept =
+    place && effects.has(JOURNAL.keptAnswer, asked.id)
+      ? (await effects.once<KeptAnswer>(JOURNAL.keptAnswer, asked.id, async () => undefined as never)).value
+      : undefined;
   const wait = async (): Promise<unknown> => {
     const started = performance.now();
     const signal = question.signal ? AbortSignal.any([control.signal, question.signal]) : control.signal;
+    const read = kept && question.read(kept.answer);
+    if (kept && read?.ok) {
+      if (kept.by) control.onAnswered?.(asked.id, kept.by);
+      const askedAt = Date.parse(asked.deadline) - run.inputTimeoutMs;
+      return record.write(read.value, Math.max(0, Date.parse(kept.at) - askedAt));
+    }
     try {
       const remaining = Math.max(0, Date.parse(asked.deadline) - Date.now());
       const value = await control.waitForInput(asked.id, remaining, signal, question.read);
       return record.write(value, Math.round(performance.now() - started));
     } catch (error) {
       if (!(error instanceof InputTimeoutError)) throw error;
+      if (question.onTimeout.kind === 'park') {
+        await sink.emit(run.events.parked(question.step, asked.id));
+        control.park(asked.id);
+        throw abortReason(control.signal);
+      }
       await sink.emit(run.events.requestInputTimeout(question.step));
       return timedOut(question.onTimeout, run, error, (value) => record.write(value, Math.round(performance.now() - started)));
     }
@@ -98,6 +133,8 @@ function timedOut<T>(onTimeout: OnTimeout<T>, run: AskingRun, error: InputTimeou
       throw error;
     case 'answer':
       return write(onTimeout.value);
+    case 'park':
+      throw new Error('A parked question is handled where it waits');
     default: {
       const unknown: never = onTimeout;
       throw new Error(`Unknown timeout action ${JSON.stringify(unknown)}`);
@@ -107,7 +144,7 @@ function timedOut<T>(onTimeout: OnTimeout<T>, run: AskingRun, error: InputTimeou
 
 const itself: AnswerRecord<unknown> = { write: (value) => value, read: (recorded) => ({ value: recorded }) };
 
-/** A strategy's own question: words, or (a confirmation) one of its choices. A timeout ends the run (input_timeout). */
+/** A strategy's own question: words, or (a confirmation) one of its choices. A timeout parks the run, or ends it (input_timeout), by INPUT_TIMEOUT_ACTION. */
 export interface PersonQuestion {
   key: string;
   step: number;
@@ -124,7 +161,7 @@ export interface PersonQuestion {
  * `askAgainOn` (a confirmation answered "No" paused the past: going on means asking again).
  */
 export async function askQuestion(
-  run: Pick<Run, 'input' | 'events' | 'sink' | 'control' | 'inputTimeoutMs' | 'effects'>,
+  run: Pick<Run, 'input' | 'events' | 'sink' | 'control' | 'inputTimeoutMs' | 'inputTimeoutAction' | 'effects'>,
   ask: PersonQuestion,
   askAgainOn?: string,
 ): Promise<string> {
@@ -145,7 +182,7 @@ export async function askQuestion(
       deadline: asked.deadline,
     }),
     read: ask.kind === 'confirm' && ask.choices ? oneOf(ask.choices) : anyText,
-    onTimeout: { kind: 'fail' },
+    onTimeout: inputTimeout(run),
   });
   return answered.value;
 }

@@ -1,20 +1,40 @@
-import type { StopReason } from '@stepwise/shared-types';
+import type { StopReason, StoppedCall } from '@stepwise/shared-types';
 import { CostBudgetReached, InputTimeoutError, isAbortError, StepwiseError, toClientError } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
 import type { LlmMessage, TokenUsage } from '../../messages.ts';
 import type { AgentControl } from './agent-control.ts';
 import type { EventSink } from './event-sink.ts';
-import type { RunEvents } from './run-events.ts';
+import type { RunEvents, RunTotals } from './run-events.ts';
 import type { RunSpending } from './run-spending.ts';
 import type { RunProgress, RunSuccess } from './strategy.ts';
 
 /** How a run ended, for the session's history and records. */
-export type RunOutcome = ({ status: 'completed'; answer: string } | { status: 'stopped'; reason: StopReason } | { status: 'failed'; message: string }) & {
+export type RunOutcome = (
+  | { status: 'completed'; answer: string }
+  | { status: 'stopped'; reason: StopReason }
+  | { status: 'failed'; message: string }
+  | { status: 'parked'; parked: ParkedRun }
+) & {
   steps: number;
   transcript: LlmMessage[];
   usage: TokenUsage;
   costUsd?: number | null;
 };
+
+/**
+ * A run parked on its questions (see AgentControl.park): what it needs to be resumed by an answer,
+ * or ended by a stop without going on (its step, its stop receipt, its transcript and spending).
+ */
+export interface ParkedRun {
+  /** The open questions, the one whose deadline passed first. */
+  questions: string[];
+  step: number;
+  stoppedCalls?: StoppedCall[] | undefined;
+  transcript: LlmMessage[];
+  usage: TokenUsage;
+  costUsd: number | null;
+  totals: RunTotals;
+}
 
 /**
  * Every way a run ends, each written once (see writeEnding):
@@ -23,14 +43,16 @@ export type RunOutcome = ({ status: 'completed'; answer: string } | { status: 's
  * - `budget`: its cost budget stopped it before its next model call (it may be continued with a larger one);
  * - `stopped`: a person, the clock, the token budget, an unanswered question, a shutdown;
  * - `failed`: an error;
- * - `handed_over`: stopped here unended, for another instance (or a later attempt) to go on with.
+ * - `handed_over`: stopped here unended, for another instance (or a later attempt) to go on with;
+ * - `parked`: stopped here unended, waiting (holding nothing) for an answer to one of its questions.
  */
 export type Ending =
   | { kind: 'completed'; success: RunSuccess }
   | { kind: 'budget'; budgetUsd: number; spentUsd: number }
   | { kind: 'stopped'; reason: StopReason }
   | { kind: 'failed'; error: unknown }
-  | { kind: 'handed_over' };
+  | { kind: 'handed_over' }
+  | { kind: 'parked'; questions: string[] };
 
 /** What writing a run's ending needs of the run. */
 export interface EndingScope {
@@ -55,6 +77,7 @@ export interface EndingScope {
 export function endingOf(error: unknown, scope: Pick<EndingScope, 'control' | 'chatWire'>): Ending {
   const { control } = scope;
   if (control.handedOver && isAbortError(error, control.signal)) return { kind: 'handed_over' };
+  if (control.parkedOn && isAbortError(error, control.signal)) return { kind: 'parked', questions: control.parkedOn };
   // Not a failure: the run did what its budget allowed (plain chat has no budget ending: it fails).
   if (error instanceof CostBudgetReached && !scope.chatWire) return { kind: 'budget', budgetUsd: error.budgetUsd, spentUsd: error.spentUsd };
   if (error instanceof InputTimeoutError) return { kind: 'stopped', reason: 'input_timeout' };
@@ -115,13 +138,31 @@ export async function writeEnding(ending: Ending, scope: EndingScope): Promise<R
         await Promise.allSettled([scope.settled(), sink.flush()]);
         scope.logger.info({ step: progress.step }, 'run handed over to another instance');
         return { status: 'stopped', reason: 'shutdown', steps: progress.step, transcript: scope.added(), usage };
+      case 'parked': {
+        // Nothing ends: the run waits, its journal committed, for an answer that resumes it from there.
+        await scope.settled();
+        await sink.flush();
+        scope.logger.info({ step: progress.step, questions: ending.questions }, 'run parked: it waits for an answer');
+        const transcript = scope.added();
+        const costUsd = spending.totals().cost_usd ?? null;
+        const parked: ParkedRun = {
+          questions: ending.questions,
+          step: progress.step,
+          ...(progress.stoppedCalls?.length ? { stoppedCalls: progress.stoppedCalls } : {}),
+          transcript,
+          usage,
+          costUsd,
+          totals: spending.totals(),
+        };
+        return { status: 'parked', parked, steps: progress.step, transcript, usage, costUsd };
+      }
       default: {
         const unknown: never = ending;
         throw new Error(`Unknown ending ${JSON.stringify(unknown)}`);
       }
     }
   } catch (error) {
-    if (ending.kind === 'completed' || ending.kind === 'budget') return writeEnding(endingOf(error, scope), scope);
+    if (ending.kind === 'completed' || ending.kind === 'budget' || ending.kind === 'parked') return writeEnding(endingOf(error, scope), scope);
     scope.logger.error({ err: error }, 'could not log the end of the run');
     return ended({ status: 'failed', message: 'The run could not be recorded' });
   }

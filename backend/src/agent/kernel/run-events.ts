@@ -64,6 +64,8 @@ export function runEvents(runId: string | undefined, nodeId?: string) {
         arguments: args,
       }),
     requestInputTimeout: (step: number) => update('agent_request_input_timeout', { step }),
+    /** Nobody answered question `questionId` in time: the run is parked until someone does. */
+    parked: (step: number, questionId: string) => update('agent_parked', { step, question_id: questionId }),
     observe: (step: number, content: string) => update('agent_observe', { content, step }),
     stopped: (reason: StopReason, step: number, totals?: RunTotals, calls?: StoppedCall[], by?: By) =>
       update('agent_stopped', { reason, ...(by ? { by } : {}), step, ...(calls?.length ? { calls } : {}), ...totals }),

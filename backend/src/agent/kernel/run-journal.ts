@@ -22,7 +22,16 @@ export interface RunJournal {
 }
 
 /** The effect kinds the kernel records; strategies may record their own through `run.effects`. */
-export const JOURNAL = { input: 'input', model: 'model', toolStarted: 'tool_started', tool: 'tool', question: 'question', answer: 'answer' } as const;
+export const JOURNAL = {
+  input: 'input',
+  model: 'model',
+  toolStarted: 'tool_started',
+  tool: 'tool',
+  question: 'question',
+  answer: 'answer',
+  /** An answer given while the run was parked, keyed by its question's id: the question takes it when the run goes on. */
+  keptAnswer: 'kept_answer',
+} as const;
 
 /** What a run goes on from: the journal and logged events of an earlier execution of it (or of the run it continues). */
 export interface RunPast {
@@ -39,7 +48,7 @@ export interface RunPast {
  * its own effect, and one missing (a tool still running, a question not yet answered when the
  * server stopped) does not end the replay of the others, which went on side by side.
  */
-const CONCURRENT_KINDS = new Set<string>([JOURNAL.toolStarted, JOURNAL.tool, JOURNAL.question, JOURNAL.answer]);
+const CONCURRENT_KINDS = new Set<string>([JOURNAL.toolStarted, JOURNAL.tool, JOURNAL.question, JOURNAL.answer, JOURNAL.keptAnswer]);
 
 /**
  * One execution's view of its journal: each effect runs once. While the past has an entry of the

@@ -10,7 +10,7 @@ import { TOKENS } from '../../tokens.ts';
 import { ToolRegistry } from '../../tools/tool-registry.ts';
 import { traceIdOfRun } from '../../util/ids.ts';
 import { groundedEnding } from './grounding.ts';
-import { type Ending, endingOf, type RunOutcome, writeEnding } from './run-ending.ts';
+import { type Ending, endingOf, type ParkedRun, type RunOutcome, writeEnding } from './run-ending.ts';
 import type { RunJournal } from './run-journal.ts';
 import { type KernelPast, type KernelServices, openRun, type RunScope, type RunSession } from './run-scope.ts';
 import { type AnyStrategy, DEFAULT_STRATEGY, type RunInput, type StrategySessionHooks } from './strategy.ts';
@@ -20,6 +20,8 @@ export type { RunOutcome, RunSession };
 export interface RunHooks {
   /** Persists the outcome; awaited before `response_complete`, so the next message sees it. */
   onEnd?: (outcome: RunOutcome) => Promise<void>;
+  /** Persists a parked run (see ParkedRun): awaited before the run lets go of what it holds. */
+  onPark?: (parked: ParkedRun) => Promise<void>;
   /**
    * Go on from a past: this run's own (after a restart) or the run it continues. Its journaled
    * effects are replayed, not done again; its logged events are not logged again.
@@ -143,7 +145,9 @@ export class RunKernel {
       scope.budgets.stop();
     }
     const outcome = await writeEnding(ending, scope);
-    if (ending.kind !== 'handed_over') await this.finish(scope, outcome, hooks);
+    if (outcome.status === 'parked')
+      await hooks.onPark?.(outcome.parked).catch((error: unknown) => scope.logger.error({ err: error }, 'could not save the parked run'));
+    else if (ending.kind !== 'handed_over') await this.finish(scope, outcome, hooks);
     scope.logger.info({ status: outcome.status, steps: outcome.steps, duration_ms: Math.round(performance.now() - started), ...scope.usage }, 'run ended');
     return outcome;
   }

@@ -141,6 +141,7 @@ export function openRun(
     progress,
     inputTimeoutMs: config.agent.inputTimeoutMs,
     approvalTimeoutAction: config.agent.approvalTimeoutAction,
+    inputTimeoutAction: config.agent.inputTimeoutAction,
     filesManifest: session.filesManifest,
     notepad: session.notepad ?? (async () => ''),
     files: {

@@ -61,7 +61,9 @@ export interface Run<O = Record<string, unknown>, P extends PromptSamples = Prom
   events: RunEvents;
   progress: RunProgress;
   /** What an approval nobody answered in time does (APPROVAL_TIMEOUT_ACTION). */
-  approvalTimeoutAction?: 'deny' | 'stop';
+  approvalTimeoutAction?: 'park' | 'deny' | 'stop';
+  /** What a question nobody answered in time does (INPUT_TIMEOUT_ACTION); stop when not given. */
+  inputTimeoutAction?: 'park' | 'stop';
   inputTimeoutMs: number;
   /** The session's files, one line each, for prompts ('' when there are none). */
   filesManifest(): Promise<string>;

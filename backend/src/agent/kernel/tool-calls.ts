@@ -4,20 +4,26 @@ import { REQUEST_INPUT_TOOL } from '../../tools/request-input-tool.ts';
 import { ApprovalDecision, type StoppedCall } from '@stepwise/shared-types';
 import { readApproval } from '../../tools/approval.ts';
 import { type AgentControl, anyText } from './agent-control.ts';
-import { type AnswerRecord, askPerson } from './ask.ts';
+import { type AnswerRecord, askPerson, inputTimeout, type OnTimeout } from './ask.ts';
 import { JOURNAL } from './run-journal.ts';
 import type { RunEvents } from './run-events.ts';
 import type { Run, RunProgress } from './strategy.ts';
 
 /** The part of a run its tool calls use; `events` may be a branch's (`run.events.node(id)`). */
-type CallContext = Pick<Run, 'input' | 'tools' | 'control' | 'sink' | 'logger' | 'inputTimeoutMs' | 'effects'> & {
+type CallContext = Pick<Run, 'input' | 'tools' | 'control' | 'sink' | 'logger' | 'inputTimeoutMs' | 'inputTimeoutAction' | 'effects'> & {
   events: RunEvents;
   nodeId?: string | undefined;
   /** Where the stop receipt goes (the run's progress). */
   progress?: RunProgress;
   /** What an approval nobody answered in time does (APPROVAL_TIMEOUT_ACTION). */
-  approvalTimeoutAction?: 'deny' | 'stop';
+  approvalTimeoutAction?: 'park' | 'deny' | 'stop';
 };
+
+/**
+ * What the model reads of a call nobody approved in time (APPROVAL_TIMEOUT_ACTION=deny): that
+ * nobody answered, never that a person denied it.
+ */
+export const NOT_APPROVED_IN_TIME = 'Nobody answered the approval request in time; the call was not made.';
 
 /** The tools a person approved for the rest of a run ("Always in this run"), by run. */
 /**
@@ -123,7 +129,9 @@ async function runOrdinary(
       const error =
         'policy' in decision
           ? `The approval policy denies ${call.name}: the call did not run`
-          : `The person denied this call${decision.reason ? `: ${decision.reason}` : ''}`;
+          : 'unanswered' in decision
+            ? NOT_APPROVED_IN_TIME
+            : `The person denied this call${decision.reason ? `: ${decision.reason}` : ''}`;
       await sink.emit(events.toolError(step, call.id, call.name, error, 0));
       receipt.status = 'completed';
       return { call, content: error, summary: summarize(`${call.name}(${JSON.stringify(args)})`, error) };
@@ -172,15 +180,16 @@ async function runOrdinary(
  * and the decision are journaled like request_input's: after a restart a pending approval keeps
  * its id and deadline, and an approved call that ran is not asked again (nor run twice: the
  * tool's result is journaled). Edited arguments are checked against the tool's schema before the
- * run takes them (a mismatch leaves the question open). No answer in time: denied, or with
- * APPROVAL_TIMEOUT_ACTION=stop, the run stops.
+ * run takes them (a mismatch leaves the question open). No answer in time, by
+ * APPROVAL_TIMEOUT_ACTION: the run is parked (park), stops (stop), or the call is not made and the
+ * model is told nobody answered (deny).
  */
 async function approval(
   call: LlmToolCall,
   step: number,
   args: Record<string, unknown>,
   context: CallContext,
-): Promise<ApprovalDecision & { replayedFromPast?: boolean }> {
+): Promise<ApprovalDecision & { replayedFromPast?: boolean; unanswered?: true }> {
   const { events, effects, tools } = context;
   const question = `Allow ${call.name} to run with ${describeArguments(args)}?`;
   const answered = await askPerson<ApprovalDecision>(context, {
@@ -197,11 +206,33 @@ async function approval(
       }
       return { ok: true, value: read };
     },
-    onTimeout:
-      context.approvalTimeoutAction === 'stop' ? { kind: 'fail' } : { kind: 'answer', value: { decision: 'deny', reason: 'it was not approved in time' } },
+    onTimeout: approvalTimeout(context.approvalTimeoutAction),
     record: APPROVAL_RECORD,
   });
-  return { ...answered.value, replayedFromPast: effects.continues && answered.replayed };
+  const unanswered = answered.value.decision === 'deny' && (answered.value.reason === UNANSWERED || answered.value.reason === LEGACY_UNANSWERED);
+  return { ...answered.value, replayedFromPast: effects.continues && answered.replayed, ...(unanswered ? { unanswered: true as const } : {}) };
+}
+
+/** The reason a decision nobody made carries in the journal (APPROVAL_TIMEOUT_ACTION=deny). */
+const UNANSWERED = 'nobody answered in time';
+/** The same, as runs journaled it before (their replays read it the same way). */
+const LEGACY_UNANSWERED = 'it was not approved in time';
+
+/** What an approval nobody answered in time does (see approval). */
+function approvalTimeout(action: CallContext['approvalTimeoutAction']): OnTimeout<ApprovalDecision> {
+  switch (action) {
+    case 'stop':
+      return { kind: 'fail' };
+    case 'deny':
+      return { kind: 'answer', value: { decision: 'deny', reason: UNANSWERED } };
+    case 'park':
+    case undefined:
+      return { kind: 'park' };
+    default: {
+      const unknown: never = action;
+      throw new Error(`Unknown approval timeout action ${String(unknown)}`);
+    }
+  }
 }
 
 /**
@@ -264,7 +295,7 @@ async function askUser(call: LlmToolCall, step: number, context: CallContext): P
     step,
     show: (asked) => events.requestInput(step, question, call.id, asked.id, new Date(asked.deadline)),
     read: anyText,
-    onTimeout: { kind: 'fail' },
+    onTimeout: inputTimeout(context),
     record: REQUEST_INPUT_RECORD,
   });
   await sink.emit(events.toolComplete(step, call.id, call.name, answer, durationMs ?? 0));
