@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AgentControlMessage, AgentUserInputMessage, ChatMessage, ClientMessage, ErrorEvent, StopReason } from '@stepwise/shared-types';
 import { AgentControl } from '../agent/kernel/agent-control.ts';
+import type { RunInput } from '../agent/kernel/strategy.ts';
 import type { ControlCommand, ControlOutcome } from '../agent/kernel/control-bus.ts';
 import { byOf } from '../auth/user.ts';
 import type { Admission, Hold } from '../hosting/run-admission.ts';
@@ -11,7 +12,7 @@ import { type ChatRequest, chatRequest } from './chat-request.ts';
 import { answerRun, controlRun, handleCommand, reject, strategyMessage } from './run-commands.ts';
 import type { SessionEventLog } from './session-event-log.ts';
 import { type ActiveResponse, activeOf, SessionRow, RUN_ACTIVE, refusalOf, SESSION_DELETED, type SessionState, unexpectedState } from './session-state.ts';
-import { PLAIN_CHAT, type RunStart, SessionRuns } from './session-runs.ts';
+import { PLAIN_CHAT, type RunPastWithHistory, type RunStart, SessionRuns } from './session-runs.ts';
 import { SessionSnapshots, SnapshotLimitError } from './session-snapshots.ts';
 import { type MessageSender, SessionMessages } from './session-messages.ts';
 import { RunRecoveries } from './session-recovery.ts';
@@ -145,9 +146,9 @@ export class ChatService {
       case 'agent_user_input':
         return this.input(message, sender);
       case 'snapshot_save':
-        return this.whenIdle(async () => void (await this.snapshots.save(message.label)));
+        return this.whileHeld(async () => void (await this.snapshots.save(message.label)));
       case 'snapshot_rollback':
-        return this.whenIdle(async () =>
+        return this.whileHeld(async () =>
           (await this.snapshots.rollback(message.snapshot_id))
             ? undefined
             : reject('unknown_snapshot', `No snapshot "${message.snapshot_id.slice(0, 100)}" in this chat`),
@@ -155,9 +156,9 @@ export class ChatService {
       case 'snapshot_resume':
         return this.resumeSnapshot(message.snapshot_id, message.extra_steps, sender);
       case 'todos_set':
-        return this.whenIdle(() => strategyMessage(this.deps, this.sessionId, this.log, message));
+        return this.whileHeld(() => strategyMessage(this.deps, this.sessionId, this.log, message));
       case 'cancel_message':
-        return this.messages.cancel(message, (command) => this.send(command));
+        return this.messages.cancel(message, this.toRun);
       default: {
         const unexpected: never = message;
         return reject('unknown_type', `Unknown message type ${JSON.stringify((unexpected as { type: unknown }).type)}`);
@@ -189,8 +190,8 @@ export class ChatService {
   private async chat(message: ChatMessage, sender: MessageSender, fromMessage?: string): Promise<ErrorEvent | undefined> {
     await this.settleEnded();
     const active = this.active;
-    if (this.state.kind === 'running' && active) return this.duringRun(message, active.plain, sender);
-    const refused = this.refusal() ?? (await this.parked.refusal());
+    if (this.state.kind === 'running' && active) return this.messages.send(message, active.plain, this.toRun, sender);
+    const refused = this.refusal();
     if (refused) return refused;
     const checked = chatRequest(message, this.deps);
     if ('error' in checked) return checked.error;
@@ -198,14 +199,9 @@ export class ChatService {
     // The session's run goes on another instance (or began here meanwhile): the message is for it.
     if (refusal?.code === 'run_active' && !fromMessage) {
       const running = this.active ?? (await this.messages.runningElsewhere());
-      if (running) return this.duringRun(message, running.plain, sender);
+      if (running) return this.messages.send(message, running.plain, this.toRun, sender);
     }
     return refusal;
-  }
-
-  /** A message sent while a run goes: stored for it, and acknowledged. */
-  private duringRun(message: ChatMessage, plain: boolean, sender: MessageSender): Promise<ErrorEvent | undefined> {
-    return this.messages.send(message, plain, (command) => this.send(command), sender);
   }
 
   /**
@@ -223,7 +219,7 @@ export class ChatService {
   private async control(message: AgentControlMessage, sender: MessageSender): Promise<ErrorEvent | undefined> {
     if (message.action === 'resume' && message.node_id === undefined) return this.continueRun(message, sender);
     const by = byOf(sender.user);
-    const refused = await controlRun(message, by, (command) => this.send(command));
+    const refused = await controlRun(message, by, this.toRun);
     // A parked run is stopped where it stands: it ends, without going on.
     if (refused?.code === 'no_active_run' && message.action === 'stop' && message.node_id === undefined && (await this.parked.stop(by))) return undefined;
     return refused;
@@ -232,99 +228,68 @@ export class ChatService {
   private input(message: AgentUserInputMessage, sender: MessageSender): Promise<ErrorEvent | undefined> {
     const by = byOf(sender.user);
     // An answer no run takes now may be a parked run's: it goes on with it.
-    return answerRun(
-      this.deps,
-      this.sessionId,
-      message,
-      by,
-      (command) => this.send(command),
-      (questionId, answer) => this.parked.answer(questionId, answer, by),
-    );
+    return answerRun(this.deps, this.sessionId, message, by, this.toRun, (questionId, answer) => this.parked.answer(questionId, answer, by));
   }
 
   /**
-   * Holds the session for a command while nothing runs (refused with run_active otherwise), so that
-   * no message starts a run in the middle of it; a run the command starts takes the hold over.
+   * Runs a command while the session is held (refused with run_active while something runs), so
+   * that no message starts a run in the middle of it; a run the command starts takes the hold over.
    */
-  private async holdWhileIdle(): Promise<Held | { kind: 'refused'; error: ErrorEvent }> {
+  private async whileHeld(work: (held: Held) => Promise<ErrorEvent | undefined>): Promise<ErrorEvent | undefined> {
     await this.settleEnded();
-    const refused = this.refusal() ?? (await this.parked.refusal());
-    if (refused) return { kind: 'refused', error: refused };
+    const refused = this.refusal();
+    if (refused) return refused;
     this.state = { kind: 'holding' };
-    let taken: Held | undefined;
+    let held: Held | { kind: 'refused'; error: ErrorEvent } | undefined;
     try {
-      const held = await this.deps.admission.hold(this.sessionId, this.log);
-      if (held.kind === 'refused') {
-        this.leave('holding');
-        return held;
-      }
-      taken = held;
+      const parked = await this.parked.refusal();
+      if (parked) return parked;
+      const taken = await this.deps.admission.hold(this.sessionId, this.log);
+      held = taken;
+      if (taken.kind === 'refused') return taken.error;
       await this.ensureStored();
-      return held;
-    } catch (error) {
-      if (taken) await this.unhold(taken);
-      else this.leave('holding');
-      throw error;
-    }
-  }
-
-  /** The command is done: the session goes back to idle (unless a run began in it) and its hold is given back. */
-  private async unhold(held: Held): Promise<void> {
-    this.leave('holding');
-    await held.release();
-  }
-
-  /** Runs a command that starts no run (a snapshot command, a strategy's message) while the session is held. */
-  private async whenIdle(work: () => Promise<ErrorEvent | undefined>): Promise<ErrorEvent | undefined> {
-    const held = await this.holdWhileIdle();
-    if (held.kind === 'refused') return held.error;
-    try {
-      return await work();
+      return await work(taken);
     } catch (error) {
       if (error instanceof SnapshotLimitError) return reject('too_many_snapshots', error.message);
       throw error;
     } finally {
-      await this.unhold(held);
+      // The session goes back to idle (unless a run began in it) and its hold is given back.
+      this.leave('holding');
+      if (held?.kind === 'admitted') await held.release();
     }
   }
 
   /** Rolls back to a snapshot or a step's end and resumes its run from there, the session held from the look-up to the start. */
-  private async resumeSnapshot(id: string, extraSteps: number | undefined, sender: MessageSender): Promise<ErrorEvent | undefined> {
-    const held = await this.holdWhileIdle();
-    if (held.kind === 'refused') return held.error;
-    try {
+  private resumeSnapshot(id: string, extraSteps: number | undefined, sender: MessageSender): Promise<ErrorEvent | undefined> {
+    return this.whileHeld(async (held) => {
       const found = await this.snapshots.resumable(id, extraSteps);
       if (!found.ok) return reject(found.code, found.message);
       // Admitted before anything is rolled back: a refused run leaves the chat as it was.
-      const runId = randomUUID();
-      const admission = await this.admit(runId, sender, held.hold);
-      if (admission.kind === 'refused') return admission.error;
-      await this.snapshots.rollback(id).catch(async (error: unknown) => {
-        await admission.release();
-        throw error;
-      });
-      return this.begin(runId, admission, { kind: 'continuation', input: { ...found.input, runId }, past: found.past });
-    } finally {
-      await this.unhold(held);
-    }
+      return this.continueHeld(held, sender, found.input, found.past, () => this.snapshots.rollback(id));
+    });
   }
 
   /** Continues a run that ended short of an answer, as a new run of the same request, the session held from the look-up to the start. */
-  private async continueRun(message: AgentControlMessage, sender: MessageSender): Promise<ErrorEvent | undefined> {
-    const held = await this.holdWhileIdle();
-    if (held.kind === 'refused') return held.error;
-    try {
+  private continueRun(message: AgentControlMessage, sender: MessageSender): Promise<ErrorEvent | undefined> {
+    return this.whileHeld(async (held) => {
       const found = await this.runs.continuation(message.run_id, message.extra_steps);
       if (!found.ok) return reject('not_resumable', found.message);
-      const runId = randomUUID();
       // A new budget for the continued run, when given (a run that ended with "budget" needs one).
       const input = message.max_cost_usd === undefined ? found.input : { ...found.input, maxCostUsd: message.max_cost_usd };
-      const admission = await this.admit(runId, sender, held.hold);
-      if (admission.kind === 'refused') return admission.error;
-      return this.begin(runId, admission, { kind: 'continuation', input: { ...input, runId }, past: found.past });
-    } finally {
-      await this.unhold(held);
-    }
+      return this.continueHeld(held, sender, input, found.past);
+    });
+  }
+
+  /** Admits a continuation within the session's hold, then (`before`, a rollback, once admitted) begins it. */
+  private async continueHeld(held: Held, sender: MessageSender, input: Omit<RunInput, 'runId'>, past: RunPastWithHistory, before?: () => Promise<unknown>) {
+    const runId = randomUUID();
+    const admission = await this.admit(runId, sender, held.hold);
+    if (admission.kind === 'refused') return admission.error;
+    await before?.().catch(async (error: unknown) => {
+      await admission.release();
+      throw error;
+    });
+    return this.begin(runId, admission, { kind: 'continuation', input: { ...input, runId }, past });
   }
 
   /**
@@ -336,6 +301,9 @@ export class ChatService {
     const active = this.active;
     if (active && this.log.completions > active.completionsBefore) await active.done;
   }
+
+  /** Sends a command to the session's run (see send). */
+  private readonly toRun = (command: ControlCommand) => this.send(command);
 
   /** Sends a command to the session's run: the one here, or wherever else it executes. */
   private send(command: ControlCommand): Promise<ControlOutcome> {
@@ -354,7 +322,9 @@ export class ChatService {
     this.state = { kind: 'admitting' };
     let admission: Admission;
     try {
-      admission = await this.admit(runId, sender);
+      // The session counts as busy before anything is awaited, so that two messages never both start.
+      const parked = await this.parked.refusal();
+      admission = parked ? { kind: 'refused', error: parked } : await this.admit(runId, sender);
     } finally {
       // Once the run started, the session is `running`, which this leaves alone.
       this.leave('admitting');

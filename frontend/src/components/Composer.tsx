@@ -169,7 +169,6 @@ export function Composer(props: ComposerProps) {
           : agentMode
             ? 'Ask the agent…'
             : 'Message…';
-  // A parked run takes no messages: it waits for its answer (or a stop).
   const steering = busy && !parked && question === undefined && onSteer !== undefined;
 
   return (

@@ -198,13 +198,13 @@ export function RunTimeline({
           )}
         </>
       )}
-      {(Panel || tree) && steers.map((steer) => <SteerNote key={steer.messageId} steer={steer} />)}
-      {running && <WaitingMessages messages={waiting} label="Messages waiting for this run" />}
       {run.parked && !run.end && (
         <div className="run-end run-end-needs-you run-parked" role="status" data-testid="run-parked">
           Waiting for you: nobody answered in time, so this run is parked. It holds nothing while it waits; answer to go on from here, or stop it.
         </div>
       )}
+      {(Panel || tree) && steers.map((steer) => <SteerNote key={steer.messageId} steer={steer} />)}
+      {running && <WaitingMessages messages={waiting} label="Messages waiting for this run" />}
       {run.end && (
         <div className={`run-end run-end-${rolledBackTo ? 'needs-you' : endClass(run.end)}`} role="status" data-testid="run-end">
           {rolledBackTo ?? describeEnd(run.end)}
