@@ -1,6 +1,6 @@
 // What a run of the benchmarks measures, from its command line:
 //   --quick                 small N and few rounds, to check the harness (CI); writes to bench/out/
-//   --only=a,b              a subset of sections: footprint, overhead, stop, concurrency, streaming, requests, cluster, restate
+//   --only=a,b              a subset of sections: footprint, overhead, stop, concurrency, streaming, requests, cluster, restate, scale
 //   --sessions=10,100       the session counts of the concurrency section
 //   --db-sync=full,normal   the embedded store's DB_SYNC settings the overhead section compares
 //                           (default: both when the embedded store is SQLite; "none" for neither)
@@ -8,7 +8,7 @@
 //   --no-postgres           leave PostgreSQL out
 
 /** The sections, in the order they run. */
-export const SECTIONS = ['footprint', 'overhead', 'stop', 'concurrency', 'streaming', 'requests', 'cluster', 'restate'] as const;
+export const SECTIONS = ['footprint', 'overhead', 'stop', 'concurrency', 'streaming', 'requests', 'cluster', 'restate', 'scale'] as const;
 export type Section = (typeof SECTIONS)[number];
 
 function option(name: string): string | undefined {
@@ -72,6 +72,14 @@ export const settings = {
    * more rounds than section 1's, for a p95 that is not simply the slowest round.
    */
   restateRounds: quick ? 3 : 40,
+  /** Scale (section 8): idle signed-in sockets, stored chats, GETs timed per path, and the saturated window. */
+  scaleSockets: quick ? 100 : 1_000,
+  scaleIdleMs: quick ? 2_000 : 10_000,
+  scaleChats: quick ? 500 : 10_000,
+  scaleRequests: quick ? 100 : 500,
+  scaleClients: quick ? 8 : 32,
+  scaleWarmupMs: quick ? 2_000 : 10_000,
+  scaleSeconds: quick ? 5 : 30,
   /** Explicit DB_SYNC settings, or undefined to decide from the store the server reports. */
   dbSync: list(option('db-sync'))?.filter((value) => value !== 'none'),
   storeLabel: option('store-label'),
