@@ -24,8 +24,7 @@ import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
 import { createReactAgent } from '@langchain/langgraph/prebuilt';
 import { ChatOpenAI } from '@langchain/openai';
 import { stepCountIs, streamText, tool as aiTool } from 'ai';
-import OpenAI from 'openai';
-import { add, calculatorArgs, type Framework, PROMPT } from './frameworks.ts';
+import { add, calculatorAgent, calculatorArgs, type Framework, PROMPT } from './frameworks.ts';
 import { sqliteJournal } from './sqlite-journal.ts';
 
 const notMeasured = () => Promise.reject(new Error('not measured'));
@@ -113,16 +112,8 @@ class SqliteSession implements Session {
 
 /** The Agents SDK, a streamed run with a SQLite-backed session (a session per task). */
 export function openAiAgentsSqlite(baseURL: string): Framework {
-  setTracingDisabled(true);
   const journal = sqliteJournal();
-  const model = new OpenAIChatCompletionsModel(new OpenAI({ baseURL, apiKey: 'bench', maxRetries: 0 }), 'bench');
-  const calculator = agentsTool({
-    name: 'calculator',
-    description: 'Evaluate',
-    parameters: calculatorArgs,
-    execute: async ({ expression }) => add(expression),
-  });
-  const agent = new OpenAiAgent({ name: 'bench', instructions: 'Use the calculator.', model, tools: [calculator] });
+  const agent = calculatorAgent(baseURL);
   let tasks = 0;
   return {
     name: 'OpenAI Agents SDK, streamed, SQLite session',

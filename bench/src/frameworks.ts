@@ -206,7 +206,8 @@ export async function restateFloor(baseURL: string, ingressUrl: string, adminUrl
   };
 }
 
-export function openAiAgents(baseURL: string): Framework {
+/** The Agents SDK's agent for the calculator task, on Chat Completions, tracing off. */
+export function calculatorAgent(baseURL: string): OpenAiAgent {
   setTracingDisabled(true);
   const model = new OpenAIChatCompletionsModel(new OpenAI({ baseURL, apiKey: 'bench', maxRetries: 0 }), 'bench');
   const calculator = agentsTool({
@@ -215,7 +216,11 @@ export function openAiAgents(baseURL: string): Framework {
     parameters: calculatorArgs,
     execute: async ({ expression }) => add(expression),
   });
-  const agent = new OpenAiAgent({ name: 'bench', instructions: 'Use the calculator.', model, tools: [calculator] });
+  return new OpenAiAgent({ name: 'bench', instructions: 'Use the calculator.', model, tools: [calculator] });
+}
+
+export function openAiAgents(baseURL: string): Framework {
+  const agent = calculatorAgent(baseURL);
   return {
     name: 'OpenAI Agents SDK',
     async task(steps) {

@@ -289,6 +289,7 @@ function controlSentences(rows: any[]): string[] {
 /** Section 8: idle sockets, stored chats, runs at saturation. */
 function scaleSection(scale: any): string[] {
   const lines = ['## 8. Scale on one machine', ''];
+  for (const [part, message] of Object.entries(scale.failed ?? {})) lines.push(`**The ${part} part failed:** ${message}`, '');
   const idle = scale.idleSockets;
   if (idle) {
     lines.push(

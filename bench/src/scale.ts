@@ -23,10 +23,22 @@ export async function scale(settings: Settings, stores: Stores) {
   log(`8. scale: ${settings.scaleSockets} idle signed-in sockets, ${settings.scaleChats} stored chats, runs at saturation for ${settings.scaleSeconds} s`);
   const model = await startModelServer({ BENCH_MODE: 'task', BENCH_STEPS: '3' });
   try {
+    // One part's failure must not lose the others' figures: it is reported instead.
+    const failed: Record<string, string> = {};
+    const part = async <T>(name: string, measure: () => Promise<T>): Promise<T | undefined> => {
+      try {
+        return await measure();
+      } catch (error) {
+        failed[name] = error instanceof Error ? error.message : String(error);
+        log(`   ${name} failed: ${failed[name]}`);
+        return undefined;
+      }
+    };
     return {
-      idleSockets: await idleSockets(settings, model.url),
-      storedChats: await storedChats(settings, stores, model.url),
-      saturation: await saturation(settings, model.url),
+      idleSockets: await part('idle sockets', () => idleSockets(settings, model.url)),
+      storedChats: await part('stored chats', () => storedChats(settings, stores, model.url)),
+      saturation: await part('saturation', () => saturation(settings, model.url)),
+      failed,
     };
   } finally {
     await model.stop();
