@@ -4,7 +4,8 @@
 // PostgreSQL; (c) agent runs per second per core at saturation, with the share of the server's
 // CPU by part from a CPU profile (node --cpu-prof) of the saturated window.
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { SourceMap } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LoggedEvent } from '@stepwise/shared-types';
@@ -12,7 +13,7 @@ import WebSocket from 'ws';
 import { PostgresDatabase } from '../../backend/src/store/postgres-database.ts';
 import { openEmbeddedStore, openSqlStore } from '../../backend/src/store/open-store.ts';
 import type { Store } from '../../backend/src/store/store.ts';
-import { cpuMs, currentRss, startModelServer } from './processes.ts';
+import { cpuMs, currentRss, root, startModelServer } from './processes.ts';
 import { log, now, type Settings, sleep } from './settings.ts';
 import { mb, quantile, round } from './stats.ts';
 import { startStepwise } from './stepwise-server.ts';
@@ -173,24 +174,40 @@ async function storedChats(settings: Settings, stores: Stores, modelUrl: string)
   return { requests: settings.scaleRequests, rows };
 }
 
-/** Where a profile frame's code lives, by part: the store, the model SDK, the socket, Stepwise's own code, or the rest. */
-function partOf(url: string, functionName: string): string | undefined {
+/**
+ * The part of the server a profile frame's code belongs to. Stepwise's own code runs compiled into
+ * one file (backend/dist/server.js); its source map gives each frame's TypeScript file, so its
+ * store, model client and socket code count with the store, the SDK and the socket.
+ */
+function partOf(url: string, functionName: string, source: string | undefined): string | undefined {
   if (!url) return functionName === '(garbage collector)' ? 'garbage collector' : functionName === '(program)' ? 'V8 / native, no JS frame' : undefined;
-  if (/node_modules\/(\.pnpm\/[^/]+\/node_modules\/)?(libsql|kysely|pg|pg-[a-z-]+)\//.test(url) || url.includes('/backend/src/store/'))
-    return 'store (SQLite, Kysely, the store code)';
+  const where = source ?? url;
+  if (/node_modules\/(\.pnpm\/[^/]+\/node_modules\/)?(libsql|kysely|pg|pg-[a-z-]+)\//.test(where) || /backend\/src\/store\//.test(where))
+    return 'store (libsql, Kysely, pg, Stepwise’s store code)';
   if (
-    /node_modules\/(\.pnpm\/[^/]+\/node_modules\/)?openai\//.test(url) ||
-    url.startsWith('node:internal/deps/undici') ||
-    url.startsWith('node:internal/webstreams') ||
-    url.includes('/backend/src/llm/')
+    /node_modules\/(\.pnpm\/[^/]+\/node_modules\/)?openai\//.test(where) ||
+    where.startsWith('node:internal/deps/undici') ||
+    where.startsWith('node:internal/webstreams') ||
+    /backend\/src\/llm\//.test(where)
   )
-    return 'model SDK and HTTP (openai, undici, web streams, the model client)';
-  if (/node_modules\/(\.pnpm\/[^/]+\/node_modules\/)?(ws|@fastify\/websocket)\//.test(url) || url.includes('/backend/src/transport/'))
-    return 'socket and HTTP server (ws, the transport code)';
-  if (url.includes('/backend/src/') || url.includes('/shared-types/src/') || url.includes('/backend/dist/'))
-    return "Stepwise's own code (agent, chat, prompts, events)";
-  if (url.includes('node_modules')) return 'other packages (fastify, pino, zod, handlebars, …)';
+    return 'model SDK and HTTP client (openai, undici, web streams, Stepwise’s model client)';
+  if (/node_modules\/(\.pnpm\/[^/]+\/node_modules\/)?(ws|@fastify\/websocket)\//.test(where) || /backend\/src\/transport\//.test(where))
+    return 'socket and HTTP server (ws, Stepwise’s transport code)';
+  if (/backend\/src\/|shared-types\/src\/|backend\/dist\//.test(where)) return 'Stepwise’s own code (agent, chat, prompts, events)';
+  if (where.includes('node_modules')) return 'other packages (fastify, pino, zod, handlebars, …)';
   return 'Node.js internals';
+}
+
+/** Maps a frame of the compiled server to its TypeScript file, through server.js's source map. */
+function sourceFinder(): (url: string, line: number, column: number) => string | undefined {
+  const mapFile = join(root, 'backend', 'dist', 'server.js.map');
+  if (!existsSync(mapFile)) return () => undefined;
+  const map = new SourceMap(JSON.parse(readFileSync(mapFile, 'utf8')));
+  return (url, line, column) => {
+    if (!url.endsWith('/backend/dist/server.js')) return undefined;
+    const entry = map.findEntry(line, column) as { originalSource?: string };
+    return entry.originalSource;
+  };
 }
 
 /** The server's CPU in [from, to] (µs of the monotonic clock) by part, from its profile: each sample by its leaf frame, native code counted with its caller. */
@@ -198,7 +215,7 @@ function cpuByPart(dir: string, from: number, to: number): { part: string; share
   const file = readdirSync(dir).filter((name) => name.endsWith('.cpuprofile'))[0];
   if (!file) return [];
   const profile = JSON.parse(readFileSync(join(dir, file), 'utf8')) as {
-    nodes: { id: number; callFrame: { url: string; functionName: string }; children?: number[] }[];
+    nodes: { id: number; callFrame: { url: string; functionName: string; lineNumber: number; columnNumber: number }; children?: number[] }[];
     startTime: number;
     samples: number[];
     timeDeltas: number[];
@@ -206,6 +223,7 @@ function cpuByPart(dir: string, from: number, to: number): { part: string; share
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const parent = new Map<number, number>();
   for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
+  const source = sourceFinder();
   const parts = new Map<string, number>();
   let busy = 0;
   let time = profile.startTime;
@@ -215,9 +233,9 @@ function cpuByPart(dir: string, from: number, to: number): { part: string; share
     if (time < from || time > to) continue;
     let part: string | undefined;
     for (let id: number | undefined = profile.samples[index]!; id !== undefined && part === undefined; id = parent.get(id)) {
-      const { url, functionName } = byId.get(id)!.callFrame;
+      const { url, functionName, lineNumber, columnNumber } = byId.get(id)!.callFrame;
       if (functionName === '(idle)') part = 'idle';
-      else part = partOf(url, functionName);
+      else part = partOf(url, functionName, source(url, lineNumber, columnNumber));
     }
     if (part === 'idle') continue;
     part ??= 'Node.js internals';

@@ -6,6 +6,8 @@
 //                           (default: both when the embedded store is SQLite; "none" for neither)
 //   --store-label=NAME      the name the embedded store is shown under, instead of what it reports
 //   --no-postgres           leave PostgreSQL out
+//   --passes=N              section 1's blocks per contender (default 3; 1 with --quick)
+//   --warmup-calls=N        section 1's model calls each side makes before anything is timed (default 3000)
 
 /** The sections, in the order they run. */
 export const SECTIONS = ['footprint', 'overhead', 'stop', 'concurrency', 'streaming', 'requests', 'cluster', 'restate', 'scale'] as const;
@@ -42,12 +44,12 @@ export const settings = {
    * after 1,600 calls in turn. So section 1 measures each contender in a block of its own: new
    * processes and a new floor, warmed up in turn and timed at once, neither side ever left idle.
    */
-  warmupCalls: quick ? 60 : 3_000,
+  warmupCalls: Number(option('warmup-calls') ?? (quick ? 60 : 3_000)),
   /**
    * Blocks per contender in section 1, every other pass in the reverse order: two new processes of
    * the same code differ by up to 10 % from one block to the next, so the median needs several.
    */
-  overheadPasses: quick ? 1 : 3,
+  overheadPasses: Number(option('passes') ?? (quick ? 1 : 3)),
   /** The growing chat of section 1 warms up until its requests carry this much history (or stop growing). */
   growingChatKiB: quick ? 4 : 200,
   /** Timed pairs (floor, contender) per block in section 1. */
