@@ -9,15 +9,7 @@
 //     store of its own; this is how its docs persist a chat);
 //   - the OpenAI Agents SDK: a streamed run with a Session whose items go to SQLite (the JS SDK
 //     ships MemorySession and a server-side session only; this Session is written here).
-import {
-  OpenAIChatCompletionsModel,
-  Agent as OpenAiAgent,
-  run as runAgent,
-  setTracingDisabled,
-  tool as agentsTool,
-  type AgentInputItem,
-  type Session,
-} from '@openai/agents';
+import { type AgentInputItem, run as runAgent, type Session } from '@openai/agents';
 import { createOpenAI } from '@ai-sdk/openai';
 import { tool as langchainTool } from '@langchain/core/tools';
 import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
