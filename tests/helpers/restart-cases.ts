@@ -15,6 +15,11 @@ export interface StoreSetup {
   env: () => Promise<{ env: Record<string, string>; cleanup: () => Promise<void> }>;
 }
 
+/** Each logged event (one with a seq) as its seq and its kind, to compare what two clients saw. */
+function seqAndKind(events: readonly Record<string, unknown>[]): [unknown, string | undefined][] {
+  return events.filter((event) => 'seq' in event).map((event) => [event.seq, summarize([event])[0]]);
+}
+
 export function describeKilledServer(setup: StoreSetup): void {
   describe(`a server killed with SIGKILL, on ${setup.name}`, { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
     let llm: ScriptedLlmServer;
@@ -75,7 +80,7 @@ export function describeKilledServer(setup: StoreSetup): void {
       await llm.waitFor((request) => request.phase === 'act' && request.body.messages.some((message) => message.role === 'tool'), 30_000);
       // Step 2's reasoning is committed as its act request leaves: wait for it to reach the client.
       await client.next((event) => event.update_type === 'agent_reason' && event.step === 2, { timeoutMs: 30_000 });
-      const seen = client.logged.map((event) => [event.seq, summarize([event])[0]]);
+      const seen = seqAndKind(client.logged);
       const sessionId = String(client.session.session_id);
       crashed = true;
       await kill(first);
@@ -86,12 +91,7 @@ export function describeKilledServer(setup: StoreSetup): void {
       expect(rejoined.session).toMatchObject({ session_id: sessionId, resumed: true });
       const events = await rejoined.untilComplete({ timeoutMs: 30_000 });
       // What the client saw is kept as it was, and the run went on after it, with no event twice.
-      expect(
-        events
-          .filter((event) => 'seq' in event)
-          .slice(0, seen.length)
-          .map((event) => [event.seq, summarize([event])[0]]),
-      ).toEqual(seen);
+      expect(seqAndKind(events).slice(0, seen.length)).toEqual(seen);
       expect(summarize(events).filter((name) => name.startsWith('agent_turn_start'))).toEqual([
         'agent_turn_start:1',
         'agent_turn_start:2',
@@ -114,7 +114,7 @@ export function describeKilledServer(setup: StoreSetup): void {
       client.chat('Do a slow thing', { agent_mode: true });
       await llm.waitFor((request) => request.phase === 'act', 30_000);
       await client.waitFor('agent_reason');
-      const seen = client.logged.map((event) => [event.seq, summarize([event])[0]]);
+      const seen = seqAndKind(client.logged);
       const sessionId = String(client.session.session_id);
       await kill(first);
 
@@ -122,12 +122,7 @@ export function describeKilledServer(setup: StoreSetup): void {
       const rejoined = await connect(second.wsUrl, { session_id: sessionId, after_seq: 0 });
       expect(rejoined.session).toMatchObject({ session_id: sessionId, resumed: true });
       const events = await rejoined.untilComplete();
-      expect(
-        events
-          .filter((event) => 'seq' in event)
-          .slice(0, seen.length)
-          .map((event) => [event.seq, summarize([event])[0]]),
-      ).toEqual(seen);
+      expect(seqAndKind(events).slice(0, seen.length)).toEqual(seen);
       expect(summarize(events).slice(-2)).toEqual(['agent_stopped:server_restart', 'response_complete']);
       expect(events.at(-1)!.run_id).toBe(rejoined.logged[0]!.run_id);
 
