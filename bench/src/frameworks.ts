@@ -4,16 +4,13 @@ import { tool as langchainTool } from '@langchain/core/tools';
 import { createReactAgent } from '@langchain/langgraph/prebuilt';
 import { ChatOpenAI } from '@langchain/openai';
 import { generateText, stepCountIs, tool as aiTool } from 'ai';
-import Database from 'libsql';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer as createHttp2Server } from 'node:http2';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import OpenAI from 'openai';
 import pg from 'pg';
 import WebSocket from 'ws';
 import { z } from 'zod';
+import { sqliteJournal } from './sqlite-journal.ts';
 
 /** One framework as the benchmarks drive it. */
 export interface Framework {
@@ -31,7 +28,7 @@ export interface Framework {
 }
 
 export const now = () => performance.timeOrigin + performance.now();
-const PROMPT = 'Count with the calculator.';
+export const PROMPT = 'Count with the calculator.';
 
 /** Starts a call with an AbortSignal, aborts it once its request is in flight, and times the end. */
 async function abortInFlight(start: (signal: AbortSignal) => Promise<unknown>, inFlight: () => Promise<void>) {
@@ -43,8 +40,8 @@ async function abortInFlight(start: (signal: AbortSignal) => Promise<unknown>, i
   await done;
   return { stopAt, endedAt: now() };
 }
-const add = (expression: string) => String(Number(expression.split('+')[0]) + 1);
-const calculatorArgs = z.object({ expression: z.string() });
+export const add = (expression: string) => String(Number(expression.split('+')[0]) + 1);
+export const calculatorArgs = z.object({ expression: z.string() });
 
 /** The calculator tool as the floor's loops offer it. */
 const FLOOR_TOOLS = [{ type: 'function' as const, function: { name: 'calculator', description: 'Evaluate', parameters: z.toJSONSchema(calculatorArgs) } }];
@@ -66,12 +63,14 @@ const modelCall = (client: OpenAI) => async (messages: OpenAI.Chat.ChatCompletio
 
 /**
  * One model call of the floor with `stream: true`: the reply read chunk by chunk through the SDK's
- * stream and put together (its text and its tool calls), as an app that shows text as it comes does.
+ * stream and put together (its text and its tool calls), as an app that shows text as it comes does;
+ * it asks for the usage chunk, as Stepwise and the peers do.
  */
 const streamedModelCall = (client: OpenAI) => async (messages: OpenAI.Chat.ChatCompletionMessageParam[]) => {
   let content = '';
   const calls: { id: string; name: string; arguments: string }[] = [];
-  for await (const chunk of await client.chat.completions.create({ model: 'bench', messages, tools: FLOOR_TOOLS, stream: true })) {
+  const stream = await client.chat.completions.create({ model: 'bench', messages, tools: FLOOR_TOOLS, stream: true, stream_options: { include_usage: true } });
+  for await (const chunk of stream) {
     const delta = chunk.choices[0]?.delta;
     if (delta?.content) content += delta.content;
     for (const part of delta?.tool_calls ?? []) {
@@ -133,39 +132,34 @@ export function streamedOpenAi(baseURL: string): Framework {
  * log, no socket, no history read. Not a framework: what one journal commit per model call costs
  * by itself on this store, beside agents that journal their calls.
  */
-export function journaledFloor(baseURL: string, sync: 'normal' | 'full' = 'normal'): Framework {
-  const dir = mkdtempSync(join(tmpdir(), 'stepwise-bench-journal-'));
-  const db = new Database(join(dir, 'journal.db'));
-  db.prepare('pragma journal_mode = wal').get([]);
-  db.prepare(`pragma synchronous = ${sync}`).get([]);
-  db.exec('create table journal (run text not null, seq integer not null, entry text not null, primary key (run, seq))');
-  const insert = db.prepare('insert into journal (run, seq, entry) values (?, ?, ?)');
-  const loop = sdkLoop(baseURL, `openai SDK + a journal commit per call (synchronous=${sync})`, (message, task, call) => {
-    db.exec('begin');
-    insert.run([String(task), call, JSON.stringify(message)]);
-    db.exec('commit');
-  });
-  return {
-    ...loop,
-    async close() {
-      db.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
+export function journaledFloor(baseURL: string, sync: 'normal' | 'full' = 'normal', streaming = false): Framework {
+  const journal = sqliteJournal(sync);
+  const loop = sdkLoop(
+    baseURL,
+    `openai SDK${streaming ? ', streaming,' : ''} + a journal commit per call (synchronous=${sync})`,
+    (message, task, call) => journal.commit(String(task), call, message),
+    streaming,
+  );
+  return { ...loop, close: async () => journal.close() };
 }
 
 /** The same on PostgreSQL: each reply inserted (one statement, one round trip, its own commit) before its tool runs. */
-export async function journaledFloorPg(baseURL: string, databaseUrl: string): Promise<Framework> {
+export async function journaledFloorPg(baseURL: string, databaseUrl: string, streaming = false): Promise<Framework> {
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   await client.query('create table journal (run text not null, seq integer not null, entry jsonb not null, primary key (run, seq))');
-  const loop = sdkLoop(baseURL, 'openai SDK + a PostgreSQL journal commit per call', async (message, task, call) => {
-    await client.query({
-      name: 'journal',
-      text: 'insert into journal (run, seq, entry) values ($1, $2, $3)',
-      values: [String(task), call, JSON.stringify(message)],
-    });
-  });
+  const loop = sdkLoop(
+    baseURL,
+    `openai SDK${streaming ? ', streaming,' : ''} + a PostgreSQL journal commit per call`,
+    async (message, task, call) => {
+      await client.query({
+        name: 'journal',
+        text: 'insert into journal (run, seq, entry) values ($1, $2, $3)',
+        values: [String(task), call, JSON.stringify(message)],
+      });
+    },
+    streaming,
+  );
   return { ...loop, close: () => client.end() };
 }
 
@@ -212,7 +206,8 @@ export async function restateFloor(baseURL: string, ingressUrl: string, adminUrl
   };
 }
 
-export function openAiAgents(baseURL: string): Framework {
+/** The Agents SDK's agent for the calculator task, on Chat Completions, tracing off. */
+export function calculatorAgent(baseURL: string): OpenAiAgent {
   setTracingDisabled(true);
   const model = new OpenAIChatCompletionsModel(new OpenAI({ baseURL, apiKey: 'bench', maxRetries: 0 }), 'bench');
   const calculator = agentsTool({
@@ -221,7 +216,11 @@ export function openAiAgents(baseURL: string): Framework {
     parameters: calculatorArgs,
     execute: async ({ expression }) => add(expression),
   });
-  const agent = new OpenAiAgent({ name: 'bench', instructions: 'Use the calculator.', model, tools: [calculator] });
+  return new OpenAiAgent({ name: 'bench', instructions: 'Use the calculator.', model, tools: [calculator] });
+}
+
+export function openAiAgents(baseURL: string): Framework {
+  const agent = calculatorAgent(baseURL);
   return {
     name: 'OpenAI Agents SDK',
     async task(steps) {

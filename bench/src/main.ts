@@ -16,6 +16,7 @@ import { report } from './report.ts';
 import { writeResults } from './write-results.ts';
 import { requestPaths } from './request-paths.ts';
 import { restateEngine } from './restate-engine.ts';
+import { scale } from './scale.ts';
 import { log, type Section, settings } from './settings.ts';
 import { round } from './stats.ts';
 import { prepareStores } from './stores.ts';
@@ -28,10 +29,17 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => pr
 const started = new Date();
 const loadAtStart = round(loadavg()[0]!, 2);
 const stores = await prepareStores(settings);
-const sections = { footprint, overhead, stop: stopLatency, concurrency, streaming, requests: requestPaths, cluster, restate: restateEngine } satisfies Record<
-  Section,
-  unknown
->;
+const sections = {
+  footprint,
+  overhead,
+  stop: stopLatency,
+  concurrency,
+  streaming,
+  requests: requestPaths,
+  cluster,
+  restate: restateEngine,
+  scale,
+} satisfies Record<Section, unknown>;
 const figures: Partial<Record<Section, unknown>> = {};
 /** The machine's 1-minute load average as each section began and ended: other work on it shows here. */
 const load: Partial<Record<Section, { start: number; end: number }>> = {};

@@ -8,7 +8,7 @@
 // In 'task' mode a conversation whose last user message starts with "lockstep" gets a stamped
 // text reply each call (the bare-SDK side of the concurrency benchmark).
 import { once } from 'node:events';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { observeText, reasonText, ScriptedLlmServer, type RecordedRequest, type ScriptedReply } from '../../tests/fixtures/scripted-llm-server.ts';
 
@@ -25,6 +25,9 @@ function taskReply(request: RecordedRequest): ScriptedReply {
   const messages = request.body.messages;
   const toolResults = messages.filter((message) => message.role === 'tool').length;
   const calculator = { toolCalls: [{ name: 'calculator', arguments: { expression: `${toolResults}+1` } }], delayMs };
+  // The plain tool loop's replies carry a few words of text, so that streamed they come in as many
+  // chunks per call as Stepwise's phases do (about 11 with the usage chunk: see section 1's table).
+  const toolReply = { ...calculator, text: 'Adding one with the calculator.' };
   switch (request.phase) {
     case 'reason':
       return { text: reasonText('Add one with the calculator. {{sent_at}}'), stampSentAt: true, delayMs };
@@ -38,7 +41,7 @@ function taskReply(request: RecordedRequest): ScriptedReply {
     }
     case 'chat':
       if (request.toolNames.length === 0) return { text: streamText, chunkChars: 4 };
-      return toolResults < steps ? calculator : { text: `Counted to ${toolResults}.`, delayMs };
+      return toolResults < steps ? toolReply : { text: `Counted to ${toolResults} with the calculator, one step.`, delayMs };
     default:
       return { text: 'ok' };
   }
@@ -54,18 +57,26 @@ function markerOf(request: RecordedRequest): string {
 /** Requests of the stop benchmark by their marker (the last user message), to report when each was closed. */
 const watched = new Map<string, RecordedRequest>();
 
-/** Sizes of the request bodies received since the stats port was last asked (GET /bodies). */
-const bodies = { requests: 0, bytes: 0, maxBytes: 0 };
+/**
+ * Sizes of the request bodies received since the stats port was last asked (GET /bodies), and the
+ * streamed chunks (`data:` events, the closing [DONE] left out) sent in reply.
+ */
+const bodies = { requests: 0, bytes: 0, maxBytes: 0, chunks: 0 };
 
 const server = await ScriptedLlmServer.start();
 // The fixture keeps its HTTP server to itself; its request headers are all the tally needs
 // (every client here sends a Content-Length), so nothing is parsed twice. Should the fixture
 // change shape, the sizes are simply not reported.
-(server as unknown as { server?: Server }).server?.prependListener('request', (request: IncomingMessage) => {
+(server as unknown as { server?: Server }).server?.prependListener('request', (request: IncomingMessage, response: ServerResponse) => {
   const length = Number(request.headers['content-length'] ?? 0);
   bodies.requests++;
   bodies.bytes += length;
   bodies.maxBytes = Math.max(bodies.maxBytes, length);
+  const write = response.write.bind(response) as (chunk: unknown, ...rest: unknown[]) => boolean;
+  response.write = ((chunk: unknown, ...rest: unknown[]) => {
+    if (typeof chunk === 'string' && chunk.startsWith('data: {')) bodies.chunks++;
+    return write(chunk, ...rest);
+  }) as typeof response.write;
 });
 server.respond((request) => {
   // Keep no history: the benchmarks send hundreds of thousands of requests.
@@ -85,7 +96,7 @@ const stats = createServer((request, response) => {
   response.setHeader('content-type', 'application/json');
   if (url.pathname === '/bodies') {
     response.end(JSON.stringify(bodies));
-    Object.assign(bodies, { requests: 0, bytes: 0, maxBytes: 0 });
+    Object.assign(bodies, { requests: 0, bytes: 0, maxBytes: 0, chunks: 0 });
     return;
   }
   const marker = url.searchParams.get('marker') ?? '';

@@ -47,6 +47,8 @@ interface Tally {
   requests: number;
   requestBytes: number;
   requestMaxBytes: number;
+  /** Streamed chunks the model server sent. */
+  chunks: number;
   rss: number;
   /** The median ratio of each block, in the order run. */
   blockRatios: number[];
@@ -66,6 +68,7 @@ const emptyTally = (): Tally => ({
   requests: 0,
   requestBytes: 0,
   requestMaxBytes: 0,
+  chunks: 0,
   rss: 0,
   blockRatios: [],
   serverRss: 0,
@@ -75,7 +78,7 @@ const emptyTally = (): Tally => ({
 export async function overhead(settings: Settings, stores: Stores) {
   log(`1. overhead per model call: ${settings.steps} tool steps per task, ${settings.overheadPasses} block(s) of ${settings.rounds} timed pairs per contender`);
   const model = await startModelServer({ BENCH_MODE: 'task', BENCH_STEPS: String(settings.steps) });
-  const bodies = async () => (await (await fetch(`${model.stats}/bodies`)).json()) as { requests: number; bytes: number; maxBytes: number };
+  const bodies = async () => (await (await fetch(`${model.stats}/bodies`)).json()) as { requests: number; bytes: number; maxBytes: number; chunks: number };
   const contenders: Contender[] = [];
   const addStepwise = (key: string, name: string, store: StoreSetup, chat: StepwiseChat, streaming: boolean) =>
     contenders.push({
@@ -96,26 +99,25 @@ export async function overhead(settings: Settings, stores: Stores) {
     });
   const stepwiseStores = [...stores.embeddedVariants, ...(stores.postgres ? [stores.postgres] : [])];
   for (const store of stepwiseStores) addStepwise(`stepwise-${store.key}`, `Stepwise, streaming (the default), ${store.label}`, store, 'fresh', true);
-  for (const store of stores.embeddedVariants)
-    addStepwise(`stepwise-plain-${store.key}`, `Stepwise, LLM_STREAMING=false, ${store.label}`, store, 'fresh', false);
   const growingStore = stores.embeddedVariants[0]!;
   addStepwise('stepwise-growing', `Stepwise, streaming, ${growingStore.label}, one growing chat for every task`, growingStore, 'growing', true);
-  // What one journal commit per model call costs by itself on each store: the floor's own loop with
-  // each reply committed before its tool runs (see journaledFloor).
+  // The bound each Stepwise row keeps the same promises as: the floor's own loop, every reply
+  // streamed (as many chunks per call as Stepwise's) and committed to the same store before its
+  // tool runs (see journaledFloor).
   for (const store of stepwiseStores) {
     const sync = store.key === 'embedded-full' ? 'full' : 'normal';
     const where = store.key === 'postgres' ? 'PostgreSQL' : `SQLite, synchronous=${sync}`;
     contenders.push({
       key: `bound-${store.key}`,
-      name: `openai SDK calls + one ${where} journal commit per call (not a framework)`,
+      name: `openai SDK calls, streaming, + one ${where} journal commit per call (not a framework)`,
       kind: 'bound',
       store: store.label,
       settle: store.settle,
       start: async () => ({
         worker:
           store.key === 'postgres'
-            ? await startWorker('floor-journal-pg', model.url, (await store.env()).DATABASE_URL!)
-            : await startWorker(sync === 'full' ? 'floor-journal-full' : 'floor-journal', model.url),
+            ? await startWorker('floor-streaming-journal-pg', model.url, (await store.env()).DATABASE_URL!)
+            : await startWorker(sync === 'full' ? 'floor-streaming-journal-full' : 'floor-streaming-journal', model.url),
       }),
     });
   }
@@ -133,10 +135,11 @@ export async function overhead(settings: Settings, stores: Stores) {
     kind: 'streaming-floor',
     start: async () => ({ worker: await startWorker('floor-streaming', model.url) }),
   });
+  // The peers measured alike: each streams every reply and saves every step to SQLite (fair-peers.ts).
   for (const [key, name] of [
-    ['agents', 'OpenAI Agents SDK'],
-    ['ai', 'Vercel AI SDK'],
-    ['langgraph', 'LangGraph.js'],
+    ['agents-sqlite', 'OpenAI Agents SDK, streamed run, SQLite-backed session'],
+    ['ai-sqlite', 'Vercel AI SDK, streamText, each step’s messages saved to SQLite'],
+    ['langgraph-sqlite', 'LangGraph.js, streaming, its SQLite checkpointer'],
   ] as const) {
     contenders.push({ key, name, kind: 'peer', start: async () => ({ worker: await startWorker(key, model.url) }) });
   }
@@ -161,6 +164,7 @@ export async function overhead(settings: Settings, stores: Stores) {
     tally.requests += sent.requests;
     tally.requestBytes += sent.bytes;
     tally.requestMaxBytes = Math.max(tally.requestMaxBytes, sent.maxBytes);
+    tally.chunks += sent.chunks ?? 0;
     tally.rss = Math.max(tally.rss, result.rss);
   };
   try {
@@ -248,7 +252,9 @@ export async function overhead(settings: Settings, stores: Stores) {
   }
 
   const requestCells = (tally: Tally) =>
-    tally.requests ? { requestKbMean: tally.requestBytes / tally.requests / 1024, requestKbMax: tally.requestMaxBytes / 1024 } : {};
+    tally.requests
+      ? { requestKbMean: tally.requestBytes / tally.requests / 1024, requestKbMax: tally.requestMaxBytes / 1024, chunksPerCall: tally.chunks / tally.requests }
+      : {};
   const rows = [
     {
       key: 'floor',

@@ -82,14 +82,14 @@ export function report(results: any): string {
       : `${overhead.rounds} interleaved rounds`;
     lines.push(`## 1. Overhead per model call (${overhead.steps} tool steps per task, ${shape}, zero model latency)`, '');
     lines.push(
-      '| framework | model calls per task | time per call (median) | overhead per call vs floor, p50 / p95 | ratio to floor (median) | CPU per call, its own process | Stepwise server CPU per call | request body per call, mean / max | peak RSS of its process |',
+      '| framework | model calls per task | time per call (median) | overhead per call vs floor, p50 / p95 | ratio to floor (median) | ratio per block | CPU per call, its own process | Stepwise server CPU per call | request body per call, mean / max | streamed chunks per call | peak RSS of its process |',
     );
-    lines.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+    lines.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
     for (const row of overhead.rows) {
       const rss = row.serverRssMb === undefined ? `${row.rssMb} MB` : `${row.serverRssMb} MB server + ${row.rssMb} MB client`;
       const body = known(row.requestKbMean) ? `${kb(row.requestKbMean)} / ${kb(row.requestKbMax)}` : '—';
       lines.push(
-        `| ${row.name} | ${row.calls} | ${row.perCallMs.toFixed(3)} ms | ${us(row.overheadP50Us)} / ${us(row.overheadP95Us)} | ${row.ratio.toFixed(2)}× | ${show(row.cpuUsPerCall, us)} | ${show(row.serverCpuUsPerCall, us)} | ${body} | ${rss} |`,
+        `| ${row.name} | ${row.calls} | ${row.perCallMs.toFixed(3)} ms | ${us(row.overheadP50Us)} / ${us(row.overheadP95Us)} | ${row.ratio.toFixed(2)}× | ${row.blockRatios?.map((ratio: number) => ratio.toFixed(2)).join(', ') ?? '—'} | ${show(row.cpuUsPerCall, us)} | ${show(row.serverCpuUsPerCall, us)} | ${body} | ${show(row.chunksPerCall, (value) => value.toFixed(1))} | ${rss} |`,
       );
     }
     const fresh = overhead.rows.find((row: any) => row.newChatMs !== undefined);
@@ -252,6 +252,7 @@ export function report(results: any): string {
       '',
     );
   }
+  if (results.scale) lines.push(...scaleSection(results.scale));
   const reading = join(dirname(fileURLToPath(import.meta.url)), '..', 'READING.md');
   if (existsSync(reading)) lines.push(readFileSync(reading, 'utf8'));
   return `${lines.join('\n')}\n`;
@@ -269,13 +270,56 @@ function controlSentences(rows: any[]): string[] {
   }
   if (rows.some((row) => row.kind === 'bound')) {
     sentences.push(
-      'The rows "openai SDK calls + one … journal commit per call" are the floor\'s own loop with each reply inserted into a journal table and committed before its tool runs (SQLite in WAL mode as Stepwise opens it, or the same PostgreSQL server), and nothing else: no events, no socket, no history read. They say what one durable commit per model call costs by itself on each store, measured as the contenders are.',
+      'The rows "openai SDK calls, streaming, + one … journal commit per call" are the bounds: the streaming floor\'s loop with each reply inserted into a journal table and committed before its tool runs (SQLite through libsql in WAL mode as Stepwise opens it, or the same PostgreSQL server), and nothing else: no events, no socket, no history read. Each Stepwise row is held to the bound on its own store.',
     );
   }
   if (rows.some((row) => row.kind === 'streaming-floor')) {
     sentences.push(
-      'The row "openai SDK calls with stream: true" is the floor\'s loop with every reply streamed and put together from its chunks: what reading a stream costs the bare SDK. Its replies (a tool call, or a short answer) come in about 5 chunks each; Stepwise\'s reason and observe replies carry a JSON block and come in about 8 to 17, about 10 per call on average with its act calls.',
+      'The row "openai SDK calls with stream: true" is the floor\'s loop with every reply streamed (the usage chunk asked for, as Stepwise and the peers ask) and put together from its chunks. The plain loop\'s replies carry a few words of text, so that they come in as many chunks per call as Stepwise\'s phases (the column "streamed chunks per call", counted at the model server).',
+    );
+  }
+  if (rows.some((row) => row.kind === 'peer')) {
+    sentences.push(
+      "The peers are measured alike (bench/src/fair-peers.ts): each streams every reply and saves every step to SQLite before going on, through libsql with the journal's settings (native better-sqlite3 does not install here): LangGraph.js with its own SQLite checkpointer (SqliteSaver, given a libsql connection), the AI SDK's streamText committing each step's messages in onStepFinish, the Agents SDK streaming a run with a Session kept in SQLite (the JS SDK ships no SQLite session; this one is written in the bench). Stepwise also journals each call and stores every event it streams to its clients.",
     );
   }
   return sentences.length ? ['', sentences.join(' ')] : [];
+}
+
+/** Section 8: idle sockets, stored chats, runs at saturation. */
+function scaleSection(scale: any): string[] {
+  const lines = ['## 8. Scale on one machine', ''];
+  for (const [part, message] of Object.entries(scale.failed ?? {})) lines.push(`**The ${part} part failed:** ${message}`, '');
+  const idle = scale.idleSockets;
+  if (idle) {
+    lines.push(
+      `**${idle.sockets} idle signed-in sockets** (AUTH_MODE=header, ${idle.users} users, opened 50 at a time in ${(idle.openMs / 1000).toFixed(1)} s): the server's RSS went from ${idle.rssBeforeMb} MB to ${idle.rssAfterMb} MB (**${idle.rssGrowthMb} MB**), and it used **${idle.idleCpuMs} ms of CPU in ${idle.idleSeconds} s** with them idle (${idle.idleCpuPercent} % of a core; /proc/PID/stat, 10 ms ticks).`,
+      '',
+    );
+  }
+  if (scale.storedChats?.rows?.length) {
+    lines.push(`**Stored chats**, ${scale.storedChats.requests} GETs of each path one after another from one client, after 20 untimed:`, '');
+    lines.push(
+      '| store | chats | the chat list (GET /api/sessions), p50 / p99 | opening a chat (GET /api/sessions/:id), p50 / p99 |',
+      '| --- | ---: | ---: | ---: |',
+    );
+    for (const row of scale.storedChats.rows) {
+      lines.push(`| ${row.store} | ${row.chats} | ${row.list.p50Ms} / ${row.list.p99Ms} ms | ${row.open.p50Ms} / ${row.open.p99Ms} ms |`);
+    }
+    lines.push('', 'Each chat holds a question and its answer (two events, two messages), written through the store before the server starts on it.', '');
+  }
+  const saturation = scale.saturation;
+  if (saturation) {
+    lines.push(
+      `**Agent runs at saturation**: ${saturation.clients} sessions running three-step runs (${saturation.modelCallsPerRun} model calls each, zero model latency) back to back for ${saturation.seconds} s after a warm-up: **${saturation.runsPerSecond} runs/s** with the server on ${saturation.serverCores} cores, **${saturation.runsPerCpuSecond} runs per CPU-second of the server** (${saturation.runs} runs, ${saturation.failures} failed). The clients and the model server share the same two cores.`,
+      '',
+      "Share of the server's CPU in that window, by part (node --cpu-prof; each sample by its leaf frame, native code counted with its caller):",
+      '',
+      '| part | share |',
+      '| --- | ---: |',
+      ...saturation.cpuByPart.map((row: any) => `| ${row.part} | ${row.share} % |`),
+      '',
+    );
+  }
+  return lines;
 }

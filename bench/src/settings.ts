@@ -1,14 +1,16 @@
 // What a run of the benchmarks measures, from its command line:
 //   --quick                 small N and few rounds, to check the harness (CI); writes to bench/out/
-//   --only=a,b              a subset of sections: footprint, overhead, stop, concurrency, streaming, requests, cluster, restate
+//   --only=a,b              a subset of sections: footprint, overhead, stop, concurrency, streaming, requests, cluster, restate, scale
 //   --sessions=10,100       the session counts of the concurrency section
 //   --db-sync=full,normal   the embedded store's DB_SYNC settings the overhead section compares
 //                           (default: both when the embedded store is SQLite; "none" for neither)
 //   --store-label=NAME      the name the embedded store is shown under, instead of what it reports
 //   --no-postgres           leave PostgreSQL out
+//   --passes=N              section 1's blocks per contender (default 3; 1 with --quick)
+//   --warmup-calls=N        section 1's model calls each side makes before anything is timed (default 3000)
 
 /** The sections, in the order they run. */
-export const SECTIONS = ['footprint', 'overhead', 'stop', 'concurrency', 'streaming', 'requests', 'cluster', 'restate'] as const;
+export const SECTIONS = ['footprint', 'overhead', 'stop', 'concurrency', 'streaming', 'requests', 'cluster', 'restate', 'scale'] as const;
 export type Section = (typeof SECTIONS)[number];
 
 function option(name: string): string | undefined {
@@ -42,12 +44,12 @@ export const settings = {
    * after 1,600 calls in turn. So section 1 measures each contender in a block of its own: new
    * processes and a new floor, warmed up in turn and timed at once, neither side ever left idle.
    */
-  warmupCalls: quick ? 60 : 3_000,
+  warmupCalls: Number(option('warmup-calls') ?? (quick ? 60 : 3_000)),
   /**
    * Blocks per contender in section 1, every other pass in the reverse order: two new processes of
    * the same code differ by up to 10 % from one block to the next, so the median needs several.
    */
-  overheadPasses: quick ? 1 : 3,
+  overheadPasses: Number(option('passes') ?? (quick ? 1 : 3)),
   /** The growing chat of section 1 warms up until its requests carry this much history (or stop growing). */
   growingChatKiB: quick ? 4 : 200,
   /** Timed pairs (floor, contender) per block in section 1. */
@@ -72,6 +74,14 @@ export const settings = {
    * more rounds than section 1's, for a p95 that is not simply the slowest round.
    */
   restateRounds: quick ? 3 : 40,
+  /** Scale (section 8): idle signed-in sockets, stored chats, GETs timed per path, and the saturated window. */
+  scaleSockets: quick ? 100 : 1_000,
+  scaleIdleMs: quick ? 2_000 : 10_000,
+  scaleChats: quick ? 500 : 10_000,
+  scaleRequests: quick ? 100 : 500,
+  scaleClients: quick ? 8 : 32,
+  scaleWarmupMs: quick ? 2_000 : 10_000,
+  scaleSeconds: quick ? 5 : 30,
   /** Explicit DB_SYNC settings, or undefined to decide from the store the server reports. */
   dbSync: list(option('db-sync'))?.filter((value) => value !== 'none'),
   storeLabel: option('store-label'),

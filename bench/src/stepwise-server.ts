@@ -134,7 +134,8 @@ export function storeLabel(description: string | undefined, dataDir: string): st
 }
 
 async function waitForHealth(child: ChildProcess, url: string, pollMs: number): Promise<void> {
-  const deadline = performance.now() + 60_000;
+  // Generous: on a machine loaded by other work a start has taken over a minute.
+  const deadline = performance.now() + 180_000;
   while (performance.now() < deadline) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error('Stepwise exited before it was ready');
     if (

@@ -14,6 +14,7 @@ import {
   stepwise,
   vercelAi,
 } from './frameworks.ts';
+import { langGraphSqlite, openAiAgentsSqlite, vercelAiSqlite } from './fair-peers.ts';
 
 export type WorkerCommand =
   | { cmd: 'task'; steps: number }
@@ -33,6 +34,12 @@ const factories: Record<string, () => Framework | Promise<Framework>> = {
   'floor-journal': () => journaledFloor(target),
   'floor-journal-full': () => journaledFloor(target, 'full'),
   'floor-journal-pg': () => journaledFloorPg(target, extra[0]!),
+  'floor-streaming-journal': () => journaledFloor(target, 'normal', true),
+  'floor-streaming-journal-full': () => journaledFloor(target, 'full', true),
+  'floor-streaming-journal-pg': () => journaledFloorPg(target, extra[0]!, true),
+  'agents-sqlite': () => openAiAgentsSqlite(target),
+  'ai-sqlite': () => vercelAiSqlite(target),
+  'langgraph-sqlite': () => langGraphSqlite(target),
   'floor-restate': () => restateFloor(target, extra[0]!, extra[1]!),
   agents: () => openAiAgents(target),
   ai: () => vercelAi(target),

@@ -17,6 +17,16 @@ export function sharedTestStore(): Promise<Store> {
   return shared;
 }
 
+/**
+ * Closes the shared database after a file's tests (per-file-setup.ts): files run one after another
+ * in a worker that keeps its modules, and each file starts with an empty database of its own.
+ */
+export async function closeSharedTestStore(): Promise<void> {
+  const store = shared;
+  shared = undefined;
+  await (await store)?.close();
+}
+
 /** Starts the real server with these environment variables on top of quiet test defaults. */
 export async function startStepwise(
   env: Record<string, string> = {},
