@@ -161,3 +161,17 @@ export function summarize(events: readonly Record<string, unknown>[]): string[] 
       })
   );
 }
+
+/** The summary of a run that answered in one step, calling these tools in this order on the way. */
+export function answeredInOneStep(...tools: string[]): string[] {
+  return [
+    'agent_start',
+    'agent_turn_start:1',
+    'agent_reason:1',
+    ...tools.flatMap((tool) => [`tool_start:${tool}`, `tool_complete:${tool}`]),
+    'agent_observe:1',
+    'assistant_message',
+    'agent_completion:answered',
+    'response_complete',
+  ];
+}

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { pngHeaderOnly, pngSize, solidPng } from '../fixtures/image-maker.ts';
 import { observeText, type RecordedRequest, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
-import { summarize, TestClient } from '../helpers/ws-client.ts';
+import { summarize, TestClient, answeredInOneStep } from '../helpers/ws-client.ts';
 
 let llm: ScriptedLlmServer | undefined;
 let server: TestServer;
@@ -58,15 +58,7 @@ describe('images attached to a message', () => {
     );
     client.chat('What is in this picture?', { agent_mode: true, attachments: ['square.png'] });
     const events = (await client.untilComplete()).filter((event) => 'seq' in event && event.type !== 'file_saved');
-    expect(summarize(events)).toEqual([
-      'agent_start',
-      'agent_turn_start:1',
-      'agent_reason:1',
-      'agent_observe:1',
-      'assistant_message',
-      'agent_completion:answered',
-      'response_complete',
-    ]);
+    expect(summarize(events)).toEqual(answeredInOneStep());
     expect(events.find((event) => event.type === 'assistant_message')?.content).toBe('It is a red square.');
     for (const request of llm!.requests) {
       const parts = questionParts(request);

@@ -5,38 +5,23 @@ import { mkdtempSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { EVERYTHING_STDIO, writeMcpConfig } from '../fixtures/mcp-servers.ts';
-import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
-import { closeAll } from '../helpers/cleanup.ts';
-import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
-import { summarize, TestClient } from '../helpers/ws-client.ts';
+import { observeText, reasonText } from '../fixtures/scripted-llm-server.ts';
+import { useScriptedStepwise } from '../helpers/per-test.ts';
+import { summarize } from '../helpers/ws-client.ts';
 
 type Event = Record<string, unknown>;
 
-let llm: ScriptedLlmServer | undefined;
-let server: TestServer | undefined;
-let client: TestClient | undefined;
+const stepwise = useScriptedStepwise({ LLM_MODEL: 'gpt-4o-mini' });
 let dataDir: string | undefined;
 
-afterEach(async () => {
-  await closeAll(
-    () => client?.close(),
-    () => server?.close(),
-    () => llm?.close(),
-  );
-  client = server = llm = undefined;
-});
-
-async function start(env: Record<string, string> = {}) {
-  llm = await ScriptedLlmServer.start();
+function start(env: Record<string, string> = {}) {
   dataDir = mkdtempSync(join(tmpdir(), 'stepwise-approval-'));
-  server = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'gpt-4o-mini', DATA_DIR: dataDir, ...env });
-  client = await TestClient.connect(server.wsUrl);
-  return { llm, server, client };
+  return stepwise.start({ DATA_DIR: dataDir, ...env });
 }
 
-const fileOf = (name: string) => readFile(join(dataDir!, 'files', String(client!.session.session_id), name), 'utf8').catch(() => undefined);
+const fileOf = (name: string) => readFile(join(dataDir!, 'files', String(stepwise.client.session.session_id), name), 'utf8').catch(() => undefined);
 const toolResults = (request: { body: { messages: Array<{ role: string; content?: unknown; tool_call_id?: string }> } }) =>
   request.body.messages.filter((message) => message.role === 'tool').map((message) => String(message.content));
 

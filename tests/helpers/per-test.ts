@@ -1,0 +1,79 @@
+import { afterEach, beforeEach } from 'vitest';
+import { ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { closeAll } from './cleanup.ts';
+import { startStepwiseWithModel, type TestServer } from './stepwise.ts';
+import { TestClient } from './ws-client.ts';
+
+/** Anything a test opens and must close: a server, a client, a browser context, a model server. */
+export interface Closable {
+  close(): unknown;
+}
+
+/**
+ * Registers the afterEach that closes what a test opened, newest first (a client before its
+ * server, a server before its model), each even when one before it failed. Returns `open`, which
+ * keeps a thing for that and hands it back.
+ */
+export function closeAfterEach(): <T extends Closable>(item: T) => T {
+  const opened: Closable[] = [];
+  afterEach(
+    () =>
+      closeAll(
+        ...opened
+          .splice(0)
+          .reverse()
+          .map((item) => () => item.close()),
+      ),
+    60_000,
+  );
+  return (item) => {
+    opened.push(item);
+    return item;
+  };
+}
+
+/** A scripted model, the real server against it and a connected client. */
+export interface ScriptedStepwise {
+  llm: ScriptedLlmServer;
+  server: TestServer;
+  client: TestClient;
+}
+
+/**
+ * The header of a test file that talks to the real server over a socket: `start(env)` starts a
+ * scripted model, the server against it (these defaults, then `env`) and a client, all closed
+ * after the test; `open` keeps anything else the test opens; `llm`, `server`, `client` are the
+ * ones the running test started. With `eachTest`, every test starts with them started.
+ */
+export function useScriptedStepwise(defaults: Record<string, string> = {}, options: { eachTest?: boolean } = {}) {
+  const open = closeAfterEach();
+  let current: ScriptedStepwise | undefined;
+  afterEach(() => {
+    current = undefined;
+  });
+  const started = (): ScriptedStepwise => {
+    if (!current) throw new Error('start() has not been called in this test');
+    return current;
+  };
+  const stepwise = {
+    open,
+    async start(env: Record<string, string> = {}, model?: ScriptedLlmServer): Promise<ScriptedStepwise> {
+      const llm = model ?? open(await ScriptedLlmServer.start());
+      const server = open(await startStepwiseWithModel(llm.url, { ...defaults, ...env }));
+      const client = open(await TestClient.connect(server.wsUrl));
+      current = { llm, server, client };
+      return current;
+    },
+    get llm() {
+      return started().llm;
+    },
+    get server() {
+      return started().server;
+    },
+    get client() {
+      return started().client;
+    },
+  };
+  if (options.eachTest) beforeEach(() => stepwise.start());
+  return stepwise;
+}
