@@ -1,33 +1,22 @@
 import { readFileSync } from 'node:fs';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { solidPng } from '../fixtures/image-maker.ts';
 import { EVERYTHING_STDIO, writeMcpConfig } from '../fixtures/mcp-servers.ts';
-import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
-import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
-import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, useBrowser } from './browser.ts';
+import { observeText, reasonText, type ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, useWebApp } from './browser.ts';
 
-let browser: Browser;
-let context: BrowserContext;
+const web = useWebApp();
 let page: Page;
 let llm: ScriptedLlmServer;
-let server: TestServer;
-
-useBrowser(
-  (launched) => (browser = launched),
-  () => [context, server, llm],
-);
 
 /** Each test starts its server (the file's first one opens the shared embedded database) and maybe server-everything. */
 const BROWSER_FILE_TEST_TIMEOUT_MS = 2 * BROWSER_TEST_TIMEOUT_MS;
 
 async function open(env: Record<string, string> = {}) {
-  llm = await ScriptedLlmServer.start();
-  server = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'scripted-model', ...env });
-  context = await browser.newContext({ viewport: { width: 1000, height: 900 }, acceptDownloads: true });
-  page = await context.newPage();
-  await page.goto(server.url);
-  await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+  const started = await web.scripted(env);
+  llm = started.llm;
+  page = await web.page(started.server.url, { acceptDownloads: true });
 }
 
 describe('session files in the web app', { timeout: BROWSER_FILE_TEST_TIMEOUT_MS }, () => {
