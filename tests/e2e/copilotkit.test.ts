@@ -5,6 +5,7 @@ import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { startCopilotKitApp } from '../fixtures/copilotkit/copilotkit-app.ts';
 import { observeText, reasonText, type ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { writesHello } from '../helpers/approvals.ts';
 import { BROWSER_TEST_TIMEOUT_MS, screenshot, useWebApp } from './browser.ts';
 
 const web = useWebApp();
@@ -52,11 +53,7 @@ describe('CopilotKit runtime + React chat against Stepwise', { timeout: 3 * BROW
 
   it('decides an approval in words', async () => {
     const { page, llm } = await open();
-    llm.enqueue(
-      { text: reasonText('Write it.') },
-      { toolCalls: [{ id: 'w1', name: 'write_file', arguments: { name: 'out.txt', content: 'hello' } }] },
-      { text: observeText('Denied.', { final_answer: 'I did not write out.txt.' }) },
-    );
+    llm.enqueue(...writesHello('Denied.', 'I did not write out.txt.'));
     await send(page, 'Write hello to out.txt');
     await page
       .getByText(/Reply "approve" to run it/)

@@ -1,27 +1,22 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { pngHeaderOnly, pngSize, solidPng } from '../fixtures/image-maker.ts';
 import { observeText, type RecordedRequest, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { closeAfterEach } from '../helpers/per-test.ts';
 import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 import { summarize, TestClient, answeredInOneStep } from '../helpers/ws-client.ts';
 
 let llm: ScriptedLlmServer | undefined;
 let server: TestServer;
 let client: TestClient;
-
-afterEach(async () => {
-  await client?.close();
-  await server?.close();
-  await llm?.close();
-  llm = undefined;
-});
+const open = closeAfterEach();
 
 async function start(env: Record<string, string>, demo = false) {
-  if (demo) server = await startStepwise({ LLM_PROVIDER: 'demo', ...env });
+  if (demo) server = open(await startStepwise({ LLM_PROVIDER: 'demo', ...env }));
   else {
-    llm = await ScriptedLlmServer.start();
-    server = await startStepwiseWithModel(llm.url, env);
+    llm = open(await ScriptedLlmServer.start());
+    server = open(await startStepwiseWithModel(llm.url, env));
   }
-  client = await TestClient.connect(server.wsUrl);
+  client = open(await TestClient.connect(server.wsUrl));
 }
 
 function upload(name: string, body: Uint8Array) {

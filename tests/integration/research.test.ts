@@ -1,18 +1,13 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type RecordedRequest, ScriptedLlmServer, type ScriptedReply } from '../fixtures/scripted-llm-server.ts';
+import { closeAfterEach } from '../helpers/per-test.ts';
 import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
 let llm: ScriptedLlmServer | undefined;
 let server: TestServer | undefined;
 let client: TestClient | undefined;
-
-afterEach(async () => {
-  await client?.close();
-  await server?.close();
-  await llm?.close();
-  client = server = llm = undefined;
-});
+const open = closeAfterEach();
 
 type Event = Record<string, unknown>;
 const of = (events: Event[], type: string) => events.filter((event) => event.update_type === type);
@@ -21,8 +16,8 @@ const fileText = async (name: string) => (await fetch(`${server!.url}/api/sessio
 
 describe('research on the wire', () => {
   it('runs the demo’s three-stage graph truthfully in one go: parallel tasks do the work, the verifier recomputes, every verdict judges what was found', async () => {
-    server = await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0' });
-    client = await TestClient.connect(server.wsUrl);
+    server = open(await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0' }));
+    client = open(await TestClient.connect(server.wsUrl));
     client.chat('What time is it, and what is 12*7?', { agent_mode: true, strategy: 'research' });
     const first = (await client.untilComplete()) as Event[];
     expect(summarize(first).slice(-2)).toEqual(['agent_completion:answered', 'response_complete']);
@@ -57,7 +52,7 @@ describe('research on the wire', () => {
   });
 
   it('a task asks the person with its own question and node id while the other task of its wave goes on', async () => {
-    llm = await ScriptedLlmServer.start();
+    llm = open(await ScriptedLlmServer.start());
     const plan = {
       stages: [
         {
@@ -86,8 +81,8 @@ describe('research on the wire', () => {
           return { text: verdict };
       }
     });
-    server = await startStepwiseWithModel(llm.url);
-    client = await TestClient.connect(server.wsUrl);
+    server = open(await startStepwiseWithModel(llm.url));
+    client = open(await TestClient.connect(server.wsUrl));
     client.chat('How tall is the tower?', { agent_mode: true, strategy: 'research' });
     const question = (await client.waitFor('agent_request_input')) as Event;
     expect(question).toMatchObject({ node_id: '1.1', question: 'Which tower?' });
@@ -110,8 +105,8 @@ describe('research on the wire', () => {
   });
 
   it('an upload of the document that breaks the graph is refused naming the line, and the document stays as it was', async () => {
-    server = await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0' });
-    client = await TestClient.connect(server.wsUrl);
+    server = open(await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0' }));
+    client = open(await TestClient.connect(server.wsUrl));
     client.chat('What is 12*7?', { agent_mode: true, strategy: 'research', strategy_options: { mode: 'step' } });
     const first = (await client.untilComplete()) as Event[];
     expect(summarize(first).slice(-2)).toEqual(['agent_completion:wave_complete', 'response_complete']);
@@ -132,7 +127,7 @@ describe('research on the wire', () => {
   });
 
   it('a stage verifier that still doubts after two rounds of follow-up work asks the person, and the run goes on as they say', async () => {
-    llm = await ScriptedLlmServer.start();
+    llm = open(await ScriptedLlmServer.start());
     const plan = {
       stages: [
         {
@@ -171,8 +166,8 @@ describe('research on the wire', () => {
           return { text: JSON.stringify({ verdict: 'PASS', issues: [], follow_up_tasks: [] }) };
       }
     });
-    server = await startStepwiseWithModel(llm.url);
-    client = await TestClient.connect(server.wsUrl);
+    server = open(await startStepwiseWithModel(llm.url));
+    client = open(await TestClient.connect(server.wsUrl));
     // Two rounds of follow-up work, each run ending for the person to go on.
     client.chat('Work out the figure', { agent_mode: true, strategy: 'research', strategy_options: { task_verification: false } });
     expect(summarize((await client.untilComplete()) as Event[]).slice(-2)).toEqual(['agent_completion:verifier_blocked', 'response_complete']);
@@ -195,7 +190,7 @@ describe('research on the wire', () => {
   });
 
   it('runs a wave side by side at the model server, a dependent task only after its dependency, the next stage only after a PASS; two questions answered out of order; an edit honoured by the next cycle', async () => {
-    llm = await ScriptedLlmServer.start();
+    llm = open(await ScriptedLlmServer.start());
     const task = (id: string, depends_on: string[] = []) => ({
       id,
       title: `Task ${id}`,
@@ -233,8 +228,8 @@ describe('research on the wire', () => {
           return { text: pass };
       }
     });
-    server = await startStepwiseWithModel(llm.url);
-    client = await TestClient.connect(server.wsUrl);
+    server = open(await startStepwiseWithModel(llm.url));
+    client = open(await TestClient.connect(server.wsUrl));
     client.chat('Study it', { agent_mode: true, strategy: 'research', strategy_options: { mode: 'step' } });
     // Both tasks of the wave ask at once; the answers come in the other order.
     const first = (await client.next((event) => event.update_type === 'agent_request_input' && event.node_id === '1.1')) as Event;

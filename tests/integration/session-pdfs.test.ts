@@ -1,19 +1,14 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { brokenPdf, textPdf } from '../fixtures/pdf-maker.ts';
 import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { closeAfterEach } from '../helpers/per-test.ts';
 import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 import { summarize, TestClient, answeredInOneStep } from '../helpers/ws-client.ts';
 
 let llm: ScriptedLlmServer | undefined;
 let server: TestServer;
 let client: TestClient;
-
-afterEach(async () => {
-  await client?.close();
-  await server?.close();
-  await llm?.close();
-  llm = undefined;
-});
+const open = closeAfterEach();
 
 /** Thirty pages: page N says which page it is, in two lines. */
 const report = textPdf(Array.from({ length: 30 }, (_, index) => [`Quarterly report, page ${index + 1}.`, `Sales rose in region ${index + 1}.`]));
@@ -27,8 +22,8 @@ function upload(name: string, body: Uint8Array) {
 
 describe('PDF attachments', () => {
   beforeEach(async () => {
-    server = await startStepwise({ LLM_PROVIDER: 'demo', PDF_MAX_PAGES: '40', TOOL_RESULT_MAX_CHARS: '600' });
-    client = await TestClient.connect(server.wsUrl);
+    server = open(await startStepwise({ LLM_PROVIDER: 'demo', PDF_MAX_PAGES: '40', TOOL_RESULT_MAX_CHARS: '600' }));
+    client = open(await TestClient.connect(server.wsUrl));
   });
 
   it('refuses a malformed PDF, an encrypted one, a renamed file and one over PDF_MAX_PAGES, keeping none', async () => {
@@ -76,9 +71,9 @@ describe('PDF attachments', () => {
 
 describe('read_file on a PDF', () => {
   beforeEach(async () => {
-    llm = await ScriptedLlmServer.start();
-    server = await startStepwiseWithModel(llm.url);
-    client = await TestClient.connect(server.wsUrl);
+    llm = open(await ScriptedLlmServer.start());
+    server = open(await startStepwiseWithModel(llm.url));
+    client = open(await TestClient.connect(server.wsUrl));
   });
 
   it('gives as many pages as the length holds and names the range to read next', async () => {

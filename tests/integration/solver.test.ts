@@ -1,18 +1,10 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type RecordedRequest, ScriptedLlmServer, type ScriptedReply } from '../fixtures/scripted-llm-server.ts';
-import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
+import { closeAfterEach } from '../helpers/per-test.ts';
+import { startStepwise, startStepwiseWithModel } from '../helpers/stepwise.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
-let llm: ScriptedLlmServer | undefined;
-let server: TestServer | undefined;
-let client: TestClient | undefined;
-
-afterEach(async () => {
-  await client?.close();
-  await server?.close();
-  await llm?.close();
-  client = server = llm = undefined;
-});
+const open = closeAfterEach();
 
 type Event = Record<string, unknown>;
 const decision = (action: string, extra: Record<string, string> = {}) =>
@@ -32,9 +24,9 @@ function solverModel(decide: (loop: number) => string, fail: (request: RecordedR
 }
 
 /** Answers the next question (after `from`) with `answer`; returns the question. */
-async function answerNext(answer: string, from: number): Promise<Event> {
-  const question = (await client!.next((event) => event.update_type === 'agent_request_input', { from })) as Event;
-  client!.send({ type: 'agent_user_input', content: answer, question_id: question.question_id });
+async function answerNext(client: TestClient, answer: string, from: number): Promise<Event> {
+  const question = (await client.next((event) => event.update_type === 'agent_request_input', { from })) as Event;
+  client.send({ type: 'agent_user_input', content: answer, question_id: question.question_id });
   return question;
 }
 
@@ -42,14 +34,14 @@ const stages = (events: Event[]) => events.filter((event) => event.update_type =
 
 describe('solver on the wire', () => {
   it('asks before each stage with Yes / No; No pauses, and a resume asks again before the next stage and goes on without redoing one', async () => {
-    llm = await ScriptedLlmServer.start();
+    const llm = open(await ScriptedLlmServer.start());
     llm.respond(solverModel(() => decision('FINAL', { final_answer: 'It is **42**.' })));
-    server = await startStepwiseWithModel(llm.url, { LLM_MAX_RETRIES: '0' });
-    client = await TestClient.connect(server.wsUrl);
+    const server = open(await startStepwiseWithModel(llm.url, { LLM_MAX_RETRIES: '0' }));
+    const client = open(await TestClient.connect(server.wsUrl));
     client.chat('Problem: what is 6*7?', { agent_mode: true, strategy: 'solver', strategy_options: { approaches: false, auto_advance: false } });
-    const first = await answerNext('Yes', 0);
+    const first = await answerNext(client, 'Yes', 0);
     expect(first).toMatchObject({ kind: 'confirm', choices: ['Yes', 'No'], question: 'Go on to the expert evaluator?' });
-    const second = await answerNext('No', client.events.indexOf(first as never) + 1);
+    const second = await answerNext(client, 'No', client.events.indexOf(first as never) + 1);
     expect(second).toMatchObject({ question: 'Go on to the orchestrator?' });
     const paused = (await client.untilComplete()) as Event[];
     expect(summarize(paused).slice(-2)).toEqual(['agent_stopped:paused', 'response_complete']);
@@ -57,7 +49,7 @@ describe('solver on the wire', () => {
 
     const from = client.events.length;
     client.send({ type: 'agent_control', action: 'resume' });
-    const again = await answerNext('Yes', from);
+    const again = await answerNext(client, 'Yes', from);
     expect(again).toMatchObject({ kind: 'confirm', question: 'Go on to the orchestrator?' });
     expect(again.question_id).not.toBe(second.question_id);
     const resumed = (await client.untilComplete({ from })) as Event[];
@@ -68,10 +60,10 @@ describe('solver on the wire', () => {
   });
 
   it('a confirmation takes only Yes or No (case and spaces aside): anything else is refused with invalid_answer and the question stays open', async () => {
-    llm = await ScriptedLlmServer.start();
+    const llm = open(await ScriptedLlmServer.start());
     llm.respond(solverModel(() => decision('FINAL', { final_answer: 'It is **42**.' })));
-    server = await startStepwiseWithModel(llm.url, { LLM_MAX_RETRIES: '0' });
-    client = await TestClient.connect(server.wsUrl);
+    const server = open(await startStepwiseWithModel(llm.url, { LLM_MAX_RETRIES: '0' }));
+    const client = open(await TestClient.connect(server.wsUrl));
     client.chat('Problem: what is 6*7?', { agent_mode: true, strategy: 'solver', strategy_options: { approaches: false, auto_advance: false } });
     const question = (await client.next((event) => event.update_type === 'agent_request_input')) as Event;
     for (const answer of ['no.', 'NO!', 'nope', 'N', 'Maybe', '', 'yes please']) {
@@ -89,14 +81,14 @@ describe('solver on the wire', () => {
   });
 
   it('auto-advances without asking until max_loops, and answers the orchestrator’s ASK_USER question', async () => {
-    llm = await ScriptedLlmServer.start();
+    const llm = open(await ScriptedLlmServer.start());
     llm.respond(
       solverModel((loop) => (loop === 1 ? decision('ASK_USER', { question_for_user: 'Metres or feet?' }) : decision('CONTINUE', { next_focus: 'units' }))),
     );
-    server = await startStepwiseWithModel(llm.url);
-    client = await TestClient.connect(server.wsUrl);
+    const server = open(await startStepwiseWithModel(llm.url));
+    const client = open(await TestClient.connect(server.wsUrl));
     client.chat('Problem: how far is it?', { agent_mode: true, strategy: 'solver', strategy_options: { auto_advance: true, max_loops: 2, approaches: false } });
-    const question = await answerNext('metres', 0);
+    const question = await answerNext(client, 'metres', 0);
     expect(question).toMatchObject({ kind: 'question', question: 'Metres or feet?' });
     const events = (await client.untilComplete()) as Event[];
     expect(stages(events)).toEqual(['problem_solver:1', 'expert_evaluator:1', 'orchestrator:1', 'problem_solver:2', 'expert_evaluator:2', 'orchestrator:2']);
@@ -108,7 +100,7 @@ describe('solver on the wire', () => {
   });
 
   it('a failed stage ends the run; resume re-runs that stage and goes on', async () => {
-    llm = await ScriptedLlmServer.start();
+    const llm = open(await ScriptedLlmServer.start());
     let failed = false;
     llm.respond(
       solverModel(
@@ -120,16 +112,16 @@ describe('solver on the wire', () => {
         },
       ),
     );
-    server = await startStepwiseWithModel(llm.url, { LLM_MAX_RETRIES: '0' });
-    client = await TestClient.connect(server.wsUrl);
+    const server = open(await startStepwiseWithModel(llm.url, { LLM_MAX_RETRIES: '0' }));
+    const client = open(await TestClient.connect(server.wsUrl));
     client.chat('Problem: what is 6*7?', { agent_mode: true, strategy: 'solver', strategy_options: { approaches: false, auto_advance: false } });
-    await answerNext('Yes', 0);
+    await answerNext(client, 'Yes', 0);
     const failedRun = (await client.untilComplete()) as Event[];
     expect(summarize(failedRun).some((kind) => kind.startsWith('agent_error'))).toBe(true);
 
     const from = client.events.length;
     client.send({ type: 'agent_control', action: 'resume' });
-    await answerNext('Yes', from);
+    await answerNext(client, 'Yes', from);
     const resumed = (await client.untilComplete({ from })) as Event[];
     expect(summarize(resumed).slice(-2)).toEqual(['agent_completion:answered', 'response_complete']);
     expect(stages(resumed)).toEqual(['expert_evaluator:1', 'orchestrator:1']);
@@ -142,11 +134,11 @@ describe('solver on the wire', () => {
   });
 
   it('snapshot → rollback → resume from the snapshot, on the demo model', async () => {
-    server = await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0' });
-    client = await TestClient.connect(server.wsUrl);
+    const server = open(await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0' }));
+    const client = open(await TestClient.connect(server.wsUrl));
     client.chat('Problem: what is (17+25)*3?', { agent_mode: true, strategy: 'solver', strategy_options: { approaches: false, auto_advance: false } });
-    const yes = await answerNext('Yes', 0);
-    await answerNext('No', client.events.indexOf(yes as never) + 1);
+    const yes = await answerNext(client, 'Yes', 0);
+    await answerNext(client, 'No', client.events.indexOf(yes as never) + 1);
     await client.untilComplete();
 
     let from = client.events.length;

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { EVERYTHING_STDIO, writeMcpConfig } from '../fixtures/mcp-servers.ts';
 import { observeText, reasonText } from '../fixtures/scripted-llm-server.ts';
+import { askToWriteHello, writesHello } from '../helpers/approvals.ts';
 import { useScriptedStepwise } from '../helpers/per-test.ts';
 import { summarize } from '../helpers/ws-client.ts';
 
@@ -28,13 +29,8 @@ const toolResults = (request: { body: { messages: Array<{ role: string; content?
 describe('tool approval', () => {
   it('write_file asks first; a denial reaches the model as the tool result, and nothing is written', async () => {
     const { llm, client } = await start();
-    llm.enqueue(
-      { text: reasonText('Write it.') },
-      { toolCalls: [{ id: 'w1', name: 'write_file', arguments: { name: 'out.txt', content: 'hello' } }] },
-      { text: observeText('Denied.', { final_answer: 'I did not write the file.' }) },
-    );
-    client.chat('Write hello to out.txt', { agent_mode: true });
-    const approval = await client.waitFor('agent_request_input');
+    llm.enqueue(...writesHello('Denied.', 'I did not write the file.'));
+    const approval = await askToWriteHello(client);
     expect(approval).toMatchObject({
       kind: 'approval',
       tool_call_id: 'w1',
@@ -54,13 +50,8 @@ describe('tool approval', () => {
 
   it('approve with edited arguments runs the tool with them; arguments that break its schema are refused and the question stays open', async () => {
     const { llm, client } = await start();
-    llm.enqueue(
-      { text: reasonText('Write it.') },
-      { toolCalls: [{ id: 'w1', name: 'write_file', arguments: { name: 'out.txt', content: 'hello' } }] },
-      { text: observeText('Written.', { final_answer: 'Done.' }) },
-    );
-    client.chat('Write hello to out.txt', { agent_mode: true });
-    const approval = await client.waitFor('agent_request_input');
+    llm.enqueue(...writesHello('Written.', 'Done.'));
+    const approval = await askToWriteHello(client);
     client.send({ type: 'agent_user_input', question_id: approval.question_id, approval: { decision: 'approve', arguments: { name: 42 } } });
     const refused = await client.waitFor('error');
     expect(refused).toMatchObject({ code: 'invalid_arguments', message: expect.stringMatching(/name/) });
