@@ -1,6 +1,10 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, beforeEach } from 'vitest';
 import { ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { closeAll } from './cleanup.ts';
+import { stopAllProcesses } from './process.ts';
 import { startStepwiseWithModel, type TestServer } from './stepwise.ts';
 import { TestClient } from './ws-client.ts';
 
@@ -76,4 +80,49 @@ export function useScriptedStepwise(defaults: Record<string, string> = {}, optio
   };
   if (options.eachTest) beforeEach(() => stepwise.start());
   return stepwise;
+}
+
+/**
+ * The header of a test that starts server processes. After each test: the sockets it keeps are
+ * cut (the process at the other end may be gone), every process it started is killed, what it
+ * opened is closed (newest first), and the folders it made are removed.
+ */
+export function useServerProcesses() {
+  const sockets: TestClient[] = [];
+  const opened: Closable[] = [];
+  const folders: string[] = [];
+  afterEach(async () => {
+    for (const client of sockets.splice(0)) client.socket.terminate();
+    await closeAll(
+      () => stopAllProcesses({ signal: 'SIGKILL' }),
+      ...opened
+        .splice(0)
+        .reverse()
+        .map((item) => () => item.close()),
+    );
+    for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true });
+  }, 60_000);
+  return {
+    /** Keeps a client whose socket is cut after the test. */
+    socket<T extends TestClient>(client: T): T {
+      sockets.push(client);
+      return client;
+    },
+    /** Keeps a thing to close after the test's processes are killed. */
+    open<T extends Closable>(item: T): T {
+      opened.push(item);
+      return item;
+    },
+    /** A fresh folder under the system's temporary one, removed after the test. */
+    folder(prefix: string): string {
+      const folder = mkdtempSync(join(tmpdir(), prefix));
+      folders.push(folder);
+      return folder;
+    },
+  };
+}
+
+/** Something to close that cuts the client's socket (no close handshake, for a server that may not answer). */
+export function cutting(client: TestClient): Closable {
+  return { close: () => client.socket.terminate() };
 }

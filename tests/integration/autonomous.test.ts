@@ -1,18 +1,13 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type RecordedRequest, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { closeAfterEach } from '../helpers/per-test.ts';
 import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
 let llm: ScriptedLlmServer | undefined;
 let server: TestServer | undefined;
 let client: TestClient | undefined;
-
-afterEach(async () => {
-  await client?.close();
-  await server?.close();
-  await llm?.close();
-  client = server = llm = undefined;
-});
+const open = closeAfterEach();
 
 type Todo = { id: string; title: string; status: string };
 const todoCall = (args: Record<string, unknown>) => ({ name: 'todo_operations', arguments: args });
@@ -40,8 +35,8 @@ function expectWellFormedIterations(events: Record<string, unknown>[]) {
 
 describe('autonomous on the wire', () => {
   it('works a three-todo request through to workflow_complete on the demo model, the list kept as a session file', async () => {
-    server = await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0' });
-    client = await TestClient.connect(server.wsUrl);
+    server = open(await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0' }));
+    client = open(await TestClient.connect(server.wsUrl));
     const entry = (
       client.session.strategy_catalog as unknown as Array<{ name: string; options_schema: { properties: Record<string, { default: unknown }> } }>
     ).find((strategy) => strategy.name === 'autonomous');
@@ -63,14 +58,14 @@ describe('autonomous on the wire', () => {
   });
 
   it('reminds a model that stops with open todos at levels 1, 2 and 3, sending each guidance once and storing none, then ends at the cap', async () => {
-    llm = await ScriptedLlmServer.start();
+    llm = open(await ScriptedLlmServer.start());
     llm.respond((request) =>
       request.body.messages.some((message) => message.tool_calls)
         ? { text: 'I believe that is all.' }
         : { toolCalls: [todoCall({ operation: 'write', todos: [{ title: 'a' }, { title: 'b' }] })] },
     );
-    server = await startStepwiseWithModel(llm.url);
-    client = await TestClient.connect(server.wsUrl);
+    server = open(await startStepwiseWithModel(llm.url));
+    client = open(await TestClient.connect(server.wsUrl));
     client.chat('Do two things', { agent_mode: true, strategy: 'autonomous', agent_max_steps: 6 });
     const events = (await client.untilComplete()) as Record<string, unknown>[];
     expectWellFormedIterations(events);
@@ -88,7 +83,7 @@ describe('autonomous on the wire', () => {
   });
 
   it('keeps the list through a stop, lets a person edit it between runs (not during one), and a resumed run works from the edited list', async () => {
-    llm = await ScriptedLlmServer.start();
+    llm = open(await ScriptedLlmServer.start());
     let resumedIteration = 0;
     llm.respond((request) => {
       const calls = request.body.messages.filter((message) => message.tool_calls).length;
@@ -102,8 +97,8 @@ describe('autonomous on the wire', () => {
       if (resumedIteration === 1) return { text: 'b is done.', toolCalls: [todoCall({ operation: 'update', id: '2', status: 'completed' })] };
       return { text: 'Stopping here. [WORKFLOW_COMPLETE]' };
     });
-    server = await startStepwiseWithModel(llm.url);
-    client = await TestClient.connect(server.wsUrl);
+    server = open(await startStepwiseWithModel(llm.url));
+    client = open(await TestClient.connect(server.wsUrl));
     const sessionId = client.session.session_id;
     client.chat('Do three things', { agent_mode: true, strategy: 'autonomous' });
     const hanging = await llm.waitFor((request) => request.body.messages.filter((message) => message.tool_calls).length === 2, 30_000);
@@ -143,8 +138,8 @@ describe('autonomous on the wire', () => {
   });
 
   it('refuses a todo list with two todos in progress, changing nothing', async () => {
-    server = await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0' });
-    client = await TestClient.connect(server.wsUrl);
+    server = open(await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0' }));
+    client = open(await TestClient.connect(server.wsUrl));
     client.send({
       type: 'todos_set',
       todos: [

@@ -1,24 +1,19 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { closeAfterEach } from '../helpers/per-test.ts';
 import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 import { TestClient } from '../helpers/ws-client.ts';
 
 let llm: ScriptedLlmServer | undefined;
 let server: TestServer | undefined;
 let client: TestClient | undefined;
-
-afterEach(async () => {
-  await client?.close();
-  await server?.close();
-  await llm?.close();
-  client = server = llm = undefined;
-});
+const open = closeAfterEach();
 
 describe('the notepad', () => {
   it('keeps notes across runs in the session file notepad.md, and plan_execute reads them before planning', async () => {
-    llm = await ScriptedLlmServer.start();
-    server = await startStepwiseWithModel(llm.url);
-    client = await TestClient.connect(server.wsUrl);
+    llm = open(await ScriptedLlmServer.start());
+    server = open(await startStepwiseWithModel(llm.url));
+    client = open(await TestClient.connect(server.wsUrl));
     llm.enqueue(
       { text: reasonText('Note the budget.') },
       { toolCalls: [{ id: 'n1', name: 'notepad', arguments: { operation: 'append', text: 'The budget is 40 EUR.' } }] },
@@ -41,9 +36,9 @@ describe('the notepad', () => {
   });
 
   it('reads back what was noted, and says when it is empty', async () => {
-    llm = await ScriptedLlmServer.start();
-    server = await startStepwiseWithModel(llm.url);
-    client = await TestClient.connect(server.wsUrl);
+    llm = open(await ScriptedLlmServer.start());
+    server = open(await startStepwiseWithModel(llm.url));
+    client = open(await TestClient.connect(server.wsUrl));
     llm.enqueue(
       { text: reasonText('Read the notes.') },
       { toolCalls: [{ id: 'r1', name: 'notepad', arguments: { operation: 'read' } }] },

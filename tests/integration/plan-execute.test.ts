@@ -1,18 +1,13 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type RecordedRequest, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { closeAfterEach } from '../helpers/per-test.ts';
 import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
 let llm: ScriptedLlmServer | undefined;
 let server: TestServer | undefined;
 let client: TestClient | undefined;
-
-afterEach(async () => {
-  await client?.close();
-  await server?.close();
-  await llm?.close();
-  client = server = llm = undefined;
-});
+const open = closeAfterEach();
 
 const observe = (observation: string, complete: boolean) => `${observation}\n\n\`\`\`json\n${JSON.stringify({ observation, step_complete: complete })}\n\`\`\``;
 const planOf = (...goals: string[]) =>
@@ -21,7 +16,7 @@ const schemaName = (request: RecordedRequest) => (request.body as { response_for
 
 describe('plan_execute on the wire', () => {
   it('streams the plan, each step under its node id, a re-plan after a failed step, the metadata, then the answer', async () => {
-    llm = await ScriptedLlmServer.start();
+    llm = open(await ScriptedLlmServer.start());
     llm.respond((request) => {
       switch (request.purpose) {
         case 'plan_execute.plan':
@@ -40,8 +35,8 @@ describe('plan_execute on the wire', () => {
           return { text: 'unexpected' };
       }
     });
-    server = await startStepwiseWithModel(llm.url);
-    client = await TestClient.connect(server.wsUrl);
+    server = open(await startStepwiseWithModel(llm.url));
+    client = open(await TestClient.connect(server.wsUrl));
     const catalog = client.session.strategy_catalog as unknown as Array<{
       name: string;
       label: string;
@@ -136,7 +131,7 @@ describe('plan_execute on the wire', () => {
   });
 
   it('asks the viability check (schema plan_viability) between steps that went well', async () => {
-    llm = await ScriptedLlmServer.start();
+    llm = open(await ScriptedLlmServer.start());
     llm.respond((request) => {
       if (request.purpose === 'plan_execute.plan') return { text: planOf('One', 'Two') };
       if (request.purpose === 'plan_execute.viability') return { text: JSON.stringify({ viable: true, confidence: 0.95, reason: 'on track' }) };
@@ -144,8 +139,8 @@ describe('plan_execute on the wire', () => {
       if (request.purpose === 'plan_execute.observe') return { text: observe('Done.', true) };
       return { text: 'All done.' };
     });
-    server = await startStepwiseWithModel(llm.url);
-    client = await TestClient.connect(server.wsUrl);
+    server = open(await startStepwiseWithModel(llm.url));
+    client = open(await TestClient.connect(server.wsUrl));
     client.chat('Do two things', { agent_mode: true, strategy: 'plan_execute' });
     const events = await client.untilComplete();
     expect(events.find((event) => event.update_type === 'agent_completion')).toMatchObject({ reason: 'answered' });
@@ -163,10 +158,10 @@ describe('plan_execute on the wire', () => {
   });
 
   it('ends with agent_error when the model gives no valid plan, asking once more first', async () => {
-    llm = await ScriptedLlmServer.start();
+    llm = open(await ScriptedLlmServer.start());
     llm.respond(() => ({ text: 'I would rather not make a plan today.' }));
-    server = await startStepwiseWithModel(llm.url);
-    client = await TestClient.connect(server.wsUrl);
+    server = open(await startStepwiseWithModel(llm.url));
+    client = open(await TestClient.connect(server.wsUrl));
     client.chat('Plan something', { agent_mode: true, strategy: 'plan_execute' });
     const events = await client.untilComplete();
     const run = events.slice(events.findIndex((event) => event.update_type === 'agent_start'));
@@ -176,8 +171,8 @@ describe('plan_execute on the wire', () => {
   });
 
   it('on the demo model, a plan run computes a chained calculation and answers it truly', async () => {
-    server = await startStepwise({ LLM_PROVIDER: 'demo' });
-    client = await TestClient.connect(server.wsUrl);
+    server = open(await startStepwise({ LLM_PROVIDER: 'demo' }));
+    client = open(await TestClient.connect(server.wsUrl));
     expect(client.session.strategies).toContain('plan_execute');
     client.chat('First compute 12*7, then add 15, then divide by 3', { agent_mode: true, strategy: 'plan_execute' });
     const events = await client.untilComplete();
@@ -188,7 +183,7 @@ describe('plan_execute on the wire', () => {
     expect(String(events.find((event) => event.type === 'assistant_message')!.content)).toContain('= 33');
   });
   it('stopped mid-step, then resumed: the new run goes on in that step, the plan and finished calls not asked again', async () => {
-    llm = await ScriptedLlmServer.start();
+    llm = open(await ScriptedLlmServer.start());
     let hold = true;
     llm.respond((request) => {
       switch (request.purpose) {
@@ -207,8 +202,8 @@ describe('plan_execute on the wire', () => {
           return { text: 'It is **43**.' };
       }
     });
-    server = await startStepwiseWithModel(llm.url);
-    client = await TestClient.connect(server.wsUrl);
+    server = open(await startStepwiseWithModel(llm.url));
+    client = open(await TestClient.connect(server.wsUrl));
     client.chat('What is 6*7 plus 1?', { agent_mode: true, strategy: 'plan_execute' });
     const held = await llm.waitFor((request) => request.purpose === 'plan_execute.act' && request.node === '2');
     hold = false;

@@ -1,13 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestRestate } from '../../scripts/restate.mjs';
 import { freePort } from '../fixtures/mcp-servers.ts';
 import { observeText, reasonText, type RecordedRequest, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { chatsBackToBack } from '../helpers/back-to-back.ts';
 import { freshPostgresDatabase, postgresUrl } from '../helpers/databases.ts';
-import { PROCESS_TEST_TIMEOUT_MS, startStepwiseProcess, type StepwiseProcess, stopAllProcesses } from '../helpers/process.ts';
+import { useServerProcesses } from '../helpers/per-test.ts';
+import { PROCESS_TEST_TIMEOUT_MS, startStepwiseProcess, type StepwiseProcess } from '../helpers/process.ts';
 import { TestClient } from '../helpers/ws-client.ts';
 
 // `response_complete` means the session is free: a client that sends its next message the instant
@@ -18,37 +16,22 @@ const pg = postgresUrl();
 const redisUrl = process.env.TEST_REDIS_URL;
 
 let llm: ScriptedLlmServer | undefined;
-let drop: (() => Promise<void>) | undefined;
-const clients: TestClient[] = [];
-const folders: string[] = [];
-
-afterEach(async () => {
-  for (const client of clients.splice(0)) client.socket.terminate();
-  await stopAllProcesses({ signal: 'SIGKILL' });
-  await llm?.close();
-  llm = undefined;
-  await drop?.();
-  drop = undefined;
-  for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true });
-}, 60_000);
+const processes = useServerProcesses();
 
 async function connect(instance: StepwiseProcess, query: Record<string, string | number> = {}): Promise<TestClient> {
   const client = await TestClient.connect(instance.wsUrl, query);
-  clients.push(client);
-  return client;
+  return processes.socket(client);
 }
 
 /** The scripted model behind an instance; a client here sends faster than the default rate limit allows. */
 async function scriptedModel(): Promise<Record<string, string>> {
-  llm = await ScriptedLlmServer.start();
+  llm = processes.open(await ScriptedLlmServer.start());
   return { LLM_PROVIDER: 'openai', OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'k', LLM_MAX_RETRIES: '0', MAX_MESSAGES_PER_SECOND: '1000' };
 }
 
 /** A data folder of its own, for an instance on the embedded database. */
 function dataDir(): Record<string, string> {
-  const folder = mkdtempSync(join(tmpdir(), 'stepwise-back-to-back-'));
-  folders.push(folder);
-  return { DATA_DIR: folder };
+  return { DATA_DIR: processes.folder('stepwise-back-to-back-') };
 }
 
 /** Every act call hangs until the run is stopped. */
@@ -88,7 +71,7 @@ const answeredBackToBack = (...clients: TestClient[]) =>
 async function twoInstances(extra: Record<string, string> = {}): Promise<[StepwiseProcess, StepwiseProcess]> {
   const database = await freshPostgresDatabase(pg!);
   await database.db.close();
-  drop = database.drop;
+  processes.open({ close: database.drop });
   const model = await scriptedModel();
   const env = (id: string) => ({ ...model, DATABASE_URL: database.url, REDIS_URL: redisUrl!, INSTANCE_ID: id, CLUSTER_LEASE_MS: '1500', ...extra });
   return Promise.all([startStepwiseProcess(env('a')), startStepwiseProcess(env('b'))]);

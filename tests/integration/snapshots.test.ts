@@ -1,23 +1,18 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { observeText, reasonText, ScriptedLlmServer, isPhaseCue } from '../fixtures/scripted-llm-server.ts';
+import { closeAfterEach } from '../helpers/per-test.ts';
 import { sharedTestStore, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
 let llm: ScriptedLlmServer | undefined;
 let server: TestServer | undefined;
 let client: TestClient | undefined;
-
-afterEach(async () => {
-  await client?.close();
-  await server?.close();
-  await llm?.close();
-  client = server = llm = undefined;
-});
+const open = closeAfterEach();
 
 async function start() {
-  llm = await ScriptedLlmServer.start();
-  server = await startStepwiseWithModel(llm.url);
-  client = await TestClient.connect(server.wsUrl);
+  llm = open(await ScriptedLlmServer.start());
+  server = open(await startStepwiseWithModel(llm.url));
+  client = open(await TestClient.connect(server.wsUrl));
   return { llm, server, client };
 }
 
@@ -142,9 +137,9 @@ describe('snapshots and rollback', () => {
   });
 
   it('a chat keeps at most 100 snapshots: the next save or rollback is refused with too_many_snapshots and nothing changes', async () => {
-    llm = await ScriptedLlmServer.start();
-    server = await startStepwiseWithModel(llm.url, { MAX_MESSAGES_PER_SECOND: '1000' });
-    client = await TestClient.connect(server.wsUrl);
+    llm = open(await ScriptedLlmServer.start());
+    server = open(await startStepwiseWithModel(llm.url, { MAX_MESSAGES_PER_SECOND: '1000' }));
+    client = open(await TestClient.connect(server.wsUrl));
     counting(llm, 1);
     await say(client, 'Hello');
     for (let index = 0; index < 100; index++) {
