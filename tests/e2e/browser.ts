@@ -133,6 +133,12 @@ export function useWebApp() {
       const server = open(await startStepwiseWithModel(llm.url, { LLM_MODEL: 'scripted-model', ...env }));
       return { llm, server };
     },
+    /** The demo server and a live page on it with this strategy (by its label) chosen. */
+    async demoWith(strategy: string): Promise<Page> {
+      const page = await web.page((await web.demo()).url);
+      await page.getByRole('combobox', { name: 'Strategy' }).selectOption({ label: strategy });
+      return page;
+    },
     /** A fresh browser context (closed after the test) with a page at `url`, its connection live. */
     async page(url: string, { live: waitLive = true, prepare, ...options }: PageOptions = {}): Promise<Page> {
       const context = open(await web.browser.newContext({ viewport: { width: 1000, height: 900 }, ...options }));

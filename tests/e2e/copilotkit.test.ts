@@ -4,7 +4,7 @@
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { startCopilotKitApp } from '../fixtures/copilotkit/copilotkit-app.ts';
-import { observeText, reasonText, type ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { answerAfter, type ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { writesHello } from '../helpers/approvals.ts';
 import { BROWSER_TEST_TIMEOUT_MS, screenshot, useWebApp } from './browser.ts';
 
@@ -35,9 +35,12 @@ describe('CopilotKit runtime + React chat against Stepwise', { timeout: 3 * BROW
   it('answers a question asked as text, with no JSON in any message', async () => {
     const { page, llm } = await open();
     llm.enqueue(
-      { text: reasonText('I need to know what to work out.') },
-      { toolCalls: [{ name: 'request_input', arguments: { question: 'What shall I work out for you?' } }] },
-      { text: observeText('The answer is 1024.', { final_answer: '2 to the 10th is 1024.' }) },
+      ...answerAfter(
+        'I need to know what to work out.',
+        [{ name: 'request_input', arguments: { question: 'What shall I work out for you?' } }],
+        'The answer is 1024.',
+        '2 to the 10th is 1024.',
+      ),
     );
     await send(page, 'help me');
     await page.getByText('What shall I work out for you?').first().waitFor({ timeout: 30_000 });

@@ -1,6 +1,6 @@
 import type { Page } from 'playwright-core';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { observeText, reasonText, type ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { answerAfter, observeText, reasonText, type ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import type { TestServer } from '../helpers/stepwise.ts';
 import { ask, BROWSER_TEST_TIMEOUT_MS, live, useWebApp } from './browser.ts';
 
@@ -37,11 +37,7 @@ describe('the web app across reloads', { timeout: BROWSER_TEST_TIMEOUT_MS }, () 
   });
 
   it('shows a pending question again after a reload, and the answer finishes the run', async () => {
-    llm.enqueue(
-      { text: reasonText('Need a city.') },
-      { toolCalls: [{ id: 'ask', name: 'request_input', arguments: { question: 'Which city?' } }] },
-      { text: observeText('Oslo.', { final_answer: 'Oslo weather.' }) },
-    );
+    llm.enqueue(...answerAfter('Need a city.', [{ id: 'ask', name: 'request_input', arguments: { question: 'Which city?' } }], 'Oslo.', 'Oslo weather.'));
     await ask(page, 'Weather?');
     await page.getByRole('alertdialog').getByText('Which city?').waitFor();
     await page.reload();
@@ -54,11 +50,7 @@ describe('the web app across reloads', { timeout: BROWSER_TEST_TIMEOUT_MS }, () 
   });
 
   it('lists past sessions, opens one with its runs folded, starts new chats and deletes', async () => {
-    llm.enqueue(
-      { text: reasonText('Multiply.') },
-      { toolCalls: [{ name: 'calculator', arguments: { expression: '6*7' } }] },
-      { text: observeText('42.', { final_answer: 'Forty-two.' }) },
-    );
+    llm.enqueue(...answerAfter('Multiply.', [{ name: 'calculator', arguments: { expression: '6*7' } }], '42.', 'Forty-two.'));
     await ask(page, 'Six times seven');
     await page.getByText('Answered in 1 step').waitFor();
     const chats = page.getByRole('navigation', { name: 'Chats' });

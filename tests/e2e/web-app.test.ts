@@ -1,6 +1,6 @@
 import type { Page } from 'playwright-core';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { observeText, reasonText, type ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { answerAfter, observeText, reasonText, type ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import type { TestServer } from '../helpers/stepwise.ts';
 import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, useWebApp } from './browser.ts';
 
@@ -81,9 +81,12 @@ describe('the web app', { timeout: BROWSER_TEST_TIMEOUT_MS }, () => {
 
   it('shows the agent’s question, takes the answer, and finishes the run', async () => {
     llm.enqueue(
-      { text: reasonText('The city is missing.') },
-      { toolCalls: [{ id: 'ask', name: 'request_input', arguments: { question: 'Which city do you mean?' } }] },
-      { text: observeText('The user means Oslo.', { final_answer: 'Oslo it is.' }) },
+      ...answerAfter(
+        'The city is missing.',
+        [{ id: 'ask', name: 'request_input', arguments: { question: 'Which city do you mean?' } }],
+        'The user means Oslo.',
+        'Oslo it is.',
+      ),
     );
     await ask(page, 'What is the weather like?');
     const banner = page.getByRole('alertdialog');

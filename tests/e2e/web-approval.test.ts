@@ -2,7 +2,7 @@
 // arguments edited, the other denied with a reason; the header counts what waits.
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { observeText, reasonText } from '../fixtures/scripted-llm-server.ts';
+import { answerAfter, observeText, reasonText } from '../fixtures/scripted-llm-server.ts';
 import { ask, BROWSER_TEST_TIMEOUT_MS, live, screenshot, useWebApp } from './browser.ts';
 
 const web = useWebApp();
@@ -156,9 +156,7 @@ describe('tool approval in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS 
   it('the answer page a notification links to approves a call from a phone; once answered it has nothing to answer', async () => {
     const { llm, server } = await web.scripted();
     llm.enqueue(
-      { text: reasonText('A file.') },
-      { toolCalls: [{ id: 'w', name: 'write_file', arguments: { name: 'from-phone.txt', content: 'approved on a phone' } }] },
-      { text: observeText('Done.', { final_answer: 'Written.' }) },
+      ...answerAfter('A file.', [{ id: 'w', name: 'write_file', arguments: { name: 'from-phone.txt', content: 'approved on a phone' } }], 'Done.', 'Written.'),
     );
     page = await web.page(server.url, { viewport: { width: 1280, height: 900 } });
     await ask(page, 'Write a file');

@@ -7,10 +7,7 @@ let page: Page;
 
 describe('an autonomous run in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS }, () => {
   it('shows the todo list filling in, the guidance between iterations, and lets a person edit the list once the run is over', async () => {
-    const server = await web.demo();
-    page = await web.page(server.url);
-
-    await page.getByRole('combobox', { name: 'Strategy' }).selectOption({ label: 'Autonomous (todo list)' });
+    page = await web.demoWith('Autonomous (todo list)');
     await ask(page, 'Tell three short facts about octopus and keep a list');
     await page.getByTestId('run-end').waitFor();
     const list = page.getByTestId('todo-list');

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { observeText, reasonText, ScriptedLlmServer, type ScriptedReply } from '../fixtures/scripted-llm-server.ts';
 import type { TestServer } from '../helpers/stepwise.ts';
 import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, useWebApp } from './browser.ts';
+import { plannedTask } from '../fixtures/research-tasks.ts';
 
 const web = useWebApp();
 let page: Page;
@@ -17,14 +18,7 @@ async function open(server: TestServer, viewport = { width: 1280, height: 900 })
 describe('seeing a run', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, () => {
   it('draws the research graph: a node per task, an edge per dependency, statuses live; a node opens its task', async () => {
     const llm = web.open(await ScriptedLlmServer.start());
-    const task = (id: string, depends_on: string[] = []) => ({
-      id,
-      title: `Task ${id}`,
-      agent: 'literature_scout',
-      depends_on,
-      acceptance_criteria: [],
-      inputs: [],
-    });
+    const task = plannedTask;
     const plan = {
       stages: [
         { id: '1', name: 'Gather', verifier_criteria: [], tasks: [task('1.1'), task('1.2', ['1.1']), task('1.3', ['1.1'])] },

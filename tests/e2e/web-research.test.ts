@@ -7,10 +7,7 @@ let page: Page;
 
 describe('a research run in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS }, () => {
   it('shows the task board with the stage verdicts, a follow-up marked, the document edited (a broken edit refused), and Run going on to every stage passed and the report', async () => {
-    const server = await web.demo();
-    page = await web.page(server.url);
-
-    await page.getByRole('combobox', { name: 'Strategy' }).selectOption({ label: 'Research (task graph)' });
+    page = await web.demoWith('Research (task graph)');
     // Without the calculator the figure cannot be computed: the stage verifier says so (FAIL) and adds a follow-up.
     await page.getByRole('checkbox', { name: 'calculator' }).uncheck();
     await ask(page, 'What is 12*7?');

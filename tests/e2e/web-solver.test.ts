@@ -15,10 +15,7 @@ const choose = async (answer: 'Yes' | 'No', question: string) => {
 
 describe('a solver run in the web app', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, () => {
   it('walks the stage pipeline with Yes / No, pauses on No, and rolls back and resumes from a snapshot in the list', async () => {
-    const server = await web.demo();
-    page = await web.page(server.url);
-
-    await page.getByRole('combobox', { name: 'Strategy' }).selectOption({ label: 'Staged solver' });
+    page = await web.demoWith('Staged solver');
     // Stages advance by themselves unless the person asks to confirm each one.
     await page.getByRole('checkbox', { name: 'Auto advance' }).uncheck();
     await ask(page, 'Problem: what is (17+25)*3?');

@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { type Message, Role, type Task, TaskState } from '@a2a-js/sdk';
 import { type Client, ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { answerAfter, observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { closeAll } from '../helpers/cleanup.ts';
 import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 
@@ -68,11 +68,7 @@ describe('A2A (/.well-known/agent-card.json, /a2a)', () => {
   });
 
   it('streams a run: a working update per step, the answer as an artifact, then completed', async () => {
-    llm.enqueue(
-      { text: reasonText('Use the calculator.') },
-      { toolCalls: [{ name: 'calculator', arguments: { expression: '6*7' } }] },
-      { text: observeText('It is 42.', { final_answer: 'The answer is 42.' }) },
-    );
+    llm.enqueue(...answerAfter('Use the calculator.', [{ name: 'calculator', arguments: { expression: '6*7' } }], 'It is 42.', 'The answer is 42.'));
     const updates: string[] = [];
     let answer = '';
     for await (const event of client.sendMessageStream({

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { observeText, reasonText } from '../fixtures/scripted-llm-server.ts';
+import { answerAfter, observeText, reasonText } from '../fixtures/scripted-llm-server.ts';
 import { useScriptedStepwise } from '../helpers/per-test.ts';
-import { summarize, answeredInOneStep } from '../helpers/ws-client.ts';
+import { summarize, answeredInOneStep, stepOf } from '../helpers/ws-client.ts';
 
 const stepwise = useScriptedStepwise({ AGENT_MAX_STEPS_LIMIT: '5' }, { eachTest: true });
 
@@ -125,18 +125,7 @@ describe('the reason–act–observe loop', () => {
     );
     stepwise.client.chat('Never finish', { agent_mode: true, agent_max_steps: 2 });
     const events = await stepwise.client.untilComplete();
-    expect(summarize(events)).toEqual([
-      'agent_start',
-      'agent_turn_start:1',
-      'agent_reason:1',
-      'agent_observe:1',
-      'agent_turn_start:2',
-      'agent_reason:2',
-      'agent_observe:2',
-      'assistant_message',
-      'agent_completion:max_steps',
-      'response_complete',
-    ]);
+    expect(summarize(events)).toEqual(['agent_start', ...stepOf(1), ...stepOf(2), 'assistant_message', 'agent_completion:max_steps', 'response_complete']);
     expect(events.find((event) => event.type === 'assistant_message')!.content).toBe('Best answer from what was found; still missing: the last part.');
     expect(events.find((event) => event.update_type === 'agent_completion')!.steps).toBe(2);
     expect(stepwise.llm.phases().slice(-2)).toEqual(['observe', 'final']);
@@ -172,11 +161,7 @@ describe('the reason–act–observe loop', () => {
 
   it('works against an endpoint used without streaming', async () => {
     const { llm, client } = await stepwise.start({ LLM_STREAMING: 'false' }, stepwise.llm);
-    llm.enqueue(
-      { text: reasonText('Use the calculator.') },
-      { toolCalls: [{ name: 'calculator', arguments: { expression: '6*7' } }] },
-      { text: observeText('42.', { final_answer: '42' }) },
-    );
+    llm.enqueue(...answerAfter('Use the calculator.', [{ name: 'calculator', arguments: { expression: '6*7' } }], '42.', '42'));
     client.chat('6*7?', { agent_mode: true });
     const events = await client.untilComplete();
     expect(llm.requests.every((request) => request.body.stream !== true)).toBe(true);

@@ -1,13 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { type RecordedRequest, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
-import { closeAfterEach } from '../helpers/per-test.ts';
-import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
+import { useScriptedStepwise } from '../helpers/per-test.ts';
+import { startStepwise, type TestServer } from '../helpers/stepwise.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
 let llm: ScriptedLlmServer | undefined;
 let server: TestServer | undefined;
 let client: TestClient | undefined;
-const open = closeAfterEach();
+const stepwise = useScriptedStepwise();
+const open = stepwise.open;
 
 type Todo = { id: string; title: string; status: string };
 const todoCall = (args: Record<string, unknown>) => ({ name: 'todo_operations', arguments: args });
@@ -64,8 +65,7 @@ describe('autonomous on the wire', () => {
         ? { text: 'I believe that is all.' }
         : { toolCalls: [todoCall({ operation: 'write', todos: [{ title: 'a' }, { title: 'b' }] })] },
     );
-    server = open(await startStepwiseWithModel(llm.url));
-    client = open(await TestClient.connect(server.wsUrl));
+    ({ server, client } = await stepwise.start({}, llm));
     client.chat('Do two things', { agent_mode: true, strategy: 'autonomous', agent_max_steps: 6 });
     const events = (await client.untilComplete()) as Record<string, unknown>[];
     expectWellFormedIterations(events);
@@ -97,8 +97,7 @@ describe('autonomous on the wire', () => {
       if (resumedIteration === 1) return { text: 'b is done.', toolCalls: [todoCall({ operation: 'update', id: '2', status: 'completed' })] };
       return { text: 'Stopping here. [WORKFLOW_COMPLETE]' };
     });
-    server = open(await startStepwiseWithModel(llm.url));
-    client = open(await TestClient.connect(server.wsUrl));
+    ({ server, client } = await stepwise.start({}, llm));
     const sessionId = client.session.session_id;
     client.chat('Do three things', { agent_mode: true, strategy: 'autonomous' });
     const hanging = await llm.waitFor((request) => request.body.messages.filter((message) => message.tool_calls).length === 2, 30_000);

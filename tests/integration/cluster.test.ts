@@ -6,6 +6,7 @@ import { EVERYTHING_STDIO } from '../fixtures/mcp-servers.ts';
 import { reasonText, type RecordedRequest, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { freshPostgresDatabase, postgresUrl } from '../helpers/databases.ts';
 import { useServerProcesses } from '../helpers/per-test.ts';
+import { scriptFirstActHanging } from '../helpers/calculating-model.ts';
 import { PROCESS_TEST_TIMEOUT_MS, spawnTracked, startStepwiseProcess, type StepwiseProcess, stopProcess } from '../helpers/process.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
@@ -165,13 +166,7 @@ describe.skipIf(!pg || !sharedRedis)('several instances on PostgreSQL and Redis'
 
   it('when A is killed mid-run, B takes the run over from its journal and finishes it, repeating no completed model call', async () => {
     const { a, b } = await twoInstances();
-    let acts = 0;
-    llm!.respond((request) => {
-      if (request.phase === 'act') return ++acts === 1 ? { hang: true } : { toolCalls: [{ name: 'calculator', arguments: { expression: '6*7' } }] };
-      if (request.phase === 'observe')
-        return { text: `6*7 = 42.\n\n\`\`\`json\n${JSON.stringify({ observation: '42', should_continue: false, final_answer: 'It is 42.' })}\n\`\`\`` };
-      return { text: reasonText('Use the calculator.') };
-    });
+    scriptFirstActHanging(llm!);
     const onA = await connect(a);
     const sessionId = onA.session.session_id;
     onA.chat('What is 6*7?', { agent_mode: true });

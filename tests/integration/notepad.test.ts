@@ -1,19 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
-import { closeAfterEach } from '../helpers/per-test.ts';
-import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
-import { TestClient } from '../helpers/ws-client.ts';
+import { observeText, reasonText, type ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { useScriptedStepwise } from '../helpers/per-test.ts';
+import type { TestServer } from '../helpers/stepwise.ts';
+import type { TestClient } from '../helpers/ws-client.ts';
 
 let llm: ScriptedLlmServer | undefined;
 let server: TestServer | undefined;
 let client: TestClient | undefined;
-const open = closeAfterEach();
+const stepwise = useScriptedStepwise();
 
 describe('the notepad', () => {
   it('keeps notes across runs in the session file notepad.md, and plan_execute reads them before planning', async () => {
-    llm = open(await ScriptedLlmServer.start());
-    server = open(await startStepwiseWithModel(llm.url));
-    client = open(await TestClient.connect(server.wsUrl));
+    ({ llm, server, client } = await stepwise.start());
     llm.enqueue(
       { text: reasonText('Note the budget.') },
       { toolCalls: [{ id: 'n1', name: 'notepad', arguments: { operation: 'append', text: 'The budget is 40 EUR.' } }] },
@@ -36,9 +34,7 @@ describe('the notepad', () => {
   });
 
   it('reads back what was noted, and says when it is empty', async () => {
-    llm = open(await ScriptedLlmServer.start());
-    server = open(await startStepwiseWithModel(llm.url));
-    client = open(await TestClient.connect(server.wsUrl));
+    ({ llm, server, client } = await stepwise.start());
     llm.enqueue(
       { text: reasonText('Read the notes.') },
       { toolCalls: [{ id: 'r1', name: 'notepad', arguments: { operation: 'read' } }] },

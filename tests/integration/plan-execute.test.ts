@@ -1,42 +1,23 @@
 import { describe, expect, it } from 'vitest';
+import { observeStep as observe, planOf, replanningModel } from '../fixtures/plan-execute-model.ts';
 import { type RecordedRequest, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
-import { closeAfterEach } from '../helpers/per-test.ts';
-import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
-import { summarize, TestClient } from '../helpers/ws-client.ts';
+import { useScriptedStepwise } from '../helpers/per-test.ts';
+import { startStepwise, type TestServer } from '../helpers/stepwise.ts';
+import { stepOf, summarize, TestClient } from '../helpers/ws-client.ts';
 
 let llm: ScriptedLlmServer | undefined;
 let server: TestServer | undefined;
 let client: TestClient | undefined;
-const open = closeAfterEach();
+const stepwise = useScriptedStepwise();
+const open = stepwise.open;
 
-const observe = (observation: string, complete: boolean) => `${observation}\n\n\`\`\`json\n${JSON.stringify({ observation, step_complete: complete })}\n\`\`\``;
-const planOf = (...goals: string[]) =>
-  JSON.stringify({ steps: goals.map((goal) => ({ goal, primary_tools: ['calculator'], success_criteria: 'a number', context: '' })) });
 const schemaName = (request: RecordedRequest) => (request.body as { response_format?: { json_schema?: { name?: string } } }).response_format?.json_schema?.name;
 
 describe('plan_execute on the wire', () => {
   it('streams the plan, each step under its node id, a re-plan after a failed step, the metadata, then the answer', async () => {
     llm = open(await ScriptedLlmServer.start());
-    llm.respond((request) => {
-      switch (request.purpose) {
-        case 'plan_execute.plan':
-          return { text: planOf('Compute 6*7 the hard way', 'Write it down') };
-        case 'plan_execute.replan':
-          return { text: planOf('Compute 6*7 plainly') };
-        case 'plan_execute.reason':
-          return { text: reasonText('Use the calculator.') };
-        case 'plan_execute.act':
-          return { toolCalls: [{ name: 'calculator', arguments: { expression: '6*7' } }] };
-        case 'plan_execute.observe':
-          return { text: request.node === '1' ? observe('That did not settle it.', false) : observe('6*7 = 42.', true) };
-        case 'plan_execute.synthesis':
-          return { text: '6*7 is **42**.' };
-        default:
-          return { text: 'unexpected' };
-      }
-    });
-    server = open(await startStepwiseWithModel(llm.url));
-    client = open(await TestClient.connect(server.wsUrl));
+    llm.respond(replanningModel());
+    ({ server, client } = await stepwise.start({}, llm));
     const catalog = client.session.strategy_catalog as unknown as Array<{
       name: string;
       label: string;
@@ -53,24 +34,12 @@ describe('plan_execute on the wire', () => {
       'agent_start',
       'agent_plan',
       'agent_plan_step',
-      'agent_turn_start:1',
-      'agent_reason:1',
-      'tool_start:calculator',
-      'tool_complete:calculator',
-      'agent_observe:1',
-      'agent_turn_start:2',
-      'agent_reason:2',
-      'tool_start:calculator',
-      'tool_complete:calculator',
-      'agent_observe:2',
+      ...stepOf(1, 'calculator'),
+      ...stepOf(2, 'calculator'),
       'agent_plan_step',
       'agent_plan',
       'agent_plan_step',
-      'agent_turn_start:3',
-      'agent_reason:3',
-      'tool_start:calculator',
-      'tool_complete:calculator',
-      'agent_observe:3',
+      ...stepOf(3, 'calculator'),
       'agent_plan_step',
       'agent_run_metadata',
       'assistant_message',
@@ -103,9 +72,9 @@ describe('plan_execute on the wire', () => {
     ]);
     // Every event of a step carries its index as node_id.
     const logged = run.filter((event) => !String(event.update_type ?? event.type).endsWith('delta') && event.update_type !== 'agent_usage');
-    const stepOf = (from: number, to: number) => logged.slice(from, to).map((event) => event.node_id);
-    expect(new Set(stepOf(2, 14))).toEqual(new Set(['1']));
-    expect(new Set(stepOf(15, 22))).toEqual(new Set(['2']));
+    const nodesOf = (from: number, to: number) => logged.slice(from, to).map((event) => event.node_id);
+    expect(new Set(nodesOf(2, 14))).toEqual(new Set(['1']));
+    expect(new Set(nodesOf(15, 22))).toEqual(new Set(['2']));
     expect(run.find((event) => event.update_type === 'agent_run_metadata')).toMatchObject({
       planning: { revisions: 2, steps: 2 },
       summary: { steps_total: 2, succeeded: 1, failed: 1, success_rate: 0.5, tool_attempts: 3 },
@@ -139,8 +108,7 @@ describe('plan_execute on the wire', () => {
       if (request.purpose === 'plan_execute.observe') return { text: observe('Done.', true) };
       return { text: 'All done.' };
     });
-    server = open(await startStepwiseWithModel(llm.url));
-    client = open(await TestClient.connect(server.wsUrl));
+    ({ server, client } = await stepwise.start({}, llm));
     client.chat('Do two things', { agent_mode: true, strategy: 'plan_execute' });
     const events = await client.untilComplete();
     expect(events.find((event) => event.update_type === 'agent_completion')).toMatchObject({ reason: 'answered' });
@@ -160,8 +128,7 @@ describe('plan_execute on the wire', () => {
   it('ends with agent_error when the model gives no valid plan, asking once more first', async () => {
     llm = open(await ScriptedLlmServer.start());
     llm.respond(() => ({ text: 'I would rather not make a plan today.' }));
-    server = open(await startStepwiseWithModel(llm.url));
-    client = open(await TestClient.connect(server.wsUrl));
+    ({ server, client } = await stepwise.start({}, llm));
     client.chat('Plan something', { agent_mode: true, strategy: 'plan_execute' });
     const events = await client.untilComplete();
     const run = events.slice(events.findIndex((event) => event.update_type === 'agent_start'));
@@ -202,8 +169,7 @@ describe('plan_execute on the wire', () => {
           return { text: 'It is **43**.' };
       }
     });
-    server = open(await startStepwiseWithModel(llm.url));
-    client = open(await TestClient.connect(server.wsUrl));
+    ({ server, client } = await stepwise.start({}, llm));
     client.chat('What is 6*7 plus 1?', { agent_mode: true, strategy: 'plan_execute' });
     const held = await llm.waitFor((request) => request.purpose === 'plan_execute.act' && request.node === '2');
     hold = false;

@@ -1,14 +1,15 @@
 // Research's state document, model output and artifacts as attack surfaces, over the wire.
 import { describe, expect, it } from 'vitest';
 import { reasonText, ScriptedLlmServer, type ScriptedReply } from '../fixtures/scripted-llm-server.ts';
-import { closeAfterEach } from '../helpers/per-test.ts';
-import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
+import { useScriptedStepwise } from '../helpers/per-test.ts';
+import { startStepwise, type TestServer } from '../helpers/stepwise.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
 let llm: ScriptedLlmServer | undefined;
 let server: TestServer | undefined;
 let client: TestClient | undefined;
-const open = closeAfterEach();
+const stepwise = useScriptedStepwise();
+const open = stepwise.open;
 
 type Event = Record<string, unknown>;
 const files = () => `${server!.url}/api/sessions/${client!.session.session_id}/files`;
@@ -57,8 +58,7 @@ describe('research state under attack', () => {
           return { text: pass };
       }
     });
-    server = open(await startStepwiseWithModel(llm.url));
-    client = open(await TestClient.connect(server.wsUrl));
+    ({ server, client } = await stepwise.start({}, llm));
     client.chat('How tall is the tower?', { agent_mode: true, strategy: 'research' });
     const events = (await client.untilComplete({ timeoutMs: 30_000 })) as Event[];
     expect(summarize(events).slice(-2)).toEqual(['agent_completion:answered', 'response_complete']);
@@ -127,8 +127,7 @@ describe('research state under attack', () => {
         return { text: `Done.\n\n\`\`\`json\n${JSON.stringify({ observation: 'ok', should_continue: false, final_answer: 'Done.' })}\n\`\`\`` };
       return { text: reasonText('Write it.') };
     });
-    server = open(await startStepwiseWithModel(llm.url));
-    client = open(await TestClient.connect(server.wsUrl));
+    ({ server, client } = await stepwise.start({}, llm));
     client.chat('Overwrite the research state', { agent_mode: true, tools: ['write_file'], tool_approval: { write_file: 'auto' } });
     const events = (await client.untilComplete({ timeoutMs: 30_000 })) as Event[];
     const error = events.find((event) => event.type === 'tool_error') as Event | undefined;

@@ -5,29 +5,19 @@ import { describe, expect, it } from 'vitest';
 import { observeText, reasonText, ScriptedLlmServer, type ScriptedReply } from '../fixtures/scripted-llm-server.ts';
 import { useScriptedStepwise } from '../helpers/per-test.ts';
 import { summarize } from '../helpers/ws-client.ts';
+import { type StateTask, stateTask } from '../fixtures/research-tasks.ts';
 
 const stepwise = useScriptedStepwise({ LLM_MODEL: 'gpt-4o-mini' });
 
 type Event = Record<string, unknown>;
-type Task = ResearchState['graph']['stages'][number]['tasks'][number];
 
 const files = () => `${stepwise.server.url}/api/sessions/${stepwise.client.session.session_id}/files`;
 const docText = async () => (await fetch(`${files()}/RESEARCH_STATE.md`)).text();
 const upload = (body: string) => fetch(`${files()}?name=RESEARCH_STATE.md`, { method: 'POST', body, headers: { 'content-type': 'text/plain' } });
 
-const task = (id: string, extra: Partial<Task> = {}): Task => ({
-  id,
-  title: `Task ${id}`,
-  agent: 'literature_scout',
-  status: 'todo',
-  depends_on: [],
-  acceptance_criteria: [],
-  inputs: [],
-  outputs: [],
-  ...extra,
-});
+const task = stateTask;
 
-function state(tasks: Task[]): ResearchState {
+function state(tasks: StateTask[]): ResearchState {
   return {
     goal: 'Find the figure',
     constraints: [],

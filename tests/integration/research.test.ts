@@ -1,13 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { type RecordedRequest, ScriptedLlmServer, type ScriptedReply } from '../fixtures/scripted-llm-server.ts';
-import { closeAfterEach } from '../helpers/per-test.ts';
-import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
+import { useScriptedStepwise } from '../helpers/per-test.ts';
+import { startStepwise, type TestServer } from '../helpers/stepwise.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
+import { plannedTask } from '../fixtures/research-tasks.ts';
 
 let llm: ScriptedLlmServer | undefined;
 let server: TestServer | undefined;
 let client: TestClient | undefined;
-const open = closeAfterEach();
+const stepwise = useScriptedStepwise();
+const open = stepwise.open;
 
 type Event = Record<string, unknown>;
 const of = (events: Event[], type: string) => events.filter((event) => event.update_type === type);
@@ -81,8 +83,7 @@ describe('research on the wire', () => {
           return { text: verdict };
       }
     });
-    server = open(await startStepwiseWithModel(llm.url));
-    client = open(await TestClient.connect(server.wsUrl));
+    ({ server, client } = await stepwise.start({}, llm));
     client.chat('How tall is the tower?', { agent_mode: true, strategy: 'research' });
     const question = (await client.waitFor('agent_request_input')) as Event;
     expect(question).toMatchObject({ node_id: '1.1', question: 'Which tower?' });
@@ -166,8 +167,7 @@ describe('research on the wire', () => {
           return { text: JSON.stringify({ verdict: 'PASS', issues: [], follow_up_tasks: [] }) };
       }
     });
-    server = open(await startStepwiseWithModel(llm.url));
-    client = open(await TestClient.connect(server.wsUrl));
+    ({ server, client } = await stepwise.start({}, llm));
     // Two rounds of follow-up work, each run ending for the person to go on.
     client.chat('Work out the figure', { agent_mode: true, strategy: 'research', strategy_options: { task_verification: false } });
     expect(summarize((await client.untilComplete()) as Event[]).slice(-2)).toEqual(['agent_completion:verifier_blocked', 'response_complete']);
@@ -191,14 +191,7 @@ describe('research on the wire', () => {
 
   it('runs a wave side by side at the model server, a dependent task only after its dependency, the next stage only after a PASS; two questions answered out of order; an edit honoured by the next cycle', async () => {
     llm = open(await ScriptedLlmServer.start());
-    const task = (id: string, depends_on: string[] = []) => ({
-      id,
-      title: `Task ${id}`,
-      agent: 'literature_scout',
-      depends_on,
-      acceptance_criteria: [],
-      inputs: [],
-    });
+    const task = plannedTask;
     const plan = {
       stages: [
         { id: '1', name: 'First', verifier_criteria: [], tasks: [task('1.1'), task('1.2'), task('1.3', ['1.1'])] },
@@ -228,8 +221,7 @@ describe('research on the wire', () => {
           return { text: pass };
       }
     });
-    server = open(await startStepwiseWithModel(llm.url));
-    client = open(await TestClient.connect(server.wsUrl));
+    ({ server, client } = await stepwise.start({}, llm));
     client.chat('Study it', { agent_mode: true, strategy: 'research', strategy_options: { mode: 'step' } });
     // Both tasks of the wave ask at once; the answers come in the other order.
     const first = (await client.next((event) => event.update_type === 'agent_request_input' && event.node_id === '1.1')) as Event;

@@ -1,11 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestRestate } from '../../scripts/restate.mjs';
+import { describe, expect, it } from 'vitest';
 import { freePort } from '../fixtures/mcp-servers.ts';
 import { observeText, reasonText, type RecordedRequest, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { chatsBackToBack } from '../helpers/back-to-back.ts';
 import { freshPostgresDatabase, postgresUrl } from '../helpers/databases.ts';
 import { useServerProcesses } from '../helpers/per-test.ts';
 import { PROCESS_TEST_TIMEOUT_MS, startStepwiseProcess, type StepwiseProcess } from '../helpers/process.ts';
+import { useRestate } from '../helpers/restate.ts';
 import { TestClient } from '../helpers/ws-client.ts';
 
 // `response_complete` means the session is free: a client that sends its next message the instant
@@ -171,21 +171,15 @@ describe('response_complete means the session is free', { timeout: PROCESS_TEST_
   });
 
   describe('with RUN_ENGINE=restate', () => {
-    let restate: Awaited<ReturnType<typeof startTestRestate>> | undefined;
-    beforeAll(async () => {
-      restate = await startTestRestate();
-    }, 120_000);
-    afterAll(async () => {
-      await restate?.stop();
-    }, 60_000);
+    const restate = useRestate();
 
     const restateInstance = async () =>
       startStepwiseProcess({
         ...(await scriptedModel()),
         ...dataDir(),
         RUN_ENGINE: 'restate',
-        RESTATE_INGRESS_URL: restate!.ingressUrl,
-        RESTATE_ADMIN_URL: restate!.adminUrl,
+        RESTATE_INGRESS_URL: restate().ingressUrl,
+        RESTATE_ADMIN_URL: restate().adminUrl,
         RESTATE_SERVICE_PORT: String(await freePort()),
       });
 

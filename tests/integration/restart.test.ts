@@ -37,6 +37,9 @@ const stores: StoreSetup[] = [
 
 // Each test starts the server process twice; on the embedded database each start opens a new data
 // folder, which takes seconds on a busy machine.
+/** Each logged event as its seq and its summary. */
+const seqAndKind = (events: Array<Record<string, unknown>>) => events.map((event) => [event.seq, summarize([event])[0]]);
+
 describe.each(stores)('a server killed with SIGKILL, on $name', { timeout: PROCESS_TEST_TIMEOUT_MS }, (setup) => {
   let llm: ScriptedLlmServer;
   let env: Record<string, string>;
@@ -96,7 +99,7 @@ describe.each(stores)('a server killed with SIGKILL, on $name', { timeout: PROCE
     await llm.waitFor((request) => request.phase === 'act' && request.body.messages.some((message) => message.role === 'tool'), 30_000);
     // Step 2's reasoning is committed as its act request leaves: wait for it to reach the client.
     await client.next((event) => event.update_type === 'agent_reason' && event.step === 2, { timeoutMs: 30_000 });
-    const seen = client.logged.map((event) => [event.seq, summarize([event])[0]]);
+    const seen = seqAndKind(client.logged);
     const sessionId = String(client.session.session_id);
     crashed = true;
     await kill(first);
@@ -107,12 +110,7 @@ describe.each(stores)('a server killed with SIGKILL, on $name', { timeout: PROCE
     expect(rejoined.session).toMatchObject({ session_id: sessionId, resumed: true });
     const events = await rejoined.untilComplete({ timeoutMs: 30_000 });
     // What the client saw is kept as it was, and the run went on after it, with no event twice.
-    expect(
-      events
-        .filter((event) => 'seq' in event)
-        .slice(0, seen.length)
-        .map((event) => [event.seq, summarize([event])[0]]),
-    ).toEqual(seen);
+    expect(seqAndKind(events.filter((event) => 'seq' in event)).slice(0, seen.length)).toEqual(seen);
     expect(summarize(events).filter((name) => name.startsWith('agent_turn_start'))).toEqual(['agent_turn_start:1', 'agent_turn_start:2', 'agent_turn_start:3']);
     expect(summarize(events).filter((name) => name === 'agent_start')).toHaveLength(1);
     expect(summarize(events).slice(-3)).toEqual(['assistant_message', 'agent_completion:answered', 'response_complete']);
@@ -131,7 +129,7 @@ describe.each(stores)('a server killed with SIGKILL, on $name', { timeout: PROCE
     client.chat('Do a slow thing', { agent_mode: true });
     await llm.waitFor((request) => request.phase === 'act', 30_000);
     await client.waitFor('agent_reason');
-    const seen = client.logged.map((event) => [event.seq, summarize([event])[0]]);
+    const seen = seqAndKind(client.logged);
     const sessionId = String(client.session.session_id);
     await kill(first);
 
@@ -139,12 +137,7 @@ describe.each(stores)('a server killed with SIGKILL, on $name', { timeout: PROCE
     const rejoined = await connect(second.wsUrl, { session_id: sessionId, after_seq: 0 });
     expect(rejoined.session).toMatchObject({ session_id: sessionId, resumed: true });
     const events = await rejoined.untilComplete();
-    expect(
-      events
-        .filter((event) => 'seq' in event)
-        .slice(0, seen.length)
-        .map((event) => [event.seq, summarize([event])[0]]),
-    ).toEqual(seen);
+    expect(seqAndKind(events.filter((event) => 'seq' in event)).slice(0, seen.length)).toEqual(seen);
     expect(summarize(events).slice(-2)).toEqual(['agent_stopped:server_restart', 'response_complete']);
     expect(events.at(-1)!.run_id).toBe(rejoined.logged[0]!.run_id);
 

@@ -2,27 +2,20 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { freePort } from '../fixtures/mcp-servers.ts';
-import { startTestRestate } from '../../scripts/restate.mjs';
 import { reasonText, type RecordedRequest, ScriptedLlmServer, type ScriptedReply } from '../fixtures/scripted-llm-server.ts';
+import { scriptFirstActHanging } from '../helpers/calculating-model.ts';
 import { PROCESS_TEST_TIMEOUT_MS, startStepwiseProcess, stopAllProcesses } from '../helpers/process.ts';
+import { useRestate } from '../helpers/restate.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
 type Event = Record<string, unknown>;
 
-let restate: Awaited<ReturnType<typeof startTestRestate>> | undefined;
+const restate = useRestate();
 let llm: ScriptedLlmServer | undefined;
 const clients: TestClient[] = [];
 const folders: string[] = [];
-
-beforeAll(async () => {
-  restate = await startTestRestate();
-}, 120_000);
-
-afterAll(async () => {
-  await restate?.stop();
-}, 60_000);
 
 afterEach(async () => {
   for (const client of clients.splice(0)) client.socket.terminate();
@@ -39,8 +32,8 @@ async function restateEnv(): Promise<Record<string, string>> {
   llm = await ScriptedLlmServer.start();
   return {
     RUN_ENGINE: 'restate',
-    RESTATE_INGRESS_URL: restate!.ingressUrl,
-    RESTATE_ADMIN_URL: restate!.adminUrl,
+    RESTATE_INGRESS_URL: restate().ingressUrl,
+    RESTATE_ADMIN_URL: restate().adminUrl,
     RESTATE_SERVICE_PORT: String(await freePort()),
     DATA_DIR: dataDir,
     LLM_PROVIDER: 'openai',
@@ -127,13 +120,7 @@ describe('runs as Restate workflows (RUN_ENGINE=restate)', { timeout: PROCESS_TE
 
   it('SIGTERM hands the run over: nothing ends it, and the restarted process finishes it without repeating a completed call', async () => {
     const env = await restateEnv();
-    let acts = 0;
-    llm!.respond((request) => {
-      if (request.phase === 'act') return ++acts === 1 ? { hang: true } : { toolCalls: [{ name: 'calculator', arguments: { expression: '6*7' } }] };
-      if (request.phase === 'observe')
-        return { text: `6*7 = 42.\n\n\`\`\`json\n${JSON.stringify({ observation: '42', should_continue: false, final_answer: 'It is 42.' })}\n\`\`\`` };
-      return { text: reasonText('Use the calculator.') };
-    });
+    scriptFirstActHanging(llm!);
     const first = await startStepwiseProcess(env);
     const before = await connect(first.wsUrl);
     const sessionId = before.session.session_id;
@@ -165,7 +152,7 @@ describe('runs as Restate workflows (RUN_ENGINE=restate)', { timeout: PROCESS_TE
     const events = (await client.untilComplete({ timeoutMs: 30_000 })) as Event[];
     expect(summarize(events).slice(-2)).toEqual(['agent_stopped:user', 'response_complete']);
     // The workflow has ended in Restate: nothing of the run is ever retried.
-    const output = `${restate!.ingressUrl}/restate/workflow/StepwiseRun/${start.run_id as string}/output`;
+    const output = `${restate().ingressUrl}/restate/workflow/StepwiseRun/${start.run_id as string}/output`;
     let status = 0;
     for (let tries = 0; tries < 300; tries++) {
       status = (await fetch(output)).status;
@@ -224,7 +211,7 @@ describe('runs as Restate workflows (RUN_ENGINE=restate)', { timeout: PROCESS_TE
       }).toEqual({ content, options, ending: ending === 'response_complete' ? 'assistant_message' : ending });
     }
     const start = events.find((event) => event.update_type === 'agent_start')!;
-    const outputUrl = `${restate!.ingressUrl}/restate/workflow/StepwiseRun/${start.run_id as string}/output`;
+    const outputUrl = `${restate().ingressUrl}/restate/workflow/StepwiseRun/${start.run_id as string}/output`;
     // The workflow returns just after the run's last event.
     let output = await fetch(outputUrl);
     for (let tries = 0; output.status === 470 && tries < 300; tries++) {

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readdirSync, symlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { SessionFiles } from '@stepwise/backend';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { observeText, reasonText } from '../fixtures/scripted-llm-server.ts';
+import { answerAfter, observeText, reasonText } from '../fixtures/scripted-llm-server.ts';
 import { useScriptedStepwise } from '../helpers/per-test.ts';
 import { summarize } from '../helpers/ws-client.ts';
 
@@ -184,11 +184,7 @@ describe('the file tools in an agent run', () => {
 
   it('reports a binary file instead of pouring bytes into the model', async () => {
     await upload('blob.bin', new Uint8Array([0, 1, 2, 3, 0, 255]));
-    stepwise.llm.enqueue(
-      { text: reasonText('Read it.') },
-      { toolCalls: [{ id: 'read', name: 'read_file', arguments: { name: 'blob.bin' } }] },
-      { text: observeText('Binary.', { final_answer: 'It is binary.' }) },
-    );
+    stepwise.llm.enqueue(...answerAfter('Read it.', [{ id: 'read', name: 'read_file', arguments: { name: 'blob.bin' } }], 'Binary.', 'It is binary.'));
     stepwise.client.chat('Read blob.bin', { agent_mode: true });
     const events = await stepwise.client.untilComplete();
     expect(String(events.find((event) => event.type === 'tool_error')?.error)).toContain('binary');

@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { type RecordedRequest, ScriptedLlmServer, type ScriptedReply } from '../fixtures/scripted-llm-server.ts';
-import { closeAfterEach } from '../helpers/per-test.ts';
-import { startStepwise, startStepwiseWithModel } from '../helpers/stepwise.ts';
+import { useScriptedStepwise } from '../helpers/per-test.ts';
+import { startStepwise } from '../helpers/stepwise.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
-const open = closeAfterEach();
+const stepwise = useScriptedStepwise();
+const open = stepwise.open;
 
 type Event = Record<string, unknown>;
 const decision = (action: string, extra: Record<string, string> = {}) =>
@@ -36,8 +37,7 @@ describe('solver on the wire', () => {
   it('asks before each stage with Yes / No; No pauses, and a resume asks again before the next stage and goes on without redoing one', async () => {
     const llm = open(await ScriptedLlmServer.start());
     llm.respond(solverModel(() => decision('FINAL', { final_answer: 'It is **42**.' })));
-    const server = open(await startStepwiseWithModel(llm.url, { LLM_MAX_RETRIES: '0' }));
-    const client = open(await TestClient.connect(server.wsUrl));
+    const { client } = await stepwise.start({ LLM_MAX_RETRIES: '0' }, llm);
     client.chat('Problem: what is 6*7?', { agent_mode: true, strategy: 'solver', strategy_options: { approaches: false, auto_advance: false } });
     const first = await answerNext(client, 'Yes', 0);
     expect(first).toMatchObject({ kind: 'confirm', choices: ['Yes', 'No'], question: 'Go on to the expert evaluator?' });
@@ -62,8 +62,7 @@ describe('solver on the wire', () => {
   it('a confirmation takes only Yes or No (case and spaces aside): anything else is refused with invalid_answer and the question stays open', async () => {
     const llm = open(await ScriptedLlmServer.start());
     llm.respond(solverModel(() => decision('FINAL', { final_answer: 'It is **42**.' })));
-    const server = open(await startStepwiseWithModel(llm.url, { LLM_MAX_RETRIES: '0' }));
-    const client = open(await TestClient.connect(server.wsUrl));
+    const { client } = await stepwise.start({ LLM_MAX_RETRIES: '0' }, llm);
     client.chat('Problem: what is 6*7?', { agent_mode: true, strategy: 'solver', strategy_options: { approaches: false, auto_advance: false } });
     const question = (await client.next((event) => event.update_type === 'agent_request_input')) as Event;
     for (const answer of ['no.', 'NO!', 'nope', 'N', 'Maybe', '', 'yes please']) {
@@ -85,8 +84,7 @@ describe('solver on the wire', () => {
     llm.respond(
       solverModel((loop) => (loop === 1 ? decision('ASK_USER', { question_for_user: 'Metres or feet?' }) : decision('CONTINUE', { next_focus: 'units' }))),
     );
-    const server = open(await startStepwiseWithModel(llm.url));
-    const client = open(await TestClient.connect(server.wsUrl));
+    const { client } = await stepwise.start({}, llm);
     client.chat('Problem: how far is it?', { agent_mode: true, strategy: 'solver', strategy_options: { auto_advance: true, max_loops: 2, approaches: false } });
     const question = await answerNext(client, 'metres', 0);
     expect(question).toMatchObject({ kind: 'question', question: 'Metres or feet?' });
@@ -112,8 +110,7 @@ describe('solver on the wire', () => {
         },
       ),
     );
-    const server = open(await startStepwiseWithModel(llm.url, { LLM_MAX_RETRIES: '0' }));
-    const client = open(await TestClient.connect(server.wsUrl));
+    const { client } = await stepwise.start({ LLM_MAX_RETRIES: '0' }, llm);
     client.chat('Problem: what is 6*7?', { agent_mode: true, strategy: 'solver', strategy_options: { approaches: false, auto_advance: false } });
     await answerNext(client, 'Yes', 0);
     const failedRun = (await client.untilComplete()) as Event[];

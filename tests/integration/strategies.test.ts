@@ -1,14 +1,15 @@
 import { exampleStrategy, STRATEGIES, TOKENS } from '@stepwise/backend';
 import { describe, expect, it } from 'vitest';
 import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
-import { closeAfterEach } from '../helpers/per-test.ts';
+import { useScriptedStepwise } from '../helpers/per-test.ts';
 import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
 let llm: ScriptedLlmServer | undefined;
 let server: TestServer | undefined;
 let client: TestClient | undefined;
-const open = closeAfterEach();
+const stepwise = useScriptedStepwise();
+const open = stepwise.open;
 
 /** The real server on the scripted model; `withExample` also registers the example strategy. */
 async function start(env: Record<string, string> = {}, withExample = false) {

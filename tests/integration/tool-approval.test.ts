@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { EVERYTHING_STDIO, writeMcpConfig } from '../fixtures/mcp-servers.ts';
-import { observeText, reasonText } from '../fixtures/scripted-llm-server.ts';
+import { answerAfter, observeText, reasonText } from '../fixtures/scripted-llm-server.ts';
 import { askToWriteHello, writesHello } from '../helpers/approvals.ts';
 import { useScriptedStepwise } from '../helpers/per-test.ts';
 import { summarize } from '../helpers/ws-client.ts';
@@ -111,11 +111,7 @@ describe('tool approval', () => {
     expect(first.find((event) => event.update_type === 'agent_completion')).toMatchObject({ reason: 'max_steps' });
     expect(await fileOf('a.txt')).toBe('A');
 
-    llm.enqueue(
-      { text: reasonText('Second file.') },
-      { toolCalls: [{ id: 'b', name: 'write_file', arguments: { name: 'b.txt', content: 'B' } }] },
-      { text: observeText('Done.', { final_answer: 'Both written.' }) },
-    );
+    llm.enqueue(...answerAfter('Second file.', [{ id: 'b', name: 'write_file', arguments: { name: 'b.txt', content: 'B' } }], 'Done.', 'Both written.'));
     const from = client.events.length;
     client.send({ type: 'agent_control', action: 'resume', extra_steps: 1 });
     const again = await client.waitFor('agent_request_input', { from });
@@ -148,9 +144,7 @@ describe('tool approval', () => {
   it('no answer by the deadline denies the call and the run goes on', async () => {
     const { llm, client } = await start({ AGENT_INPUT_TIMEOUT_MS: '300' });
     llm.enqueue(
-      { text: reasonText('Write it.') },
-      { toolCalls: [{ id: 'w1', name: 'write_file', arguments: { name: 'late.txt', content: 'x' } }] },
-      { text: observeText('No answer.', { final_answer: 'Nobody approved.' }) },
+      ...answerAfter('Write it.', [{ id: 'w1', name: 'write_file', arguments: { name: 'late.txt', content: 'x' } }], 'No answer.', 'Nobody approved.'),
     );
     client.chat('Write late.txt', { agent_mode: true });
     const events = (await client.untilComplete({ timeoutMs: 30_000 })) as Event[];

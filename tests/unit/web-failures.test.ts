@@ -2,16 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { parseServerEvent } from '../../frontend/src/lib/socket-client.ts';
 import { awaitingAnswer, reduce } from '../../frontend/src/state/reducer.ts';
 import { initialViewState, type ViewState } from '../../frontend/src/state/view-state.ts';
+import { sessionMessage } from '../helpers/web-session.ts';
 
 const ts = '2026-01-01T00:00:00.000Z';
-const session = {
-  type: 'session',
-  session_id: 's-1',
-  protocol: 1,
-  model: 'scripted',
-  limits: { max_steps_default: 4, max_steps_limit: 8 },
-  tools: [],
-};
+const session = sessionMessage();
 const failure = { type: 'error', code: 'model_error', message: 'The model endpoint failed: connection refused', seq: 1, ts };
 
 /** Every frame goes through the socket client's parser first, as in the app. */
