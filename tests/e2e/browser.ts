@@ -1,10 +1,13 @@
 import AxeBuilder from '@axe-core/playwright';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import { type Browser, type BrowserContextOptions, chromium, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll } from 'vitest';
+import { ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { closeAll } from '../helpers/cleanup.ts';
+import { closeAfterEach } from '../helpers/per-test.ts';
 import { adoptProcess, childProcesses, stopProcess } from '../helpers/process.ts';
+import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 export const ARTIFACTS = join(import.meta.dirname, '..', 'artifacts');
@@ -97,4 +100,63 @@ export function useBrowser(onLaunch: (browser: Browser) => void, opened: () => A
   }, BROWSER_LAUNCH_HOOK_TIMEOUT_MS);
   afterAll(() => closeBrowser(launched), 30_000);
   afterEach(() => closeAll(...opened().map((item) => () => item?.close())), 30_000);
+}
+
+/** Waits until the web app's connection to the server is live. */
+export function live(page: Page): Promise<void> {
+  return page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+}
+
+/** How a test opens the web app: the browser context's options, and whether to wait for a live connection. */
+export interface PageOptions extends BrowserContextOptions {
+  /** Wait for the live connection after loading (default true). */
+  live?: boolean;
+  /** Called with the new page before it loads anything (to listen to it). */
+  prepare?: (page: Page) => void;
+}
+
+/**
+ * The header of a browser test file: one Chromium for the file, and per test the servers, model
+ * servers and browser contexts it opens, closed after it (newest first), failed or not.
+ */
+export function useWebApp() {
+  let launched: Browser | undefined;
+  beforeAll(async () => {
+    launched = await launchBrowser();
+  }, BROWSER_LAUNCH_HOOK_TIMEOUT_MS);
+  afterAll(() => closeBrowser(launched), 30_000);
+  const open = closeAfterEach();
+  const web = {
+    open,
+    get browser(): Browser {
+      if (!launched) throw new Error('the browser is not launched');
+      return launched;
+    },
+    /** The server with the demo model (no delay unless `env` says), closed after the test. */
+    async demo(env: Record<string, string> = {}): Promise<TestServer> {
+      return open(await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0', ...env }));
+    },
+    /** A scripted model (a new one unless given) and the server against it, closed after the test. */
+    async scripted(env: Record<string, string> = {}, model?: ScriptedLlmServer): Promise<{ llm: ScriptedLlmServer; server: TestServer }> {
+      const llm = model ?? open(await ScriptedLlmServer.start());
+      const server = open(await startStepwiseWithModel(llm.url, { LLM_MODEL: 'scripted-model', ...env }));
+      return { llm, server };
+    },
+    /** The demo server and a live page on it with this strategy (by its label) chosen. */
+    async demoWith(strategy: string): Promise<Page> {
+      const page = await web.page((await web.demo()).url);
+      await page.getByRole('combobox', { name: 'Strategy' }).selectOption({ label: strategy });
+      return page;
+    },
+    /** A fresh browser context (closed after the test) with a page at `url`, its connection live. */
+    async page(url: string, { live: waitLive = true, prepare, ...options }: PageOptions = {}): Promise<Page> {
+      const context = open(await web.browser.newContext({ viewport: { width: 1000, height: 900 }, ...options }));
+      const page = await context.newPage();
+      prepare?.(page);
+      await page.goto(url);
+      if (waitLive) await live(page);
+      return page;
+    },
+  };
+  return web;
 }

@@ -1,23 +1,14 @@
 // A third-party frontend: CopilotKit's runtime with Stepwise's AG-UI endpoint as its agent, and
 // CopilotKit's stock React chat in Chromium. The chat shows prose only (no control block), a
 // question reaches it as text and the next message answers it, and an approval is decided in words.
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { type CopilotKitApp, startCopilotKitApp } from '../fixtures/copilotkit/copilotkit-app.ts';
-import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
-import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
-import { BROWSER_TEST_TIMEOUT_MS, screenshot, useBrowser } from './browser.ts';
+import { startCopilotKitApp } from '../fixtures/copilotkit/copilotkit-app.ts';
+import { answerAfter, type ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { writesHello } from '../helpers/approvals.ts';
+import { BROWSER_TEST_TIMEOUT_MS, screenshot, useWebApp } from './browser.ts';
 
-let browser: Browser;
-let context: BrowserContext | undefined;
-let llm: ScriptedLlmServer | undefined;
-let server: TestServer | undefined;
-let app: CopilotKitApp | undefined;
-
-useBrowser(
-  (launched) => (browser = launched),
-  () => [context, app, server, llm],
-);
+const web = useWebApp();
 
 /** Sends a message from CopilotKit's chat input. */
 async function send(page: Page, text: string): Promise<void> {
@@ -26,15 +17,12 @@ async function send(page: Page, text: string): Promise<void> {
   await input.press('Enter');
 }
 
-async function open(): Promise<Page> {
-  llm = await ScriptedLlmServer.start();
-  server = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'scripted-model' });
-  app = await startCopilotKitApp(server.url);
-  context = await browser.newContext({ viewport: { width: 1000, height: 800 } });
-  const page = await context.newPage();
-  await page.goto(app.url);
+async function open(): Promise<{ page: Page; llm: ScriptedLlmServer }> {
+  const { llm, server } = await web.scripted();
+  const app = web.open(await startCopilotKitApp(server.url));
+  const page = await web.page(app.url, { viewport: { width: 1000, height: 800 }, live: false });
   await page.locator('textarea').first().waitFor({ timeout: 30_000 });
-  return page;
+  return { page, llm };
 }
 
 /** No message on the page shows the loop's JSON. */
@@ -45,11 +33,14 @@ async function expectNoJson(page: Page): Promise<void> {
 
 describe('CopilotKit runtime + React chat against Stepwise', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, () => {
   it('answers a question asked as text, with no JSON in any message', async () => {
-    const page = await open();
-    llm!.enqueue(
-      { text: reasonText('I need to know what to work out.') },
-      { toolCalls: [{ name: 'request_input', arguments: { question: 'What shall I work out for you?' } }] },
-      { text: observeText('The answer is 1024.', { final_answer: '2 to the 10th is 1024.' }) },
+    const { page, llm } = await open();
+    llm.enqueue(
+      ...answerAfter(
+        'I need to know what to work out.',
+        [{ name: 'request_input', arguments: { question: 'What shall I work out for you?' } }],
+        'The answer is 1024.',
+        '2 to the 10th is 1024.',
+      ),
     );
     await send(page, 'help me');
     await page.getByText('What shall I work out for you?').first().waitFor({ timeout: 30_000 });
@@ -57,19 +48,15 @@ describe('CopilotKit runtime + React chat against Stepwise', { timeout: 3 * BROW
     await page.getByText('2 to the 10th is 1024.').first().waitFor({ timeout: 30_000 });
     await screenshot(page, 'copilotkit-question.png');
     await expectNoJson(page);
-    const toolMessages = llm!.requests.flatMap((request) =>
+    const toolMessages = llm.requests.flatMap((request) =>
       request.body.messages.filter((message) => message.role === 'tool').map((message) => message.content),
     );
     expect(toolMessages).toContain('please work out 2^10');
   });
 
   it('decides an approval in words', async () => {
-    const page = await open();
-    llm!.enqueue(
-      { text: reasonText('Write it.') },
-      { toolCalls: [{ id: 'w1', name: 'write_file', arguments: { name: 'out.txt', content: 'hello' } }] },
-      { text: observeText('Denied.', { final_answer: 'I did not write out.txt.' }) },
-    );
+    const { page, llm } = await open();
+    llm.enqueue(...writesHello('Denied.', 'I did not write out.txt.'));
     await send(page, 'Write hello to out.txt');
     await page
       .getByText(/Reply "approve" to run it/)
@@ -79,7 +66,7 @@ describe('CopilotKit runtime + React chat against Stepwise', { timeout: 3 * BROW
     await page.getByText('I did not write out.txt.').first().waitFor({ timeout: 30_000 });
     await screenshot(page, 'copilotkit-approval.png');
     await expectNoJson(page);
-    const toolMessages = llm!.requests.flatMap((request) =>
+    const toolMessages = llm.requests.flatMap((request) =>
       request.body.messages.filter((message) => message.role === 'tool').map((message) => message.content),
     );
     expect(toolMessages.some((content) => content?.includes('denied this call: not now'))).toBe(true);

@@ -1,33 +1,22 @@
 import { readFileSync } from 'node:fs';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { solidPng } from '../fixtures/image-maker.ts';
 import { EVERYTHING_STDIO, writeMcpConfig } from '../fixtures/mcp-servers.ts';
-import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
-import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
-import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, useBrowser } from './browser.ts';
+import { answerAfter, observeText, reasonText, type ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, useWebApp } from './browser.ts';
 
-let browser: Browser;
-let context: BrowserContext;
+const web = useWebApp();
 let page: Page;
 let llm: ScriptedLlmServer;
-let server: TestServer;
-
-useBrowser(
-  (launched) => (browser = launched),
-  () => [context, server, llm],
-);
 
 /** Each test starts its server (the file's first one opens the shared embedded database) and maybe server-everything. */
 const BROWSER_FILE_TEST_TIMEOUT_MS = 2 * BROWSER_TEST_TIMEOUT_MS;
 
 async function open(env: Record<string, string> = {}) {
-  llm = await ScriptedLlmServer.start();
-  server = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'scripted-model', ...env });
-  context = await browser.newContext({ viewport: { width: 1000, height: 900 }, acceptDownloads: true });
-  page = await context.newPage();
-  await page.goto(server.url);
-  await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+  const started = await web.scripted(env);
+  llm = started.llm;
+  page = await web.page(started.server.url, { acceptDownloads: true });
 }
 
 describe('session files in the web app', { timeout: BROWSER_FILE_TEST_TIMEOUT_MS }, () => {
@@ -39,9 +28,12 @@ describe('session files in the web app', { timeout: BROWSER_FILE_TEST_TIMEOUT_MS
     await page.getByRole('button', { name: 'Download notes.txt' }).waitFor();
 
     llm.enqueue(
-      { text: reasonText('Read the attached notes.') },
-      { toolCalls: [{ id: 'read', name: 'read_file', arguments: { name: 'notes.txt' } }] },
-      { text: observeText('The notes say Thursday at 10.', { final_answer: 'The meeting is on **Thursday at 10**.' }) },
+      ...answerAfter(
+        'Read the attached notes.',
+        [{ id: 'read', name: 'read_file', arguments: { name: 'notes.txt' } }],
+        'The notes say Thursday at 10.',
+        'The meeting is on **Thursday at 10**.',
+      ),
     );
     await ask(page, 'When is the meeting? See my notes.');
     await page.getByText('Answered in 1 step').waitFor();
@@ -90,9 +82,12 @@ describe('session files in the web app', { timeout: BROWSER_FILE_TEST_TIMEOUT_MS
   it('shows a file the agent wrote, and downloads it', async () => {
     await open();
     llm.enqueue(
-      { text: reasonText('Write the report.') },
-      { toolCalls: [{ id: 'write', name: 'write_file', arguments: { name: 'report.md', content: '# Report\nAll good.' } }] },
-      { text: observeText('Written.', { final_answer: 'I wrote report.md.' }) },
+      ...answerAfter(
+        'Write the report.',
+        [{ id: 'write', name: 'write_file', arguments: { name: 'report.md', content: '# Report\nAll good.' } }],
+        'Written.',
+        'I wrote report.md.',
+      ),
     );
     await ask(page, 'Write a report file');
     // write_file asks first: the person approves it in the tool's card.
@@ -124,9 +119,12 @@ describe('MCP tools in the web app', { timeout: BROWSER_FILE_TEST_TIMEOUT_MS }, 
     await echo.check();
 
     llm.enqueue(
-      { text: reasonText('Echo it.') },
-      { toolCalls: [{ id: 'echo', name: 'everything__echo', arguments: { message: 'hello from MCP' } }] },
-      { text: observeText('It echoed.', { final_answer: 'The server said hello back.' }) },
+      ...answerAfter(
+        'Echo it.',
+        [{ id: 'echo', name: 'everything__echo', arguments: { message: 'hello from MCP' } }],
+        'It echoed.',
+        'The server said hello back.',
+      ),
     );
     await ask(page, 'Echo hello');
     await page.getByText('Answered in 1 step').waitFor();
@@ -138,11 +136,7 @@ describe('MCP tools in the web app', { timeout: BROWSER_FILE_TEST_TIMEOUT_MS }, 
   it('shows an image a tool returned as a preview in its tool card', async () => {
     await open({ STEPWISE_CONFIG: writeMcpConfig({ everything: EVERYTHING_STDIO }) });
     await page.getByRole('group', { name: 'everything' }).getByRole('checkbox', { name: 'get-tiny-image', exact: true }).check();
-    llm.enqueue(
-      { text: reasonText('Get the image.') },
-      { toolCalls: [{ id: 'img', name: 'everything__get-tiny-image', arguments: {} }] },
-      { text: observeText('Got it.', { final_answer: 'Here is the tiny image.' }) },
-    );
+    llm.enqueue(...answerAfter('Get the image.', [{ id: 'img', name: 'everything__get-tiny-image', arguments: {} }], 'Got it.', 'Here is the tiny image.'));
     await ask(page, 'Show me the tiny image');
     const image = page.getByTestId('tool-card').getByRole('img');
     await image.waitFor();

@@ -1,47 +1,27 @@
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
-import { closeAll } from '../helpers/cleanup.ts';
-import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
-import { ask, BROWSER_LAUNCH_HOOK_TIMEOUT_MS, BROWSER_TEST_TIMEOUT_MS, closeBrowser, launchBrowser, screenshot } from './browser.ts';
+import type { Page } from 'playwright-core';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { answerAfter, observeText, reasonText, type ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import type { TestServer } from '../helpers/stepwise.ts';
+import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, useWebApp } from './browser.ts';
 
-let browser: Browser;
-let context: BrowserContext;
+const web = useWebApp();
 let page: Page;
 let llm: ScriptedLlmServer;
 let server: TestServer;
 let dialogs: string[];
 
-beforeAll(async () => {
-  browser = await launchBrowser();
-}, BROWSER_LAUNCH_HOOK_TIMEOUT_MS);
-
-afterAll(() => closeBrowser(browser), 30_000);
-
 // The first server of the file opens the shared embedded database: seconds on a busy machine.
 beforeEach(async () => {
-  llm = await ScriptedLlmServer.start();
-  server = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'scripted-model', AGENT_MAX_STEPS: '3', AGENT_MAX_STEPS_LIMIT: '6' });
-  context = await browser.newContext({ viewport: { width: 1000, height: 900 } });
-  page = await context.newPage();
+  ({ llm, server } = await web.scripted({ AGENT_MAX_STEPS: '3', AGENT_MAX_STEPS_LIMIT: '6' }));
   dialogs = [];
-  page.on('dialog', (dialog) => {
-    dialogs.push(dialog.message());
-    void dialog.dismiss();
+  page = await web.page(server.url, {
+    prepare: (opened) =>
+      opened.on('dialog', (dialog) => {
+        dialogs.push(dialog.message());
+        void dialog.dismiss();
+      }),
   });
-  await page.goto(server.url);
-  await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
 }, 120_000);
-
-afterEach(
-  () =>
-    closeAll(
-      () => context?.close(),
-      () => server?.close(),
-      () => llm?.close(),
-    ),
-  30_000,
-);
 
 describe('the web app', { timeout: BROWSER_TEST_TIMEOUT_MS }, () => {
   it('shows the model in use and the agent controls with the server’s limits', async () => {
@@ -101,9 +81,12 @@ describe('the web app', { timeout: BROWSER_TEST_TIMEOUT_MS }, () => {
 
   it('shows the agent’s question, takes the answer, and finishes the run', async () => {
     llm.enqueue(
-      { text: reasonText('The city is missing.') },
-      { toolCalls: [{ id: 'ask', name: 'request_input', arguments: { question: 'Which city do you mean?' } }] },
-      { text: observeText('The user means Oslo.', { final_answer: 'Oslo it is.' }) },
+      ...answerAfter(
+        'The city is missing.',
+        [{ id: 'ask', name: 'request_input', arguments: { question: 'Which city do you mean?' } }],
+        'The user means Oslo.',
+        'Oslo it is.',
+      ),
     );
     await ask(page, 'What is the weather like?');
     const banner = page.getByRole('alertdialog');

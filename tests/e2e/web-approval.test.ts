@@ -1,26 +1,16 @@
 // Approving tool calls in the web app: two parallel writes ask; one is approved with its
 // arguments edited, the other denied with a reason; the header counts what waits.
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
-import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
-import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, useBrowser } from './browser.ts';
+import { answerAfter, observeText, reasonText } from '../fixtures/scripted-llm-server.ts';
+import { ask, BROWSER_TEST_TIMEOUT_MS, live, screenshot, useWebApp } from './browser.ts';
 
-let browser: Browser;
-let context: BrowserContext | undefined;
+const web = useWebApp();
 let page: Page;
-let llm: ScriptedLlmServer | undefined;
-let server: TestServer | undefined;
-
-useBrowser(
-  (launched) => (browser = launched),
-  () => [context, server, llm],
-);
 
 describe('tool approval in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS }, () => {
   it('approves one call with edited arguments and denies another with a reason', async () => {
-    llm = await ScriptedLlmServer.start();
-    server = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'scripted-model' });
+    const { llm, server } = await web.scripted();
     llm.enqueue(
       { text: reasonText('Two files.') },
       {
@@ -31,10 +21,7 @@ describe('tool approval in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS 
       },
       { text: observeText('Done.', { final_answer: 'One written, one denied.' }) },
     );
-    context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    page = await context.newPage();
-    await page.goto(server.url);
-    await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+    page = await web.page(server.url, { viewport: { width: 1280, height: 900 } });
     // The tool picker marks the tools that ask.
     expect(await page.locator('.approval-policy.approval-ask').count()).toBeGreaterThanOrEqual(1);
 
@@ -117,8 +104,7 @@ describe('tool approval in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS 
   });
 
   it('a stop during a step says what became of each of its calls', async () => {
-    llm = await ScriptedLlmServer.start();
-    server = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'scripted-model' });
+    const { llm, server } = await web.scripted();
     llm.enqueue(
       { text: reasonText('Two calls.') },
       {
@@ -128,10 +114,7 @@ describe('tool approval in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS 
         ],
       },
     );
-    context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    page = await context.newPage();
-    await page.goto(server.url);
-    await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+    page = await web.page(server.url, { viewport: { width: 1280, height: 900 } });
     await ask(page, 'Calculate and write');
     await page.getByTestId('approval').waitFor();
     await page.getByRole('button', { name: 'Stop' }).click();
@@ -143,20 +126,16 @@ describe('tool approval in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS 
   });
 
   it('tells a hidden tab by a system notification whose click brings the approval forward; the offer to notify is made once', async () => {
-    llm = await ScriptedLlmServer.start();
-    server = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'scripted-model' });
+    const { llm, server } = await web.scripted();
     // The first run is left waiting for its approval: it takes no observe reply.
     const script = (ends = true) =>
-      llm!.enqueue(
+      llm.enqueue(
         { text: reasonText('A file.') },
         { toolCalls: [{ id: 'w', name: 'write_file', arguments: { name: 'a.txt', content: 'A' } }] },
         ...(ends ? [{ text: observeText('Done.', { final_answer: 'Written.' }) }] : []),
       );
     // Not decided yet: the offer says why, and "Not now" puts it away for good.
-    context = await browser.newContext({ viewport: { width: 390, height: 760 } });
-    page = await context.newPage();
-    await page.goto(server.url);
-    await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+    page = await web.page(server.url, { viewport: { width: 390, height: 760 } });
     script(false);
     await ask(page, 'Write a file');
     const offer = page.getByRole('region', { name: 'Notifications' });
@@ -167,10 +146,10 @@ describe('tool approval in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS 
     await page.reload();
     await page.getByTestId('approval').waitFor();
     expect(await offer.count()).toBe(0);
-    await context.close();
+    await page.context().close();
 
     // Allowed, and the tab in the background: the approval and the run's end are notified.
-    context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const context = web.open(await web.browser.newContext({ viewport: { width: 1280, height: 900 } }));
     await context.grantPermissions(['notifications'], { origin: server.url });
     await context.addInitScript(() => {
       const Real = window.Notification;
@@ -185,7 +164,7 @@ describe('tool approval in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS 
     });
     page = await context.newPage();
     await page.goto(server.url);
-    await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+    await live(page);
     await page.evaluate(() => {
       Object.defineProperty(document, 'hidden', { configurable: true, get: () => true });
       Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'hidden' });
@@ -206,22 +185,16 @@ describe('tool approval in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS 
   });
 
   it('the answer page a notification links to approves a call from a phone; once answered it has nothing to answer', async () => {
-    llm = await ScriptedLlmServer.start();
-    server = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'scripted-model' });
+    const { llm, server } = await web.scripted();
     llm.enqueue(
-      { text: reasonText('A file.') },
-      { toolCalls: [{ id: 'w', name: 'write_file', arguments: { name: 'from-phone.txt', content: 'approved on a phone' } }] },
-      { text: observeText('Done.', { final_answer: 'Written.' }) },
+      ...answerAfter('A file.', [{ id: 'w', name: 'write_file', arguments: { name: 'from-phone.txt', content: 'approved on a phone' } }], 'Done.', 'Written.'),
     );
-    context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    page = await context.newPage();
-    await page.goto(server.url);
-    await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+    page = await web.page(server.url, { viewport: { width: 1280, height: 900 } });
     await ask(page, 'Write a file');
     const questionId = await page.getByTestId('approval').getAttribute('data-question-id');
     const sessionId = await page.evaluate(() => new URL(location.href).searchParams.get('session'));
 
-    const phone = await context.newPage();
+    const phone = await page.context().newPage();
     await phone.setViewportSize({ width: 375, height: 740 });
     const answerUrl = `${server.url}/answer/${questionId}?session=${sessionId}`;
     await phone.goto(answerUrl);

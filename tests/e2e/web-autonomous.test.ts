@@ -1,29 +1,13 @@
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { startStepwise, type TestServer } from '../helpers/stepwise.ts';
-import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, useBrowser } from './browser.ts';
+import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, live, useWebApp } from './browser.ts';
 
-let browser: Browser;
-let context: BrowserContext | undefined;
+const web = useWebApp();
 let page: Page;
-let server: TestServer | undefined;
-
-useBrowser(
-  (launched) => (browser = launched),
-  () => [context, server],
-);
-
-const live = () => page.getByRole('status', { name: 'Connection: Live' }).waitFor();
 
 describe('an autonomous run in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS }, () => {
   it('shows the todo list filling in, the guidance between iterations, and lets a person edit the list once the run is over', async () => {
-    server = await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0' });
-    context = await browser.newContext({ viewport: { width: 1000, height: 900 } });
-    page = await context.newPage();
-    await page.goto(server.url);
-    await live();
-
-    await page.getByRole('combobox', { name: 'Strategy' }).selectOption({ label: 'Autonomous (todo list)' });
+    page = await web.demoWith('Autonomous (todo list)');
     await ask(page, 'Tell three short facts about octopus and keep a list');
     await page.getByTestId('run-end').waitFor();
     const list = page.getByTestId('todo-list');
@@ -44,7 +28,7 @@ describe('an autonomous run in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT
     await page.getByRole('button', { name: 'Add' }).click();
     await list.locator('[data-testid="todo"][data-status="pending"]').waitFor();
     await page.reload();
-    await live();
+    await live(page);
     await page.locator('[data-testid="todo"][data-status="pending"]').waitFor();
     await expect(page.getByTestId('todo-list').textContent()).resolves.toContain('3 of 4 done');
   });

@@ -1,25 +1,14 @@
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { startStepwise, type TestServer } from '../helpers/stepwise.ts';
-import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, useBrowser } from './browser.ts';
+import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, useWebApp } from './browser.ts';
 
-let browser: Browser;
-let context: BrowserContext | undefined;
+const web = useWebApp();
 let page: Page;
-let server: TestServer | undefined;
-
-useBrowser(
-  (launched) => (browser = launched),
-  () => [context, server],
-);
 
 describe('continuing a run in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS }, () => {
   it('offers Continue under a run that reached its step limit, and the run goes on to the answer', async () => {
-    server = await startStepwise({ DEMO_DELAY_MS: '1' });
-    context = await browser.newContext({ viewport: { width: 1000, height: 900 } });
-    page = await context.newPage();
-    await page.goto(server.url);
-    await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+    const server = await web.demo({ DEMO_DELAY_MS: '1' });
+    page = await web.page(server.url);
     await page.getByRole('switch', { name: 'Agent mode' }).check();
     await page.getByRole('spinbutton', { name: 'Max iterations' }).fill('2');
     await ask(page, 'First compute 12*7, then add 15, divide by 3, subtract 4');

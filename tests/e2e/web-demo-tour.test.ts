@@ -2,20 +2,13 @@
 // on a screen with no raw JSON and nothing "running" once the run ended (each screenshot goes to
 // tests/artifacts/tour-STRATEGY.png; docs/screenshots/STRATEGY.png are copies of them); then what
 // people expect of a chat: copy, Escape to stop, rename.
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { startStepwise, type TestServer } from '../helpers/stepwise.ts';
-import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, useBrowser } from './browser.ts';
+import type { TestServer } from '../helpers/stepwise.ts';
+import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, useWebApp } from './browser.ts';
 
-let browser: Browser;
-let context: BrowserContext | undefined;
+const web = useWebApp();
 let page: Page;
-let server: TestServer | undefined;
-
-useBrowser(
-  (launched) => (browser = launched),
-  () => [context, server],
-);
 
 /** The README's demo request of each strategy, and what its answer must say. */
 const TOUR = [
@@ -36,11 +29,8 @@ const TOUR = [
   { strategy: 'research', label: 'Research (task graph)', request: 'What time is it, and what is 12*7?', answer: /12\*7 = 84[\s\S]*It is now/ },
 ];
 
-async function openChat(viewport = { width: 1280, height: 800 }) {
-  context = await browser.newContext({ viewport, permissions: ['clipboard-read', 'clipboard-write'] });
-  page = await context.newPage();
-  await page.goto(server!.url);
-  await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+async function openChat(server: TestServer, viewport = { width: 1280, height: 800 }) {
+  page = await web.page(server.url, { viewport, permissions: ['clipboard-read', 'clipboard-write'] });
 }
 
 /** Raw machinery on screen: visible text blocks that are JSON objects, and visible "running" badges. */
@@ -60,8 +50,7 @@ describe('the demo, strategy by strategy, in Chromium', { timeout: 3 * BROWSER_T
   it.each(TOUR)(
     '$strategy answers its README request truthfully, with no JSON and nothing running on screen afterwards',
     async ({ strategy, label, request, answer }) => {
-      server = await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0' });
-      await openChat();
+      await openChat(await web.demo());
       await page.getByRole('combobox', { name: 'Strategy' }).selectOption({ label });
       await ask(page, request);
       const end = page.getByTestId('run-end');
@@ -78,8 +67,7 @@ describe('the demo, strategy by strategy, in Chromium', { timeout: 3 * BROWSER_T
   );
 
   it('research: the report opens in the app, its work files are folded under "Work files (N)"', async () => {
-    server = await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0' });
-    await openChat();
+    await openChat(await web.demo());
     await page.getByRole('combobox', { name: 'Strategy' }).selectOption({ label: 'Research (task graph)' });
     await ask(page, 'What is 12*7?');
     await page.getByTestId('run-end').waitFor({ timeout: 60_000 });
@@ -97,8 +85,7 @@ describe('the demo, strategy by strategy, in Chromium', { timeout: 3 * BROWSER_T
 
 describe('what people expect of a chat', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS }, () => {
   it('copies an answer and a code block, Escape stops a run, and a chat can be renamed', async () => {
-    server = await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '40' });
-    await openChat();
+    await openChat(await web.demo({ DEMO_DELAY_MS: '40' }));
     await ask(page, 'What is 6*7?');
     await page.getByTestId('run-end').waitFor({ timeout: 60_000 });
     await page.getByRole('button', { name: 'Copy the answer' }).last().click();
@@ -122,8 +109,7 @@ describe('what people expect of a chat', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS 
   });
 
   it('a code block in an answer has its own Copy button', async () => {
-    server = await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0' });
-    await openChat();
+    await openChat(await web.demo());
     // The demo answers a named tool's result as a code block: list the chat's files.
     await page.setInputFiles('input[type=file]', { name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('one\ntwo\n') });
     await page.getByRole('button', { name: 'Download notes.txt' }).waitFor();

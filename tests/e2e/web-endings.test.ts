@@ -2,20 +2,14 @@
 // ("Could not answer: …") with Continue, never green; one that could is green; no machinery
 // (markers, tool names, raw lists) on screen; the approval card and the cost chart reached from
 // the demo. Screenshots go to tests/artifacts/endings-*.png.
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { startStepwise, type TestServer } from '../helpers/stepwise.ts';
-import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, useBrowser } from './browser.ts';
+import type { TestServer } from '../helpers/stepwise.ts';
+import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, useWebApp } from './browser.ts';
 
-let browser: Browser;
-let context: BrowserContext | undefined;
+const web = useWebApp();
 let page: Page;
-let server: TestServer | undefined;
-
-useBrowser(
-  (launched) => (browser = launched),
-  () => [context, server],
-);
+let server: TestServer;
 
 const STRATEGIES = [
   { strategy: 'roa', label: 'Reason, act, observe' },
@@ -26,11 +20,9 @@ const STRATEGIES = [
 ];
 
 async function openChat(label: string) {
-  await context?.close();
-  context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
-  page = await context.newPage();
-  await page.goto(server!.url);
-  await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+  // One chat per strategy: the one before closes first.
+  await (page as Page | undefined)?.context().close();
+  page = await web.page(server.url, { viewport: { width: 1100, height: 900 } });
   await page.getByRole('combobox', { name: 'Strategy' }).selectOption({ label });
   // The solver's confirmations are its own feature: here it runs through.
   const auto = page.getByRole('checkbox', { name: /auto.?advance/i });
@@ -47,7 +39,7 @@ describe('grounded endings in the web app', { timeout: 6 * BROWSER_TEST_TIMEOUT_
   it.each(STRATEGIES)(
     '$strategy: "Compute 10/0" ends "Could not answer" in the warning colour with Continue; "15% of 240, then add 7" is green',
     async ({ strategy, label }) => {
-      server = await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0' });
+      server = await web.demo();
       await openChat(label);
       await ask(page, 'Compute 10/0 please');
       const end = page.getByTestId('run-end');
@@ -81,7 +73,7 @@ describe('grounded endings in the web app', { timeout: 6 * BROWSER_TEST_TIMEOUT_
   );
 
   it('the demo reaches the approval card ("Write \'hello\' to out.txt") and its run shows the cost chart', async () => {
-    server = await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0' });
+    server = await web.demo();
     await openChat('Reason, act, observe');
     await ask(page, "Write 'hello' to out.txt");
     const card = page.getByTestId('approval');

@@ -1,41 +1,24 @@
 // Seeing a run: the research task graph drawn (a node per task, an edge per dependency, statuses
 // live), a timeline of model calls, tool calls and waiting, tokens and cost by purpose, and two
 // branches compared after a rewind.
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { observeText, reasonText, ScriptedLlmServer, type ScriptedReply } from '../fixtures/scripted-llm-server.ts';
-import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
-import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, useBrowser } from './browser.ts';
+import type { TestServer } from '../helpers/stepwise.ts';
+import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, useWebApp } from './browser.ts';
+import { plannedTask } from '../fixtures/research-tasks.ts';
 
-let browser: Browser;
-let context: BrowserContext | undefined;
+const web = useWebApp();
 let page: Page;
-let llm: ScriptedLlmServer | undefined;
-let server: TestServer | undefined;
 
-useBrowser(
-  (launched) => (browser = launched),
-  () => [context, server, llm],
-);
-
-async function open(viewport = { width: 1280, height: 900 }) {
-  context = await browser.newContext({ viewport });
-  page = await context.newPage();
-  await page.goto(server!.url);
-  await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+async function open(server: TestServer, viewport = { width: 1280, height: 900 }) {
+  page = await web.page(server.url, { viewport });
 }
 
 describe('seeing a run', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, () => {
   it('draws the research graph: a node per task, an edge per dependency, statuses live; a node opens its task', async () => {
-    llm = await ScriptedLlmServer.start();
-    const task = (id: string, depends_on: string[] = []) => ({
-      id,
-      title: `Task ${id}`,
-      agent: 'literature_scout',
-      depends_on,
-      acceptance_criteria: [],
-      inputs: [],
-    });
+    const llm = web.open(await ScriptedLlmServer.start());
+    const task = plannedTask;
     const plan = {
       stages: [
         { id: '1', name: 'Gather', verifier_criteria: [], tasks: [task('1.1'), task('1.2', ['1.1']), task('1.3', ['1.1'])] },
@@ -59,8 +42,8 @@ describe('seeing a run', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, () => {
           return { text: JSON.stringify({ verdict: 'PASS', issues: [], follow_up_tasks: [] }) };
       }
     });
-    server = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'scripted-model' });
-    await open();
+    const { server } = await web.scripted({}, llm);
+    await open(server);
     await page.getByRole('combobox', { name: 'Strategy' }).selectOption({ label: 'Research (task graph)' });
     await ask(page, 'Study it');
     const drawing = page.getByTestId('graph-view');
@@ -87,15 +70,15 @@ describe('seeing a run', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, () => {
   });
 
   it('a timeline with a bar per model call and tool call, durations from the log; tokens and cost by purpose', async () => {
-    llm = await ScriptedLlmServer.start();
+    const llm = web.open(await ScriptedLlmServer.start());
     const usage = { prompt_tokens: 1_000, completion_tokens: 100 };
     llm.enqueue(
       { text: reasonText('Compute.'), usage, delayMs: 60 },
       { toolCalls: [{ name: 'calculator', arguments: { expression: '6*7' } }], usage, delayMs: 40 },
       { text: observeText('42.', { final_answer: 'It is 42.' }), usage, delayMs: 30 },
     );
-    server = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'gpt-4o-mini' });
-    await open();
+    const { server } = await web.scripted({ LLM_MODEL: 'gpt-4o-mini' }, llm);
+    await open(server);
     await ask(page, 'What is 6*7?');
     await page.getByTestId('run-end').waitFor();
     await page.getByTestId('timeline-toggle').locator('summary').click();
@@ -141,7 +124,7 @@ describe('seeing a run', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, () => {
   });
 
   it('after a rewind, Compare shows the branch before and after side by side', async () => {
-    llm = await ScriptedLlmServer.start();
+    const llm = web.open(await ScriptedLlmServer.start());
     llm.enqueue(
       { text: reasonText('First step.') },
       { toolCalls: [{ name: 'calculator', arguments: { expression: '2+2' } }] },
@@ -154,8 +137,8 @@ describe('seeing a run', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, () => {
       { toolCalls: [{ name: 'calculator', arguments: { expression: '4+10' } }] },
       { text: observeText('14.', { final_answer: 'It is **14**.' }) },
     );
-    server = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'scripted-model' });
-    await open();
+    const { server } = await web.scripted({}, llm);
+    await open(server);
     await ask(page, 'Work it out');
     const firstRun = page.getByTestId('run').first();
     await firstRun.getByTestId('run-end').waitFor();

@@ -1,51 +1,19 @@
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
-import { startStepwise, type TestServer } from '../helpers/stepwise.ts';
-import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, useBrowser } from './browser.ts';
+import { replanningModel } from '../fixtures/plan-execute-model.ts';
+import { ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, useWebApp } from './browser.ts';
 
-let browser: Browser;
-let context: BrowserContext | undefined;
+const web = useWebApp();
 let page: Page;
-let llm: ScriptedLlmServer | undefined;
-let server: TestServer | undefined;
-
-useBrowser(
-  (launched) => (browser = launched),
-  () => [context, server, llm],
-);
-
-const observe = (observation: string, complete: boolean) => `${observation}\n\n\`\`\`json\n${JSON.stringify({ observation, step_complete: complete })}\n\`\`\``;
-const planOf = (...goals: string[]) =>
-  JSON.stringify({ steps: goals.map((goal) => ({ goal, primary_tools: ['calculator'], success_criteria: 'a number', context: '' })) });
-
-const live = () => page.getByRole('status', { name: 'Connection: Live' }).waitFor();
 
 describe('a plan run in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS }, () => {
   it('shows the plan as a checklist that fills in, a re-plan as a revision saying why, each step’s iterations under it, and the summary', async () => {
-    llm = await ScriptedLlmServer.start();
-    llm.respond((request) => {
-      switch (request.purpose) {
-        case 'plan_execute.plan':
-          return { text: planOf('Compute 6*7 the hard way', 'Write it down') };
-        case 'plan_execute.replan':
-          return { text: planOf('Compute 6*7 plainly') };
-        case 'plan_execute.reason':
-          return { text: reasonText('Use the calculator.') };
-        case 'plan_execute.act':
-          return { toolCalls: [{ name: 'calculator', arguments: { expression: '6*7' } }] };
-        case 'plan_execute.observe':
-          // Step 2 takes a moment, so the checklist is seen with it running.
-          return request.node === '1' ? { text: observe('That did not settle it.', false) } : { text: observe('6*7 = 42.', true), delayMs: 1_500 };
-        default:
-          return { text: '6*7 is **42**.' };
-      }
-    });
-    server = await startStepwise({ LLM_PROVIDER: 'openai', OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'test-key', LLM_MODEL: 'scripted-model' });
-    context = await browser.newContext({ viewport: { width: 1000, height: 900 } });
-    page = await context.newPage();
-    await page.goto(server.url);
-    await live();
+    const llm = web.open(await ScriptedLlmServer.start());
+    // Step 2 takes a moment, so the checklist is seen with it running.
+    llm.respond(replanningModel(1_500));
+    const server = await web.demo({ LLM_PROVIDER: 'openai', OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'test-key', LLM_MODEL: 'scripted-model' });
+    page = await web.page(server.url);
 
     await page.getByRole('combobox', { name: 'Strategy' }).selectOption({ label: 'Plan and execute' });
     await ask(page, 'What is 6*7?');

@@ -1,27 +1,13 @@
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { startStepwise, type TestServer } from '../helpers/stepwise.ts';
-import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, useBrowser } from './browser.ts';
+import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, useWebApp } from './browser.ts';
 
-let browser: Browser;
-let context: BrowserContext | undefined;
+const web = useWebApp();
 let page: Page;
-let server: TestServer | undefined;
-
-useBrowser(
-  (launched) => (browser = launched),
-  () => [context, server],
-);
 
 describe('a research run in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS }, () => {
   it('shows the task board with the stage verdicts, a follow-up marked, the document edited (a broken edit refused), and Run going on to every stage passed and the report', async () => {
-    server = await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0' });
-    context = await browser.newContext({ viewport: { width: 1000, height: 900 } });
-    page = await context.newPage();
-    await page.goto(server.url);
-    await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
-
-    await page.getByRole('combobox', { name: 'Strategy' }).selectOption({ label: 'Research (task graph)' });
+    page = await web.demoWith('Research (task graph)');
     // Without the calculator the figure cannot be computed: the stage verifier says so (FAIL) and adds a follow-up.
     await page.getByRole('checkbox', { name: 'calculator' }).uncheck();
     await ask(page, 'What is 12*7?');

@@ -6,7 +6,7 @@ import { openSqliteStore, type Store } from '@stepwise/backend';
 import type { LoggedEvent } from '@stepwise/shared-types';
 import type { Browser, BrowserContext } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { answerAfter, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { startStepwise, type TestServer } from '../helpers/stepwise.ts';
 import { TestClient } from '../helpers/ws-client.ts';
 import { BROWSER_TEST_TIMEOUT_MS, screenshot, useBrowser } from './browser.ts';
@@ -105,11 +105,7 @@ describe('search, export and share in the web app', { timeout: 2 * BROWSER_TEST_
   it('shares a chat read-only with a fresh browser, stops at once when revoked, and lets a signed-in person continue it as a copy', async () => {
     const { url, wsUrl } = await start();
     const client = await TestClient.connect(wsUrl, {}, { headers: as('alice') });
-    llm!.enqueue(
-      { text: reasonText('Multiply.') },
-      { toolCalls: [{ name: 'calculator', arguments: { expression: '6*7' } }] },
-      { text: observeText('42.', { final_answer: 'It is 42.' }) },
-    );
+    llm!.enqueue(...answerAfter('Multiply.', [{ name: 'calculator', arguments: { expression: '6*7' } }], '42.', 'It is 42.'));
     client.chat('What is 6*7?', { agent_mode: true });
     await client.untilComplete();
     const id = String(client.session.session_id);

@@ -1,37 +1,24 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { freePort, writeMcpConfig } from '../fixtures/mcp-servers.ts';
 import { ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 import { TestClient } from '../helpers/ws-client.ts';
-import { BROWSER_TEST_TIMEOUT_MS, screenshot, useBrowser } from './browser.ts';
+import { BROWSER_TEST_TIMEOUT_MS, screenshot, useWebApp } from './browser.ts';
 
-let browser: Browser;
-let context: BrowserContext | undefined;
+const web = useWebApp();
 let page: Page;
-let llm: ScriptedLlmServer | undefined;
-let server: TestServer | undefined;
-let probe: TestClient | undefined;
-
-useBrowser(
-  (launched) => (browser = launched),
-  () => [probe, context, server, llm],
-);
 
 /** The session message as any client gets it: says which optional fields this server sends. */
 async function sessionOf(target: TestServer) {
-  probe = await TestClient.connect(target.wsUrl);
-  return probe.session;
+  return web.open(await TestClient.connect(target.wsUrl)).session;
 }
 
 async function openPage(url: string, viewport: { width: number; height: number }) {
-  context = await browser.newContext({ viewport });
-  page = await context.newPage();
-  await page.goto(url);
-  await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+  page = await web.page(url, { viewport });
 }
 
 const settingsDialog = () => page.getByRole('dialog', { name: 'Settings' });
@@ -41,13 +28,12 @@ const SETTINGS_TEST_TIMEOUT_MS = 2 * BROWSER_TEST_TIMEOUT_MS;
 
 describe('the settings panel', { timeout: SETTINGS_TEST_TIMEOUT_MS }, () => {
   it('shows the model, the MCP servers, the limits in force and how to change them; Escape closes it', async () => {
-    llm = await ScriptedLlmServer.start();
     // A server that cannot start: it is listed all the same, with why it is unavailable.
     const configFile = writeMcpConfig({ broken: { command: process.execPath, args: ['-e', 'process.exit(3)'] } });
-    server = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'scripted-model', AGENT_MAX_STEPS: '3', STEPWISE_CONFIG: configFile });
+    const { server } = await web.scripted({ AGENT_MAX_STEPS: '3', STEPWISE_CONFIG: configFile });
     const session = await sessionOf(server);
     await openPage(server.url, { width: 1000, height: 900 });
-    await context!.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
 
     // With only roa on offer, the composer shows no strategy picker.
     const offered = (session.strategy_catalog ?? []).length;
@@ -113,7 +99,7 @@ describe('the settings panel', { timeout: SETTINGS_TEST_TIMEOUT_MS }, () => {
   it('warns in the header when the model endpoint cannot be reached, with what to check, and fits a phone', async () => {
     // Nothing listens on this port.
     const deadEndpoint = `http://127.0.0.1:${await freePort()}/v1`;
-    server = await startStepwiseWithModel(deadEndpoint, { LLM_MODEL: 'absent-model' });
+    const server = web.open(await startStepwiseWithModel(deadEndpoint, { LLM_MODEL: 'absent-model' }));
     await sessionOf(server);
     await openPage(server.url, { width: 375, height: 740 });
 
@@ -145,16 +131,18 @@ describe('the settings panel', { timeout: SETTINGS_TEST_TIMEOUT_MS }, () => {
 
 describe('the settings editor', { timeout: SETTINGS_TEST_TIMEOUT_MS }, () => {
   it('an admin changes the model, the key and an approval rule with no restart; locked settings show their source, failed checks their field, the change its record; the key never comes back', async () => {
-    llm = await ScriptedLlmServer.start();
+    const llm = web.open(await ScriptedLlmServer.start());
     llm.respond(() => ({ text: 'Hello there.' }));
     const secret = 'sk-typed-in-the-browser-0042';
     // Its own database: the settings it stores stay out of the other tests' servers.
-    server = await startStepwise({
-      LLM_PROVIDER: 'openai',
-      OPENAI_BASE_URL: llm.url,
-      AGENT_MAX_STEPS: '3',
-      DATA_DIR: mkdtempSync(join(tmpdir(), 'stepwise-settings-')),
-    });
+    const server = web.open(
+      await startStepwise({
+        LLM_PROVIDER: 'openai',
+        OPENAI_BASE_URL: llm.url,
+        AGENT_MAX_STEPS: '3',
+        DATA_DIR: mkdtempSync(join(tmpdir(), 'stepwise-settings-')),
+      }),
+    );
     await openPage(server.url, { width: 1000, height: 900 });
     await page.getByRole('button', { name: 'Settings' }).click();
     const editor = settingsDialog().getByRole('form', { name: 'Change settings' });
@@ -216,7 +204,7 @@ describe('the settings editor', { timeout: SETTINGS_TEST_TIMEOUT_MS }, () => {
 
 describe('the header on a phone', { timeout: SETTINGS_TEST_TIMEOUT_MS }, () => {
   it('stays one line with the demo model, its health and the Settings button', async () => {
-    server = await startStepwise({ LLM_PROVIDER: 'demo' });
+    const server = await web.demo();
     const session = await sessionOf(server);
     await openPage(server.url, { width: 375, height: 740 });
     const header = (await page.locator('.app-header').boundingBox())!;
@@ -234,7 +222,7 @@ describe('the header on a phone', { timeout: SETTINGS_TEST_TIMEOUT_MS }, () => {
 describe('a plain answer that failed', { timeout: SETTINGS_TEST_TIMEOUT_MS }, () => {
   it('shows in the conversation in the answer’s place, and again after a reload', async () => {
     const deadEndpoint = `http://127.0.0.1:${await freePort()}/v1`;
-    server = await startStepwiseWithModel(deadEndpoint, { LLM_MODEL: 'absent-model' });
+    const server = web.open(await startStepwiseWithModel(deadEndpoint, { LLM_MODEL: 'absent-model' }));
     await openPage(server.url, { width: 1000, height: 900 });
     await page.getByRole('switch', { name: 'Agent mode' }).uncheck();
     await page.getByRole('textbox', { name: 'Message' }).fill('Hello?');

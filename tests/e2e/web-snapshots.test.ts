@@ -1,24 +1,13 @@
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { startStepwise, type TestServer } from '../helpers/stepwise.ts';
-import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, useBrowser, openOptions } from './browser.ts';
+import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, useWebApp, openOptions } from './browser.ts';
 
-let browser: Browser;
-let context: BrowserContext | undefined;
+const web = useWebApp();
 let page: Page;
-let server: TestServer | undefined;
-
-useBrowser(
-  (launched) => (browser = launched),
-  () => [context, server],
-);
 
 async function open() {
-  server = await startStepwise({ DEMO_DELAY_MS: '1' });
-  context = await browser.newContext({ viewport: { width: 1000, height: 900 } });
-  page = await context.newPage();
-  await page.goto(server.url);
-  await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+  const server = await web.demo({ DEMO_DELAY_MS: '1' });
+  page = await web.page(server.url);
 }
 
 /** Sends a message and waits until its answer is shown (the composer is free again). */

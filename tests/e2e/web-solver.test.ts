@@ -1,19 +1,10 @@
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { startStepwise, type TestServer } from '../helpers/stepwise.ts';
-import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, useBrowser } from './browser.ts';
+import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, useWebApp } from './browser.ts';
 
-let browser: Browser;
-let context: BrowserContext | undefined;
+const web = useWebApp();
 let page: Page;
-let server: TestServer | undefined;
 
-useBrowser(
-  (launched) => (browser = launched),
-  () => [context, server],
-);
-
-const live = () => page.getByRole('status', { name: 'Connection: Live' }).waitFor();
 const dialog = () => page.getByRole('dialog', { name: 'Snapshots' });
 const choose = async (answer: 'Yes' | 'No', question: string) => {
   const banner = page.getByRole('alertdialog');
@@ -24,13 +15,7 @@ const choose = async (answer: 'Yes' | 'No', question: string) => {
 
 describe('a solver run in the web app', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, () => {
   it('walks the stage pipeline with Yes / No, pauses on No, and rolls back and resumes from a snapshot in the list', async () => {
-    server = await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0' });
-    context = await browser.newContext({ viewport: { width: 1000, height: 900 } });
-    page = await context.newPage();
-    await page.goto(server.url);
-    await live();
-
-    await page.getByRole('combobox', { name: 'Strategy' }).selectOption({ label: 'Staged solver' });
+    page = await web.demoWith('Staged solver');
     // Stages advance by themselves unless the person asks to confirm each one.
     await page.getByRole('checkbox', { name: 'Auto advance' }).uncheck();
     await ask(page, 'Problem: what is (17+25)*3?');

@@ -1,41 +1,31 @@
 import { exampleStrategy, STRATEGIES, TOKENS } from '@stepwise/backend';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
-import { startStepwise, type TestServer } from '../helpers/stepwise.ts';
-import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, useBrowser, openOptions } from './browser.ts';
+import { startStepwise } from '../helpers/stepwise.ts';
+import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, live, useWebApp, openOptions } from './browser.ts';
 
-let browser: Browser;
-let context: BrowserContext | undefined;
+const web = useWebApp();
 let page: Page;
-let llm: ScriptedLlmServer | undefined;
-let server: TestServer | undefined;
-
-useBrowser(
-  (launched) => (browser = launched),
-  () => [context, server, llm],
-);
 
 /** The real server on the scripted model, offering roa and the example strategy (one branch per point). */
 async function startWithExample() {
-  llm = await ScriptedLlmServer.start();
-  server = await startStepwise({ LLM_PROVIDER: 'openai', OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'test-key', LLM_MODEL: 'scripted-model' }, (container) =>
-    container.register(TOKENS.Strategies, { useValue: [...STRATEGIES, exampleStrategy] }),
+  const llm = web.open(await ScriptedLlmServer.start());
+  const server = web.open(
+    await startStepwise({ LLM_PROVIDER: 'openai', OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'test-key', LLM_MODEL: 'scripted-model' }, (container) =>
+      container.register(TOKENS.Strategies, { useValue: [...STRATEGIES, exampleStrategy] }),
+    ),
   );
   llm.respond((request) =>
     request.purpose === 'example.points' ? { text: JSON.stringify({ points: ['cost', 'speed', 'risk'] }) } : { text: `On point ${request.node}.` },
   );
-  context = await browser.newContext({ viewport: { width: 1000, height: 900 } });
-  page = await context.newPage();
-  await page.goto(server.url);
-  await live();
+  page = await web.page(server.url);
+  return llm;
 }
-
-const live = () => page.getByRole('status', { name: 'Connection: Live' }).waitFor();
 
 describe('strategies in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS }, () => {
   it('offers the server’s strategies, sends the chosen one with the options changed, shows its branches, and remembers the choice', async () => {
-    await startWithExample();
+    const llm = await startWithExample();
     const picker = page.getByRole('combobox', { name: 'Strategy' });
     expect(await picker.inputValue()).toBe('roa');
     // roa has no options.
@@ -52,7 +42,7 @@ describe('strategies in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS }, 
     await ask(page, 'Should we move?');
     await page.getByText('Answered in 2 steps').waitFor();
     // The server ran the chosen strategy with the changed option: two of the three points.
-    expect(llm!.requests.map((request) => [request.purpose, request.node ?? null])).toEqual([
+    expect(llm.requests.map((request) => [request.purpose, request.node ?? null])).toEqual([
       ['example.points', null],
       ['example.point', '1'],
       ['example.point', '2'],
@@ -67,7 +57,7 @@ describe('strategies in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS }, 
 
     // After a reload the choice is still there, and the run is rebuilt with its branches.
     await page.reload();
-    await live();
+    await live(page);
     // The replay follows "Live": the options fold behind their toggle once it is drawn.
     await page.getByTestId('user-turn').first().waitFor();
     await openOptions(page);

@@ -1,33 +1,20 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
-import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
-import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, useBrowser } from './browser.ts';
+import { observeText, reasonText } from '../fixtures/scripted-llm-server.ts';
+import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, useWebApp } from './browser.ts';
 
-let browser: Browser;
-let context: BrowserContext | undefined;
+const web = useWebApp();
 let page: Page;
-let server: TestServer | undefined;
-let llm: ScriptedLlmServer | undefined;
-
-useBrowser(
-  (launched) => (browser = launched),
-  () => [context, server, llm],
-);
 
 describe("a run's tokens and cost in the web app", { timeout: 2 * BROWSER_TEST_TIMEOUT_MS }, () => {
   it("shows each run's tokens and cost, the chat's total, and in Settings which model serves which purposes", async () => {
     const config = join(mkdtempSync(join(tmpdir(), 'stepwise-usage-')), 'stepwise.config.json');
     writeFileSync(config, JSON.stringify({ models: { 'roa.reason': { model: 'gpt-4.1' } } }));
-    llm = await ScriptedLlmServer.start();
-    server = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'gpt-4o-mini', STEPWISE_CONFIG: config });
-    context = await browser.newContext({ viewport: { width: 1000, height: 800 } });
-    page = await context.newPage();
-    await page.goto(server.url);
-    await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+    const { llm, server } = await web.scripted({ LLM_MODEL: 'gpt-4o-mini', STEPWISE_CONFIG: config });
+    page = await web.page(server.url, { viewport: { width: 1000, height: 800 } });
     await page.getByRole('switch', { name: 'Agent mode' }).check();
 
     // gpt-4.1 reasons (1,000,000 in at $2), gpt-4o-mini observes (1,000,000 out at $0.60).

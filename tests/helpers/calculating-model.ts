@@ -17,3 +17,16 @@ export function scriptCalculatorRun(llm: ScriptedLlmServer): void {
     return { text: reasonText('Use the calculator.') };
   });
 }
+
+/**
+ * Scripts a run whose first act call hangs (until the instance running it goes away); the act
+ * call asked again has the calculator compute 6*7, and the run answers 42.
+ */
+export function scriptFirstActHanging(llm: ScriptedLlmServer): void {
+  let acts = 0;
+  llm.respond((request) => {
+    if (request.phase === 'act') return ++acts === 1 ? { hang: true } : { toolCalls: [{ name: 'calculator', arguments: { expression: '6*7' } }] };
+    if (request.phase === 'observe') return { text: observeText('6*7 = 42.', { observation: '42', should_continue: false, final_answer: 'It is 42.' }) };
+    return { text: reasonText('Use the calculator.') };
+  });
+}

@@ -1,5 +1,6 @@
 import type { ServerEvent } from '@stepwise/shared-types';
 import WebSocket from 'ws';
+import { Waiters } from './waiters.ts';
 
 type Event = ServerEvent & Record<string, unknown>;
 
@@ -21,7 +22,7 @@ export function inChat(event: Record<string, unknown>): boolean {
 /** A real WebSocket client that records everything the server sends. */
 export class TestClient {
   readonly events: Event[] = [];
-  private readonly waiters = new Set<() => void>();
+  private readonly waiters = new Waiters();
   closeCode: number | undefined;
 
   private constructor(readonly socket: WebSocket) {
@@ -113,32 +114,11 @@ export class TestClient {
 
   /** Waits until `find` returns something; it is asked again whenever a message arrives or the socket closes. */
   waitUntil<T>(find: () => T | undefined, timeoutMs = DEFAULT_TIMEOUT_MS): Promise<T> {
-    return new Promise((resolve, reject) => {
-      const check = () => {
-        let found: T | undefined;
-        try {
-          found = find();
-        } catch (error) {
-          clearTimeout(timer);
-          this.waiters.delete(check);
-          return reject(error);
-        }
-        if (found === undefined) return;
-        clearTimeout(timer);
-        this.waiters.delete(check);
-        resolve(found);
-      };
-      const timer = setTimeout(() => {
-        this.waiters.delete(check);
-        reject(new Error(`Timed out; events so far:\n${summarize(this.events).join('\n')}`));
-      }, timeoutMs);
-      this.waiters.add(check);
-      check();
-    });
+    return this.waiters.until(find, timeoutMs, () => new Error(`Timed out; events so far:\n${summarize(this.events).join('\n')}`));
   }
 
   private notify(): void {
-    for (const waiter of [...this.waiters]) waiter();
+    this.waiters.notify();
   }
 }
 
@@ -160,4 +140,19 @@ export function summarize(events: readonly Record<string, unknown>[]): string[] 
         return typeof event.step === 'number' ? `${kind}:${event.step}` : kind;
       })
   );
+}
+
+/** The summary of step `step` of a reason–act–observe run that called these tools in this order. */
+export function stepOf(step: number, ...tools: string[]): string[] {
+  return [
+    `agent_turn_start:${step}`,
+    `agent_reason:${step}`,
+    ...tools.flatMap((tool) => [`tool_start:${tool}`, `tool_complete:${tool}`]),
+    `agent_observe:${step}`,
+  ];
+}
+
+/** The summary of a run that answered in one step, calling these tools in this order on the way. */
+export function answeredInOneStep(...tools: string[]): string[] {
+  return ['agent_start', ...stepOf(1, ...tools), 'assistant_message', 'agent_completion:answered', 'response_complete'];
 }

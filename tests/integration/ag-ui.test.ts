@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { type BaseEvent, EventType, HttpAgent, type Interrupt } from '@ag-ui/client';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { writesHello } from '../helpers/approvals.ts';
 import { closeAll } from '../helpers/cleanup.ts';
 import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 
@@ -158,11 +159,7 @@ describe('AG-UI: questions are interrupts, answered by resume', () => {
     const llm = await ScriptedLlmServer.start();
     const real = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'gpt-4o-mini' });
     try {
-      llm.enqueue(
-        { text: reasonText('Write it.') },
-        { toolCalls: [{ id: 'w1', name: 'write_file', arguments: { name: 'out.txt', content: 'hello' } }] },
-        { text: observeText('Denied.', { final_answer: 'I did not write it.' }) },
-      );
+      llm.enqueue(...writesHello('Denied.', 'I did not write it.'));
       const client = new HttpAgent({ url: `${real.url}/api/ag-ui`, threadId: randomUUID() });
       const first = await ask(client, 'Write hello to out.txt');
       const [interrupt] = finished(first).outcome!.interrupts!;
@@ -213,11 +210,7 @@ describe('AG-UI: questions are interrupts, answered by resume', () => {
     const llm = await ScriptedLlmServer.start();
     const real = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'gpt-4o-mini' });
     try {
-      llm.enqueue(
-        { text: reasonText('Write it.') },
-        { toolCalls: [{ id: 'w1', name: 'write_file', arguments: { name: 'out.txt', content: 'hello' } }] },
-        { text: observeText('Denied.', { final_answer: 'I did not write it.' }) },
-      );
+      llm.enqueue(...writesHello('Denied.', 'I did not write it.'));
       const client = new HttpAgent({ url: `${real.url}/api/ag-ui`, threadId: randomUUID() });
       await ask(client, 'Write hello to out.txt');
       expect(assistantText(client)).toMatch(/write_file[\s\S]*Reply "approve"/);

@@ -1,14 +1,13 @@
-import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { REDIS_SERVER, waitForRedis } from '../../scripts/redis.mjs';
 import type { SettingsView } from '@stepwise/shared-types';
 import { EVERYTHING_STDIO } from '../fixtures/mcp-servers.ts';
 import { observeText, reasonText, type RecordedRequest, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { freshPostgresDatabase, postgresUrl } from '../helpers/databases.ts';
-import { PROCESS_TEST_TIMEOUT_MS, spawnTracked, startStepwiseProcess, type StepwiseProcess, stopAllProcesses, stopProcess } from '../helpers/process.ts';
+import { useServerProcesses } from '../helpers/per-test.ts';
+import { scriptFirstActHanging } from '../helpers/calculating-model.ts';
+import { PROCESS_TEST_TIMEOUT_MS, spawnTracked, startStepwiseProcess, type StepwiseProcess, stopProcess } from '../helpers/process.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
 const pg = postgresUrl();
@@ -16,19 +15,7 @@ const sharedRedis = process.env.TEST_REDIS_URL;
 if (!sharedRedis && process.env.REQUIRE_POSTGRES === '1') throw new Error('TEST_REDIS_URL is not set: run the suite with the test command, which starts Redis');
 
 let llm: ScriptedLlmServer | undefined;
-let drop: (() => Promise<void>) | undefined;
-const clients: TestClient[] = [];
-const folders: string[] = [];
-
-afterEach(async () => {
-  for (const client of clients.splice(0)) client.socket.terminate();
-  await stopAllProcesses({ signal: 'SIGKILL' });
-  await llm?.close();
-  llm = undefined;
-  await drop?.();
-  drop = undefined;
-  for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true });
-}, 60_000);
+const processes = useServerProcesses();
 
 type Event = Record<string, unknown>;
 
@@ -36,8 +23,8 @@ type Event = Record<string, unknown>;
 async function twoInstances(redisUrl = sharedRedis!, extra: Record<string, string> = {}) {
   const database = await freshPostgresDatabase(pg!);
   await database.db.close();
-  drop = database.drop;
-  llm = await ScriptedLlmServer.start();
+  processes.open({ close: database.drop });
+  llm = processes.open(await ScriptedLlmServer.start());
   const env = (id: string) => ({
     DATABASE_URL: database.url,
     REDIS_URL: redisUrl,
@@ -55,8 +42,7 @@ async function twoInstances(redisUrl = sharedRedis!, extra: Record<string, strin
 
 async function connect(instance: StepwiseProcess, query: Record<string, string | number> = {}, headers?: Record<string, string>): Promise<TestClient> {
   const client = await TestClient.connect(instance.wsUrl, query, { headers });
-  clients.push(client);
-  return client;
+  return processes.socket(client);
 }
 
 const seqs = (client: TestClient) => client.logged.map((event) => (event as Event).seq as number);
@@ -210,13 +196,7 @@ describe.skipIf(!pg || !sharedRedis)('several instances on PostgreSQL and Redis'
 
   it('when A is killed mid-run, B takes the run over from its journal and finishes it, repeating no completed model call; a message sent at B for the run on A is read once', async () => {
     const { a, b } = await twoInstances();
-    let acts = 0;
-    llm!.respond((request) => {
-      if (request.phase === 'act') return ++acts === 1 ? { hang: true } : { toolCalls: [{ name: 'calculator', arguments: { expression: '6*7' } }] };
-      if (request.phase === 'observe')
-        return { text: `6*7 = 42.\n\n\`\`\`json\n${JSON.stringify({ observation: '42', should_continue: false, final_answer: 'It is 42.' })}\n\`\`\`` };
-      return { text: reasonText('Use the calculator.') };
-    });
+    scriptFirstActHanging(llm!);
     const onA = await connect(a);
     const sessionId = onA.session.session_id;
     onA.chat('What is 6*7?', { agent_mode: true });
@@ -265,8 +245,7 @@ describe.skipIf(!pg || !sharedRedis)('several instances on PostgreSQL and Redis'
 
   it('Redis going away mid-run and coming back loses nothing: every event reaches the socket on the other instance, in order', async () => {
     const port = await freePort();
-    const dir = mkdtempSync(join(tmpdir(), 'stepwise-redis-test-'));
-    folders.push(dir);
+    const dir = processes.folder('stepwise-redis-test-');
     const startRedis = async () => {
       const child = spawnTracked(REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {
         stdio: 'ignore',

@@ -1,18 +1,14 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { observeText, reasonText, ScriptedLlmServer, isPhaseCue } from '../fixtures/scripted-llm-server.ts';
-import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
+import { describe, expect, it } from 'vitest';
+import { observeText, reasonText, type ScriptedLlmServer, isPhaseCue } from '../fixtures/scripted-llm-server.ts';
+import { useScriptedStepwise } from '../helpers/per-test.ts';
+import { startStepwise, type TestServer } from '../helpers/stepwise.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
 let llm: ScriptedLlmServer | undefined;
 let server: TestServer | undefined;
 let client: TestClient | undefined;
-
-afterEach(async () => {
-  await client?.close();
-  await server?.close();
-  await llm?.close();
-  client = server = llm = undefined;
-});
+const stepwise = useScriptedStepwise();
+const open = stepwise.open;
 
 /** A model that adds one with the calculator each step and never finishes on its own. */
 function counting(llm: ScriptedLlmServer) {
@@ -29,9 +25,7 @@ function counting(llm: ScriptedLlmServer) {
 
 describe('continuing a run', () => {
   it('goes on from where a run stopped at its step limit, with the same request, tools and its earlier steps', async () => {
-    llm = await ScriptedLlmServer.start();
-    server = await startStepwiseWithModel(llm.url);
-    client = await TestClient.connect(server.wsUrl);
+    ({ llm, server, client } = await stepwise.start());
     counting(llm);
     client.chat('Count to three', { agent_mode: true, agent_max_steps: 2, tools: ['calculator'] });
     const first = await client.untilComplete();
@@ -66,9 +60,7 @@ describe('continuing a run', () => {
   });
 
   it('stop, then resume: the new run goes on at the step it stopped in, and no completed call is made again', async () => {
-    llm = await ScriptedLlmServer.start();
-    server = await startStepwiseWithModel(llm.url);
-    client = await TestClient.connect(server.wsUrl);
+    ({ llm, server, client } = await stepwise.start());
     let hold = true;
     llm.respond((request) => {
       const results = request.body.messages.filter((message) => message.role === 'tool').length;
@@ -98,9 +90,7 @@ describe('continuing a run', () => {
   });
 
   it('refuses, with not_resumable, to continue an answered run, a plain answer, or nothing; and run_active while one runs', async () => {
-    llm = await ScriptedLlmServer.start();
-    server = await startStepwiseWithModel(llm.url);
-    client = await TestClient.connect(server.wsUrl);
+    ({ llm, server, client } = await stepwise.start());
     client.send({ type: 'agent_control', action: 'resume' });
     expect(await client.waitFor('error')).toMatchObject({ code: 'not_resumable', message: 'This chat has no run to continue' });
 
@@ -129,8 +119,8 @@ describe('continuing a run', () => {
   });
 
   it('continues a run that reached its step limit on the demo model, which picks up the calculation where it was', async () => {
-    server = await startStepwise();
-    client = await TestClient.connect(server.wsUrl);
+    server = open(await startStepwise());
+    client = open(await TestClient.connect(server.wsUrl));
     client.chat('First compute 12*7, then add 15, divide by 3, subtract 4', { agent_mode: true, agent_max_steps: 2 });
     const first = await client.untilComplete();
     expect(first.find((event) => event.update_type === 'agent_completion')).toMatchObject({ reason: 'max_steps' });

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
-import { summarize, TestClient } from '../helpers/ws-client.ts';
+import { summarize, TestClient, stepOf } from '../helpers/ws-client.ts';
 
 let llm: ScriptedLlmServer;
 let server: TestServer;
@@ -84,21 +84,9 @@ describe('the server under random and malformed client messages', () => {
     const events = await bystander.untilComplete({ timeoutMs: 30_000 });
     expect(summarize(events)).toEqual([
       'agent_start',
-      'agent_turn_start:1',
-      'agent_reason:1',
-      'tool_start:calculator',
-      'tool_complete:calculator',
-      'agent_observe:1',
-      'agent_turn_start:2',
-      'agent_reason:2',
-      'tool_start:calculator',
-      'tool_complete:calculator',
-      'agent_observe:2',
-      'agent_turn_start:3',
-      'agent_reason:3',
-      'tool_start:calculator',
-      'tool_complete:calculator',
-      'agent_observe:3',
+      ...stepOf(1, 'calculator'),
+      ...stepOf(2, 'calculator'),
+      ...stepOf(3, 'calculator'),
       'assistant_message',
       'agent_completion:max_steps',
       'response_complete',

@@ -1,27 +1,22 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { pngHeaderOnly, pngSize, solidPng } from '../fixtures/image-maker.ts';
 import { observeText, type RecordedRequest, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { closeAfterEach } from '../helpers/per-test.ts';
 import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
-import { summarize, TestClient } from '../helpers/ws-client.ts';
+import { summarize, TestClient, answeredInOneStep } from '../helpers/ws-client.ts';
 
 let llm: ScriptedLlmServer | undefined;
 let server: TestServer;
 let client: TestClient;
-
-afterEach(async () => {
-  await client?.close();
-  await server?.close();
-  await llm?.close();
-  llm = undefined;
-});
+const open = closeAfterEach();
 
 async function start(env: Record<string, string>, demo = false) {
-  if (demo) server = await startStepwise({ LLM_PROVIDER: 'demo', ...env });
+  if (demo) server = open(await startStepwise({ LLM_PROVIDER: 'demo', ...env }));
   else {
-    llm = await ScriptedLlmServer.start();
-    server = await startStepwiseWithModel(llm.url, env);
+    llm = open(await ScriptedLlmServer.start());
+    server = open(await startStepwiseWithModel(llm.url, env));
   }
-  client = await TestClient.connect(server.wsUrl);
+  client = open(await TestClient.connect(server.wsUrl));
 }
 
 function upload(name: string, body: Uint8Array) {
@@ -58,15 +53,7 @@ describe('images attached to a message', () => {
     );
     client.chat('What is in this picture?', { agent_mode: true, attachments: ['square.png'] });
     const events = (await client.untilComplete()).filter((event) => 'seq' in event && event.type !== 'file_saved');
-    expect(summarize(events)).toEqual([
-      'agent_start',
-      'agent_turn_start:1',
-      'agent_reason:1',
-      'agent_observe:1',
-      'assistant_message',
-      'agent_completion:answered',
-      'response_complete',
-    ]);
+    expect(summarize(events)).toEqual(answeredInOneStep());
     expect(events.find((event) => event.type === 'assistant_message')?.content).toBe('It is a red square.');
     for (const request of llm!.requests) {
       const parts = questionParts(request);

@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import { configFromEnv, startServer } from '@stepwise/backend';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { answerAfter, observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { sharedTestStore } from '../helpers/stepwise.ts';
 import { TestClient } from '../helpers/ws-client.ts';
 
@@ -13,16 +13,22 @@ const PRIVATE = 'my-private-question-7f3a';
 let cleanup: (() => Promise<void>) | undefined;
 afterEach(async () => cleanup?.());
 
+/** A stream for a logger, and the lines written to it. */
+function logLines(): { raw: string[]; stream: Writable } {
+  const raw: string[] = [];
+  const stream = new Writable({
+    write(chunk, _encoding, done) {
+      raw.push(...chunk.toString().split('\n').filter(Boolean));
+      done();
+    },
+  });
+  return { raw, stream };
+}
+
 describe('logs', () => {
   it('say each model call at debug and each run at info, in structured lines with no message contents and no secrets', async () => {
     const llm = await ScriptedLlmServer.start();
-    const raw: string[] = [];
-    const stream = new Writable({
-      write(chunk, _encoding, done) {
-        raw.push(...chunk.toString().split('\n').filter(Boolean));
-        done();
-      },
-    });
+    const { raw, stream } = logLines();
     const config = configFromEnv({ PORT: '0', LLM_PROVIDER: 'openai', OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: SECRET_KEY, AUTH_TOKEN: TOKEN });
     const server = await startServer({ config, logger: pino({ level: 'debug' }, stream), store: await sharedTestStore() });
     cleanup = async () => {
@@ -32,11 +38,7 @@ describe('logs', () => {
     const wsUrl = `${server.url.replace(/^http/, 'ws')}/ws`;
     await fetch(`${server.url}/api/sessions`, { headers: { authorization: 'Bearer wrong-token-wrong-token' } });
 
-    llm.enqueue(
-      { text: reasonText(`Thinking about ${PRIVATE}.`) },
-      { toolCalls: [{ name: 'calculator', arguments: { expression: '1+1' } }] },
-      { text: observeText('Two.', { final_answer: `Answer for ${PRIVATE}` }) },
-    );
+    llm.enqueue(...answerAfter(`Thinking about ${PRIVATE}.`, [{ name: 'calculator', arguments: { expression: '1+1' } }], 'Two.', `Answer for ${PRIVATE}`));
     const client = await TestClient.connect(wsUrl, {}, { headers: { authorization: `Bearer ${TOKEN}` } });
     client.chat(`Question: ${PRIVATE}`, { agent_mode: true });
     await client.untilComplete();
@@ -63,13 +65,7 @@ describe('logs', () => {
 
   it('with tracing on, name the trace of the run they are about, and the span of the model call they are written in', async () => {
     const llm = await ScriptedLlmServer.start();
-    const raw: string[] = [];
-    const stream = new Writable({
-      write(chunk, _encoding, done) {
-        raw.push(...chunk.toString().split('\n').filter(Boolean));
-        done();
-      },
-    });
+    const { raw, stream } = logLines();
     // No collector listens there: the spans are dropped, the log lines are what is looked at.
     const config = configFromEnv({
       PORT: '0',

@@ -6,7 +6,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema, type ElicitRequest, type ElicitResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { answerAfter, observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { closeAll } from '../helpers/cleanup.ts';
 import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 
@@ -53,11 +53,7 @@ describe('Stepwise as an MCP server (/mcp)', () => {
     expect((run.inputSchema.properties as Record<string, { enum?: string[] }>).strategy!.enum).toEqual(
       expect.arrayContaining(['roa', 'plan_execute', 'autonomous', 'solver', 'research']),
     );
-    llm.enqueue(
-      { text: reasonText('Use the calculator.') },
-      { toolCalls: [{ name: 'calculator', arguments: { expression: '6*7' } }] },
-      { text: observeText('It is 42.', { final_answer: 'The answer is 42.' }) },
-    );
+    llm.enqueue(...answerAfter('Use the calculator.', [{ name: 'calculator', arguments: { expression: '6*7' } }], 'It is 42.', 'The answer is 42.'));
     const progress: string[] = [];
     const result = await client.callTool({ name: 'run_agent', arguments: { prompt: 'What is 6*7?', strategy: 'roa' } }, undefined, {
       onprogress: (notification) => void progress.push(String(notification.message)),
@@ -100,11 +96,7 @@ describe('Stepwise as an MCP server (/mcp)', () => {
 
   it('a caller without elicitation gets the question, and its next run_agent in the chat answers it', async () => {
     const client = await connect();
-    llm.enqueue(
-      { text: reasonText('Ask.') },
-      { toolCalls: [{ name: 'request_input', arguments: { question: 'Which city?' } }] },
-      { text: observeText('Paris.', { final_answer: 'Paris it is.' }) },
-    );
+    llm.enqueue(...answerAfter('Ask.', [{ name: 'request_input', arguments: { question: 'Which city?' } }], 'Paris.', 'Paris it is.'));
     const first = await client.callTool({ name: 'run_agent', arguments: { prompt: 'Plan my trip' } });
     const waiting = first.structuredContent as RunResult;
     expect(waiting).toMatchObject({ status: 'waiting', ending: 'question' });

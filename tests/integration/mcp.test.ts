@@ -3,11 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EVERYTHING_STDIO, MCP_SERVERS, STDIO_RECORDER, startEverythingHttp, writeMcpConfig } from '../fixtures/mcp-servers.ts';
-import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { answerAfter, observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { closeAll } from '../helpers/cleanup.ts';
 import { stopAllProcesses } from '../helpers/process.ts';
 import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
-import { summarize, TestClient } from '../helpers/ws-client.ts';
+import { summarize, TestClient, stepOf } from '../helpers/ws-client.ts';
 
 let llm: ScriptedLlmServer;
 let server: TestServer;
@@ -92,11 +92,7 @@ async function waitUntil(check: () => boolean, what: string, timeoutMs = WAIT_MS
 
 /** One step that calls `tool` with `args`, then an observe with a final answer. */
 function scriptToolStep(tool: string, args: Record<string, unknown>, id = 'call_1') {
-  llm.enqueue(
-    { text: reasonText(`Use ${tool}.`) },
-    { toolCalls: [{ id, name: tool, arguments: args }] },
-    { text: observeText('Done.', { final_answer: 'All done.' }) },
-  );
+  llm.enqueue(...answerAfter(`Use ${tool}.`, [{ id, name: tool, arguments: args }], 'Done.', 'All done.'));
 }
 
 /** server-everything behind the recorder: what it receives goes to `record`, its pid to `record.pid`. */
@@ -201,9 +197,12 @@ describe('an MCP server over stdio (server-everything)', { timeout: MCP_TEST_TIM
       { MCP_RETRY_BASE_MS: '500' },
     );
     llm.enqueue(
-      { text: reasonText('Run the long operation.') },
-      { toolCalls: [{ id: 'long_1', name: 'everything__trigger-long-running-operation', arguments: { duration: 30, steps: 30 } }] },
-      { text: observeText('The server went away.', { final_answer: 'The tool failed.' }) },
+      ...answerAfter(
+        'Run the long operation.',
+        [{ id: 'long_1', name: 'everything__trigger-long-running-operation', arguments: { duration: 30, steps: 30 } }],
+        'The server went away.',
+        'The tool failed.',
+      ),
     );
     client.chat('Do the long thing', { agent_mode: true, tools: ['everything__trigger-long-running-operation'] });
     await waitUntil(() => recordedLines(record).some((line) => line.method === 'tools/call'), 'the call to reach the server');
@@ -370,16 +369,8 @@ describe('server-filesystem in an agent run', { timeout: MCP_TEST_TIMEOUT_MS }, 
     const events = (await client.untilComplete({ timeoutMs: 30_000 })).filter((event) => 'seq' in event);
     expect(summarize(events)).toEqual([
       'agent_start',
-      'agent_turn_start:1',
-      'agent_reason:1',
-      'tool_start:fs__read_text_file',
-      'tool_complete:fs__read_text_file',
-      'agent_observe:1',
-      'agent_turn_start:2',
-      'agent_reason:2',
-      'tool_start:fs__write_file',
-      'tool_complete:fs__write_file',
-      'agent_observe:2',
+      ...stepOf(1, 'fs__read_text_file'),
+      ...stepOf(2, 'fs__write_file'),
       'assistant_message',
       'agent_completion:answered',
       'response_complete',

@@ -1,7 +1,8 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { writeMcpConfig } from '../fixtures/mcp-servers.ts';
 import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { scriptCalculatorRun } from '../helpers/calculating-model.ts';
+import { closeAfterEach, cutting } from '../helpers/per-test.ts';
 import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
@@ -11,19 +12,11 @@ const SCRAPER = 'scraper-token-abcdefghijklmnop';
 
 let server: TestServer | undefined;
 let llm: ScriptedLlmServer | undefined;
-const clients: TestClient[] = [];
-
-afterEach(async () => {
-  for (const client of clients.splice(0)) client.socket.terminate();
-  await server?.close();
-  server = undefined;
-  await llm?.close();
-  llm = undefined;
-});
+const open = closeAfterEach();
 
 async function connect(query: Record<string, string | number> = {}): Promise<TestClient> {
   const client = await TestClient.connect(server!.wsUrl, query);
-  clients.push(client);
+  open(cutting(client));
   return client;
 }
 
@@ -53,9 +46,9 @@ async function scrape(headers: Record<string, string> = {}) {
 
 describe('GET /metrics (Prometheus)', () => {
   it('counts a finished run by strategy and ending, its model calls by purpose, its tokens and its tool call', async () => {
-    llm = await ScriptedLlmServer.start();
+    llm = open(await ScriptedLlmServer.start());
     scriptCalculatorRun(llm);
-    server = await startStepwiseWithModel(llm.url, { LLM_MODEL: MODEL });
+    server = open(await startStepwiseWithModel(llm.url, { LLM_MODEL: MODEL }));
     const before = await scrape();
     expect(before('stepwise_runs_active')).toBe(0);
     expect(before('stepwise_model_tokens_total', { kind: 'prompt', model: MODEL })).toBe(0);
@@ -83,11 +76,11 @@ describe('GET /metrics (Prometheus)', () => {
   });
 
   it('shows a run in progress and the question it waits on, then a stopped run', async () => {
-    llm = await ScriptedLlmServer.start();
+    llm = open(await ScriptedLlmServer.start());
     llm.respond((request) =>
       request.phase === 'act' ? { toolCalls: [{ name: 'request_input', arguments: { question: 'Which city?' } }] } : { text: reasonText('Ask.') },
     );
-    server = await startStepwiseWithModel(llm.url);
+    server = open(await startStepwiseWithModel(llm.url));
     const client = await connect();
     client.chat('Plan my trip', { agent_mode: true });
     await client.waitFor('agent_request_input', { timeoutMs: 30_000 });
@@ -103,17 +96,19 @@ describe('GET /metrics (Prometheus)', () => {
   });
 
   it('20 runs whose model invents tool names add no tool series but other; an MCP server that is down reads 0; unknown paths are one route', async () => {
-    llm = await ScriptedLlmServer.start();
+    llm = open(await ScriptedLlmServer.start());
     let invented = 0;
     llm.respond((request) => {
       if (request.phase === 'act') return { toolCalls: [{ name: `invented_tool_${++invented}`, arguments: { x: invented } }] };
       if (request.phase === 'observe') return { text: observeText('No such tool.', { final_answer: 'I could not do it.' }) };
       return { text: reasonText('Use a tool.') };
     });
-    server = await startStepwiseWithModel(llm.url, {
-      STEPWISE_CONFIG: writeMcpConfig({ down: { url: 'http://127.0.0.1:9/mcp' } }),
-      MCP_STARTUP_WAIT_MS: '0',
-    });
+    server = open(
+      await startStepwiseWithModel(llm.url, {
+        STEPWISE_CONFIG: writeMcpConfig({ down: { url: 'http://127.0.0.1:9/mcp' } }),
+        MCP_STARTUP_WAIT_MS: '0',
+      }),
+    );
     const client = await connect();
     for (let run = 0; run < 20; run++) {
       const from = client.events.length;
@@ -131,7 +126,7 @@ describe('GET /metrics (Prometheus)', () => {
   });
 
   it('needs the access token, or METRICS_TOKEN, which opens /metrics and nothing else', async () => {
-    server = await startStepwise({ AUTH_TOKEN: TOKEN, METRICS_TOKEN: SCRAPER });
+    server = open(await startStepwise({ AUTH_TOKEN: TOKEN, METRICS_TOKEN: SCRAPER }));
     expect((await fetch(`${server.url}/metrics`)).status).toBe(401);
     expect((await fetch(`${server.url}/metrics`, { headers: { authorization: 'Bearer wrong-token-0123456789' } })).status).toBe(401);
     await scrape({ authorization: `Bearer ${SCRAPER}` });

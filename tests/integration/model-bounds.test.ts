@@ -1,33 +1,13 @@
 import { configFromEnv, type CompletionRequest, type Logger, ModelError, OpenAiLlmClient } from '@stepwise/backend';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { observeText, reasonText, ScriptedLlmServer, type ScriptedReply } from '../fixtures/scripted-llm-server.ts';
-import { closeAll } from '../helpers/cleanup.ts';
-import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
-import { summarize, TestClient } from '../helpers/ws-client.ts';
+import { useScriptedStepwise } from '../helpers/per-test.ts';
+import { summarize, answeredInOneStep } from '../helpers/ws-client.ts';
 
 const CAP = 5_000;
 const NOTE = '\n\n[Reply cut at 5,000 characters: LLM_MAX_OUTPUT_CHARS]';
 
-let llm: ScriptedLlmServer | undefined;
-let server: TestServer | undefined;
-let client: TestClient | undefined;
-
-afterEach(async () => {
-  await closeAll(
-    () => client?.close(),
-    () => server?.close(),
-    () => llm?.close(),
-  );
-  client = server = llm = undefined;
-});
-
-/** A scripted model, the real server against it with these settings, and a connected client. */
-async function start(env: Record<string, string>): Promise<{ llm: ScriptedLlmServer; client: TestClient }> {
-  llm = await ScriptedLlmServer.start();
-  server = await startStepwiseWithModel(llm.url, env);
-  client = await TestClient.connect(server.wsUrl);
-  return { llm, client };
-}
+const { start, open } = useScriptedStepwise();
 
 /** The one event of this type (or agent update_type) in `events`. */
 function only(events: Record<string, unknown>[], kind: string): Record<string, unknown> {
@@ -75,15 +55,7 @@ describe('the output cap (LLM_MAX_OUTPUT_CHARS)', () => {
     client.chat('Think forever', { agent_mode: true });
     const events = await client.untilComplete();
 
-    expect(summarize(events)).toEqual([
-      'agent_start',
-      'agent_turn_start:1',
-      'agent_reason:1',
-      'agent_observe:1',
-      'assistant_message',
-      'agent_completion:answered',
-      'response_complete',
-    ]);
+    expect(summarize(events)).toEqual(answeredInOneStep());
     expect(only(events, 'agent_reason').content).toBe('y'.repeat(CAP) + NOTE);
     expect(deltaText(events, 'agent_reason_delta').length).toBeLessThanOrEqual(CAP + NOTE.length);
     await llm.waitForAbort(llm.requests[0]!);
@@ -100,15 +72,7 @@ describe('the output cap (LLM_MAX_OUTPUT_CHARS)', () => {
     client.chat('Add them', { agent_mode: true });
     const events = await client.untilComplete();
 
-    expect(summarize(events)).toEqual([
-      'agent_start',
-      'agent_turn_start:1',
-      'agent_reason:1',
-      'agent_observe:1',
-      'assistant_message',
-      'agent_completion:answered',
-      'response_complete',
-    ]);
+    expect(summarize(events)).toEqual(answeredInOneStep());
     // The observe call sees the act's text with the note, and no call without a result.
     const observe = llm.requests[2]!.body.messages;
     expect(observe.some((message) => message.content === `Adding now.${NOTE}`)).toBe(true);
@@ -285,7 +249,7 @@ describe('the model client on its own', () => {
     env: Record<string, string> = {},
     endpoint?: ScriptedLlmServer,
   ): Promise<{ llm: ScriptedLlmServer; model: OpenAiLlmClient; lines: Line[] }> {
-    llm = endpoint ?? (await ScriptedLlmServer.start());
+    const llm = endpoint ?? open(await ScriptedLlmServer.start());
     const lines: Line[] = [];
     const logger: Logger = {
       debug: (object, message) => lines.push({ level: 'debug', object, message }),

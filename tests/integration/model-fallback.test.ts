@@ -2,8 +2,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Store, TOKENS } from '@stepwise/backend';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { observeText, type RecordedRequest, reasonText, ScriptedLlmServer, type ScriptedReply } from '../fixtures/scripted-llm-server.ts';
+import { closeAfterEach } from '../helpers/per-test.ts';
 import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 import { TestClient } from '../helpers/ws-client.ts';
 
@@ -11,14 +12,7 @@ let primary: ScriptedLlmServer | undefined;
 let backup: ScriptedLlmServer | undefined;
 let server: TestServer | undefined;
 let client: TestClient | undefined;
-
-afterEach(async () => {
-  await client?.close();
-  await server?.close();
-  await primary?.close();
-  await backup?.close();
-  client = server = primary = backup = undefined;
-});
+const open = closeAfterEach();
 
 const USAGE = { prompt_tokens: 1_000_000, completion_tokens: 0 };
 
@@ -36,7 +30,7 @@ function backupReplies(finish: () => boolean) {
  */
 async function start(options: { refused?: string; primaryReply?: ScriptedReply; env?: Record<string, string> } = {}) {
   primary = (await ScriptedLlmServer.start()).respond(() => options.primaryReply ?? { status: 500, errorMessage: 'the primary is down' });
-  backup = await ScriptedLlmServer.start();
+  backup = open(await ScriptedLlmServer.start());
   const path = join(mkdtempSync(join(tmpdir(), 'stepwise-fallback-')), 'stepwise.config.json');
   writeFileSync(
     path,
@@ -46,8 +40,8 @@ async function start(options: { refused?: string; primaryReply?: ScriptedReply; 
       prices: { 'llama3.1': { input: 0.5, output: 1 } },
     }),
   );
-  server = await startStepwiseWithModel(primary.url, { STEPWISE_CONFIG: path, LLM_MAX_RETRIES: '1', ...options.env });
-  client = await TestClient.connect(server.wsUrl);
+  server = open(await startStepwiseWithModel(primary.url, { STEPWISE_CONFIG: path, LLM_MAX_RETRIES: '1', ...options.env }));
+  client = open(await TestClient.connect(server.wsUrl));
 }
 
 async function metric(name: string, labels: string): Promise<number | undefined> {

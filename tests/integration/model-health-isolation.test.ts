@@ -1,25 +1,23 @@
 // One session's unusable model output stays in that session: it neither reaches nor alarms the others.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { closeAfterEach } from '../helpers/per-test.ts';
 import { startStepwiseWithModel } from '../helpers/stepwise.ts';
 import { TestClient } from '../helpers/ws-client.ts';
 
-const cleanups: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
-});
+const open = closeAfterEach();
 
 describe('model_health', () => {
   it('does not carry another session’s model output (nor flip the endpoint to failing for one bad reply)', async () => {
     const llm = await ScriptedLlmServer.start();
-    cleanups.push(() => llm.close());
+    open(llm);
     llm.respond((request) => (request.phase.endsWith('.plan') ? { text: '{"plan": TOPSECRET-12345 }' } : { text: 'x' }));
     const server = await startStepwiseWithModel(llm.url, { LLM_STRUCTURED_OUTPUT: 'false' });
-    cleanups.push(() => server.close());
+    open(server);
     const alice = await TestClient.connect(server.wsUrl);
-    cleanups.push(() => alice.close());
+    open(alice);
     const bob = await TestClient.connect(server.wsUrl);
-    cleanups.push(() => bob.close());
+    open(bob);
     alice.chat('secret task', { agent_mode: true, strategy: 'plan_execute', tools: ['calculator'] });
     await alice.untilComplete({ timeoutMs: 10_000 });
     await new Promise((resolve) => setTimeout(resolve, 200));

@@ -1,24 +1,17 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
-import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
-import { TestClient } from '../helpers/ws-client.ts';
+import { describe, expect, it } from 'vitest';
+import { observeText, reasonText, type ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { useScriptedStepwise } from '../helpers/per-test.ts';
+import type { TestServer } from '../helpers/stepwise.ts';
+import type { TestClient } from '../helpers/ws-client.ts';
 
 let llm: ScriptedLlmServer | undefined;
 let server: TestServer | undefined;
 let client: TestClient | undefined;
-
-afterEach(async () => {
-  await client?.close();
-  await server?.close();
-  await llm?.close();
-  client = server = llm = undefined;
-});
+const stepwise = useScriptedStepwise();
 
 describe('the notepad', () => {
   it('keeps notes across runs in the session file notepad.md, and plan_execute reads them before planning', async () => {
-    llm = await ScriptedLlmServer.start();
-    server = await startStepwiseWithModel(llm.url);
-    client = await TestClient.connect(server.wsUrl);
+    ({ llm, server, client } = await stepwise.start());
     llm.enqueue(
       { text: reasonText('Note the budget.') },
       { toolCalls: [{ id: 'n1', name: 'notepad', arguments: { operation: 'append', text: 'The budget is 40 EUR.' } }] },
@@ -41,9 +34,7 @@ describe('the notepad', () => {
   });
 
   it('reads back what was noted, and says when it is empty', async () => {
-    llm = await ScriptedLlmServer.start();
-    server = await startStepwiseWithModel(llm.url);
-    client = await TestClient.connect(server.wsUrl);
+    ({ llm, server, client } = await stepwise.start());
     llm.enqueue(
       { text: reasonText('Read the notes.') },
       { toolCalls: [{ id: 'r1', name: 'notepad', arguments: { operation: 'read' } }] },

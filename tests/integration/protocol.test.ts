@@ -1,28 +1,14 @@
 import WebSocket from 'ws';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
-import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
+import { describe, expect, it } from 'vitest';
+import { observeText, reasonText } from '../fixtures/scripted-llm-server.ts';
+import { useScriptedStepwise } from '../helpers/per-test.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
-let llm: ScriptedLlmServer;
-let server: TestServer;
-let client: TestClient;
-
-beforeEach(async () => {
-  llm = await ScriptedLlmServer.start();
-  server = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'scripted-model' });
-  client = await TestClient.connect(server.wsUrl);
-});
-
-afterEach(async () => {
-  await client?.close();
-  await server?.close();
-  await llm?.close();
-});
+const stepwise = useScriptedStepwise({ LLM_MODEL: 'scripted-model' }, { eachTest: true });
 
 describe('the session message', () => {
   it('names the session, the model, the limits and the tools', () => {
-    const session = client.session;
+    const session = stepwise.client.session;
     expect(session).toMatchObject({
       type: 'session',
       protocol: 1,
@@ -45,13 +31,13 @@ describe('the session message', () => {
   });
 
   it('answers GET /api/health', async () => {
-    const response = await fetch(`${server.url}/api/health`);
+    const response = await fetch(`${stepwise.server.url}/api/health`);
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ status: 'ok' });
   });
 });
 
-describe('bad client messages', () => {
+describe('bad stepwise.client messages', () => {
   const cases: [string, string, string][] = [
     ['not JSON', '{"type": "chat", ', 'invalid_json'],
     ['not an object', '[1, 2, 3]', 'invalid_message'],
@@ -67,28 +53,28 @@ describe('bad client messages', () => {
   ];
 
   it.each(cases)('rejects a message %s with a typed error and keeps the socket usable', async (_name, frame, code) => {
-    client.send(frame);
-    const error = await client.waitFor('error');
+    stepwise.client.send(frame);
+    const error = await stepwise.client.waitFor('error');
     expect(error).toMatchObject({ type: 'error', code });
     expect(String(error.message).length).toBeGreaterThan(5);
-    expect(llm.requests).toHaveLength(0);
+    expect(stepwise.llm.requests).toHaveLength(0);
 
-    llm.enqueue({ text: 'Still fine.' });
-    client.chat('Hello');
-    const events = await client.untilComplete();
+    stepwise.llm.enqueue({ text: 'Still fine.' });
+    stepwise.client.chat('Hello');
+    const events = await stepwise.client.untilComplete();
     expect(summarize(events).slice(-2)).toEqual(['assistant_message', 'response_complete']);
   });
 
   it('rejects binary frames', async () => {
-    client.socket.send(Buffer.from([1, 2, 3]), { binary: true });
-    expect(await client.waitFor('error')).toMatchObject({ code: 'binary_not_supported' });
+    stepwise.client.socket.send(Buffer.from([1, 2, 3]), { binary: true });
+    expect(await stepwise.client.waitFor('error')).toMatchObject({ code: 'binary_not_supported' });
   });
 
-  it('closes the socket with 1009 on a frame over 1 MiB, and the server keeps serving', async () => {
-    client.send(JSON.stringify({ type: 'chat', content: 'x'.repeat(1024 * 1024 + 10) }));
-    expect(await client.closed()).toBe(1009);
-    const fresh = await TestClient.connect(server.wsUrl);
-    llm.enqueue({ text: 'Alive.' });
+  it('closes the socket with 1009 on a frame over 1 MiB, and the stepwise.server keeps serving', async () => {
+    stepwise.client.send(JSON.stringify({ type: 'chat', content: 'x'.repeat(1024 * 1024 + 10) }));
+    expect(await stepwise.client.closed()).toBe(1009);
+    const fresh = await TestClient.connect(stepwise.server.wsUrl);
+    stepwise.llm.enqueue({ text: 'Alive.' });
     fresh.chat('Hello');
     expect(summarize(await fresh.untilComplete())).toEqual(['assistant_message', 'response_complete']);
     await fresh.close();
@@ -97,9 +83,9 @@ describe('bad client messages', () => {
 
 describe('plain chat', () => {
   it('streams the answer and remembers the conversation', async () => {
-    llm.enqueue({ text: 'Nice to meet you, Ada.' }, { text: 'Your name is Ada.' });
-    client.chat('My name is Ada.');
-    const first = await client.untilComplete();
+    stepwise.llm.enqueue({ text: 'Nice to meet you, Ada.' }, { text: 'Your name is Ada.' });
+    stepwise.client.chat('My name is Ada.');
+    const first = await stepwise.client.untilComplete();
     expect(
       first
         .filter((event) => event.type === 'assistant_delta')
@@ -108,43 +94,43 @@ describe('plain chat', () => {
     ).toBe('Nice to meet you, Ada.');
     expect(summarize(first)).toEqual(['assistant_message', 'response_complete']);
 
-    const from = client.events.length;
-    client.chat('What is my name?');
-    const second = await client.untilComplete({ from });
+    const from = stepwise.client.events.length;
+    stepwise.client.chat('What is my name?');
+    const second = await stepwise.client.untilComplete({ from });
     expect(second.find((event) => event.type === 'assistant_message')!.content).toBe('Your name is Ada.');
-    const messages = llm.requests[1]!.body.messages.map(({ role, content }) => [role, content]);
+    const messages = stepwise.llm.requests[1]!.body.messages.map(({ role, content }) => [role, content]);
     expect(messages.slice(1)).toEqual([
       ['user', 'My name is Ada.'],
       ['assistant', 'Nice to meet you, Ada.'],
       ['user', 'What is my name?'],
     ]);
-    expect(llm.requests[1]!.toolNames).toEqual([]);
+    expect(stepwise.llm.requests[1]!.toolNames).toEqual([]);
   });
 
   it('can be stopped mid-answer', async () => {
-    llm.enqueue({ hang: true });
-    client.chat('Tell me a long story');
-    const request = await llm.waitFor(() => true);
-    client.send({ type: 'agent_control', action: 'stop' });
-    expect(summarize(await client.untilComplete())).toEqual(['response_complete']);
-    await llm.waitForAbort(request);
+    stepwise.llm.enqueue({ hang: true });
+    stepwise.client.chat('Tell me a long story');
+    const request = await stepwise.llm.waitFor(() => true);
+    stepwise.client.send({ type: 'agent_control', action: 'stop' });
+    expect(summarize(await stepwise.client.untilComplete())).toEqual(['response_complete']);
+    await stepwise.llm.waitForAbort(request);
   });
 });
 
 describe('reconnecting', () => {
   it('replays the log after after_seq, then goes on live, with no gap and no duplicate', async () => {
-    llm.enqueue({ text: reasonText('Ask first.') }, { toolCalls: [{ id: 'ask', name: 'request_input', arguments: { question: 'Which unit?' } }] });
-    client.chat('Convert it', { agent_mode: true });
-    const question = await client.waitFor('agent_request_input');
-    const sessionId = String(client.session.session_id);
+    stepwise.llm.enqueue({ text: reasonText('Ask first.') }, { toolCalls: [{ id: 'ask', name: 'request_input', arguments: { question: 'Which unit?' } }] });
+    stepwise.client.chat('Convert it', { agent_mode: true });
+    const question = await stepwise.client.waitFor('agent_request_input');
+    const sessionId = String(stepwise.client.session.session_id);
     const seenSeq = Number(question.seq) - 2;
-    await client.close();
+    await stepwise.client.close();
 
-    const rejoined = await TestClient.connect(server.wsUrl, { session_id: sessionId, after_seq: seenSeq });
+    const rejoined = await TestClient.connect(stepwise.server.wsUrl, { session_id: sessionId, after_seq: seenSeq });
     try {
       expect(rejoined.session).toMatchObject({ session_id: sessionId, resumed: true, last_seq: question.seq });
       await rejoined.waitFor('agent_request_input');
-      llm.enqueue({ text: observeText('Metres.', { final_answer: 'In metres.' }) });
+      stepwise.llm.enqueue({ text: observeText('Metres.', { final_answer: 'In metres.' }) });
       rejoined.send({ type: 'agent_user_input', content: 'metres' });
       await rejoined.untilComplete();
       const seqs = rejoined.logged.map((event) => Number(event.seq));
@@ -157,7 +143,7 @@ describe('reconnecting', () => {
   });
 
   it('starts a new session for an unknown session id', async () => {
-    const stranger = await TestClient.connect(server.wsUrl, {
+    const stranger = await TestClient.connect(stepwise.server.wsUrl, {
       session_id: '00000000-0000-4000-8000-000000000000',
       after_seq: 3,
     });
@@ -167,21 +153,21 @@ describe('reconnecting', () => {
   });
 
   it('keeps a run going while its socket is away', async () => {
-    llm.enqueue({ text: reasonText('Slow.'), delayMs: 150 }, { text: 'No tool.' }, { text: observeText('ok', { final_answer: 'Done meanwhile.' }) });
-    client.chat('Work while I am gone', { agent_mode: true });
-    await client.waitFor('agent_turn_start');
-    const sessionId = String(client.session.session_id);
-    client.socket.terminate();
-    await llm.waitFor((request) => request.phase === 'observe');
+    stepwise.llm.enqueue({ text: reasonText('Slow.'), delayMs: 150 }, { text: 'No tool.' }, { text: observeText('ok', { final_answer: 'Done meanwhile.' }) });
+    stepwise.client.chat('Work while I am gone', { agent_mode: true });
+    await stepwise.client.waitFor('agent_turn_start');
+    const sessionId = String(stepwise.client.session.session_id);
+    stepwise.client.socket.terminate();
+    await stepwise.llm.waitFor((request) => request.phase === 'observe');
     // The run ends while no socket is attached.
     const deadline = Date.now() + 15_000;
     for (;;) {
-      const detail = await (await fetch(`${server.url}/api/sessions/${sessionId}`)).json();
+      const detail = await (await fetch(`${stepwise.server.url}/api/sessions/${sessionId}`)).json();
       if (detail.runs.length > 0 && detail.runs.every((run: { status: string }) => run.status !== 'running')) break;
       if (Date.now() > deadline) throw new Error(`the run did not end: ${JSON.stringify(detail.runs)}`);
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
-    const back = await TestClient.connect(server.wsUrl, { session_id: sessionId, after_seq: 0 });
+    const back = await TestClient.connect(stepwise.server.wsUrl, { session_id: sessionId, after_seq: 0 });
     try {
       const events = await back.untilComplete();
       expect(events.find((event) => event.type === 'assistant_message')!.content).toBe('Done meanwhile.');
@@ -193,7 +179,7 @@ describe('reconnecting', () => {
 
 describe('a socket that sends before the session is open', () => {
   it('handles frames in order once the session is ready', async () => {
-    const socket = new WebSocket(server.wsUrl);
+    const socket = new WebSocket(stepwise.server.wsUrl);
     const received: { type: string; code?: string }[] = [];
     const bothArrived = new Promise<void>((resolve) =>
       socket.on('message', (data) => {
@@ -211,15 +197,15 @@ describe('a socket that sends before the session is open', () => {
 
 describe('awkward text', () => {
   it('takes messages with NUL and other control characters, in plain chat and agent runs', async () => {
-    llm.enqueue({ text: 'Got it.' });
-    client.chat('\u0000');
-    expect(summarize(await client.untilComplete())).toEqual(['assistant_message', 'response_complete']);
-    llm.enqueue({ text: reasonText('Fine.', { finish: true }) }, { text: observeText('ok', { final_answer: 'Done \u0000 too.' }) });
-    const from = client.events.length;
-    client.chat('a\u0000b\u0007c', { agent_mode: true });
-    const events = await client.untilComplete({ from });
+    stepwise.llm.enqueue({ text: 'Got it.' });
+    stepwise.client.chat('\u0000');
+    expect(summarize(await stepwise.client.untilComplete())).toEqual(['assistant_message', 'response_complete']);
+    stepwise.llm.enqueue({ text: reasonText('Fine.', { finish: true }) }, { text: observeText('ok', { final_answer: 'Done \u0000 too.' }) });
+    const from = stepwise.client.events.length;
+    stepwise.client.chat('a\u0000b\u0007c', { agent_mode: true });
+    const events = await stepwise.client.untilComplete({ from });
     expect(events.find((event) => event.type === 'assistant_message')!.content).toBe('Done \u0000 too.');
-    const sessions = await (await fetch(`${server.url}/api/sessions`)).json();
-    expect(sessions.sessions.find((session: { id: string }) => session.id === client.session.session_id).title).toBe('Untitled chat');
+    const sessions = await (await fetch(`${stepwise.server.url}/api/sessions`)).json();
+    expect(sessions.sessions.find((session: { id: string }) => session.id === stepwise.client.session.session_id).title).toBe('Untitled chat');
   });
 });

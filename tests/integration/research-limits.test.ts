@@ -1,45 +1,23 @@
 // Research's state document and cost budget under load meant to stall or overspend, over the wire:
 // nested YAML, a graph too large to write back, and parallel tasks racing for one budget.
 import { GRAPH_MAX_DEPTH, GRAPH_MAX_NODES, renderState, type ResearchState } from '@stepwise/backend';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { observeText, reasonText, ScriptedLlmServer, type ScriptedReply } from '../fixtures/scripted-llm-server.ts';
-import { closeAll } from '../helpers/cleanup.ts';
-import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
-import { summarize, TestClient } from '../helpers/ws-client.ts';
+import { useScriptedStepwise } from '../helpers/per-test.ts';
+import { summarize } from '../helpers/ws-client.ts';
+import { type StateTask, stateTask } from '../fixtures/research-tasks.ts';
 
-let llm: ScriptedLlmServer | undefined;
-let server: TestServer | undefined;
-let client: TestClient | undefined;
-
-afterEach(async () => {
-  await closeAll(
-    () => client?.close(),
-    () => server?.close(),
-    () => llm?.close(),
-  );
-  client = server = llm = undefined;
-});
+const stepwise = useScriptedStepwise({ LLM_MODEL: 'gpt-4o-mini' });
 
 type Event = Record<string, unknown>;
-type Task = ResearchState['graph']['stages'][number]['tasks'][number];
 
-const files = () => `${server!.url}/api/sessions/${client!.session.session_id}/files`;
+const files = () => `${stepwise.server.url}/api/sessions/${stepwise.client.session.session_id}/files`;
 const docText = async () => (await fetch(`${files()}/RESEARCH_STATE.md`)).text();
 const upload = (body: string) => fetch(`${files()}?name=RESEARCH_STATE.md`, { method: 'POST', body, headers: { 'content-type': 'text/plain' } });
 
-const task = (id: string, extra: Partial<Task> = {}): Task => ({
-  id,
-  title: `Task ${id}`,
-  agent: 'literature_scout',
-  status: 'todo',
-  depends_on: [],
-  acceptance_criteria: [],
-  inputs: [],
-  outputs: [],
-  ...extra,
-});
+const task = stateTask;
 
-function state(tasks: Task[]): ResearchState {
+function state(tasks: StateTask[]): ResearchState {
   return {
     goal: 'Find the figure',
     constraints: [],
@@ -57,15 +35,9 @@ function withGraph(doc: string, yaml: string): string {
   return doc.replace(/^version: 1$/m, `version: 1\nextra: ${yaml}`);
 }
 
-async function start(): Promise<void> {
-  llm ??= await ScriptedLlmServer.start();
-  server = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'gpt-4o-mini' });
-  client = await TestClient.connect(server.wsUrl);
-}
-
 describe('the research state document against parser bombs', () => {
   it('nested YAML ([[[… and {a: {a: …, 0.9 MB) uploaded twice at once and written by write_file is refused, the server stays responsive and the document stays', async () => {
-    llm = await ScriptedLlmServer.start();
+    const llm = stepwise.open(await ScriptedLlmServer.start());
     const nestedWrite = withGraph(renderState(state([task('1.1')])), '['.repeat(50_000) + ']'.repeat(50_000));
     llm.respond((request): ScriptedReply => {
       if (request.phase === 'act') {
@@ -75,7 +47,7 @@ describe('the research state document against parser bombs', () => {
       if (request.phase === 'observe') return { text: observeText('Done.', { final_answer: 'Done.' }) };
       return { text: reasonText('Write it.') };
     });
-    await start();
+    await stepwise.start({}, llm);
     const before = renderState(state([task('1.1'), task('1.2')]));
     expect((await upload(before)).status).toBe(201);
     const rssBefore = process.memoryUsage().rss;
@@ -84,7 +56,7 @@ describe('the research state document against parser bombs', () => {
     const mappings = withGraph(before, `${'{a: '.repeat(180_000)}1${'}'.repeat(180_000)}`);
     expect(Buffer.byteLength(sequences)).toBeGreaterThan(900_000);
     expect(Buffer.byteLength(mappings)).toBeGreaterThan(900_000);
-    const [first, second, health] = await Promise.all([upload(sequences), upload(mappings), fetch(`${server!.url}/api/health`)]);
+    const [first, second, health] = await Promise.all([upload(sequences), upload(mappings), fetch(`${stepwise.server.url}/api/health`)]);
     expect(health.status).toBe(200);
     const depth = new RegExp(
       `^RESEARCH_STATE\\.md line \\d+: the task graph nests more than ${GRAPH_MAX_DEPTH} levels deep; it may nest at most ${GRAPH_MAX_DEPTH}$`,
@@ -94,8 +66,8 @@ describe('the research state document against parser bombs', () => {
       expect(await refused.json()).toEqual({ error: { code: 'invalid_file_content', message: expect.stringMatching(depth) } });
     }
 
-    client!.chat('Overwrite the research state', { agent_mode: true, tools: ['write_file'], tool_approval: { write_file: 'auto' } });
-    const events = (await client!.untilComplete({ timeoutMs: 30_000 })) as Event[];
+    stepwise.client.chat('Overwrite the research state', { agent_mode: true, tools: ['write_file'], tool_approval: { write_file: 'auto' } });
+    const events = (await stepwise.client.untilComplete({ timeoutMs: 30_000 })) as Event[];
     expect(summarize(events).slice(-2)).toEqual(['agent_completion:answered', 'response_complete']);
     expect(String(events.find((event) => event.type === 'tool_error')?.error)).toMatch(/nests more than 32 levels deep/);
 
@@ -105,13 +77,13 @@ describe('the research state document against parser bombs', () => {
   });
 
   it('a graph of 49,000 items in one flow list (99 KB) is refused, and so is one the server could read but not write back', async () => {
-    await start();
+    await stepwise.start();
     const before = renderState(state([task('1.1')]));
     expect((await upload(before)).status).toBe(201);
     const list = (count: number) => `[${Array.from({ length: count }, () => 'a').join(',')}]`;
 
     const huge = withGraph(before, list(49_000));
-    const [refused, health] = await Promise.all([upload(huge), fetch(`${server!.url}/api/health`)]);
+    const [refused, health] = await Promise.all([upload(huge), fetch(`${stepwise.server.url}/api/health`)]);
     expect(health.status).toBe(200);
     expect(refused.status).toBe(400);
     expect(await refused.json()).toEqual({
@@ -130,14 +102,14 @@ describe('the research state document against parser bombs', () => {
   });
 
   it('the strategy never writes a graph it would refuse to read: follow-up tasks that would pass the bound end the run with the reason, the document stays readable', async () => {
-    llm = await ScriptedLlmServer.start();
+    const llm = stepwise.open(await ScriptedLlmServer.start());
     const fail = {
       verdict: 'FAIL',
       issues: ['not enough'],
       follow_up_tasks: [{ title: 'Check everything', agent: 'verifier', acceptance_criteria: Array.from({ length: 400 }, (_, index) => `criterion ${index}`) }],
     };
     llm.respond((request): ScriptedReply => (request.purpose === 'research.stage_verifier' ? { text: JSON.stringify(fail) } : { text: '{}' }));
-    await start();
+    await stepwise.start({}, llm);
     // Stage 1 is done but for its verdict, its graph just under the node bound.
     const done = (id: string, inputs: string[] = []) => task(id, { status: 'done', outputs: [`task-${id}.json`], inputs });
     const base = state([done('1.1'), done('1.2')]);
@@ -146,8 +118,8 @@ describe('the research state document against parser bombs', () => {
     const uploaded = await upload(renderState(base));
     expect(uploaded.status).toBe(201);
 
-    client!.chat('Judge the stage', { agent_mode: true, strategy: 'research' });
-    const events = (await client!.untilComplete({ timeoutMs: 30_000 })) as Event[];
+    stepwise.client.chat('Judge the stage', { agent_mode: true, strategy: 'research' });
+    const events = (await stepwise.client.untilComplete({ timeoutMs: 30_000 })) as Event[];
     expect(summarize(events).slice(-2)).toEqual(['agent_error:1', 'response_complete']);
     expect(String(events.find((event) => event.update_type === 'agent_error')?.message)).toMatch(
       new RegExp(`cannot be saved: the task graph would be written with \\d+ YAML nodes; it may have at most ${GRAPH_MAX_NODES}`),
@@ -162,7 +134,7 @@ describe('the research state document against parser bombs', () => {
 
 describe('the cost budget of a research run', () => {
   it('eight parallel tasks share one budget: the calls in flight hold their share, the run ends with budget, overshooting by less than one call', async () => {
-    llm = await ScriptedLlmServer.start();
+    const llm = stepwise.open(await ScriptedLlmServer.start());
     const tasks = Array.from({ length: 8 }, (_, index) => ({
       id: `1.${index + 1}`,
       title: `Task ${index + 1}`,
@@ -188,14 +160,14 @@ describe('the cost budget of a research run', () => {
           return { text: JSON.stringify({ verdict: 'PASS', issues: [], follow_up_tasks: [] }), usage };
       }
     });
-    await start();
-    client!.chat('How tall is the tower?', {
+    await stepwise.start({}, llm);
+    stepwise.client.chat('How tall is the tower?', {
       agent_mode: true,
       strategy: 'research',
       strategy_options: { max_parallel: 8 },
       max_cost_usd: budget,
     });
-    const events = (await client!.untilComplete({ timeoutMs: 30_000 })) as Event[];
+    const events = (await stepwise.client.untilComplete({ timeoutMs: 30_000 })) as Event[];
     expect(summarize(events).slice(-3)).toEqual(['assistant_message', 'agent_completion:budget', 'response_complete']);
     const completion = events.find((event) => event.update_type === 'agent_completion')!;
     const spent = Number(completion.cost_usd);

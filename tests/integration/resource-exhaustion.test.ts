@@ -1,9 +1,10 @@
 import { request as httpRequest } from 'node:http';
 import { connect as tcpConnect } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { SessionManager } from '@stepwise/backend';
 import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { closeAfterEach, cutting } from '../helpers/per-test.ts';
 import { sharedTestStore, startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
@@ -13,25 +14,17 @@ import { summarize, TestClient } from '../helpers/ws-client.ts';
  */
 let server: TestServer | undefined;
 let llm: ScriptedLlmServer | undefined;
-const clients: TestClient[] = [];
-
-afterEach(async () => {
-  for (const client of clients.splice(0)) client.socket.terminate();
-  await server?.close();
-  server = undefined;
-  await llm?.close();
-  llm = undefined;
-});
+const open = closeAfterEach();
 
 async function connect(query: Record<string, string | number> = {}, headers: Record<string, string> = {}): Promise<TestClient> {
   const client = await TestClient.connect(server!.wsUrl, query, { headers });
-  clients.push(client);
+  open(cutting(client));
   return client;
 }
 
 describe('tool names a model makes up', () => {
   it('are counted under one `other` label: /metrics keeps a bounded set of series', async () => {
-    llm = await ScriptedLlmServer.start();
+    llm = open(await ScriptedLlmServer.start());
     const invented = Array.from({ length: 40 }, (_, index) => `made_up_${index}_${'x'.repeat(2_000)}`);
     llm.respond((request) => {
       if (request.phase === 'act') {
@@ -43,7 +36,7 @@ describe('tool names a model makes up', () => {
       if (request.phase === 'observe') return { text: observeText('Done.', { should_continue: false, final_answer: '42' }) };
       return { text: reasonText('Call everything.') };
     });
-    server = await startStepwiseWithModel(llm.url);
+    server = open(await startStepwiseWithModel(llm.url));
     const client = await connect();
     client.chat('Try every tool', { agent_mode: true, tools: ['calculator'] });
     const events = await client.untilComplete({ timeoutMs: 30_000 });
@@ -84,7 +77,7 @@ function tryUpgrade(user: string): Promise<{ status: number; body: string }> {
 
 describe('users behind one trusted proxy', () => {
   it('each have their own share of sockets: alice at her limit is refused 429 too_many_connections, bob is not', async () => {
-    server = await startStepwiseWithModel('http://127.0.0.1:9/v1', { ...PROXIED, MAX_SOCKETS_PER_ADDRESS: '3' });
+    server = open(await startStepwiseWithModel('http://127.0.0.1:9/v1', { ...PROXIED, MAX_SOCKETS_PER_ADDRESS: '3' }));
     for (let index = 0; index < 3; index++) await connect({}, as('alice'));
     const refused = await tryUpgrade('alice');
     expect(refused.status).toBe(429);
@@ -95,9 +88,9 @@ describe('users behind one trusted proxy', () => {
   });
 
   it('each have their own share of runs: alice at her limit gets too_many_runs, bob’s first run starts', async () => {
-    llm = await ScriptedLlmServer.start();
+    llm = open(await ScriptedLlmServer.start());
     llm.respond(() => ({ hang: true }));
-    server = await startStepwiseWithModel(llm.url, { ...PROXIED, MAX_CONCURRENT_RUNS: '8', MAX_RUNS_PER_ADDRESS: '2' });
+    server = open(await startStepwiseWithModel(llm.url, { ...PROXIED, MAX_CONCURRENT_RUNS: '8', MAX_RUNS_PER_ADDRESS: '2' }));
     const alices = [await connect({}, as('alice')), await connect({}, as('alice')), await connect({}, as('alice'))];
     for (const client of alices.slice(0, 2)) client.chat('Hold a slot', { agent_mode: true });
     await llm.waitFor(() => llm!.requests.length >= 2);
@@ -117,7 +110,7 @@ describe('users behind one trusted proxy', () => {
 describe('clients known only by their address, behind a trusted proxy', () => {
   it('each count against the address the proxy forwards, never the proxy’s own', async () => {
     const token = 'proxied-token-0123456789abcdef';
-    server = await startStepwise({ AUTH_TOKEN: token, TRUSTED_PROXIES: '127.0.0.1,::1', REST_MAX_REQUESTS_PER_MINUTE: '2' });
+    server = open(await startStepwise({ AUTH_TOKEN: token, TRUSTED_PROXIES: '127.0.0.1,::1', REST_MAX_REQUESTS_PER_MINUTE: '2' }));
     const list = (forwardedFor: string) =>
       fetch(`${server!.url}/api/sessions`, { headers: { authorization: `Bearer ${token}`, 'x-forwarded-for': forwardedFor } });
     expect((await list('10.0.0.1')).status).toBe(200);
@@ -132,7 +125,7 @@ describe('clients known only by their address, behind a trusted proxy', () => {
 
 describe('reading a large chat’s events over and over', () => {
   it('costs the reader its own share (429 rate_limited once spent), never another user’s, and the health check answers throughout', async () => {
-    server = await startStepwise({ ...PROXIED, LLM_PROVIDER: 'demo', EVENTS_BYTES_PER_MINUTE: String(1024 * 1024) });
+    server = open(await startStepwise({ ...PROXIED, LLM_PROVIDER: 'demo', EVENTS_BYTES_PER_MINUTE: String(1024 * 1024) }));
     const alice = await connect({}, as('alice'));
     alice.chat('A chat that will be large');
     await alice.untilComplete();
@@ -182,7 +175,7 @@ describe('reading a large chat’s events over and over', () => {
 
 describe('a client that connects and leaves in a loop', () => {
   it('leaves no session in memory for long, while a chat it wrote in stays and is rejoined whole', async () => {
-    server = await startStepwise({ LLM_PROVIDER: 'demo', SESSION_UNUSED_TTL_MS: '50' });
+    server = open(await startStepwise({ LLM_PROVIDER: 'demo', SESSION_UNUSED_TTL_MS: '50' }));
     const sessions = server.container.resolve(SessionManager);
     const writer = await connect();
     writer.chat('Keep me');
@@ -200,10 +193,10 @@ describe('a client that connects and leaves in a loop', () => {
 
 describe('slow uploads', () => {
   it('are cut with 408 once REQUEST_TIMEOUT_MS has passed, an address over MAX_CONNECTIONS_PER_ADDRESS is refused 429 at once, and others are served meanwhile', async () => {
-    server = await startStepwise({ LLM_PROVIDER: 'demo', REQUEST_TIMEOUT_MS: '1500', MAX_CONNECTIONS_PER_ADDRESS: '8' });
+    server = open(await startStepwise({ LLM_PROVIDER: 'demo', REQUEST_TIMEOUT_MS: '1500', MAX_CONNECTIONS_PER_ADDRESS: '8' }));
     // A socket of another client, open before the attack and past its time: upgraded sockets are not cut.
     const watcher = await TestClient.connect(server.wsUrl, {}, { localAddress: '127.0.0.3' });
-    clients.push(watcher);
+    open(cutting(watcher));
     watcher.chat('A chat to upload into');
     await watcher.untilComplete();
     const chatId = watcher.session.session_id;
@@ -229,7 +222,7 @@ describe('slow uploads', () => {
 
 describe('slow uploads of users behind one trusted proxy', () => {
   it('each user has MAX_UPLOADS_PER_CLIENT going at once: alice’s next is refused 429 too_many_connections, bob’s goes through', async () => {
-    server = await startStepwise({ ...PROXIED, LLM_PROVIDER: 'demo', MAX_UPLOADS_PER_CLIENT: '2', REQUEST_TIMEOUT_MS: '2500' });
+    server = open(await startStepwise({ ...PROXIED, LLM_PROVIDER: 'demo', MAX_UPLOADS_PER_CLIENT: '2', REQUEST_TIMEOUT_MS: '2500' }));
     const chatOf = async (user: string) => {
       const client = await connect({}, as(user));
       client.chat('A chat to upload into');

@@ -1,21 +1,19 @@
 // A continued run interrupted by a restart finishes by itself, logging and saving nothing twice.
 import { openSqliteStore } from '@stepwise/backend';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { closeAfterEach } from '../helpers/per-test.ts';
 import type { TestServer } from '../helpers/stepwise.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
-const cleanups: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
-});
+const open = closeAfterEach();
 
 describe('restart of a continued run', () => {
   it('finishes it without logging the first run’s steps again or saving its messages twice', async () => {
     const llm = await ScriptedLlmServer.start();
-    cleanups.push(() => llm.close());
+    open(llm);
     const store = await openSqliteStore(':memory:');
-    cleanups.push(async () => store.close());
+    open(store);
     let holdAt = 2; // observe with this many tool results hangs
     llm.respond((request) => {
       const results = request.body.messages.filter((message) => message.role === 'tool').length;
@@ -31,9 +29,9 @@ describe('restart of a continued run', () => {
       undefined,
       store,
     );
-    cleanups.push(() => first.close());
+    open(first);
     const client = await TestClient.connect(first.wsUrl);
-    cleanups.push(() => client.close());
+    open(client);
     client.chat('Count to four', { agent_mode: true, agent_max_steps: 8, tools: ['calculator'] });
     await llm.waitFor((request) => request.phase === 'observe' && request.body.messages.filter((m) => m.role === 'tool').length === 2, 10_000);
     client.send({ type: 'agent_control', action: 'stop' });
@@ -57,9 +55,9 @@ describe('restart of a continued run', () => {
     holdAt = -1;
     const { startStepwise } = await import('../helpers/stepwise.ts');
     const recovering = await startStepwise({ LLM_PROVIDER: 'openai', OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'k' }, undefined, store);
-    cleanups.push(() => recovering.close());
+    open(recovering);
     const rejoined = await TestClient.connect(recovering.wsUrl, { session_id: sessionId, after_seq: 0 });
-    cleanups.push(() => rejoined.close());
+    open(rejoined);
     await rejoined.next((event) => event.type === 'response_complete' && event.run_id === run2, { timeoutMs: 15_000 });
     const run2Events = rejoined.logged.filter((event) => event.run_id === run2);
     const turnStarts = summarize(run2Events).filter((name) => name.startsWith('agent_turn_start'));

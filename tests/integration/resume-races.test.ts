@@ -67,15 +67,20 @@ const outcomes = (
   answer = (event: Record<string, unknown>) => event.type === 'error' || event.type === 'session_rolled_back' || event.update_type === 'agent_start',
 ) => client.waitUntil(() => (client.events.slice(from).filter(answer).length >= count ? true : undefined));
 
+/** A run stopped after a step, a snapshot of that step, and where the client's events stand. */
+async function stoppedWithSnapshot() {
+  const { llm, client, server } = await setup();
+  const hold = { observeAt: 2 };
+  counting(llm, hold);
+  await stoppedRun(llm, client);
+  hold.observeAt = -1;
+  const point = await stepSnapshot(server, client);
+  return { llm, client, server, point, from: client.events.length };
+}
+
 describe('client messages', () => {
   it('snapshot_rollback and resume sent together: one is refused, no run starts during the rollback', async () => {
-    const { llm, client, server } = await setup();
-    const hold = { observeAt: 2 };
-    counting(llm, hold);
-    await stoppedRun(llm, client);
-    hold.observeAt = -1;
-    const point = await stepSnapshot(server, client);
-    const from = client.events.length;
+    const { client, point, from } = await stoppedWithSnapshot();
     client.send({ type: 'snapshot_rollback', snapshot_id: point.snapshot_id });
     client.send({ type: 'agent_control', action: 'resume' });
     // Each of the two gets its answer: the rollback done or refused, the resume's run started or refused.
@@ -89,13 +94,7 @@ describe('client messages', () => {
   });
 
   it('a chat message and snapshot_rollback sent together: one is refused, no run starts during the rollback', async () => {
-    const { llm, client, server } = await setup();
-    const hold = { observeAt: 2 };
-    counting(llm, hold);
-    await stoppedRun(llm, client);
-    hold.observeAt = -1;
-    const point = await stepSnapshot(server, client);
-    const from = client.events.length;
+    const { client, point, from } = await stoppedWithSnapshot();
     // An agent run, so that a run started shows as one (agent_start).
     client.chat('A question', { agent_mode: true });
     client.send({ type: 'snapshot_rollback', snapshot_id: point.snapshot_id });

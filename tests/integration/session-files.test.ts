@@ -1,63 +1,52 @@
 import { existsSync, mkdirSync, readdirSync, symlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { SessionFiles } from '@stepwise/backend';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
-import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
-import { summarize, TestClient } from '../helpers/ws-client.ts';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { answerAfter, observeText, reasonText } from '../fixtures/scripted-llm-server.ts';
+import { useScriptedStepwise } from '../helpers/per-test.ts';
+import { summarize } from '../helpers/ws-client.ts';
 
-let llm: ScriptedLlmServer;
-let server: TestServer;
-let client: TestClient;
+const stepwise = useScriptedStepwise({ FILE_MAX_BYTES: '4096' }, { eachTest: true });
 let root: string;
 let sessionId: string;
 
-beforeEach(async () => {
-  llm = await ScriptedLlmServer.start();
-  server = await startStepwiseWithModel(llm.url, { FILE_MAX_BYTES: '4096' });
-  client = await TestClient.connect(server.wsUrl);
-  root = server.container.resolve(SessionFiles).root;
-  sessionId = client.session.session_id;
-});
-
-afterEach(async () => {
-  await client?.close();
-  await server?.close();
-  await llm?.close();
+beforeEach(() => {
+  root = stepwise.server.container.resolve(SessionFiles).root;
+  sessionId = stepwise.client.session.session_id;
 });
 
 function upload(name: string | undefined, body: string | Uint8Array<ArrayBuffer>, id = sessionId) {
   const query = name === undefined ? '' : `?name=${encodeURIComponent(name)}`;
-  return fetch(`${server.url}/api/sessions/${id}/files${query}`, { method: 'POST', body, headers: { 'content-type': 'text/plain' } });
+  return fetch(`${stepwise.server.url}/api/sessions/${id}/files${query}`, { method: 'POST', body, headers: { 'content-type': 'text/plain' } });
 }
 
 const folder = () => join(root, sessionId);
-const listed = async () => (await (await fetch(`${server.url}/api/sessions/${sessionId}/files`)).json()).files as { name: string; size: number }[];
+const listed = async () => (await (await fetch(`${stepwise.server.url}/api/sessions/${sessionId}/files`)).json()).files as { name: string; size: number }[];
 
 describe('uploading session files', () => {
   it('stores an upload, announces it in the log, lists it and serves it back as a download', async () => {
     const response = await upload('notes.txt', 'hello files');
     expect(response.status).toBe(201);
     expect(await response.json()).toMatchObject({ file: { name: 'notes.txt', size: 11 } });
-    expect(await client.waitFor('file_saved')).toMatchObject({ file: { name: 'notes.txt', size: 11 }, source: 'user', seq: expect.any(Number) });
+    expect(await stepwise.client.waitFor('file_saved')).toMatchObject({ file: { name: 'notes.txt', size: 11 }, source: 'user', seq: expect.any(Number) });
     expect(await listed()).toEqual([expect.objectContaining({ name: 'notes.txt', size: 11 })]);
 
-    const download = await fetch(`${server.url}/api/sessions/${sessionId}/files/notes.txt`);
+    const download = await fetch(`${stepwise.server.url}/api/sessions/${sessionId}/files/notes.txt`);
     expect(download.status).toBe(200);
     expect(download.headers.get('content-type')).toBe('application/octet-stream');
     expect(download.headers.get('content-disposition')).toContain('attachment');
     expect(download.headers.get('x-content-type-options')).toBe('nosniff');
     expect(await download.text()).toBe('hello files');
 
-    expect((await fetch(`${server.url}/api/sessions/${sessionId}/files/notes.txt`, { method: 'DELETE' })).status).toBe(204);
-    expect(await client.waitFor('file_deleted')).toMatchObject({ name: 'notes.txt' });
+    expect((await fetch(`${stepwise.server.url}/api/sessions/${sessionId}/files/notes.txt`, { method: 'DELETE' })).status).toBe(204);
+    expect(await stepwise.client.waitFor('file_deleted')).toMatchObject({ name: 'notes.txt' });
     expect(await listed()).toEqual([]);
   });
 
   it('keeps unicode names and replaces characters that file systems reserve', async () => {
     expect((await upload('résumé 2026.txt', 'a')).status).toBe(201);
     expect(await (await upload('what?: "a" <b>|*.txt', 'b')).json()).toMatchObject({ file: { name: 'what__ _a_ _b___.txt' } });
-    const download = await fetch(`${server.url}/api/sessions/${sessionId}/files/${encodeURIComponent('résumé 2026.txt')}`);
+    const download = await fetch(`${stepwise.server.url}/api/sessions/${sessionId}/files/${encodeURIComponent('résumé 2026.txt')}`);
     expect(download.headers.get('content-disposition')).toContain("filename*=UTF-8''r%C3%A9sum%C3%A9%202026.txt");
   });
 
@@ -99,7 +88,7 @@ describe('uploading session files', () => {
         controller.close();
       },
     });
-    const streamed = await fetch(`${server.url}/api/sessions/${sessionId}/files?name=stream.bin`, {
+    const streamed = await fetch(`${stepwise.server.url}/api/sessions/${sessionId}/files?name=stream.bin`, {
       method: 'POST',
       body: chunks,
       duplex: 'half',
@@ -113,13 +102,13 @@ describe('uploading session files', () => {
     expect((await upload('a.txt', 'x', '00000000-0000-4000-8000-000000000000')).status).toBe(404);
     expect((await upload('a.txt', 'x', '..')).status).toBe(404);
     expect((await upload('a.txt', 'x', 'not-a-session')).status).toBe(400);
-    expect((await fetch(`${server.url}/api/sessions/${sessionId}/files/missing.txt`)).status).toBe(404);
+    expect((await fetch(`${stepwise.server.url}/api/sessions/${sessionId}/files/missing.txt`)).status).toBe(404);
   });
 
   it('refuses to serve a symbolic link planted in the session folder', async () => {
     await upload('real.txt', 'x');
     symlinkSync('/etc/passwd', join(folder(), 'link.txt'));
-    const response = await fetch(`${server.url}/api/sessions/${sessionId}/files/link.txt`);
+    const response = await fetch(`${stepwise.server.url}/api/sessions/${sessionId}/files/link.txt`);
     expect(response.status).toBe(400);
     expect(await response.text()).not.toContain('root:');
     expect((await listed()).map((file) => file.name)).toEqual(['real.txt']);
@@ -127,10 +116,10 @@ describe('uploading session files', () => {
 
   it('deleting the session deletes its files', async () => {
     await upload('notes.txt', 'x');
-    client.chat('hi');
-    llm.enqueue({ text: 'Hello.' });
-    await client.untilComplete();
-    expect((await fetch(`${server.url}/api/sessions/${sessionId}`, { method: 'DELETE' })).status).toBe(204);
+    stepwise.client.chat('hi');
+    stepwise.llm.enqueue({ text: 'Hello.' });
+    await stepwise.client.untilComplete();
+    expect((await fetch(`${stepwise.server.url}/api/sessions/${sessionId}`, { method: 'DELETE' })).status).toBe(204);
     expect(existsSync(folder())).toBe(false);
   });
 });
@@ -138,7 +127,7 @@ describe('uploading session files', () => {
 describe('the file tools in an agent run', () => {
   it('lists the files in the reason prompt, reads with offset and length, writes a file the user can download', async () => {
     await upload('notes.txt', `${'a'.repeat(10)}The secret is 7.`);
-    llm.enqueue(
+    stepwise.llm.enqueue(
       { text: reasonText('Read the notes.') },
       {
         toolCalls: [
@@ -149,9 +138,9 @@ describe('the file tools in an agent run', () => {
       },
       { text: observeText('Done.', { final_answer: 'The secret is 7; see answer.md.' }) },
     );
-    client.chat('What is the secret?', { agent_mode: true, tool_approval: { write_file: 'auto' } });
-    const events = await client.untilComplete();
-    const reason = llm.requests.find((request) => request.phase === 'reason')!;
+    stepwise.client.chat('What is the secret?', { agent_mode: true, tool_approval: { write_file: 'auto' } });
+    const events = await stepwise.client.untilComplete();
+    const reason = stepwise.llm.requests.find((request) => request.phase === 'reason')!;
     expect(reason.body.messages[0]!.content).toContain('notes.txt');
 
     const results = Object.fromEntries(events.filter((event) => event.type === 'tool_complete').map((event) => [event.tool_call_id, String(event.result)]));
@@ -161,7 +150,7 @@ describe('the file tools in an agent run', () => {
     const saved = events.find((event) => event.type === 'file_saved' && (event.file as { name: string }).name === 'answer.md');
     const runId = events.find((event) => event.update_type === 'agent_start')!.run_id;
     expect(saved).toMatchObject({ source: 'agent', run_id: runId });
-    expect(await (await fetch(`${server.url}/api/sessions/${sessionId}/files/answer.md`)).text()).toBe('# Secret\n7');
+    expect(await (await fetch(`${stepwise.server.url}/api/sessions/${sessionId}/files/answer.md`)).text()).toBe('# Secret\n7');
   });
 
   it('refuses paths that leave the session folder, links, NUL bytes and long names; the run goes on', async () => {
@@ -178,9 +167,13 @@ describe('the file tools in an agent run', () => {
       { name: 'write_file', arguments: { name: 'link.txt', content: 'overwrite the target' } },
       { name: 'write_file', arguments: { name: `${'z'.repeat(300)}.txt`, content: 'x' } },
     ].map((call, index) => ({ id: `bad_${index}`, ...call }));
-    llm.enqueue({ text: reasonText('Try to escape.') }, { toolCalls: attempts }, { text: observeText('All refused.', { final_answer: 'I could not.' }) });
-    client.chat('Read /etc/passwd', { agent_mode: true, tool_approval: { write_file: 'auto' } });
-    const events = await client.untilComplete();
+    stepwise.llm.enqueue(
+      { text: reasonText('Try to escape.') },
+      { toolCalls: attempts },
+      { text: observeText('All refused.', { final_answer: 'I could not.' }) },
+    );
+    stepwise.client.chat('Read /etc/passwd', { agent_mode: true, tool_approval: { write_file: 'auto' } });
+    const events = await stepwise.client.untilComplete();
     const errors = events.filter((event) => event.type === 'tool_error');
     expect(errors.map((event) => event.tool_call_id).sort()).toEqual(attempts.map((call) => call.id).sort());
     for (const error of errors) expect(String(error.error)).not.toContain('root:');
@@ -191,13 +184,9 @@ describe('the file tools in an agent run', () => {
 
   it('reports a binary file instead of pouring bytes into the model', async () => {
     await upload('blob.bin', new Uint8Array([0, 1, 2, 3, 0, 255]));
-    llm.enqueue(
-      { text: reasonText('Read it.') },
-      { toolCalls: [{ id: 'read', name: 'read_file', arguments: { name: 'blob.bin' } }] },
-      { text: observeText('Binary.', { final_answer: 'It is binary.' }) },
-    );
-    client.chat('Read blob.bin', { agent_mode: true });
-    const events = await client.untilComplete();
+    stepwise.llm.enqueue(...answerAfter('Read it.', [{ id: 'read', name: 'read_file', arguments: { name: 'blob.bin' } }], 'Binary.', 'It is binary.'));
+    stepwise.client.chat('Read blob.bin', { agent_mode: true });
+    const events = await stepwise.client.untilComplete();
     expect(String(events.find((event) => event.type === 'tool_error')?.error)).toContain('binary');
   });
 });

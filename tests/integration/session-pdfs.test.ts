@@ -1,19 +1,15 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { brokenPdf, textPdf } from '../fixtures/pdf-maker.ts';
-import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
-import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
-import { summarize, TestClient } from '../helpers/ws-client.ts';
+import { answerAfter, type ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { useScriptedStepwise } from '../helpers/per-test.ts';
+import { startStepwise, type TestServer } from '../helpers/stepwise.ts';
+import { summarize, TestClient, answeredInOneStep } from '../helpers/ws-client.ts';
 
 let llm: ScriptedLlmServer | undefined;
 let server: TestServer;
 let client: TestClient;
-
-afterEach(async () => {
-  await client?.close();
-  await server?.close();
-  await llm?.close();
-  llm = undefined;
-});
+const stepwise = useScriptedStepwise();
+const open = stepwise.open;
 
 /** Thirty pages: page N says which page it is, in two lines. */
 const report = textPdf(Array.from({ length: 30 }, (_, index) => [`Quarterly report, page ${index + 1}.`, `Sales rose in region ${index + 1}.`]));
@@ -27,8 +23,8 @@ function upload(name: string, body: Uint8Array) {
 
 describe('PDF attachments', () => {
   beforeEach(async () => {
-    server = await startStepwise({ LLM_PROVIDER: 'demo', PDF_MAX_PAGES: '40', TOOL_RESULT_MAX_CHARS: '600' });
-    client = await TestClient.connect(server.wsUrl);
+    server = open(await startStepwise({ LLM_PROVIDER: 'demo', PDF_MAX_PAGES: '40', TOOL_RESULT_MAX_CHARS: '600' }));
+    client = open(await TestClient.connect(server.wsUrl));
   });
 
   it('refuses a malformed PDF, an encrypted one, a renamed file and one over PDF_MAX_PAGES, keeping none', async () => {
@@ -51,17 +47,7 @@ describe('PDF attachments', () => {
     expect((await upload('report.pdf', report)).status).toBe(201);
     client.chat('Summarize report.pdf for me', { agent_mode: true });
     const events = (await client.untilComplete()).filter((event) => 'seq' in event && event.type !== 'file_saved');
-    expect(summarize(events)).toEqual([
-      'agent_start',
-      'agent_turn_start:1',
-      'agent_reason:1',
-      'tool_start:read_file',
-      'tool_complete:read_file',
-      'agent_observe:1',
-      'assistant_message',
-      'agent_completion:answered',
-      'response_complete',
-    ]);
+    expect(summarize(events)).toEqual(answeredInOneStep('read_file'));
     const answer = String(events.find((event) => event.type === 'assistant_message')!.content);
     expect(answer).toContain('**report.pdf**: a PDF of 30 pages (270 words in all); I read pages 1-');
     expect(answer).toContain('> Quarterly report, page 1.');
@@ -86,17 +72,13 @@ describe('PDF attachments', () => {
 
 describe('read_file on a PDF', () => {
   beforeEach(async () => {
-    llm = await ScriptedLlmServer.start();
-    server = await startStepwiseWithModel(llm.url);
-    client = await TestClient.connect(server.wsUrl);
+    ({ llm, server, client } = await stepwise.start());
   });
 
   it('gives as many pages as the length holds and names the range to read next', async () => {
     expect((await upload('report.pdf', report)).status).toBe(201);
     llm!.enqueue(
-      { text: reasonText('Read it.') },
-      { toolCalls: [{ id: 'read', name: 'read_file', arguments: { name: 'report.pdf', pages: '26-', length: 150 } }] },
-      { text: observeText('Read.', { final_answer: 'Done.' }) },
+      ...answerAfter('Read it.', [{ id: 'read', name: 'read_file', arguments: { name: 'report.pdf', pages: '26-', length: 150 } }], 'Read.', 'Done.'),
     );
     client.chat('Read the end of report.pdf', { agent_mode: true });
     const events = await client.untilComplete();
@@ -108,9 +90,7 @@ describe('read_file on a PDF', () => {
   it('answers a range past the end as a tool error the model can read', async () => {
     expect((await upload('report.pdf', report)).status).toBe(201);
     llm!.enqueue(
-      { text: reasonText('Read it.') },
-      { toolCalls: [{ id: 'read', name: 'read_file', arguments: { name: 'report.pdf', pages: '31-40' } }] },
-      { text: observeText('No such pages.', { final_answer: 'It has 30 pages.' }) },
+      ...answerAfter('Read it.', [{ id: 'read', name: 'read_file', arguments: { name: 'report.pdf', pages: '31-40' } }], 'No such pages.', 'It has 30 pages.'),
     );
     client.chat('Read report.pdf', { agent_mode: true });
     const events = await client.untilComplete();
@@ -119,11 +99,7 @@ describe('read_file on a PDF', () => {
 
   it('says an image is an image, not text', async () => {
     expect((await upload('photo.png', Buffer.from('\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x04\0\0\0\x04\x08\x02\0\0\0', 'latin1'))).status).toBe(201);
-    llm!.enqueue(
-      { text: reasonText('Read it.') },
-      { toolCalls: [{ id: 'read', name: 'read_file', arguments: { name: 'photo.png' } }] },
-      { text: observeText('An image.', { final_answer: 'It is an image.' }) },
-    );
+    llm!.enqueue(...answerAfter('Read it.', [{ id: 'read', name: 'read_file', arguments: { name: 'photo.png' } }], 'An image.', 'It is an image.'));
     client.chat('Read photo.png', { agent_mode: true });
     const events = await client.untilComplete();
     expect(String(events.find((event) => event.type === 'tool_error')?.error)).toContain('is an image; read_file reads text');

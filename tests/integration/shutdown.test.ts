@@ -1,37 +1,22 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
-import { PROCESS_TEST_TIMEOUT_MS, startStepwiseProcess, stopAllProcesses } from '../helpers/process.ts';
+import { useServerProcesses } from '../helpers/per-test.ts';
+import { PROCESS_TEST_TIMEOUT_MS, startStepwiseProcess } from '../helpers/process.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
-let llm: ScriptedLlmServer | undefined;
-let client: TestClient | undefined;
-let dataDir: string | undefined;
-
-afterEach(async () => {
-  client?.socket.terminate();
-  client = undefined;
-  // Every server process the test started, also one still starting when the test failed.
-  await stopAllProcesses({ signal: 'SIGKILL' });
-  await llm?.close();
-  llm = undefined;
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-  dataDir = undefined;
-}, 60_000);
+const processes = useServerProcesses();
 
 // The test starts the server process twice on the embedded database, each time opening its data
 // folder, which takes seconds on a busy machine.
 describe('SIGTERM', { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
   it('stops active runs with reason shutdown, keeps their end, and exits 0', async () => {
-    llm = await ScriptedLlmServer.start();
+    const llm = processes.open(await ScriptedLlmServer.start());
     llm.respond((request) => (request.phase === 'act' ? { hang: true } : { text: reasonText('Working.') }));
-    dataDir = mkdtempSync(join(tmpdir(), 'stepwise-shutdown-'));
+    const dataDir = processes.folder('stepwise-shutdown-');
     // The exit code is the test's subject: give a loaded machine time to stop before the forced exit 1.
     const env = { DATA_DIR: dataDir, LLM_PROVIDER: 'openai', OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'k', SHUTDOWN_TIMEOUT_MS: '60000' };
     let running = await startStepwiseProcess(env);
-    client = await TestClient.connect(running.wsUrl);
+    const client = processes.socket(await TestClient.connect(running.wsUrl));
     client.chat('Long job', { agent_mode: true });
     const act = await llm.waitFor((request) => request.phase === 'act', 30_000);
 
@@ -53,9 +38,9 @@ describe('SIGTERM', { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
   });
 
   it('fails the readiness probe from SIGTERM while the run goes on and is handed over; liveness stays 200 until exit', async () => {
-    llm = await ScriptedLlmServer.start();
+    const llm = processes.open(await ScriptedLlmServer.start());
     llm.respond((request) => (request.phase === 'act' ? { hang: true } : { text: reasonText('Working.') }));
-    dataDir = mkdtempSync(join(tmpdir(), 'stepwise-shutdown-'));
+    const dataDir = processes.folder('stepwise-shutdown-');
     // A drain far longer than the test: the second SIGTERM ends it, so nothing here waits on a clock.
     const env = {
       DATA_DIR: dataDir,
@@ -68,7 +53,7 @@ describe('SIGTERM', { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
     const running = await startStepwiseProcess(env);
     const probe = async (name: 'live' | 'ready') => (await fetch(`${running.url}/api/health/${name}`)).status;
     expect([await probe('live'), await probe('ready')]).toEqual([200, 200]);
-    client = await TestClient.connect(running.wsUrl);
+    const client = processes.socket(await TestClient.connect(running.wsUrl));
     client.chat('Long job', { agent_mode: true });
     const act = await llm.waitFor((request) => request.phase === 'act', 30_000);
 

@@ -1,23 +1,16 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { observeText, reasonText, ScriptedLlmServer, isPhaseCue } from '../fixtures/scripted-llm-server.ts';
-import { sharedTestStore, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
-import { summarize, TestClient } from '../helpers/ws-client.ts';
+import { describe, expect, it } from 'vitest';
+import { observeText, reasonText, type ScriptedLlmServer, isPhaseCue } from '../fixtures/scripted-llm-server.ts';
+import { useScriptedStepwise } from '../helpers/per-test.ts';
+import { sharedTestStore, type TestServer } from '../helpers/stepwise.ts';
+import { summarize, type TestClient } from '../helpers/ws-client.ts';
 
 let llm: ScriptedLlmServer | undefined;
 let server: TestServer | undefined;
 let client: TestClient | undefined;
-
-afterEach(async () => {
-  await client?.close();
-  await server?.close();
-  await llm?.close();
-  client = server = llm = undefined;
-});
+const stepwise = useScriptedStepwise();
 
 async function start() {
-  llm = await ScriptedLlmServer.start();
-  server = await startStepwiseWithModel(llm.url);
-  client = await TestClient.connect(server.wsUrl);
+  ({ llm, server, client } = await stepwise.start());
   return { llm, server, client };
 }
 
@@ -142,9 +135,7 @@ describe('snapshots and rollback', () => {
   });
 
   it('a chat keeps at most 100 snapshots: the next save or rollback is refused with too_many_snapshots and nothing changes', async () => {
-    llm = await ScriptedLlmServer.start();
-    server = await startStepwiseWithModel(llm.url, { MAX_MESSAGES_PER_SECOND: '1000' });
-    client = await TestClient.connect(server.wsUrl);
+    ({ llm, server, client } = await stepwise.start({ MAX_MESSAGES_PER_SECOND: '1000' }));
     counting(llm, 1);
     await say(client, 'Hello');
     for (let index = 0; index < 100; index++) {

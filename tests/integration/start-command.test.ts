@@ -1,21 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { PROCESS_READY_TIMEOUT_MS, PROCESS_TEST_TIMEOUT_MS, spawnTracked, stopAllProcesses } from '../helpers/process.ts';
+import { describe, expect, it } from 'vitest';
+import { useServerProcesses } from '../helpers/per-test.ts';
+import { PROCESS_READY_TIMEOUT_MS, PROCESS_TEST_TIMEOUT_MS, spawnTracked } from '../helpers/process.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
 const root = join(import.meta.dirname, '..', '..');
-let dataDir: string | undefined;
-let client: TestClient | undefined;
-
-afterEach(async () => {
-  client?.socket.terminate();
-  client = undefined;
-  await stopAllProcesses({ signal: 'SIGKILL' });
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-  dataDir = undefined;
-}, 60_000);
+const processes = useServerProcesses();
 
 /** Resolves with the first match of `pattern` in what the process has written so far or writes next. */
 function waitForOutput(child: ReturnType<typeof spawnTracked>, pattern: RegExp, output: { text: string }) {
@@ -41,7 +31,7 @@ function waitForOutput(child: ReturnType<typeof spawnTracked>, pattern: RegExp, 
 // `pnpm start` is `node scripts/start.mjs`: it compiles the server and runs the compiled file.
 describe('the start command', { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
   it('compiles the server, serves the web app and a chat on the demo model, and stops cleanly on SIGTERM', async () => {
-    dataDir = mkdtempSync(join(tmpdir(), 'stepwise-start-'));
+    const dataDir = processes.folder('stepwise-start-');
     const output = { text: '' };
     const child = spawnTracked(process.execPath, [join(root, 'scripts', 'start.mjs')], {
       cwd: root,
@@ -59,14 +49,13 @@ describe('the start command', { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('<div id="root">');
 
-    client = await TestClient.connect(`${url!.replace(/^http/, 'ws')}/ws`);
+    const client = processes.socket(await TestClient.connect(`${url!.replace(/^http/, 'ws')}/ws`));
     client.chat('What is (17+25)*3?', { agent_mode: true });
     const events = await client.untilComplete();
     expect(summarize(events).at(-1)).toBe('response_complete');
     expect(summarize(events)).toContain('tool_start:calculator');
     expect(summarize(events).filter((kind) => kind.startsWith('agent_completion'))).toHaveLength(1);
     client.socket.terminate();
-    client = undefined;
 
     child.kill('SIGTERM');
     expect(await exited).toBe(0);

@@ -1,32 +1,30 @@
 import { exampleStrategy, STRATEGIES, TOKENS } from '@stepwise/backend';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { useScriptedStepwise } from '../helpers/per-test.ts';
 import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
 let llm: ScriptedLlmServer | undefined;
 let server: TestServer | undefined;
 let client: TestClient | undefined;
-
-afterEach(async () => {
-  await client?.close();
-  await server?.close();
-  await llm?.close();
-  client = server = llm = undefined;
-});
+const stepwise = useScriptedStepwise();
+const open = stepwise.open;
 
 /** The real server on the scripted model; `withExample` also registers the example strategy. */
 async function start(env: Record<string, string> = {}, withExample = false) {
-  llm = await ScriptedLlmServer.start();
-  server = await startStepwiseWithModel(llm.url, env);
+  llm = open(await ScriptedLlmServer.start());
+  server = open(await startStepwiseWithModel(llm.url, env));
   if (withExample) {
     await server.close();
     const { startStepwise } = await import('../helpers/stepwise.ts');
-    server = await startStepwise({ LLM_PROVIDER: 'openai', OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'test-key', ...env }, (container) =>
-      container.register(TOKENS.Strategies, { useValue: [...STRATEGIES, exampleStrategy] }),
+    server = open(
+      await startStepwise({ LLM_PROVIDER: 'openai', OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'test-key', ...env }, (container) =>
+        container.register(TOKENS.Strategies, { useValue: [...STRATEGIES, exampleStrategy] }),
+      ),
     );
   }
-  client = await TestClient.connect(server.wsUrl);
+  client = open(await TestClient.connect(server.wsUrl));
   return { llm, server, client };
 }
 

@@ -5,51 +5,32 @@ import { mkdtempSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { EVERYTHING_STDIO, writeMcpConfig } from '../fixtures/mcp-servers.ts';
-import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
-import { closeAll } from '../helpers/cleanup.ts';
-import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
-import { summarize, TestClient } from '../helpers/ws-client.ts';
+import { answerAfter, observeText, reasonText } from '../fixtures/scripted-llm-server.ts';
+import { askToWriteHello, writesHello } from '../helpers/approvals.ts';
+import { useScriptedStepwise } from '../helpers/per-test.ts';
+import { summarize } from '../helpers/ws-client.ts';
 
 type Event = Record<string, unknown>;
 
-let llm: ScriptedLlmServer | undefined;
-let server: TestServer | undefined;
-let client: TestClient | undefined;
+const stepwise = useScriptedStepwise({ LLM_MODEL: 'gpt-4o-mini' });
 let dataDir: string | undefined;
 
-afterEach(async () => {
-  await closeAll(
-    () => client?.close(),
-    () => server?.close(),
-    () => llm?.close(),
-  );
-  client = server = llm = undefined;
-});
-
-async function start(env: Record<string, string> = {}) {
-  llm = await ScriptedLlmServer.start();
+function start(env: Record<string, string> = {}) {
   dataDir = mkdtempSync(join(tmpdir(), 'stepwise-approval-'));
-  server = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'gpt-4o-mini', DATA_DIR: dataDir, ...env });
-  client = await TestClient.connect(server.wsUrl);
-  return { llm, server, client };
+  return stepwise.start({ DATA_DIR: dataDir, ...env });
 }
 
-const fileOf = (name: string) => readFile(join(dataDir!, 'files', String(client!.session.session_id), name), 'utf8').catch(() => undefined);
+const fileOf = (name: string) => readFile(join(dataDir!, 'files', String(stepwise.client.session.session_id), name), 'utf8').catch(() => undefined);
 const toolResults = (request: { body: { messages: Array<{ role: string; content?: unknown; tool_call_id?: string }> } }) =>
   request.body.messages.filter((message) => message.role === 'tool').map((message) => String(message.content));
 
 describe('tool approval', () => {
   it('write_file asks first; a denial reaches the model as the tool result, and nothing is written', async () => {
     const { llm, client } = await start();
-    llm.enqueue(
-      { text: reasonText('Write it.') },
-      { toolCalls: [{ id: 'w1', name: 'write_file', arguments: { name: 'out.txt', content: 'hello' } }] },
-      { text: observeText('Denied.', { final_answer: 'I did not write the file.' }) },
-    );
-    client.chat('Write hello to out.txt', { agent_mode: true });
-    const approval = await client.waitFor('agent_request_input');
+    llm.enqueue(...writesHello('Denied.', 'I did not write the file.'));
+    const approval = await askToWriteHello(client);
     expect(approval).toMatchObject({
       kind: 'approval',
       tool_call_id: 'w1',
@@ -69,13 +50,8 @@ describe('tool approval', () => {
 
   it('approve with edited arguments runs the tool with them; arguments that break its schema are refused and the question stays open', async () => {
     const { llm, client } = await start();
-    llm.enqueue(
-      { text: reasonText('Write it.') },
-      { toolCalls: [{ id: 'w1', name: 'write_file', arguments: { name: 'out.txt', content: 'hello' } }] },
-      { text: observeText('Written.', { final_answer: 'Done.' }) },
-    );
-    client.chat('Write hello to out.txt', { agent_mode: true });
-    const approval = await client.waitFor('agent_request_input');
+    llm.enqueue(...writesHello('Written.', 'Done.'));
+    const approval = await askToWriteHello(client);
     client.send({ type: 'agent_user_input', question_id: approval.question_id, approval: { decision: 'approve', arguments: { name: 42 } } });
     const refused = await client.waitFor('error');
     expect(refused).toMatchObject({ code: 'invalid_arguments', message: expect.stringMatching(/name/) });
@@ -135,11 +111,7 @@ describe('tool approval', () => {
     expect(first.find((event) => event.update_type === 'agent_completion')).toMatchObject({ reason: 'max_steps' });
     expect(await fileOf('a.txt')).toBe('A');
 
-    llm.enqueue(
-      { text: reasonText('Second file.') },
-      { toolCalls: [{ id: 'b', name: 'write_file', arguments: { name: 'b.txt', content: 'B' } }] },
-      { text: observeText('Done.', { final_answer: 'Both written.' }) },
-    );
+    llm.enqueue(...answerAfter('Second file.', [{ id: 'b', name: 'write_file', arguments: { name: 'b.txt', content: 'B' } }], 'Done.', 'Both written.'));
     const from = client.events.length;
     client.send({ type: 'agent_control', action: 'resume', extra_steps: 1 });
     const again = await client.waitFor('agent_request_input', { from });
@@ -172,9 +144,7 @@ describe('tool approval', () => {
   it('with APPROVAL_TIMEOUT_ACTION=deny, no answer by the deadline leaves the call unmade, the model told nobody answered, and the run goes on', async () => {
     const { llm, client } = await start({ AGENT_INPUT_TIMEOUT_MS: '300', APPROVAL_TIMEOUT_ACTION: 'deny' });
     llm.enqueue(
-      { text: reasonText('Write it.') },
-      { toolCalls: [{ id: 'w1', name: 'write_file', arguments: { name: 'late.txt', content: 'x' } }] },
-      { text: observeText('No answer.', { final_answer: 'Nobody approved.' }) },
+      ...answerAfter('Write it.', [{ id: 'w1', name: 'write_file', arguments: { name: 'late.txt', content: 'x' } }], 'No answer.', 'Nobody approved.'),
     );
     client.chat('Write late.txt', { agent_mode: true });
     const events = (await client.untilComplete({ timeoutMs: 30_000 })) as Event[];

@@ -1,26 +1,9 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { observeText, reasonText, type RecordedRequest, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
-import { closeAll } from '../helpers/cleanup.ts';
-import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
-import { summarize, TestClient } from '../helpers/ws-client.ts';
+import { describe, expect, it } from 'vitest';
+import { observeText, reasonText, type RecordedRequest } from '../fixtures/scripted-llm-server.ts';
+import { useScriptedStepwise } from '../helpers/per-test.ts';
+import { summarize } from '../helpers/ws-client.ts';
 
-let llm: ScriptedLlmServer;
-let server: TestServer;
-let client: TestClient;
-
-beforeEach(async () => {
-  llm = await ScriptedLlmServer.start();
-  server = await startStepwiseWithModel(llm.url);
-  client = await TestClient.connect(server.wsUrl);
-});
-
-afterEach(() =>
-  closeAll(
-    () => client?.close(),
-    () => server?.close(),
-    () => llm?.close(),
-  ),
-);
+const stepwise = useScriptedStepwise({}, { eachTest: true });
 
 /**
  * What an OpenAI-compatible endpoint checks of a request's messages: tool call ids are unique, and
@@ -47,7 +30,7 @@ function toolCallProblems(request: RecordedRequest): string[] {
 
 describe('tool calls that share an id in one model reply', () => {
   it('are each run and answered, under ids of their own, so the next request stays valid', async () => {
-    llm.enqueue(
+    stepwise.llm.enqueue(
       { text: reasonText('Compute both.') },
       {
         toolCalls: [
@@ -59,8 +42,8 @@ describe('tool calls that share an id in one model reply', () => {
       { text: observeText('2, 4 and 6.', { final_answer: '2, 4 and 6.' }) },
       { text: 'Yes.' },
     );
-    client.chat('Compute 1+1, 2+2 and 3+3', { agent_mode: true });
-    const events = await client.untilComplete();
+    stepwise.client.chat('Compute 1+1, 2+2 and 3+3', { agent_mode: true });
+    const events = await stepwise.client.untilComplete();
     // The calls run in parallel, so their events interleave in any order.
     expect(
       summarize(events)
@@ -78,7 +61,7 @@ describe('tool calls that share an id in one model reply', () => {
     const results = Object.fromEntries(events.filter((event) => event.type === 'tool_complete').map((event) => [event.tool_call_id, String(event.result)]));
     expect(results).toEqual({ call_same: '2', call_same_3: '4', call_same_2: '6' });
 
-    const observe = llm.requests.find((request) => request.phase === 'observe')!;
+    const observe = stepwise.llm.requests.find((request) => request.phase === 'observe')!;
     expect(toolCallProblems(observe)).toEqual([]);
     expect(observe.body.messages.filter((message) => message.role === 'tool').map((message) => [message.tool_call_id, message.content])).toEqual([
       ['call_same', '2'],
@@ -87,9 +70,9 @@ describe('tool calls that share an id in one model reply', () => {
     ]);
 
     // The run's calls join the history: the next message's request is valid too.
-    const from = client.events.length;
-    client.chat('Sure?');
-    await client.untilComplete({ from });
-    expect(toolCallProblems(llm.requests.at(-1)!)).toEqual([]);
+    const from = stepwise.client.events.length;
+    stepwise.client.chat('Sure?');
+    await stepwise.client.untilComplete({ from });
+    expect(toolCallProblems(stepwise.llm.requests.at(-1)!)).toEqual([]);
   });
 });

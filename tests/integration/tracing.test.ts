@@ -6,6 +6,7 @@ import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted
 import { scriptCalculatorRun } from '../helpers/calculating-model.ts';
 import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 import { TestClient } from '../helpers/ws-client.ts';
+import { Waiters } from '../helpers/waiters.ts';
 
 /** A span as an OTLP/JSON export carries it, its attributes flattened. */
 interface ExportedSpan {
@@ -36,7 +37,7 @@ class TraceReceiver {
   readonly exports: { contentType: string; body: Buffer }[] = [];
   /** Metrics exports (OTLP/JSON bodies, parsed). */
   readonly metricExports: { resourceMetrics: { scopeMetrics: { metrics: ExportedMetric[] }[] }[] }[] = [];
-  private readonly waiters = new Set<() => void>();
+  private readonly waiters = new Waiters();
   private constructor(private readonly server: Server) {}
 
   static async start(): Promise<TraceReceiver> {
@@ -51,7 +52,7 @@ class TraceReceiver {
         response
           .writeHead(200, { 'content-type': request.headers['content-type'] ?? 'application/json' })
           .end(request.headers['content-type']?.includes('json') ? '{}' : '');
-        for (const waiter of [...receiver!.waiters]) waiter();
+        receiver!.waiters.notify();
       });
     });
     receiver = new TraceReceiver(server);
@@ -99,27 +100,11 @@ class TraceReceiver {
 
   /** Waits until `find` returns something, asked again at each export. */
   until<T>(find: () => T | undefined, timeoutMs = 30_000): Promise<T> {
-    return new Promise((resolve, reject) => {
-      const check = () => {
-        const found = find();
-        if (found === undefined) return;
-        clearTimeout(timer);
-        this.waiters.delete(check);
-        resolve(found);
-      };
-      const timer = setTimeout(() => {
-        this.waiters.delete(check);
-        reject(
-          new Error(
-            `No such export after ${timeoutMs} ms; spans so far: ${this.spans()
-              .map((span) => span.name)
-              .join(', ')}`,
-          ),
-        );
-      }, timeoutMs);
-      this.waiters.add(check);
-      check();
-    });
+    const names = () =>
+      this.spans()
+        .map((span) => span.name)
+        .join(', ');
+    return this.waiters.until(find, timeoutMs, () => new Error(`No such export after ${timeoutMs} ms; spans so far: ${names()}`));
   }
 
   close(): Promise<void> {

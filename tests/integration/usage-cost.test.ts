@@ -1,31 +1,12 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
-import { closeAll } from '../helpers/cleanup.ts';
-import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
-import { summarize, TestClient } from '../helpers/ws-client.ts';
+import { describe, expect, it } from 'vitest';
+import { observeText, reasonText } from '../fixtures/scripted-llm-server.ts';
+import { useScriptedStepwise } from '../helpers/per-test.ts';
+import { summarize, answeredInOneStep } from '../helpers/ws-client.ts';
 
-let llm: ScriptedLlmServer | undefined;
-let server: TestServer | undefined;
-let client: TestClient | undefined;
-
-afterEach(async () => {
-  await closeAll(
-    () => client?.close(),
-    () => server?.close(),
-    () => llm?.close(),
-  );
-  client = server = llm = undefined;
-});
-
-async function start(env: Record<string, string> = {}): Promise<{ llm: ScriptedLlmServer; client: TestClient; server: TestServer }> {
-  llm = await ScriptedLlmServer.start();
-  server = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'gpt-4o-mini', ...env });
-  client = await TestClient.connect(server.wsUrl);
-  return { llm, client, server };
-}
+const { start } = useScriptedStepwise({ LLM_MODEL: 'gpt-4o-mini' });
 
 function updates(events: Record<string, unknown>[], kind: string): Record<string, unknown>[] {
   return events.filter((event) => event.update_type === kind);
@@ -41,15 +22,7 @@ describe('usage and cost of a run', () => {
     client.chat('Hello', { agent_mode: true });
     const events = await client.untilComplete();
 
-    expect(summarize(events)).toEqual([
-      'agent_start',
-      'agent_turn_start:1',
-      'agent_reason:1',
-      'agent_observe:1',
-      'assistant_message',
-      'agent_completion:answered',
-      'response_complete',
-    ]);
+    expect(summarize(events)).toEqual(answeredInOneStep());
     const runId = String(events.find((event) => event.update_type === 'agent_start')!.run_id);
     // gpt-4o-mini: $0.15 in, $0.075 cached in, $0.60 out per million tokens.
     const first = (600 * 0.15 + 400 * 0.075 + 200 * 0.6) / 1e6;

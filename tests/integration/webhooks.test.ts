@@ -10,8 +10,9 @@ import ece from 'http_ece';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { WebhookReceiver } from '../fixtures/webhook-receiver.ts';
+import { askToWriteHello, writesHello } from '../helpers/approvals.ts';
 import { closeAll } from '../helpers/cleanup.ts';
 import { PROCESS_TEST_TIMEOUT_MS, startStepwiseProcess, stopAllProcesses } from '../helpers/process.ts';
 import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
@@ -50,13 +51,8 @@ describe('webhook notifications', () => {
       PUBLIC_ORIGIN: 'https://stepwise.example.com',
     });
     client = await TestClient.connect(server.wsUrl);
-    llm.enqueue(
-      { text: reasonText('Write it.') },
-      { toolCalls: [{ id: 'w1', name: 'write_file', arguments: { name: 'out.txt', content: 'hello' } }] },
-      { text: observeText('Written.', { final_answer: 'Done.' }) },
-    );
-    client.chat('Write hello to out.txt', { agent_mode: true });
-    const approval = await client.waitFor('agent_request_input');
+    llm.enqueue(...writesHello('Written.', 'Done.'));
+    const approval = await askToWriteHello(client);
     const sessionId = String(client.session.session_id);
 
     const third = await receiver.waitFor(
@@ -186,13 +182,8 @@ describe('webhook notifications', () => {
     expect((await subscribe(endpoint)).status).toBe(201);
 
     client = await TestClient.connect(server.wsUrl);
-    llm.enqueue(
-      { text: reasonText('Write it.') },
-      { toolCalls: [{ id: 'w1', name: 'write_file', arguments: { name: 'out.txt', content: 'hello' } }] },
-      { text: observeText('Written.', { final_answer: 'Done.' }) },
-    );
-    client.chat('Write hello to out.txt', { agent_mode: true });
-    const approval = await client.waitFor('agent_request_input');
+    llm.enqueue(...writesHello('Written.', 'Done.'));
+    const approval = await askToWriteHello(client);
     await nextPush(1);
     const [first] = pushed;
     expect(first!.headers['content-encoding']).toBe('aes128gcm');

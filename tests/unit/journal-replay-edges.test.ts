@@ -1,5 +1,6 @@
 // The run journal at its edges: parallel tools, continuations of continuations, stops during a replay, questions left open.
 import {
+  type JournalEntry,
   AgentControl,
   configFromEnv,
   HandlebarsPromptProvider,
@@ -26,6 +27,12 @@ const silent: Logger = { debug() {}, info() {}, warn() {}, error() {}, child: ()
 const KERNEL_EVENTS = new Set(['agent_start', 'agent_completion', 'agent_stopped', 'agent_error', 'assistant_message', 'response_complete']);
 const strategyEvents = (sink: ArraySink): LoggedEventBody[] =>
   sink.events.filter((event) => !KERNEL_EVENTS.has(event.type === 'agent_update' ? event.update_type : event.type));
+
+/** What a continuation is given of the run `runId` before it: its journal (answers left out), its events, its stored messages. */
+async function pastOf(journal: { read(runId: string): Promise<JournalEntry[]> }, runId: string, sink: ArraySink, storedMessages: number) {
+  const entries = (await journal.read(runId)).filter((entry) => entry.kind !== 'input');
+  return { runId, entries, events: strategyEvents(sink), storedMessages };
+}
 
 /** A tool that counts its executions; `hang` makes it wait until aborted, `delayMs` makes it slow. */
 function countingTool(name: string, behaviour: { hang?: boolean; delayMs?: number } = {}) {
@@ -72,6 +79,41 @@ function kernelWith(llm: LlmClient, tools: Tool[], journal = new MemoryJournal()
 }
 
 const tick = () => new Promise((resolve) => setTimeout(resolve, 20));
+
+/**
+ * A model that adds one per step with the calculator and never answers, wrapped so that an
+ * observe call hangs (until the run's signal aborts it) whenever `hang` says so.
+ */
+function counting(hang: (purpose: string, observes: number) => boolean) {
+  const llm = new ScriptedLlmClient((request) => {
+    const results = request.messages.filter((message) => message.role === 'tool').length;
+    if (request.purpose === 'roa.reason') return { text: reasonText(`Add one to ${results}.`) };
+    if (request.purpose === 'roa.act') return { toolCalls: [{ name: 'calculator', arguments: { expression: `${results}+1` }, id: `add_${results}` }] };
+    if (request.purpose === 'roa.final') return { text: `Reached ${results}.` };
+    return { text: observeText(`At ${results}.`, { should_continue: true }) };
+  });
+  const wrapped: LlmClient = {
+    modelName: 'x',
+    isDemo: false,
+    complete: async (request) => {
+      const observes = llm.requests.filter((r) => r.purpose === 'roa.observe').length;
+      if (request.purpose === 'roa.observe' && hang(request.purpose, observes)) {
+        await new Promise((_, reject) => request.signal.addEventListener('abort', () => reject(request.signal.reason), { once: true }));
+      }
+      return llm.complete(request);
+    },
+  };
+  return { llm, wrapped };
+}
+
+/** A model that asks which city (call id ask_1) and answers once the question has its answer. */
+const asking = () =>
+  new ScriptedLlmClient((request) => {
+    if (request.purpose === 'roa.reason') return { text: reasonText('Ask which city.') };
+    if (request.purpose === 'roa.act') return { toolCalls: [{ name: 'request_input', arguments: { question: 'Which city?' }, id: 'ask_1' }] };
+    const answered = request.messages.some((message) => message.role === 'tool');
+    return { text: observeText('Got it.', { final_answer: answered ? 'Oslo it is.' : '', should_continue: !answered }) };
+  });
 
 describe('journal replay', () => {
   it('parallel tools: after a crash with one call in flight, the call that had completed is not executed again', async () => {
@@ -166,12 +208,7 @@ describe('journal replay', () => {
     stopAtObserve2 = false;
     const tools2 = [countingTool('slowfirst', { delayMs: 50 }), countingTool('fast')] as unknown as Tool[];
     const k2 = kernelWith(script(), tools2, k1.journal);
-    const past = {
-      runId: 'run-1',
-      entries: (await k1.journal.read('run-1')).filter((entry) => entry.kind !== 'input'),
-      events: strategyEvents(run1.sink),
-      storedMessages: ended.transcript.length,
-    };
+    const past = await pastOf(k1.journal, 'run-1', run1.sink, ended.transcript.length);
     const run2 = k2.start('run-2', { maxSteps: 3, toolNames: ['slowfirst', 'fast'], past });
     await run2.outcome;
     console.log('run2 events:', run2.sink.summary().join(' '));
@@ -181,27 +218,6 @@ describe('journal replay', () => {
   });
 
   it('continuing a continued run logs only the new steps (not the first run’s again)', async () => {
-    const counting = (hang: (purpose: string, observes: number) => boolean) => {
-      const llm = new ScriptedLlmClient((request) => {
-        const results = request.messages.filter((message) => message.role === 'tool').length;
-        if (request.purpose === 'roa.reason') return { text: reasonText(`Add one to ${results}.`) };
-        if (request.purpose === 'roa.act') return { toolCalls: [{ name: 'calculator', arguments: { expression: `${results}+1` }, id: `add_${results}` }] };
-        if (request.purpose === 'roa.final') return { text: `Reached ${results}.` };
-        return { text: observeText(`At ${results}.`, { should_continue: true }) };
-      });
-      const wrapped: LlmClient = {
-        modelName: 'x',
-        isDemo: false,
-        complete: async (request) => {
-          const observes = llm.requests.filter((r) => r.purpose === 'roa.observe').length;
-          if (request.purpose === 'roa.observe' && hang(request.purpose, observes)) {
-            await new Promise((_, reject) => request.signal.addEventListener('abort', () => reject(request.signal.reason), { once: true }));
-          }
-          return llm.complete(request);
-        },
-      };
-      return { llm, wrapped };
-    };
     const { calculatorTool } = await import('@stepwise/backend');
     const journal = new MemoryJournal();
     // Run 1: stopped during step 2's observe.
@@ -215,12 +231,7 @@ describe('journal replay', () => {
     // Run 2 continues run 1 and is stopped during step 3's observe.
     const m2 = counting((_p, observes) => observes >= 1);
     const k2 = kernelWith(m2.wrapped, [calculatorTool as Tool], journal);
-    const past1 = {
-      runId: 'run-1',
-      entries: (await journal.read('run-1')).filter((entry) => entry.kind !== 'input'),
-      events: strategyEvents(run1.sink),
-      storedMessages: end1.transcript.length,
-    };
+    const past1 = await pastOf(journal, 'run-1', run1.sink, end1.transcript.length);
     const run2 = k2.start('run-2', { maxSteps: 5, toolNames: ['calculator'], past: past1 });
     await run2.sink.until((event) => event.type === 'tool_complete' && event.step === 3);
     await tick();
@@ -246,27 +257,7 @@ describe('journal replay', () => {
 
   it('a continuation stopped during its replay, continued again, makes none of the first run’s calls again', async () => {
     const { calculatorTool } = await import('@stepwise/backend');
-    const make = (hangObserveAfter: number) => {
-      const llm = new ScriptedLlmClient((request) => {
-        const results = request.messages.filter((message) => message.role === 'tool').length;
-        if (request.purpose === 'roa.reason') return { text: reasonText(`Add one to ${results}.`) };
-        if (request.purpose === 'roa.act') return { toolCalls: [{ name: 'calculator', arguments: { expression: `${results}+1` }, id: `add_${results}` }] };
-        if (request.purpose === 'roa.final') return { text: `Reached ${results}.` };
-        return { text: observeText(`At ${results}.`, { should_continue: true }) };
-      });
-      const wrapped: LlmClient = {
-        modelName: 'x',
-        isDemo: false,
-        complete: async (request) => {
-          const observes = llm.requests.filter((r) => r.purpose === 'roa.observe').length;
-          if (request.purpose === 'roa.observe' && observes >= hangObserveAfter) {
-            await new Promise((_, reject) => request.signal.addEventListener('abort', () => reject(request.signal.reason), { once: true }));
-          }
-          return llm.complete(request);
-        },
-      };
-      return { llm, wrapped };
-    };
+    const make = (hangObserveAfter: number) => counting((_purpose, observes) => observes >= hangObserveAfter);
     const journal = new MemoryJournal();
     // Run 1: three full steps, stopped in step 4's observe.
     const m1 = make(3);
@@ -286,12 +277,7 @@ describe('journal replay', () => {
       if (runId === 'run-2' && ++appended === 4) stopRun2();
     };
     const m2 = make(99);
-    const past1 = {
-      runId: 'run-1',
-      entries: (await journal.read('run-1')).filter((entry) => entry.kind !== 'input'),
-      events: strategyEvents(run1.sink),
-      storedMessages: end1.transcript.length,
-    };
+    const past1 = await pastOf(journal, 'run-1', run1.sink, end1.transcript.length);
     const run2 = kernelWith(m2.wrapped, [calculatorTool as Tool], stopping).start('run-2', { maxSteps: 10, toolNames: ['calculator'], past: past1 });
     stopRun2 = () => run2.control.stop('user');
     const end2 = await run2.outcome;
@@ -299,12 +285,7 @@ describe('journal replay', () => {
     expect(m2.llm.requests).toHaveLength(0);
     // Run 3 continues run 2 (now the chat's last run).
     const m3 = make(99);
-    const past2 = {
-      runId: 'run-2',
-      entries: (await stopping.read('run-2')).filter((entry) => entry.kind !== 'input'),
-      events: strategyEvents(run2.sink),
-      storedMessages: end1.transcript.length,
-    };
+    const past2 = await pastOf(stopping, 'run-2', run2.sink, end1.transcript.length);
     const run3 = kernelWith(m3.wrapped, [calculatorTool as Tool], stopping).start('run-3', { maxSteps: 6, toolNames: ['calculator'], past: past2 });
     await run3.outcome;
     console.log('run 2 ended at step', end2.steps, '; run 3 calls:', m3.llm.purposes().join(' '));
@@ -313,13 +294,6 @@ describe('journal replay', () => {
   });
 
   it('a question pending when the user stopped: the continued run shows it again (under its own run)', async () => {
-    const asking = () =>
-      new ScriptedLlmClient((request) => {
-        if (request.purpose === 'roa.reason') return { text: reasonText('Ask which city.') };
-        if (request.purpose === 'roa.act') return { toolCalls: [{ name: 'request_input', arguments: { question: 'Which city?' }, id: 'ask_1' }] };
-        const answered = request.messages.some((message) => message.role === 'tool');
-        return { text: observeText('Got it.', { final_answer: answered ? 'Oslo it is.' : '', should_continue: !answered }) };
-      });
     const { calculatorTool } = await import('@stepwise/backend');
     const journal = new MemoryJournal();
     const k1 = kernelWith(asking(), [calculatorTool as Tool], journal);
@@ -330,12 +304,7 @@ describe('journal replay', () => {
     expect(end1.status).toBe('stopped');
 
     const k2 = kernelWith(asking(), [calculatorTool as Tool], journal);
-    const past = {
-      runId: 'run-1',
-      entries: (await journal.read('run-1')).filter((entry) => entry.kind !== 'input'),
-      events: strategyEvents(run1.sink),
-      storedMessages: end1.transcript.length,
-    };
+    const past = await pastOf(journal, 'run-1', run1.sink, end1.transcript.length);
     const run2 = k2.start('run-2', { toolNames: ['calculator'], past });
     await tick();
     // The run waits on a question...
@@ -347,13 +316,6 @@ describe('journal replay', () => {
   });
 
   it('a re-asked question of a continued run keeps its id and deadline after a restart', async () => {
-    const asking = () =>
-      new ScriptedLlmClient((request) => {
-        if (request.purpose === 'roa.reason') return { text: reasonText('Ask which city.') };
-        if (request.purpose === 'roa.act') return { toolCalls: [{ name: 'request_input', arguments: { question: 'Which city?' }, id: 'ask_1' }] };
-        const answered = request.messages.some((message) => message.role === 'tool');
-        return { text: observeText('Got it.', { final_answer: answered ? 'Oslo it is.' : '', should_continue: !answered }) };
-      });
     const { calculatorTool } = await import('@stepwise/backend');
     const journal = new MemoryJournal();
     // Run 1: nobody answers within 100 ms.
@@ -363,12 +325,7 @@ describe('journal replay', () => {
     expect(end1).toMatchObject({ status: 'stopped', reason: 'input_timeout' });
     // Run 2 continues it and asks again under a new id; the server dies while it waits.
     const k2 = kernelWith(asking(), [calculatorTool as Tool], journal);
-    const past = {
-      runId: 'run-1',
-      entries: (await journal.read('run-1')).filter((entry) => entry.kind !== 'input'),
-      events: strategyEvents(run1.sink),
-      storedMessages: end1.transcript.length,
-    };
+    const past = await pastOf(journal, 'run-1', run1.sink, end1.transcript.length);
     const run2 = k2.start('run-2', { toolNames: ['calculator'], past });
     const asked = (await run2.sink.until((event) => event.type === 'agent_update' && event.update_type === 'agent_request_input')) as { question_id: string };
     const entries2 = (await journal.read('run-2')).filter((entry) => entry.kind !== 'input');

@@ -16,17 +16,9 @@ import {
   renderedNodes,
 } from '@stepwise/backend';
 import { describe, expect, it } from 'vitest';
+import { stateTask } from '../fixtures/research-tasks.ts';
 
-const task = (id: string): ResearchState['graph']['stages'][number]['tasks'][number] => ({
-  id,
-  title: `Task ${id}`,
-  agent: 'literature_scout',
-  status: 'todo',
-  depends_on: [],
-  acceptance_criteria: [],
-  inputs: [],
-  outputs: [],
-});
+const task = (id: string) => stateTask(id);
 
 function twoStageState(): ResearchState {
   return {

@@ -4,15 +4,9 @@ import { healthSummary } from '../../frontend/src/lib/model-health.ts';
 import { changeSnippets, configFilePath, MCP_CONFIG_SNIPPET, settingsOrLimits } from '../../frontend/src/lib/settings-snippets.ts';
 import { reduce } from '../../frontend/src/state/reducer.ts';
 import { initialViewState, type ViewState } from '../../frontend/src/state/view-state.ts';
+import { sessionMessage } from '../helpers/web-session.ts';
 
-const session = {
-  type: 'session',
-  session_id: 's-1',
-  protocol: 1,
-  model: 'llama3.1',
-  limits: { max_steps_default: 4, max_steps_limit: 8 },
-  tools: [],
-};
+const session = sessionMessage({ model: 'llama3.1' });
 const failing = {
   status: 'failing',
   message: 'connection refused at http://127.0.0.1:9/v1',

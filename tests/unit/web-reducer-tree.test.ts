@@ -15,6 +15,7 @@ import {
   summarizeFields,
 } from '../../frontend/src/state/strategy-events.ts';
 import { initialViewState, type RunView, type ViewState } from '../../frontend/src/state/view-state.ts';
+import { CALCULATOR, sessionMessage } from '../helpers/web-session.ts';
 
 const run = 'run-1';
 let seq = 0;
@@ -30,14 +31,7 @@ const receive = (state: ViewState, ...values: Record<string, unknown>[]) =>
     return event ? reduce(next, { kind: 'server_event', event }) : next;
   }, state);
 
-const session = {
-  type: 'session',
-  session_id: 's-1',
-  protocol: 1,
-  model: 'scripted',
-  limits: { max_steps_default: 4, max_steps_limit: 8 },
-  tools: [{ name: 'calculator', description: 'math', source: 'builtin' }],
-};
+const session = sessionMessage({ tools: [CALCULATOR] });
 
 function started(strategy = 'plan_execute'): ViewState {
   seq = 0;

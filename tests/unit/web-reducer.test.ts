@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { type Action, pendingQuestion, reduce } from '../../frontend/src/state/reducer.ts';
 import { isStepFolded, phaseText, stepSummary } from '../../frontend/src/state/step-summary.ts';
 import { initialViewState, type ViewState } from '../../frontend/src/state/view-state.ts';
+import { CALCULATOR, sessionMessage } from '../helpers/web-session.ts';
 
 const run = 'run-1';
 let seq = 0;
@@ -11,15 +12,7 @@ const update = (updateType: string, fields: Record<string, unknown> = {}) => log
 const event = (value: Record<string, unknown>): Action => ({ kind: 'server_event', event: value as never });
 const apply = (state: ViewState, ...values: Record<string, unknown>[]) => values.reduce((next, value) => reduce(next, event(value)), state);
 
-const session = {
-  type: 'session',
-  session_id: 's-1',
-  protocol: 1,
-  model: 'Demo model',
-  demo: true,
-  limits: { max_steps_default: 4, max_steps_limit: 8 },
-  tools: [{ name: 'calculator', description: 'math', source: 'builtin' }],
-};
+const session = sessionMessage({ model: 'Demo model', demo: true, tools: [CALCULATOR] });
 
 function started(): ViewState {
   seq = 0;

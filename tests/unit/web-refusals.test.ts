@@ -1,16 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { reduce } from '../../frontend/src/state/reducer.ts';
 import { initialViewState } from '../../frontend/src/state/view-state.ts';
+import { sessionMessage } from '../helpers/web-session.ts';
 
-const session = {
-  type: 'session',
-  session_id: 's-1',
-  protocol: 1,
-  model: 'Demo model',
-  demo: true,
-  limits: { max_steps_default: 4, max_steps_limit: 8 },
-  tools: [],
-};
+const session = sessionMessage({ model: 'Demo model', demo: true });
 
 describe('a chat message the server refuses', () => {
   it.each(['server_busy', 'too_many_runs', 'rate_limited', 'session_deleted', 'run_active'])(
