@@ -73,13 +73,9 @@ describe('tool approval in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS 
   });
 
   it('an approval nobody answered in time shows the run waiting for you; approving it later goes on where it stood', async () => {
-    llm = await ScriptedLlmServer.start();
-    server = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'scripted-model', AGENT_INPUT_TIMEOUT_MS: '400' });
+    const { llm, server } = await web.scripted({ AGENT_INPUT_TIMEOUT_MS: '400' });
     llm.enqueue({ text: reasonText('A file.') }, { toolCalls: [{ id: 'w', name: 'write_file', arguments: { name: 'later.txt', content: 'approved later' } }] });
-    context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    page = await context.newPage();
-    await page.goto(server.url);
-    await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+    page = await web.page(server.url, { viewport: { width: 1280, height: 900 } });
     await ask(page, 'Write a file');
     await page.getByTestId('run-parked').waitFor();
     await expect(page.getByTestId('run-parked').textContent()).resolves.toMatch(/^Waiting for you: nobody answered in time, so this run is parked/);
@@ -87,7 +83,7 @@ describe('tool approval in the web app', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS 
     await screenshot(page, 'run-parked.png');
     // A link to a question that is not open answers 404, and the page says there is nothing to answer.
     const sessionId = await page.evaluate(() => new URL(location.href).searchParams.get('session'));
-    const other = await context.newPage();
+    const other = await page.context().newPage();
     const response = await other.goto(`${server.url}/answer/q_nothing?session=${sessionId}`);
     expect(response?.status()).toBe(404);
     await other.getByRole('heading', { name: 'Nothing to answer here' }).waitFor();

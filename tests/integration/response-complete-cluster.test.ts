@@ -17,7 +17,9 @@ describe.skipIf(!pg || !redisUrl)(
   'response_complete means the session is free, on two instances (PostgreSQL and Redis)',
   { timeout: PROCESS_TEST_TIMEOUT_MS },
   () => {
-    const rig = backToBackRig((setup) => twoInstances(setup, { postgres: pg!, redis: redisUrl! }, { AGENT_INPUT_TIMEOUT_MS: '200', INPUT_TIMEOUT_ACTION: 'stop' }));
+    const rig = backToBackRig((setup) =>
+      twoInstances(setup, { postgres: pg!, redis: redisUrl! }, { AGENT_INPUT_TIMEOUT_MS: '200', INPUT_TIMEOUT_ACTION: 'stop' }),
+    );
 
     it('a chat at A sent the instant A delivers the response_complete of a run stopped from B is accepted, 50 times in a row', async () => {
       rig.hangingActs();

@@ -10,7 +10,7 @@ import ece from 'http_ece';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { WebhookReceiver } from '../fixtures/webhook-receiver.ts';
 import { askToWriteHello, writesHello } from '../helpers/approvals.ts';
 import { closeAll } from '../helpers/cleanup.ts';

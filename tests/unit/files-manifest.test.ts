@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig, SessionFiles } from '@stepwise/backend';
@@ -38,6 +38,20 @@ describe('the files manifest the prompts carry', () => {
 
     await files.removeSession(session);
     expect(await files.manifest(session)).toBe('');
+  });
+
+  it('marks the file written last as the newest, also when the file system gives two writes the same time', async () => {
+    const files = sessionFiles();
+    const session = randomUUID();
+    await files.write(session, 'old.txt', 'old', { source: 'user' });
+    await files.write(session, 'fresh.md', 'fresh', { source: 'user' });
+    // The same modification time for both, as two writes within one tick of the file system's clock get.
+    const folder = join(dataDir!, 'files', session);
+    const same = new Date('2026-01-01T00:00:00Z');
+    for (const name of ['old.txt', 'fresh.md']) utimesSync(join(folder, name), same, same);
+    // A write of another session changes nothing of this one's order.
+    await files.write(randomUUID(), 'elsewhere.md', 'x', { source: 'user' });
+    expect(await files.manifest(session)).toBe('- fresh.md (5 B, newest)\n- old.txt (3 B)');
   });
 
   it('lists at most the asked number of files, saying how many more there are', async () => {

@@ -46,6 +46,8 @@ export class SessionFiles {
   private readonly validators = new Map<string, (text: string) => void>();
   /** Per session folder (by lower-case id): its manifest, as of the folder's modification time (see manifest()). */
   private readonly manifests = new Map<string, { modified: number; checked: number; max: number; text: string }>();
+  /** When each file of a session was last written here (a count of the writes), newest sessions last. */
+  private readonly written = new Map<string, Map<string, number>>();
   /** PDFs' text kept, by file path, as of their size and modification time (see readPdf()). */
   private readonly pdfTexts = new Map<string, { size: number; modified: number; pages: PdfPages }>();
   /** Writes and deletes made through this class so far, of any session: a listing made across one is not kept. */
@@ -124,7 +126,11 @@ export class SessionFiles {
     if (folder) {
       const files = await this.list(sessionId);
       // "This file" means the newest one: it is marked when there are several.
-      const newest = files.length > 1 ? files.reduce((latest, file) => (file.modified >= latest.modified ? file : latest)) : undefined;
+      // Files written within one tick of the file system's clock share a time: the one written here later is the newer.
+      const written = this.written.get(key);
+      const later = (file: SessionFileInfo, than: SessionFileInfo) =>
+        file.modified > than.modified || (file.modified === than.modified && (written?.get(file.name) ?? 0) >= (written?.get(than.name) ?? 0));
+      const newest = files.length > 1 ? files.reduce((latest, file) => (later(file, latest) ? file : latest)) : undefined;
       const lines = files.slice(0, max).map((file) => `- ${file.name} (${formatSize(file.size)}${file === newest ? ', newest' : ''})`);
       if (files.length > max) lines.push(`- … and ${files.length - max} more (list_files shows them all)`);
       text = lines.join('\n');
@@ -293,6 +299,7 @@ export class SessionFiles {
   async removeSession(sessionId: string): Promise<void> {
     this.changes++;
     this.manifests.delete(sessionId.toLowerCase());
+    this.written.delete(sessionId.toLowerCase());
     await rm(this.folder(sessionId), { recursive: true, force: true });
     this.changes++;
   }
@@ -381,7 +388,14 @@ export class SessionFiles {
 
   private async notify(change: Parameters<FileListener>[0]): Promise<void> {
     this.changes++;
-    this.manifests.delete(change.sessionId.toLowerCase());
+    const key = change.sessionId.toLowerCase();
+    this.manifests.delete(key);
+    // The order files were written in here, kept for the sessions whose manifests are kept.
+    const written = this.written.get(key) ?? new Map<string, number>();
+    written.set(change.file.name, this.changes);
+    this.written.delete(key);
+    if (this.written.size >= MANIFESTS_KEPT) this.written.delete(this.written.keys().next().value!);
+    this.written.set(key, written);
     for (const listener of this.listeners) await listener(change);
   }
 }
