@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { observeText, reasonText, type RecordedRequest, type ScriptedReply, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { gate } from '../helpers/steer.ts';
-import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
+import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
 let llm: ScriptedLlmServer;
@@ -199,5 +199,25 @@ describe('delivery interrupt', () => {
     expect(cut).toMatch(/^Thinking/);
     expect(events.find((event) => event.update_type === 'agent_steer')).toMatchObject({ delivery: 'interrupt', interrupted: true, step: 1, partial: cut });
     expect(summarize(events).slice(-2)).toEqual(['agent_completion:answered', 'response_complete']);
+  });
+});
+
+describe('on the demo model', () => {
+  it('a steer read during a run does not replace the request: the demo still computes its answer', async () => {
+    const demo = await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '5' });
+    try {
+      const client = await TestClient.connect(demo.wsUrl);
+      clients.push(client);
+      client.chat('What is 15% of 240, then add 7?', { agent_mode: true });
+      await client.waitFor('agent_turn_start');
+      client.chat('Show the working too.');
+      await client.waitFor('message_queued');
+      const events = await client.untilComplete();
+      expect(events.some((event) => event.update_type === 'agent_steer')).toBe(true);
+      expect(events.find((event) => event.update_type === 'agent_completion')).toMatchObject({ reason: 'answered' });
+      expect(String(events.findLast((event) => event.type === 'assistant_message')?.content)).toMatch(/\b43\b/);
+    } finally {
+      await demo.close();
+    }
   });
 });

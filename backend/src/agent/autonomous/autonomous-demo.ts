@@ -2,6 +2,7 @@ import type { Todo } from '@stepwise/shared-types';
 import type { CompletionRequest, CompletionResult, DemoKit, LlmToolCall } from '../../llm/llm-client.ts';
 import { answerOf, nextToolCall, notEnabledProblem, readSituation, requestParts } from '../common/demo-language.ts';
 import { TODO_TOOL } from './todos.ts';
+import { isSteerTurn } from '../kernel/steering.ts';
 
 const COUNTS: Record<string, number> = { two: 2, three: 3, four: 4, five: 5, '2': 2, '3': 3, '4': 4, '5': 5 };
 
@@ -22,7 +23,9 @@ export async function autonomousDemo(request: CompletionRequest, demo: DemoKit):
   const situation = readSituation(reminder ? { ...request, messages: request.messages.slice(0, -1) } : request);
   const offered = situation.offered;
   // Only this request's list counts: an earlier run's is done with.
-  const asked = request.messages.findLastIndex((message) => message.role === 'user' && !message.content.startsWith('<system-reminder>'));
+  const asked = request.messages.findLastIndex(
+    (message) => message.role === 'user' && !message.content.startsWith('<system-reminder>') && !isSteerTurn(message.content),
+  );
   const wroteList = request.messages
     .slice(asked + 1)
     .some((message) => message.role === 'assistant' && message.toolCalls?.some((call) => call.name === TODO_TOOL && call.arguments.includes('"write"')));

@@ -1,5 +1,6 @@
 import type { CompletionRequest, LlmToolCall } from '../../llm/llm-client.ts';
 import { spoken, unresolvedAnswer } from '../kernel/grounding.ts';
+import { isSteerTurn } from '../kernel/steering.ts';
 import {
   AGENT_FILES,
   ATTACHED_FILE,
@@ -61,7 +62,8 @@ export type Next = 'calculator' | 'current_time' | 'read_file' | 'list_files' | 
 
 /** Reads what the demo model needs from one call: the request, the results so far, the tools. */
 export function readSituation(request: CompletionRequest): Situation {
-  const lastUser = findLastIndex(request.messages, (message) => message.role === 'user');
+  // The request is the last user turn that is not a message read during the run (the demo computes; it takes no steering).
+  const lastUser = findLastIndex(request.messages, (message) => message.role === 'user' && !isSteerTurn(message.content));
   const question = lastUser >= 0 ? (request.messages[lastUser] as { content: string }).content : '';
   const results = new Map<string, string>();
   const calculations: string[] = [];

@@ -118,7 +118,14 @@ export class SteeringInbox {
   }
 }
 
+const STEER_PREAMBLE = 'A message from the person while you work (take it into account from now on):\n';
+
 /** A taken message as the model reads it: a user turn that says where it comes from. */
 export function steerTurn(steer: Steer): LlmMessage {
-  return { role: 'user', content: `A message from the person while you work (take it into account from now on):\n${steer.content}` };
+  return { role: 'user', content: `${STEER_PREAMBLE}${steer.content}` };
+}
+
+/** Whether a user turn is a person's message read during a run (not the request the run answers). */
+export function isSteerTurn(content: string): boolean {
+  return content.startsWith(STEER_PREAMBLE);
 }

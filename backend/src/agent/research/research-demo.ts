@@ -1,6 +1,7 @@
 import type { CompletionRequest, CompletionResult, DemoKit } from '../../llm/llm-client.ts';
 import type { LlmMessage } from '../../messages.ts';
 import { evaluateExpression } from '../../tools/expression.ts';
+import { isSteerTurn } from '../kernel/steering.ts';
 import {
   chainExpression,
   chainResult,
@@ -369,6 +370,6 @@ function report(goal: string, results: string): string {
 }
 
 function lastUser(messages: LlmMessage[]): string {
-  const message = messages.findLast((candidate) => candidate.role === 'user');
+  const message = messages.findLast((candidate) => candidate.role === 'user' && !isSteerTurn(candidate.content));
   return message?.role === 'user' ? message.content : '';
 }

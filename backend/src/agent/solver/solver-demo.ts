@@ -12,6 +12,7 @@ import {
   shorten,
 } from '../common/demo-language.ts';
 import { unresolvedAnswer } from '../kernel/grounding.ts';
+import { isSteerTurn } from '../kernel/steering.ts';
 
 /**
  * The demo model's answers to the solver's stages. It proposes two approaches and picks the
@@ -234,6 +235,6 @@ function clarifyingQuestion(problem: string): string {
 }
 
 function lastUser(messages: LlmMessage[]): string {
-  const message = messages.findLast((candidate) => candidate.role === 'user');
+  const message = messages.findLast((candidate) => candidate.role === 'user' && !isSteerTurn(candidate.content));
   return message?.role === 'user' ? message.content : '';
 }
