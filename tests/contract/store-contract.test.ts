@@ -313,6 +313,7 @@ describe.each(adapters)('the store on $name', (adapter) => {
     const parked = { questions: ['q_1'], step: 1, transcript: [] };
     await store.parkRun(runId, parked);
     expect(await store.getRun(runId)).toMatchObject({ status: 'parked', checkpoint: parked });
+    expect(await store.lastRun(sessionId)).toMatchObject({ id: runId, status: 'parked' });
     expect((await store.listRunningRuns()).map((run) => run.id)).not.toContain(runId);
     expect(await store.unparkRun(runId)).toEqual({ checkpoint: parked });
     expect(await store.unparkRun(runId)).toBeUndefined();

@@ -15,7 +15,7 @@ export interface LiveRun {
  * before its deadline and has not been answered nor ended since. Undefined otherwise.
  */
 export async function openQuestion(store: Store, sessionId: string, questionId: string, live: LiveRun): Promise<AgentRequestInput | undefined> {
-  const run = (await store.listRuns(sessionId)).at(-1);
+  const run = await store.lastRun(sessionId);
   if (!run || (run.status !== 'running' && run.status !== 'parked')) return undefined;
   let asked: (AgentRequestInput & { seq: number }) | undefined;
   let settled = false;

@@ -23,7 +23,7 @@ import type { RunStart, SessionRuns } from './session-runs.ts';
 
 /** A chat's parked run, when its last run is parked: the run and what it waits on. */
 export async function parkedRunOf(store: Store, sessionId: string): Promise<{ run: RunRecord; parked: ParkedRun } | undefined> {
-  const run = (await store.listRuns(sessionId)).at(-1);
+  const run = await store.lastRun(sessionId);
   if (run?.status !== 'parked' || !run.checkpoint) return undefined;
   return { run, parked: run.checkpoint as ParkedRun };
 }

@@ -80,7 +80,7 @@ export async function keepAnswer(
   answer: PersonAnswer,
 ): Promise<boolean> {
   const { router, store } = deps;
-  const run = (await store.listRuns(sessionId)).at(-1);
+  const run = await store.lastRun(sessionId);
   if (run?.status !== 'running') return false;
   const deadline = (await askedIn(store, run, questionId))?.deadline;
   if (deadline === undefined || Date.parse(deadline) <= Date.now()) return false;

@@ -93,7 +93,7 @@ export class SessionMessages<Sender = unknown> {
 
   /** The session's run when it goes on another instance, as far as the store knows (`plain`: a plain chat answer). */
   async runningElsewhere(): Promise<{ plain: boolean } | undefined> {
-    const run = (await this.deps.store.listRuns(this.sessionId)).at(-1);
+    const run = await this.deps.store.lastRun(this.sessionId);
     return run?.status === 'running' ? { plain: run.strategy === PLAIN_CHAT } : undefined;
   }
 

@@ -61,7 +61,7 @@ export class SessionSnapshots {
    * last stage (" · loop 2 · expert_evaluator"), '' for other strategies.
    */
   private async workingPoint(): Promise<string> {
-    const run = (await this.deps.store.listRuns(this.sessionId)).at(-1);
+    const run = await this.deps.store.lastRun(this.sessionId);
     const label = run && this.deps.kernel.sessionHooks(run.strategy)?.snapshotLabel;
     return run && label ? label(await strategyEventsOf(this.deps.store, run)) : '';
   }
@@ -146,7 +146,7 @@ export class SessionSnapshots {
     await this.log.sent();
     const snapshots = await store.listSnapshots(this.sessionId);
     if (snapshots.length >= SNAPSHOTS_PER_SESSION) throw new SnapshotLimitError();
-    const last = (await store.listRuns(this.sessionId)).at(-1);
+    const last = await store.lastRun(this.sessionId);
     const messages = await store.listMessages(this.sessionId);
     const latest = snapshots.at(-1);
     const shared = latest ? sharedPrefix(await this.messagesOf(latest.id), messages) : 0;

@@ -1,6 +1,5 @@
-import type { Dirent } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import { constants, createReadStream, type ReadStream, statSync } from 'node:fs';
+import { constants, createReadStream, type Dirent, type ReadStream, statSync } from 'node:fs';
 import { lstat, mkdir, open, readdir, readFile, rename, rm, unlink } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { formatSize } from '@stepwise/shared-types';
@@ -20,11 +19,6 @@ import { countLines, invalid, isContinuationByte, linesIn, notFound, throwIfAbor
 
 const TEMP_PREFIX = '.partial-';
 
-/**
- * The files of each session, in one flat folder per session under `DATA_DIR/files`. Every name
- * is checked before it touches the disk: no separators, no `.`/`..`, no NUL or control characters,
- * at most 255 bytes; symbolic links are never followed, read or replaced.
- */
 /** Manifests kept at most (the one listed longest ago is dropped first): a few hundred bytes each. */
 const MANIFESTS_KEPT = 1_000;
 
@@ -34,6 +28,11 @@ const PDF_TEXTS_KEPT = 32;
 /** How soon a file put into a session's folder by hand shows in its manifest. */
 const MANIFEST_RECHECK_MS = 1_000;
 
+/**
+ * The files of each session, in one flat folder per session under `DATA_DIR/files`. Every name
+ * is checked before it touches the disk: no separators, no `.`/`..`, no NUL or control characters,
+ * at most 255 bytes; symbolic links are never followed, read or replaced.
+ */
 @injectable()
 export class SessionFiles {
   readonly root: string;
@@ -207,7 +206,6 @@ export class SessionFiles {
     return file;
   }
 
-  /** Reads text from byte `offset`, at most `length` bytes, cut at UTF-8 character boundaries. */
   /** A whole text file of up to `maxBytes`, or undefined when the session has no file of that name. */
   async readWhole(sessionId: string, rawName: string, maxBytes = 1024 * 1024): Promise<string | undefined> {
     try {
@@ -218,6 +216,7 @@ export class SessionFiles {
     }
   }
 
+  /** Reads text from byte `offset`, at most `length` bytes, cut at UTF-8 character boundaries. */
   async readText(sessionId: string, rawName: string, offset: number, length: number): Promise<TextSlice> {
     const name = SessionFiles.checkName(rawName);
     const handle = await this.openExisting(sessionId, name);

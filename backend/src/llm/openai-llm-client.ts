@@ -9,25 +9,13 @@ import { TOKENS } from '../tokens.ts';
 import { abortReason, sleep } from '../util/abort.ts';
 import { endWithTurn, ensureAlternation, refusesTurnOrder } from './alternation.ts';
 import type { CompletionRequest, CompletionResult, LlmClient, OutputSchema } from './llm-client.ts';
-import { costOf } from './model-prices.ts';
 import { checkVision, type ModelChoice, modelChain } from './model-routes.ts';
 import { createModelWire, endpointOf, safeEndpoint, seconds } from './model-wire.ts';
 import { completionAsChunk, ReplyAssembler } from './reply-assembler.ts';
+import { finishReply } from './reply-finish.ts';
 import { BodyBuffers, encodeRequest, requestObject } from './request-body.ts';
 import { askForJson, parseReply, reAsk, responseFormat } from './structured-output.ts';
-import { readTokenUsage } from './token-usage.ts';
-import {
-  bothSpent,
-  callDeadline,
-  type EndpointNames,
-  endpointNames,
-  fallsBack,
-  formatCount,
-  shorten,
-  stepwiseHeaders,
-  toModelError,
-  withSpending,
-} from './model-errors.ts';
+import { bothSpent, callDeadline, type EndpointNames, endpointNames, fallsBack, stepwiseHeaders, toModelError, withSpending } from './model-errors.ts';
 
 /** The SDK's options of one request. */
 type RequestOptions = NonNullable<Parameters<OpenAI['chat']['completions']['create']>[1]>;
@@ -226,7 +214,7 @@ export class OpenAiLlmClient implements LlmClient {
       }
       // A whole reply came: the endpoint read the request to its end, so its body may be written over.
       if (!assembler.truncated) this.bodies.release(body);
-      const result = this.finish(assembler, request, { streamed: streaming, model, requestId });
+      const result = finishReply(assembler, request, { streamed: streaming, model, requestId }, { config: this.config, logger: this.logger });
       this.logger.debug({ purpose: request.purpose, model, request_id: requestId }, 'model call');
       return { ok: true, result };
     } catch (error) {
@@ -337,56 +325,6 @@ export class OpenAiLlmClient implements LlmClient {
 
   private strictFor(model: string): boolean {
     return this.strictModels.has(model);
-  }
-
-  /** The assembled reply, its usage checked and priced; a reply past the cap ends with a note saying so. */
-  private finish(
-    assembler: ReplyAssembler,
-    request: CompletionRequest,
-    how: { streamed: boolean; model: string; requestId: string | undefined },
-  ): CompletionResult<never> {
-    const usage = readTokenUsage(assembler.reportedUsage, (field) =>
-      this.logger.warn({ purpose: request.purpose, field }, 'the model reported an invalid token count; it is ignored'),
-    );
-    const { text, toolCalls, refusal } = assembler.result();
-    if (refusal && !text.trim() && toolCalls.length === 0) {
-      throw new ModelError(`The model refused to answer: ${shorten(refusal)}`, { category: 'refusal' });
-    }
-    const result: CompletionResult<never> = {
-      text,
-      toolCalls,
-      ...(usage ? { usage } : {}),
-      model: how.model,
-      costUsd: costOf(how.model, usage, this.config.llm.prices),
-      ...(how.requestId ? { requestId: how.requestId } : {}),
-      response: {
-        ...(assembler.responseId ? { id: assembler.responseId } : {}),
-        ...(assembler.responseModel ? { model: assembler.responseModel } : {}),
-        ...(assembler.finishReason ? { finishReason: assembler.finishReason } : {}),
-      },
-    };
-    if (assembler.cutAtLimit && !assembler.truncated) {
-      this.logger.warn({ purpose: request.purpose, model: how.model }, "model reply cut at the model's output limit (finish_reason length)");
-      // Data is judged by the caller (asked for again); text says it was cut, so it never reads as a whole answer.
-      if (request.schema) return { ...result, cutAtLimit: true };
-      // A tool call the limit fell in is never run (see ReplyAssembler.result); the text says what happened.
-      const note = text.trim()
-        ? "\n\n[The reply was cut at the model's output limit]"
-        : toolCalls.length > 0
-          ? "[The reply was cut at the model's output limit: its last tool call was not run]"
-          : "[The reply was cut at the model's output limit before it was complete; nothing of it was run]";
-      if (how.streamed) request.onDelta?.(note);
-      return { ...result, text: text + note, truncated: true, cutAtLimit: true };
-    }
-    if (!assembler.truncated) return result;
-    const { maxOutputChars } = this.config.llm;
-    this.logger.warn({ purpose: request.purpose, max_output_chars: maxOutputChars }, 'model reply cut at LLM_MAX_OUTPUT_CHARS');
-    if (!text.trim() && toolCalls.length === 0) {
-      throw new ModelError(`The model's reply passed ${formatCount(maxOutputChars)} characters (LLM_MAX_OUTPUT_CHARS) before anything usable`);
-    }
-    const note = `\n\n[Reply cut at ${formatCount(maxOutputChars)} characters: LLM_MAX_OUTPUT_CHARS]`;
-    if (how.streamed) request.onDelta?.(note);
-    return { ...result, text: text + note, truncated: true };
   }
 }
 

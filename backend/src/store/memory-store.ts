@@ -229,6 +229,10 @@ export class MemoryStore implements Store {
     return [...this.runs.values()].filter((run) => run.sessionId === sessionId).map((run) => structuredClone(run));
   }
 
+  async lastRun(sessionId: string): Promise<RunRecord | undefined> {
+    return (await this.listRuns(sessionId)).at(-1);
+  }
+
   async listRunningRuns(): Promise<RunRecord[]> {
     return [...this.runs.values()].filter((run) => run.status === 'running').map((run) => structuredClone(run));
   }

@@ -3,10 +3,12 @@ import { SqlWaitingMessages, type WaitingMessages } from './waiting-messages.ts'
 import { type Kysely, sql } from 'kysely';
 import type { LlmMessage } from '../messages.ts';
 import type { SqlDialectName } from './migrations.ts';
-import { fromSnapshotColumn, toSnapshotColumn } from './snapshot-column.ts';
+import { isSignInRevoked, revokeSignIn } from './sql-sign-ins.ts';
+import { SqlRuns } from './sql-runs.ts';
+import { SqlSharesAndSnapshots } from './sql-shares-snapshots.ts';
 import { SqlLogWrites } from './sql-log-writes.ts';
 import { searchSessions } from './sql-search.ts';
-import { DIALECTS, insertMessages, type JsonReader, json, type Tables, tokenCount, toRun, toSession, toShare, toSnapshot } from './sql-tables.ts';
+import { DIALECTS, insertMessages, type JsonReader, json, type Tables, toSession } from './sql-tables.ts';
 import type { GroupSync } from './sqlite-database.ts';
 import { type DeliveryOutbox, SqlDeliveryOutbox } from './delivery-outbox.ts';
 import { type PushStore, SqlPushStore } from './push-store.ts';
@@ -35,8 +37,6 @@ import {
 
 export type { Tables };
 
-const SNAPSHOT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /**
  * The Store on SQL, one set of queries for both databases: embedded SQLite (the default, libsql)
  * and a PostgreSQL server (DATABASE_URL), through Kysely. Every write has committed when its
@@ -48,7 +48,6 @@ export class SqlStore implements Store {
   private fence: Fence | undefined;
   private clock = 0;
   private readonly writes: SqlLogWrites;
-  private readonly least: string;
   private readonly parsed: JsonReader;
 
   constructor(
@@ -66,13 +65,14 @@ export class SqlStore implements Store {
     } = {},
   ) {
     this.writes = new SqlLogWrites(db, dialect, options.groupSync);
-    this.least = DIALECTS[dialect].least;
     this.parsed = DIALECTS[dialect].json;
     this.migrated = options.migrated ?? [];
     this.outbox = new SqlDeliveryOutbox(db);
     this.push = new SqlPushStore(db);
     this.waiting = new SqlWaitingMessages(db);
     this.agentTasks = new SqlAgentTaskStore(db);
+    this.shares = new SqlSharesAndSnapshots(db, dialect, this.parsed);
+    this.runs = new SqlRuns(db, DIALECTS[dialect].least, this.parsed);
     this.onClose = options.onClose ?? (() => undefined);
   }
 
@@ -82,6 +82,8 @@ export class SqlStore implements Store {
   readonly push: PushStore;
   readonly waiting: WaitingMessages;
   readonly agentTasks: AgentTaskStore;
+  private readonly shares: SqlSharesAndSnapshots;
+  private readonly runs: SqlRuns;
   private readonly onClose: () => Promise<void> | void;
 
   /**
@@ -125,22 +127,12 @@ export class SqlStore implements Store {
     return row && toSession(row);
   }
 
-  async revokeSignIn(id: string, expiresAt: string): Promise<void> {
-    const now = this.now();
-    await this.db.transaction().execute(async (tx) => {
-      // The ended sign-ins past their expiry are forgotten as new ones come: their cookies are refused anyway.
-      await tx.deleteFrom('revoked_sign_ins').where('expires_at', '<', now).execute();
-      await tx
-        .insertInto('revoked_sign_ins')
-        .values({ id, expires_at: expiresAt })
-        .onConflict((conflict) => conflict.column('id').doNothing())
-        .execute();
-    });
+  revokeSignIn(id: string, expiresAt: string): Promise<void> {
+    return revokeSignIn(this.db, this.now(), id, expiresAt);
   }
 
-  async isSignInRevoked(id: string): Promise<boolean> {
-    const row = await this.db.selectFrom('revoked_sign_ins').select('id').where('id', '=', id).executeTakeFirst();
-    return row !== undefined;
+  isSignInRevoked(id: string): Promise<boolean> {
+    return isSignInRevoked(this.db, id);
   }
 
   async listSessions(limit: number, owner?: string): Promise<SessionRecord[]> {
@@ -159,38 +151,20 @@ export class SqlStore implements Store {
     return searchSessions(this.db, this.dialect, query);
   }
 
-  async createShare(share: Omit<ShareRecord, 'createdAt'>): Promise<ShareRecord> {
-    const createdAt = this.now();
-    await this.db
-      .insertInto('chat_shares')
-      .values({
-        id: share.id,
-        token_hash: share.tokenHash,
-        session_id: share.sessionId,
-        created_by: share.createdBy,
-        at_seq: share.atSeq,
-        include_files: this.dialect === 'sqlite' ? Number(share.includeFiles) : share.includeFiles,
-        created_at: createdAt,
-        expires_at: share.expiresAt ?? null,
-      })
-      .execute();
-    return { ...share, createdAt };
+  createShare(share: Omit<ShareRecord, 'createdAt'>): Promise<ShareRecord> {
+    return this.shares.createShare(share, this.now());
   }
 
-  async findShare(tokenHash: string): Promise<ShareRecord | undefined> {
-    const row = await this.db.selectFrom('chat_shares').selectAll().where('token_hash', '=', tokenHash).executeTakeFirst();
-    return row && toShare(row);
+  findShare(tokenHash: string): Promise<ShareRecord | undefined> {
+    return this.shares.findShare(tokenHash);
   }
 
-  async listShares(sessionId: string): Promise<ShareRecord[]> {
-    const rows = await this.db.selectFrom('chat_shares').selectAll().where('session_id', '=', sessionId).orderBy('created_at').orderBy('id').execute();
-    return rows.map(toShare);
+  listShares(sessionId: string): Promise<ShareRecord[]> {
+    return this.shares.listShares(sessionId);
   }
 
-  async deleteShare(sessionId: string, id: string): Promise<boolean> {
-    if (!SNAPSHOT_ID.test(id)) return false;
-    const { numDeletedRows } = await this.db.deleteFrom('chat_shares').where('session_id', '=', sessionId).where('id', '=', id).executeTakeFirst();
-    return numDeletedRows > 0n;
+  deleteShare(sessionId: string, id: string): Promise<boolean> {
+    return this.shares.deleteShare(sessionId, id);
   }
 
   async deleteSession(id: string): Promise<boolean> {
@@ -243,86 +217,40 @@ export class SqlStore implements Store {
     };
   }
 
-  async createRun(run: NewRun): Promise<void> {
-    await this.db
-      .insertInto('runs')
-      .values({
-        id: run.id,
-        session_id: run.sessionId,
-        strategy: run.strategy,
-        max_steps: run.maxSteps,
-        status: 'running',
-        after_seq: run.afterSeq ?? null,
-        started_at: this.now(),
-      })
-      .execute();
+  createRun(run: NewRun): Promise<void> {
+    return this.runs.createRun(run, this.now());
   }
 
-  async finishRun(runId: string, end: RunEnd): Promise<void> {
-    const now = this.now();
-    const capped = (column: 'prompt_tokens' | 'completion_tokens', add: number) =>
-      sql<number>`${sql.raw(this.least)}(${sql.ref(column)} + ${add}, ${Number.MAX_SAFE_INTEGER})`;
-    await this.db.transaction().execute(async (tx) => {
-      const finished = await tx
-        .updateTable('runs')
-        .set({
-          status: end.status,
-          end_reason: end.endReason ?? null,
-          steps: end.steps ?? null,
-          ended_at: now,
-          checkpoint: null,
-          prompt_tokens: capped('prompt_tokens', tokenCount(end.usage?.promptTokens)),
-          completion_tokens: capped('completion_tokens', tokenCount(end.usage?.completionTokens)),
-          spending: sql`coalesce(${end.spending ? json(end.spending) : null}, spending)`,
-        })
-        .where('id', '=', runId)
-        .returning('session_id')
-        .executeTakeFirst();
-      if (finished) await tx.updateTable('sessions').set({ updated_at: now }).where('id', '=', finished.session_id).execute();
-    });
+  finishRun(runId: string, end: RunEnd): Promise<void> {
+    return this.runs.finishRun(runId, end, this.now());
   }
 
-  async saveCheckpoint(runId: string, checkpoint: unknown): Promise<void> {
-    await this.db
-      .updateTable('runs')
-      .set({ checkpoint: checkpoint === null ? null : json(checkpoint) })
-      .where('id', '=', runId)
-      .execute();
+  saveCheckpoint(runId: string, checkpoint: unknown): Promise<void> {
+    return this.runs.saveCheckpoint(runId, checkpoint);
   }
 
-  async parkRun(runId: string, checkpoint: unknown): Promise<void> {
-    await this.db
-      .updateTable('runs')
-      .set({ status: 'parked', checkpoint: json(checkpoint) })
-      .where('id', '=', runId)
-      .where('status', '=', 'running')
-      .execute();
+  parkRun(runId: string, checkpoint: unknown): Promise<void> {
+    return this.runs.parkRun(runId, checkpoint);
   }
 
-  async unparkRun(runId: string): Promise<{ checkpoint: unknown } | undefined> {
-    const row = await this.db
-      .updateTable('runs')
-      .set({ status: 'running' })
-      .where('id', '=', runId)
-      .where('status', '=', 'parked')
-      .returning('checkpoint')
-      .executeTakeFirst();
-    return row && { checkpoint: row.checkpoint === null || row.checkpoint === undefined ? undefined : this.parsed(row.checkpoint) };
+  unparkRun(runId: string): Promise<{ checkpoint: unknown } | undefined> {
+    return this.runs.unparkRun(runId);
   }
 
-  async getRun(runId: string): Promise<RunRecord | undefined> {
-    const row = await this.db.selectFrom('runs').selectAll().where('id', '=', runId).executeTakeFirst();
-    return row && toRun(row, this.parsed);
+  getRun(runId: string): Promise<RunRecord | undefined> {
+    return this.runs.getRun(runId);
   }
 
-  async listRuns(sessionId: string): Promise<RunRecord[]> {
-    const rows = await this.db.selectFrom('runs').selectAll().where('session_id', '=', sessionId).orderBy('started_at').orderBy('id').execute();
-    return rows.map((row) => toRun(row, this.parsed));
+  listRuns(sessionId: string): Promise<RunRecord[]> {
+    return this.runs.listRuns(sessionId);
   }
 
-  async listRunningRuns(): Promise<RunRecord[]> {
-    const rows = await this.db.selectFrom('runs').selectAll().where('status', '=', 'running').orderBy('started_at').execute();
-    return rows.map((row) => toRun(row, this.parsed));
+  lastRun(sessionId: string): Promise<RunRecord | undefined> {
+    return this.runs.lastRun(sessionId);
+  }
+
+  listRunningRuns(): Promise<RunRecord[]> {
+    return this.runs.listRunningRuns();
   }
 
   /** Events of many sessions at once go in one commit, with the journal entries made before them (see GroupWriter). */
@@ -372,38 +300,15 @@ export class SqlStore implements Store {
     const createdAt = this.now();
     // Its label may name the run's latest events: they are stored first.
     await this.writes.flush();
-    await this.db
-      .insertInto('snapshots')
-      .values({
-        id: snapshot.id,
-        session_id: snapshot.sessionId,
-        label: snapshot.label,
-        kind: snapshot.kind,
-        run_id: snapshot.runId ?? null,
-        step: snapshot.step ?? null,
-        at_seq: snapshot.atSeq,
-        messages: json(toSnapshotColumn(snapshot)),
-        created_at: createdAt,
-      })
-      .execute();
-    return { ...snapshot, createdAt };
+    return this.shares.saveSnapshot(snapshot, createdAt);
   }
 
-  async getSnapshot(id: string): Promise<SnapshotRecord | undefined> {
-    if (!SNAPSHOT_ID.test(id)) return undefined;
-    const row = await this.db.selectFrom('snapshots').selectAll().where('id', '=', id).executeTakeFirst();
-    return row && { ...toSnapshot(row), ...fromSnapshotColumn(this.parsed<unknown>(row.messages)) };
+  getSnapshot(id: string): Promise<SnapshotRecord | undefined> {
+    return this.shares.getSnapshot(id);
   }
 
-  async listSnapshots(sessionId: string): Promise<Omit<SnapshotRecord, 'messages'>[]> {
-    const rows = await this.db
-      .selectFrom('snapshots')
-      .select(['id', 'session_id', 'label', 'kind', 'run_id', 'step', 'at_seq', 'created_at'])
-      .where('session_id', '=', sessionId)
-      .orderBy('created_at')
-      .orderBy('id')
-      .execute();
-    return rows.map(toSnapshot);
+  listSnapshots(sessionId: string): Promise<Omit<SnapshotRecord, 'messages'>[]> {
+    return this.shares.listSnapshots(sessionId);
   }
 
   async replaceMessages(sessionId: string, messages: MessageRecord[]): Promise<void> {
@@ -441,5 +346,3 @@ export class SqlStore implements Store {
     return new Date(this.clock).toISOString();
   }
 }
-
-/** Inserts messages in statements of at most BATCH_LIMIT rows. */

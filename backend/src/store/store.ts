@@ -195,6 +195,8 @@ export interface Store {
   getRun(runId: string): Promise<RunRecord | undefined>;
   /** A session's runs, oldest first. */
   listRuns(sessionId: string): Promise<RunRecord[]>;
+  /** A session's latest run (the last started), without reading the others. */
+  lastRun(sessionId: string): Promise<RunRecord | undefined>;
   /** Runs not finished: after a restart, these were interrupted. */
   listRunningRuns(): Promise<RunRecord[]>;
 
