@@ -1,3 +1,4 @@
+import type { StoppedCall } from '@stepwise/shared-types';
 import { Fragment, lazy, Suspense, useState } from 'react';
 import { useSteering } from '../lib/steering-context.ts';
 import { waitingSteers } from '../state/steering.ts';
@@ -244,7 +245,7 @@ export function RunTimeline({
 }
 
 /** A stop receipt in words: each call of the step it cut and what became of it ("Calculator: cancelled · Write file out.txt: completed"). */
-export function receiptLine(run: RunView, calls: Array<{ tool_call_id: string; tool: string; status: string }>): string {
+export function receiptLine(run: RunView, calls: StoppedCall[]): string {
   return calls.map((call) => `${toolInWords(call.tool)}${describeCall(run, call.tool_call_id)}: ${RECEIPT_WORDS[call.status] ?? call.status}`).join(' · ');
 }
 
