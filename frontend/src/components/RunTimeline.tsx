@@ -204,8 +204,8 @@ export function RunTimeline({
           Waiting for you: nobody answered in time, so this run is parked. It holds nothing while it waits; answer to go on from here, or stop it.
         </div>
       )}
-      {(Panel || tree) && steers.map((steer) => <SteerNote key={steer.messageId} steer={steer} />)}
-      {running && <WaitingMessages messages={waiting} label="Messages waiting for this run" />}
+      {(Panel || tree) && steers.map((steer) => <SteerNote key={steer.messageId} steer={steer} strategy={run.strategy} />)}
+      {running && <WaitingMessages messages={waiting} label="Messages waiting for this run" strategy={run.strategy} />}
       {run.end && (
         <div className={`run-end run-end-${rolledBackTo ? 'needs-you' : endClass(run.end)}`} role="status" data-testid="run-end">
           {rolledBackTo ?? describeEnd(run.end)}
