@@ -5,7 +5,7 @@ import { waitingSteers } from '../state/steering.ts';
 import { formatClock, formatDuration, formatFull } from '../lib/time.ts';
 import { toolInWords } from '../lib/tool-words.ts';
 import { isStepFolded } from '../state/step-summary.ts';
-import type { RunEnd, RunView, SteerView, TodoView } from '../state/view-state.ts';
+import type { RunEnd, RunView, SteerView } from '../state/view-state.ts';
 import { RunSpending } from './RunSpending.tsx';
 import { RunTree } from './RunTree.tsx';
 import { StepCard } from './StepCard.tsx';
@@ -76,10 +76,6 @@ export function RunTimeline({
   continueSteps = 5,
   onRewind,
   compareWith,
-  todos,
-  onSaveTodos,
-  onGoOn,
-  onSaveText,
   rolledBack,
 }: {
   run: RunView;
@@ -96,11 +92,6 @@ export function RunTimeline({
   onRewind?: (step: number) => void;
   /** The branch this run can be compared with (the run before a rewind or a rollback), and each run's answer. */
   compareWith?: { run: RunView; answers: Record<string, string | undefined> };
-  /** The session's todo list, for the panel of the chat's latest run, and how to save an edit of it. */
-  todos?: TodoView[];
-  onSaveTodos?: (todos: TodoView[]) => void;
-  onGoOn?: (strategyOptions: Record<string, unknown>) => void;
-  onSaveText?: (name: string, text: string) => Promise<void>;
 }) {
   // A parked run is not at work: it waits for an answer.
   const running = !run.end && !run.complete && !run.parked;
@@ -154,15 +145,7 @@ export function RunTimeline({
       </div>
       {Panel ? (
         <Suspense fallback={<p className="muted">Loading…</p>}>
-          <Panel
-            run={run}
-            running={running}
-            now={now}
-            {...(todos ? { todos } : {})}
-            {...(onSaveTodos ? { onSaveTodos } : {})}
-            {...(onGoOn ? { onGoOn } : {})}
-            {...(onSaveText ? { onSaveText } : {})}
-          />
+          <Panel run={run} running={running} now={now} />
         </Suspense>
       ) : tree ? (
         <RunTree run={run} running={running} />

@@ -269,6 +269,11 @@ export type ChatItem = {
   | { kind: 'rollback'; id: string; label: string; toSeq: number }
 );
 
+/** The chat's latest run (folded by a rollback or not), if it has one. */
+export function latestRunId(items: ChatItem[]): string | undefined {
+  return items.findLast((item) => item.kind === 'run')?.runId;
+}
+
 /** One todo of the session's list. */
 export type TodoView = Todo;
 
