@@ -20,6 +20,7 @@ const SnapshotsDialog = lazy(() => import('./components/SnapshotsDialog.tsx').th
 import { pendingApprovals, pendingQuestion } from './state/reducer.ts';
 import { ApprovalContext, type Approve } from './lib/approval-context.ts';
 import { SteeringContext, type SteeringApi } from './lib/steering-context.ts';
+import { RunActionsContext, runActionsOf } from './lib/run-actions-context.ts';
 
 /** The whole app: state comes from the reducer, components only render it and send messages. */
 export function App() {
@@ -49,6 +50,13 @@ export function App() {
     stopBranch: actions.stopBranch,
     resumeBranch: actions.resumeBranch,
   };
+  // What strategy panels read and do beyond their run: the todo list, and under the latest run once nothing runs, edits and going on.
+  const runActions = runActionsOf(state, {
+    saveTodos: (todos) => void actions.saveTodos(todos),
+    goOn: (strategy, strategyOptions) =>
+      void actions.chat('Go on', { agentMode: true, maxSteps: state.session?.limits.max_steps_default ?? 10, strategy, strategyOptions }),
+    saveText: (name, text) => actions.saveText(name, text),
+  });
   const [sidebarOpen, setSidebarOpen] = useState(false);
   const [dragging, setDragging] = useState(false);
   const [settingsOpen, setSettingsOpen] = useState(false);
@@ -80,146 +88,143 @@ export function App() {
     <SessionFilesContext.Provider value={actions}>
       <ApprovalContext.Provider value={approve}>
         <SteeringContext.Provider value={steering}>
-          <div className="layout">
-            <SessionSidebar
-              currentId={state.session?.session_id}
-              refreshKey={refreshKey}
-              open={sidebarOpen}
-              onClose={() => setSidebarOpen(false)}
-              admin={me?.user.admin === true}
-              userId={me?.user.id}
-            />
-            <div
-              className={`app${dragging ? ' dragging' : ''}`}
-              onDragOver={(event) => {
-                if (!event.dataTransfer.types.includes('Files')) return;
-                event.preventDefault();
-                setDragging(true);
-              }}
-              onDragLeave={(event) => {
-                if (event.currentTarget === event.target || !event.currentTarget.contains(event.relatedTarget as Node)) setDragging(false);
-              }}
-              onDrop={(event) => {
-                if (!event.dataTransfer.types.includes('Files')) return;
-                event.preventDefault();
-                setDragging(false);
-                void actions.attach([...event.dataTransfer.files]);
-              }}
-            >
-              {dragging && (
-                <div className="drop-hint" aria-hidden="true">
-                  Drop files to attach them to this chat
-                </div>
-              )}
-              <Header
-                session={state.session}
-                connection={state.connection}
-                now={now}
-                onToggleSidebar={() => setSidebarOpen((open) => !open)}
-                onOpenSettings={() => setSettingsOpen(true)}
-                {...(watching === undefined ? { onOpenSnapshots: () => setSnapshotsOpen(true) } : {})}
-                onOpenShare={state.session && state.items.length > 0 ? () => setShareOpen(true) : undefined}
-                approvalsWaiting={approvals.length}
-                me={me}
+          <RunActionsContext.Provider value={runActions}>
+            <div className="layout">
+              <SessionSidebar
+                currentId={state.session?.session_id}
+                refreshKey={refreshKey}
+                open={sidebarOpen}
+                onClose={() => setSidebarOpen(false)}
+                admin={me?.user.admin === true}
+                userId={me?.user.id}
               />
-              <Suspense fallback={null}>
-                {shareOpen && state.session && (
-                  <ShareDialog sessionId={state.session.session_id} canShare={watching === undefined} now={now} onClose={() => setShareOpen(false)} />
-                )}
-                {settingsOpen && (
-                  <SettingsDialog session={state.session} now={now} onClose={() => setSettingsOpen(false)} settingsAdmin={me?.settings_admin === true} />
-                )}
-                {snapshotsOpen && state.session && (
-                  <SnapshotsDialog
-                    sessionId={state.session.session_id}
-                    busy={state.busy}
-                    refreshKey={state.lastSeq}
-                    now={now}
-                    onSave={(label) => void actions.saveSnapshot(label)}
-                    onRollback={(id) => void actions.rollback(id)}
-                    onResume={(id) => {
-                      actions.resumeSnapshot(id);
-                      setSnapshotsOpen(false);
-                    }}
-                    onClose={() => setSnapshotsOpen(false)}
-                  />
-                )}
-              </Suspense>
-              <Conversation
-                state={state}
-                now={now}
-                onContinue={(runId, extra, maxCostUsd) => void actions.resume(runId, extra, maxCostUsd)}
-                onRewind={(runId, step, extraSteps) => void actions.resumeSnapshot(`step:${runId}:${step}`, extraSteps)}
-                onSaveTodos={(todos) => void actions.saveTodos(todos)}
-                onGoOn={(strategy, strategyOptions) =>
-                  void actions.chat('Go on', { agentMode: true, maxSteps: state.session?.limits.max_steps_default ?? 10, strategy, strategyOptions })
-                }
-                onSaveText={(name, text) => actions.saveText(name, text)}
-                // Offered when the agent first waits on the person: then it is plain why.
-                footer={(question || approvals.length > 0) && watching === undefined ? <NotificationOffer /> : undefined}
-              />
-              <div className="dock">
-                {question && (
-                  <QuestionBanner
-                    key={`${question.runId}:${question.step}:${question.text}:${question.questionId ?? ''}`}
-                    question={question.text}
-                    deadline={question.deadline}
-                    parked={state.runs[question.runId]?.parked !== undefined}
-                    now={now}
-                    {...(question.choices
-                      ? { choices: question.choices, onChoose: (choice: string) => void actions.answer(question.runId, choice, question.questionId) }
-                      : {})}
-                  />
-                )}
-                {state.notice && (
-                  <div
-                    className={`notice${state.notice.tone === 'success' ? ' notice-success' : ''}`}
-                    role={state.notice.tone === 'success' ? 'status' : 'alert'}
-                  >
-                    <span>{state.notice.message}</span>
-                    <button type="button" className="ghost" onClick={actions.dismissNotice} aria-label="Dismiss">
-                      ×
-                    </button>
+              <div
+                className={`app${dragging ? ' dragging' : ''}`}
+                onDragOver={(event) => {
+                  if (!event.dataTransfer.types.includes('Files')) return;
+                  event.preventDefault();
+                  setDragging(true);
+                }}
+                onDragLeave={(event) => {
+                  if (event.currentTarget === event.target || !event.currentTarget.contains(event.relatedTarget as Node)) setDragging(false);
+                }}
+                onDrop={(event) => {
+                  if (!event.dataTransfer.types.includes('Files')) return;
+                  event.preventDefault();
+                  setDragging(false);
+                  void actions.attach([...event.dataTransfer.files]);
+                }}
+              >
+                {dragging && (
+                  <div className="drop-hint" aria-hidden="true">
+                    Drop files to attach them to this chat
                   </div>
                 )}
-                <FileList files={state.files} uploading={state.uploading} onDownload={actions.download} />
-                {watching !== undefined ? (
-                  <div className="watch-bar" role="status" data-testid="watching">
-                    <span>
-                      You are watching <strong>{watching}</strong>’s chat as an admin: you can read it and stop its run.
-                    </span>
-                    {state.busy && (
-                      <button type="button" className="danger" onClick={actions.stop} disabled={state.stopping}>
-                        Stop
+                <Header
+                  session={state.session}
+                  connection={state.connection}
+                  now={now}
+                  onToggleSidebar={() => setSidebarOpen((open) => !open)}
+                  onOpenSettings={() => setSettingsOpen(true)}
+                  {...(watching === undefined ? { onOpenSnapshots: () => setSnapshotsOpen(true) } : {})}
+                  onOpenShare={state.session && state.items.length > 0 ? () => setShareOpen(true) : undefined}
+                  approvalsWaiting={approvals.length}
+                  me={me}
+                />
+                <Suspense fallback={null}>
+                  {shareOpen && state.session && (
+                    <ShareDialog sessionId={state.session.session_id} canShare={watching === undefined} now={now} onClose={() => setShareOpen(false)} />
+                  )}
+                  {settingsOpen && (
+                    <SettingsDialog session={state.session} now={now} onClose={() => setSettingsOpen(false)} settingsAdmin={me?.settings_admin === true} />
+                  )}
+                  {snapshotsOpen && state.session && (
+                    <SnapshotsDialog
+                      sessionId={state.session.session_id}
+                      busy={state.busy}
+                      refreshKey={state.lastSeq}
+                      now={now}
+                      onSave={(label) => void actions.saveSnapshot(label)}
+                      onRollback={(id) => void actions.rollback(id)}
+                      onResume={(id) => {
+                        actions.resumeSnapshot(id);
+                        setSnapshotsOpen(false);
+                      }}
+                      onClose={() => setSnapshotsOpen(false)}
+                    />
+                  )}
+                </Suspense>
+                <Conversation
+                  state={state}
+                  now={now}
+                  onContinue={(runId, extra, maxCostUsd) => void actions.resume(runId, extra, maxCostUsd)}
+                  onRewind={(runId, step, extraSteps) => void actions.resumeSnapshot(`step:${runId}:${step}`, extraSteps)}
+                  // Offered when the agent first waits on the person: then it is plain why.
+                  footer={(question || approvals.length > 0) && watching === undefined ? <NotificationOffer /> : undefined}
+                />
+                <div className="dock">
+                  {question && (
+                    <QuestionBanner
+                      key={`${question.runId}:${question.step}:${question.text}:${question.questionId ?? ''}`}
+                      question={question.text}
+                      deadline={question.deadline}
+                      parked={state.runs[question.runId]?.parked !== undefined}
+                      now={now}
+                      {...(question.choices
+                        ? { choices: question.choices, onChoose: (choice: string) => void actions.answer(question.runId, choice, question.questionId) }
+                        : {})}
+                    />
+                  )}
+                  {state.notice && (
+                    <div
+                      className={`notice${state.notice.tone === 'success' ? ' notice-success' : ''}`}
+                      role={state.notice.tone === 'success' ? 'status' : 'alert'}
+                    >
+                      <span>{state.notice.message}</span>
+                      <button type="button" className="ghost" onClick={actions.dismissNotice} aria-label="Dismiss">
+                        ×
                       </button>
-                    )}
-                  </div>
-                ) : (
-                  <Composer
-                    busy={state.busy}
-                    parked={state.activeRunId !== undefined && state.runs[state.activeRunId]?.parked !== undefined}
-                    stopping={state.stopping}
-                    connected={state.connection === 'live'}
-                    limits={state.session?.limits}
-                    tools={state.session?.tools ?? []}
-                    mcpServers={state.session?.mcp_servers ?? []}
-                    strategies={state.session?.strategy_catalog ?? []}
-                    lastRun={state.session?.last_run ? { sessionId: state.session.session_id, ...state.session.last_run } : undefined}
-                    question={question?.text}
-                    started={state.items.length > 0}
-                    onAttach={(files) => void actions.attach(files)}
-                    attached={state.attached}
-                    onDetach={actions.detach}
-                    onSend={actions.chat}
-                    onAnswer={(answer) => (question ? actions.answer(question.runId, answer, question.questionId) : false)}
-                    runActive={state.activeRunId !== undefined}
-                    onSteer={(content, delivery, options) => actions.steer(content, delivery, options, state.activeRunId)}
-                    onStop={actions.stop}
-                  />
-                )}
+                    </div>
+                  )}
+                  <FileList files={state.files} uploading={state.uploading} onDownload={actions.download} />
+                  {watching !== undefined ? (
+                    <div className="watch-bar" role="status" data-testid="watching">
+                      <span>
+                        You are watching <strong>{watching}</strong>’s chat as an admin: you can read it and stop its run.
+                      </span>
+                      {state.busy && (
+                        <button type="button" className="danger" onClick={actions.stop} disabled={state.stopping}>
+                          Stop
+                        </button>
+                      )}
+                    </div>
+                  ) : (
+                    <Composer
+                      busy={state.busy}
+                      parked={state.activeRunId !== undefined && state.runs[state.activeRunId]?.parked !== undefined}
+                      stopping={state.stopping}
+                      connected={state.connection === 'live'}
+                      limits={state.session?.limits}
+                      tools={state.session?.tools ?? []}
+                      mcpServers={state.session?.mcp_servers ?? []}
+                      strategies={state.session?.strategy_catalog ?? []}
+                      lastRun={state.session?.last_run ? { sessionId: state.session.session_id, ...state.session.last_run } : undefined}
+                      question={question?.text}
+                      started={state.items.length > 0}
+                      onAttach={(files) => void actions.attach(files)}
+                      attached={state.attached}
+                      onDetach={actions.detach}
+                      onSend={actions.chat}
+                      onAnswer={(answer) => (question ? actions.answer(question.runId, answer, question.questionId) : false)}
+                      runActive={state.activeRunId !== undefined}
+                      onSteer={(content, delivery, options) => actions.steer(content, delivery, options, state.activeRunId)}
+                      onStop={actions.stop}
+                    />
+                  )}
+                </div>
               </div>
             </div>
-          </div>
+          </RunActionsContext.Provider>
         </SteeringContext.Provider>
       </ApprovalContext.Provider>
     </SessionFilesContext.Provider>

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { parseServerEvent } from '../../frontend/src/lib/socket-client.ts';
 import { type Action, pendingQuestion, reduce } from '../../frontend/src/state/reducer.ts';
-import { compareNodeIds } from '../../frontend/src/state/run-tree.ts';
+import { branchName } from '../../frontend/src/state/branch-kind.ts';
+import { compareNodeIds, emptyRun } from '../../frontend/src/state/run-tree.ts';
+import { branchPlace } from '../../frontend/src/state/steering.ts';
 import { isStepFolded } from '../../frontend/src/state/step-summary.ts';
 import {
   branchEvents,
@@ -14,6 +16,7 @@ import {
   strategyEvent,
   summarizeFields,
 } from '../../frontend/src/state/strategy-events.ts';
+import { buildTimeline } from '../../frontend/src/state/timeline.ts';
 import { initialViewState, type RunView, type ViewState } from '../../frontend/src/state/view-state.ts';
 import { CALCULATOR, sessionMessage } from '../helpers/web-session.ts';
 
@@ -299,6 +302,31 @@ describe('strategy events typed by update type', () => {
     expect(describeEvent(view.strategyEvents[0]!)).toBe('revision: one · 1 steps');
     // Branch names still come from the newest plan that names the step.
     expect(branchTitle(view, '1')).toBe('Step 1 · Find flights');
+  });
+
+  it('names a branch one way in its heading, its timeline row and where a message reached it: by its strategy, else by its id', () => {
+    const cases: Array<[strategy: string | undefined, nodeId: string, name: string]> = [
+      ['plan_execute', '2', 'Step 2'],
+      ['research', '1', 'Task 1'],
+      ['example', '1.2', 'Task 1.2'],
+      [undefined, '3', 'Step 3'],
+    ];
+    for (const [strategy, nodeId, name] of cases) {
+      const branchRun: RunView = {
+        ...emptyRun('r'),
+        ...(strategy ? { strategy } : {}),
+        timeline: [
+          { seq: 1, ts, kind: 'agent_turn_start', nodeId, step: 1 },
+          { seq: 2, ts: '2026-01-01T00:00:01.000Z', kind: 'agent_usage', nodeId, purpose: 'act', promptTokens: 1, completionTokens: 1 },
+        ],
+      };
+      expect(branchName(strategy, nodeId)).toBe(name);
+      expect(branchTitle(branchRun, nodeId)).toBe(name);
+      expect(buildTimeline(branchRun).rows.map((row) => row.label)).toEqual([name]);
+      expect(branchPlace({ messageId: 'm1', seq: 3, step: 1, content: 'Look here', delivery: 'steer', nodeId }, strategy)).toBe(
+        `reached ${name.toLowerCase()}`,
+      );
+    }
   });
 
   it('reads branch titles and statuses from an unknown update type’s steps and tasks too', () => {

@@ -1,4 +1,5 @@
 import { useState } from 'react';
+import { useRunActions } from '../lib/run-actions-context.ts';
 import { eventsOf } from '../state/strategy-events.ts';
 import type { TodoView } from '../state/view-state.ts';
 import { Markdown } from './Markdown.tsx';
@@ -14,14 +15,15 @@ const NEXT_STATUS: Record<TodoView['status'], TodoView['status']> = { pending: '
  * its text, and its tool cards. Under the chat's latest run, once nothing runs, the list can be
  * edited: the next run works from it.
  */
-export function AutonomousPanel({ run, running, todos: sessionTodos, onSaveTodos }: StrategyPanelProps) {
+export function AutonomousPanel({ run, running }: StrategyPanelProps) {
+  const { todos: sessionTodos, saveTodos } = useRunActions(run);
   const own = eventsOf(run, 'agent_todos').at(-1)?.event.todos;
-  const todos = (onSaveTodos || running ? sessionTodos : undefined) ?? own ?? [];
+  const todos = (saveTodos || running ? sessionTodos : undefined) ?? own ?? [];
   const guidances = eventsOf(run, 'agent_guidance');
   const messages = eventsOf(run, 'agent_message');
   return (
     <div className="autonomous-panel" data-testid="autonomous-panel">
-      <TodoList todos={todos} {...(onSaveTodos && !running ? { onSave: onSaveTodos } : {})} />
+      <TodoList todos={todos} {...(saveTodos && !running ? { onSave: saveTodos } : {})} />
       {run.steps.map((step) => {
         const guidance = guidances.find(({ event }) => event.step === step.step)?.event;
         const message = messages.find(({ event }) => event.step === step.step)?.event;

@@ -1,7 +1,7 @@
 import { type ReactNode, useEffect, useRef } from 'react';
 import { awaitingAnswer } from '../state/reducer.ts';
 import { messagesAfterRuns } from '../state/steering.ts';
-import type { ChatItem, RunView, TodoView, ViewState } from '../state/view-state.ts';
+import { type ChatItem, latestRunId, type RunView, type ViewState } from '../state/view-state.ts';
 import { CopyButton } from './CopyButton.tsx';
 import { Markdown } from './Markdown.tsx';
 import { ChatSpending } from './RunSpending.tsx';
@@ -15,20 +15,12 @@ export function Conversation({
   now,
   onContinue,
   onRewind,
-  onSaveTodos,
-  onGoOn,
-  onSaveText,
   footer,
 }: {
   state: ViewState;
   /** Shown after the last item, inside the scrolling conversation (an offer that must not take the dock's room). */
   footer?: ReactNode;
   now: Date;
-  /** Saves a person's edit of the session's todo list (offered under the latest run while nothing runs). */
-  onSaveTodos?: (todos: TodoView[]) => void;
-  /** Goes on with the latest run's strategy (a new message of it), offered under that run while nothing runs. */
-  onGoOn?: (strategy: string, strategyOptions: Record<string, unknown>) => void;
-  onSaveText?: (name: string, text: string) => Promise<void>;
   onContinue?: (runId: string, extraSteps: number, maxCostUsd?: number) => void;
   /** Goes back to the end of a run's step and on from there (`extraSteps` more, else the server's default). */
   onRewind?: (runId: string, step: number, extraSteps?: number) => void;
@@ -36,11 +28,7 @@ export function Conversation({
   const endRef = useRef<HTMLDivElement>(null);
   const last = state.items.at(-1);
   // Only the chat's last run can be continued, once it ended short of an answer and nothing runs.
-  const lastRunId =
-    [...state.items].reverse().find((item) => item.kind === 'run' || item.kind === 'user')?.kind === 'run'
-      ? (state.items.findLast((item) => item.kind === 'run') as { runId: string } | undefined)?.runId
-      : undefined;
-  const lastRunOfChat = (state.items.findLast((item) => item.kind === 'run') as { runId: string } | undefined)?.runId;
+  const lastRunId = state.items.findLast((item) => item.kind === 'run' || item.kind === 'user')?.kind === 'run' ? latestRunId(state.items) : undefined;
   // Each run's answer, and the branch a run can be compared with: the run it was rewound from, or the last one a rollback folded away before it.
   const answers: Record<string, string | undefined> = {};
   for (const item of state.items) if (item.kind === 'assistant' && item.runId) answers[item.runId] = item.content;
@@ -117,12 +105,6 @@ export function Conversation({
             {...(compareTarget(item.runId) ? { compareWith: { run: compareTarget(item.runId)!, answers } } : {})}
             {...(label ? { strategyLabel: label } : {})}
             {...(traceUrl ? { traceUrl } : {})}
-            {...(state.todos && (item.runId === lastRunOfChat || !run.end) ? { todos: state.todos } : {})}
-            {...(onSaveTodos && item.runId === lastRunOfChat && !state.busy ? { onSaveTodos } : {})}
-            {...(onGoOn && run.strategy && item.runId === lastRunOfChat && !state.busy
-              ? { onGoOn: (options: Record<string, unknown>) => onGoOn(run.strategy!, options) }
-              : {})}
-            {...(onSaveText && item.runId === lastRunOfChat && !state.busy ? { onSaveText } : {})}
             {...(onRewind && !state.busy && !item.rolledBack && run.end ? { onRewind: (step: number) => onRewind(item.runId, step) } : {})}
             {...(onRewind && run.rewoundTo !== undefined && item.runId === lastRunId && !state.busy
               ? {

@@ -1,10 +1,11 @@
+import type { StoppedCall } from '@stepwise/shared-types';
 import { Fragment, lazy, Suspense, useState } from 'react';
 import { useSteering } from '../lib/steering-context.ts';
 import { waitingSteers } from '../state/steering.ts';
 import { formatClock, formatDuration, formatFull } from '../lib/time.ts';
 import { toolInWords } from '../lib/tool-words.ts';
 import { isStepFolded } from '../state/step-summary.ts';
-import type { RunEnd, RunView, SteerView, TodoView } from '../state/view-state.ts';
+import type { RunEnd, RunView, SteerView } from '../state/view-state.ts';
 import { RunSpending } from './RunSpending.tsx';
 import { RunTree } from './RunTree.tsx';
 import { StepCard } from './StepCard.tsx';
@@ -75,10 +76,6 @@ export function RunTimeline({
   continueSteps = 5,
   onRewind,
   compareWith,
-  todos,
-  onSaveTodos,
-  onGoOn,
-  onSaveText,
   rolledBack,
 }: {
   run: RunView;
@@ -95,11 +92,6 @@ export function RunTimeline({
   onRewind?: (step: number) => void;
   /** The branch this run can be compared with (the run before a rewind or a rollback), and each run's answer. */
   compareWith?: { run: RunView; answers: Record<string, string | undefined> };
-  /** The session's todo list, for the panel of the chat's latest run, and how to save an edit of it. */
-  todos?: TodoView[];
-  onSaveTodos?: (todos: TodoView[]) => void;
-  onGoOn?: (strategyOptions: Record<string, unknown>) => void;
-  onSaveText?: (name: string, text: string) => Promise<void>;
 }) {
   // A parked run is not at work: it waits for an answer.
   const running = !run.end && !run.complete && !run.parked;
@@ -153,15 +145,7 @@ export function RunTimeline({
       </div>
       {Panel ? (
         <Suspense fallback={<p className="muted">Loading…</p>}>
-          <Panel
-            run={run}
-            running={running}
-            now={now}
-            {...(todos ? { todos } : {})}
-            {...(onSaveTodos ? { onSaveTodos } : {})}
-            {...(onGoOn ? { onGoOn } : {})}
-            {...(onSaveText ? { onSaveText } : {})}
-          />
+          <Panel run={run} running={running} now={now} />
         </Suspense>
       ) : tree ? (
         <RunTree run={run} running={running} />
@@ -203,8 +187,8 @@ export function RunTimeline({
           Waiting for you: nobody answered in time, so this run is parked. It holds nothing while it waits; answer to go on from here, or stop it.
         </div>
       )}
-      {(Panel || tree) && steers.map((steer) => <SteerNote key={steer.messageId} steer={steer} />)}
-      {running && <WaitingMessages messages={waiting} label="Messages waiting for this run" />}
+      {(Panel || tree) && steers.map((steer) => <SteerNote key={steer.messageId} steer={steer} strategy={run.strategy} />)}
+      {running && <WaitingMessages messages={waiting} label="Messages waiting for this run" strategy={run.strategy} />}
       {run.end && (
         <div className={`run-end run-end-${rolledBackTo ? 'needs-you' : endClass(run.end)}`} role="status" data-testid="run-end">
           {rolledBackTo ?? describeEnd(run.end)}
@@ -244,7 +228,7 @@ export function RunTimeline({
 }
 
 /** A stop receipt in words: each call of the step it cut and what became of it ("Calculator: cancelled · Write file out.txt: completed"). */
-export function receiptLine(run: RunView, calls: Array<{ tool_call_id: string; tool: string; status: string }>): string {
+export function receiptLine(run: RunView, calls: StoppedCall[]): string {
   return calls.map((call) => `${toolInWords(call.tool)}${describeCall(run, call.tool_call_id)}: ${RECEIPT_WORDS[call.status] ?? call.status}`).join(' · ');
 }
 

@@ -2,6 +2,7 @@ import type { SharedChat } from '@stepwise/shared-types';
 import { useEffect, useMemo, useState } from 'react';
 import { api } from '../lib/api.ts';
 import { AuthRequiredError, SignInRequiredError } from '../lib/auth.ts';
+import { RunActionsContext, runActionsOf } from '../lib/run-actions-context.ts';
 import { formatFull } from '../lib/time.ts';
 import { useNow } from '../lib/use-now.ts';
 import { reduce } from '../state/reducer.ts';
@@ -87,7 +88,10 @@ export function SharedChatPage({ token }: { token: string }) {
                 .
               </p>
             </div>
-            <Conversation state={state} now={now} />
+            {/* Its panels read the session's todo list; nothing here edits or goes on. */}
+            <RunActionsContext.Provider value={runActionsOf(state)}>
+              <Conversation state={state} now={now} />
+            </RunActionsContext.Provider>
             <div className="dock shared-dock">
               {shared.files && shared.files.length > 0 && (
                 <ul className="shared-files" aria-label="Files">

@@ -1,5 +1,6 @@
 import { useState } from 'react';
 import { useSteering } from '../lib/steering-context.ts';
+import { branchName } from '../state/branch-kind.ts';
 import { branchPlace, waitingSteers } from '../state/steering.ts';
 import { eventsOf } from '../state/strategy-events.ts';
 import type { RunView } from '../state/view-state.ts';
@@ -29,7 +30,7 @@ export function TaskActions({ run, taskId, status, running }: { run: RunView; ta
   const last = waiting ?? landed;
   if (!stopped && !(mayAct && working) && !last) return null;
   return (
-    <div className="task-actions" role="group" aria-label={`Task ${taskId}`} data-testid="task-actions">
+    <div className="task-actions" role="group" aria-label={branchName(run.strategy, taskId)} data-testid="task-actions">
       {stopped && (
         <p className="task-receipt" data-testid="task-receipt">
           Stopped{stop?.by ? ` by ${stop.by}` : ''}
@@ -39,7 +40,8 @@ export function TaskActions({ run, taskId, status, running }: { run: RunView; ta
       )}
       {last && (
         <p className="task-message" data-testid="task-message">
-          Your message: “{last.content}” · {waiting ? (waiting.status === 'sending' ? 'sending…' : 'waiting for its next model call') : branchPlace(landed!)}
+          Your message: “{last.content}” ·{' '}
+          {waiting ? (waiting.status === 'sending' ? 'sending…' : 'waiting for its next model call') : branchPlace(landed!, run.strategy)}
         </p>
       )}
       {mayAct && (working || stopped) && (

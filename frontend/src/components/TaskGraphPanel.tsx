@@ -1,5 +1,6 @@
 import { lazy, Suspense, useCallback, useState } from 'react';
 import { formatDuration } from '../lib/time.ts';
+import { useRunActions } from '../lib/run-actions-context.ts';
 import { useSessionFiles } from '../lib/session-files-context.ts';
 import { eventsOf } from '../state/strategy-events.ts';
 import { BranchCard } from './BranchCard.tsx';
@@ -32,7 +33,8 @@ const AGENT_WORDS: Record<string, string> = {
  * cards with agent and status, dependencies named), the verdicts with their issues, a link to the
  * state document, and each task's work folded under it (its tool calls, its question).
  */
-export function TaskGraphPanel({ run, running, onGoOn, onSaveText }: StrategyPanelProps) {
+export function TaskGraphPanel({ run, running }: StrategyPanelProps) {
+  const { goOn, saveText } = useRunActions(run);
   const latest = eventsOf(run, 'agent_task_graph').at(-1)?.event;
   const stages = latest?.stages ?? [];
   const verdicts = eventsOf(run, 'agent_verdict').map(({ event }) => event);
@@ -136,15 +138,15 @@ export function TaskGraphPanel({ run, running, onGoOn, onSaveText }: StrategyPan
           </button>
         </p>
       )}
-      {latest && onSaveText && files && (
-        <DocumentEditor name={doc} load={() => files.fetchBlob(doc).then((blob) => blob.text())} save={(text) => onSaveText(doc, text)} />
+      {latest && saveText && files && (
+        <DocumentEditor name={doc} load={() => files.fetchBlob(doc).then((blob) => blob.text())} save={(text) => saveText(doc, text)} />
       )}
-      {latest && onGoOn && (
+      {latest && goOn && (
         <div className="graph-actions">
-          <button type="button" onClick={() => onGoOn({ mode: 'step' })} title="Run the next wave of tasks, then stop">
+          <button type="button" onClick={() => goOn({ mode: 'step' })} title="Run the next wave of tasks, then stop">
             Step
           </button>
-          <button type="button" onClick={() => onGoOn({ mode: 'run' })} title="Run on until an answer, a verifier that blocks, or the iteration limit">
+          <button type="button" onClick={() => goOn({ mode: 'run' })} title="Run on until an answer, a verifier that blocks, or the iteration limit">
             Run
           </button>
         </div>

@@ -1,3 +1,4 @@
+import type { ApprovalDecision } from '@stepwise/shared-types';
 import { useState } from 'react';
 import { useApprove } from '../lib/approval-context.ts';
 import { formatDuration, localTimeOf } from '../lib/time.ts';
@@ -61,7 +62,7 @@ function ApprovalForm({ tool }: { tool: ToolCallView }) {
   const [always, setAlways] = useState(false);
   const [problem, setProblem] = useState('');
   const questionId = tool.approval!.questionId;
-  const send = (decision: 'approve' | 'deny') => {
+  const send = (decision: ApprovalDecision['decision']) => {
     if (!approve) return;
     if (decision === 'deny') {
       approve(questionId, { decision, ...(reason.trim() ? { reason: reason.trim() } : {}) });

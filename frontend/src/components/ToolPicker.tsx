@@ -1,7 +1,7 @@
 import type { McpServerStatus, ToolInfo } from '@stepwise/shared-types';
 
 /** What a tool's approval policy means, in words. */
-export const POLICY_WORDS: Record<'auto' | 'ask' | 'deny', string> = {
+export const POLICY_WORDS: Record<NonNullable<ToolInfo['approval']>, string> = {
   auto: 'Runs without asking',
   ask: 'Asks you to approve each call',
   deny: 'Never runs (the server’s policy denies it)',

@@ -1,20 +1,16 @@
 import { type ComponentType, lazy } from 'react';
-import type { RunView, TodoView } from '../state/view-state.ts';
+import type { RunView } from '../state/view-state.ts';
 
-/** What a strategy's panel gets: the whole run (steps, branches, strategy events) and the time now. */
+/**
+ * What every strategy's panel gets: the whole run (steps, branches, strategy events) and the time
+ * now. Whatever only one strategy needs (the session's todo list, going on, saving a document) the
+ * panel reads itself, with useRunActions.
+ */
 export interface StrategyPanelProps {
   run: RunView;
   /** True while the run goes on (or waits); false once it ended. */
   running: boolean;
   now: Date;
-  /** The session's todo list as it is now (autonomous). */
-  todos?: TodoView[];
-  /** Given under the chat's latest run while nothing runs: the list may be edited. */
-  onSaveTodos?: (todos: TodoView[]) => void;
-  /** Given under the chat's latest run while nothing runs: go on with the same strategy (research's Step and Run). */
-  onGoOn?: (strategyOptions: Record<string, unknown>) => void;
-  /** Saves a session text file, rejecting with the server's reason (research's document editor). */
-  onSaveText?: (name: string, text: string) => Promise<void>;
 }
 
 /**

@@ -1,4 +1,5 @@
 import {
+  type ApiError,
   Me,
   type SessionDetail,
   SessionDetail as SessionDetailSchema,
@@ -166,7 +167,7 @@ export class SettingsRefused extends Error {
   constructor(
     readonly code: string,
     message: string,
-    readonly issues: Array<{ path: string; message: string }>,
+    readonly issues: NonNullable<ApiError['error']['issues']>,
   ) {
     super(message);
     this.name = 'SettingsRefused';
@@ -184,9 +185,7 @@ export const settingsApi = {
   async change(patch: Record<string, unknown>): Promise<SettingsView> {
     const response = await call('/api/settings', { method: 'PATCH', body: JSON.stringify(patch), headers: { 'content-type': 'application/json' } });
     if (!response.ok) {
-      const body = (await response.json().catch(() => ({}))) as {
-        error?: { code?: string; message?: string; issues?: Array<{ path: string; message: string }> };
-      };
+      const body = (await response.json().catch(() => ({}))) as { error?: Partial<ApiError['error']> };
       throw new SettingsRefused(body.error?.code ?? 'error', body.error?.message ?? `HTTP ${response.status}`, body.error?.issues ?? []);
     }
     return SettingsView.parse(await response.json());
@@ -195,7 +194,7 @@ export const settingsApi = {
 
 async function errorMessage(response: Response): Promise<string> {
   try {
-    const body = (await response.json()) as { error?: { message?: string } };
+    const body = (await response.json()) as { error?: Partial<ApiError['error']> };
     return body.error?.message ?? `HTTP ${response.status}`;
   } catch {
     return `HTTP ${response.status}`;

@@ -7,7 +7,7 @@ export type JsonSection = (typeof JSON_SECTIONS)[number];
 /** One approval rule the app sets, as its row in the form. */
 export interface RuleRow {
   pattern: string;
-  policy: 'auto' | 'ask' | 'deny';
+  policy: SettingsView['approval'][number]['value'];
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { ClientMessage, Delivery } from '@stepwise/shared-types';
+import type { ApprovalDecision, ClientMessage, Delivery, TodosSetMessage } from '@stepwise/shared-types';
 import { useCallback, useEffect, useMemo, useReducer, useRef, useState } from 'react';
 import { reduce } from '../state/reducer.ts';
 import { initialViewState } from '../state/view-state.ts';
@@ -165,7 +165,7 @@ export function useStepwise(url: string = defaultSocketUrl()) {
         return true;
       },
       /** Replaces the session's todo list (between runs): every tab gets it back as agent_todos. */
-      saveTodos(todos: { id?: string; title: string; status: 'pending' | 'in_progress' | 'completed' }[]): boolean {
+      saveTodos(todos: TodosSetMessage['todos']): boolean {
         return send({ type: 'todos_set', todos });
       },
       /** Continues a run that stopped, failed or reached its step limit, for `extraSteps` more steps. */
@@ -189,11 +189,7 @@ export function useStepwise(url: string = defaultSocketUrl()) {
         return true;
       },
       /** A person's decision on a tool call that waits for approval (edited arguments, a reason, "always in this run"). */
-      approve(
-        runId: string,
-        questionId: string,
-        approval: { decision: 'approve' | 'deny'; arguments?: Record<string, unknown>; reason?: string; remember?: 'run' },
-      ): boolean {
+      approve(runId: string, questionId: string, approval: ApprovalDecision): boolean {
         if (!send({ type: 'agent_user_input', question_id: questionId, approval })) return false;
         dispatch({ kind: 'approval_sent', runId, questionId });
         return true;

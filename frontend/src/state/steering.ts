@@ -7,6 +7,7 @@ import {
   type PendingMessage,
   refusesChat,
 } from '@stepwise/shared-types';
+import { branchKind } from './branch-kind.ts';
 import { settleStep } from './run-tree.ts';
 import type { ChatItem, PendingMessageView, RunView, SteerView, ViewState } from './view-state.ts';
 
@@ -158,9 +159,9 @@ export function messagesAfterRuns(state: ViewState): PendingMessageView[] {
   });
 }
 
-/** Where a message for one branch landed, in words: "reached task 1.2" (its step is the run's, not the branch's). */
-export function branchPlace(steer: SteerView): string {
-  return `reached task ${steer.nodeId}${steer.interrupted || steer.delivery === 'interrupt' ? ', cutting its model call' : ''}`;
+/** Where a message for one branch of a run of `strategy` landed, in words: "reached task 1.2" (its step is the run's, not the branch's). */
+export function branchPlace(steer: SteerView, strategy: string | undefined): string {
+  return `reached ${branchKind(strategy, steer.nodeId!)} ${steer.nodeId}${steer.interrupted || steer.delivery === 'interrupt' ? ', cutting its model call' : ''}`;
 }
 
 /** Where a steer landed, in words: "applied at step 3", "interrupted step 2". */

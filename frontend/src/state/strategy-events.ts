@@ -14,6 +14,7 @@ import {
   AgentTodos,
   AgentVerdict,
 } from '@stepwise/shared-types';
+import { branchName } from './branch-kind.ts';
 import type {
   KnownStrategyEvent,
   KnownStrategyEventOf,
@@ -190,16 +191,9 @@ export function summarizeFields(fields: Record<string, unknown>): string {
   return shorten(parts.join(' · '), SUMMARY_LIMIT);
 }
 
-/** What a branch is called: "Step 3" in a plan, "Task 1.2" in research (a dotted id elsewhere too). */
-export function branchKind(run: RunView, nodeId: string): 'Step' | 'Task' {
-  if (run.strategy === 'plan_execute') return 'Step';
-  if (run.strategy === 'research') return 'Task';
-  return nodeId.includes('.') ? 'Task' : 'Step';
-}
-
 /** A branch's heading: "Step 3 · Find the population" when the plan or task graph names its goal, else "Step 3". */
 export function branchTitle(run: RunView, nodeId: string): string {
-  const name = `${branchKind(run, nodeId)} ${nodeId}`;
+  const name = branchName(run.strategy, nodeId);
   const item = latestItem(run, nodeId, (entry) => entry.name);
   return item ? `${name} · ${item}` : name;
 }

@@ -1,3 +1,4 @@
+import { branchName } from './branch-kind.ts';
 import type { RunView, TimelineEvent } from './view-state.ts';
 
 /** One bar of a run's timeline: a model call, a tool call, or time spent waiting for the person. */
@@ -64,13 +65,7 @@ export function buildTimeline(run: RunView): { rows: TimelineRow[]; duration: nu
     const key = event.nodeId ? `node:${event.nodeId}` : stage ? `stage:${stage}` : 'run';
     let state = rows.get(key);
     if (!state) {
-      const label = event.nodeId
-        ? run.strategy === 'plan_execute'
-          ? `Step ${event.nodeId}`
-          : `Task ${event.nodeId}`
-        : stage
-          ? (STAGE_WORDS[stage] ?? stage)
-          : 'Run';
+      const label = event.nodeId ? branchName(run.strategy, event.nodeId) : stage ? (STAGE_WORDS[stage] ?? stage) : 'Run';
       state = { row: { key, label, bars: [] }, last: key === 'run' ? 0 : time, lastKind: undefined, usageClosed: false, waitingSince: undefined };
       rows.set(key, state);
     }

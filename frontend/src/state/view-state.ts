@@ -1,4 +1,4 @@
-import type { AgentUpdate, SessionEvent, Todo } from '@stepwise/shared-types';
+import type { AgentSteer, AgentUpdate, Delivery, SessionEvent, SessionFile, StoppedCall, Todo } from '@stepwise/shared-types';
 
 /** The socket's state as the user sees it. */
 export type ConnectionState = 'connecting' | 'live' | 'reconnecting';
@@ -134,7 +134,7 @@ export type RunEnd =
   /** It ended without an answer that rests on its tools: `summary` says what could not be done. */
   | { kind: 'unresolved'; steps: number; summary: string }
   | { kind: 'max_steps'; steps: number }
-  | { kind: 'stopped'; reason: string; calls?: Array<{ tool_call_id: string; tool: string; status: string }> }
+  | { kind: 'stopped'; reason: string; calls?: StoppedCall[] }
   | { kind: 'input_timeout' }
   | { kind: 'failed'; message: string };
 
@@ -190,7 +190,7 @@ export interface SteerView {
   seq: number;
   step: number;
   content: string;
-  delivery: 'steer' | 'interrupt';
+  delivery: AgentSteer['delivery'];
   nodeId?: string;
   /** It cut a model call (an interrupt), whose words so far were `partial`. */
   interrupted?: boolean;
@@ -202,7 +202,7 @@ export interface BranchStopView {
   seq: number;
   step: number;
   by?: string;
-  calls: Array<{ tool_call_id: string; tool: string; status: string }>;
+  calls: StoppedCall[];
 }
 
 /**
@@ -213,7 +213,7 @@ export interface BranchStopView {
 export interface PendingMessageView {
   id: string;
   status: 'sending' | 'waiting' | 'cancelling';
-  delivery: 'steer' | 'queue' | 'interrupt';
+  delivery: Delivery;
   content: string;
   /** Its place among the session's waiting messages, from 1 (once stored). */
   position?: number;
@@ -269,14 +269,16 @@ export type ChatItem = {
   | { kind: 'rollback'; id: string; label: string; toSeq: number }
 );
 
+/** The chat's latest run (folded by a rollback or not), if it has one. */
+export function latestRunId(items: ChatItem[]): string | undefined {
+  return items.findLast((item) => item.kind === 'run')?.runId;
+}
+
 /** One todo of the session's list. */
 export type TodoView = Todo;
 
-/** A file in the session's folder. */
-export interface FileView {
-  name: string;
-  size: number;
-  modified: string;
+/** A file in the session's folder (its name, size and time as shared-types' SessionFile), with where it came from. */
+export interface FileView extends SessionFile {
   /** "user" (uploaded), "agent", or the MCP server that returned it. */
   source: string;
 }
