@@ -166,7 +166,7 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
   registerPushRoutes(app, container.resolve(Notifier), container.resolve<Store>(TOKENS.Store).push, config.notify.pushServiceHosts);
   await registerSettingsRoutes(app, container.resolve(SettingsService), config);
   const callers = container.resolve<CallerTraces>(TOKENS.CallerTraces);
-  registerAgUiRoutes(app, sessions, container.resolve<Store>(TOKENS.Store), config.limits, callers);
+  registerAgUiRoutes(app, { handler, sessions, store, limits: config.limits, callers });
   const kernel = container.resolve(RunKernel);
   registerMcpRoutes(app, {
     sessions,
