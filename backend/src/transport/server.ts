@@ -169,7 +169,7 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
   registerAgUiRoutes(app, { handler, sessions, store, limits: config.limits, callers });
   const kernel = container.resolve(RunKernel);
   registerMcpRoutes(app, {
-    sessions,
+    handler,
     history: container.resolve(HistoryService),
     catalog: () => kernel.catalog(),
     logger: container.resolve<Logger>(TOKENS.Logger),
@@ -177,7 +177,7 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
     callers,
   });
   registerA2aRoutes(app, {
-    sessions,
+    handler,
     catalog: () => kernel.catalog(),
     logger: container.resolve<Logger>(TOKENS.Logger),
     version: version(),
