@@ -1,6 +1,9 @@
 import type { ServerEvent } from '@stepwise/shared-types';
 
-/** One client's connection as the core sees it; the WebSocket adapter implements it. */
+/**
+ * One client's connection as the core sees it: every transport adapts its own to this and hands it
+ * to the ConnectionHandler (the socket's, an AG-UI response's). Events reach it through `send`.
+ */
 export interface ClientConnection {
   /**
    * Sends one message; silently drops it when the connection is already closed. A client that

@@ -12,7 +12,7 @@ import { McpManager } from '../mcp/mcp-manager.ts';
 import type { ChatService, MessageSender } from './chat-service.ts';
 import type { ClientConnection } from './client-connection.ts';
 import { RateLimiter, RateLimiters } from '../limits/rate-limiter.ts';
-import { LOCAL_USER, ownerLabel, type User } from '../auth/user.ts';
+import { type ChatAccess, LOCAL_USER, ownerLabel, type User } from '../auth/user.ts';
 import { SessionManager } from './session-manager.ts';
 
 /** What a transport passes on about a new connection. */
@@ -25,17 +25,43 @@ export interface ConnectionRequest {
   user?: User | undefined;
 }
 
-/** The core's side of one connection: the transport feeds it frames. */
-export interface ConnectionSession {
+/**
+ * One client's hold on a chat, whatever its transport: where it joins the chat's log, the messages
+ * it sends (an admin watching another's chat may stop its run, and nothing else), and letting go.
+ */
+export interface ChatHold {
   readonly chat: ChatService;
+  /** Sends the chat's log after `afterSeq` to the connection, then every event as it is logged. */
+  attach(afterSeq: number): Promise<void>;
+  /** Handles one client message as this client's; the refusal, if any (nothing is sent for it). */
+  handle(message: ClientMessage): Promise<ErrorEvent | undefined>;
+  /** Detaches the connection and lets go of the chat (a run goes on, as after a dropped socket); once. */
+  release(): void;
+}
+
+/** The core's side of one connection that sends frames (the socket): the transport feeds it each one. */
+export interface ConnectionSession extends ChatHold {
   onText(text: string): void;
   onBinary(): void;
-  onClose(): void;
 }
 
 const error = (code: ErrorCode, message: string): ErrorEvent => ({ type: 'error', code, message });
 
-/** Turns a transport connection into a session: greets it, replays the log, validates every frame. */
+/** The connection of a client that hears nothing (a REST call): what it is sent goes nowhere. */
+const NO_ONE: ClientConnection = {
+  send: () => undefined,
+  congested: false,
+  closed: true,
+  whenDrained: () => Promise.resolve(),
+  close: () => undefined,
+};
+
+/**
+ * Every transport's way into a chat, written once: a transport adapts its connection to
+ * ClientConnection (a socket, an AG-UI response) and hands it here, which opens the chat, applies
+ * who may do what (an admin watching may only stop), attaches the connection to the chat's log,
+ * handles the client's messages and lets go. A socket is also greeted and has its frames checked.
+ */
 @injectable()
 export class ConnectionHandler {
   /** Messages a second per user, over all their sockets here (multi-user modes). */
@@ -80,14 +106,54 @@ export class ConnectionHandler {
     };
   }
 
+  /** Opens the chat a socket names (a new one when it is unknown, or another user's), greets the client and replays the log. */
   async open(connection: ClientConnection, request: ConnectionRequest): Promise<ConnectionSession> {
     const user = request.user ?? LOCAL_USER;
     // Another user's session id is an unknown one: a new session of this user's starts.
     const { chat, resumed, access } = (await this.sessions.open(request.sessionId, { user }))!;
-    const afterSeq = resumed ? parseAfterSeq(request.afterSeq) : 0;
+    connection.send(await this.greeting(chat, resumed, access));
+    const session = this.hold(connection, chat, access, request);
+    await session.attach(resumed ? parseAfterSeq(request.afterSeq) : 0);
+    return session;
+  }
+
+  /**
+   * Opens a chat its client names and drives (an AG-UI thread): made under that id when new; one
+   * the user does not own is undefined (not found), never watched nor replaced by a new one. The
+   * client is not greeted, and joins the log where it says (`attach`).
+   */
+  async openThread(connection: ClientConnection, request: ConnectionRequest): Promise<ChatHold | undefined> {
+    const opened = await this.sessions.open(request.sessionId, { keepId: true, user: request.user ?? LOCAL_USER });
+    if (opened?.access !== 'own') {
+      if (opened) this.sessions.release(opened.chat);
+      return undefined;
+    }
+    return this.hold(connection, opened.chat, opened.access, request);
+  }
+
+  /**
+   * One message to a chat that exists, from a client that holds no connection (a REST call), under
+   * the same rules as a socket's; undefined when the user has no such chat to see.
+   */
+  async command(request: ConnectionRequest, message: ClientMessage): Promise<{ refused: ErrorEvent | undefined } | undefined> {
+    const opened = await this.sessions.open(request.sessionId, { user: request.user ?? LOCAL_USER });
+    if (!opened?.resumed) {
+      if (opened) this.sessions.release(opened.chat);
+      return undefined;
+    }
+    const hold = this.hold(NO_ONE, opened.chat, opened.access, request);
+    try {
+      return { refused: await hold.handle(message) };
+    } finally {
+      hold.release();
+    }
+  }
+
+  /** The `session` message a socket's client starts with. */
+  private async greeting(chat: ChatService, resumed: boolean, access: Exclude<ChatAccess, 'none'>): Promise<SessionEvent> {
     const lastRun = resumed ? await this.sessions.lastAgentRun(chat.sessionId) : undefined;
     const pendingMessages = resumed && chat.written ? await chat.messages.pending() : [];
-    const session: SessionEvent = {
+    return {
       type: 'session',
       session_id: chat.sessionId,
       protocol: 1,
@@ -105,9 +171,13 @@ export class ConnectionHandler {
       ...(this.config.traceUrlTemplate ? { trace_url_template: this.config.traceUrlTemplate } : {}),
       ...(pendingMessages.length ? { pending_messages: pendingMessages } : {}),
     };
-    connection.send(session);
-    await chat.log.attach(connection, afterSeq);
-    let closed = false;
+  }
+
+  /** One connection's hold on an open chat: attach, the read-only rule, handling, release, and frames. */
+  private hold(connection: ClientConnection, chat: ChatService, access: Exclude<ChatAccess, 'none'>, request: ConnectionRequest): ConnectionSession {
+    const user = request.user ?? LOCAL_USER;
+    const sender: MessageSender = { client: request.client, user };
+    let released = false;
     const limiter = new RateLimiter(this.config.limits.messagesPerSecond);
     const multiUser = this.config.auth.mode === 'oidc' || this.config.auth.mode === 'header';
     const refuseFlood = () => {
@@ -121,32 +191,36 @@ export class ConnectionHandler {
       }
       return false;
     };
+    const handle = async (message: ClientMessage): Promise<ErrorEvent | undefined> => {
+      // An admin watching another's chat may stop its run, and nothing else.
+      if (access === 'watch' && !(message.type === 'agent_control' && message.action === 'stop')) {
+        return error('read_only', `This chat is ${ownerLabel(chat.owner)}'s: an admin may watch it and stop its run, nothing more`);
+      }
+      return this.dispatch(chat, message, sender);
+    };
     return {
       chat,
+      attach: (afterSeq) => chat.log.attach(connection, afterSeq),
+      handle,
+      release: () => {
+        if (released) return;
+        released = true;
+        chat.log.detach(connection);
+        this.sessions.release(chat);
+      },
       onText: (text) => {
-        if (closed || refuseFlood()) return;
+        if (released || refuseFlood()) return;
         const parsed = parseClientMessage(text);
         if ('error' in parsed) {
           connection.send(parsed.error);
           return;
         }
-        // An admin watching another's chat may stop its run, and nothing else.
-        if (access === 'watch' && !(parsed.message.type === 'agent_control' && parsed.message.action === 'stop')) {
-          connection.send(error('read_only', `This chat is ${ownerLabel(chat.owner)}'s: an admin may watch it and stop its run, nothing more`));
-          return;
-        }
-        void this.dispatch(chat, parsed.message, { client: request.client, user }).then((reply) => {
-          if (reply && !closed) connection.send(reply);
+        void handle(parsed.message).then((reply) => {
+          if (reply && !released) connection.send(reply);
         });
       },
       onBinary: () => {
-        if (!closed && !refuseFlood()) connection.send(error('binary_not_supported', 'Messages must be JSON text frames'));
-      },
-      onClose: () => {
-        if (closed) return;
-        closed = true;
-        chat.log.detach(connection);
-        this.sessions.release(chat);
+        if (!released && !refuseFlood()) connection.send(error('binary_not_supported', 'Messages must be JSON text frames'));
       },
     };
   }

@@ -1,7 +1,7 @@
 import type { AgentRequestInput, AgentStopped, ClientMessage, ErrorEvent, ServerEvent } from '@stepwise/shared-types';
-import type { ChatService, MessageSender } from '../chat/chat-service.ts';
+import type { MessageSender } from '../chat/chat-service.ts';
 import type { ClientConnection } from '../chat/client-connection.ts';
-import type { SessionManager } from '../chat/session-manager.ts';
+import type { ChatHold, ConnectionHandler } from '../chat/connection-handler.ts';
 
 /** How a run ended, as a client that asked for it reads it. */
 export interface RunOutcome {
@@ -22,9 +22,9 @@ export interface RunOutcome {
 export type RunPause = { kind: 'question'; question: AgentRequestInput } | { kind: 'ended'; outcome: RunOutcome };
 
 /**
- * One chat as a request-scoped client follows it (MCP's run_agent, an A2A task): the same chat
- * sessions, messages and run start paths as the socket and AG-UI, with the run's live events
- * read until its next question or its end. Open it, send a message, `next()` until it ends, close.
+ * One chat as a request-scoped client follows it (MCP's run_agent, an A2A task): a connection the
+ * connection handler opens, as it opens the socket's and AG-UI's, with the run's live events read
+ * until its next question or its end. Open it, send a message, `next()` until it ends, close.
  */
 export class FollowedChat implements ClientConnection {
   /** The run being followed (learned from its agent_start, or named when joining a waiting one). */
@@ -36,42 +36,43 @@ export class FollowedChat implements ClientConnection {
   private readonly pauses: RunPause[] = [];
   private wake: (() => void) | undefined;
 
-  private constructor(
-    private readonly chat: ChatService,
-    private readonly sessions: SessionManager,
-    private readonly sender: MessageSender,
-  ) {}
+  /** The handler's hold on the chat, once it is open. */
+  private held: ChatHold | undefined;
 
-  /** Opens chat `chatId` (created when new) for its owner; undefined when it is someone else's. */
-  static async open(sessions: SessionManager, chatId: string, sender: MessageSender): Promise<FollowedChat | undefined> {
-    const opened = await sessions.open(chatId, { keepId: true, user: sender.user });
-    if (opened?.access !== 'own') {
-      if (opened) sessions.release(opened.chat);
-      return undefined;
-    }
-    const followed = new FollowedChat(opened.chat, sessions, sender);
-    await opened.chat.log.attach(followed, opened.chat.log.lastSeq);
+  private constructor() {}
+
+  /** Opens chat `chatId` (created when new) for its owner, through the connection handler; undefined when it is someone else's. */
+  static async open(handler: ConnectionHandler, chatId: string, sender: MessageSender): Promise<FollowedChat | undefined> {
+    const followed = new FollowedChat();
+    const hold = await handler.openThread(followed, { sessionId: chatId, client: sender.client, user: sender.user });
+    if (!hold) return undefined;
+    followed.held = hold;
+    await hold.attach(hold.chat.log.lastSeq);
     return followed;
   }
 
+  private get hold(): ChatHold {
+    return this.held!;
+  }
+
   get chatId(): string {
-    return this.chat.sessionId;
+    return this.hold.chat.sessionId;
   }
 
   /** The ids of the questions the chat's run waits on now, oldest first. */
   get pendingQuestionIds(): string[] {
-    return this.chat.pendingQuestionIds;
+    return this.hold.chat.pendingQuestionIds;
   }
 
   /** The chat's run in progress here, if any. */
   get activeRunId(): string | undefined {
-    return this.chat.activeRunId;
+    return this.hold.chat.activeRunId;
   }
 
-  /** Sends one client message (a chat message, an answer, a stop) as this client's sender; the refusal, if any. */
+  /** Sends one client message (a chat message, an answer, a stop) as this client's; the refusal, if any. */
   handle(message: ClientMessage): Promise<ErrorEvent | undefined> {
-    if (message.type !== 'chat' && !this.runId) this.runId = this.chat.activeRunId;
-    return this.chat.handle(message, this.sender);
+    if (message.type !== 'chat' && !this.runId) this.runId = this.hold.chat.activeRunId;
+    return this.hold.handle(message);
   }
 
   /** Resolves at the followed run's next question, or its end (a closed connection ends it as failed). */
@@ -84,8 +85,7 @@ export class FollowedChat implements ClientConnection {
   release(): void {
     if (this.closedFlag) return;
     this.closedFlag = true;
-    this.chat.log.detach(this);
-    this.sessions.release(this.chat);
+    this.hold.release();
   }
 
   get congested(): boolean {

@@ -166,10 +166,10 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
   registerPushRoutes(app, container.resolve(Notifier), container.resolve<Store>(TOKENS.Store).push, config.notify.pushServiceHosts);
   await registerSettingsRoutes(app, container.resolve(SettingsService), config);
   const callers = container.resolve<CallerTraces>(TOKENS.CallerTraces);
-  registerAgUiRoutes(app, sessions, container.resolve<Store>(TOKENS.Store), config.limits, callers);
+  registerAgUiRoutes(app, { handler, sessions, store, limits: config.limits, callers });
   const kernel = container.resolve(RunKernel);
   registerMcpRoutes(app, {
-    sessions,
+    handler,
     history: container.resolve(HistoryService),
     catalog: () => kernel.catalog(),
     logger: container.resolve<Logger>(TOKENS.Logger),
@@ -177,7 +177,7 @@ export async function buildServer(container: DependencyContainer, logger: PinoLo
     callers,
   });
   registerA2aRoutes(app, {
-    sessions,
+    handler,
     catalog: () => kernel.catalog(),
     logger: container.resolve<Logger>(TOKENS.Logger),
     version: version(),

@@ -22,7 +22,7 @@ export function registerWebSocketRoute(app: FastifyInstance, handler: Connection
     });
     socket.on('close', () => {
       countOut();
-      void ready.then((session) => session.onClose());
+      void ready.then((session) => session.release());
     });
     ready.catch((error: unknown) => {
       request.log.error({ err: error }, 'could not open the session');

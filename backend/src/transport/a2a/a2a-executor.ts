@@ -3,7 +3,8 @@ import type { AgentCard, Message, Part, Task, TaskState } from '@a2a-js/sdk';
 import type { AgentExecutor, ExecutionEventBus, RequestContext, User } from '@a2a-js/sdk/server';
 import { type ClientMessage, ChatMessage, type StrategyInfo } from '@stepwise/shared-types';
 import type { MessageSender } from '../../chat/chat-service.ts';
-import { SESSION_ID, type SessionManager } from '../../chat/session-manager.ts';
+import type { ConnectionHandler } from '../../chat/connection-handler.ts';
+import { SESSION_ID } from '../../chat/session-manager.ts';
 import type { Logger } from '../../logger.ts';
 import type { CallerTraces } from '../../tracing/run-tracing.ts';
 import { FollowedChat, type RunOutcome } from '../followed-chat.ts';
@@ -81,7 +82,7 @@ export class StepwiseA2aExecutor implements AgentExecutor {
   private readonly canceling = new Map<string, string>();
 
   constructor(
-    private readonly sessions: SessionManager,
+    private readonly handler: ConnectionHandler,
     private readonly logger: Logger,
     private readonly callers: CallerTraces,
   ) {}
@@ -102,7 +103,7 @@ export class StepwiseA2aExecutor implements AgentExecutor {
           metadata: {},
         },
       });
-    const followed = await FollowedChat.open(this.sessions, chatId, sender);
+    const followed = await FollowedChat.open(this.handler, chatId, sender);
     if (!followed) {
       status(STATE.failed, `No chat ${chatId}`);
       return bus.finished();
@@ -159,7 +160,7 @@ export class StepwiseA2aExecutor implements AgentExecutor {
     const chatId = chatIdOf(task);
     this.canceling.set(task.id, task.contextId);
     if (!chatId) return;
-    const followed = await FollowedChat.open(this.sessions, chatId, caller?.sender ?? {});
+    const followed = await FollowedChat.open(this.handler, chatId, caller?.sender ?? {});
     if (!followed) return;
     try {
       const refused = await followed.handle({ type: 'agent_control', action: 'stop' });

@@ -2,7 +2,7 @@ import type { A2ARequestHandler } from '@a2a-js/sdk/server';
 import type { StrategyInfo } from '@stepwise/shared-types';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import type { SessionManager } from '../../chat/session-manager.ts';
+import type { ConnectionHandler } from '../../chat/connection-handler.ts';
 import type { Logger } from '../../logger.ts';
 import type { AgentTaskStore } from '../../store/agent-task-store.ts';
 import { errorResponses, mediaResponse } from '../openapi.ts';
@@ -12,7 +12,8 @@ import { StoredA2aTasks } from './a2a-task-store.ts';
 
 /** What the A2A server needs of the app. */
 export interface A2aDependencies {
-  sessions: SessionManager;
+  /** Opens the chats tasks run in. */
+  handler: ConnectionHandler;
   catalog: () => StrategyInfo[];
   logger: Logger;
   version: string;
@@ -49,7 +50,7 @@ type Sdk = Awaited<ReturnType<typeof loadSdk>>;
  * its tasks. Behind the same access check as every route. docs/PROTOCOL.md, "A2A".
  */
 export function registerA2aRoutes(app: FastifyInstance, deps: A2aDependencies): void {
-  const executor = new StepwiseA2aExecutor(deps.sessions, deps.logger, deps.callers);
+  const executor = new StepwiseA2aExecutor(deps.handler, deps.logger, deps.callers);
   const cardOf = (request: FastifyRequest) => agentCard(`${request.protocol}://${request.host}${A2A_PATH}`, deps.catalog(), deps.version, deps.bearer);
   let loading: Promise<{ sdk: Sdk; handler: A2ARequestHandler }> | undefined;
   const load = (request: FastifyRequest) =>

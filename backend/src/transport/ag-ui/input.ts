@@ -1,7 +1,37 @@
 import type { Message } from '@ag-ui/core';
-import { type ClientMessage, ERROR_CODES, type ErrorCode } from '@stepwise/shared-types';
+import { ChatMessage, type ClientMessage, ERROR_CODES, type ErrorCode } from '@stepwise/shared-types';
+import { z } from 'zod';
 import type { ChatService } from '../../chat/chat-service.ts';
 import type { Store } from '../../store/store.ts';
+
+/** What `forwardedProps` may carry: the run's settings, as a `chat` message names them. */
+export const ForwardedProps = z
+  .object({
+    strategy: z.string().min(1).max(64).optional(),
+    strategy_options: z.record(z.string(), z.unknown()).optional(),
+    max_steps: z.number().int().min(1).optional(),
+    tools: z.array(z.string().min(1).max(200)).max(200).optional(),
+    /** While the thread's run goes: `steer` (read at its next boundary), `queue` (runs after it) or `interrupt`; without, such a POST is 409. */
+    delivery: z.enum(['steer', 'queue', 'interrupt']).optional(),
+    /** With `steer` or `interrupt`: the branch it is for (a research task). */
+    node_id: z.string().min(1).max(200).optional(),
+  })
+  .loose();
+
+/** The user message as a `chat` message with the run's settings, as the socket's client sends it. */
+export function chatMessage(content: string, props: z.infer<typeof ForwardedProps>) {
+  return ChatMessage.safeParse({
+    type: 'chat',
+    content,
+    agent_mode: true,
+    ...(props.strategy ? { strategy: props.strategy } : {}),
+    ...(props.strategy_options ? { strategy_options: props.strategy_options } : {}),
+    ...(props.max_steps ? { agent_max_steps: props.max_steps } : {}),
+    ...(props.tools ? { tools: props.tools } : {}),
+    ...(props.delivery ? { delivery: props.delivery } : {}),
+    ...(props.node_id ? { node_id: props.node_id } : {}),
+  });
+}
 
 /** AG-UI's protobuf encoding only when asked for by name; server-sent events otherwise (no Accept, or any). */
 export function wantsProtobuf(accept: string | undefined): accept is string {

@@ -1,8 +1,8 @@
-import { ChatMessage, type ClientMessage, type ErrorCode, type ServerEvent } from '@stepwise/shared-types';
+import type { ClientMessage, ErrorCode } from '@stepwise/shared-types';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { ClientConnection } from '../../chat/client-connection.ts';
+import type { ConnectionHandler } from '../../chat/connection-handler.ts';
 import { SESSION_ID, type SessionManager } from '../../chat/session-manager.ts';
 import type { Store } from '../../store/store.ts';
 import type { CallerTraces } from '../../tracing/run-tracing.ts';
@@ -10,9 +10,8 @@ import { chatAccess, LOCAL_USER } from '../../auth/user.ts';
 import { Binary, errorResponses, mediaResponse, SessionParams } from '../openapi.ts';
 import { sendError } from '../rest-routes.ts';
 import type { BackpressureLimits } from '../websocket-connection.ts';
-import { checkResumable, lastUserText, resumeMessages, statusOf, wantsProtobuf } from './input.ts';
-import { AgUiStream } from './stream.ts';
-import { AgUiTranslator } from './translate.ts';
+import { AgUiConnection } from './connection.ts';
+import { chatMessage, checkResumable, ForwardedProps, lastUserText, resumeMessages, statusOf, wantsProtobuf } from './input.ts';
 
 /**
  * AG-UI's input schema and event encoder (with its protobuf encoding), loaded at the first AG-UI
@@ -29,20 +28,6 @@ const agUiPackages = () =>
     throw error;
   }));
 
-/** What `forwardedProps` may carry: the run's settings, as a `chat` message names them. */
-const ForwardedProps = z
-  .object({
-    strategy: z.string().min(1).max(64).optional(),
-    strategy_options: z.record(z.string(), z.unknown()).optional(),
-    max_steps: z.number().int().min(1).optional(),
-    tools: z.array(z.string().min(1).max(200)).max(200).optional(),
-    /** While the thread's run goes: `steer` (read at its next boundary), `queue` (runs after it) or `interrupt`; without, such a POST is 409. */
-    delivery: z.enum(['steer', 'queue', 'interrupt']).optional(),
-    /** With `steer` or `interrupt`: the branch it is for (a research task). */
-    node_id: z.string().min(1).max(200).optional(),
-  })
-  .loose();
-
 /** The body as the API description shows it (the whole of it is checked against AG-UI's own schema). */
 const RunAgentInputBody = z
   .object({
@@ -57,14 +42,24 @@ const RunAgentInputBody = z
   })
   .loose();
 
+/** What the AG-UI routes stand on. */
+export interface AgUiDependencies {
+  handler: ConnectionHandler;
+  sessions: SessionManager;
+  store: Store;
+  limits: BackpressureLimits;
+  callers: CallerTraces;
+}
+
 /**
  * `POST /api/ag-ui`: the AG-UI protocol over HTTP (server-sent events, or protobuf when asked for).
  * A RunAgentInput starts a run in its thread (a Stepwise session), or with `resume` answers the
  * questions that ended the previous AG-UI run; the response streams the run as AG-UI events until
  * it ends or asks something. Closing the stream does not stop the run (`POST
- * /api/sessions/:id/stop` does). docs/PROTOCOL.md, "AG-UI", has the whole mapping.
+ * /api/sessions/:id/stop` does). docs/PROTOCOL.md, "AG-UI", has the whole mapping. Each POST is an
+ * AgUiConnection handed to the connection handler, as the socket's connections are.
  */
-export function registerAgUiRoutes(server: FastifyInstance, sessions: SessionManager, store: Store, limits: BackpressureLimits, callers: CallerTraces): void {
+export function registerAgUiRoutes(server: FastifyInstance, deps: AgUiDependencies): void {
   const app = server.withTypeProvider<ZodTypeProvider>();
   app.post(
     '/api/ag-ui',
@@ -106,22 +101,27 @@ export function registerAgUiRoutes(server: FastifyInstance, sessions: SessionMan
       const content = resume.length > 0 ? undefined : lastUserText(input.messages);
       if (resume.length === 0 && !content) return sendError(reply, 400, 'bad_request', 'RunAgentInput.messages has no user message with text to answer');
 
-      const opened = await sessions.open(input.threadId, { keepId: true, user: request.user });
+      const encoder = new EventEncoder({ accept: wantsProtobuf(request.headers.accept) ? request.headers.accept : 'text/event-stream' });
+      const connection = new AgUiConnection(reply.raw, encoder, deps.limits, {
+        threadId: input.threadId,
+        runId: input.runId,
+        questionsAsText: request.query.interrupts === 'text',
+      });
+      const session = await deps.handler.openThread(connection, { sessionId: input.threadId, client: request.client, user: request.user });
       // Another user's thread is not found; an admin watches chats, never drives them.
-      if (opened?.access !== 'own') {
-        if (opened) sessions.release(opened.chat);
-        return sendError(reply, 404, 'not_found', `No chat ${input.threadId}`);
-      }
-      const { chat } = opened;
+      if (!session) return sendError(reply, 404, 'not_found', `No chat ${input.threadId}`);
+      connection.onEnd = session.release;
+      // Until the response starts, a refusal is the response (and the chat is let go).
+      const refuse = (status: number, code: ErrorCode, message: string) => {
+        connection.end();
+        return sendError(reply, status, code, message);
+      };
+      const { chat } = session;
       // A user message while the run waits on a question answers the question asked first (for
       // clients that render no interrupts); otherwise it is a chat message that starts a run.
       const answering = content !== undefined && props.data.delivery === undefined ? chat.pendingQuestionIds[0] : undefined;
-      // A message for the run that goes (forwardedProps.delivery): the stream follows that run from here.
-      const steering = resume.length === 0 && answering === undefined && props.data.delivery !== undefined ? chat.activeRunId : undefined;
       if (resume.length === 0 && answering === undefined && props.data.delivery === undefined && chat.busy) {
-        sessions.release(chat);
-        return sendError(
-          reply,
+        return refuse(
           409,
           'run_active',
           'A run goes in this thread: send forwardedProps.delivery (steer, queue or interrupt) to message it, or wait for it to end',
@@ -132,73 +132,35 @@ export function registerAgUiRoutes(server: FastifyInstance, sessions: SessionMan
       if (resume.length > 0) messages = resumeMessages(resume);
       else if (answering !== undefined) messages = [{ type: 'agent_user_input', question_id: answering, content: content! }];
       else {
-        const message = ChatMessage.safeParse({
-          type: 'chat',
-          content,
-          agent_mode: true,
-          ...(props.data.strategy ? { strategy: props.data.strategy } : {}),
-          ...(props.data.strategy_options ? { strategy_options: props.data.strategy_options } : {}),
-          ...(props.data.max_steps ? { agent_max_steps: props.data.max_steps } : {}),
-          ...(props.data.tools ? { tools: props.data.tools } : {}),
-          ...(props.data.delivery ? { delivery: props.data.delivery } : {}),
-          ...(props.data.node_id ? { node_id: props.data.node_id } : {}),
-        });
-        if (!message.success) {
-          sessions.release(chat);
-          return sendError(reply, 400, 'bad_request', `The user message: ${message.error.issues[0]!.message}`);
-        }
+        const message = chatMessage(content!, props.data);
+        if (!message.success) return refuse(400, 'bad_request', `The user message: ${message.error.issues[0]!.message}`);
         messages = [message.data];
       }
-      const stream = new AgUiStream(
-        reply.raw,
-        new EventEncoder({ accept: wantsProtobuf(request.headers.accept) ? request.headers.accept : 'text/event-stream' }),
-        limits,
-      );
-      const translator = new AgUiTranslator(input.threadId, input.runId, (event) => stream.write(event), request.query.interrupts === 'text');
-      let afterSeq = chat.log.lastSeq;
-      const quietUntil = afterSeq;
+      // The stream shows what is logged from now on: of the run answered, or of the run that goes
+      // when this is a message for it (forwardedProps.delivery), else of the run it starts.
+      const quietUntil = chat.log.lastSeq;
+      let afterSeq = quietUntil;
+      let runId = resume.length === 0 && props.data.delivery !== undefined ? chat.activeRunId : undefined;
       if (resume.length > 0 || answering !== undefined) {
-        const refused = await checkResumable(chat, store, answering !== undefined ? [{ interruptId: answering }] : resume);
-        if ('error' in refused) {
-          sessions.release(chat);
-          return sendError(reply, refused.status, refused.error, refused.message);
-        }
-        translator.runId = refused.runId;
-        afterSeq = refused.afterSeq;
-      } else if (steering !== undefined) translator.runId = steering;
-      const connection = new AgUiConnection(stream, translator, quietUntil);
-      const finish = () => {
-        if (connection.finished) return;
-        connection.finished = true;
-        chat.log.detach(connection);
-        stream.end();
-        sessions.release(chat);
-      };
-      connection.onDone = finish;
-      await chat.log.attach(connection, afterSeq);
+        const resumable = await checkResumable(chat, deps.store, answering !== undefined ? [{ interruptId: answering }] : resume);
+        if ('error' in resumable) return refuse(resumable.status, resumable.error, resumable.message);
+        // The run's events from its start rebuild the state the stream starts from.
+        ({ runId, afterSeq } = resumable);
+      }
+      connection.follow(quietUntil, runId);
+      await session.attach(afterSeq);
       // The client's trace (traceparent), if it sent one, is linked from the run it starts.
-      if (messages[0]?.type === 'chat') callers.acceptCaller(chat.sessionId, request.headers);
+      if (messages[0]?.type === 'chat') deps.callers.acceptCaller(chat.sessionId, request.headers);
       for (const message of messages) {
-        const refusedMessage = await chat.handle(message, { client: request.client, user: request.user });
-        if (refusedMessage) {
-          // Nothing was streamed yet: the refusal is the response.
-          connection.finished = true;
-          chat.log.detach(connection);
-          sessions.release(chat);
-          const code = refusedMessage.code as ErrorCode;
-          return sendError(reply, statusOf(code), code, refusedMessage.message);
-        }
+        const refused = await session.handle(message);
+        if (refused) return refuse(statusOf(refused.code as ErrorCode), refused.code as ErrorCode, refused.message);
       }
       reply.hijack();
-      stream.open();
-      translator.start();
-      connection.settle();
-      reply.raw.on('close', () => {
-        // A dropped stream leaves the run going, as a dropped socket does.
-        if (!connection.finished) finish();
-      });
-      // Closed already (before the listener was there): let go of the session now.
-      if (reply.raw.destroyed && !connection.finished) finish();
+      connection.open();
+      // A dropped stream leaves the run going, as a dropped socket does.
+      reply.raw.on('close', () => connection.end());
+      // Closed already (before the listener was there): let go of the chat now.
+      if (reply.raw.destroyed) connection.end();
     },
   );
 
@@ -213,72 +175,18 @@ export function registerAgUiRoutes(server: FastifyInstance, sessions: SessionMan
       },
     },
     async (request, reply) => {
-      const owner = SESSION_ID.test(request.params.id) ? await sessions.ownerOf(request.params.id) : undefined;
+      const owner = SESSION_ID.test(request.params.id) ? await deps.sessions.ownerOf(request.params.id) : undefined;
       // Another user's chat is not found (an admin may stop any run).
       if (owner === undefined || chatAccess(request.user ?? LOCAL_USER, owner) === 'none') {
         return sendError(reply, 404, 'not_found', `No chat ${request.params.id.slice(0, 100)}`);
       }
-      const opened = await sessions.open(request.params.id, { user: request.user });
-      if (!opened?.resumed) {
-        if (opened) sessions.release(opened.chat);
-        return sendError(reply, 404, 'not_found', `No chat ${request.params.id.slice(0, 100)}`);
-      }
-      const { chat } = opened;
-      const refused = await chat.handle({ type: 'agent_control', action: 'stop' }, { client: request.client, user: request.user });
-      sessions.release(chat);
-      if (refused) return sendError(reply, 409, refused.code as ErrorCode, refused.message);
+      const done = await deps.handler.command(
+        { sessionId: request.params.id, client: request.client, user: request.user },
+        { type: 'agent_control', action: 'stop' },
+      );
+      if (!done) return sendError(reply, 404, 'not_found', `No chat ${request.params.id.slice(0, 100)}`);
+      if (done.refused) return sendError(reply, 409, done.refused.code as ErrorCode, done.refused.message);
       return reply.code(202).send({ status: 'stopping' as const });
     },
   );
-}
-
-/** The session's events for one AG-UI stream: earlier ones build up state, later ones are translated. */
-class AgUiConnection implements ClientConnection {
-  finished = false;
-  onDone: () => void = () => undefined;
-  private settling = false;
-
-  constructor(
-    private readonly stream: AgUiStream,
-    private readonly translator: AgUiTranslator,
-    private readonly quietUntil: number,
-  ) {}
-
-  get congested(): boolean {
-    return this.stream.congested;
-  }
-
-  get closed(): boolean {
-    return this.finished || this.stream.closed;
-  }
-
-  send(event: ServerEvent): void {
-    if (this.finished) return;
-    if ('seq' in event && typeof event.seq === 'number' && event.seq <= this.quietUntil) {
-      this.translator.absorb(event);
-      return;
-    }
-    this.translator.take(event);
-    this.settle();
-  }
-
-  /** Ends the stream once the run ended, or, a turn after a question came, with an interrupt for every one that came with it. */
-  settle(): void {
-    if (this.translator.done) return this.onDone();
-    if (!this.translator.waiting || this.settling) return;
-    this.settling = true;
-    setImmediate(() => {
-      this.settling = false;
-      if (this.translator.interruptIfWaiting()) this.onDone();
-    });
-  }
-
-  whenDrained(signal?: AbortSignal): Promise<void> {
-    return this.stream.whenDrained(signal);
-  }
-
-  close(_code: number, reason: string): void {
-    this.translator.abort(reason, 'closed');
-    this.onDone();
-  }
 }

@@ -6,16 +6,16 @@ import { type AgentRequestInput, type ClientMessage, ChatMessage, type ServerEve
 import { z } from 'zod';
 import type { MessageSender } from '../../chat/chat-service.ts';
 import type { HistoryService } from '../../chat/history-service.ts';
-import type { SessionManager } from '../../chat/session-manager.ts';
+import type { ConnectionHandler } from '../../chat/connection-handler.ts';
 import { LOCAL_USER } from '../../auth/user.ts';
 import type { Logger } from '../../logger.ts';
 import type { CallerTraces } from '../../tracing/run-tracing.ts';
 import { FollowedChat, type RunOutcome } from '../followed-chat.ts';
 import { questionText, stepInWords } from '../run-in-words.ts';
 
-/** What the MCP server needs of the app: the chat sessions, the chats' history, the strategies. */
+/** What the MCP server needs of the app: the connection handler (it opens the chats), the chats' history, the strategies. */
 export interface AgentMcpDependencies {
-  sessions: SessionManager;
+  handler: ConnectionHandler;
   history: HistoryService;
   catalog: () => StrategyInfo[];
   logger: Logger;
@@ -106,7 +106,7 @@ type RunAgentInput = {
 
 async function runAgent(server: McpServer, deps: AgentMcpDependencies, sender: MessageSender, input: RunAgentInput, extra: Extra): Promise<CallToolResult> {
   const chatId = input.chat_id ?? randomUUID();
-  const followed = await FollowedChat.open(deps.sessions, chatId, sender);
+  const followed = await FollowedChat.open(deps.handler, chatId, sender);
   if (!followed) return failure(`No chat ${chatId}`);
   const stop = () => void followed.handle({ type: 'agent_control', action: 'stop' });
   try {
