@@ -111,6 +111,8 @@ export function registerAgUiRoutes(server: FastifyInstance, deps: AgUiDependenci
       // Another user's thread is not found; an admin watches chats, never drives them.
       if (!session) return sendError(reply, 404, 'not_found', `No chat ${input.threadId}`);
       connection.onEnd = session.release;
+      // However the request ends (a refusal, an error of the store, the stream's end), the chat is let go.
+      reply.raw.on('close', () => connection.end());
       // Until the response starts, a refusal is the response (and the chat is let go).
       const refuse = (status: number, code: ErrorCode, message: string) => {
         connection.end();
@@ -157,9 +159,7 @@ export function registerAgUiRoutes(server: FastifyInstance, deps: AgUiDependenci
       }
       reply.hijack();
       connection.open();
-      // A dropped stream leaves the run going, as a dropped socket does.
-      reply.raw.on('close', () => connection.end());
-      // Closed already (before the listener was there): let go of the chat now.
+      // A dropped stream leaves the run going, as a dropped socket does. Closed already: let go of the chat now.
       if (reply.raw.destroyed) connection.end();
     },
   );
