@@ -1,8 +1,8 @@
 import { STEER_MAX_CHARS_DEFAULT } from '@stepwise/shared-types';
-import type { ApprovalRule } from '../tools/approval.ts';
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import { ConfigError } from '../errors.ts';
+import type { ApprovalRule } from './approval-rules.ts';
 import type { McpServerConfig, ModelEndpoint, ModelPrice, ModelRoute } from './config-file.ts';
 
 const integer = (min: number, max = Number.MAX_SAFE_INTEGER) =>
