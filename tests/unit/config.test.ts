@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig } from '@stepwise/backend';
+import { ConfigError, ENVIRONMENT_VARIABLES, loadConfig } from '@stepwise/backend';
 import { describe, expect, it } from 'vitest';
 
 const load = (env: Record<string, string>) => loadConfig(env, { promptsDir: '/prompts' });
@@ -68,6 +68,14 @@ describe('the configuration', () => {
   ])('stops on %j with one line naming the variable', (env, message) => {
     expect(() => load(env)).toThrow(ConfigError);
     expect(() => load(env)).toThrow(message);
+  });
+
+  it('names a bad variable before settings that do not fit together, and lists each variable once', () => {
+    expect(() => load({ REDIS_URL: 'redis://cache:6379' })).toThrow(/^Invalid REDIS_URL: several instances share PostgreSQL too/);
+    expect(() => load({ REDIS_URL: 'redis://cache:6379', VAPID_SUBJECT: 'nobody' })).toThrow(
+      /^Invalid VAPID_SUBJECT: must be a mailto: address or an https: URL \(got "nobody"\)$/,
+    );
+    expect(new Set(ENVIRONMENT_VARIABLES).size).toBe(ENVIRONMENT_VARIABLES.length);
   });
 
   it('never repeats a secret in its error', () => {

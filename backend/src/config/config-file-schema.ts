@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ApprovalPolicy, TOOL_GLOB } from '../tools/approval.ts';
+import { ApprovalEntries } from './approval-rules.ts';
 
 /**
  * The config file's schemas (stepwise.config.json). config-file.ts parses each part with them and
@@ -79,10 +79,9 @@ export const ConfigFileDocument = z
       .record(z.string().regex(SERVER_NAME), z.union([StdioEntry, HttpEntry]))
       .optional()
       .describe('MCP servers whose tools the agent may call, by name (1-48 letters, digits, - or _; it prefixes their tools)'),
-    approval: z
-      .record(z.string().regex(TOOL_GLOB), ApprovalPolicy)
-      .optional()
-      .describe('Each tool\'s approval policy by name or glob, first match wins: "auto" runs it, "ask" waits for a person, "deny" never runs it'),
+    approval: ApprovalEntries.optional().describe(
+      'Each tool\'s approval policy by name or glob, first match wins: "auto" runs it, "ask" waits for a person, "deny" never runs it',
+    ),
     models: z
       .record(z.string().regex(PURPOSE_GLOB), RouteValue)
       .optional()

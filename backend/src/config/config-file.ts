@@ -1,7 +1,7 @@
-import { type ApprovalRule, parseApprovalRules } from '../tools/approval.ts';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ConfigError } from '../errors.ts';
+import { type ApprovalRule, parseApprovalRules } from './approval-rules.ts';
 import {
   ENDPOINT_NAME,
   EndpointEntry,
@@ -105,12 +105,7 @@ export function parseConfigFile(text: string, path: string, env: Record<string, 
     const server = parseEntry(entry, where, env);
     if (server) mcpServers[name] = server;
   }
-  let approval: ApprovalRule[];
-  try {
-    approval = parseApprovalRules((file.data as { approval?: unknown }).approval, path);
-  } catch (error) {
-    throw new ConfigError((error as Error).message);
-  }
+  const approval = parseApprovalRules((file.data as { approval?: unknown }).approval, path);
   const endpoints = parseEndpoints(file.data, path, env);
   return { mcpServers, models: parseModels(file.data, path, endpoints), endpoints, prices: parsePrices(file.data, path), approval };
 }

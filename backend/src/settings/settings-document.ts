@@ -1,8 +1,8 @@
 import { SECRET_MASK } from '@stepwise/shared-types';
 import { z } from 'zod';
+import { ApprovalEntries, type ApprovalPolicy } from '../config/approval-rules.ts';
 import { HttpEntry, PriceEntry, PURPOSE_GLOB, RouteValue, SERVER_NAME, StdioEntry } from '../config/config-file-schema.ts';
 import type { Config } from '../config/config.ts';
-import { ApprovalPolicy, TOOL_GLOB } from '../tools/approval.ts';
 
 /** A limit an admin may change in the app: where it lives in the Config, the variable that pins it, its bounds. */
 export interface LimitDefinition {
@@ -127,7 +127,7 @@ export const SettingsPatch = z
     model: z.string().trim().min(1, 'must not be empty').max(200).nullable().optional().describe('The model every purpose without a route uses'),
     models: z.record(z.string().regex(PURPOSE_GLOB, 'a purpose glob holds letters, digits, ".", "_", "-" and "*"'), RouteValue).nullable().optional(),
     prices: z.record(z.string().trim().min(1).max(200), PriceEntry).nullable().optional(),
-    approval: z.record(z.string().regex(TOOL_GLOB, 'a tool glob holds letters, digits, ".", "_", "-" and "*"'), ApprovalPolicy).nullable().optional(),
+    approval: ApprovalEntries.nullable().optional(),
     mcp_servers: z
       .record(z.string().regex(SERVER_NAME, 'use 1-48 letters, digits, - or _'), z.union([StdioEntry, HttpEntry]))
       .nullable()

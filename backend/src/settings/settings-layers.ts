@@ -1,7 +1,7 @@
 import type { SettingSource } from '@stepwise/shared-types';
+import { type ApprovalRule, parseApprovalRules } from '../config/approval-rules.ts';
 import { type McpServerConfig, type ModelPrice, type ModelRoute, parseEntry, parseModels, parsePrices } from '../config/config-file.ts';
 import { type Config, needsStrictAlternation } from '../config/config.ts';
-import { type ApprovalRule, parseApprovalRules } from '../tools/approval.ts';
 import { type AppSettings, LIMITS, type SettingsPatch } from './settings-document.ts';
 
 /** What the settings amount to once the environment, the config file and the app's are layered: the values the Config takes. */
@@ -124,7 +124,7 @@ export class SettingsLayers {
       try {
         return read();
       } catch (error) {
-        // The config file's parsers throw ConfigError, the approval rules' plain Error: both say what is wrong.
+        // The config file's parsers throw a ConfigError saying what is wrong.
         if (!(error instanceof Error)) throw error;
         issues.push({ path, message: error.message });
         return fallback;

@@ -1,35 +1,8 @@
 import type { ApprovalDecision, PersonAnswer } from '@stepwise/shared-types';
-import { z } from 'zod';
-
-/** What happens when a run calls a tool: it runs, a person approves it first, or it never runs. */
-export const ApprovalPolicy = z.enum(['auto', 'ask', 'deny']);
-export type ApprovalPolicy = z.infer<typeof ApprovalPolicy>;
+import type { ApprovalPolicy, ApprovalRule } from '../config/approval-rules.ts';
 
 /** A tool's own view of whether its call needs a person: built-ins by what they do, MCP tools by their annotations. */
 export type ApprovalHint = (args: Record<string, unknown>) => 'auto' | 'ask';
-
-/** The rules of the config file (`"approval": {"files__*": "ask"}`), first match wins; a glob's `*` matches any run of characters. */
-export interface ApprovalRule {
-  pattern: string;
-  policy: ApprovalPolicy;
-}
-
-/** A glob over tool names: `files__*`, `calculator`. */
-export const TOOL_GLOB = /^[A-Za-z0-9_.*-]{1,200}$/;
-
-/** Parses the config file's `approval` object; throws with what is wrong. */
-export function parseApprovalRules(value: unknown, where: string): ApprovalRule[] {
-  if (value === undefined) return [];
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new Error(`Invalid "approval" in ${where}: must be an object of tool names or globs, e.g. {"files__*": "ask", "everything__echo": "auto"}`);
-  }
-  return Object.entries(value).map(([pattern, policy]) => {
-    if (!TOOL_GLOB.test(pattern)) throw new Error(`Invalid approval."${pattern}" in ${where}: a tool glob holds letters, digits, ".", "_", "-" and "*"`);
-    const parsed = ApprovalPolicy.safeParse(policy);
-    if (!parsed.success) throw new Error(`Invalid approval."${pattern}" in ${where}: must be "auto", "ask" or "deny"`);
-    return { pattern, policy: parsed.data };
-  });
-}
 
 function matches(pattern: string, name: string): boolean {
   const regex = new RegExp(`^${pattern.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replaceAll('*', '.*')}$`);

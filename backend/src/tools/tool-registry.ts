@@ -2,12 +2,13 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import { inject, injectable } from 'tsyringe';
 import { z } from 'zod';
 import type { ToolInfo } from '@stepwise/shared-types';
+import type { ApprovalPolicy } from '../config/approval-rules.ts';
 import type { Config } from '../config/config.ts';
 import { isAbortError, StepwiseError, ToolArgumentsError, ToolExecutionError, ToolNotFoundError } from '../errors.ts';
 import type { LlmToolSchema } from '../messages.ts';
 import { TOKENS } from '../tokens.ts';
 import { abortReason, raceAbort } from '../util/abort.ts';
-import { type ApprovalPolicy, listedPolicy, policyOf } from './approval.ts';
+import { listedPolicy, policyOf } from './approval.ts';
 import type { Tool, ToolContext } from './tool.ts';
 
 /** What running one tool call came to. `content` is what the model reads, capped in size. */
