@@ -18,6 +18,7 @@ import {
 } from '@stepwise/backend';
 import type { LoggedEvent } from '@stepwise/shared-types';
 import { afterEach, describe, expect, it } from 'vitest';
+import { expectSearchIndexedOnUpgrade } from '../helpers/store-upgrades.ts';
 
 const config = (env: Record<string, string>) => loadConfig(env, { promptsDir: '' });
 
@@ -170,23 +171,14 @@ describe('the embedded store', () => {
 
   it('indexes the chats of an earlier release for search when it upgrades', async () => {
     const path = join(newDataDir(), SQLITE_DATABASE_FILE);
-    const sessionId = randomUUID();
-    const searchStep = SCHEMA.findIndex((step) => step.name.startsWith('0011 '));
-    const old = await openSqliteStore(path, { steps: SCHEMA.slice(0, searchStep) });
-    await old.createSession(sessionId, { id: 'alice' });
-    await old.appendMessages(sessionId, [{ role: 'user', content: 'Name a fjord' }], 0);
-    await old.appendMessages(sessionId, [{ role: 'assistant', content: 'Geirangerfjord, in Norway.' }], 3);
-    await old.close();
-    const store = await openSqliteStore(path);
-    stores.push(store);
-    expect(store.migrated).toEqual(SCHEMA.slice(searchStep).map((step) => step.name));
-    expect((await store.searchSessions({ terms: ['geirangerfjord'], owner: 'alice', limit: 5 })).map((hit) => [hit.sessionId, hit.message?.role])).toEqual([
-      [sessionId, 'assistant'],
-    ]);
-    expect((await store.searchSessions({ terms: ['fjord'], owner: 'alice', limit: 5 })).map((hit) => hit.message?.position ?? 'title').sort()).toEqual([
-      0,
-      'title',
-    ]);
+    await expectSearchIndexedOnUpgrade(
+      (steps) => openSqliteStore(path, { steps }),
+      async () => {
+        const store = await openSqliteStore(path);
+        stores.push(store);
+        return store;
+      },
+    );
   });
 
   it('leaves an old embedded PostgreSQL folder beside an existing SQLite file alone, and says so', async () => {

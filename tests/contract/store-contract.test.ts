@@ -14,6 +14,7 @@ import type { LoggedEvent } from '@stepwise/shared-types';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { freshPostgresDatabase, postgresUrl } from '../helpers/databases.ts';
 import { sqliteTestStores } from '../helpers/sqlite-stores.ts';
+import { expectSearchIndexedOnUpgrade } from '../helpers/store-upgrades.ts';
 
 interface Adapter {
   name: string;
@@ -607,24 +608,14 @@ describe.skipIf(!url)('the schema on a PostgreSQL server', () => {
 
   it('indexes the chats of an earlier release for search when it upgrades', async () => {
     const database = await fresh();
-    const sessionId = randomUUID();
-    const searchStep = SCHEMA.findIndex((step) => step.name.startsWith('0011 '));
-    const previous = new PostgresDatabase(database.url);
-    const old = await openSqlStore(previous, undefined, { steps: SCHEMA.slice(0, searchStep) });
-    await old.createSession(sessionId, { id: 'alice' });
-    await old.appendMessages(sessionId, [{ role: 'user', content: 'Name a fjord' }], 0);
-    await old.appendMessages(sessionId, [{ role: 'assistant', content: 'Geirangerfjord, in Norway.' }], 3);
-    await old.close();
-    const store = await openSqlStore(database.db);
-    stores.push(store);
-    expect(store.migrated).toEqual(SCHEMA.slice(searchStep).map((step) => step.name));
-    expect((await store.searchSessions({ terms: ['geirangerfjord'], owner: 'alice', limit: 5 })).map((hit) => [hit.sessionId, hit.message?.role])).toEqual([
-      [sessionId, 'assistant'],
-    ]);
-    expect((await store.searchSessions({ terms: ['fjord'], owner: 'alice', limit: 5 })).map((hit) => hit.message?.position ?? 'title').sort()).toEqual([
-      0,
-      'title',
-    ]);
+    await expectSearchIndexedOnUpgrade(
+      (steps) => openSqlStore(new PostgresDatabase(database.url), undefined, { steps }),
+      async () => {
+        const store = await openSqlStore(database.db);
+        stores.push(store);
+        return store;
+      },
+    );
   });
 
   it('runs a statement whose function body holds semicolons whole, and each step once', async () => {

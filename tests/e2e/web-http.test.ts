@@ -1,25 +1,15 @@
-import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { startStepwise, type TestServer } from '../helpers/stepwise.ts';
-import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, seriousViolations, useBrowser } from './browser.ts';
+import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, seriousViolations, useWebApp } from './browser.ts';
 
 // The app as a browser gets it over HTTP: its headers, its cached and compressed files, and what
 // axe-core finds on its screens.
-let browser: Browser;
-let context: BrowserContext | undefined;
-let server: TestServer | undefined;
-let page: Page;
-
-useBrowser(
-  (launched) => (browser = launched),
-  () => [context, server],
-);
+const web = useWebApp();
 
 describe('the web app over HTTP', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS }, () => {
   it('sends a CSP the app runs under, immutable compressed assets, and passes axe-core on its screens', async () => {
-    server = await startStepwise({ LLM_PROVIDER: 'demo' });
-    context = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: 'light' });
-    page = await context.newPage();
+    const server = await web.demo();
+    const context = web.open(await web.browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: 'light' }));
+    const page = await context.newPage();
     const blocked: string[] = [];
     page.on('console', (message) => {
       if (/Content Security Policy|Refused to/i.test(message.text())) blocked.push(message.text());
@@ -76,7 +66,7 @@ describe('the web app over HTTP', { timeout: 2 * BROWSER_TEST_TIMEOUT_MS }, () =
   });
 
   it('sends gzip to a client that accepts only gzip, and the plain file to one that accepts neither', async () => {
-    server = await startStepwise({ LLM_PROVIDER: 'demo' });
+    const server = await web.demo();
     const html = await (await fetch(server.url, { headers: { 'accept-encoding': 'identity' } })).text();
     const script = /src="(\/assets\/[^"]+\.js)"/.exec(html)![1]!;
     const gzip = await fetch(`${server.url}${script}`, { headers: { 'accept-encoding': 'gzip' } });

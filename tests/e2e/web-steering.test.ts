@@ -1,47 +1,34 @@
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
-import { oneStageResearch } from '../helpers/research-script.ts';
+import { observeText, reasonText, type ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { taskToStop } from '../helpers/research-script.ts';
 import { gate } from '../helpers/steer.ts';
-import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
-import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, seriousViolations, useBrowser } from './browser.ts';
+import type { TestServer } from '../helpers/stepwise.ts';
+import { ask, BROWSER_TEST_TIMEOUT_MS, screenshot, seriousViolations, useWebApp } from './browser.ts';
 
 // Talking to a run while it works, in Chromium against the real server and a scripted model.
-let browser: Browser;
-let context: BrowserContext | undefined;
-/** A second tab, at a phone's width. */
-let phone: BrowserContext | undefined;
-let page: Page;
-let llm: ScriptedLlmServer | undefined;
-let server: TestServer | undefined;
-
-useBrowser(
-  (launched) => (browser = launched),
-  () => [phone, context, server, llm],
-);
+const web = useWebApp();
 
 /** How long to wait for the model server to see a request (or its close): the page, the server and the run start first, on a busy machine. */
 const MODEL_WAIT_MS = 30_000;
 
-async function openApp(width = 1000, height = 900): Promise<void> {
-  context = await browser.newContext({ viewport: { width, height }, colorScheme: 'light' });
-  page = await context.newPage();
-  await page.goto(server!.url);
-  await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+/** A page on the app, its connection live. */
+function openApp(server: TestServer, width = 1000, height = 900): Promise<Page> {
+  return web.page(server.url, { viewport: { width, height }, colorScheme: 'light' });
 }
 
 /** Types into the message box and presses Enter. */
-async function type(text: string): Promise<void> {
+async function type(page: Page, text: string): Promise<void> {
   await page.getByRole('textbox', { name: 'Message' }).fill(text);
   await page.getByRole('textbox', { name: 'Message' }).press('Enter');
 }
 
 /** Every message the model was sent, as one text. */
-const sentToModel = () => llm!.requests.flatMap((request) => request.body.messages.map((message) => message.content ?? '')).join('\n');
+const sentToModel = (llm: ScriptedLlmServer) => llm.requests.flatMap((request) => request.body.messages.map((message) => message.content ?? '')).join('\n');
 
 describe('talking to a running run', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, () => {
   it('steers it (queued, then applied at its step), withdraws a waiting message, and queues one that starts the next run', async () => {
-    llm = await ScriptedLlmServer.start();
+    const { llm, server } = await web.scripted();
     const firstReason = gate();
     llm.enqueue(
       { text: reasonText('Count the primes below 20 one by one.'), after: firstReason.promise },
@@ -53,21 +40,20 @@ describe('talking to a running run', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, (
       { text: reasonText('Explain the sieve.', { finish: true }) },
       { text: observeText('Explained.', { final_answer: 'The sieve crosses out multiples.' }) },
     );
-    server = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'scripted-model' });
-    await openApp();
+    const page = await openApp(server);
     await ask(page, 'How many primes are below 20?');
     const composer = page.locator('form.composer');
     await composer.getByRole('button', { name: 'Steer' }).waitFor();
 
     // Enter steers: the message waits in the run, with Cancel.
-    await type('Only odd numbers, please');
+    await type(page, 'Only odd numbers, please');
     const run = page.getByTestId('run').first();
     const steer = run.getByTestId('steer-waiting').filter({ hasText: 'Only odd numbers, please' });
     await steer.getByRole('button', { name: 'Cancel' }).waitFor();
     await expect(steer.textContent()).resolves.toContain('queued');
 
     // A second one is withdrawn before the run takes it.
-    await type('Never mind this one');
+    await type(page, 'Never mind this one');
     const withdrawn = run.getByTestId('steer-waiting').filter({ hasText: 'Never mind this one' });
     await withdrawn.getByRole('button', { name: 'Cancel' }).click();
     await withdrawn.waitFor({ state: 'detached' });
@@ -83,7 +69,7 @@ describe('talking to a running run', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, (
     expect(await seriousViolations(page)).toEqual([]);
 
     // Another tab (a phone) that joins now shows what waits, from the session.
-    phone = await browser.newContext({ viewport: { width: 390, height: 800 }, colorScheme: 'light' });
+    const phone = web.open(await web.browser.newContext({ viewport: { width: 390, height: 800 }, colorScheme: 'light' }));
     const phonePage = await phone.newPage();
     await phonePage.goto(page.url());
     await phonePage.getByTestId('steer-waiting').nth(1).waitFor();
@@ -108,9 +94,9 @@ describe('talking to a running run', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, (
     await secondRun.getByTestId('run-end').waitFor();
     await page.locator('[data-testid="user-turn"][data-queued]').getByText('Then explain the sieve').waitFor();
     expect(await page.getByTestId('steer-waiting').count()).toBe(0);
-    expect(sentToModel()).toContain('Only odd numbers, please');
-    expect(sentToModel()).toContain('Then explain the sieve');
-    expect(sentToModel()).not.toContain('Never mind this one');
+    expect(sentToModel(llm)).toContain('Only odd numbers, please');
+    expect(sentToModel(llm)).toContain('Then explain the sieve');
+    expect(sentToModel(llm)).not.toContain('Never mind this one');
 
     // A reload shows where the steer landed, from the log.
     await page.reload();
@@ -119,15 +105,14 @@ describe('talking to a running run', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, (
     await screenshot(page, 'steer-reloaded.png');
   });
   it('interrupts the model call in flight with Interrupt now, and says the run went on with the message at once', async () => {
-    llm = await ScriptedLlmServer.start();
+    const { llm, server } = await web.scripted();
     llm.respond((request) => {
       const steered = request.body.messages.some((message) => message.content?.includes('Use a sieve'));
       if (request.phase === 'reason')
         return steered ? { text: reasonText('A sieve, then.', { finish: true }) } : { text: 'I will check 2, 3, 5, 7', chunkChars: 4, stallAfterChunks: 3 };
       return { text: observeText('Sieved.', { final_answer: 'There are 8 primes below 20.' }) };
     });
-    server = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'scripted-model' });
-    await openApp();
+    const page = await openApp(server);
     await ask(page, 'How many primes are below 20?');
     const cutCall = await llm.waitFor((request) => request.phase === 'reason', MODEL_WAIT_MS);
     await page.getByRole('textbox', { name: 'Message' }).fill('Use a sieve');
@@ -140,19 +125,11 @@ describe('talking to a running run', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, (
     await screenshot(page, 'steer-interrupted.png');
   });
   it('stops one research task while the others go on, shows its receipt, runs it again, and takes a message for one task', async () => {
-    llm = await ScriptedLlmServer.start();
-    const siblings = gate();
-    let stopped = false;
-    llm.respond(
-      oneStageResearch(['1.1', '1.2', '1.3'], (request) => {
-        if (request.node !== '1.2') return { text: `finding of ${request.node}`, after: siblings.promise };
-        if (!request.body.messages.some((message) => message.role === 'tool')) return { toolCalls: [{ name: 'calculator', arguments: { expression: '2+2' } }] };
-        // Task 1.2's second round works until it is stopped; run again, it answers.
-        return stopped ? { text: 'finding of 1.2: 4' } : { hang: true };
-      }),
-    );
-    server = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'scripted-model' });
-    await openApp(1000, 1100);
+    const { llm, server } = await web.scripted();
+    // Task 1.2's second round works until it is stopped; run again, it answers.
+    const { model, siblings, runAgain } = taskToStop();
+    llm.respond(model);
+    const page = await openApp(server, 1000, 1100);
     await page.getByRole('combobox', { name: 'Strategy' }).selectOption({ label: 'Research (task graph)' });
     await ask(page, 'Gather three sources');
     const hanging = await llm.waitFor((request) => request.node === '1.2' && request.body.messages.some((message) => message.role === 'tool'), MODEL_WAIT_MS);
@@ -171,7 +148,7 @@ describe('talking to a running run', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, (
     const second = page.getByRole('group', { name: 'Task 1.2' });
     await second.getByRole('button', { name: 'Stop this task' }).click();
     await llm.waitForAbort(hanging, MODEL_WAIT_MS);
-    stopped = true;
+    runAgain();
     await expect(second.getByTestId('task-receipt').textContent()).resolves.toBe('Stopped: no tool call was running');
     await page.locator('[data-testid="graph-task"][data-status="stopped"]').getByText('Source 1.2').waitFor();
     await page.getByRole('button', { name: 'List only' }).click();
@@ -201,11 +178,10 @@ describe('talking to a running run', { timeout: 3 * BROWSER_TEST_TIMEOUT_MS }, (
     await screenshot(page, 'task-run-again.png');
   });
   it('queues a message sent while a plain answer streams, and shows it as the next answer’s question', async () => {
-    llm = await ScriptedLlmServer.start();
+    const { llm, server } = await web.scripted();
     const firstAnswer = gate();
     llm.enqueue({ text: 'Hello there.', after: firstAnswer.promise }, { text: 'Bonjour.' });
-    server = await startStepwiseWithModel(llm.url, { LLM_MODEL: 'scripted-model' });
-    await openApp();
+    const page = await openApp(server);
     await page.getByRole('switch', { name: 'Agent mode' }).uncheck();
     await ask(page, 'Hi');
     await llm.waitFor((request) => request.phase === 'chat', MODEL_WAIT_MS);

@@ -1,4 +1,4 @@
-import { observeText, reasonText, type ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { observeText, reasonText, type ScriptedLlmServer, type ScriptedReply } from '../fixtures/scripted-llm-server.ts';
 
 /**
  * Scripts a reason–act–observe run that has the calculator compute 6*7 and answers 42: the act
@@ -29,4 +29,20 @@ export function scriptFirstActHanging(llm: ScriptedLlmServer): void {
     if (request.phase === 'observe') return { text: observeText('6*7 = 42.', { observation: '42', should_continue: false, final_answer: 'It is 42.' }) };
     return { text: reasonText('Use the calculator.') };
   });
+}
+
+/**
+ * A model's replies for a step that has the calculator compute 6*7 (call c1) and asks the person
+ * "Which colour?" (call ask) at once: a run that waits on its question with a call completed.
+ */
+export function computeThenAsk(): ScriptedReply[] {
+  return [
+    { text: reasonText('Compute, then ask.') },
+    {
+      toolCalls: [
+        { id: 'c1', name: 'calculator', arguments: { expression: '6*7' } },
+        { id: 'ask', name: 'request_input', arguments: { question: 'Which colour?' } },
+      ],
+    },
+  ];
 }

@@ -5,7 +5,7 @@ import { afterEach, beforeEach } from 'vitest';
 import { ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { closeAll } from './cleanup.ts';
 import { stopAllProcesses } from './process.ts';
-import { startStepwiseWithModel, type TestServer } from './stepwise.ts';
+import { startStepwise, startStepwiseWithModel, type TestServer } from './stepwise.ts';
 import { TestClient } from './ws-client.ts';
 
 /** Anything a test opens and must close: a server, a client, a browser context, a model server. */
@@ -46,17 +46,18 @@ export interface ScriptedStepwise {
 /**
  * The header of a test file that talks to the real server over a socket: `start(env)` starts a
  * scripted model, the server against it (these defaults, then `env`) and a client, all closed
- * after the test; `open` keeps anything else the test opens; `llm`, `server`, `client` are the
- * ones the running test started. With `eachTest`, every test starts with them started.
+ * after the test; `demo(env)` starts the server on the demo model (no delay) and a client instead;
+ * `open` keeps anything else the test opens; `llm`, `server`, `client` are the ones the running
+ * test started. With `eachTest`, every test starts with them started.
  */
 export function useScriptedStepwise(defaults: Record<string, string> = {}, options: { eachTest?: boolean } = {}) {
   const open = closeAfterEach();
-  let current: ScriptedStepwise | undefined;
+  let current: (Omit<ScriptedStepwise, 'llm'> & { llm?: ScriptedLlmServer }) | undefined;
   afterEach(() => {
     current = undefined;
   });
-  const started = (): ScriptedStepwise => {
-    if (!current) throw new Error('start() has not been called in this test');
+  const started = () => {
+    if (!current) throw new Error('neither start() nor demo() has been called in this test');
     return current;
   };
   const stepwise = {
@@ -66,10 +67,17 @@ export function useScriptedStepwise(defaults: Record<string, string> = {}, optio
       const server = open(await startStepwiseWithModel(llm.url, { ...defaults, ...env }));
       const client = open(await TestClient.connect(server.wsUrl));
       current = { llm, server, client };
+      return { llm, server, client };
+    },
+    async demo(env: Record<string, string> = {}): Promise<{ server: TestServer; client: TestClient }> {
+      const server = open(await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0', ...env }));
+      current = { server, client: open(await TestClient.connect(server.wsUrl)) };
       return current;
     },
-    get llm() {
-      return started().llm;
+    get llm(): ScriptedLlmServer {
+      const { llm } = started();
+      if (!llm) throw new Error('this test runs on the demo model, not a scripted one');
+      return llm;
     },
     get server() {
       return started().server;

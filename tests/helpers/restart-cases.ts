@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
-import { PROCESS_TEST_TIMEOUT_MS, startStepwiseProcess, type StepwiseProcess, stopAllProcesses } from './process.ts';
+import { useServerProcesses } from './per-test.ts';
+import { PROCESS_TEST_TIMEOUT_MS, startStepwiseProcess, type StepwiseProcess } from './process.ts';
 import { summarize, TestClient } from './ws-client.ts';
 
 /**
@@ -9,10 +10,13 @@ import { summarize, TestClient } from './ws-client.ts';
  * test starts the server process twice, which takes seconds on a busy machine.
  */
 
-/** A store the server runs on: its name, and a fresh one for each test (and how to remove it). */
+/**
+ * A store the server runs on: its name, and the environment of a fresh one for each test, which
+ * `env` makes with (or hands to) the test's `processes` to be removed after it.
+ */
 export interface StoreSetup {
   name: string;
-  env: () => Promise<{ env: Record<string, string>; cleanup: () => Promise<void> }>;
+  env: (processes: ReturnType<typeof useServerProcesses>) => Promise<Record<string, string>>;
 }
 
 /** Each logged event (one with a seq) as its seq and its kind, to compare what two clients saw. */
@@ -24,8 +28,6 @@ export function describeKilledServer(setup: StoreSetup): void {
   describe(`a server killed with SIGKILL, on ${setup.name}`, { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
     let llm: ScriptedLlmServer;
     let env: Record<string, string>;
-    let cleanup: (() => Promise<void>) | undefined;
-    const clients: TestClient[] = [];
 
     beforeAll(async () => {
       llm = await ScriptedLlmServer.start();
@@ -33,23 +35,20 @@ export function describeKilledServer(setup: StoreSetup): void {
     afterAll(async () => {
       await llm.close();
     });
-    afterEach(async () => {
-      for (const client of clients.splice(0)) client.socket.terminate();
-      // Every server process this test started, also one still starting when the test failed.
-      await stopAllProcesses({ signal: 'SIGKILL' });
-      await cleanup?.();
-      cleanup = undefined;
+    // Registered first so that it runs last (vitest runs after-hooks in reverse), once no process is left to ask.
+    afterEach(() => {
       llm.requests.length = 0;
-    }, 60_000);
+    });
+    // After each test: its sockets cut, every server process it started killed (also one still
+    // starting when the test failed), then its store removed.
+    const processes = useServerProcesses();
 
     async function start(extra: Record<string, string> = {}): Promise<StepwiseProcess> {
       return startStepwiseProcess({ ...env, LLM_PROVIDER: 'openai', OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'k', ...extra });
     }
 
     async function connect(wsUrl: string, query: Record<string, string | number> = {}): Promise<TestClient> {
-      const client = await TestClient.connect(wsUrl, query);
-      clients.push(client);
-      return client;
+      return processes.socket(await TestClient.connect(wsUrl, query));
     }
 
     async function kill(running: StepwiseProcess): Promise<void> {
@@ -58,7 +57,7 @@ export function describeKilledServer(setup: StoreSetup): void {
     }
 
     async function prepare() {
-      ({ env, cleanup } = await setup.env());
+      env = await setup.env(processes);
     }
 
     it('a run killed in the middle of a step finishes by itself after the restart, every completed call made once', async () => {

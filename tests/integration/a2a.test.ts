@@ -5,11 +5,12 @@ import { randomUUID } from 'node:crypto';
 import { type Message, Role, type Task, TaskState } from '@a2a-js/sdk';
 import { type Client, ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import { openSqliteStore } from '@stepwise/backend';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { answerAfter, observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { closeAll } from '../helpers/cleanup.ts';
 import { freshPostgresDatabase, postgresUrl } from '../helpers/databases.ts';
-import { PROCESS_TEST_TIMEOUT_MS, startStepwiseProcess, stopAllProcesses } from '../helpers/process.ts';
+import { useServerProcesses } from '../helpers/per-test.ts';
+import { PROCESS_TEST_TIMEOUT_MS, startStepwiseProcess } from '../helpers/process.ts';
 import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 
 const TOKEN = 'a2a-test-token-0123456789abcdef';
@@ -76,11 +77,7 @@ describe('A2A (/.well-known/agent-card.json, /a2a)', () => {
   });
 
   it('streams a run: a working update per step, the answer as an artifact, then completed', async () => {
-    llm.enqueue(
-      { text: reasonText('Use the calculator.') },
-      { toolCalls: [{ name: 'calculator', arguments: { expression: '6*7' } }] },
-      { text: observeText('It is 42.', { final_answer: 'The answer is 42.' }) },
-    );
+    llm.enqueue(...answerAfter('Use the calculator.', [{ name: 'calculator', arguments: { expression: '6*7' } }], 'It is 42.', 'The answer is 42.'));
     const updates: string[] = [];
     let answer = '';
     for await (const event of client.sendMessageStream({
@@ -164,15 +161,13 @@ const pg = postgresUrl();
 const redisUrl = process.env.TEST_REDIS_URL;
 
 describe.skipIf(!pg || !redisUrl)('A2A tasks on several instances (PostgreSQL and Redis)', { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
-  const cleanups: (() => unknown)[] = [];
-  afterEach(() => closeAll(() => stopAllProcesses({ signal: 'SIGKILL' }), ...cleanups.splice(0).reverse()), 60_000);
+  const processes = useServerProcesses();
 
   it('a task started on A is read and answered from B, and another one canceled from B stops its run', async () => {
     const database = await freshPostgresDatabase(pg!);
     await database.db.close();
-    cleanups.push(database.drop);
-    const model = await ScriptedLlmServer.start();
-    cleanups.push(() => model.close());
+    processes.open({ close: database.drop });
+    const model = processes.open(await ScriptedLlmServer.start());
     // Each run asks which city, and answers with the one it is told.
     model.respond((request) => {
       const told = request.body.messages.some((message) => message.role === 'tool');

@@ -62,14 +62,15 @@ describe('the reason–act–observe loop', () => {
 
   it('runs independent tool calls of one act phase in parallel and returns results in call order', async () => {
     stepwise.llm.enqueue(
-      { text: reasonText('Two sums.') },
-      {
-        toolCalls: [
+      ...answerAfter(
+        'Two sums.',
+        [
           { id: 'call_a', name: 'calculator', arguments: { expression: '1+1' } },
           { id: 'call_b', name: 'calculator', arguments: { expression: '2*21' } },
         ],
-      },
-      { text: observeText('Both done.', { final_answer: '2 and 42' }) },
+        'Both done.',
+        '2 and 42',
+      ),
     );
     stepwise.client.chat('Compute 1+1 and 2*21', { agent_mode: true });
     const events = await stepwise.client.untilComplete();

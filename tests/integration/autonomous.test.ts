@@ -1,19 +1,10 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { type RecordedRequest, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
-import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
+import { describe, expect, it } from 'vitest';
+import type { RecordedRequest } from '../fixtures/scripted-llm-server.ts';
+import { useScriptedStepwise } from '../helpers/per-test.ts';
 import { gate, userTurns } from '../helpers/steer.ts';
-import { summarize, TestClient } from '../helpers/ws-client.ts';
+import { summarize } from '../helpers/ws-client.ts';
 
-let llm: ScriptedLlmServer | undefined;
-let server: TestServer | undefined;
-let client: TestClient | undefined;
-
-afterEach(async () => {
-  await client?.close();
-  await server?.close();
-  await llm?.close();
-  client = server = llm = undefined;
-});
+const stepwise = useScriptedStepwise();
 
 type Todo = { id: string; title: string; status: string };
 const todoCall = (args: Record<string, unknown>) => ({ name: 'todo_operations', arguments: args });
@@ -21,7 +12,7 @@ const updatesOf = (events: Record<string, unknown>[], type: string) => events.fi
 const reminders = (request: RecordedRequest) => request.body.messages.filter((message) => message.content?.includes('<system-reminder>'));
 
 async function todosFile(sessionId: string): Promise<Todo[]> {
-  const response = await fetch(`${server!.url}/api/sessions/${sessionId}/files/todos.json`);
+  const response = await fetch(`${stepwise.server.url}/api/sessions/${sessionId}/files/todos.json`);
   expect(response.status).toBe(200);
   return ((await response.json()) as { todos: Todo[] }).todos;
 }
@@ -41,8 +32,7 @@ function expectWellFormedIterations(events: Record<string, unknown>[]) {
 
 describe('autonomous on the wire', () => {
   it('works a three-todo request through to workflow_complete on the demo model, the list kept as a session file', async () => {
-    server = await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0' });
-    client = await TestClient.connect(server.wsUrl);
+    const { client } = await stepwise.demo();
     const entry = (
       client.session.strategy_catalog as unknown as Array<{ name: string; options_schema: { properties: Record<string, { default: unknown }> } }>
     ).find((strategy) => strategy.name === 'autonomous');
@@ -64,14 +54,12 @@ describe('autonomous on the wire', () => {
   });
 
   it('reminds a model that stops with open todos at levels 1, 2 and 3, sending each guidance once and storing none, then ends at the cap', async () => {
-    llm = await ScriptedLlmServer.start();
+    const { llm, client } = await stepwise.start();
     llm.respond((request) =>
       request.body.messages.some((message) => message.tool_calls)
         ? { text: 'I believe that is all.' }
         : { toolCalls: [todoCall({ operation: 'write', todos: [{ title: 'a' }, { title: 'b' }] })] },
     );
-    server = await startStepwiseWithModel(llm.url);
-    client = await TestClient.connect(server.wsUrl);
     client.chat('Do two things', { agent_mode: true, strategy: 'autonomous', agent_max_steps: 6 });
     const events = (await client.untilComplete()) as Record<string, unknown>[];
     expectWellFormedIterations(events);
@@ -89,11 +77,11 @@ describe('autonomous on the wire', () => {
   });
 
   it('keeps the list through a stop, lets a person edit it between runs (not during one), and a resumed run works from the edited list', async () => {
-    llm = await ScriptedLlmServer.start();
+    const { llm, client } = await stepwise.start();
     let resumedIteration = 0;
     llm.respond((request) => {
       const calls = request.body.messages.filter((message) => message.tool_calls).length;
-      const resumed = request.runId !== llm!.requests[0]!.runId;
+      const resumed = request.runId !== llm.requests[0]!.runId;
       if (!resumed) {
         if (calls === 0) return { toolCalls: [todoCall({ operation: 'write', todos: [{ title: 'a' }, { title: 'b' }, { title: 'c' }] })] };
         if (calls === 1) return { text: 'a is done.', toolCalls: [todoCall({ operation: 'update', id: '1', status: 'completed' })] };
@@ -103,8 +91,6 @@ describe('autonomous on the wire', () => {
       if (resumedIteration === 1) return { text: 'b is done.', toolCalls: [todoCall({ operation: 'update', id: '2', status: 'completed' })] };
       return { text: 'Stopping here. [WORKFLOW_COMPLETE]' };
     });
-    server = await startStepwiseWithModel(llm.url);
-    client = await TestClient.connect(server.wsUrl);
     const sessionId = client.session.session_id;
     client.chat('Do three things', { agent_mode: true, strategy: 'autonomous' });
     const hanging = await llm.waitFor((request) => request.body.messages.filter((message) => message.tool_calls).length === 2, 30_000);
@@ -144,7 +130,7 @@ describe('autonomous on the wire', () => {
   });
 
   it('a message sent during an iteration is read by the next one, which may change its todos', async () => {
-    llm = await ScriptedLlmServer.start();
+    const { llm, client } = await stepwise.start();
     const held = gate();
     const said = 'Drop b; do c instead.';
     llm.respond((request) => {
@@ -166,8 +152,6 @@ describe('autonomous on the wire', () => {
         };
       return { text: 'All done. [WORKFLOW_COMPLETE]' };
     });
-    server = await startStepwiseWithModel(llm.url);
-    client = await TestClient.connect(server.wsUrl);
     client.chat('Do a and b', { agent_mode: true, strategy: 'autonomous' });
     await llm.waitFor((request) => request.purpose === 'autonomous.iteration');
     client.chat(said);
@@ -184,8 +168,7 @@ describe('autonomous on the wire', () => {
   });
 
   it('refuses a todo list with two todos in progress, changing nothing', async () => {
-    server = await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0' });
-    client = await TestClient.connect(server.wsUrl);
+    const { client } = await stepwise.demo();
     client.send({
       type: 'todos_set',
       todos: [

@@ -6,7 +6,7 @@ import { EVERYTHING_STDIO } from '../fixtures/mcp-servers.ts';
 import { observeText, reasonText, type RecordedRequest, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
 import { freshPostgresDatabase, postgresUrl } from '../helpers/databases.ts';
 import { useServerProcesses } from '../helpers/per-test.ts';
-import { scriptFirstActHanging } from '../helpers/calculating-model.ts';
+import { computeThenAsk, scriptFirstActHanging } from '../helpers/calculating-model.ts';
 import { PROCESS_TEST_TIMEOUT_MS, spawnTracked, startStepwiseProcess, type StepwiseProcess, stopProcess } from '../helpers/process.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
@@ -94,15 +94,7 @@ describe.skipIf(!pg || !sharedRedis)('several instances on PostgreSQL and Redis'
 
   it('a run parked on A holds nothing there; answered on B, it goes on from where it stood, no completed call made again', async () => {
     const { a, b } = await twoInstances(sharedRedis, { AGENT_INPUT_TIMEOUT_MS: '300' });
-    llm!.enqueue(
-      { text: reasonText('Compute, then ask.') },
-      {
-        toolCalls: [
-          { id: 'c1', name: 'calculator', arguments: { expression: '6*7' } },
-          { id: 'ask', name: 'request_input', arguments: { question: 'Which colour?' } },
-        ],
-      },
-    );
+    llm!.enqueue(...computeThenAsk());
     const onA = await connect(a);
     const sessionId = onA.session.session_id;
     onA.chat('Compute and ask me', { agent_mode: true });

@@ -2,10 +2,12 @@
 // every strategy of the demo model either answers a newcomer's wording right or ends
 // `unresolved` with a sentence saying why, and never ends green with a wrong answer.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { closeAfterEach } from '../helpers/per-test.ts';
 import { startStepwise, type TestServer } from '../helpers/stepwise.ts';
 import { TestClient } from '../helpers/ws-client.ts';
 
 let server: TestServer;
+const open = closeAfterEach();
 
 beforeAll(async () => {
   server = await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0' });
@@ -13,6 +15,9 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.close();
 });
+
+/** A client of the file's server, closed after the test. */
+const connect = async () => open(await TestClient.connect(server.wsUrl));
 
 type Event = Record<string, unknown>;
 const ALL = ['roa', 'plan_execute', 'autonomous', 'solver', 'research'] as const;
@@ -60,20 +65,16 @@ const WORDINGS: Array<{ content: string; files?: Record<string, string>; expecte
 ];
 
 async function ask(strategy: string, content: string, files: Record<string, string> = {}) {
-  const client = await TestClient.connect(server.wsUrl);
-  try {
-    for (const [name, body] of Object.entries(files)) {
-      const response = await fetch(`${server.url}/api/sessions/${client.session.session_id}/files?name=${name}`, { method: 'POST', body });
-      expect(response.status).toBe(201);
-    }
-    client.chat(content, { agent_mode: true, strategy, agent_max_steps: 20, strategy_options: strategy === 'solver' ? { auto_advance: true } : {} });
-    const events = (await client.untilComplete({ timeoutMs: 60_000 })) as Event[];
-    const completion = events.find((event) => event.update_type === 'agent_completion');
-    const answer = String(events.findLast((event) => event.type === 'assistant_message')?.content ?? '');
-    return { events, completion, answer };
-  } finally {
-    await client.close();
+  const client = await connect();
+  for (const [name, body] of Object.entries(files)) {
+    const response = await fetch(`${server.url}/api/sessions/${client.session.session_id}/files?name=${name}`, { method: 'POST', body });
+    expect(response.status).toBe(201);
   }
+  client.chat(content, { agent_mode: true, strategy, agent_max_steps: 20, strategy_options: strategy === 'solver' ? { auto_advance: true } : {} });
+  const events = (await client.untilComplete({ timeoutMs: 60_000 })) as Event[];
+  const completion = events.find((event) => event.update_type === 'agent_completion');
+  const answer = String(events.findLast((event) => event.type === 'assistant_message')?.content ?? '');
+  return { events, completion, answer };
 }
 
 describe.each(ALL)('%s ends grounded', (strategy) => {
@@ -113,75 +114,59 @@ describe('roa on a large file', () => {
 
 describe.each(ALL)('%s reaches write_file and reports usage', (strategy) => {
   it('"Write \'hello\' to out.txt" asks for approval; approved, the file is written and the run answers, its tokens counted at no cost', async () => {
-    const client = await TestClient.connect(server.wsUrl);
-    try {
-      client.chat("Write 'hello' to out.txt", {
-        agent_mode: true,
-        strategy,
-        agent_max_steps: 20,
-        strategy_options: strategy === 'solver' ? { auto_advance: true } : {},
-      });
-      const approval = await client.waitFor('agent_request_input', { timeoutMs: 30_000 });
-      expect(approval).toMatchObject({ kind: 'approval', tool: 'write_file', arguments: { name: 'out.txt', content: 'hello' } });
-      client.send({ type: 'agent_user_input', question_id: approval.question_id, approval: { decision: 'approve' } });
-      const events = (await client.untilComplete({ timeoutMs: 60_000 })) as Event[];
-      const completion = events.find((event) => event.update_type === 'agent_completion') as Event & { usage: { prompt_tokens: number } };
-      expect(SUCCESS).toContain(completion.reason);
-      expect(String(events.findLast((event) => event.type === 'assistant_message')?.content)).toMatch(/out\.txt/);
-      const file = await fetch(`${server.url}/api/sessions/${client.session.session_id}/files/out.txt`);
-      expect(await file.text()).toBe('hello');
-      expect(events.filter((event) => event.update_type === 'agent_usage').length).toBeGreaterThan(0);
-      expect(completion.usage.prompt_tokens).toBeGreaterThan(0);
-      expect(completion.cost_usd).toBe(0);
-    } finally {
-      await client.close();
-    }
+    const client = await connect();
+    client.chat("Write 'hello' to out.txt", {
+      agent_mode: true,
+      strategy,
+      agent_max_steps: 20,
+      strategy_options: strategy === 'solver' ? { auto_advance: true } : {},
+    });
+    const approval = await client.waitFor('agent_request_input', { timeoutMs: 30_000 });
+    expect(approval).toMatchObject({ kind: 'approval', tool: 'write_file', arguments: { name: 'out.txt', content: 'hello' } });
+    client.send({ type: 'agent_user_input', question_id: approval.question_id, approval: { decision: 'approve' } });
+    const events = (await client.untilComplete({ timeoutMs: 60_000 })) as Event[];
+    const completion = events.find((event) => event.update_type === 'agent_completion') as Event & { usage: { prompt_tokens: number } };
+    expect(SUCCESS).toContain(completion.reason);
+    expect(String(events.findLast((event) => event.type === 'assistant_message')?.content)).toMatch(/out\.txt/);
+    const file = await fetch(`${server.url}/api/sessions/${client.session.session_id}/files/out.txt`);
+    expect(await file.text()).toBe('hello');
+    expect(events.filter((event) => event.update_type === 'agent_usage').length).toBeGreaterThan(0);
+    expect(completion.usage.prompt_tokens).toBeGreaterThan(0);
+    expect(completion.cost_usd).toBe(0);
   });
 });
 
 it('a denied write ends unresolved, saying the file was not written', async () => {
-  const client = await TestClient.connect(server.wsUrl);
-  try {
-    client.chat("Write 'hello' to out.txt", { agent_mode: true, strategy: 'roa' });
-    const approval = await client.waitFor('agent_request_input', { timeoutMs: 30_000 });
-    client.send({ type: 'agent_user_input', question_id: approval.question_id, approval: { decision: 'deny', reason: 'not now' } });
-    const events = (await client.untilComplete({ timeoutMs: 60_000 })) as Event[];
-    expect(events.find((event) => event.update_type === 'agent_completion')).toMatchObject({
-      reason: 'unresolved',
-      summary: expect.stringMatching(/out\.txt was not written: The person denied this call: not now/),
-    });
-  } finally {
-    await client.close();
-  }
+  const client = await connect();
+  client.chat("Write 'hello' to out.txt", { agent_mode: true, strategy: 'roa' });
+  const approval = await client.waitFor('agent_request_input', { timeoutMs: 30_000 });
+  client.send({ type: 'agent_user_input', question_id: approval.question_id, approval: { decision: 'deny', reason: 'not now' } });
+  const events = (await client.untilComplete({ timeoutMs: 60_000 })) as Event[];
+  expect(events.find((event) => event.update_type === 'agent_completion')).toMatchObject({
+    reason: 'unresolved',
+    summary: expect.stringMatching(/out\.txt was not written: The person denied this call: not now/),
+  });
 });
 
 it('autonomous works the four links of the README chain within the default ten iterations', async () => {
-  const client = await TestClient.connect(server.wsUrl);
-  try {
-    client.chat('First compute 12*7, then add 15, divide by 3, subtract 4', { agent_mode: true, strategy: 'autonomous', agent_max_steps: 10 });
-    const events = (await client.untilComplete({ timeoutMs: 60_000 })) as Event[];
-    expect(events.find((event) => event.update_type === 'agent_completion')).toMatchObject({ reason: 'workflow_complete' });
-    expect(events.filter((event) => event.update_type === 'agent_turn_start').length).toBeLessThanOrEqual(6);
-    expect(String(events.findLast((event) => event.type === 'assistant_message')?.content)).toMatch(/\*\*29\*\*/);
-  } finally {
-    await client.close();
-  }
+  const client = await connect();
+  client.chat('First compute 12*7, then add 15, divide by 3, subtract 4', { agent_mode: true, strategy: 'autonomous', agent_max_steps: 10 });
+  const events = (await client.untilComplete({ timeoutMs: 60_000 })) as Event[];
+  expect(events.find((event) => event.update_type === 'agent_completion')).toMatchObject({ reason: 'workflow_complete' });
+  expect(events.filter((event) => event.update_type === 'agent_turn_start').length).toBeLessThanOrEqual(6);
+  expect(String(events.findLast((event) => event.type === 'assistant_message')?.content)).toMatch(/\*\*29\*\*/);
 });
 
 it('an unresolved run may be continued: Continue starts a run that goes on from it', async () => {
-  const client = await TestClient.connect(server.wsUrl);
-  try {
-    client.chat('Compute 10/0 please', { agent_mode: true, strategy: 'roa' });
-    const first = (await client.untilComplete({ timeoutMs: 60_000 })) as Event[];
-    expect(first.find((event) => event.update_type === 'agent_completion')).toMatchObject({ reason: 'unresolved' });
-    const from = client.events.length;
-    client.send({ type: 'agent_control', action: 'resume', extra_steps: 2 });
-    const second = (await client.untilComplete({ from, timeoutMs: 60_000 })) as Event[];
-    expect(second.find((event) => event.type === 'error')).toBeUndefined();
-    const firstRun = first.find((event) => event.update_type === 'agent_start')?.run_id;
-    expect(second.find((event) => event.update_type === 'agent_start')).toMatchObject({ resumed_from: firstRun });
-    expect(second.filter((event) => event.update_type === 'agent_completion')).toHaveLength(1);
-  } finally {
-    await client.close();
-  }
+  const client = await connect();
+  client.chat('Compute 10/0 please', { agent_mode: true, strategy: 'roa' });
+  const first = (await client.untilComplete({ timeoutMs: 60_000 })) as Event[];
+  expect(first.find((event) => event.update_type === 'agent_completion')).toMatchObject({ reason: 'unresolved' });
+  const from = client.events.length;
+  client.send({ type: 'agent_control', action: 'resume', extra_steps: 2 });
+  const second = (await client.untilComplete({ from, timeoutMs: 60_000 })) as Event[];
+  expect(second.find((event) => event.type === 'error')).toBeUndefined();
+  const firstRun = first.find((event) => event.update_type === 'agent_start')?.run_id;
+  expect(second.find((event) => event.update_type === 'agent_start')).toMatchObject({ resumed_from: firstRun });
+  expect(second.filter((event) => event.update_type === 'agent_completion')).toHaveLength(1);
 });

@@ -6,35 +6,26 @@ import { mkdtempSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
-import { closeAll } from '../helpers/cleanup.ts';
+import { computeThenAsk } from '../helpers/calculating-model.ts';
+import { closeAfterEach } from '../helpers/per-test.ts';
 import { startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
 type Event = Record<string, unknown>;
 
 let llm: ScriptedLlmServer | undefined;
-const servers: TestServer[] = [];
-const clients: TestClient[] = [];
-
-afterEach(async () => {
-  await closeAll(...clients.splice(0).map((client) => () => client.close()), ...servers.splice(0).map((server) => () => server.close()), () => llm?.close());
-  llm = undefined;
-});
+const keep = closeAfterEach();
 
 const PARKING = { AGENT_INPUT_TIMEOUT_MS: '200', LLM_MODEL: 'gpt-4o-mini' };
 
 async function serve(dataDir: string, env: Record<string, string> = {}): Promise<TestServer> {
-  const server = await startStepwiseWithModel(llm!.url, { ...PARKING, DATA_DIR: dataDir, ...env });
-  servers.push(server);
-  return server;
+  return keep(await startStepwiseWithModel(llm!.url, { ...PARKING, DATA_DIR: dataDir, ...env }));
 }
 
 async function connect(server: TestServer, query: Record<string, string | number> = {}): Promise<TestClient> {
-  const client = await TestClient.connect(server.wsUrl, query);
-  clients.push(client);
-  return client;
+  return keep(await TestClient.connect(server.wsUrl, query));
 }
 
 async function runsOf(server: TestServer, sessionId: string): Promise<Array<{ status: string; end_reason: string | null }>> {
@@ -47,17 +38,9 @@ const toolResults = (request: { body: { messages: Array<{ role: string; content?
 
 describe('a run parked past its question’s deadline', () => {
   it('holds no run slot while it waits; the answer resumes it where it stood, no completed call made again', async () => {
-    llm = await ScriptedLlmServer.start();
+    llm = keep(await ScriptedLlmServer.start());
     const server = await serve(mkdtempSync(join(tmpdir(), 'stepwise-park-')), { MAX_CONCURRENT_RUNS: '1' });
-    llm.enqueue(
-      { text: reasonText('Compute, then ask.') },
-      {
-        toolCalls: [
-          { id: 'c1', name: 'calculator', arguments: { expression: '6*7' } },
-          { id: 'ask', name: 'request_input', arguments: { question: 'Which colour?' } },
-        ],
-      },
-    );
+    llm.enqueue(...computeThenAsk());
     const client = await connect(server);
     const sessionId = String(client.session.session_id);
     client.chat('Compute and ask me', { agent_mode: true });
@@ -96,7 +79,7 @@ describe('a run parked past its question’s deadline', () => {
   });
 
   it('an approval parks the run too: after a restart it is still parked, and the answer given over REST resumes it, the call made once', async () => {
-    llm = await ScriptedLlmServer.start();
+    llm = keep(await ScriptedLlmServer.start());
     const dataDir = mkdtempSync(join(tmpdir(), 'stepwise-park-'));
     const first = await serve(dataDir);
     llm.enqueue(
@@ -110,7 +93,6 @@ describe('a run parked past its question’s deadline', () => {
     expect(await client.waitFor('agent_parked', { timeoutMs: 10_000 })).toMatchObject({ question_id: approval.question_id });
     await client.close();
     await first.close();
-    servers.splice(servers.indexOf(first), 1);
 
     const second = await serve(dataDir);
     // Startup recovery left it parked: nothing asked the model anything.
@@ -138,7 +120,7 @@ describe('a run parked past its question’s deadline', () => {
   });
 
   it('a stop ends a parked run where it stands, with its stop receipt', async () => {
-    llm = await ScriptedLlmServer.start();
+    llm = keep(await ScriptedLlmServer.start());
     const server = await serve(mkdtempSync(join(tmpdir(), 'stepwise-park-')));
     llm.enqueue({ text: reasonText('Write it.') }, { toolCalls: [{ id: 'w1', name: 'write_file', arguments: { name: 'never.txt', content: 'x' } }] });
     const client = await connect(server);

@@ -1,48 +1,18 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { type RecordedRequest, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
-import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
+import { describe, expect, it } from 'vitest';
+import { observeStep as observe, planExecuteModel, replanningModel, VIABLE } from '../fixtures/plan-execute-model.ts';
+import { type RecordedRequest, reasonText } from '../fixtures/scripted-llm-server.ts';
+import { useScriptedStepwise } from '../helpers/per-test.ts';
 import { gate, userTurns } from '../helpers/steer.ts';
-import { summarize, TestClient } from '../helpers/ws-client.ts';
+import { summarize } from '../helpers/ws-client.ts';
 
-let llm: ScriptedLlmServer | undefined;
-let server: TestServer | undefined;
-let client: TestClient | undefined;
+const stepwise = useScriptedStepwise();
 
-afterEach(async () => {
-  await client?.close();
-  await server?.close();
-  await llm?.close();
-  client = server = llm = undefined;
-});
-
-const observe = (observation: string, complete: boolean) => `${observation}\n\n\`\`\`json\n${JSON.stringify({ observation, step_complete: complete })}\n\`\`\``;
-const planOf = (...goals: string[]) =>
-  JSON.stringify({ steps: goals.map((goal) => ({ goal, primary_tools: ['calculator'], success_criteria: 'a number', context: '' })) });
 const schemaName = (request: RecordedRequest) => (request.body as { response_format?: { json_schema?: { name?: string } } }).response_format?.json_schema?.name;
 
 describe('plan_execute on the wire', () => {
   it('streams the plan, each step under its node id, a re-plan after a failed step, the metadata, then the answer', async () => {
-    llm = await ScriptedLlmServer.start();
-    llm.respond((request) => {
-      switch (request.purpose) {
-        case 'plan_execute.plan':
-          return { text: planOf('Compute 6*7 the hard way', 'Write it down') };
-        case 'plan_execute.replan':
-          return { text: planOf('Compute 6*7 plainly') };
-        case 'plan_execute.reason':
-          return { text: reasonText('Use the calculator.') };
-        case 'plan_execute.act':
-          return { toolCalls: [{ name: 'calculator', arguments: { expression: '6*7' } }] };
-        case 'plan_execute.observe':
-          return { text: request.node === '1' ? observe('That did not settle it.', false) : observe('6*7 = 42.', true) };
-        case 'plan_execute.synthesis':
-          return { text: '6*7 is **42**.' };
-        default:
-          return { text: 'unexpected' };
-      }
-    });
-    server = await startStepwiseWithModel(llm.url);
-    client = await TestClient.connect(server.wsUrl);
+    const { llm, client } = await stepwise.start();
+    llm.respond(replanningModel());
     const catalog = client.session.strategy_catalog as unknown as Array<{
       name: string;
       label: string;
@@ -137,16 +107,16 @@ describe('plan_execute on the wire', () => {
   });
 
   it('asks the viability check (schema plan_viability) between steps that went well', async () => {
-    llm = await ScriptedLlmServer.start();
-    llm.respond((request) => {
-      if (request.purpose === 'plan_execute.plan') return { text: planOf('One', 'Two') };
-      if (request.purpose === 'plan_execute.viability') return { text: JSON.stringify({ viable: true, confidence: 0.95, reason: 'on track' }) };
-      if (request.purpose === 'plan_execute.reason') return { text: reasonText('Nothing to call.', { finish: true }) };
-      if (request.purpose === 'plan_execute.observe') return { text: observe('Done.', true) };
-      return { text: 'All done.' };
-    });
-    server = await startStepwiseWithModel(llm.url);
-    client = await TestClient.connect(server.wsUrl);
+    const { llm, client } = await stepwise.start();
+    llm.respond(
+      planExecuteModel({
+        plan: ['One', 'Two'],
+        viability: () => ({ text: JSON.stringify({ viable: true, confidence: 0.95, reason: 'on track' }) }),
+        reason: () => ({ text: reasonText('Nothing to call.', { finish: true }) }),
+        observe: () => ({ text: observe('Done.', true) }),
+        answer: 'All done.',
+      }),
+    );
     client.chat('Do two things', { agent_mode: true, strategy: 'plan_execute' });
     const events = await client.untilComplete();
     expect(events.find((event) => event.update_type === 'agent_completion')).toMatchObject({ reason: 'answered' });
@@ -164,31 +134,22 @@ describe('plan_execute on the wire', () => {
   });
 
   it('a message for the run is read by the viability check, which re-plans for it (the revision names it); one for a step reaches that step', async () => {
-    llm = await ScriptedLlmServer.start();
+    const { llm, client } = await stepwise.start();
     const held = gate();
     const forRun = 'Use 5+5 instead of 3+3.';
     const forStep = 'Say the sum in words.';
-    llm.respond((request) => {
-      switch (request.purpose) {
-        case 'plan_execute.plan':
-          return { text: planOf('Compute 2+2', 'Compute 3+3') };
-        case 'plan_execute.viability':
-          return userTurns(request, forRun)
-            ? { text: JSON.stringify({ viable: false, confidence: 0.9, reason: 'The person wants 5+5.' }) }
-            : { text: JSON.stringify({ viable: true, confidence: 0.9, reason: 'fine' }) };
-        case 'plan_execute.replan':
-          return { text: planOf('Compute 5+5') };
-        case 'plan_execute.reason':
-          // Step 1's first call waits until both messages are acknowledged.
-          return { text: reasonText('Nothing to call.', { finish: true }), ...(request.node === '1' ? { after: held.promise } : {}) };
-        case 'plan_execute.observe':
-          return { text: observe('Done.', true) };
-        default:
-          return { text: 'Four, then ten.' };
-      }
-    });
-    server = await startStepwiseWithModel(llm.url);
-    client = await TestClient.connect(server.wsUrl);
+    llm.respond(
+      planExecuteModel({
+        plan: ['Compute 2+2', 'Compute 3+3'],
+        replan: ['Compute 5+5'],
+        viability: (request) =>
+          userTurns(request, forRun) ? { text: JSON.stringify({ viable: false, confidence: 0.9, reason: 'The person wants 5+5.' }) } : { text: VIABLE },
+        // Step 1's first call waits until both messages are acknowledged.
+        reason: (request) => ({ text: reasonText('Nothing to call.', { finish: true }), ...(request.node === '1' ? { after: held.promise } : {}) }),
+        observe: () => ({ text: observe('Done.', true) }),
+        answer: 'Four, then ten.',
+      }),
+    );
     client.chat('Add some numbers', { agent_mode: true, strategy: 'plan_execute' });
     await llm.waitFor((request) => request.purpose === 'plan_execute.reason');
     client.chat(forRun);
@@ -231,25 +192,16 @@ describe('plan_execute on the wire', () => {
   });
 
   it('stop with a step’s node id cuts that step alone: it ends failed with its own receipt and the plan goes on', async () => {
-    llm = await ScriptedLlmServer.start();
-    llm.respond((request) => {
-      switch (request.purpose) {
-        case 'plan_execute.plan':
-          return { text: planOf('Wait for something slow', 'Compute 3+3') };
-        case 'plan_execute.viability':
-          return { text: JSON.stringify({ viable: true, confidence: 0.9, reason: 'fine' }) };
-        case 'plan_execute.replan':
-          return { text: planOf('Compute 3+3') };
-        case 'plan_execute.reason':
-          return request.node === '1' ? { hang: true } : { text: reasonText('Nothing to call.', { finish: true }) };
-        case 'plan_execute.observe':
-          return { text: observe('Six.', true) };
-        default:
-          return { text: 'Step 1 was stopped; 3+3 is 6.' };
-      }
-    });
-    server = await startStepwiseWithModel(llm.url);
-    client = await TestClient.connect(server.wsUrl);
+    const { llm, client } = await stepwise.start();
+    llm.respond(
+      planExecuteModel({
+        plan: ['Wait for something slow', 'Compute 3+3'],
+        replan: ['Compute 3+3'],
+        reason: (request) => (request.node === '1' ? { hang: true } : { text: reasonText('Nothing to call.', { finish: true }) }),
+        observe: () => ({ text: observe('Six.', true) }),
+        answer: 'Step 1 was stopped; 3+3 is 6.',
+      }),
+    );
     client.chat('Do two things', { agent_mode: true, strategy: 'plan_execute' });
     const hanging = await llm.waitFor((request) => request.purpose === 'plan_execute.reason' && request.node === '1');
     client.send({ type: 'agent_control', action: 'stop', node_id: '1' });
@@ -265,10 +217,8 @@ describe('plan_execute on the wire', () => {
   });
 
   it('ends with agent_error when the model gives no valid plan, asking once more first', async () => {
-    llm = await ScriptedLlmServer.start();
+    const { llm, client } = await stepwise.start();
     llm.respond(() => ({ text: 'I would rather not make a plan today.' }));
-    server = await startStepwiseWithModel(llm.url);
-    client = await TestClient.connect(server.wsUrl);
     client.chat('Plan something', { agent_mode: true, strategy: 'plan_execute' });
     const events = await client.untilComplete();
     const run = events.slice(events.findIndex((event) => event.update_type === 'agent_start'));
@@ -278,8 +228,7 @@ describe('plan_execute on the wire', () => {
   });
 
   it('on the demo model, a plan run computes a chained calculation and answers it truly', async () => {
-    server = await startStepwise({ LLM_PROVIDER: 'demo' });
-    client = await TestClient.connect(server.wsUrl);
+    const { client } = await stepwise.demo();
     expect(client.session.strategies).toContain('plan_execute');
     client.chat('First compute 12*7, then add 15, then divide by 3', { agent_mode: true, strategy: 'plan_execute' });
     const events = await client.untilComplete();
@@ -290,27 +239,20 @@ describe('plan_execute on the wire', () => {
     expect(String(events.find((event) => event.type === 'assistant_message')!.content)).toContain('= 33');
   });
   it('stopped mid-step, then resumed: the new run goes on in that step, the plan and finished calls not asked again', async () => {
-    llm = await ScriptedLlmServer.start();
+    const { llm, client } = await stepwise.start();
     let hold = true;
-    llm.respond((request) => {
-      switch (request.purpose) {
-        case 'plan_execute.plan':
-          return { text: planOf('Compute 6*7', 'Add 1') };
-        case 'plan_execute.viability':
-          return { text: JSON.stringify({ viable: true, confidence: 0.9, reason: 'fine' }) };
-        case 'plan_execute.reason':
-          return { text: reasonText('Use the calculator.') };
-        case 'plan_execute.act':
+    llm.respond(
+      planExecuteModel({
+        plan: ['Compute 6*7', 'Add 1'],
+        reason: () => ({ text: reasonText('Use the calculator.') }),
+        act: (request) => {
           if (request.node === '2' && hold) return { hang: true };
           return { toolCalls: [{ name: 'calculator', arguments: { expression: request.node === '2' ? '42+1' : '6*7' } }] };
-        case 'plan_execute.observe':
-          return { text: observe(request.node === '2' ? '42+1 = 43.' : '6*7 = 42.', true) };
-        default:
-          return { text: 'It is **43**.' };
-      }
-    });
-    server = await startStepwiseWithModel(llm.url);
-    client = await TestClient.connect(server.wsUrl);
+        },
+        observe: (request) => ({ text: observe(request.node === '2' ? '42+1 = 43.' : '6*7 = 42.', true) }),
+        answer: 'It is **43**.',
+      }),
+    );
     client.chat('What is 6*7 plus 1?', { agent_mode: true, strategy: 'plan_execute' });
     const held = await llm.waitFor((request) => request.purpose === 'plan_execute.act' && request.node === '2');
     hold = false;

@@ -1,30 +1,24 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { type RecordedRequest, ScriptedLlmServer, type ScriptedReply } from '../fixtures/scripted-llm-server.ts';
-import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
-import { oneStageResearch } from '../helpers/research-script.ts';
+import { describe, expect, it } from 'vitest';
+import { plannedTask } from '../fixtures/research-tasks.ts';
+import type { RecordedRequest } from '../fixtures/scripted-llm-server.ts';
+import { useScriptedStepwise } from '../helpers/per-test.ts';
+import { PASS, plannedStage, researchModel, taskToStop } from '../helpers/research-script.ts';
 import { gate, userTurns } from '../helpers/steer.ts';
-import { summarize, TestClient } from '../helpers/ws-client.ts';
+import { summarize } from '../helpers/ws-client.ts';
 
-let llm: ScriptedLlmServer | undefined;
-let server: TestServer | undefined;
-let client: TestClient | undefined;
-
-afterEach(async () => {
-  await client?.close();
-  await server?.close();
-  await llm?.close();
-  client = server = llm = undefined;
-});
+const stepwise = useScriptedStepwise();
 
 type Event = Record<string, unknown>;
 const of = (events: Event[], type: string) => events.filter((event) => event.update_type === type);
 const schemaOf = (request: RecordedRequest) => (request.body as { response_format?: { json_schema?: { name?: string } } }).response_format?.json_schema?.name;
-const fileText = async (name: string) => (await fetch(`${server!.url}/api/sessions/${client!.session.session_id}/files/${name}`)).text();
+const files = () => `${stepwise.server.url}/api/sessions/${stepwise.client.session.session_id}/files`;
+const fileText = async (name: string) => (await fetch(`${files()}/${name}`)).text();
+/** Uploads the research state document, as a person editing it does. */
+const uploadState = (body: string) => fetch(`${files()}?name=RESEARCH_STATE.md`, { method: 'POST', body, headers: { 'content-type': 'text/plain' } });
 
 describe('research on the wire', () => {
   it('runs the demo’s three-stage graph truthfully in one go: parallel tasks do the work, the verifier recomputes, every verdict judges what was found', async () => {
-    server = await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0' });
-    client = await TestClient.connect(server.wsUrl);
+    const { client } = await stepwise.demo();
     client.chat('What time is it, and what is 12*7?', { agent_mode: true, strategy: 'research' });
     const first = (await client.untilComplete()) as Event[];
     expect(summarize(first).slice(-2)).toEqual(['agent_completion:answered', 'response_complete']);
@@ -59,37 +53,17 @@ describe('research on the wire', () => {
   });
 
   it('a task asks the person with its own question and node id while the other task of its wave goes on', async () => {
-    llm = await ScriptedLlmServer.start();
-    const plan = {
-      stages: [
-        {
-          id: '1',
-          name: 'Only',
-          verifier_criteria: [],
-          tasks: ['1.1', '1.2'].map((id) => ({ id, title: `Task ${id}`, agent: 'literature_scout', depends_on: [], acceptance_criteria: [], inputs: [] })),
-        },
-      ],
-    };
-    const verdict = JSON.stringify({ verdict: 'PASS', issues: [], follow_up_tasks: [] });
-    llm.respond((request): ScriptedReply => {
-      switch (request.purpose) {
-        case 'research.plan':
-          return { text: JSON.stringify(plan) };
-        case 'research.task': {
+    const { llm, client } = await stepwise.start();
+    llm.respond(
+      researchModel({
+        stages: [plannedStage('1', 'Only', ['1.1', '1.2'])],
+        task: (request) => {
           const asked = request.body.messages.some((message) => message.role === 'tool');
           if (request.node === '1.1' && !asked) return { toolCalls: [{ name: 'request_input', arguments: { question: 'Which tower?' } }] };
           return { text: `finding of ${request.node}` };
-        }
-        case 'research.task_result':
-          return { text: JSON.stringify({ summary: `done ${request.node}`, result: `result ${request.node}`, evidence: [], artifacts: [] }) };
-        case 'research.report':
-          return { text: 'Report.' };
-        default:
-          return { text: verdict };
-      }
-    });
-    server = await startStepwiseWithModel(llm.url);
-    client = await TestClient.connect(server.wsUrl);
+        },
+      }),
+    );
     client.chat('How tall is the tower?', { agent_mode: true, strategy: 'research' });
     const question = (await client.waitFor('agent_request_input')) as Event;
     expect(question).toMatchObject({ node_id: '1.1', question: 'Which tower?' });
@@ -112,20 +86,10 @@ describe('research on the wire', () => {
   });
 
   it('stops one of three parallel tasks alone: only its request is closed, its siblings finish, it ends with its own receipt; run again, it repeats no completed call', async () => {
-    llm = await ScriptedLlmServer.start();
-    const siblings = gate();
-    let cut = false;
-    llm.respond(
-      oneStageResearch(['1.1', '1.2', '1.3'], (request) => {
-        if (request.node !== '1.2') return { text: `finding of ${request.node}`, after: siblings.promise };
-        if (!request.body.messages.some((message) => message.role === 'tool'))
-          return { toolCalls: [{ id: 'add', name: 'calculator', arguments: { expression: '2+2' } }] };
-        // The task's second round hangs until it is stopped; run again, it answers.
-        return cut ? { text: 'finding of 1.2: 4' } : { hang: true };
-      }),
-    );
-    server = await startStepwiseWithModel(llm.url);
-    client = await TestClient.connect(server.wsUrl);
+    const { llm, client } = await stepwise.start();
+    // Task 1.2's second round hangs until it is stopped; run again, it answers.
+    const { model, siblings, runAgain } = taskToStop();
+    llm.respond(model);
     client.chat('Three things at once', { agent_mode: true, strategy: 'research', tools: ['calculator'] });
     const hanging = await llm.waitFor((request) => request.node === '1.2' && request.body.messages.some((message) => message.role === 'tool'));
     client.send({ type: 'agent_control', action: 'stop', node_id: '1.2' });
@@ -133,7 +97,7 @@ describe('research on the wire', () => {
     const stopped = (await client.waitFor('agent_node_stopped')) as Event;
     expect(stopped).toMatchObject({ node_id: '1.2', calls: [] });
     expect(await client.next((event) => event.update_type === 'agent_task_complete' && event.task_id === '1.2')).toMatchObject({ status: 'stopped' });
-    cut = true;
+    runAgain();
     client.send({ type: 'agent_control', action: 'resume', node_id: '1.2' });
     siblings.open();
     const events = (await client.untilComplete()) as Event[];
@@ -151,24 +115,17 @@ describe('research on the wire', () => {
   });
 
   it('a message for a running task reaches that task’s next call only; one for the run, the stage verifier, whose follow-up work for it goes on in this run', async () => {
-    llm = await ScriptedLlmServer.start();
+    const { llm, client } = await stepwise.start();
     const held = gate();
     const forTask = 'Look only at the north tower.';
     const forRun = 'Give every height in metres.';
-    const task = (id: string) => ({ id, title: `Task ${id}`, agent: 'literature_scout', depends_on: [], acceptance_criteria: [], inputs: [] });
-    const plan = { stages: [{ id: '1', name: 'Only', verifier_criteria: [], tasks: [task('1.1'), task('1.2')] }] };
-    const pass = JSON.stringify({ verdict: 'PASS', issues: [], follow_up_tasks: [] });
-    llm.respond((request): ScriptedReply => {
-      switch (request.purpose) {
-        case 'research.plan':
-          return { text: JSON.stringify(plan) };
-        case 'research.task':
-          // The wave's calls wait until both messages are acknowledged.
-          return { text: `finding of ${request.node}`, after: held.promise };
-        case 'research.task_result':
-          return { text: JSON.stringify({ summary: `done ${request.node}`, result: `result ${request.node}`, evidence: [], artifacts: [] }) };
-        case 'research.stage_verifier':
-          return userTurns(request, forRun)
+    llm.respond(
+      researchModel({
+        stages: [plannedStage('1', 'Only', ['1.1', '1.2'])],
+        // The wave's calls wait until both messages are acknowledged.
+        task: (request) => ({ text: `finding of ${request.node}`, after: held.promise }),
+        stageVerifier: (request) =>
+          userTurns(request, forRun)
             ? {
                 text: JSON.stringify({
                   verdict: 'CONDITIONAL',
@@ -176,15 +133,9 @@ describe('research on the wire', () => {
                   follow_up_tasks: [{ title: 'Convert the heights to metres', agent: 'literature_scout', acceptance_criteria: [] }],
                 }),
               }
-            : { text: pass };
-        case 'research.report':
-          return { text: 'Report.' };
-        default:
-          return { text: pass };
-      }
-    });
-    server = await startStepwiseWithModel(llm.url);
-    client = await TestClient.connect(server.wsUrl);
+            : { text: PASS },
+      }),
+    );
     client.chat('How tall are the towers?', { agent_mode: true, strategy: 'research' });
     await llm.waitFor((request) => request.purpose === 'research.task' && request.node === '1.1');
     client.chat(forTask, { node_id: '1.1' });
@@ -196,7 +147,7 @@ describe('research on the wire', () => {
     expect(summarize(events).slice(-2)).toEqual(['agent_completion:answered', 'response_complete']);
 
     const seen = (text: string) =>
-      llm!.requests.filter((request) => userTurns(request, text) > 0).map((request) => [request.purpose, request.node ?? null, userTurns(request, text)]);
+      llm.requests.filter((request) => userTurns(request, text) > 0).map((request) => [request.purpose, request.node ?? null, userTurns(request, text)]);
     // The task's next call had it (not its sibling's); the run's went to the stage verifier; each once, and no other request as a turn.
     expect(seen(forTask)).toEqual([['research.task_result', '1.1', 1]]);
     expect(seen(forRun)).toEqual([['research.stage_verifier', null, 1]]);
@@ -214,18 +165,13 @@ describe('research on the wire', () => {
   });
 
   it('an upload of the document that breaks the graph is refused naming the line, and the document stays as it was', async () => {
-    server = await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0' });
-    client = await TestClient.connect(server.wsUrl);
+    const { client } = await stepwise.demo();
     client.chat('What is 12*7?', { agent_mode: true, strategy: 'research', strategy_options: { mode: 'step' } });
     const first = (await client.untilComplete()) as Event[];
     expect(summarize(first).slice(-2)).toEqual(['agent_completion:wave_complete', 'response_complete']);
     const before = await fileText('RESEARCH_STATE.md');
     const broken = before.replace('agent: verifier', 'agent: fortune_teller');
-    const uploaded = await fetch(`${server.url}/api/sessions/${client.session.session_id}/files?name=RESEARCH_STATE.md`, {
-      method: 'POST',
-      body: broken,
-      headers: { 'content-type': 'text/plain' },
-    });
+    const uploaded = await uploadState(broken);
     expect(uploaded.status).toBe(400);
     expect(uploaded.headers.get('content-type')).toContain('json');
     const line = broken.split('\n').findIndex((text) => text.includes('fortune_teller')) + 1;
@@ -236,47 +182,34 @@ describe('research on the wire', () => {
   });
 
   it('a stage verifier that still doubts after two rounds of follow-up work asks the person, and the run goes on as they say', async () => {
-    llm = await ScriptedLlmServer.start();
-    const plan = {
-      stages: [
-        {
-          id: '1',
-          name: 'Figure',
-          verifier_criteria: ['the figure checks out'],
-          tasks: [{ id: '1.1', title: 'Compute the figure', agent: 'derivation_coder', depends_on: [], acceptance_criteria: [], inputs: [] }],
-        },
-      ],
-    };
+    const { llm, client } = await stepwise.start();
     let stageVerdicts = 0;
-    llm.respond((request): ScriptedReply => {
-      switch (request.purpose) {
-        case 'research.plan':
-          return { text: JSON.stringify(plan) };
-        case 'research.task':
-          return { text: `finding of ${request.node}` };
-        case 'research.task_result':
-          return { text: JSON.stringify({ summary: 'a figure', result: 'a figure', evidence: [], artifacts: [] }) };
-        case 'research.stage_verifier':
+    llm.respond(
+      researchModel({
+        stages: [
+          {
+            id: '1',
+            name: 'Figure',
+            verifier_criteria: ['the figure checks out'],
+            tasks: [{ ...plannedTask('1.1'), title: 'Compute the figure', agent: 'derivation_coder' }],
+          },
+        ],
+        taskResult: () => ({ text: JSON.stringify({ summary: 'a figure', result: 'a figure', evidence: [], artifacts: [] }) }),
+        stageVerifier: () => {
           stageVerdicts++;
           return {
-            text: JSON.stringify(
+            text:
               stageVerdicts <= 3
-                ? {
+                ? JSON.stringify({
                     verdict: 'FAIL',
                     issues: ['The figure comes out two ways: step by step or in one expression?'],
                     follow_up_tasks: [{ title: 'Compute the figure again', agent: 'derivation_coder', acceptance_criteria: [] }],
-                  }
-                : { verdict: 'PASS', issues: [], follow_up_tasks: [] },
-            ),
+                  })
+                : PASS,
           };
-        case 'research.report':
-          return { text: 'Report.' };
-        default:
-          return { text: JSON.stringify({ verdict: 'PASS', issues: [], follow_up_tasks: [] }) };
-      }
-    });
-    server = await startStepwiseWithModel(llm.url);
-    client = await TestClient.connect(server.wsUrl);
+        },
+      }),
+    );
     // Two rounds of follow-up work, each run ending for the person to go on.
     client.chat('Work out the figure', { agent_mode: true, strategy: 'research', strategy_options: { task_verification: false } });
     expect(summarize((await client.untilComplete()) as Event[]).slice(-2)).toEqual(['agent_completion:verifier_blocked', 'response_complete']);
@@ -299,46 +232,27 @@ describe('research on the wire', () => {
   });
 
   it('runs a wave side by side at the model server, a dependent task only after its dependency, the next stage only after a PASS; two questions answered out of order; an edit honoured by the next cycle', async () => {
-    llm = await ScriptedLlmServer.start();
-    const task = (id: string, depends_on: string[] = []) => ({
-      id,
-      title: `Task ${id}`,
-      agent: 'literature_scout',
-      depends_on,
-      acceptance_criteria: [],
-      inputs: [],
-    });
-    const plan = {
-      stages: [
-        { id: '1', name: 'First', verifier_criteria: [], tasks: [task('1.1'), task('1.2'), task('1.3', ['1.1'])] },
-        { id: '2', name: 'Second', verifier_criteria: [], tasks: [task('2.1'), task('2.2')] },
-      ],
-    };
-    const pass = JSON.stringify({ verdict: 'PASS', issues: [], follow_up_tasks: [] });
-    llm.respond((request): ScriptedReply => {
-      switch (request.purpose) {
-        case 'research.plan':
-          return { text: JSON.stringify(plan) };
-        case 'research.task': {
+    const { llm, client } = await stepwise.start();
+    llm.respond(
+      researchModel({
+        stages: [
+          { id: '1', name: 'First', verifier_criteria: [], tasks: [plannedTask('1.1'), plannedTask('1.2'), plannedTask('1.3', ['1.1'])] },
+          { id: '2', name: 'Second', verifier_criteria: [], tasks: [plannedTask('2.1'), plannedTask('2.2')] },
+        ],
+        task: (request) => {
           const answered = request.body.messages.some((message) => message.role === 'tool');
           if ((request.node === '1.1' || request.node === '1.2') && !answered) {
             return { toolCalls: [{ name: 'request_input', arguments: { question: `Question of ${request.node}?` } }] };
           }
           const answer = request.body.messages.find((message) => message.role === 'tool')?.content ?? 'none';
           return { text: `finding of ${request.node} (answer: ${answer})`, delayMs: 50 };
-        }
-        case 'research.task_result': {
+        },
+        taskResult: (request) => {
           const finding = request.body.messages.map((message) => message.content ?? '').find((text) => text.startsWith('finding of')) ?? '';
           return { text: JSON.stringify({ summary: finding, result: finding, evidence: [], artifacts: [] }) };
-        }
-        case 'research.report':
-          return { text: 'Report.' };
-        default:
-          return { text: pass };
-      }
-    });
-    server = await startStepwiseWithModel(llm.url);
-    client = await TestClient.connect(server.wsUrl);
+        },
+      }),
+    );
     client.chat('Study it', { agent_mode: true, strategy: 'research', strategy_options: { mode: 'step' } });
     // Both tasks of the wave ask at once; the answers come in the other order.
     const first = (await client.next((event) => event.update_type === 'agent_request_input' && event.node_id === '1.1')) as Event;
@@ -352,7 +266,7 @@ describe('research on the wire', () => {
     // 1.1 and 1.2 were at the model server at the same time.
     const first11 = llm.requests.find((request) => request.node === '1.1')!;
     const first12 = llm.requests.find((request) => request.node === '1.2')!;
-    const lastOf = (node: string) => llm!.requests.filter((request) => request.node === node && request.purpose === 'research.task_result').at(-1)!;
+    const lastOf = (node: string) => llm.requests.filter((request) => request.node === node && request.purpose === 'research.task_result').at(-1)!;
     expect(first12.receivedAt).toBeLessThan(lastOf('1.1').receivedAt);
     expect(first11.receivedAt).toBeLessThan(lastOf('1.2').receivedAt);
 
@@ -361,11 +275,7 @@ describe('research on the wire', () => {
     const at = before.indexOf('status: todo', before.indexOf('- id: "2.2"'));
     const edited = `${before.slice(0, at)}status: skipped\n        skip_reason: not needed${before.slice(at + 'status: todo'.length)}`;
     expect(edited).toContain('skip_reason: not needed');
-    const uploaded = await fetch(`${server.url}/api/sessions/${client.session.session_id}/files?name=RESEARCH_STATE.md`, {
-      method: 'POST',
-      body: edited,
-      headers: { 'content-type': 'text/plain' },
-    });
+    const uploaded = await uploadState(edited);
     expect(uploaded.ok).toBe(true);
     const from = client.events.length;
     client.chat('Go on', { agent_mode: true, strategy: 'research' });

@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, describe } from 'vitest';
-import { startTestRestate } from '../../scripts/restate.mjs';
+import { describe } from 'vitest';
 import { freePort } from '../fixtures/mcp-servers.ts';
 import { backToBackRig, oneInstanceCases } from '../helpers/back-to-back-rig.ts';
 import { PROCESS_TEST_TIMEOUT_MS, startStepwiseProcess } from '../helpers/process.ts';
+import { useRestate } from '../helpers/restate.ts';
 
 // `response_complete` means the session is free: a client that sends its next message the instant
 // it arrives is never refused with run_active, whatever ended the run and wherever it ran. On two
@@ -16,21 +16,15 @@ describe('response_complete means the session is free', { timeout: PROCESS_TEST_
   });
 
   describe('with RUN_ENGINE=restate', () => {
-    let restate: Awaited<ReturnType<typeof startTestRestate>> | undefined;
-    beforeAll(async () => {
-      restate = await startTestRestate();
-    }, 120_000);
-    // Registered before the rig's, so it runs after the instance has stopped.
-    afterAll(async () => {
-      await restate?.stop();
-    }, 60_000);
+    // Registered before the rig's, so Restate stops after the instance has stopped.
+    const restate = useRestate();
     const rig = backToBackRig(async ({ model, folder }) =>
       startStepwiseProcess({
         ...model,
         ...folder(),
         RUN_ENGINE: 'restate',
-        RESTATE_INGRESS_URL: restate!.ingressUrl,
-        RESTATE_ADMIN_URL: restate!.adminUrl,
+        RESTATE_INGRESS_URL: restate().ingressUrl,
+        RESTATE_ADMIN_URL: restate().adminUrl,
         RESTATE_SERVICE_PORT: String(await freePort()),
       }),
     );

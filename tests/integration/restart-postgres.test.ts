@@ -8,10 +8,11 @@ const url = postgresUrl();
 if (url) {
   describeKilledServer({
     name: 'a PostgreSQL server',
-    env: async () => {
+    env: async (processes) => {
       const database = await freshPostgresDatabase(url);
       await database.db.close();
-      return { env: { DATABASE_URL: database.url }, cleanup: database.drop };
+      processes.open({ close: database.drop });
+      return { DATABASE_URL: database.url };
     },
   });
 } else {

@@ -1,59 +1,50 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { freePort } from '../fixtures/mcp-servers.ts';
-import { startTestRestate } from '../../scripts/restate.mjs';
-import { observeText, reasonText, type RecordedRequest, ScriptedLlmServer, type ScriptedReply } from '../fixtures/scripted-llm-server.ts';
-import { PROCESS_TEST_TIMEOUT_MS, startStepwiseProcess, stopAllProcesses } from '../helpers/process.ts';
+import { observeText, reasonText, type RecordedRequest, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { computeThenAsk, scriptFirstActHanging } from '../helpers/calculating-model.ts';
+import { useServerProcesses } from '../helpers/per-test.ts';
+import { PROCESS_TEST_TIMEOUT_MS, startStepwiseProcess } from '../helpers/process.ts';
+import { plannedStage, researchModel } from '../helpers/research-script.ts';
+import { useRestate } from '../helpers/restate.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
 type Event = Record<string, unknown>;
 
-let restate: Awaited<ReturnType<typeof startTestRestate>> | undefined;
-let llm: ScriptedLlmServer | undefined;
-const clients: TestClient[] = [];
-const folders: string[] = [];
+const restate = useRestate();
+const processes = useServerProcesses();
 
-beforeAll(async () => {
-  restate = await startTestRestate();
-}, 120_000);
-
-afterAll(async () => {
-  await restate?.stop();
-}, 60_000);
-
-afterEach(async () => {
-  for (const client of clients.splice(0)) client.socket.terminate();
-  await stopAllProcesses({ signal: 'SIGKILL' });
-  await llm?.close();
-  llm = undefined;
-  for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true });
-}, 60_000);
-
-/** The environment of a Stepwise process on Restate: its own data dir and service port, kept across restarts. */
-async function restateEnv(): Promise<Record<string, string>> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'stepwise-restate-run-'));
-  folders.push(dataDir);
-  llm = await ScriptedLlmServer.start();
-  return {
+/** A scripted model, and the environment of a Stepwise process on Restate against it: its own data dir and service port, kept across restarts. */
+async function restateEnv(): Promise<{ env: Record<string, string>; llm: ScriptedLlmServer }> {
+  const llm = processes.open(await ScriptedLlmServer.start());
+  const env = {
     RUN_ENGINE: 'restate',
-    RESTATE_INGRESS_URL: restate!.ingressUrl,
-    RESTATE_ADMIN_URL: restate!.adminUrl,
+    RESTATE_INGRESS_URL: restate().ingressUrl,
+    RESTATE_ADMIN_URL: restate().adminUrl,
     RESTATE_SERVICE_PORT: String(await freePort()),
-    DATA_DIR: dataDir,
+    DATA_DIR: processes.folder('stepwise-restate-run-'),
     LLM_PROVIDER: 'openai',
     OPENAI_BASE_URL: llm.url,
     OPENAI_API_KEY: 'k',
     LLM_MAX_RETRIES: '0',
   };
+  return { env, llm };
 }
 
 async function connect(wsUrl: string, query: Record<string, string | number> = {}): Promise<TestClient> {
-  const client = await TestClient.connect(wsUrl, query);
-  clients.push(client);
-  return client;
+  return processes.socket(await TestClient.connect(wsUrl, query));
+}
+
+/** What Restate's ingress answers for the run's workflow output, asked again while it answers 470 (the workflow still runs). */
+async function workflowOutput(runId: string): Promise<Response> {
+  const url = `${restate().ingressUrl}/restate/workflow/StepwiseRun/${runId}/output`;
+  let output = await fetch(url);
+  for (let tries = 0; output.status === 470 && tries < 300; tries++) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    output = await fetch(url);
+  }
+  return output;
 }
 
 /** A model call by what it was for (its purpose and, inside a branch, the branch) and what it sent. */
@@ -63,36 +54,26 @@ const seqs = (client: TestClient) => client.logged.map((event) => (event as Even
 
 describe('runs as Restate workflows (RUN_ENGINE=restate)', { timeout: PROCESS_TEST_TIMEOUT_MS * 2 }, () => {
   it('a research run killed with -9 goes on after the restart: each completed model call made once, the call in flight again, a question pending across the restart answered afterwards', async () => {
-    const env = await restateEnv();
-    const task = (id: string) => ({ id, title: `Task ${id}`, agent: 'literature_scout', depends_on: [], acceptance_criteria: [], inputs: [] });
-    const plan = { stages: [{ id: '1', name: 'Only', verifier_criteria: [], tasks: [task('1.1'), task('1.2')] }] };
-    const pass = JSON.stringify({ verdict: 'PASS', issues: [], follow_up_tasks: [] });
+    const { env, llm } = await restateEnv();
     let hangTask12 = true;
-    llm!.respond((request): ScriptedReply => {
-      switch (request.purpose) {
-        case 'research.plan':
-          return { text: JSON.stringify(plan) };
-        case 'research.task': {
+    llm.respond(
+      researchModel({
+        stages: [plannedStage('1', 'Only', ['1.1', '1.2'])],
+        task: (request) => {
           if (request.node === '1.2') return hangTask12 ? { hang: true } : { text: 'finding of 1.2' };
           const asked = request.body.messages.some((message) => message.role === 'tool');
           return asked ? { text: 'finding of 1.1' } : { toolCalls: [{ name: 'request_input', arguments: { question: 'Which tower?' } }] };
-        }
-        case 'research.task_result':
-          return { text: JSON.stringify({ summary: `done ${request.node}`, result: `result ${request.node}`, evidence: [], artifacts: [] }) };
-        case 'research.report':
-          return { text: 'Report.' };
-        default:
-          return { text: pass };
-      }
-    });
+        },
+      }),
+    );
     const first = await startStepwiseProcess(env);
     const before = await connect(first.wsUrl);
     const sessionId = before.session.session_id;
     before.chat('How tall is the tower?', { agent_mode: true, strategy: 'research' });
     const question = (await before.waitFor('agent_request_input', { timeoutMs: 60_000 })) as Event;
     expect(question).toMatchObject({ node_id: '1.1', question: 'Which tower?' });
-    const inFlight = await llm!.waitFor((request) => request.purpose === 'research.task' && request.node === '1.2', 60_000);
-    const completedBeforeKill = llm!.requests.filter((request) => request !== inFlight);
+    const inFlight = await llm.waitFor((request) => request.purpose === 'research.task' && request.node === '1.2', 60_000);
+    const completedBeforeKill = llm.requests.filter((request) => request !== inFlight);
     await first.kill();
 
     hangTask12 = false;
@@ -111,11 +92,11 @@ describe('runs as Restate workflows (RUN_ENGINE=restate)', { timeout: PROCESS_TE
 
     // Every call completed before the kill was not made again; the one in flight was, once.
     expect(completedBeforeKill.map(callKey)).toEqual(expect.arrayContaining(['research.plan@', 'research.task@1.1']));
-    const made = llm!.requests.map(fingerprint);
+    const made = llm.requests.map(fingerprint);
     for (const request of completedBeforeKill)
       expect({ call: callKey(request), times: made.filter((one) => one === fingerprint(request)).length }).toEqual({ call: callKey(request), times: 1 });
     expect(made.filter((one) => one === fingerprint(inFlight))).toHaveLength(2);
-    const resumed = llm!.requests.filter((request) => request.purpose === 'research.task' && request.node === '1.1').at(-1)!;
+    const resumed = llm.requests.filter((request) => request.purpose === 'research.task' && request.node === '1.1').at(-1)!;
     expect(resumed.body.messages.some((message) => message.role === 'tool' && message.content === 'The Eiffel Tower')).toBe(true);
     // The session's log reads as one run: one agent_start, gapless seqs, the question shown once.
     expect(after.logged.filter((event) => event.update_type === 'agent_start')).toHaveLength(1);
@@ -128,17 +109,8 @@ describe('runs as Restate workflows (RUN_ENGINE=restate)', { timeout: PROCESS_TE
   });
 
   it('a question nobody answered in time parks the run; the answer resumes it, no completed call made again', async () => {
-    const env = await restateEnv();
-    llm!.enqueue(
-      { text: reasonText('Compute, then ask.') },
-      {
-        toolCalls: [
-          { id: 'c1', name: 'calculator', arguments: { expression: '6*7' } },
-          { id: 'ask', name: 'request_input', arguments: { question: 'Which colour?' } },
-        ],
-      },
-      { text: observeText('Blue it is.', { final_answer: '42, in blue.' }) },
-    );
+    const { env, llm } = await restateEnv();
+    llm.enqueue(...computeThenAsk(), { text: observeText('Blue it is.', { final_answer: '42, in blue.' }) });
     const server = await startStepwiseProcess({ ...env, AGENT_INPUT_TIMEOUT_MS: '1000' });
     const client = await connect(server.wsUrl);
     client.chat('Compute and ask me', { agent_mode: true });
@@ -147,27 +119,21 @@ describe('runs as Restate workflows (RUN_ENGINE=restate)', { timeout: PROCESS_TE
     client.send({ type: 'agent_user_input', question_id: question.question_id, content: 'blue' });
     const events = (await client.untilComplete({ timeoutMs: 60_000 })) as Event[];
     expect(summarize(events).slice(-3)).toEqual(['assistant_message', 'agent_completion:answered', 'response_complete']);
-    expect(llm!.requests.map((request) => request.phase)).toEqual(['reason', 'act', 'observe']);
+    expect(llm.requests.map((request) => request.phase)).toEqual(['reason', 'act', 'observe']);
     expect(events.filter((event) => event.type === 'tool_complete' && event.tool_name === 'calculator')).toHaveLength(1);
   });
 
   it('SIGTERM hands the run over: nothing ends it, and the restarted process finishes it without repeating a completed call', async () => {
-    const env = await restateEnv();
-    let acts = 0;
-    llm!.respond((request) => {
-      if (request.phase === 'act') return ++acts === 1 ? { hang: true } : { toolCalls: [{ name: 'calculator', arguments: { expression: '6*7' } }] };
-      if (request.phase === 'observe')
-        return { text: `6*7 = 42.\n\n\`\`\`json\n${JSON.stringify({ observation: '42', should_continue: false, final_answer: 'It is 42.' })}\n\`\`\`` };
-      return { text: reasonText('Use the calculator.') };
-    });
+    const { env, llm } = await restateEnv();
+    scriptFirstActHanging(llm);
     const first = await startStepwiseProcess(env);
     const before = await connect(first.wsUrl);
     const sessionId = before.session.session_id;
     before.chat('What is 6*7?', { agent_mode: true });
-    const act = await llm!.waitFor((request) => request.phase === 'act', 60_000);
+    const act = await llm.waitFor((request) => request.phase === 'act', 60_000);
     first.process.kill('SIGTERM');
     expect(await first.exited).toBe(0);
-    await llm!.waitForAbort(act, 10_000);
+    await llm.waitForAbort(act, 10_000);
     expect(summarize(before.events)).not.toContain('agent_stopped:shutdown');
 
     const second = await startStepwiseProcess(env);
@@ -175,36 +141,29 @@ describe('runs as Restate workflows (RUN_ENGINE=restate)', { timeout: PROCESS_TE
     const events = (await after.untilComplete({ timeoutMs: 90_000 })) as Event[];
     expect(summarize(events).slice(-2)).toEqual(['agent_completion:answered', 'response_complete']);
     expect(summarize(events).filter((name) => name.startsWith('agent_stopped'))).toEqual([]);
-    expect(llm!.requests.map((request) => request.phase)).toEqual(['reason', 'act', 'act', 'observe']);
+    expect(llm.requests.map((request) => request.phase)).toEqual(['reason', 'act', 'act', 'observe']);
   });
 
   it('stop aborts the in-flight model call and cancels the run’s workflow in Restate', async () => {
-    const env = await restateEnv();
-    llm!.respond((request) => (request.phase === 'act' ? { hang: true } : { text: reasonText('Working.') }));
+    const { env, llm } = await restateEnv();
+    llm.respond((request) => (request.phase === 'act' ? { hang: true } : { text: reasonText('Working.') }));
     const server = await startStepwiseProcess(env);
     const client = await connect(server.wsUrl);
     client.chat('Long job', { agent_mode: true });
     const start = (await client.waitFor('agent_start', { timeoutMs: 60_000 })) as Event;
-    const act = await llm!.waitFor((request) => request.phase === 'act', 60_000);
+    const act = await llm.waitFor((request) => request.phase === 'act', 60_000);
     client.send({ type: 'agent_control', action: 'stop' });
-    await llm!.waitForAbort(act, 10_000);
+    await llm.waitForAbort(act, 10_000);
     const events = (await client.untilComplete({ timeoutMs: 30_000 })) as Event[];
     expect(summarize(events).slice(-2)).toEqual(['agent_stopped:user', 'response_complete']);
     // The workflow has ended in Restate: nothing of the run is ever retried.
-    const output = `${restate!.ingressUrl}/restate/workflow/StepwiseRun/${start.run_id as string}/output`;
-    let status = 0;
-    for (let tries = 0; tries < 300; tries++) {
-      status = (await fetch(output)).status;
-      if (status !== 470) break;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    expect([200, 409]).toContain(status);
+    expect([200, 409]).toContain((await workflowOutput(start.run_id as string)).status);
     const health = await (await fetch(`${server.url}/api/health`)).json();
     expect(health).toMatchObject({ status: 'ok', dependencies: { restate: true } });
   });
 
   it('on Node 22 as on Node 20 (which needs the Promise.withResolvers polyfill), a run executes as a workflow and answers', async () => {
-    const env = await restateEnv();
+    const { env } = await restateEnv();
     // Node 22 from the npm registry, as `npx -y node@22` gets it.
     const node22 = execFileSync('npx', ['-y', 'node@22', '-e', 'process.stdout.write(process.execPath)'], {
       encoding: 'utf8',
@@ -223,7 +182,7 @@ describe('runs as Restate workflows (RUN_ENGINE=restate)', { timeout: PROCESS_TE
   });
 
   it('every strategy runs as a workflow on the demo model, and plain chat too; a run refused by an unreachable Restate says why', async () => {
-    const env = await restateEnv();
+    const { env } = await restateEnv();
     const server = await startStepwiseProcess({ ...env, LLM_PROVIDER: 'demo' });
     const client = await connect(server.wsUrl);
     const runs: Array<[string, Record<string, unknown>, string]> = [
@@ -250,13 +209,8 @@ describe('runs as Restate workflows (RUN_ENGINE=restate)', { timeout: PROCESS_TE
       }).toEqual({ content, options, ending: ending === 'response_complete' ? 'assistant_message' : ending });
     }
     const start = events.find((event) => event.update_type === 'agent_start')!;
-    const outputUrl = `${restate!.ingressUrl}/restate/workflow/StepwiseRun/${start.run_id as string}/output`;
     // The workflow returns just after the run's last event.
-    let output = await fetch(outputUrl);
-    for (let tries = 0; output.status === 470 && tries < 300; tries++) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      output = await fetch(outputUrl);
-    }
+    const output = await workflowOutput(start.run_id as string);
     expect(output.status).toBe(200);
     expect(await output.json()).toBe('completed');
 

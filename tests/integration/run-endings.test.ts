@@ -2,10 +2,10 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Config, createFileTools, openSqliteStore, SessionFiles, type Store, TOKENS, type Tool } from '@stepwise/backend';
 import type { DependencyContainer } from 'tsyringe';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { observeText, reasonText, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
-import { closeAll } from '../helpers/cleanup.ts';
+import { closeAfterEach } from '../helpers/per-test.ts';
 import { startStepwise, type TestServer } from '../helpers/stepwise.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
@@ -16,8 +16,7 @@ type Logged = Record<string, unknown> & { seq: number; type: string; run_id?: st
 // no other file's runs may be in it.
 let store: Store;
 let llm: ScriptedLlmServer;
-const servers: TestServer[] = [];
-const clients: TestClient[] = [];
+const open = closeAfterEach();
 
 beforeAll(async () => {
   store = await openSqliteStore(':memory:');
@@ -26,32 +25,25 @@ beforeAll(async () => {
 afterAll(() => store?.close());
 
 beforeEach(async () => {
-  llm = await ScriptedLlmServer.start();
+  llm = open(await ScriptedLlmServer.start());
 });
 
-afterEach(() =>
-  closeAll(...clients.splice(0).map((client) => () => client.close()), ...servers.splice(0).map((server) => () => server.close()), () => llm?.close()),
-);
-
 async function start(options: { store?: Store; configure?: (container: DependencyContainer) => void; env?: Record<string, string> } = {}) {
-  const server = await startStepwise(
-    { LLM_PROVIDER: 'openai', OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'test-key', ...options.env },
-    options.configure,
-    options.store ?? store,
+  return open(
+    await startStepwise(
+      { LLM_PROVIDER: 'openai', OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'test-key', ...options.env },
+      options.configure,
+      options.store ?? store,
+    ),
   );
-  servers.push(server);
-  return server;
 }
 
 async function connect(server: TestServer, query: Record<string, string | number> = {}): Promise<TestClient> {
-  const client = await TestClient.connect(server.wsUrl, query);
-  clients.push(client);
-  return client;
+  return open(await TestClient.connect(server.wsUrl, query));
 }
 
 /** Closes `server` and starts another on the same database: a restart, as far as the store can tell. */
 async function restart(server: TestServer): Promise<TestServer> {
-  servers.splice(servers.indexOf(server), 1);
   await server.close();
   return start();
 }

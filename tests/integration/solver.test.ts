@@ -1,19 +1,10 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { type RecordedRequest, ScriptedLlmServer, type ScriptedReply } from '../fixtures/scripted-llm-server.ts';
-import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
+import { describe, expect, it } from 'vitest';
+import type { RecordedRequest, ScriptedReply } from '../fixtures/scripted-llm-server.ts';
+import { useScriptedStepwise } from '../helpers/per-test.ts';
 import { gate, userTurns } from '../helpers/steer.ts';
-import { summarize, TestClient } from '../helpers/ws-client.ts';
+import { summarize, type TestClient } from '../helpers/ws-client.ts';
 
-let llm: ScriptedLlmServer | undefined;
-let server: TestServer | undefined;
-let client: TestClient | undefined;
-
-afterEach(async () => {
-  await client?.close();
-  await server?.close();
-  await llm?.close();
-  client = server = llm = undefined;
-});
+const stepwise = useScriptedStepwise();
 
 type Event = Record<string, unknown>;
 const decision = (action: string, extra: Record<string, string> = {}) =>
@@ -34,20 +25,22 @@ function solverModel(decide: (loop: number) => string, fail: (request: RecordedR
 
 /** Answers the next question (after `from`) with `answer`; returns the question. */
 async function answerNext(answer: string, from: number): Promise<Event> {
-  const question = (await client!.next((event) => event.update_type === 'agent_request_input', { from })) as Event;
-  client!.send({ type: 'agent_user_input', content: answer, question_id: question.question_id });
+  const question = (await stepwise.client.next((event) => event.update_type === 'agent_request_input', { from })) as Event;
+  stepwise.client.send({ type: 'agent_user_input', content: answer, question_id: question.question_id });
   return question;
 }
+
+/** Sends `problem` to the solver, one approach, asking before each stage. */
+const askStageByStage = (client: TestClient, problem: string) =>
+  client.chat(problem, { agent_mode: true, strategy: 'solver', strategy_options: { approaches: false, auto_advance: false } });
 
 const stages = (events: Event[]) => events.filter((event) => event.update_type === 'agent_stage_complete').map((event) => `${event.stage}:${event.loop}`);
 
 describe('solver on the wire', () => {
   it('asks before each stage with Yes / No; No pauses, and a resume asks again before the next stage and goes on without redoing one', async () => {
-    llm = await ScriptedLlmServer.start();
+    const { llm, client } = await stepwise.start({ LLM_MAX_RETRIES: '0' });
     llm.respond(solverModel(() => decision('FINAL', { final_answer: 'It is **42**.' })));
-    server = await startStepwiseWithModel(llm.url, { LLM_MAX_RETRIES: '0' });
-    client = await TestClient.connect(server.wsUrl);
-    client.chat('Problem: what is 6*7?', { agent_mode: true, strategy: 'solver', strategy_options: { approaches: false, auto_advance: false } });
+    askStageByStage(client, 'Problem: what is 6*7?');
     const first = await answerNext('Yes', 0);
     expect(first).toMatchObject({ kind: 'confirm', choices: ['Yes', 'No'], question: 'Go on to the expert evaluator?' });
     const second = await answerNext('No', client.events.indexOf(first as never) + 1);
@@ -69,11 +62,9 @@ describe('solver on the wire', () => {
   });
 
   it('a confirmation takes only Yes or No (case and spaces aside): anything else is refused with invalid_answer and the question stays open', async () => {
-    llm = await ScriptedLlmServer.start();
+    const { llm, client } = await stepwise.start({ LLM_MAX_RETRIES: '0' });
     llm.respond(solverModel(() => decision('FINAL', { final_answer: 'It is **42**.' })));
-    server = await startStepwiseWithModel(llm.url, { LLM_MAX_RETRIES: '0' });
-    client = await TestClient.connect(server.wsUrl);
-    client.chat('Problem: what is 6*7?', { agent_mode: true, strategy: 'solver', strategy_options: { approaches: false, auto_advance: false } });
+    askStageByStage(client, 'Problem: what is 6*7?');
     const question = (await client.next((event) => event.update_type === 'agent_request_input')) as Event;
     for (const answer of ['no.', 'NO!', 'nope', 'N', 'Maybe', '', 'yes please']) {
       const from = client.events.length;
@@ -90,12 +81,10 @@ describe('solver on the wire', () => {
   });
 
   it('auto-advances without asking until max_loops, and answers the orchestrator’s ASK_USER question', async () => {
-    llm = await ScriptedLlmServer.start();
+    const { llm, client } = await stepwise.start();
     llm.respond(
       solverModel((loop) => (loop === 1 ? decision('ASK_USER', { question_for_user: 'Metres or feet?' }) : decision('CONTINUE', { next_focus: 'units' }))),
     );
-    server = await startStepwiseWithModel(llm.url);
-    client = await TestClient.connect(server.wsUrl);
     client.chat('Problem: how far is it?', { agent_mode: true, strategy: 'solver', strategy_options: { auto_advance: true, max_loops: 2, approaches: false } });
     const question = await answerNext('metres', 0);
     expect(question).toMatchObject({ kind: 'question', question: 'Metres or feet?' });
@@ -109,14 +98,12 @@ describe('solver on the wire', () => {
   });
 
   it('a message sent during a stage is the next stage’s to read, and the orchestrator’s decision reads it too', async () => {
-    llm = await ScriptedLlmServer.start();
+    const { llm, client } = await stepwise.start();
     const held = gate();
     const said = 'Give the answer in French.';
     const decide = solverModel(() => decision('FINAL', { final_answer: 'Quarante-deux.' }));
     // The first stage's reply waits until the message is acknowledged.
     llm.respond((request) => ({ ...decide(request), ...(request.purpose === 'solver.problem_solver' ? { after: held.promise } : {}) }));
-    server = await startStepwiseWithModel(llm.url);
-    client = await TestClient.connect(server.wsUrl);
     client.chat('Problem: what is 6*7?', { agent_mode: true, strategy: 'solver', strategy_options: { approaches: false } });
     await llm.waitFor((request) => request.purpose === 'solver.problem_solver');
     client.chat(said);
@@ -137,7 +124,7 @@ describe('solver on the wire', () => {
   });
 
   it('a failed stage ends the run; resume re-runs that stage and goes on', async () => {
-    llm = await ScriptedLlmServer.start();
+    const { llm, client } = await stepwise.start({ LLM_MAX_RETRIES: '0' });
     let failed = false;
     llm.respond(
       solverModel(
@@ -149,9 +136,7 @@ describe('solver on the wire', () => {
         },
       ),
     );
-    server = await startStepwiseWithModel(llm.url, { LLM_MAX_RETRIES: '0' });
-    client = await TestClient.connect(server.wsUrl);
-    client.chat('Problem: what is 6*7?', { agent_mode: true, strategy: 'solver', strategy_options: { approaches: false, auto_advance: false } });
+    askStageByStage(client, 'Problem: what is 6*7?');
     await answerNext('Yes', 0);
     const failedRun = (await client.untilComplete()) as Event[];
     expect(summarize(failedRun).some((kind) => kind.startsWith('agent_error'))).toBe(true);
@@ -171,9 +156,8 @@ describe('solver on the wire', () => {
   });
 
   it('snapshot → rollback → resume from the snapshot, on the demo model', async () => {
-    server = await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '0' });
-    client = await TestClient.connect(server.wsUrl);
-    client.chat('Problem: what is (17+25)*3?', { agent_mode: true, strategy: 'solver', strategy_options: { approaches: false, auto_advance: false } });
+    const { server, client } = await stepwise.demo();
+    askStageByStage(client, 'Problem: what is (17+25)*3?');
     const yes = await answerNext('Yes', 0);
     await answerNext('No', client.events.indexOf(yes as never) + 1);
     await client.untilComplete();

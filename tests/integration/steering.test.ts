@@ -1,12 +1,13 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { observeText, reasonText, type RecordedRequest, type ScriptedReply, ScriptedLlmServer } from '../fixtures/scripted-llm-server.ts';
+import { closeAfterEach } from '../helpers/per-test.ts';
 import { gate } from '../helpers/steer.ts';
 import { startStepwise, startStepwiseWithModel, type TestServer } from '../helpers/stepwise.ts';
 import { summarize, TestClient } from '../helpers/ws-client.ts';
 
 let llm: ScriptedLlmServer;
 let server: TestServer;
-const clients: TestClient[] = [];
+const open = closeAfterEach();
 
 beforeAll(async () => {
   llm = await ScriptedLlmServer.start();
@@ -17,14 +18,8 @@ afterAll(async () => {
   await server?.close();
   await llm?.close();
 });
-afterEach(async () => {
-  for (const client of clients.splice(0)) await client.close();
-});
-
 async function connect(): Promise<TestClient> {
-  const client = await TestClient.connect(server.wsUrl);
-  clients.push(client);
-  return client;
+  return open(await TestClient.connect(server.wsUrl));
 }
 
 /** How many of a request's messages hold `text`. */
@@ -65,14 +60,23 @@ function since(from: number): RecordedRequest[] {
   return llm.requests.slice(from);
 }
 
+/**
+ * A new client asks `question` of a two-step run (twoSteps) whose first reason call waits for
+ * `held`; resolves once that call is at the model, with the index of the run's first request.
+ */
+async function heldRun(question: string): Promise<{ client: TestClient; from: number; held: ReturnType<typeof gate> }> {
+  const client = await connect();
+  const from = llm.requests.length;
+  const held = gate();
+  twoSteps(question, held.promise);
+  client.chat(question, { agent_mode: true, tools: ['calculator'] });
+  await llm.waitFor((request) => request.index >= from && request.phase === 'reason');
+  return { client, from, held };
+}
+
 describe('a message sent during a run (steer)', () => {
   it('is stored and acknowledged, reaches exactly the next model request, and no later request twice', async () => {
-    const client = await connect();
-    const from = llm.requests.length;
-    const held = gate();
-    twoSteps('What is 2+3? (steer)', held.promise);
-    client.chat('What is 2+3? (steer)', { agent_mode: true, tools: ['calculator'] });
-    await llm.waitFor((request) => request.index >= from && request.phase === 'reason');
+    const { client, from, held } = await heldRun('What is 2+3? (steer)');
     client.chat('Please show your working.');
     const queued = await client.waitFor('message_queued');
     expect(queued).toMatchObject({ delivery: 'steer', position: 1, content: 'Please show your working.' });
@@ -91,12 +95,7 @@ describe('a message sent during a run (steer)', () => {
   });
 
   it('withdrawn with cancel_message, never reaches the model', async () => {
-    const client = await connect();
-    const from = llm.requests.length;
-    const held = gate();
-    twoSteps('What is 2+3? (cancel)', held.promise);
-    client.chat('What is 2+3? (cancel)', { agent_mode: true, tools: ['calculator'] });
-    await llm.waitFor((request) => request.index >= from && request.phase === 'reason');
+    const { client, from, held } = await heldRun('What is 2+3? (cancel)');
     client.chat('Never mind this.');
     const queued = await client.waitFor('message_queued');
     client.send({ type: 'cancel_message', message_id: queued.message_id });
@@ -111,12 +110,7 @@ describe('a message sent during a run (steer)', () => {
   });
 
   it('over the limits answers queue_full or message_too_long and leaves the run alone', async () => {
-    const client = await connect();
-    const from = llm.requests.length;
-    const held = gate();
-    twoSteps('What is 2+3? (limits)', held.promise);
-    client.chat('What is 2+3? (limits)', { agent_mode: true, tools: ['calculator'] });
-    await llm.waitFor((request) => request.index >= from && request.phase === 'reason');
+    const { client, from, held } = await heldRun('What is 2+3? (limits)');
     client.chat('x'.repeat(201));
     expect(await client.next((event) => event.type === 'error')).toMatchObject({ code: 'message_too_long' });
     client.chat('First.');
@@ -153,12 +147,7 @@ describe('delivery queue', () => {
   });
 
   it('an agent run queued with delivery queue starts with the message named on agent_start', async () => {
-    const client = await connect();
-    const from = llm.requests.length;
-    const held = gate();
-    twoSteps('What is 2+3? (queue)', held.promise);
-    client.chat('What is 2+3? (queue)', { agent_mode: true, tools: ['calculator'] });
-    await llm.waitFor((request) => request.index >= from && request.phase === 'reason');
+    const { client, from, held } = await heldRun('What is 2+3? (queue)');
     client.chat('What is 2+3? (queued run)', { agent_mode: true, tools: ['calculator'], delivery: 'queue' });
     const queued = await client.waitFor('message_queued');
     expect(queued).toMatchObject({ delivery: 'queue' });
@@ -204,20 +193,15 @@ describe('delivery interrupt', () => {
 
 describe('on the demo model', () => {
   it('a steer read during a run does not replace the request: the demo still computes its answer', async () => {
-    const demo = await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '5' });
-    try {
-      const client = await TestClient.connect(demo.wsUrl);
-      clients.push(client);
-      client.chat('What is 15% of 240, then add 7?', { agent_mode: true });
-      await client.waitFor('agent_turn_start');
-      client.chat('Show the working too.');
-      await client.waitFor('message_queued');
-      const events = await client.untilComplete();
-      expect(events.some((event) => event.update_type === 'agent_steer')).toBe(true);
-      expect(events.find((event) => event.update_type === 'agent_completion')).toMatchObject({ reason: 'answered' });
-      expect(String(events.findLast((event) => event.type === 'assistant_message')?.content)).toMatch(/\b43\b/);
-    } finally {
-      await demo.close();
-    }
+    const demo = open(await startStepwise({ LLM_PROVIDER: 'demo', DEMO_DELAY_MS: '5' }));
+    const client = open(await TestClient.connect(demo.wsUrl));
+    client.chat('What is 15% of 240, then add 7?', { agent_mode: true });
+    await client.waitFor('agent_turn_start');
+    client.chat('Show the working too.');
+    await client.waitFor('message_queued');
+    const events = await client.untilComplete();
+    expect(events.some((event) => event.update_type === 'agent_steer')).toBe(true);
+    expect(events.find((event) => event.update_type === 'agent_completion')).toMatchObject({ reason: 'answered' });
+    expect(String(events.findLast((event) => event.type === 'assistant_message')?.content)).toMatch(/\b43\b/);
   });
 });
