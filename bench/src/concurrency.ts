@@ -4,6 +4,7 @@
 // any server built on that SDK starts from), each N in turn on every side. Each side is a new
 // process per N, warmed up first by an untimed lockstep of the same shape in sessions of its own
 // (N sessions, WARM_UP_SESSIONS at most: 90 to 1,800 model calls), as a server in use has long been.
+import type { LockstepClient } from './frameworks.ts';
 import { cpuMs, currentRss, type LockstepResult, peakRss, startModelServer, startWorker } from './processes.ts';
 import { log, now, type Settings, sleep } from './settings.ts';
 import { mb, median, quantile, round } from './stats.ts';
@@ -14,6 +15,12 @@ import { AGENT_RUN, type Client, openClient, warmUpChat } from './ws-client.ts';
 const LATENCY_MS = 250;
 const CALLS = 9;
 export const BARE_SDK = 'bare openai SDK client';
+/** The bare clients of this section, by how each reads a reply (see LockstepClient). */
+export const BARE_CLIENTS: Record<LockstepClient, string> = {
+  whole: BARE_SDK,
+  streaming: 'bare openai SDK client, streaming',
+  'streaming-journal': 'bare openai SDK client, streaming, + one SQLite commit per reply (the bound)',
+};
 /** Most sessions of the untimed lockstep each side runs first (CALLS model calls each). */
 const WARM_UP_SESSIONS = 200;
 
@@ -41,8 +48,10 @@ export async function concurrency(settings: Settings, stores: Stores) {
   const rows: ConcurrencyRow[] = [];
   try {
     for (const sessions of settings.sessions) {
-      rows.push(await bare(model.url, sessions));
-      log(`   ${JSON.stringify(rows.at(-1))}`);
+      for (const how of Object.keys(BARE_CLIENTS) as LockstepClient[]) {
+        rows.push(await bare(model.url, sessions, how));
+        log(`   ${JSON.stringify(rows.at(-1))}`);
+      }
       for (const store of stepwiseStores) {
         rows.push(await stepwise(model.url, store, sessions));
         log(`   ${JSON.stringify(rows.at(-1))}`);
@@ -51,7 +60,7 @@ export async function concurrency(settings: Settings, stores: Stores) {
   } finally {
     await model.stop();
   }
-  const systems = [BARE_SDK, ...stepwiseStores.map((store) => `Stepwise, ${store.label}`)];
+  const systems = [...Object.values(BARE_CLIENTS), ...stepwiseStores.map((store) => `Stepwise, ${store.label}`)];
   const largest = (system: string) =>
     Math.max(0, ...rows.filter((row) => row.system === system && row.lagP99Ms < 100 && row.failures === 0).map((row) => row.sessions));
   return {
@@ -65,19 +74,19 @@ export async function concurrency(settings: Settings, stores: Stores) {
 }
 
 /** N lockstep sessions of bare SDK calls in a new worker process. */
-async function bare(modelUrl: string, sessions: number): Promise<ConcurrencyRow> {
+async function bare(modelUrl: string, sessions: number, how: LockstepClient): Promise<ConcurrencyRow> {
   const worker = await startWorker('floor', modelUrl);
   try {
     // The warm-up each Stepwise server gets too: one chat, then a lockstep of the same shape.
-    await worker.lockstep(1, CALLS);
-    await worker.lockstep(Math.min(sessions, WARM_UP_SESSIONS), CALLS);
-    return row(await worker.lockstep(sessions, CALLS));
+    await worker.lockstep(1, CALLS, how);
+    await worker.lockstep(Math.min(sessions, WARM_UP_SESSIONS), CALLS, how);
+    return row(await worker.lockstep(sessions, CALLS, how));
   } finally {
     await worker.exit();
   }
   function row(result: LockstepResult): ConcurrencyRow {
     return {
-      system: BARE_SDK,
+      system: BARE_CLIENTS[how],
       sessions,
       totalMs: round(result.totalMs, 0),
       idealMs: CALLS * LATENCY_MS,

@@ -273,30 +273,55 @@ export function langGraph(baseURL: string): Framework {
  * call that fails (at thousands of connections opened at once some are refused) ends its session
  * and is counted, as a Stepwise run that fails is.
  */
-export async function bareLockstep(baseURL: string, sessions: number, calls: number): Promise<{ totalMs: number; lags: number[]; failedCalls: number }> {
+/**
+ * How the bare client reads each reply: whole, as a stream put together from its chunks, or as a
+ * stream and then committed to an embedded SQLite journal (synchronous=normal, Stepwise's default)
+ * before it counts as received: the bound that keeps Stepwise's promise (a reply stored before
+ * anyone is shown it) without anything else of a server.
+ */
+export type LockstepClient = 'whole' | 'streaming' | 'streaming-journal';
+
+export async function bareLockstep(
+  baseURL: string,
+  sessions: number,
+  calls: number,
+  how: LockstepClient = 'whole',
+): Promise<{ totalMs: number; lags: number[]; failedCalls: number }> {
   const client = new OpenAI({ baseURL, apiKey: 'bench', maxRetries: 0, timeout: 600_000 });
+  const journal = how === 'streaming-journal' ? sqliteJournal('normal') : undefined;
   const lags: number[] = [];
   let failedCalls = 0;
-  const session = async () => {
+  const reply = async (messages: OpenAI.Chat.ChatCompletionMessageParam[]) => {
+    if (how === 'whole') return (await client.chat.completions.create({ model: 'bench', messages })).choices[0]!.message.content ?? '';
+    let content = '';
+    for await (const chunk of await client.chat.completions.create({ model: 'bench', messages, stream: true }))
+      content += chunk.choices[0]?.delta?.content ?? '';
+    return content;
+  };
+  const session = async (_: unknown, index: number) => {
     const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [{ role: 'user', content: 'lockstep' }];
     for (let call = 0; call < calls; call++) {
       let content: string;
       try {
-        const response = await client.chat.completions.create({ model: 'bench', messages });
-        content = response.choices[0]!.message.content ?? '';
+        content = await reply(messages);
       } catch {
         failedCalls++;
         return;
       }
+      journal?.commit(String(index), call, { role: 'assistant', content });
       const received = now();
       const sentAt = Number(/(\d{13}\.\d+)/.exec(content)?.[1]);
       if (sentAt) lags.push(received - sentAt);
       messages.push({ role: 'assistant', content }, { role: 'user', content: 'lockstep, next' });
     }
   };
-  const started = now();
-  await Promise.all(Array.from({ length: sessions }, session));
-  return { totalMs: now() - started, lags, failedCalls };
+  try {
+    const started = now();
+    await Promise.all(Array.from({ length: sessions }, session));
+    return { totalMs: now() - started, lags, failedCalls };
+  } finally {
+    journal?.close();
+  }
 }
 
 /** How the Stepwise worker uses chats: a new one per task, or one for every task (its history growing). */

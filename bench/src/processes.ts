@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import type { LockstepClient } from './frameworks.ts';
 import type { WorkerCommand, WorkerReply } from './worker.ts';
 
 export const root = join(dirname(new URL(import.meta.url).pathname), '..', '..');
@@ -137,7 +138,7 @@ export async function startWorker(name: string, target: string, ...extra: string
     pid: child.pid!,
     task: (steps: number) => ask({ cmd: 'task', steps }) as Promise<TaskResult>,
     stop: (marker: string, stats: string) => ask({ cmd: 'stop', marker, stats }) as Promise<{ stopAt: number; endedAt: number }>,
-    lockstep: (sessions: number, calls: number) => ask({ cmd: 'lockstep', sessions, calls }) as Promise<LockstepResult>,
+    lockstep: (sessions: number, calls: number, how: LockstepClient = 'whole') => ask({ cmd: 'lockstep', sessions, calls, how }) as Promise<LockstepResult>,
     async exit() {
       // A worker that died has no channel left: sending to it would throw outside any caller.
       if (child.connected) child.send({ cmd: 'exit' });

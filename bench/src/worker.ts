@@ -8,6 +8,7 @@ import {
   journaledFloorPg,
   restateFloor,
   type Framework,
+  type LockstepClient,
   langGraph,
   now,
   openAiAgents,
@@ -19,7 +20,7 @@ import { langGraphSqlite, openAiAgentsSqlite, vercelAiSqlite } from './fair-peer
 export type WorkerCommand =
   | { cmd: 'task'; steps: number }
   | { cmd: 'stop'; marker: string; stats: string }
-  | { cmd: 'lockstep'; sessions: number; calls: number }
+  | { cmd: 'lockstep'; sessions: number; calls: number; how: LockstepClient }
   | { cmd: 'exit' };
 export type WorkerReply =
   | { ok: true; ms: number; calls: number; rss: number; cpuUs: number; prepareMs: number }
@@ -76,7 +77,7 @@ process.on('message', async (command: WorkerCommand) => {
       }
       case 'lockstep': {
         const cpu = process.cpuUsage();
-        const { totalMs, lags, failedCalls } = await bareLockstep(target, command.sessions, command.calls);
+        const { totalMs, lags, failedCalls } = await bareLockstep(target, command.sessions, command.calls, command.how);
         const used = cpuUs(cpu);
         peakRss = Math.max(peakRss, process.memoryUsage().rss);
         process.send!({ ok: true, totalMs, lags, failedCalls, rss: peakRss, cpuUs: used } satisfies WorkerReply);
