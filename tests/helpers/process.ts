@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn, type SpawnOptions } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { onTestFailed } from 'vitest';
 import { serverBundle } from '../../scripts/build-server.mjs';
 import { forgetProcess, killRecorded, recordProcess, REGISTRY_ENV, type RecordedProcess, startTime } from './process-registry.mjs';
 
@@ -232,6 +233,12 @@ export async function startStepwiseProcess(
       child.once('error', reject);
       void exited.then((code) => reject(new Error(`Stepwise exited (${code}) before it was ready:\n${output}`)));
     });
+    // A test that fails shows what the server logged last: a rare failure carries its own evidence.
+    try {
+      onTestFailed(() => void process.stderr.write(`\n--- the log of Stepwise at ${url}, its end ---\n${output.slice(-6000)}\n`));
+    } catch {
+      // Started outside a test (a file's beforeAll): its tests' own failures say enough.
+    }
     return {
       url,
       wsUrl: `${url.replace(/^http/, 'ws')}/ws`,
