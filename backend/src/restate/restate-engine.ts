@@ -174,7 +174,11 @@ export class RestateEngine implements RunEngine {
     // Stopped while the workflow was being submitted.
     if (control.signal.aborted) untaken();
     try {
-      return await done;
+      const outcome = await done;
+      // Parked: its workflow ends as the attempt returns. Until Restate holds that end, an answer given
+      // at once would find the workflow still going, and wait for an attempt that never comes.
+      if (outcome.status === 'parked' && submitted.invocationId) await this.ended(runId);
+      return outcome;
     } finally {
       control.signal.removeEventListener('abort', untaken);
     }
@@ -198,6 +202,21 @@ export class RestateEngine implements RunEngine {
     if (output.status === 470) return { invocationId, finished: false };
     if ([200, 409, 500].includes(output.status)) return { invocationId, finished: true };
     throw new Error(`Restate's ingress answered ${output.status} for the output of run ${runId}`);
+  }
+
+  /** Resolves once Restate holds the run's workflow as ended (attached to its output; at most 10 s). */
+  private async ended(runId: string): Promise<void> {
+    try {
+      const response = await fetch(`${this.config.ingressUrl}/restate/workflow/${RUN_WORKFLOW}/${encodeURIComponent(runId)}/attach`, {
+        signal: AbortSignal.timeout(10_000),
+      });
+      await response.arrayBuffer();
+      // 200 its output, 409 / 500 its end as cancelled or failed: ended all the same.
+      if (![200, 409, 500].includes(response.status))
+        this.logger.warn({ run_id: runId, status: response.status }, 'Restate did not say the parked run’s workflow ended');
+    } catch (error) {
+      this.logger.warn({ err: error, run_id: runId }, 'could not learn from Restate that the parked run’s workflow ended');
+    }
   }
 
   async recordAnswer(runId: string, questionId: string, answer: PersonAnswer): Promise<boolean> {
